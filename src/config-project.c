@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The project config, {work_dir}/.loop/config.json, lives in the work dir the agent can write to. Its
+ * merge rules are therefore narrower than a channel file's: it can replace lists and override a few
+ * settings, but the security gates can only be narrowed, never widened. */
+
+#include <assert.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "config-schema.h"
+#include "io-util.h"
+#include "log.h"
+#include "strv.h"
+
+static const char * const project_replace[] = { "mounts", "copy_files", "extra_dirs", "permissions" };
+static const char * const project_override[] = {
+        "claude_model", "claude_bin_path", "container_image", "container_memory_mb", "container_cpus",
+        "keep_mcp_configs",
+};
+
+static json_object *get(json_object *o, const char *key) {
+        json_object *v = NULL;
+        if (!o || !json_object_object_get_ex(o, key, &v))
+                return NULL;
+        return v;
+}
+
+static json_object *copy(json_object *o) {
+        json_object *c = NULL;
+        if (json_object_deep_copy(o, &c, NULL) < 0)
+                return NULL;
+        return c;
+}
+
+static int set(json_object *o, const char *key, json_object *v) {
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Returns the child object at key, creating it when missing. */
+static json_object *child(json_object *o, const char *key) {
+        json_object *c = get(o, key);
+        if (c && json_object_get_type(c) == json_type_object)
+                return c;
+        if (set(o, key, json_object_new_object()) < 0)
+                return NULL;
+        return get(o, key);
+}
+
+/* Relative mount sources ("./x", "../x", ".") are relative to the work dir; named volumes and ~ stay. */
+static int resolve_mounts(json_object *mounts, const char *work_dir, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *r = json_object_new_array();
+
+        if (!r)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+                const char *m = json_object_get_string(json_object_array_get_idx(mounts, i));
+                json_object *e;
+
+                if (m[0] == '.') {
+                        _cleanup_free_ char *s = NULL;
+                        const char *rest = m[1] == ':' ? m + 1 : m;     /* ".:/dst" is the work dir itself */
+                        if (asprintf(&s, "%s%s%s", work_dir, m[1] == ':' ? "" : "/", rest) < 0)
+                                return -ENOMEM;
+                        e = json_object_new_string(s);
+                } else
+                        e = json_object_new_string(m);
+                if (!e || json_object_array_add(r, e) < 0) {
+                        json_object_put(e);
+                        return -ENOMEM;
+                }
+        }
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+/* Project rules come first, so a project can deny what the operator allowed, and (by design of the
+ * upstream merge) approve or allow before the operator's rules; see the README's security notes. */
+static int prepend_rules(json_object *dst, json_object *src, const char *key) {
+        json_object *p = get(src, key), *g = get(dst, key);
+        _cleanup_(json_object_putp) json_object *r = NULL;
+
+        if (!p)
+                return 0;
+        r = copy(p);
+        if (!r)
+                return -ENOMEM;
+        for (size_t i = 0; g && i < json_object_array_length(g); i++) {
+                json_object *e = copy(json_object_array_get_idx(g, i));
+                if (!e || json_object_array_add(r, e) < 0) {
+                        json_object_put(e);
+                        return -ENOMEM;
+                }
+        }
+        return set(dst, key, TAKE_PTR(r));
+}
+
+static int merge_by_key(json_object *dst, json_object *src) {
+        json_object_object_foreach(src, key, val)
+                if (set(dst, key, copy(val)) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* enabled may go from true to false, never back. */
+static int narrow_enabled(json_object *dst, json_object *src, bool base_enabled, const char *project_path,
+                          const char *key, ConfigProblems *problems, bool *ret) {
+        json_object *v = get(src, "enabled");
+        bool wanted = v ? json_object_get_boolean(v) : true, e = base_enabled && wanted;
+
+        if (v && wanted && !base_enabled &&
+            config_problem_add(problems, false, project_path, key,
+                               "a project config cannot enable what the operator disabled, ignoring") < 0)
+                return -ENOMEM;
+        *ret = e;
+        return set(dst, "enabled", json_object_new_boolean(e));
+}
+
+static int apply_gates(json_object *merged, json_object *pgates, const LoopConfig *base,
+                       const char *project_path, ConfigProblems *problems) {
+        json_object *gates, *gate, *proxy, *pg = get(pgates, "agentgate"), *pp = get(pgates, "docker_proxy");
+        bool gate_on, proxy_on;
+        int r;
+
+        gates = child(merged, "gates");
+        if (!gates || !(gate = child(gates, "agentgate")) || !(proxy = child(gates, "docker_proxy")))
+                return -ENOMEM;
+
+        r = narrow_enabled(gate, pg, base->gates.agentgate.enabled, project_path, "gates.agentgate.enabled",
+                           problems, &gate_on);
+        if (r < 0)
+                return r;
+        r = narrow_enabled(proxy, pp, base->gates.docker_proxy.enabled && gate_on, project_path,
+                           "gates.docker_proxy.enabled", problems, &proxy_on);
+        if (r < 0)
+                return r;
+
+        if ((r = prepend_rules(gate, pg, "path_rules")) < 0 ||
+            (r = prepend_rules(gate, pg, "command_rules")) < 0 ||
+            (r = prepend_rules(gate, pg, "file_rules")) < 0 ||
+            (r = prepend_rules(proxy, pp, "http_rules")) < 0 ||
+            (r = prepend_rules(proxy, pp, "body_rules")) < 0)
+                return r;
+        return 0;
+}
+
+/* A project cannot move the work dir, and the default one depends on the channel name: keep the base's. */
+static int config_load_keeping_work_dir(json_object *merged, const LoopConfig *base, LoopConfig *ret) {
+        _cleanup_(loop_config_done) LoopConfig c = {};
+        int r;
+
+        r = loop_config_from_json(merged, NULL, &c);
+        if (r < 0)
+                return r;
+        r = free_and_strdup(&c.work_dir, base->work_dir);
+        if (r < 0)
+                return r;
+        *ret = c;
+        c = (LoopConfig) {};
+        return 0;
+}
+
+int config_apply_project_json(const LoopConfig *base, json_object *project, const char *project_path,
+                              const char *work_dir, LoopConfig *ret, ConfigProblems *problems) {
+        _cleanup_(json_object_putp) json_object *merged = NULL;
+        json_object *v;
+        int r;
+
+        assert(base && base->json && work_dir && ret && problems);
+
+        r = schema_validate(&config_schema_root, project, SCOPE_PROJECT, project_path, problems);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                return -EINVAL;
+
+        merged = copy(base->json);
+        if (!merged)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < ELEMENTSOF(project_replace); i++) {
+                v = get(project, project_replace[i]);
+                if (!v)
+                        continue;
+                if (streq(project_replace[i], "mounts")) {
+                        json_object *m;
+                        r = resolve_mounts(v, work_dir, &m);
+                        if (r < 0)
+                                return r;
+                        r = set(merged, "mounts", m);
+                } else
+                        r = set(merged, project_replace[i], copy(v));
+                if (r < 0)
+                        return r;
+        }
+
+        for (size_t i = 0; i < ELEMENTSOF(project_override); i++) {
+                v = get(project, project_override[i]);
+                if (v && (r = set(merged, project_override[i], copy(v))) < 0)
+                        return r;
+        }
+
+        /* Setting one credential clears the other, so the project's choice is the one used. */
+        v = get(project, "claude_code_oauth_token");
+        if (v) {
+                if ((r = set(merged, "claude_code_oauth_token", copy(v))) < 0)
+                        return r;
+                json_object_object_del(merged, "anthropic_api_key");
+        }
+        v = get(project, "anthropic_api_key");
+        if (v) {
+                if ((r = set(merged, "anthropic_api_key", copy(v))) < 0)
+                        return r;
+                if (!get(project, "claude_code_oauth_token"))
+                        json_object_object_del(merged, "claude_code_oauth_token");
+        }
+
+        v = get(project, "envs");
+        if (v) {
+                json_object *e = child(merged, "envs");
+                if (!e || (r = merge_by_key(e, v)) < 0)
+                        return -ENOMEM;
+        }
+        v = get(get(project, "mcp"), "servers");
+        if (v) {
+                json_object *m = child(merged, "mcp"), *s = m ? child(m, "servers") : NULL;
+                if (!s || (r = merge_by_key(s, v)) < 0)
+                        return -ENOMEM;
+        }
+        v = get(project, "browser");
+        if (v) {
+                json_object *b = child(merged, "browser");
+                if (!b || (r = merge_by_key(b, v)) < 0)
+                        return -ENOMEM;
+        }
+
+        r = apply_gates(merged, get(project, "gates"), base, project_path, problems);
+        if (r < 0)
+                return r;
+
+        return config_load_keeping_work_dir(merged, base, ret);
+}
+
+int config_apply_project(const LoopConfig *base, const char *work_dir, LoopConfig *ret, ConfigProblems *problems) {
+        _cleanup_(json_object_putp) json_object *project = NULL;
+        _cleanup_free_ char *path = NULL, *text = NULL, *reason = NULL;
+        _cleanup_close_ int dir_fd = -EBADF;
+        size_t size;
+        int r;
+
+        if (asprintf(&path, "%s/.loop/config.json", work_dir) < 0)
+                return -ENOMEM;
+
+        /* The work dir belongs to the agent: never follow a symlink it planted for .loop or the file. */
+        dir_fd = open(work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd >= 0) {
+                _cleanup_close_ int loop_fd = openat(dir_fd, ".loop", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (loop_fd >= 0)
+                        r = read_full_file_at(loop_fd, "config.json", CONFIG_FILE_MAX, true, &text, &size);
+                else
+                        r = errno == ENOENT ? -ENOENT : -errno;
+        } else
+                r = errno == ENOENT ? -ENOENT : -errno;
+
+        if (r == -ENOENT)
+                return config_load_keeping_work_dir(base->json, base, ret);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                if (config_problem_add(problems, true, path, NULL, "cannot be read: %s",
+                                       r == -ELOOP ? "it is a symbolic link" :
+                                       r == -EFBIG ? "too large" : strerror(-r)) < 0)
+                        return -ENOMEM;
+                return -EINVAL;
+        }
+
+        r = config_parse_text(text, size, &project, &reason);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                if (config_problem_add(problems, true, path, NULL, "%s", reason) < 0)
+                        return -ENOMEM;
+                return -EINVAL;
+        }
+        return config_apply_project_json(base, project, path, work_dir, ret, problems);
+}

@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "config-build.h"
+#include "config-schema.h"
+#include "io-util.h"
+#include "log.h"
+#include "strv.h"
+
+static const char * const decision_table[_DECISION_MAX] = {
+        [DECISION_ALLOW] = "allow",
+        [DECISION_DENY] = "deny",
+        [DECISION_APPROVE] = "approve",
+};
+
+static const char * const file_op_table[_FILE_OP_MAX] = {
+        [FILE_OP_READ] = "read",
+        [FILE_OP_WRITE] = "write",
+        [FILE_OP_CREATE] = "create",
+        [FILE_OP_DELETE] = "delete",
+        [FILE_OP_STAT] = "stat",
+        [FILE_OP_LIST] = "list",
+        [FILE_OP_CHMOD] = "chmod",
+        [FILE_OP_CHOWN] = "chown",
+        [FILE_OP_LINK] = "link",
+};
+
+static const char * const json_check_op_table[_JSON_CHECK_MAX] = {
+        [JSON_CHECK_PRESENT] = "present",
+        [JSON_CHECK_EMPTY_ARRAY] = "empty_array",
+        [JSON_CHECK_EQUALS] = "equals",
+        [JSON_CHECK_CONTAINS_ANY] = "contains_any",
+        [JSON_CHECK_STARTS_WITH_ANY] = "starts_with_any",
+        [JSON_CHECK_NOT_IN] = "not_in",
+        [JSON_CHECK_CAPABILITY_NOT_IN] = "capability_not_in",
+        [JSON_CHECK_SOURCE_PATH_IN] = "source_path_in",
+        [JSON_CHECK_SOURCE_PATH_NOT_IN] = "source_path_not_in",
+};
+
+static int table_lookup(const char * const *table, size_t n, const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (table[i] && streq(table[i], s))
+                        return (int) i;
+        return -EINVAL;
+}
+
+const char *decision_to_string(Decision d) {
+        return d >= 0 && d < _DECISION_MAX ? decision_table[d] : NULL;
+}
+Decision decision_from_string(const char *s) {
+        return (Decision) table_lookup(decision_table, _DECISION_MAX, s);
+}
+const char *file_op_to_string(FileOp op) {
+        return op >= 0 && op < _FILE_OP_MAX ? file_op_table[op] : NULL;
+}
+FileOp file_op_from_string(const char *s) {
+        return (FileOp) table_lookup(file_op_table, _FILE_OP_MAX, s);
+}
+const char *json_check_op_to_string(JsonCheckOp op) {
+        return op >= 0 && op < _JSON_CHECK_MAX ? json_check_op_table[op] : NULL;
+}
+JsonCheckOp json_check_op_from_string(const char *s) {
+        return (JsonCheckOp) table_lookup(json_check_op_table, _JSON_CHECK_MAX, s);
+}
+
+/* ---- problems ---- */
+
+int config_problem_add(ConfigProblems *p, bool error, const char *file, const char *key, const char *format, ...) {
+        ConfigProblem *items, *n;
+        va_list ap;
+        int r;
+
+        items = reallocarray(p->items, p->n + 1, sizeof(ConfigProblem));
+        if (!items)
+                return -ENOMEM;
+        p->items = items;
+        n = &items[p->n];
+        *n = (ConfigProblem) { .error = error };
+        va_start(ap, format);
+        r = vasprintf(&n->message, format, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        n->file = file ? strdup(file) : NULL;
+        n->key = key ? strdup(key) : NULL;
+        if ((file && !n->file) || (key && !n->key)) {
+                free(n->file);
+                free(n->key);
+                free(n->message);
+                return -ENOMEM;
+        }
+        p->n++;
+        return 0;
+}
+
+void config_problems_done(ConfigProblems *p) {
+        for (size_t i = 0; i < p->n; i++) {
+                free(p->items[i].file);
+                free(p->items[i].key);
+                free(p->items[i].message);
+        }
+        p->items = mfree(p->items);
+        p->n = 0;
+}
+
+size_t config_problems_count_errors(const ConfigProblems *p, const char *file) {
+        size_t n = 0;
+        for (size_t i = 0; i < p->n; i++)
+                if (p->items[i].error && (!file || streq_ptr(p->items[i].file, file)))
+                        n++;
+        return n;
+}
+
+char *config_problem_to_string(const ConfigProblem *p) {
+        char *s;
+        if (asprintf(&s, "%s%s%s%s%s", strempty(p->file), p->file ? ": " : "",
+                     strempty(p->key), p->key ? ": " : "", p->message) < 0)
+                return NULL;
+        return s;
+}
+
+/* ---- config structs ---- */
+
+static void permission_set_done(PermissionSet *p) {
+        p->users = strv_free(p->users);
+        p->roles = strv_free(p->roles);
+}
+
+void loop_config_done(LoopConfig *c) {
+        free(c->claude_code_oauth_token);
+        free(c->anthropic_api_key);
+        free(c->claude_bin_path);
+        free(c->claude_model);
+        free(c->container_image);
+        free(c->api_addr);
+        strv_free(c->mounts);
+        strv_free(c->copy_files);
+        strv_free(c->extra_dirs);
+        strv_free(c->envs);
+        for (size_t i = 0; i < c->n_mcp_servers; i++) {
+                free(c->mcp_servers[i].name);
+                free(c->mcp_servers[i].command);
+                strv_free(c->mcp_servers[i].args);
+                strv_free(c->mcp_servers[i].env);
+        }
+        free(c->mcp_servers);
+        free(c->browser.chrome_image);
+
+        AgentGateConfig *g = &c->gates.agentgate;
+        for (size_t i = 0; i < g->n_path_rules; i++) {
+                free(g->path_rules[i].pattern);
+                free(g->path_rules[i].message);
+        }
+        free(g->path_rules);
+        for (size_t i = 0; i < g->n_command_rules; i++) {
+                strv_free(g->command_rules[i].commands);
+                strv_free(g->command_rules[i].args_patterns);
+                free(g->command_rules[i].message);
+        }
+        free(g->command_rules);
+        for (size_t i = 0; i < g->n_file_rules; i++) {
+                strv_free(g->file_rules[i].paths);
+                free(g->file_rules[i].message);
+        }
+        free(g->file_rules);
+
+        DockerProxyConfig *d = &c->gates.docker_proxy;
+        for (size_t i = 0; i < d->n_http_rules; i++) {
+                strv_free(d->http_rules[i].methods);
+                strv_free(d->http_rules[i].paths);
+                free(d->http_rules[i].message);
+        }
+        free(d->http_rules);
+        for (size_t i = 0; i < d->n_body_rules; i++) {
+                BodyRule *b = &d->body_rules[i];
+                free(b->applies_to);
+                strv_free(b->content_types);
+                free(b->message);
+                for (size_t j = 0; j < b->n_json_checks; j++) {
+                        free(b->json_checks[j].path);
+                        strv_free(b->json_checks[j].values);
+                        strv_free(b->json_checks[j].except);
+                }
+                free(b->json_checks);
+        }
+        free(d->body_rules);
+
+        permission_set_done(&c->permissions.owners);
+        permission_set_done(&c->permissions.members);
+        free(c->engine.socket);
+        free(c->description);
+        free(c->work_dir);
+        free(c->parent_dir);
+        json_object_put(c->json);
+        *c = (LoopConfig) {};
+}
+
+int loop_config_defaults(LoopConfig *ret) {
+        _cleanup_(json_object_putp) json_object *empty = json_object_new_object();
+        if (!empty)
+                return -ENOMEM;
+        return loop_config_from_json(empty, NULL, ret);
+}
+
+/* ---- names and files ---- */
+
+const char *config_dir(void) {
+        const char *e = getenv("LOOP_CONFIG_DIR");
+        return isempty(e) ? LOOP_CONFIG_DIR_DEFAULT : e;
+}
+
+int channel_name_check(const char *name, const char **ret_reason) {
+        const char *reason = NULL;
+        size_t n = strlen(name);
+
+        if (n == 0)
+                reason = "the name is empty";
+        else if (n > CHANNEL_NAME_MAX)
+                reason = "the name is longer than 64 characters";
+        else if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
+                   (name[0] >= '0' && name[0] <= '9')))
+                reason = "the name must start with a letter or a digit";
+        else
+                for (const char *p = name; *p; p++)
+                        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                              *p == '_' || *p == '.' || *p == '-')) {
+                                reason = "the name may only contain letters, digits, '_', '.' and '-'";
+                                break;
+                        }
+        if (reason) {
+                if (ret_reason)
+                        *ret_reason = reason;
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static bool config_has_secrets(json_object *o) {
+        json_object *v;
+        return (json_object_object_get_ex(o, "claude_code_oauth_token", &v) && json_object_get_string_len(v) > 0) ||
+               (json_object_object_get_ex(o, "anthropic_api_key", &v) && json_object_get_string_len(v) > 0);
+}
+
+/* Reads and validates one config file. Errors and warnings go to problems; returns 0 with *ret set when
+ * the file is usable, 0 with *ret NULL when it is not, -ENOMEM otherwise. */
+static int config_read_file(int dir_fd, const char *name, const char *path, unsigned scope,
+                            ConfigProblems *problems, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        _cleanup_free_ char *text = NULL, *reason = NULL;
+        size_t size;
+        struct stat st;
+        int r;
+
+        *ret = NULL;
+        r = read_full_file_at(dir_fd, name, CONFIG_FILE_MAX, false, &text, &size);
+        if (r == -ENOENT)
+                return config_problem_add(problems, true, path, NULL, "dangling symbolic link") < 0 ? -ENOMEM : 0;
+        if (r == -EISDIR || r == -EBADFD)
+                return config_problem_add(problems, true, path, NULL, "not a regular file") < 0 ? -ENOMEM : 0;
+        if (r == -EFBIG)
+                return config_problem_add(problems, true, path, NULL, "larger than %u bytes",
+                                          CONFIG_FILE_MAX) < 0 ? -ENOMEM : 0;
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return config_problem_add(problems, true, path, NULL, "cannot be read: %s",
+                                          strerror(-r)) < 0 ? -ENOMEM : 0;
+
+        r = config_parse_text(text, size, &o, &reason);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return config_problem_add(problems, true, path, NULL, "%s", reason) < 0 ? -ENOMEM : 0;
+
+        r = schema_validate(&config_schema_root, o, scope, path, problems);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                return 0;
+
+        /* Anyone who can write a config file can change the security policy of every run. */
+        if (fstatat(dir_fd, name, &st, 0) >= 0) {
+                if (st.st_mode & S_IWOTH)
+                        return config_problem_add(problems, true, path, NULL,
+                                                  "is writable by everyone; refusing to use it") < 0 ? -ENOMEM : 0;
+                if ((st.st_mode & S_IROTH) && config_has_secrets(o) &&
+                    config_problem_add(problems, false, path, NULL,
+                                       "holds credentials but is readable by everyone (chmod o-r)") < 0)
+                        return -ENOMEM;
+        }
+
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static void channel_done(Channel *c) {
+        free(c->name);
+        free(c->path);
+        free(c->reason);
+        loop_config_done(&c->config);
+}
+
+ConfigSet *config_set_free(ConfigSet *s) {
+        if (!s)
+                return NULL;
+        free(s->dir);
+        free(s->global_path);
+        loop_config_done(&s->global);
+        for (size_t i = 0; i < s->n_channels; i++)
+                channel_done(&s->channels[i]);
+        free(s->channels);
+        config_problems_done(&s->problems);
+        free(s);
+        return NULL;
+}
+
+static int channel_invalidate(Channel *c, const char *format, ...) _printf_(2, 3);
+static int channel_invalidate(Channel *c, const char *format, ...) {
+        va_list ap;
+        int r;
+
+        c->valid = false;
+        loop_config_done(&c->config);
+        if (c->reason)
+                return 0;
+        va_start(ap, format);
+        r = vasprintf(&c->reason, format, ap);
+        va_end(ap);
+        return r < 0 ? -ENOMEM : 0;
+}
+
+/* The first error recorded for a file, as the one-line reason a channel is skipped. */
+static int channel_reason_from_problems(Channel *c, const ConfigProblems *p) {
+        for (size_t i = 0; i < p->n; i++)
+                if (p->items[i].error && streq_ptr(p->items[i].file, c->path)) {
+                        size_t more = config_problems_count_errors(p, c->path) - 1;
+                        if (p->items[i].key)
+                                return channel_invalidate(c, "%s: %s%s", p->items[i].key, p->items[i].message,
+                                                          more > 0 ? " (and more)" : "");
+                        return channel_invalidate(c, "%s%s", p->items[i].message, more > 0 ? " (and more)" : "");
+                }
+        return channel_invalidate(c, "invalid");
+}
+
+static int cmp_channel(const void *a, const void *b) {
+        return strcmp(((const Channel *) a)->name, ((const Channel *) b)->name);
+}
+
+static int cmp_channel_ptr_case(const void *a, const void *b) {
+        const Channel *x = *(Channel * const *) a, *y = *(Channel * const *) b;
+        int r = strcasecmp(x->name, y->name);
+        return r != 0 ? r : strcmp(x->name, y->name);
+}
+
+/* Names that differ only in case would share container names and confuse people; the first one in byte
+ * order keeps the name. */
+static int channels_refuse_case_duplicates(ConfigSet *s) {
+        _cleanup_free_ Channel **v = NULL;
+
+        if (s->n_channels < 2)
+                return 0;
+        v = calloc(s->n_channels, sizeof(Channel *));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_channels; i++)
+                v[i] = &s->channels[i];
+        qsort(v, s->n_channels, sizeof(Channel *), cmp_channel_ptr_case);
+        for (size_t i = 1; i < s->n_channels; i++) {
+                size_t first = i - 1;
+                while (first > 0 && strcasecmp(v[first - 1]->name, v[i]->name) == 0)
+                        first--;
+                if (strcasecmp(v[first]->name, v[i]->name) != 0)
+                        continue;
+                if (config_problem_add(&s->problems, true, v[i]->path, NULL,
+                                       "channel name \"%s\" duplicates \"%s\" (%s); names must differ in more than case",
+                                       v[i]->name, v[first]->name, v[first]->path) < 0)
+                        return -ENOMEM;
+                if (channel_invalidate(v[i], "duplicates channel \"%s\" (%s): names must differ in more than case",
+                                       v[first]->name, v[first]->path) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int config_load_channels(ConfigSet *s, json_object *global) {
+        _cleanup_free_ char *cdir = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+        size_t allocated = 0;
+        struct dirent *de;
+        int r;
+
+        if (asprintf(&cdir, "%s/channels.d", s->dir) < 0)
+                return -ENOMEM;
+        d = opendir(cdir);
+        if (!d) {
+                if (errno == ENOENT)
+                        return 0;
+                return config_problem_add(&s->problems, true, cdir, NULL, "cannot be opened: %m") < 0 ? -ENOMEM : 0;
+        }
+
+        while ((errno = 0, de = readdir(d))) {
+                const char *suffix, *reason;
+                Channel *c;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                suffix = endswith(de->d_name, ".json");
+                if (!suffix)
+                        continue;       /* editor backups, READMEs, *.json.disabled, ... */
+
+                if (s->n_channels >= CONFIG_CHANNELS_MAX) {
+                        if (config_problem_add(&s->problems, true, cdir, NULL,
+                                               "more than %u channel files, ignoring the rest", CONFIG_CHANNELS_MAX) < 0)
+                                return -ENOMEM;
+                        break;
+                }
+                if (s->n_channels >= allocated) {
+                        size_t na = MAX(allocated * 2, 16U);
+                        Channel *nc = reallocarray(s->channels, na, sizeof(Channel));
+                        if (!nc)
+                                return -ENOMEM;
+                        s->channels = nc;
+                        allocated = na;
+                }
+                c = &s->channels[s->n_channels++];
+                *c = (Channel) {};
+                c->name = strndup(de->d_name, (size_t) (suffix - de->d_name));
+                if (!c->name || asprintf(&c->path, "%s/%s", cdir, de->d_name) < 0)
+                        return -ENOMEM;
+
+                if (channel_name_check(c->name, &reason) < 0) {
+                        if (config_problem_add(&s->problems, true, c->path, NULL, "invalid channel name \"%s\": %s",
+                                               c->name, reason) < 0 ||
+                            channel_invalidate(c, "invalid channel name: %s", reason) < 0)
+                                return -ENOMEM;
+                }
+        }
+        if (errno != 0)
+                return config_problem_add(&s->problems, true, cdir, NULL, "cannot be read: %m") < 0 ? -ENOMEM : 0;
+
+        if (s->n_channels > 0)
+                qsort(s->channels, s->n_channels, sizeof(Channel), cmp_channel);
+
+        for (size_t i = 0; i < s->n_channels; i++) {
+                Channel *c = &s->channels[i];
+                _cleanup_(json_object_putp) json_object *o = NULL, *merged = NULL;
+
+                if (c->reason)
+                        continue;       /* bad name */
+
+                r = config_read_file(dirfd(d), strrchr(c->path, '/') + 1, c->path, SCOPE_CHANNEL, &s->problems, &o);
+                if (r < 0)
+                        return r;
+                if (!o) {
+                        if (channel_reason_from_problems(c, &s->problems) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                if (!s->global_valid) {
+                        if (channel_invalidate(c, "the global configuration %s is invalid", s->global_path) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+
+                merged = schema_merge(&config_schema_root, global, o);
+                if (!merged)
+                        return -ENOMEM;
+                r = loop_config_from_json(merged, c->name, &c->config);
+                if (r < 0)
+                        return r;
+                c->valid = true;
+        }
+
+        return channels_refuse_case_duplicates(s);
+}
+
+int config_load(const char *dir, ConfigSet **ret) {
+        _cleanup_(config_set_freep) ConfigSet *s = NULL;
+        _cleanup_(json_object_putp) json_object *global = NULL;
+        _cleanup_close_ int dir_fd = -EBADF;
+        int r;
+
+        s = calloc(1, sizeof(ConfigSet));
+        if (!s)
+                return -ENOMEM;
+        s->dir = strdup(dir);
+        if (!s->dir || asprintf(&s->global_path, "%s/loop.json", dir) < 0)
+                return -ENOMEM;
+
+        s->global_valid = true;
+        dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd >= 0 && faccessat(dir_fd, "loop.json", F_OK, AT_SYMLINK_NOFOLLOW) >= 0) {
+                s->global_present = true;
+                r = config_read_file(dir_fd, "loop.json", s->global_path, SCOPE_GLOBAL, &s->problems, &global);
+                if (r < 0)
+                        return r;
+                s->global_valid = !!global;
+        }
+        if (!global) {
+                global = json_object_new_object();
+                if (!global)
+                        return -ENOMEM;
+        }
+        r = loop_config_from_json(global, NULL, &s->global);
+        if (r < 0)
+                return r;
+
+        r = config_load_channels(s, s->global_valid ? global : NULL);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+const Channel *config_set_find_channel(const ConfigSet *s, const char *name) {
+        Channel key = { .name = (char *) name };
+        if (s->n_channels == 0)
+                return NULL;
+        return bsearch(&key, s->channels, s->n_channels, sizeof(Channel), cmp_channel);
+}
+
+size_t config_set_count_valid(const ConfigSet *s) {
+        size_t n = 0;
+        for (size_t i = 0; i < s->n_channels; i++)
+                n += s->channels[i].valid;
+        return n;
+}
+
+/* ---- display ---- */
+
+static bool key_is_secret(const char *key) {
+        static const char * const words[] = { "token", "key", "secret", "password", "passwd", "authorization", "credential" };
+        _cleanup_free_ char *lower = strdup(key);
+
+        if (!lower)
+                return true;
+        for (char *p = lower; *p; p++)
+                *p = (char) (*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+        for (size_t i = 0; i < ELEMENTSOF(words); i++)
+                if (strstr(lower, words[i]))
+                        return true;
+        return false;
+}
+
+static void redact(json_object *o, bool all_values) {
+        if (json_object_get_type(o) != json_type_object)
+                return;
+        json_object_object_foreach(o, key, val) {
+                json_type t = json_object_get_type(val);
+                if (t == json_type_object)
+                        /* Values of env maps are secrets more often than not. */
+                        redact(val, streq(key, "env") || streq(key, "envs"));
+                else if (t == json_type_array) {
+                        for (size_t i = 0; i < json_object_array_length(val); i++)
+                                redact(json_object_array_get_idx(val, i), false);
+                } else if ((all_values || key_is_secret(key)) && t == json_type_string &&
+                           json_object_get_string_len(val) > 0)
+                        json_object_object_add(o, key, json_object_new_string("[REDACTED]"));
+                else if (all_values && t != json_type_null)
+                        json_object_object_add(o, key, json_object_new_string("[REDACTED]"));
+        }
+}
+
+json_object *loop_config_to_json_redacted(const LoopConfig *c) {
+        json_object *copy = NULL;
+
+        if (!c->json || json_object_deep_copy(c->json, &copy, NULL) < 0)
+                return NULL;
+        redact(copy, false);
+        return copy;
+}

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The configuration: /etc/loop/loop.json (global) and /etc/loop/channels.d/NAME.json (one per channel),
+ * $LOOP_CONFIG_DIR replacing /etc/loop. Every file is validated against one schema (config-schema.c):
+ * types, ranges, allowed values and unknown keys. A channel file overrides any global field (objects are
+ * merged key by key, everything else is replaced), and {work_dir}/.loop/config.json is merged over that at
+ * run time with the narrower rules of config_apply_project(). */
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "macro.h"
+
+#define CONFIG_FILE_MAX (4U * 1024U * 1024U)    /* larger config files are refused */
+#define CONFIG_CHANNELS_MAX 65536U               /* channel files read from channels.d at most */
+#define CHANNEL_NAME_MAX 64U
+
+typedef enum Decision {
+        DECISION_ALLOW,
+        DECISION_DENY,
+        DECISION_APPROVE,
+        _DECISION_MAX,
+        _DECISION_INVALID = -EINVAL,
+} Decision;
+
+const char *decision_to_string(Decision d);
+Decision decision_from_string(const char *s);
+
+/* Operations a gate file rule can name; a rule's set is a bit mask of 1 << FileOp. */
+typedef enum FileOp {
+        FILE_OP_READ,
+        FILE_OP_WRITE,
+        FILE_OP_CREATE,
+        FILE_OP_DELETE,
+        FILE_OP_STAT,
+        FILE_OP_LIST,
+        FILE_OP_CHMOD,
+        FILE_OP_CHOWN,
+        FILE_OP_LINK,
+        _FILE_OP_MAX,
+        _FILE_OP_INVALID = -EINVAL,
+} FileOp;
+
+const char *file_op_to_string(FileOp op);
+FileOp file_op_from_string(const char *s);
+
+/* Operations of a docker proxy body rule check. */
+typedef enum JsonCheckOp {
+        JSON_CHECK_PRESENT,
+        JSON_CHECK_EMPTY_ARRAY,
+        JSON_CHECK_EQUALS,
+        JSON_CHECK_CONTAINS_ANY,
+        JSON_CHECK_STARTS_WITH_ANY,
+        JSON_CHECK_NOT_IN,
+        JSON_CHECK_CAPABILITY_NOT_IN,
+        JSON_CHECK_SOURCE_PATH_IN,
+        JSON_CHECK_SOURCE_PATH_NOT_IN,
+        _JSON_CHECK_MAX,
+        _JSON_CHECK_INVALID = -EINVAL,
+} JsonCheckOp;
+
+const char *json_check_op_to_string(JsonCheckOp op);
+JsonCheckOp json_check_op_from_string(const char *s);
+
+typedef struct PathRule {
+        char *pattern;                  /* absolute AF_UNIX path, or @name for an abstract socket */
+        Decision decision;
+        char *message;
+} PathRule;
+
+typedef struct CommandRule {
+        char **commands;                /* shell globs against basename(argv[0]); empty: any */
+        char **args_patterns;           /* extended regexes against argv[1..] joined by spaces; empty: any */
+        Decision decision;
+        char *message;
+} CommandRule;
+
+typedef struct FileRule {
+        char **paths;                   /* globs, "**" crosses directories */
+        unsigned operations;            /* mask of 1 << FileOp; 0: any */
+        Decision decision;
+        char *message;
+} FileRule;
+
+typedef struct HttpRule {
+        char **methods;                 /* empty or "*": any */
+        char **paths;                   /* extended regexes against the unversioned path */
+        Decision decision;
+        char *message;
+} HttpRule;
+
+typedef struct JsonCheck {
+        char *path;                     /* e.g. HostConfig.Binds[*] */
+        JsonCheckOp op;
+        char **values;
+        char **except;
+} JsonCheck;
+
+typedef struct BodyRule {
+        char *applies_to;               /* "METHOD ^regex$" */
+        char **content_types;
+        uint64_t max_body_bytes;        /* 0: the proxy's default cap */
+        JsonCheck *json_checks;
+        size_t n_json_checks;
+        Decision decision;
+        char *message;
+} BodyRule;
+
+typedef struct AgentGateConfig {
+        bool enabled;
+        Decision default_decision;
+        PathRule *path_rules;
+        size_t n_path_rules;
+        CommandRule *command_rules;
+        size_t n_command_rules;
+        FileRule *file_rules;
+        size_t n_file_rules;
+} AgentGateConfig;
+
+typedef struct DockerProxyConfig {
+        bool enabled;                   /* default: same as agentgate.enabled */
+        Decision default_decision;
+        HttpRule *http_rules;
+        size_t n_http_rules;
+        BodyRule *body_rules;
+        size_t n_body_rules;
+} DockerProxyConfig;
+
+typedef struct GatesConfig {
+        struct {
+                uint64_t pending;
+                uint64_t per_minute;
+                uint64_t total;
+        } rate_limits;
+        struct {
+                uint64_t retention_days;
+                bool verbose;
+        } audit;
+        AgentGateConfig agentgate;
+        DockerProxyConfig docker_proxy;
+} GatesConfig;
+
+typedef struct McpServer {
+        char *name;
+        char *command;
+        char **args;
+        char **env;                     /* KEY=VALUE, in file order */
+} McpServer;
+
+typedef struct BrowserConfig {
+        bool enabled;
+        char *chrome_image;
+        uint64_t host_cdp_port;
+        uint64_t memory_mb;
+} BrowserConfig;
+
+typedef struct PermissionSet {
+        char **users;
+        char **roles;
+} PermissionSet;
+
+/* A channel's total limits, applied to its slice loop-NAME.slice. 0 means "not limited". */
+typedef struct ChannelLimits {
+        uint64_t memory_max_mb;
+        uint64_t cpu_quota_percent;
+        uint64_t tasks_max;
+} ChannelLimits;
+
+typedef struct LoopConfig {
+        /* Authentication for Claude Code; OAuth wins when both are set. Secrets: never log them. */
+        char *claude_code_oauth_token;
+        char *anthropic_api_key;
+
+        char *claude_bin_path;
+        char *claude_model;
+        bool keep_mcp_configs;
+
+        char *container_image;
+        uint64_t container_timeout_sec;
+        uint64_t container_memory_mb;
+        double container_cpus;
+        uint64_t container_keep_alive_sec;
+
+        char *api_addr;                 /* accepted for compatibility; loop uses per-channel unix sockets */
+
+        char **mounts;                  /* src:dst[:mode] */
+        char **copy_files;
+        char **extra_dirs;
+        char **envs;                    /* KEY=VALUE, non-strings stringified, in file order */
+
+        McpServer *mcp_servers;         /* sorted by name */
+        size_t n_mcp_servers;
+
+        BrowserConfig browser;
+        GatesConfig gates;
+
+        struct {
+                PermissionSet owners;
+                PermissionSet members;
+        } permissions;
+
+        struct {
+                char *socket;           /* Docker Engine API socket; NULL: podman's, then docker's */
+        } engine;
+
+        /* Channel fields (allowed in channel files, and as defaults in loop.json where noted). */
+        char *description;              /* channel only */
+        char *work_dir;                 /* channel only; default: LOOP_STATE_DIR/NAME/work */
+        char *parent_dir;               /* channel only; the worktree parent mounted instead of work_dir */
+        bool enabled;                   /* false: the generator makes no units for the channel */
+        ChannelLimits limits;
+
+        /* The validated, merged JSON this was read from (owned). */
+        json_object *json;
+} LoopConfig;
+
+void loop_config_done(LoopConfig *c);
+
+/* One thing wrong with the configuration. */
+typedef struct ConfigProblem {
+        char *file;
+        char *key;                      /* dotted key path, or NULL when it concerns the whole file */
+        char *message;
+        bool error;                     /* false: a warning (unknown key, ignored field) */
+} ConfigProblem;
+
+typedef struct ConfigProblems {
+        ConfigProblem *items;
+        size_t n;
+} ConfigProblems;
+
+void config_problems_done(ConfigProblems *p);
+int config_problem_add(ConfigProblems *p, bool error, const char *file, const char *key,
+                       const char *format, ...) _printf_(5, 6);
+size_t config_problems_count_errors(const ConfigProblems *p, const char *file);
+/* "FILE: KEY: MESSAGE" */
+char *config_problem_to_string(const ConfigProblem *p);
+
+typedef struct Channel {
+        char *name;                     /* file name without .json */
+        char *path;                     /* the channel file */
+        bool valid;
+        char *reason;                   /* why it is invalid: the first error, as one line */
+        LoopConfig config;              /* only when valid */
+} Channel;
+
+typedef struct ConfigSet {
+        char *dir;                      /* the config dir */
+        char *global_path;              /* DIR/loop.json */
+        bool global_present;
+        bool global_valid;
+        LoopConfig global;              /* defaults, merged with loop.json when it is valid */
+        Channel *channels;              /* every channel file found, valid or not, sorted by name */
+        size_t n_channels;
+        ConfigProblems problems;        /* everything found wrong, errors and warnings */
+} ConfigSet;
+
+/* $LOOP_CONFIG_DIR, else the compiled-in default (/etc/loop). */
+const char *config_dir(void);
+
+/* Loads the global config and every channel under dir. Problems in the files are recorded in the set, not
+ * returned: the return value is negative only when nothing could be read at all (out of memory). A missing
+ * dir or channels.d gives an empty set. An invalid loop.json makes every channel invalid (fail closed). */
+int config_load(const char *dir, ConfigSet **ret);
+ConfigSet *config_set_free(ConfigSet *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ConfigSet *, config_set_free);
+
+const Channel *config_set_find_channel(const ConfigSet *s, const char *name);
+size_t config_set_count_valid(const ConfigSet *s);
+
+/* 0 when name is a valid channel name; otherwise -EINVAL and a static reason. */
+int channel_name_check(const char *name, const char **ret_reason);
+
+/* Loads only the defaults. */
+int loop_config_defaults(LoopConfig *ret);
+
+/* Merges a project config over base, with the project rules: lists replaced (mounts relative to work_dir),
+ * envs and mcp.servers merged by key, scalar overrides, one auth field clearing the other, gates only
+ * narrowed and project rules prepended; fields a project may not set are ignored with a warning. */
+int config_apply_project_json(const LoopConfig *base, json_object *project, const char *project_path,
+                              const char *work_dir, LoopConfig *ret, ConfigProblems *problems);
+/* Reads {work_dir}/.loop/config.json (absent: a plain copy of base) and applies it. An unreadable or
+ * invalid project file is an error: the caller must not run with a half-applied configuration. */
+int config_apply_project(const LoopConfig *base, const char *work_dir, LoopConfig *ret, ConfigProblems *problems);
+
+/* Validated JSON of a config for display, with secrets replaced by "[REDACTED]". */
+json_object *loop_config_to_json_redacted(const LoopConfig *c);

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* I/O that survives EINTR and short reads/writes. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Reads exactly nbytes unless EOF comes first; returns the number of bytes read or -errno. */
+ssize_t loop_read(int fd, void *buf, size_t nbytes);
+/* Writes all of buf or fails with -errno. */
+int loop_write(int fd, const void *buf, size_t nbytes);
+
+/* Reads a whole regular file, relative to dir_fd (AT_FDCWD for none), refusing files larger than max_size
+ * (-EFBIG) and anything that is not a regular file (-EBADFD). With nofollow, a symlink as last component
+ * is refused (-ELOOP). The result is NUL-terminated; ret_size excludes the NUL. */
+int read_full_file_at(int dir_fd, const char *path, size_t max_size, bool nofollow,
+                      char **ret_contents, size_t *ret_size);
+
+/* Writes contents to path atomically: a temporary file in the same directory, fsync, rename. */
+int write_file_atomic(const char *path, const void *contents, size_t size, mode_t mode);

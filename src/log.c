@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <systemd/sd-journal.h>
+
+#include "io-util.h"
+#include "log.h"
+
+#define LOG_LINE_MAX 2048
+
+static LogTarget log_target = LOG_TARGET_AUTO;
+static int log_max_level = LOG_INFO;
+static int kmsg_fd = -EBADF;
+
+static const char * const log_target_table[_LOG_TARGET_MAX] = {
+        [LOG_TARGET_AUTO] = "auto",
+        [LOG_TARGET_CONSOLE] = "console",
+        [LOG_TARGET_JOURNAL] = "journal",
+        [LOG_TARGET_KMSG] = "kmsg",
+        [LOG_TARGET_NULL] = "null",
+};
+
+static const char * const log_level_table[] = {
+        [LOG_EMERG] = "emerg",
+        [LOG_ALERT] = "alert",
+        [LOG_CRIT] = "crit",
+        [LOG_ERR] = "err",
+        [LOG_WARNING] = "warning",
+        [LOG_NOTICE] = "notice",
+        [LOG_INFO] = "info",
+        [LOG_DEBUG] = "debug",
+};
+
+LogTarget log_target_from_string(const char *s) {
+        for (size_t i = 0; i < ELEMENTSOF(log_target_table); i++)
+                if (streq(s, log_target_table[i]))
+                        return (LogTarget) i;
+        if (streq(s, "stderr"))
+                return LOG_TARGET_CONSOLE;
+        return _LOG_TARGET_INVALID;
+}
+
+int log_level_from_string(const char *s) {
+        for (size_t i = 0; i < ELEMENTSOF(log_level_table); i++)
+                if (streq(s, log_level_table[i]))
+                        return (int) i;
+        if (streq(s, "error"))
+                return LOG_ERR;
+        if (streq(s, "warn"))
+                return LOG_WARNING;
+        return -EINVAL;
+}
+
+void log_set_target(LogTarget target) {
+        log_target = target;
+}
+
+LogTarget log_get_target(void) {
+        return log_target;
+}
+
+void log_set_max_level(int level) {
+        log_max_level = level;
+}
+
+int log_get_max_level(void) {
+        return log_max_level;
+}
+
+/* True when stderr is the stream systemd connected to the journal ($JOURNAL_STREAM is "dev:inode"). */
+static bool stderr_is_journal(void) {
+        const char *e = getenv("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        struct stat st;
+
+        if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2)
+                return false;
+        if (fstat(STDERR_FILENO, &st) < 0)
+                return false;
+        return (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
+}
+
+static void log_parse_environment(void) {
+        const char *e;
+
+        e = getenv("LOOP_LOG_LEVEL");
+        if (e) {
+                int l = log_level_from_string(e);
+                if (l >= 0)
+                        log_max_level = l;
+        }
+        e = getenv("LOOP_LOG_TARGET");
+        if (e) {
+                LogTarget t = log_target_from_string(e);
+                if (t >= 0)
+                        log_target = t;
+        }
+}
+
+void log_setup(void) {
+        log_parse_environment();
+        if (log_target == LOG_TARGET_AUTO)
+                log_target = stderr_is_journal() ? LOG_TARGET_JOURNAL : LOG_TARGET_CONSOLE;
+}
+
+void log_setup_generator(void) {
+        log_parse_environment();
+        /* systemd >= 251 sets $SYSTEMD_SCOPE for the generators it runs; their stderr goes nowhere useful. */
+        if (log_target == LOG_TARGET_AUTO)
+                log_target = getenv("SYSTEMD_SCOPE") ? LOG_TARGET_KMSG : LOG_TARGET_CONSOLE;
+        if (log_target == LOG_TARGET_KMSG) {
+                kmsg_fd = open("/dev/kmsg", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+                if (kmsg_fd < 0)
+                        log_target = LOG_TARGET_CONSOLE;
+        }
+}
+
+static void write_console(int level, const char *buf) {
+        struct iovec iov[2] = {
+                { .iov_base = (char *) buf, .iov_len = strlen(buf) },
+                { .iov_base = (char *) "\n", .iov_len = 1 },
+        };
+        (void) level;
+        /* Nowhere left to report a failure to. */
+        if (writev(STDERR_FILENO, iov, 2) < 0)
+                return;
+}
+
+static void write_kmsg(int level, const char *buf) {
+        char header[64];
+        struct iovec iov[3];
+
+        /* The facility is LOG_DAEMON, as for systemd's own generators. */
+        snprintf(header, sizeof header, "<%d>%s[%d]: ", LOG_DAEMON | level,
+                 program_invocation_short_name, (int) getpid());
+        iov[0] = (struct iovec) { .iov_base = header, .iov_len = strlen(header) };
+        iov[1] = (struct iovec) { .iov_base = (char *) buf, .iov_len = strlen(buf) };
+        iov[2] = (struct iovec) { .iov_base = (char *) "\n", .iov_len = 1 };
+        if (writev(kmsg_fd, iov, 3) < 0)
+                write_console(level, buf);
+}
+
+int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...) {
+        char buf[LOG_LINE_MAX];
+        int saved = errno;
+        va_list ap;
+
+        if (error < 0)
+                error = -error;
+
+        /* Make %m print the error we were given. */
+        errno = error;
+        va_start(ap, format);
+        (void) vsnprintf(buf, sizeof buf, format, ap);
+        va_end(ap);
+
+        switch (log_target) {
+        case LOG_TARGET_NULL:
+                break;
+        case LOG_TARGET_JOURNAL: {
+                char fbuf[LOG_LINE_MAX / 4], lbuf[32];
+                snprintf(fbuf, sizeof fbuf, "CODE_FILE=%s", file);
+                snprintf(lbuf, sizeof lbuf, "CODE_LINE=%d", line);
+                if (sd_journal_send_with_location(fbuf, lbuf, func,
+                                                  "MESSAGE=%s", buf,
+                                                  "PRIORITY=%i", level,
+                                                  error > 0 ? "ERRNO=%i" : NULL, error,
+                                                  NULL) >= 0)
+                        break;
+                write_console(level, buf);
+                break;
+        }
+        case LOG_TARGET_KMSG:
+                write_kmsg(level, buf);
+                break;
+        default:
+                write_console(level, buf);
+        }
+
+        errno = saved;
+        return -error;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <getopt.h>
+
+#include "config-build.h"
+#include "log.h"
+#include "loop.h"
+
+typedef struct Verb {
+        const char *name;
+        int (*run)(int argc, char *argv[]);
+} Verb;
+
+static const Verb verbs[] = {
+        { "config",   verb_config },
+        { "channels", verb_channels },
+};
+
+static void help(void) {
+        printf("%s [OPTIONS...] COMMAND ...\n\n"
+               "Run AI coding agents in hardened containers, one channel per project.\n\n"
+               "Commands:\n"
+               "  config check [--json] [--strict] [NAME...]\n"
+               "                         Validate loop.json and the channel files\n"
+               "  channels [--json]      List the configured channels\n\n"
+               "Options:\n"
+               "  -h --help              Show this help\n"
+               "     --version           Show the version\n\n"
+               "Environment:\n"
+               "  LOOP_CONFIG_DIR        Configuration directory (default: %s)\n"
+               "  LOOP_LOG_LEVEL         debug, info, notice, warning, err\n\n"
+               "See loop(1) and the README for the channel file format.\n",
+               program_invocation_short_name, LOOP_CONFIG_DIR_DEFAULT);
+}
+
+int main(int argc, char *argv[]) {
+        enum { ARG_VERSION = 0x100 };
+        static const struct option options[] = {
+                { "help",    no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {}
+        };
+        int c;
+
+        log_setup();
+
+        /* Options before the command only; "+" stops at the first non-option so verbs parse their own. */
+        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return EXIT_SUCCESS;
+                case ARG_VERSION:
+                        printf("loop %s\n", PACKAGE_VERSION);
+                        return EXIT_SUCCESS;
+                default:
+                        return EXIT_FAILURE;    /* getopt printed why */
+                }
+
+        if (optind >= argc) {
+                log_error("No command given. See '%s --help'.", program_invocation_short_name);
+                return EXIT_FAILURE;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(argv[optind], verbs[i].name)) {
+                        argv += optind;
+                        argc -= optind;
+                        optind = 0;     /* reinitialise getopt for the verb */
+                        return verbs[i].run(argc, argv);
+                }
+
+        log_error("Unknown command \"%s\". See '%s --help'.", argv[optind], program_invocation_short_name);
+        return EXIT_FAILURE;
+}

@@ -1,0 +1,7 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The subcommands of the `loop` command. Each gets argv starting at its own name and returns an exit status. */
+
+int verb_config(int argc, char *argv[]);
+int verb_channels(int argc, char *argv[]);
