@@ -851,6 +851,7 @@ int config_parse_text(const char *text, size_t size, json_object **ret, char **r
         tok = json_tokener_new_ex(CONFIG_DEPTH_MAX + 8);
         if (!tok)
                 return -ENOMEM;
+        json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
         o = json_tokener_parse_ex(tok, text, (int) size);
         e = json_tokener_get_error(tok);
         off = json_tokener_get_parse_end(tok);

@@ -71,6 +71,26 @@ JsonCheckOp json_check_op_from_string(const char *s) {
 
 /* ---- problems ---- */
 
+/* Messages quote values from config files; a newline in one must not forge a second log line. */
+static char *escape_controls(const char *s) {
+        char *r = malloc(strlen(s) * 4 + 1), *t = r;
+
+        if (!r)
+                return NULL;
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (*p == '\n')
+                        t = stpcpy(t, "\\n");
+                else if (*p == '\t')
+                        t = stpcpy(t, "\\t");
+                else if (*p < 0x20 || *p == 0x7f)
+                        t += sprintf(t, "\\x%02x", *p);
+                else
+                        *t++ = (char) *p;
+        }
+        *t = 0;
+        return r;
+}
+
 int config_problem_add(ConfigProblems *p, bool error, const char *file, const char *key, const char *format, ...) {
         ConfigProblem *items, *n;
         va_list ap;
@@ -82,14 +102,16 @@ int config_problem_add(ConfigProblems *p, bool error, const char *file, const ch
         p->items = items;
         n = &items[p->n];
         *n = (ConfigProblem) { .error = error };
+        _cleanup_free_ char *raw = NULL;
         va_start(ap, format);
-        r = vasprintf(&n->message, format, ap);
+        r = vasprintf(&raw, format, ap);
         va_end(ap);
         if (r < 0)
                 return -ENOMEM;
-        n->file = file ? strdup(file) : NULL;
-        n->key = key ? strdup(key) : NULL;
-        if ((file && !n->file) || (key && !n->key)) {
+        n->message = escape_controls(raw);
+        n->file = file ? escape_controls(file) : NULL;
+        n->key = key ? escape_controls(key) : NULL;
+        if (!n->message || (file && !n->file) || (key && !n->key)) {
                 free(n->file);
                 free(n->key);
                 free(n->message);
@@ -335,11 +357,14 @@ static int channel_invalidate(Channel *c, const char *format, ...) {
         return r < 0 ? -ENOMEM : 0;
 }
 
-/* The first error recorded for a file, as the one-line reason a channel is skipped. */
-static int channel_reason_from_problems(Channel *c, const ConfigProblems *p) {
-        for (size_t i = 0; i < p->n; i++)
-                if (p->items[i].error && streq_ptr(p->items[i].file, c->path)) {
-                        size_t more = config_problems_count_errors(p, c->path) - 1;
+/* The first error recorded for a file since index first, as the one-line reason a channel is skipped.
+ * Looking only at the problems of this file keeps loading linear in the number of channels. */
+static int channel_reason_from_problems(Channel *c, const ConfigProblems *p, size_t first) {
+        for (size_t i = first; i < p->n; i++)
+                if (p->items[i].error) {
+                        size_t more = 0;
+                        for (size_t j = i + 1; j < p->n; j++)
+                                more += p->items[j].error;
                         if (p->items[i].key)
                                 return channel_invalidate(c, "%s: %s%s", p->items[i].key, p->items[i].message,
                                                           more > 0 ? " (and more)" : "");
@@ -451,6 +476,8 @@ static int config_load_channels(ConfigSet *s, json_object *global) {
                 Channel *c = &s->channels[i];
                 _cleanup_(json_object_putp) json_object *o = NULL, *merged = NULL;
 
+                size_t first = s->problems.n;
+
                 if (c->reason)
                         continue;       /* bad name */
 
@@ -458,7 +485,7 @@ static int config_load_channels(ConfigSet *s, json_object *global) {
                 if (r < 0)
                         return r;
                 if (!o) {
-                        if (channel_reason_from_problems(c, &s->problems) < 0)
+                        if (channel_reason_from_problems(c, &s->problems, first) < 0)
                                 return -ENOMEM;
                         continue;
                 }

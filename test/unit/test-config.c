@@ -345,6 +345,19 @@ static void test_validation(void) {
         }
 }
 
+static void test_escaping(void) {
+        ConfigProblems p = {};
+        int r = validate("{\"mounts\": [\"/a\\nExecStart=/bin/evil\"]}", SCOPE_CHANNEL, &p);
+        ok(r > 0 && p.n == 1 && !strchr(p.items[0].message, '\n') && strstr(p.items[0].message, "\\n"),
+           "a newline quoted from a config value is escaped in the problem message");
+        config_problems_done(&p);
+
+        json_object *o = NULL;
+        _cleanup_free_ char *reason = NULL;
+        const char *bad_utf8 = "{\"description\": \"caf\xe9\"}";
+        ok(config_parse_text(bad_utf8, strlen(bad_utf8), &o, &reason) == -EINVAL, "invalid UTF-8 is refused");
+}
+
 static void test_parse_errors(void) {
         json_object *o = NULL;
         _cleanup_free_ char *reason = NULL;
@@ -587,6 +600,7 @@ int main(void) {
         test_default_work_dir();
         test_validation();
         test_parse_errors();
+        test_escaping();
         test_names();
         test_load_set();
         test_project();
