@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The installed tree on a real systemd: boot systemd 252 as PID 1 (test/lib/nspawn.sh) with the staged
+# install at /usr/local, drop channel files into /etc/loop/channels.d, `systemctl daemon-reload`, and
+# check what PID 1 made of loop-generator's output: slices, drop-ins, enablement, `start loop.target`,
+# the report of invalid channels, sysusers.d and tmpfiles.d.
+set -uo pipefail
+
+lib=$(dirname "$(readlink -f "$0")")/../lib
+# shellcheck source=test/lib/tap.sh
+. "$lib/tap.sh"
+# shellcheck source=test/lib/nspawn.sh
+. "$lib/nspawn.sh"
+# shellcheck source=test/lib/stage.sh
+. "$lib/stage.sh"
+
+nspawn_require || bail_out "integration tests need root and systemd-nspawn (see above)"
+stage_install || bail_out "could not build and install the staging tree"
+
+M=loop-gen-$$
+UNITDIR=/usr/local/lib/systemd/system
+GENDIR=/run/systemd/generator
+# Invalid channels get names unique to this run: their reports are looked up in the host's kernel log.
+RUN=$$-$RANDOM
+GOOD=(alpha my-proj cpu)
+BROKEN=broken-$RUN
+WRONGTYPE=wrongtype-$RUN
+BADNAME=bad:name-$RUN
+
+cfg=$(mktemp -d "${TMPDIR:-/tmp}/loop-gen-etc.XXXXXX") || bail_out "mktemp failed"
+atexit "rm -rf '$cfg'"
+mkdir -p "$cfg/channels.d"
+
+in_ct() { nspawn_exec "$M" "$@"; }
+prop() { in_ct systemctl show -P "$2" -- "$1"; }
+slice_of() { echo "loop-$(systemd-escape -- "$1").slice"; }
+
+nspawn_boot "$M" --kmsg --stage "$LOOP_STAGE" --config "$cfg" || bail_out "could not boot systemd in a container"
+ok 0 "systemd boots as PID 1 with the staged tree at /usr/local ($(cat "$NSPAWN_STATE_DIR/$M/boot.ms") ms)"
+
+# --- sysusers.d and tmpfiles.d, applied at boot from /usr/local/lib -------------------------------
+check "systemd-sysusers runs cleanly" in_ct systemd-sysusers
+is "$(in_ct getent passwd loop | cut -d: -f6,7)" "/var/lib/loop:/usr/sbin/nologin" \
+        "sysusers.d creates the system user loop, home /var/lib/loop, no login shell"
+uid=$(in_ct id -u loop)
+like "$uid" '^[0-9]+$' "user loop exists" && [ "$uid" -lt 1000 ]
+ok $? "user loop is a system user (uid $uid)"
+is "$(in_ct id -gn loop)" loop "user loop's primary group is loop"
+is "$(in_ct stat -c '%a %U %G' /var/lib/loop)" "750 root loop" "tmpfiles.d creates /var/lib/loop 0750 root:loop"
+is "$(in_ct stat -c '%a %U %G' /run/loop)" "755 root root" "tmpfiles.d creates /run/loop 0755 root:root"
+
+# --- the static units -----------------------------------------------------------------------------
+for u in loop.target loop.slice loop-agent@x.service loop-agent@x.path; do
+        is "$(prop "$u" LoadState)" loaded "$u is loaded"
+done
+is "$(prop loop.target FragmentPath)" "$UNITDIR/loop.target" "loop.target comes from $UNITDIR"
+is "$(prop loop-agent@x.service FragmentPath)" "$UNITDIR/loop-agent@.service" \
+        "loop-agent@x.service comes from the template in $UNITDIR"
+is "$(prop loop-agent@x.service ExecStart | grep -o 'path=[^ ;]*')" "path=/usr/local/bin/loop" \
+        "loop-agent@.service runs the installed loop binary"
+is "$(prop loop-agent@x.service Slice)" loop.slice "without a channel drop-in the runner lives in loop.slice"
+is "$(in_ct systemctl show -P Wants loop.target)" "" "without channels loop.target wants nothing"
+
+# --- channels appear on daemon-reload -------------------------------------------------------------
+echo '{}' >"$cfg/channels.d/alpha.json"
+echo '{"work_dir": "/srv/x", "limits": {"memory_max_mb": 512, "tasks_max": 100}}' >"$cfg/channels.d/my-proj.json"
+echo '{"limits": {"cpu_quota_percent": 150}}' >"$cfg/channels.d/cpu.json"
+echo '{"work_dir": ' >"$cfg/channels.d/$BROKEN.json"
+echo '{"container_memory_mb": "lots"}' >"$cfg/channels.d/$WRONGTYPE.json"
+echo '{}' >"$cfg/channels.d/$BADNAME.json"
+
+check "systemctl daemon-reload succeeds with invalid channels present" in_ct systemctl daemon-reload
+
+for c in "${GOOD[@]}"; do
+        s=$(slice_of "$c")
+        is "$(prop "$s" LoadState)" loaded "channel $c: $s is loaded"
+        is "$(prop "$s" FragmentPath)" "$GENDIR/$s" "channel $c: $s is generated into $GENDIR"
+        is "$(prop "$s" SourcePath)" "/etc/loop/channels.d/$c.json" "channel $c: $s names the channel file as SourcePath"
+        is "$(prop "$s" Slice)" loop.slice "channel $c: $s is a child of loop.slice"
+        svc=loop-agent@$c.service
+        is "$(prop "$svc" Slice)" "$s" "channel $c: $svc runs in $s"
+        is "$(prop "$svc" FragmentPath)" "$UNITDIR/loop-agent@.service" "channel $c: $svc comes from the template"
+        is "$(prop "$svc" DropInPaths)" "$GENDIR/$svc.d/50-channel.conf" "channel $c: $svc has the generated drop-in"
+        is "$(prop "$svc" SourcePath)" "/etc/loop/channels.d/$c.json" "channel $c: $svc names the channel file as SourcePath"
+        like " $(prop "$svc" Environment) " " LOOP_CHANNEL=$c " "channel $c: $svc sets LOOP_CHANNEL=$c"
+done
+is 'loop-my\x2dproj.slice' "$(slice_of my-proj)" "the slice of channel my-proj is named loop-my\\x2dproj.slice"
+is "$(prop 'loop-my\x2dproj.slice' MemoryMax)" $((512 * 1024 * 1024)) "limits.memory_max_mb=512 gives MemoryMax=512M"
+is "$(prop 'loop-my\x2dproj.slice' TasksMax)" 100 "limits.tasks_max=100 gives TasksMax=100"
+is "$(prop loop-cpu.slice CPUQuotaPerSecUSec)" 1.500000s "limits.cpu_quota_percent=150 gives CPUQuota=150%"
+is "$(prop loop-alpha.slice MemoryMax)" infinity "a channel without limits has no MemoryMax"
+is "$(prop loop-alpha.slice CPUQuotaPerSecUSec)" infinity "a channel without limits has no CPUQuota"
+
+wants=$(in_ct systemctl list-dependencies --plain --no-legend --no-pager loop.target | awk '{ print $NF }')
+for c in "${GOOD[@]}"; do
+        grep -qxF "loop-agent@$c.path" <<<"$wants"
+        ok $? "loop.target wants loop-agent@$c.path" || diag "$wants"
+done
+for c in "$BROKEN" "$WRONGTYPE" "$BADNAME"; do
+        generated=$(in_ct find "$GENDIR" -name "*${c%%-*}*")
+        is "$generated" "" "nothing is generated for invalid channel ${c%-"$RUN"}"
+done
+like "$(in_ct readlink "$GENDIR/loop.target.wants/loop-agent@alpha.path")" "^$UNITDIR/loop-agent@\\.path$" \
+        "the enablement symlink points at the installed loop-agent@.path"
+
+# The generator logs to /dev/kmsg when systemd runs it (nspawn_boot --kmsg: the host's kernel log).
+kmsg=$(in_ct dmesg)
+for c in "$BROKEN" "$WRONGTYPE" "$BADNAME"; do
+        grep -F "loop-generator" <<<"$kmsg" | grep -qF "/etc/loop/channels.d/$c.json"
+        ok $? "invalid channel ${c%-"$RUN"} is reported in the kernel log, naming its file"
+done
+diag "$(grep -F "$RUN" <<<"$kmsg" | sed 's/^\[[ 0-9.]*\] //')"
+
+# --- loop.target ----------------------------------------------------------------------------------
+check "systemctl start loop.target succeeds" in_ct systemctl start loop.target
+is "$(prop loop.target ActiveState)" active "loop.target is active"
+for c in "${GOOD[@]}"; do
+        is "$(prop "loop-agent@$c.path" ActiveState)/$(prop "loop-agent@$c.path" SubState)" active/waiting \
+                "starting loop.target starts loop-agent@$c.path, waiting for work"
+done
+is "$(in_ct stat -c '%a %U' /var/lib/loop/my-proj/inbox)" "750 root" "the path unit creates the channel's inbox 0750"
+is "$(prop loop-agent@my-proj.service ActiveState)" inactive "the runner does not start while the inbox is empty"
+active=$(in_ct systemctl list-units --no-legend --plain --all 'loop-agent@*' | awk '$3 == "active" { print $1 }' | sort)
+is "$active" "$(printf 'loop-agent@%s.path\n' "${GOOD[@]}" | sort)" "only the valid channels' path units are active"
+
+check "systemctl stop loop.target succeeds" in_ct systemctl stop loop.target
+is "$(prop loop-agent@my-proj.path ActiveState)" inactive "stopping loop.target stops the path units (PartOf=)"
+
+# --- shutdown -------------------------------------------------------------------------------------
+nspawn_stop "$M"
+ok $? "the container powers off cleanly"
+leftover=$(for cg in $(_nspawn_cgroups "$M"); do [ -e "$cg" ] && echo "$cg"; done)
+is "$leftover" "" "nothing of the container is left (cgroups removed)"
+
+tap_done
