@@ -14,6 +14,7 @@ typedef struct Verb {
 static const Verb verbs[] = {
         { "config",   verb_config },
         { "channels", verb_channels },
+        { "privdrop", verb_privdrop },
 };
 
 static void help(void) {

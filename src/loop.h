@@ -5,3 +5,4 @@
 
 int verb_config(int argc, char *argv[]);
 int verb_channels(int argc, char *argv[]);
+int verb_privdrop(int argc, char *argv[]);
