@@ -240,6 +240,21 @@ static const char *check_json_path(const char *v) {
         return NULL;
 }
 
+/* A user name (as useradd accepts them) or a numeric uid. */
+static const char *check_user(const char *v) {
+        if (isempty(v))
+                return "must not be empty";
+        if (strlen(v) > 32)
+                return "is longer than 32 characters";
+        for (const char *p = v; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                      *p == '_' || *p == '-' || *p == '.'))
+                        return "is not a valid user name or uid";
+        if (v[0] == '-')
+                return "is not a valid user name or uid";
+        return NULL;
+}
+
 static const char *check_engine_socket(const char *v) {
         return isempty(v) ? NULL : check_absolute_path(v);
 }
@@ -431,6 +446,7 @@ static const Field root_fields[] = {
         STR("parent_dir", SCOPE_CHANNEL, check_optional_absolute_path),
         BOOL("enabled", SCOPE_CONFIG),
         OBJECT("limits", SCOPE_CONFIG, limits_schema),
+        STR("user", SCOPE_CONFIG, check_user),
 };
 const Schema config_schema_root = SCHEMA("config", root_fields);
 
@@ -1154,7 +1170,8 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
             (r = load_string(get(obj, "engine"), "socket", NULL, &c.engine.socket)) < 0 ||
             (r = load_string(obj, "description", NULL, &c.description)) < 0 ||
             (r = load_string(obj, "work_dir", default_work_dir, &c.work_dir)) < 0 ||
-            (r = load_string(obj, "parent_dir", NULL, &c.parent_dir)) < 0)
+            (r = load_string(obj, "parent_dir", NULL, &c.parent_dir)) < 0 ||
+            (r = load_string(obj, "user", NULL, &c.user)) < 0)
                 return r;
 
         /* ~/.claude.json is always copied, as upstream does. */

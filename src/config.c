@@ -219,6 +219,7 @@ void loop_config_done(LoopConfig *c) {
         free(c->description);
         free(c->work_dir);
         free(c->parent_dir);
+        free(c->user);
         json_object_put(c->json);
         *c = (LoopConfig) {};
 }

@@ -210,6 +210,7 @@ typedef struct LoopConfig {
         char *work_dir;                 /* channel only; default: LOOP_STATE_DIR/NAME/work */
         char *parent_dir;               /* channel only; the worktree parent mounted instead of work_dir */
         bool enabled;                   /* false: the generator makes no units for the channel */
+        char *user;                     /* host user (name or uid) the agent runs as; NULL: see runner */
         ChannelLimits limits;
 
         /* The validated, merged JSON this was read from (owned). */

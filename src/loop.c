@@ -14,6 +14,8 @@ typedef struct Verb {
 static const Verb verbs[] = {
         { "config",   verb_config },
         { "channels", verb_channels },
+        { "run",      verb_run },
+        { "image",    verb_image },
         { "privdrop", verb_privdrop },
 };
 
@@ -23,7 +25,10 @@ static void help(void) {
                "Commands:\n"
                "  config check [--json] [--strict] [NAME...]\n"
                "                         Validate loop.json and the channel files\n"
-               "  channels [--json]      List the configured channels\n\n"
+               "  channels [--json]      List the configured channels\n"
+               "  run [OPTIONS] NAME [--] PROMPT...\n"
+               "                         Run one prompt on a channel in a container\n"
+               "  image build|list|rm    Build the agent image (no registry needed), list, remove\n\n"
                "Options:\n"
                "  -h --help              Show this help\n"
                "     --version           Show the version\n\n"

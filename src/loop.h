@@ -6,3 +6,5 @@
 int verb_config(int argc, char *argv[]);
 int verb_channels(int argc, char *argv[]);
 int verb_privdrop(int argc, char *argv[]);
+int verb_run(int argc, char *argv[]);
+int verb_image(int argc, char *argv[]);

@@ -153,7 +153,7 @@ static void test_every_field(void) {
                 "  \"permissions\": {\"owners\": {\"users\": [\"alice\"], \"roles\": [\"wheel\"]}, \"members\": {\"users\": [\"bob\"]}},\n"
                 "  \"engine\": {\"socket\": \"/run/docker.sock\"},\n"
                 "  \"description\": \"My project\", \"work_dir\": \"/srv/proj\", \"parent_dir\": \"/srv\", \"enabled\": false,\n"
-                "  \"limits\": {\"memory_max_mb\": 4096, \"cpu_quota_percent\": 200, \"tasks_max\": 512}\n"
+                "  \"limits\": {\"memory_max_mb\": 4096, \"cpu_quota_percent\": 200, \"tasks_max\": 512}, \"user\": \"alice\"\n"
                 "}";
 
         ok(load_json(text, &c) == 0, "a channel file using every field loads");
@@ -204,6 +204,7 @@ static void test_every_field(void) {
         is_str(c.work_dir, "/srv/proj", "work_dir is read");
         is_str(c.parent_dir, "/srv", "parent_dir is read");
         ok(!c.enabled, "enabled is read");
+        is_str(c.user, "alice", "user is read");
         ok(c.limits.memory_max_mb == 4096 && c.limits.cpu_quota_percent == 200 && c.limits.tasks_max == 512,
            "limits are read");
 }
@@ -306,6 +307,13 @@ static void test_validation(void) {
         refused("{\"work_dir\": \"/a/../etc\"}", SCOPE_CHANNEL, "work_dir", "..", "a work_dir with .. is refused");
         refused("{\"work_dir\": \"/srv/x\"}", SCOPE_GLOBAL, "work_dir", "channel file", "work_dir in loop.json is refused");
         refused("{\"description\": \"a\\nb\"}", SCOPE_CHANNEL, "description", "control", "a description with a newline is refused");
+        refused("{\"user\": \"-rf\"}", SCOPE_CHANNEL, "user", "user name", "a user name starting with '-' is refused");
+        {
+                ConfigProblems p = {};
+                ok(validate("{\"user\": \"alice\"}", SCOPE_PROJECT, &p) == 0 && has_problem(&p, false, "user", "ignoring"),
+                   "a project cannot choose the user (ignored with a warning)");
+                config_problems_done(&p);
+        }
         refused("{\"limits\": {\"tasks_max\": \"many\"}}", SCOPE_CHANNEL, "limits.tasks_max", "integer",
                 "limits.tasks_max as a string is refused");
         refused("[1, 2]", SCOPE_CHANNEL, NULL, "JSON object", "a top-level array is refused");

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* `loop image build|list|rm`: the agent image, built on the engine from image/ with no registry. When the
+ * Debian base image is missing, image/bootstrap makes one from Debian's packages (debootstrap) and it is
+ * imported through the engine API first. */
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "config-build.h"
+#include "config.h"
+#include "engine-discover.h"
+#include "io-util.h"
+#include "log.h"
+#include "loop.h"
+#include "strv.h"
+#include "tar.h"
+
+#define IMAGE_BASE_DEFAULT "loop-base:bookworm"
+#define LOOP_BINARY_MAX (64U * 1024U * 1024U)
+
+/* image/ of the source tree when this loop runs from its build dir, else the installed copy. */
+static char *image_dir(void) {
+        _cleanup_free_ char *exe = realpath("/proc/self/exe", NULL);
+        const char *e = getenv("LOOP_IMAGE_DIR");
+        char *r;
+
+        if (!isempty(e))
+                return strdup(e);
+        if (exe && startswith(exe, LOOP_BUILD_DIR "/"))
+                return asprintf(&r, "%s/image", LOOP_SOURCE_DIR) < 0 ? NULL : r;
+        return asprintf(&r, "%s/image", LOOP_PKGDATADIR) < 0 ? NULL : r;
+}
+
+static int on_progress(json_object *m, void *userdata) {
+        json_object *v;
+
+        (void) userdata;
+        if (json_object_object_get_ex(m, "stream", &v) && json_object_is_type(v, json_type_string))
+                fputs(json_object_get_string(v), stderr);
+        else if (json_object_object_get_ex(m, "status", &v) && json_object_is_type(v, json_type_string))
+                fprintf(stderr, "%s\n", json_object_get_string(v));
+        fflush(stderr);
+        return 0;
+}
+
+/* Runs image/bootstrap to make a Debian rootfs tarball and imports it as tag. */
+static int image_bootstrap_base(Engine *e, const char *dir, const char *tag) {
+        _cleanup_free_ char *script = NULL, *tmpdir = NULL, *tarball = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int status, r;
+        pid_t pid;
+
+        if (asprintf(&script, "%s/bootstrap", dir) < 0 || !(tmpdir = strdup("/var/tmp/loop-bootstrap-XXXXXX")))
+                return log_oom();
+        if (access(script, X_OK) < 0)
+                return log_error_errno(errno, "Cannot run %s: %m", script);
+        if (!mkdtemp(tmpdir))
+                return log_error_errno(errno, "Failed to make a temporary directory: %m");
+        if (asprintf(&tarball, "%s/rootfs.tar", tmpdir) < 0)
+                return log_oom();
+
+        log_info("The base image %s is missing; building it from Debian's packages with %s (takes a few minutes).",
+                 tag, script);
+        pid = fork();
+        if (pid < 0)
+                return log_error_errno(errno, "Failed to fork: %m");
+        if (pid == 0) {
+                execl(script, script, tarball, (char *) NULL);
+                log_error_errno(errno, "Failed to run %s: %m", script);
+                _exit(127);
+        }
+        if (waitpid(pid, &status, 0) < 0)
+                return log_error_errno(errno, "Failed to wait for %s: %m", script);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                r = log_error_errno(EIO, "%s failed (status %d); see its output above.", script,
+                                    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+                goto finish;
+        }
+
+        fd = open(tarball, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                r = log_error_errno(errno, "%s made no %s: %m", script, tarball);
+                goto finish;
+        }
+        log_info("Importing the base image as %s.", tag);
+        {
+                char *changes[] = { (char *) "CMD [\"/bin/bash\"]", NULL };
+                r = engine_image_import(e, fd, tag, changes);
+        }
+        if (r < 0)
+                log_error_errno(r, "Failed to import the base image: %s", engine_last_error(e));
+finish:
+        (void) unlink(tarball);
+        (void) rmdir(tmpdir);
+        return r;
+}
+
+static int image_build(int argc, char *argv[]) {
+        enum { ARG_TAG = 0x100, ARG_BASE, ARG_REBUILD_BASE };
+        static const struct option options[] = {
+                { "help",         no_argument,       NULL, 'h' },
+                { "tag",          required_argument, NULL, ARG_TAG },
+                { "base",         required_argument, NULL, ARG_BASE },
+                { "rebuild-base", no_argument,       NULL, ARG_REBUILD_BASE },
+                {}
+        };
+        _cleanup_(engine_connection_freep) EngineConnection *conn = NULL;
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        _cleanup_(tar_writer_freep) TarWriter *t = NULL;
+        _cleanup_free_ char *dir = NULL, *agent_dir = NULL, *exe = NULL, *buildarg = NULL;
+        _cleanup_close_ int agent_fd = -EBADF;
+        const char *tag = NULL, *base = IMAGE_BASE_DEFAULT;
+        bool rebuild_base = false;
+        const void *context;
+        size_t size, exe_size;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        printf("loop image build [--tag IMAGE] [--base IMAGE] [--rebuild-base]\n\n"
+                               "Build the agent image (default: container_image of loop.json) on the engine from\n"
+                               "image/agent. When the base image (default %s) is missing, build it from\n"
+                               "Debian's packages with debootstrap first.\n", IMAGE_BASE_DEFAULT);
+                        return EXIT_SUCCESS;
+                case ARG_TAG:
+                        tag = optarg;
+                        break;
+                case ARG_BASE:
+                        base = optarg;
+                        break;
+                case ARG_REBUILD_BASE:
+                        rebuild_base = true;
+                        break;
+                default:
+                        return EXIT_FAILURE;
+                }
+
+        r = config_load(config_dir(), &set);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the configuration: %m"), EXIT_FAILURE;
+        if (!set->global_valid) {
+                log_error("%s is invalid; see 'loop config check'.", set->global_path);
+                return EXIT_FAILURE;
+        }
+        if (!tag)
+                tag = set->global.container_image;
+
+        dir = image_dir();
+        if (!dir || asprintf(&agent_dir, "%s/agent", dir) < 0)
+                return log_oom(), EXIT_FAILURE;
+        agent_fd = open(agent_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (agent_fd < 0)
+                return log_error_errno(errno, "Cannot open the image sources %s: %m", agent_dir), EXIT_FAILURE;
+
+        r = engine_connect(set->global.engine.socket, &conn);
+        if (r < 0)
+                return EXIT_FAILURE;
+
+        r = engine_image_inspect(conn->engine, base, NULL);
+        if (r < 0 && r != -ENOENT)
+                return log_error_errno(r, "Failed to look up %s: %s", base, engine_last_error(conn->engine)), EXIT_FAILURE;
+        if (r == -ENOENT || rebuild_base) {
+                r = image_bootstrap_base(conn->engine, dir, base);
+                if (r < 0)
+                        return EXIT_FAILURE;
+        }
+
+        /* The context: image/agent plus this very loop binary, so the image runs the same version. */
+        r = read_full_file_at(AT_FDCWD, "/proc/self/exe", LOOP_BINARY_MAX, false, &exe, &exe_size);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the loop binary: %m"), EXIT_FAILURE;
+        if ((r = tar_writer_new(&t)) < 0 ||
+            (r = tar_add_tree(t, agent_fd, "")) < 0 ||
+            (r = tar_add_file(t, "loop", 0755, 0, 0, exe, exe_size)) < 0 ||
+            (r = tar_finish(t, &context, &size)) < 0)
+                return log_error_errno(r, "Failed to pack the build context %s: %m", agent_dir), EXIT_FAILURE;
+
+        if (asprintf(&buildarg, "BASE=%s", base) < 0)
+                return log_oom(), EXIT_FAILURE;
+        log_info("Building %s from %s on %s.", tag, agent_dir, engine_socket_path(conn->engine));
+        {
+                char *buildargs[] = { buildarg, NULL };
+                r = engine_image_build(conn->engine, tag, context, size, "Containerfile", buildargs, on_progress, NULL);
+        }
+        if (r < 0)
+                return log_error_errno(r, "Building %s failed: %s", tag, engine_last_error(conn->engine)), EXIT_FAILURE;
+        log_info("Built %s.", tag);
+        return EXIT_SUCCESS;
+}
+
+static int image_list(void) {
+        _cleanup_(engine_connection_freep) EngineConnection *conn = NULL;
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        _cleanup_(json_object_putp) json_object *images = NULL;
+        int r;
+
+        r = config_load(config_dir(), &set);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the configuration: %m"), EXIT_FAILURE;
+        r = engine_connect(set->global.engine.socket, &conn);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = engine_image_list(conn->engine, &images);
+        if (r < 0)
+                return log_error_errno(r, "Failed to list images: %s", engine_last_error(conn->engine)), EXIT_FAILURE;
+        printf("%-40s %-14s %s\n", "IMAGE", "ID", "SIZE");
+        for (size_t i = 0; i < json_object_array_length(images); i++) {
+                json_object *img = json_object_array_get_idx(images, i), *tags = NULL, *id = NULL, *sz = NULL;
+                const char *ids;
+
+                (void) json_object_object_get_ex(img, "RepoTags", &tags);
+                (void) json_object_object_get_ex(img, "Id", &id);
+                (void) json_object_object_get_ex(img, "Size", &sz);
+                ids = id ? json_object_get_string(id) : "";
+                if (startswith(ids, "sha256:"))
+                        ids += 7;
+                for (size_t j = 0; j < (json_object_is_type(tags, json_type_array) ? json_object_array_length(tags) : 1); j++) {
+                        json_object *tg = json_object_is_type(tags, json_type_array) ? json_object_array_get_idx(tags, j) : NULL;
+                        printf("%-40s %-14.12s %.1f MB\n", tg ? json_object_get_string(tg) : "<none>", ids,
+                               sz ? (double) json_object_get_int64(sz) / 1e6 : 0.0);
+                }
+        }
+        return EXIT_SUCCESS;
+}
+
+static int image_remove(char **names) {
+        _cleanup_(engine_connection_freep) EngineConnection *conn = NULL;
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        int r, ret = EXIT_SUCCESS;
+
+        if (strv_length(names) == 0) {
+                log_error("Usage: loop image rm IMAGE...");
+                return EXIT_FAILURE;
+        }
+        r = config_load(config_dir(), &set);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the configuration: %m"), EXIT_FAILURE;
+        r = engine_connect(set->global.engine.socket, &conn);
+        if (r < 0)
+                return EXIT_FAILURE;
+        STRV_FOREACH(n, names) {
+                r = engine_image_remove(conn->engine, *n, false);
+                if (r < 0) {
+                        log_error("Failed to remove %s: %s", *n, engine_last_error(conn->engine));
+                        ret = EXIT_FAILURE;
+                } else
+                        printf("removed %s\n", *n);
+        }
+        return ret;
+}
+
+int verb_image(int argc, char *argv[]) {
+        if (argc < 2 || streq(argv[1], "--help") || streq(argv[1], "-h")) {
+                printf("loop image build [--tag IMAGE] [--base IMAGE] [--rebuild-base]\n"
+                       "loop image list\n"
+                       "loop image rm IMAGE...\n");
+                return argc < 2 ? EXIT_FAILURE : EXIT_SUCCESS;
+        }
+        if (streq(argv[1], "build"))
+                return image_build(argc - 1, argv + 1);
+        if (streq(argv[1], "list") || streq(argv[1], "ls"))
+                return image_list();
+        if (streq(argv[1], "rm") || streq(argv[1], "remove"))
+                return image_remove(argv + 2);
+        log_error("Unknown image command \"%s\"; known: build, list, rm.", argv[1]);
+        return EXIT_FAILURE;
+}

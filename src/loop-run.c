@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* `loop run NAME [--] PROMPT...`: one prompt on a channel, in the foreground. */
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+
+#include "io-util.h"
+#include "log.h"
+#include "loop.h"
+#include "runner.h"
+#include "strv.h"
+
+#define PROMPT_MAX (1024U * 1024U)
+
+static void on_signal(int sig) {
+        (void) sig;
+        runner_interrupt();
+}
+
+static void run_help(void) {
+        printf("loop run [OPTIONS] NAME [--] PROMPT...\n\n"
+               "Run one prompt on channel NAME in a container and print the agent's turns as they stream,\n"
+               "then the result and the session id. PROMPT \"-\" reads the prompt from standard input.\n\n"
+               "  --resume SID     Continue session SID\n"
+               "  --image IMAGE    Use IMAGE instead of the channel's container_image\n"
+               "  --agent PATH     Run PATH in the container instead of claude_bin_path\n"
+               "  --json           Print the raw stream-json events, one per line\n"
+               "  -q --quiet       Print only the result\n\n"
+               "Exit status: 0 success, 1 the agent failed, 2 the run could not start, 130 interrupted.\n");
+}
+
+static int read_prompt_stdin(char **ret) {
+        _cleanup_free_ char *buf = malloc(PROMPT_MAX + 1);
+        ssize_t n;
+
+        if (!buf)
+                return -ENOMEM;
+        n = loop_read(STDIN_FILENO, buf, PROMPT_MAX + 1);
+        if (n < 0)
+                return (int) n;
+        if ((size_t) n > PROMPT_MAX)
+                return -E2BIG;
+        buf[n] = 0;
+        if (strlen(buf) != (size_t) n)
+                return -EINVAL;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int verb_run(int argc, char *argv[]) {
+        enum { ARG_RESUME = 0x100, ARG_IMAGE, ARG_AGENT, ARG_JSON };
+        static const struct option options[] = {
+                { "help",   no_argument,       NULL, 'h' },
+                { "resume", required_argument, NULL, ARG_RESUME },
+                { "image",  required_argument, NULL, ARG_IMAGE },
+                { "agent",  required_argument, NULL, ARG_AGENT },
+                { "json",   no_argument,       NULL, ARG_JSON },
+                { "quiet",  no_argument,       NULL, 'q' },
+                {}
+        };
+        RunRequest req = { .out = stdout };
+        _cleanup_(run_outcome_done) RunOutcome outcome = {};
+        _cleanup_free_ char *prompt = NULL;
+        struct sigaction sa = { .sa_handler = on_signal };
+        const char *reason;
+        bool quiet = false;
+        int c, r;
+
+        /* "+": options only before NAME, so a prompt word like "-x" stays part of the prompt. */
+        while ((c = getopt_long(argc, argv, "+hq", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        run_help();
+                        return EXIT_SUCCESS;
+                case ARG_RESUME:
+                        req.resume = optarg;
+                        break;
+                case ARG_IMAGE:
+                        req.image = optarg;
+                        break;
+                case ARG_AGENT:
+                        req.agent = optarg;
+                        break;
+                case ARG_JSON:
+                        req.json = true;
+                        break;
+                case 'q':
+                        quiet = true;
+                        break;
+                default:
+                        return 2;
+                }
+
+        if (optind >= argc) {
+                log_error("Usage: loop run [OPTIONS] NAME [--] PROMPT... (see 'loop run --help')");
+                return 2;
+        }
+        req.channel = argv[optind++];
+        if (channel_name_check(req.channel, &reason) < 0) {
+                log_error("\"%s\" is not a valid channel name: %s.", req.channel, reason);
+                return 2;
+        }
+        if (optind < argc && streq(argv[optind], "--"))
+                optind++;
+        if (optind >= argc) {
+                log_error("No prompt given (see 'loop run --help').");
+                return 2;
+        }
+        if (optind == argc - 1 && streq(argv[optind], "-")) {
+                r = read_prompt_stdin(&prompt);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to read the prompt from standard input: %m");
+                        return 2;
+                }
+        } else {
+                prompt = strv_join(argv + optind, " ");
+                if (!prompt)
+                        return log_oom(), 2;
+        }
+        if (isempty(prompt)) {
+                log_error("The prompt is empty.");
+                return 2;
+        }
+        req.prompt = prompt;
+        if (quiet)
+                req.out = NULL;
+
+        (void) sigaction(SIGINT, &sa, NULL);
+        (void) sigaction(SIGTERM, &sa, NULL);
+        (void) sigaction(SIGHUP, &sa, NULL);
+
+        r = runner_run(&req, &outcome);
+        if (r == -EINTR)
+                return 130;
+        if (r < 0)
+                return 2;
+
+        if (outcome.error != AGENT_ERROR_NONE) {
+                log_error("The agent failed (%s): %s", agent_error_kind_to_string(outcome.error),
+                          strna(outcome.error_message));
+                if (outcome.result.session_id)
+                        fprintf(stderr, "session: %s\n", outcome.result.session_id);
+                return 1;
+        }
+        if (!req.json)
+                printf("%s%s\n", quiet ? "" : "\n", strempty(outcome.result.result));
+        if (outcome.result.session_id)
+                fprintf(stderr, "session: %s (%" PRIu64 " turns, %" PRIu64 " ms%s)\n", outcome.result.session_id,
+                        outcome.result.num_turns, outcome.result.duration_ms,
+                        outcome.retries > 0 ? ", after a retry" : "");
+        return EXIT_SUCCESS;
+}

@@ -1,0 +1,722 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+
+#include "config-build.h"
+#include "engine-discover.h"
+#include "io-util.h"
+#include "log.h"
+#include "runner.h"
+#include "strv.h"
+#include "tar.h"
+#include "unit-name.h"
+
+#define COPY_FILE_MAX (16U * 1024U * 1024U)     /* a copy_files entry larger than this is skipped */
+
+static volatile sig_atomic_t run_interrupted;
+static volatile sig_atomic_t run_timed_out;
+static Engine *volatile run_engine;
+
+void runner_interrupt(void) {
+        Engine *e = run_engine;
+
+        run_interrupted = 1;
+        if (e)
+                engine_interrupt(e);
+}
+
+static void on_alarm(int sig) {
+        Engine *e = run_engine;
+
+        (void) sig;
+        run_timed_out = 1;
+        if (e)
+                engine_interrupt(e);
+}
+
+void run_outcome_done(RunOutcome *o) {
+        agent_result_done(&o->result);
+        o->error_message = mfree(o->error_message);
+}
+
+/* Everything one run of a channel needs, shared by the first attempt and its retries. */
+typedef struct RunContext {
+        const RunRequest *req;
+        const char *channel;
+        LoopConfig config;              /* channel config with the project config applied */
+        HostUser user;
+        char *state_dir;                /* where the channel's home lives on the host */
+        char *home_dir;                 /* host dir bind-mounted at the user's HOME */
+        char *timezone;
+        char *git_excludes;
+        char *mcp_path;                 /* the MCP config, inside the work dir */
+        EngineConnection *conn;
+} RunContext;
+
+static void run_context_done(RunContext *ctx) {
+        loop_config_done(&ctx->config);
+        host_user_done(&ctx->user);
+        free(ctx->state_dir);
+        free(ctx->home_dir);
+        free(ctx->timezone);
+        free(ctx->git_excludes);
+        free(ctx->mcp_path);
+        run_engine = NULL;
+        engine_connection_free(ctx->conn);
+}
+
+/* File operations on the agent's side (work dir, home, copy_files) run with the agent user's file system
+ * identity, so a symlink or hard link planted by the agent cannot make root read or write elsewhere. */
+typedef struct FsIdentity {
+        uid_t uid;
+        gid_t gid;
+} FsIdentity;
+
+static FsIdentity fs_become(const HostUser *u) {
+        FsIdentity saved = { .uid = (uid_t) setfsuid((uid_t) -1), .gid = (gid_t) setfsgid((gid_t) -1) };
+        if (geteuid() == 0) {
+                (void) setfsgid(u->gid);
+                (void) setfsuid(u->uid);
+        }
+        return saved;
+}
+
+static void fs_restore(FsIdentity saved) {
+        (void) setfsuid(saved.uid);
+        (void) setfsgid(saved.gid);
+}
+
+/* mkdir -p, the last component owned by uid:gid with mode. Parents are created root-owned 0755. */
+static int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid) {
+        _cleanup_free_ char *p = strdup(path);
+        struct stat st;
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++)
+                if (*s == '/') {
+                        *s = 0;
+                        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                                return -errno;
+                        *s = '/';
+                }
+        if (mkdir(p, mode) < 0) {
+                if (errno != EEXIST)
+                        return -errno;
+                if (lstat(p, &st) < 0)
+                        return -errno;
+                if (!S_ISDIR(st.st_mode))
+                        return -ENOTDIR;
+                return 0;
+        }
+        if (geteuid() == 0 && chown(p, uid, gid) < 0)
+                return -errno;
+        return 0;
+}
+
+static int runner_state_dir(const char *channel, char **ret) {
+        const char *base = getenv("XDG_STATE_HOME");
+        char *p;
+
+        if (getuid() == 0)
+                return asprintf(&p, "%s/%s", LOOP_STATE_DIR, channel) < 0 ? -ENOMEM : (*ret = p, 0);
+        if (!isempty(base))
+                return asprintf(&p, "%s/loop/%s", base, channel) < 0 ? -ENOMEM : (*ret = p, 0);
+        base = getenv("HOME");
+        if (isempty(base))
+                return -ENXIO;
+        return asprintf(&p, "%s/.local/state/loop/%s", base, channel) < 0 ? -ENOMEM : (*ret = p, 0);
+}
+
+/* The agent never runs as root: config "user", else the caller when not root, else the loop system user. */
+static int runner_resolve_user(const LoopConfig *c, HostUser *ret) {
+        int r;
+
+        if (c->user)
+                r = host_user_resolve(c->user, ret);
+        else if (getuid() != 0)
+                r = host_user_resolve(NULL, ret);
+        else {
+                r = host_user_resolve("loop", ret);
+                if (r == -ESRCH)
+                        return log_error_errno(r, "No user to run the agent as: set \"user\" in the channel config, "
+                                               "or create the loop system user (systemd-sysusers loop.conf).");
+        }
+        if (r < 0)
+                return log_error_errno(r, "Cannot resolve the agent's user \"%s\": %m", strna(c->user));
+        if (ret->uid == 0) {
+                host_user_done(ret);
+                return log_error_errno(EPERM, "The agent must not run as root; set \"user\" in the channel config to "
+                                       "an unprivileged user.");
+        }
+        return 0;
+}
+
+/* core.excludesFile of the user's global git config, when git is installed and the file exists. */
+static char *git_excludes_file(const HostUser *u) {
+        _cleanup_free_ char *out = NULL;
+        int pipefd[2];
+        size_t n = 0;
+        pid_t pid;
+        int status;
+
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return NULL;
+        pid = fork();
+        if (pid < 0) {
+                safe_close(pipefd[0]);
+                safe_close(pipefd[1]);
+                return NULL;
+        }
+        if (pid == 0) {
+                char *argv[] = { (char *) "git", (char *) "config", (char *) "--global", (char *) "--get",
+                                 (char *) "core.excludesFile", NULL };
+                int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (dup2(pipefd[1], STDOUT_FILENO) < 0 || (devnull >= 0 && dup2(devnull, STDERR_FILENO) < 0))
+                        _exit(127);
+                if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(u->gid, u->gid, u->gid) < 0 ||
+                                       setresuid(u->uid, u->uid, u->uid) < 0))
+                        _exit(127);
+                setenv("HOME", u->home, 1);
+                unsetenv("GIT_CONFIG_GLOBAL");
+                execvp("git", argv);
+                _exit(127);
+        }
+        safe_close(pipefd[1]);
+        out = malloc(4097);
+        if (out) {
+                ssize_t k = loop_read(pipefd[0], out, 4096);
+                n = k > 0 ? (size_t) k : 0;
+                out[n] = 0;
+        }
+        safe_close(pipefd[0]);
+        (void) waitpid(pid, &status, 0);
+        if (!out || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || n == 0)
+                return NULL;
+        out[strcspn(out, "\n")] = 0;
+        if (out[0] == '~' && (out[1] == '/' || out[1] == 0)) {
+                char *e;
+                if (asprintf(&e, "%s%s", u->home, out + 1) < 0)
+                        return NULL;
+                free(out);
+                out = e;
+        }
+        if (out[0] != '/' || access(out, F_OK) < 0)
+                return NULL;
+        return TAKE_PTR(out);
+}
+
+/* Drops mounts whose host source the agent's user cannot open: the agent gets nothing its user could not
+ * read anyway, whoever wrote the mount (the project config is writable by the agent). */
+static int filter_mounts_by_user(RunContext *ctx) {
+        _cleanup_strv_free_ char **kept = NULL;
+        int r;
+
+        STRV_FOREACH(m, ctx->config.mounts) {
+                MountSpec spec = {};
+                bool keep = true;
+
+                r = mount_spec_parse(*m, ctx->user.home, &spec);
+                if (r < 0)
+                        return r;
+                if (!spec.named_volume) {
+                        FsIdentity saved = fs_become(&ctx->user);
+                        int fd = open(spec.source, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+                        int err = errno;
+                        fs_restore(saved);
+                        if (fd >= 0)
+                                safe_close(fd);
+                        else if (err != ENOENT) {       /* missing sources are skipped by the plan */
+                                log_warning("Mount %s skipped: %s cannot open %s: %s", *m, ctx->user.name,
+                                            spec.source, strerror(err));
+                                keep = false;
+                        }
+                }
+                mount_spec_done(&spec);
+                if (keep && (r = strv_extend(&kept, *m)) < 0)
+                        return r;
+        }
+        strv_free(ctx->config.mounts);
+        ctx->config.mounts = TAKE_PTR(kept);
+        return 0;
+}
+
+static int write_mcp_config(RunContext *ctx) {
+        _cleanup_(json_object_putp) json_object *mcp = NULL;
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int work_fd = -EBADF, loop_fd = -EBADF, fd = -EBADF;
+        const char *text, *base;
+        FsIdentity saved;
+        int r;
+
+        r = mcp_config_build(&ctx->config, ctx->channel, ctx->config.work_dir, RUNNER_LOOP_BIN, &mcp);
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the MCP config: %m");
+        ctx->mcp_path = mcp_config_path(ctx->config.work_dir, ctx->channel);
+        if (!ctx->mcp_path)
+                return log_oom();
+        base = strrchr(ctx->mcp_path, '/') + 1;
+        text = json_object_to_json_string_ext(mcp, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (asprintf(&tmp, ".%s.tmp", base) < 0)
+                return log_oom();
+
+        saved = fs_become(&ctx->user);
+        work_fd = open(ctx->config.work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (work_fd < 0)
+                r = -errno;
+        else if (mkdirat(work_fd, ".loop", 0755) < 0 && errno != EEXIST)
+                r = -errno;
+        else if ((loop_fd = openat(work_fd, ".loop", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                r = -errno;
+        else if ((fd = openat(loop_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+                r = -errno;
+        else if ((r = loop_write(fd, text, strlen(text))) >= 0 && renameat(loop_fd, tmp, loop_fd, base) < 0)
+                r = -errno;
+        fs_restore(saved);
+        if (r < 0) {
+                if (loop_fd >= 0)
+                        (void) unlinkat(loop_fd, tmp, 0);
+                return log_error_errno(r, "Failed to write %s: %m", ctx->mcp_path);
+        }
+        return 0;
+}
+
+static void remove_mcp_config(RunContext *ctx) {
+        _cleanup_free_ char *dir = NULL;
+        FsIdentity saved;
+
+        if (!ctx->mcp_path || ctx->config.keep_mcp_configs)
+                return;
+        dir = strndup(ctx->mcp_path, (size_t) (strrchr(ctx->mcp_path, '/') - ctx->mcp_path));
+        if (!dir)
+                return;
+        saved = fs_become(&ctx->user);
+        {
+                _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd >= 0 && unlinkat(fd, strrchr(ctx->mcp_path, '/') + 1, 0) < 0 && errno != ENOENT)
+                        log_warning_errno(errno, "Failed to remove %s, ignoring: %m", ctx->mcp_path);
+        }
+        fs_restore(saved);
+}
+
+/* Copies each file into the container as a one-entry tar archive into its parent directory, read with
+ * the agent user's identity and owned by it inside. */
+static int copy_files_in(RunContext *ctx, Engine *e, const char *id, const ContainerPlan *plan) {
+        for (size_t i = 0; plan->copy_sources && plan->copy_sources[i]; i++) {
+                const char *src = plan->copy_sources[i], *dst = plan->copy_targets[i];
+                _cleanup_(tar_writer_freep) TarWriter *t = NULL;
+                _cleanup_free_ char *data = NULL, *dir = NULL;
+                const void *archive;
+                size_t size, asize;
+                struct stat st = {};
+                FsIdentity saved;
+                int r;
+
+                saved = fs_become(&ctx->user);
+                r = read_full_file_at(AT_FDCWD, src, COPY_FILE_MAX, false, &data, &size);
+                if (r >= 0 && stat(src, &st) < 0)
+                        r = -errno;
+                fs_restore(saved);
+                if (r < 0) {
+                        log_warning_errno(r, "Not copying %s into the container: %m", src);
+                        continue;
+                }
+
+                dir = strndup(dst, (size_t) (strrchr(dst, '/') - dst));
+                if (!dir)
+                        return log_oom();
+                if (isempty(dir) && free_and_strdup(&dir, "/") < 0)
+                        return log_oom();
+                if ((r = tar_writer_new(&t)) < 0 ||
+                    (r = tar_add_file(t, strrchr(dst, '/') + 1, st.st_mode & 07777, ctx->user.uid, ctx->user.gid,
+                                      data, size)) < 0 ||
+                    (r = tar_finish(t, &archive, &asize)) < 0)
+                        return log_error_errno(r, "Failed to pack %s: %m", src);
+                r = engine_container_archive_put(e, id, dir, archive, asize);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to copy %s into the container: %s", src, engine_last_error(e));
+        }
+        return 0;
+}
+
+typedef struct StreamPrinter {
+        const RunRequest *req;
+        StreamParser *parser;
+        char tail[RUNNER_STDERR_TAIL];  /* the last bytes of stderr */
+        size_t tail_len;
+} StreamPrinter;
+
+static int on_event(const StreamEvent *ev, void *userdata) {
+        StreamPrinter *p = userdata;
+        FILE *out = p->req->out;
+
+        if (!out)
+                return 0;
+        if (p->req->json) {
+                if (ev->raw)
+                        fprintf(out, "%s\n", json_object_to_json_string_ext(ev->raw, JSON_C_TO_STRING_PLAIN |
+                                                                             JSON_C_TO_STRING_NOSLASHESCAPE));
+                fflush(out);
+                return 0;
+        }
+        switch (ev->type) {
+        case STREAM_EVENT_TEXT:
+                fprintf(out, "%s\n", strempty(ev->text));
+                break;
+        case STREAM_EVENT_TOOL_USE:
+                fprintf(out, "  -> %s %s\n", strna(ev->tool_name), strempty(ev->tool_summary));
+                break;
+        case STREAM_EVENT_ACTIVITY:
+                if (ev->text)
+                        fprintf(out, "  .. %s\n", ev->text);
+                break;
+        default:
+                break;
+        }
+        fflush(out);
+        return 0;
+}
+
+static int on_output(int stream, const char *data, size_t size, void *userdata) {
+        StreamPrinter *p = userdata;
+
+        if (stream == 2) {
+                if (size >= sizeof p->tail) {
+                        memcpy(p->tail, data + size - sizeof p->tail, sizeof p->tail);
+                        p->tail_len = sizeof p->tail;
+                } else {
+                        size_t keep = MIN(p->tail_len, sizeof p->tail - size);
+                        memmove(p->tail, p->tail + p->tail_len - keep, keep);
+                        memcpy(p->tail + keep, data, size);
+                        p->tail_len = keep + size;
+                }
+                return 0;
+        }
+        return stream_parser_feed(p->parser, data, size);
+}
+
+/* The last non-empty line of the agent's stderr, for error messages. */
+static char *stderr_last_line(const StreamPrinter *p) {
+        size_t end = p->tail_len, start;
+
+        while (end > 0 && (p->tail[end - 1] == '\n' || p->tail[end - 1] == '\r' || p->tail[end - 1] == ' '))
+                end--;
+        start = end;
+        while (start > 0 && p->tail[start - 1] != '\n')
+                start--;
+        if (start == end)
+                return NULL;
+        return strndup(p->tail + start, end - start);
+}
+
+typedef struct Attempt {
+        AgentResult result;
+        int exit_code;
+        char *stderr_line;
+} Attempt;
+
+static void attempt_done(Attempt *a) {
+        agent_result_done(&a->result);
+        a->stderr_line = mfree(a->stderr_line);
+}
+
+static int take_result(const AgentResult *from, AgentResult *to) {
+        *to = (AgentResult) {
+                .have_result = from->have_result,
+                .is_error = from->is_error,
+                .duration_ms = from->duration_ms,
+                .num_turns = from->num_turns,
+                .lines_skipped = from->lines_skipped,
+        };
+        if ((from->result && !(to->result = strdup(from->result))) ||
+            (from->session_id && !(to->session_id = strdup(from->session_id)))) {
+                agent_result_done(to);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static void container_discard(Engine *e, const char *id) {
+        if (engine_container_remove(e, id, true) < 0 && engine_container_remove(e, id, true) < 0)
+                log_warning("Failed to remove container %s, ignoring: %s", id, engine_last_error(e));
+}
+
+/* One container: create, copy in, start, follow the output, wait, remove. */
+static int run_container(RunContext *ctx, const char *prompt, const char *resume, Attempt *ret) {
+        Engine *e = ctx->conn->engine;
+        _cleanup_(container_plan_freep) ContainerPlan *plan = NULL;
+        _cleanup_(stream_parser_freep) StreamParser *parser = NULL;
+        _cleanup_strv_free_ char **argv = NULL, **extra_env = NULL, **binds = NULL;
+        _cleanup_free_ char *name = NULL, *id = NULL, *home_bind = NULL;
+        StreamPrinter printer = { .req = ctx->req };
+        char **add_dirs = ctx->config.extra_dirs;
+        int r, exit_code = -1;
+
+        AgentRequest areq = {
+                .bin = ctx->req->agent ?: ctx->config.claude_bin_path,
+                .model = ctx->config.claude_model,
+                .mcp_config = ctx->mcp_path,
+                .resume = resume,
+                .add_dirs = add_dirs,
+                .prompt = prompt,
+        };
+        r = agent_argv_build(&areq, &argv);
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the agent's command line: %m");
+
+        r = container_name_new(ctx->channel, ctx->config.work_dir, &name);
+        if (r < 0)
+                return log_error_errno(r, "Failed to name the container: %m");
+
+        if (asprintf(&home_bind, "%s:%s:rw", ctx->home_dir, ctx->user.home) < 0 ||
+            strv_consume(&binds, TAKE_PTR(home_bind)) < 0)
+                return log_oom();
+
+        ContainerInput in = {
+                .channel = ctx->channel,
+                .type = CONTAINER_AGENT,
+                .name = name,
+                .config = &ctx->config,
+                .user = &ctx->user,
+                .engine = engine_kind(e),
+                .host_env = environ,
+                .timezone = ctx->timezone,
+                .git_excludes_file = ctx->git_excludes,
+                .cmd = argv,
+                .extra_env = extra_env,
+                .extra_binds = binds,
+        };
+        r = container_plan_build(&in, &plan);
+        if (r < 0)
+                return log_error_errno(r, "Failed to prepare the container: %m");
+        STRV_FOREACH(s, plan->skipped)
+                log_notice("%s", *s);
+
+        r = stream_parser_new(on_event, &printer, &parser);
+        if (r < 0)
+                return log_oom();
+        printer.parser = parser;
+
+        r = engine_container_create(e, name, plan->body, &id);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the container: %s", engine_last_error(e));
+        log_debug("Created container %s (%s).", name, id);
+
+        r = copy_files_in(ctx, e, id, plan);
+        if (r < 0)
+                goto finish;
+
+        r = engine_container_start(e, id);
+        if (r < 0) {
+                log_error_errno(r, "Failed to start the container: %s", engine_last_error(e));
+                goto finish;
+        }
+
+        if (ctx->config.container_timeout_sec > 0)
+                alarm((unsigned) MIN(ctx->config.container_timeout_sec, (uint64_t) UINT_MAX));
+        r = engine_container_logs(e, id, true, on_output, &printer);
+        if (r >= 0 && !run_interrupted && !run_timed_out)
+                r = engine_container_wait(e, id, &exit_code);
+        alarm(0);
+
+        if (run_interrupted || run_timed_out) {
+                /* The stream was cut on purpose: stop what runs, then report why. */
+                (void) engine_container_stop(e, id, 5);
+                r = run_interrupted ? log_error_errno(EINTR, "Interrupted; container %s stopped.", name)
+                                    : log_error_errno(ETIMEDOUT, "The agent did not finish within %" PRIu64 " s "
+                                                      "(container_timeout_sec); container %s stopped.",
+                                                      ctx->config.container_timeout_sec, name);
+                goto finish;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Lost the container's output: %s", engine_last_error(e));
+                goto finish;
+        }
+        (void) stream_parser_finish(parser);
+
+        *ret = (Attempt) { .exit_code = exit_code, .stderr_line = stderr_last_line(&printer) };
+        r = take_result(stream_parser_result(parser), &ret->result);
+        if (r < 0)
+                log_oom();
+finish:
+        container_discard(e, id);
+        return r;
+}
+
+/* Success, or the kind of error an attempt ended with, and one line saying why. */
+static AgentErrorKind attempt_error(const Attempt *a, char **ret_message) {
+        AgentErrorKind k;
+
+        *ret_message = NULL;
+        if (a->result.have_result && !a->result.is_error)
+                return AGENT_ERROR_NONE;
+        if (a->result.have_result) {
+                k = agent_error_classify(a->result.result);
+                if (k == AGENT_ERROR_NONE)
+                        k = AGENT_ERROR_OTHER;
+                *ret_message = strdup(strempty(a->result.result));
+                return k;
+        }
+        k = agent_error_classify(a->stderr_line);
+        if (k == AGENT_ERROR_NONE || k == AGENT_ERROR_OTHER)
+                k = AGENT_ERROR_NO_RESULT;
+        if (asprintf(ret_message, "the agent ended without a result (exit status %d)%s%s", a->exit_code,
+                     a->stderr_line ? ": " : "", strempty(a->stderr_line)) < 0)
+                *ret_message = NULL;
+        return k;
+}
+
+static int runner_prepare(const RunRequest *req, RunContext *ctx) {
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        ConfigProblems problems = {};
+        const Channel *ch;
+        int r;
+
+        r = config_load(config_dir(), &set);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the configuration from %s: %m", config_dir());
+        ch = config_set_find_channel(set, req->channel);
+        if (!ch)
+                return log_error_errno(ENOENT, "No channel \"%s\": there is no %s/channels.d/%s.json.",
+                                       req->channel, set->dir, req->channel);
+        if (!ch->valid)
+                return log_error_errno(EINVAL, "Channel \"%s\" is invalid: %s (see 'loop config check %s').",
+                                       req->channel, strna(ch->reason), req->channel);
+
+        r = runner_resolve_user(&ch->config, &ctx->user);
+        if (r < 0)
+                return r;
+
+        r = runner_state_dir(req->channel, &ctx->state_dir);
+        if (r < 0)
+                return log_error_errno(r, "Cannot find a state directory for channel %s: %m", req->channel);
+        r = mkdir_owned(ctx->state_dir, 0750, 0, ctx->user.gid);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create %s: %m", ctx->state_dir);
+        if (asprintf(&ctx->home_dir, "%s/home", ctx->state_dir) < 0)
+                return log_oom();
+        r = mkdir_owned(ctx->home_dir, 0700, ctx->user.uid, ctx->user.gid);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the agent's home %s: %m", ctx->home_dir);
+
+        /* The default work dir is ours to create; a configured one must exist. */
+        if (!json_object_object_get_ex(ch->config.json, "work_dir", NULL)) {
+                r = mkdir_owned(ch->config.work_dir, 0750, ctx->user.uid, ctx->user.gid);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to create the work dir %s: %m", ch->config.work_dir);
+        } else if (access(ch->config.work_dir, F_OK) < 0)
+                return log_error_errno(errno, "The work dir %s of channel %s does not exist: %m",
+                                       ch->config.work_dir, req->channel);
+
+        r = config_apply_project(&ch->config, ch->config.work_dir, &ctx->config, &problems);
+        for (size_t i = 0; i < problems.n; i++) {
+                _cleanup_free_ char *s = config_problem_to_string(&problems.items[i]);
+                if (problems.items[i].error)
+                        log_error("%s", strna(s));
+                else
+                        log_warning("%s", strna(s));
+        }
+        config_problems_done(&problems);
+        if (r < 0)
+                return log_error_errno(r, "The project config of %s cannot be used; not running.", ch->config.work_dir);
+
+        if (req->image && free_and_strdup(&ctx->config.container_image, req->image) < 0)
+                return log_oom();
+
+        r = filter_mounts_by_user(ctx);
+        if (r < 0)
+                return log_error_errno(r, "Failed to check the mounts: %m");
+
+        ctx->timezone = timezone_detect(getenv("TZ"), NULL);
+        ctx->git_excludes = git_excludes_file(&ctx->user);
+
+        r = engine_connect(ctx->config.engine.socket, &ctx->conn);
+        if (r < 0)
+                return r;       /* engine_connect() told the user what it tried */
+        run_engine = ctx->conn->engine;
+
+        r = engine_image_inspect(ctx->conn->engine, ctx->config.container_image, NULL);
+        if (r == -ENOENT)
+                return log_error_errno(r, "The image %s is not on the engine at %s; build it with 'loop image build'.",
+                                       ctx->config.container_image, engine_socket_path(ctx->conn->engine));
+        if (r < 0)
+                return log_error_errno(r, "Failed to look up the image %s: %s", ctx->config.container_image,
+                                       engine_last_error(ctx->conn->engine));
+
+        return write_mcp_config(ctx);
+}
+
+int runner_run(const RunRequest *req, RunOutcome *ret) {
+        _cleanup_(run_context_done) RunContext ctx = { .req = req, .channel = req->channel };
+        _cleanup_(attempt_done) Attempt first = {}, retry = {}, compact = {};
+        struct sigaction sa = { .sa_handler = on_alarm }, old_sa;
+        char *message = NULL;
+        AgentErrorKind kind;
+        RetryAction action;
+        int r;
+
+        *ret = (RunOutcome) {};
+        run_interrupted = run_timed_out = 0;
+        (void) sigaction(SIGALRM, &sa, &old_sa);
+
+        r = runner_prepare(req, &ctx);
+        if (r < 0)
+                goto finish;
+
+        r = run_container(&ctx, req->prompt, req->resume, &first);
+        if (r < 0)
+                goto finish;
+
+        kind = attempt_error(&first, &message);
+        action = retry_decide(kind, first.result.session_id, 0);
+        if (kind == AGENT_ERROR_NONE || action == RETRY_GIVE_UP)
+                goto done_first;
+
+        /* Seed 001's retry: compact a session whose prompt grew too long, else resume once with the last
+         * message; if the retry fails too, the first error is what the user sees. */
+        ret->retries = 1;
+        if (action == RETRY_COMPACT) {
+                log_notice("The session is too long; compacting session %s and retrying.", first.result.session_id);
+                r = run_container(&ctx, "/compact", first.result.session_id, &compact);
+                if (r < 0)
+                        goto finish;
+        } else
+                log_notice("The agent failed (%s); retrying once on session %s.", strna(message),
+                           first.result.session_id);
+        r = run_container(&ctx, req->prompt, compact.result.session_id ?: first.result.session_id, &retry);
+        if (r < 0)
+                goto finish;
+        {
+                _cleanup_free_ char *m2 = NULL;
+                if (attempt_error(&retry, &m2) == AGENT_ERROR_NONE) {
+                        free(message);
+                        message = NULL;
+                        r = take_result(&retry.result, &ret->result);
+                        ret->error = AGENT_ERROR_NONE;
+                        goto finish;
+                }
+        }
+
+done_first:
+        r = take_result(&first.result, &ret->result);
+        ret->error = kind;
+        ret->error_message = TAKE_PTR(message);
+        if (ret->error != AGENT_ERROR_NONE && !ret->error_message)
+                ret->error_message = strdup(agent_error_kind_to_string(kind));
+finish:
+        free(message);
+        remove_mcp_config(&ctx);
+        (void) sigaction(SIGALRM, &old_sa, NULL);
+        if (r < 0)
+                run_outcome_done(ret);
+        return r < 0 ? r : 0;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Running one prompt on a channel: the container lifecycle of seed 001 (resolve the work dir, merge the
+ * project config, build env and mounts, write the MCP config, create, copy files in, start, collect the
+ * stream-json output, remove) and the session retry logic around it. Used by `loop run` now and by the
+ * channel's runner service later. */
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "agent.h"
+#include "config.h"
+#include "container-spec.h"
+
+#define RUNNER_STDERR_TAIL 4096U        /* the end of the agent's stderr kept for error messages */
+#define RUNNER_LOOP_BIN "/usr/local/bin/loop"
+
+typedef struct RunRequest {
+        const char *channel;
+        const char *prompt;
+        const char *resume;             /* session id to resume, or NULL */
+        const char *image;              /* overrides container_image */
+        const char *agent;              /* overrides claude_bin_path (another agent binary in the image) */
+        bool json;                      /* print the raw stream-json events instead of text */
+        FILE *out;                      /* where turns and tool uses are printed as they stream; NULL: nowhere */
+} RunRequest;
+
+typedef struct RunOutcome {
+        AgentResult result;             /* the final result, session id */
+        AgentErrorKind error;           /* AGENT_ERROR_NONE on success */
+        char *error_message;            /* one line when error != NONE */
+        unsigned retries;               /* how many retries the session logic made */
+} RunOutcome;
+
+void run_outcome_done(RunOutcome *o);
+
+/* Runs req to the end. Returns < 0 (with a message logged) when the run could not happen at all (bad
+ * config, no engine, missing image, interrupted); >= 0 when the agent ran, with the outcome in *ret, which
+ * may still be an agent error. */
+int runner_run(const RunRequest *req, RunOutcome *ret);
+
+/* From a signal handler: stop the current run (its container is stopped and removed). */
+void runner_interrupt(void);
