@@ -84,6 +84,8 @@ typedef struct ContainerInput {
         char * const *cmd;                      /* the command (agent argv), NULL for the image's */
         char * const *extra_env;                /* KEY=VALUE added by the runner (LOOP_*), may be NULL */
         char * const *extra_binds;              /* "SRC:DST[:OPTS]" added by the runner, may be NULL */
+        const char *home_dir;                   /* host dir that backs HOME for every run of the channel (the
+                                                 * agent's sessions live there); NULL: a volume per container */
         const char *cgroup_parent;              /* the channel's slice under systemd, else NULL */
 } ContainerInput;
 

@@ -456,7 +456,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         _cleanup_(container_plan_freep) ContainerPlan *plan = NULL;
         _cleanup_(stream_parser_freep) StreamParser *parser = NULL;
         _cleanup_strv_free_ char **argv = NULL, **extra_env = NULL, **binds = NULL;
-        _cleanup_free_ char *name = NULL, *id = NULL, *home_bind = NULL;
+        _cleanup_free_ char *name = NULL, *id = NULL;
         StreamPrinter printer = { .req = ctx->req };
         char **add_dirs = ctx->config.extra_dirs;
         int r, exit_code = -1;
@@ -477,10 +477,6 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         if (r < 0)
                 return log_error_errno(r, "Failed to name the container: %m");
 
-        if (asprintf(&home_bind, "%s:%s:rw", ctx->home_dir, ctx->user.home) < 0 ||
-            strv_consume(&binds, TAKE_PTR(home_bind)) < 0)
-                return log_oom();
-
         ContainerInput in = {
                 .channel = ctx->channel,
                 .type = CONTAINER_AGENT,
@@ -494,6 +490,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 .cmd = argv,
                 .extra_env = extra_env,
                 .extra_binds = binds,
+                .home_dir = ctx->home_dir,
         };
         r = container_plan_build(&in, &plan);
         if (r < 0)

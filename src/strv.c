@@ -88,6 +88,8 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 int strv_sort(char **l) {
+        if (!l)
+                return 0;
         qsort(l, strv_length(l), sizeof(char *), cmp_str);
         return 0;
 }
