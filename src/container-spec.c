@@ -593,8 +593,9 @@ void mount_spec_done(MountSpec *m) {
 /* ---- the plan ---- */
 
 /* The capabilities the entrypoint needs, as root, to add the agent's passwd entry, chown CHOWN_PATHS and
- * switch to the agent's uid/gid. It clears every capability before exec, so the agent has none. */
-static const char * const entrypoint_caps[] = { "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID" };
+ * switch to the agent's uid/gid; SETPCAP lets it empty the bounding set too. It clears every capability
+ * before exec, so the agent has none. */
+static const char * const entrypoint_caps[] = { "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "SETPCAP" };
 
 /* Set by loop from facts it knows; a configured value for these would lie to the entrypoint (which chowns
  * CHOWN_PATHS as root) or to the agent. */

@@ -103,7 +103,7 @@ typedef struct ContainerPlan {
  * Binds: config mounts (named volumes kept, missing host paths skipped), the git excludes file read-only,
  * the work dir (or parent_dir when the work dir is inside it), extra dirs, extra_binds. Labels app=loop-agent,
  * loop-channel, loop-type. HostConfig: memory, NanoCpus, PidsLimit, CapDrop ALL plus only what the
- * entrypoint needs to drop privileges, no-new-privileges, read-only rootfs with tmpfs /tmp and /run,
+ * entrypoint needs to drop privileges (CHOWN, DAC_OVERRIDE, FOWNER, SETUID, SETGID, SETPCAP), no-new-privileges, read-only rootfs with tmpfs /tmp and /run,
  * ExtraHosts for Docker, CgroupParent. */
 int container_plan_build(const ContainerInput *in, ContainerPlan **ret);
 ContainerPlan *container_plan_free(ContainerPlan *p);

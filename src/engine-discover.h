@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Which engine socket to use: engine.socket from config, else $LOOP_ENGINE_SOCKET, else Podman's rootful
- * socket (/run/podman/podman.sock), else Docker's (/var/run/docker.sock), the first that answers a ping.
+/* Which engine socket to use: engine.socket from config, else $LOOP_ENGINE_SOCKET (either is final: when it
+ * does not answer, that is an error), else Podman's rootful socket (/run/podman/podman.sock), then Docker's
+ * (/var/run/docker.sock), the first that answers a ping.
  * When none answers and podman is installed, a private `podman system service` is started on a socket under
  * a private runtime directory for the lifetime of the command and stopped by engine_connection_free(). */
 

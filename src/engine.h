@@ -45,7 +45,13 @@ const char *engine_last_error(const Engine *e);
 EngineKind engine_kind(const Engine *e);
 const char *engine_kind_to_string(EngineKind k);
 
-/* Tells the client to give up streams: safe to call from a signal handler. */
+/* The total timeout of calls that are not streams (default ENGINE_TIMEOUT_SEC; 0 restores it), e.g. a
+ * short one for probing candidate sockets. */
+void engine_set_timeout(Engine *e, unsigned timeout_sec);
+
+/* Tells the client to give up streams: safe to call from a signal handler. Sticky: every stream call after
+ * it (logs, wait, exec start, events, build, import, load) returns -EINTR at once, while the calls that are
+ * not streams (stop, kill, remove, inspect...) keep working so the caller can clean up. */
 void engine_interrupt(Engine *e);
 
 int engine_ping(Engine *e);

@@ -19,6 +19,8 @@
 #include "tar.h"
 
 #define IMAGE_BASE_DEFAULT "loop-base:bookworm"
+#define LOCAL_CA_DIR "/usr/local/share/ca-certificates"
+#define LOCAL_CA_MAX (1024U * 1024U)
 #define LOOP_BINARY_MAX (64U * 1024U * 1024U)
 
 /* image/ of the source tree when this loop runs from its build dir, else the installed copy. */
@@ -32,6 +34,50 @@ static char *image_dir(void) {
         if (exe && startswith(exe, LOOP_BUILD_DIR "/"))
                 return asprintf(&r, "%s/image", LOOP_SOURCE_DIR) < 0 ? NULL : r;
         return asprintf(&r, "%s/image", LOOP_PKGDATADIR) < 0 ? NULL : r;
+}
+
+/* The certificates the host's admin added to the system trust store (update-ca-certificates reads them
+ * from here), concatenated: the image trusts them too, e.g. a TLS-intercepting proxy to the npm registry. */
+static int local_ca_certs(char **ret) {
+        _cleanup_closedir_ DIR *d = opendir(LOCAL_CA_DIR);
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ char *all = NULL;
+        size_t n = 0;
+        struct dirent *de;
+        int r;
+
+        *ret = NULL;
+        if (!d)
+                return errno == ENOENT ? 0 : -errno;
+        while ((de = readdir(d)))
+                if (endswith(de->d_name, ".crt") && de->d_name[0] != '.' && (r = strv_extend(&names, de->d_name)) < 0)
+                        return r;
+        strv_sort(names);
+        STRV_FOREACH(name, names) {
+                _cleanup_free_ char *pem = NULL;
+                size_t size;
+                char *na;
+
+                r = read_full_file_at(dirfd(d), *name, LOCAL_CA_MAX, false, &pem, &size);
+                if (r < 0) {
+                        log_warning_errno(r, "Skipping %s/%s: %m", LOCAL_CA_DIR, *name);
+                        continue;
+                }
+                if (!strstr(pem, "-----BEGIN CERTIFICATE-----") || n + size + 2 > LOCAL_CA_MAX)
+                        continue;
+                na = realloc(all, n + size + 2);
+                if (!na)
+                        return -ENOMEM;
+                all = na;
+                memcpy(all + n, pem, size);
+                n += size;
+                if (size > 0 && all[n - 1] != '\n')
+                        all[n++] = '\n';
+                all[n] = 0;
+                log_info("The image will trust %s/%s, like this host.", LOCAL_CA_DIR, *name);
+        }
+        *ret = TAKE_PTR(all);
+        return 0;
 }
 
 static int on_progress(json_object *m, void *userdata) {
@@ -68,7 +114,7 @@ static int image_bootstrap_base(Engine *e, const char *dir, const char *tag) {
         if (pid < 0)
                 return log_error_errno(errno, "Failed to fork: %m");
         if (pid == 0) {
-                execl(script, script, tarball, (char *) NULL);
+                execl(script, script, "--output", tarball, (char *) NULL);
                 log_error_errno(errno, "Failed to run %s: %m", script);
                 _exit(127);
         }
@@ -110,7 +156,7 @@ static int image_build(int argc, char *argv[]) {
         _cleanup_(engine_connection_freep) EngineConnection *conn = NULL;
         _cleanup_(config_set_freep) ConfigSet *set = NULL;
         _cleanup_(tar_writer_freep) TarWriter *t = NULL;
-        _cleanup_free_ char *dir = NULL, *agent_dir = NULL, *exe = NULL, *buildarg = NULL;
+        _cleanup_free_ char *dir = NULL, *agent_dir = NULL, *exe = NULL, *buildarg = NULL, *cas = NULL, *ca_arg = NULL;
         _cleanup_close_ int agent_fd = -EBADF;
         const char *tag = NULL, *base = IMAGE_BASE_DEFAULT;
         bool rebuild_base = false;
@@ -181,9 +227,14 @@ static int image_build(int argc, char *argv[]) {
 
         if (asprintf(&buildarg, "BASE=%s", base) < 0)
                 return log_oom(), EXIT_FAILURE;
+        r = local_ca_certs(&cas);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read %s, ignoring: %m", LOCAL_CA_DIR);
+        if (cas && asprintf(&ca_arg, "EXTRA_CA_CERTS=%s", cas) < 0)
+                return log_oom(), EXIT_FAILURE;
         log_info("Building %s from %s on %s.", tag, agent_dir, engine_socket_path(conn->engine));
         {
-                char *buildargs[] = { buildarg, NULL };
+                char *buildargs[] = { buildarg, ca_arg, NULL };
                 r = engine_image_build(conn->engine, tag, context, size, "Containerfile", buildargs, on_progress, NULL);
         }
         if (r < 0)

@@ -123,10 +123,14 @@ static int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid) {
         return 0;
 }
 
+/* $LOOP_STATE_DIR/NAME (tests, or a second installation), else /var/lib/loop/NAME for root, else the
+ * user's XDG state dir. */
 static int runner_state_dir(const char *channel, char **ret) {
-        const char *base = getenv("XDG_STATE_HOME");
+        const char *base = getenv("XDG_STATE_HOME"), *override = getenv("LOOP_STATE_DIR");
         char *p;
 
+        if (!isempty(override))
+                return asprintf(&p, "%s/%s", override, channel) < 0 ? -ENOMEM : (*ret = p, 0);
         if (getuid() == 0)
                 return asprintf(&p, "%s/%s", LOOP_STATE_DIR, channel) < 0 ? -ENOMEM : (*ret = p, 0);
         if (!isempty(base))

@@ -1045,7 +1045,7 @@ static void test_plan_host_config(void) {
         capdrop = jstrv(p, "HostConfig.CapDrop");
         ok(strv_equal_list(capdrop, (const char *[]) { "ALL" }, 1), "CapDrop is [ALL]");
         capadd = jstrv(p, "HostConfig.CapAdd");
-        ok(strv_equal_list(capadd, (const char *[]) { "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID" }, 5),
+        ok(strv_equal_list(capadd, (const char *[]) { "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "SETPCAP" }, 6),
            "CapAdd is exactly what the entrypoint needs to drop privileges");
         secopt = jstrv(p, "HostConfig.SecurityOpt");
         ok(strv_equal_list(secopt, (const char *[]) { "no-new-privileges" }, 1), "SecurityOpt is no-new-privileges");

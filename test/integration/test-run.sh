@@ -1,0 +1,226 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# `loop run` end to end on BOTH real engines (a private podman service and a private dockerd): a test
+# image (busybox, the real entrypoint, loop, a scripted fake agent) runs every path of seed 001's
+# lifecycle, and the checks look from inside the container: uid, capabilities, read-only root, limits,
+# env, mounts, copied files. Then the failures: agent errors and retries, a crash, no result, a missing
+# image, a missing engine, an invalid channel, Ctrl-C, the timeout, an engine dying mid-run.
+# Needs root; fails, not skips, without it.
+set -uo pipefail
+
+lib=$(dirname "$(readlink -f "$0")")/../lib
+# shellcheck source=test/lib/tap.sh
+. "$lib/tap.sh"
+# shellcheck source=test/lib/engines.sh
+. "$lib/engines.sh"
+# shellcheck source=test/lib/test-image.sh
+. "$lib/test-image.sh"
+
+: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
+: "${LOOP_SOURCE_DIR:=$(dirname "$(readlink -f "$0")")/../..}"
+export LOOP_BUILD_DIR LOOP_SOURCE_DIR
+LOOP=$LOOP_BUILD_DIR/src/loop
+IMAGE=localhost/loop-test:latest
+TEST_USER=looptest
+
+[ "$(id -u)" -eq 0 ] || bail_out "test-run needs root (it starts engines)"
+[ -x "$LOOP" ] || bail_out "$LOOP is not built"
+
+T=$(mktemp -d /var/tmp/loop-test-run.XXXXXX) || bail_out "mktemp failed"
+atexit "rm -rf '$T'"
+chmod 0755 "$T"     # the agent's user must reach its work dir below it
+export LOOP_STATE_DIR=$T/state LOOP_LOG_TARGET=console
+
+# An unprivileged host user with a real home, as a channel's "user".
+if ! getent passwd "$TEST_USER" >/dev/null; then
+        useradd --system --create-home --home-dir "/var/lib/loop-test/$TEST_USER" --shell /usr/sbin/nologin \
+                "$TEST_USER" || bail_out "cannot create the test user $TEST_USER"
+fi
+UID_T=$(id -u "$TEST_USER")
+GID_T=$(id -g "$TEST_USER")
+HOME_T=$(getent passwd "$TEST_USER" | cut -d: -f6)
+mkdir -p "$HOME_T" && chown "$UID_T:$GID_T" "$HOME_T"
+echo '{"copied": "from the host"}' >"$HOME_T/.claude.json"
+chown "$UID_T:$GID_T" "$HOME_T/.claude.json"
+
+build_test_rootfs "$T/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
+
+# run CHANNEL ARGS...: loop run with the test config; output in $out, stderr in $err, status in $st.
+run() {
+        out=$("$LOOP" run "$@" 2>"$T/stderr") && st=0 || st=$?
+        err=$(cat "$T/stderr")
+        [ "$st" = 0 ] || diag "loop run $* -> $st: $(tail -5 "$T/stderr")"
+}
+
+containers_left() {
+        engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/json?all=1&filters=%7B%22label%22%3A%5B%22app%3Dloop-agent%22%5D%7D" |
+                grep -o '"Id"' | wc -l
+}
+
+write_config() {
+        local eng=$1
+        rm -rf "$T/etc" "$T/work"
+        mkdir -p "$T/etc/channels.d" "$T/work/sub" "$T/hostdir"
+        chown -R "$UID_T:$GID_T" "$T/work"
+        echo "from the host dir" >"$T/hostdir/file.txt"
+        cat >"$T/etc/loop.json" <<EOF
+{
+  "engine": { "socket": "$ENGINE_SOCK" },
+  "container_image": "$IMAGE",
+  "user": "$TEST_USER",
+  "anthropic_api_key": "sk-test-dummy",
+  "container_memory_mb": 256,
+  "browser": { "enabled": false }
+}
+EOF
+        cat >"$T/etc/channels.d/demo.json" <<EOF
+{
+  "work_dir": "$T/work",
+  "envs": { "CUSTOM_VAR": "custom value", "TILDE_VAR": "~/cache", "NUMBER_VAR": 42 },
+  "mounts": [ "$T/hostdir:/hostdir:ro", "loop-test-vol-$eng:/vol", "/nonexistent/path:/nothing" ]
+}
+EOF
+        cat >"$T/etc/channels.d/slow.json" <<EOF
+{ "work_dir": "$T/work", "container_timeout_sec": 3 }
+EOF
+        echo '{ "container_memory_mb": "lots" }' >"$T/etc/channels.d/broken.json"
+        chmod 0640 "$T"/etc/*.json "$T"/etc/channels.d/*.json
+        export LOOP_CONFIG_DIR=$T/etc
+}
+
+for eng in podman docker; do
+        engine_start "$eng" >/dev/null || { ok 1 "$eng: the engine starts"; diag "$(engine_log "$eng" 2>/dev/null | tail -20)"; continue; }
+        import_test_image "$ENGINE_SOCK" "$IMAGE" "$T/rootfs" >/dev/null || { ok 1 "$eng: the test image imports"; engine_stop "$eng"; continue; }
+        write_config "$eng"
+
+        # --- the happy path ---
+        run demo hello
+        is "$st" 0 "$eng: loop run demo hello succeeds"
+        like "$out" "Hello" "$eng: the agent's turn is printed as it streams"
+        like "$err" "session: sess-" "$eng: the session id is printed"
+        is "$(containers_left)" 0 "$eng: the container is removed after the run"
+        [ ! -e "$T/work/.loop/mcp-demo.json" ]
+        ok $? "$eng: the MCP config is removed after the run"
+
+        run --json demo hello
+        is "$st" 0 "$eng: --json succeeds"
+        bad=$(grep -vc '^{.*}$' <<<"$out")
+        is "$bad" 0 "$eng: --json prints one JSON event per line"
+        like "$out" '"type":"result"' "$eng: --json includes the result event"
+
+        # --- what the agent sees ---
+        run demo scenario:env
+        is "$st" 0 "$eng: the env scenario succeeds"
+        like "$out" "uid=$UID_T\\(" "$eng: the agent runs as the channel's user ($UID_T)"
+        like "$out" "gid=$GID_T\\(" "$eng: ...with its group"
+        like "$out" "CapEff:[[:space:]]+0000000000000000" "$eng: the agent has no effective capabilities"
+        like "$out" "CapBnd:[[:space:]]+0000000000000000" "$eng: the agent's bounding set is empty"
+        like "$out" "CapPrm:[[:space:]]+0000000000000000" "$eng: the agent has no permitted capabilities"
+        like "$out" "NoNewPrivs:[[:space:]]+1" "$eng: no_new_privs is set"
+        like "$out" "HOME=$HOME_T" "$eng: HOME is the host user's home path"
+        like "$out" "HOST_USER=$TEST_USER" "$eng: HOST_USER is the host user"
+        like "$out" "CHANNEL_ID=demo" "$eng: CHANNEL_ID is the channel"
+        like "$out" "PATH=$HOME_T/.local/bin:" "$eng: PATH starts with the user's local bin"
+        like "$out" "TZ=[A-Za-z]" "$eng: TZ is set"
+        like "$out" "ANTHROPIC_API_KEY=sk-test-dummy" "$eng: the configured API key is passed"
+        like "$out" "CUSTOM_VAR=custom value" "$eng: custom envs are passed"
+        like "$out" "TILDE_VAR=$HOME_T/cache" "$eng: ~ in custom envs is expanded"
+        like "$out" "NUMBER_VAR=42" "$eng: non-string envs are stringified"
+
+        run demo "scenario:sh touch /rootfs-probe 2>&1; echo rc=\$?"
+        like "$out" "rc=[1-9]" "$eng: the root file system is read-only"
+        run demo "scenario:sh touch /tmp/p && echo tmp-ok"
+        like "$out" "tmp-ok" "$eng: /tmp is writable"
+        run demo "scenario:sh cat $HOME_T/.claude.json"
+        like "$out" "from the host" "$eng: ~/.claude.json is copied into the container"
+        run demo "scenario:sh stat -c %u $HOME_T/.claude.json"
+        like "$out" "$UID_T" "$eng: the copied file belongs to the agent"
+        run demo "scenario:sh cat /hostdir/file.txt; touch /hostdir/x 2>&1; echo rc=\$?"
+        like "$out" "from the host dir" "$eng: a configured host mount is visible"
+        like "$out" "rc=[1-9]" "$eng: a :ro mount is read-only"
+        run demo "scenario:sh stat -c %u /vol"
+        like "$out" "$UID_T" "$eng: a named volume is chowned to the agent (CHOWN_PATHS)"
+        like "$err" "/nonexistent/path" "$eng: a mount with a missing host path is skipped with a notice"
+        run demo "scenario:sh pwd; echo hi > $T/work/sub/written; cat $T/work/sub/written"
+        like "$out" "$T/work" "$eng: the agent starts in the work dir"
+        [ "$(cat "$T/work/sub/written" 2>/dev/null)" = hi ]
+        ok $? "$eng: the agent writes to the work dir on the host"
+        run demo "scenario:sh cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max 2>/dev/null; true"
+        like "$out" "4096" "$eng: the pids limit is set"
+        run demo "scenario:sh cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null; true"
+        like "$out" "268435456" "$eng: the memory limit is container_memory_mb"
+
+        # The project config, at run time.
+        mkdir -p "$T/work/.loop" && echo '{"envs": {"PROJECT_VAR": "from the project"}}' >"$T/work/.loop/config.json"
+        run demo scenario:env
+        like "$out" "PROJECT_VAR=from the project" "$eng: the project config is merged at run time"
+        rm -f "$T/work/.loop/config.json"
+
+        # --- the stream and the retries ---
+        run demo scenario:huge-line
+        is "$st" 0 "$eng: a 2 MB line in the output is skipped and the run succeeds"
+        run demo scenario:no-result
+        is "$st" 1 "$eng: no result event is an error (exit 1)"
+        like "$err" "without a result" "$eng: ...saying so"
+        run demo scenario:is-error
+        is "$st" 1 "$eng: an is_error result is an error"
+        like "$err" "session: sess-" "$eng: ...that still reports the session id"
+        rm -f "$LOOP_STATE_DIR/demo/home/.fake-agent/calls"
+        run demo scenario:too-long
+        is "$st" 0 "$eng: \"Prompt is too long\" is compacted and retried successfully"
+        calls=$(cat "$LOOP_STATE_DIR/demo/home/.fake-agent/calls" 2>/dev/null)
+        like "$calls" "/compact" "$eng: ...by running /compact on the session"
+        run demo scenario:crash
+        is "$st" 1 "$eng: an agent crash is an error"
+        like "$err" "exit status 3" "$eng: ...naming the exit status"
+        is "$(containers_left)" 0 "$eng: no container is left after the failures"
+
+        # --- the runs that cannot start ---
+        run --image localhost/no-such-image:1 demo hello
+        is "$st" 2 "$eng: a missing image fails with exit 2"
+        like "$err" "loop image build" "$eng: ...telling how to build it"
+        run broken hello
+        is "$st" 2 "$eng: an invalid channel is refused"
+        like "$err" "container_memory_mb" "$eng: ...naming the bad key"
+        run nosuch hello
+        is "$st" 2 "$eng: an unknown channel is refused"
+        LOOP_ENGINE_SOCKET=/nonexistent.sock run demo hello
+        is "$st" 0 "$eng: engine.socket in config wins over LOOP_ENGINE_SOCKET"
+
+        # --- stopping ---
+        "$LOOP" run demo "scenario:sleep 60" >/dev/null 2>"$T/int.err" &
+        pid=$!
+        for _ in $(seq 100); do [ "$(containers_left)" -gt 0 ] && break; sleep 0.1; done
+        sleep 1
+        kill -INT "$pid"
+        wait "$pid"
+        is "$?" 130 "$eng: Ctrl-C ends loop run with status 130"
+        is "$(containers_left)" 0 "$eng: ...and removes the container"
+
+        run slow "scenario:sleep 60"
+        is "$st" 2 "$eng: a run past container_timeout_sec fails"
+        like "$err" "did not finish within 3 s" "$eng: ...saying why"
+        is "$(containers_left)" 0 "$eng: ...and removes the container"
+
+        # The engine dies mid-run: a clear error, no hang (the test's own timeout bounds it).
+        "$LOOP" run demo "scenario:sleep 60" >/dev/null 2>"$T/dead.err" &
+        pid=$!
+        for _ in $(seq 100); do [ "$(containers_left)" -gt 0 ] && break; sleep 0.1; done
+        sleep 1
+        kill -KILL "$(engine_pid "$eng")"
+        timeout 60 tail --pid="$pid" -f /dev/null
+        wait "$pid"
+        st=$?
+        ok $((st == 0)) "$eng: an engine that dies mid-run fails the run (status $st)"
+        like "$(cat "$T/dead.err")" "[Ee]ngine|output|connect" "$eng: ...with a message about the engine"
+        engine_stop "$eng" >/dev/null 2>&1
+
+        # Nothing answers at all.
+        sed -i "s|\"socket\": \"[^\"]*\"|\"socket\": \"$T/no-engine.sock\"|" "$T/etc/loop.json"
+        run demo hello
+        is "$st" 2 "$eng: a configured engine socket that does not answer fails with exit 2"
+        like "$err" "no-engine.sock" "$eng: ...naming the socket"
+done
+
+tap_done
