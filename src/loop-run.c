@@ -144,8 +144,8 @@ int verb_run(int argc, char *argv[]) {
                         fprintf(stderr, "session: %s\n", outcome.result.session_id);
                 return 1;
         }
-        if (!req.json)
-                printf("%s%s\n", quiet ? "" : "\n", strempty(outcome.result.result));
+        if (quiet || (!req.json && !outcome.result_printed))
+                printf("%s\n", strempty(outcome.result.result));
         if (outcome.result.session_id)
                 fprintf(stderr, "session: %s (%" PRIu64 " turns, %" PRIu64 " ms%s)\n", outcome.result.session_id,
                         outcome.result.num_turns, outcome.result.duration_ms,

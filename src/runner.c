@@ -357,6 +357,7 @@ typedef struct StreamPrinter {
         StreamParser *parser;
         char tail[RUNNER_STDERR_TAIL];  /* the last bytes of stderr */
         size_t tail_len;
+        char *last_text;                /* the last turn printed */
 } StreamPrinter;
 
 static int on_event(const StreamEvent *ev, void *userdata) {
@@ -375,6 +376,7 @@ static int on_event(const StreamEvent *ev, void *userdata) {
         switch (ev->type) {
         case STREAM_EVENT_TEXT:
                 fprintf(out, "%s\n", strempty(ev->text));
+                (void) free_and_strdup(&p->last_text, ev->text);
                 break;
         case STREAM_EVENT_TOOL_USE:
                 fprintf(out, "  -> %s %s\n", strna(ev->tool_name), strempty(ev->tool_summary));
@@ -426,6 +428,7 @@ typedef struct Attempt {
         AgentResult result;
         int exit_code;
         char *stderr_line;
+        bool result_printed;
 } Attempt;
 
 static void attempt_done(Attempt *a) {
@@ -522,11 +525,19 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 goto finish;
         }
 
+        /* Seed 001's two modes: streaming follows the output as it comes (turns are printed live); batch,
+         * when nobody watches, waits for the exit and reads the output once. */
         if (ctx->config.container_timeout_sec > 0)
                 alarm((unsigned) MIN(ctx->config.container_timeout_sec, (uint64_t) UINT_MAX));
-        r = engine_container_logs(e, id, true, on_output, &printer);
-        if (r >= 0 && !run_interrupted && !run_timed_out)
+        if (ctx->req->out) {
+                r = engine_container_logs(e, id, true, on_output, &printer);
+                if (r >= 0 && !run_interrupted && !run_timed_out)
+                        r = engine_container_wait(e, id, &exit_code);
+        } else {
                 r = engine_container_wait(e, id, &exit_code);
+                if (r >= 0 && !run_interrupted && !run_timed_out)
+                        r = engine_container_logs(e, id, false, on_output, &printer);
+        }
         alarm(0);
 
         if (run_interrupted || run_timed_out) {
@@ -546,9 +557,11 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
 
         *ret = (Attempt) { .exit_code = exit_code, .stderr_line = stderr_last_line(&printer) };
         r = take_result(stream_parser_result(parser), &ret->result);
+        ret->result_printed = r >= 0 && printer.last_text && streq_ptr(printer.last_text, ret->result.result);
         if (r < 0)
                 log_oom();
 finish:
+        free(printer.last_text);
         container_discard(e, id);
         return r;
 }
@@ -702,6 +715,7 @@ int runner_run(const RunRequest *req, RunOutcome *ret) {
                         free(message);
                         message = NULL;
                         r = take_result(&retry.result, &ret->result);
+                        ret->result_printed = retry.result_printed;
                         ret->error = AGENT_ERROR_NONE;
                         goto finish;
                 }
@@ -709,6 +723,7 @@ int runner_run(const RunRequest *req, RunOutcome *ret) {
 
 done_first:
         r = take_result(&first.result, &ret->result);
+        ret->result_printed = first.result_printed;
         ret->error = kind;
         ret->error_message = TAKE_PTR(message);
         if (ret->error != AGENT_ERROR_NONE && !ret->error_message)

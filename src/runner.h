@@ -31,6 +31,7 @@ typedef struct RunOutcome {
         AgentErrorKind error;           /* AGENT_ERROR_NONE on success */
         char *error_message;            /* one line when error != NONE */
         unsigned retries;               /* how many retries the session logic made */
+        bool result_printed;            /* the result was the last turn already printed to req->out */
 } RunOutcome;
 
 void run_outcome_done(RunOutcome *o);

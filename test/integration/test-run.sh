@@ -103,6 +103,12 @@ for eng in podman docker; do
         [ ! -e "$T/work/.loop/mcp-demo.json" ]
         ok $? "$eng: the MCP config is removed after the run"
 
+        run -q demo hello
+        is "$st" 0 "$eng: a quiet run (batch mode: wait, then read the output) succeeds"
+        is "$out" "hello from the fake agent" "$eng: ...and prints only the result"
+        run -q demo scenario:huge-line
+        is "$st" 0 "$eng: batch mode skips a 2 MB line too"
+
         run --json demo hello
         is "$st" 0 "$eng: --json succeeds"
         bad=$(grep -vc '^{.*}$' <<<"$out")
