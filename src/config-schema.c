@@ -447,6 +447,7 @@ static const Field root_fields[] = {
         BOOL("enabled", SCOPE_CONFIG),
         OBJECT("limits", SCOPE_CONFIG, limits_schema),
         STR("user", SCOPE_CONFIG, check_user),
+        UINT("max_attempts", SCOPE_CONFIG, 1, 100),
 };
 const Schema config_schema_root = SCHEMA("config", root_fields);
 
@@ -1219,6 +1220,7 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
                 return r;
 
         c.enabled = load_bool(obj, "enabled", true);
+        c.max_attempts = (unsigned) load_uint(obj, "max_attempts", 3);
         c.limits.memory_max_mb = load_uint(limits, "memory_max_mb", 0);
         c.limits.cpu_quota_percent = load_uint(limits, "cpu_quota_percent", 0);
         c.limits.tasks_max = load_uint(limits, "tasks_max", 0);

@@ -211,6 +211,7 @@ typedef struct LoopConfig {
         char *parent_dir;               /* channel only; the worktree parent mounted instead of work_dir */
         bool enabled;                   /* false: the generator makes no units for the channel */
         char *user;                     /* host user (name or uid) the agent runs as; NULL: see runner */
+        unsigned max_attempts;          /* runs of one queued message before it moves to failed/ */
         ChannelLimits limits;
 
         /* The validated, merged JSON this was read from (owned). */

@@ -1201,6 +1201,20 @@ static json_object *json_strv(char * const *l) {
         return json_string_array((const char * const *) l, strv_length(l));
 }
 
+static size_t path_depth(const char *p) {
+        size_t n = 0;
+        for (; *p; p++)
+                n += *p == '/';
+        return n;
+}
+
+/* By depth, then by target, so the order is deterministic. */
+static int bind_cmp_depth(const void *a, const void *b) {
+        const Bind *x = a, *y = b;
+        size_t dx = path_depth(x->target), dy = path_depth(y->target);
+        return dx != dy ? (dx < dy ? -1 : 1) : strcmp(x->target, y->target);
+}
+
 static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
         _cleanup_(json_object_putp) json_object *hc = json_object_new_object(), *binds = NULL, *tmpfs = NULL;
         const ContainerInput *in = b->in;
@@ -1226,6 +1240,11 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
                 if (nano_cpus <= 0)
                         return -EINVAL;
         }
+
+        /* Parents before children: an engine that mounts in the given order (Podman 4.3 does) would
+         * otherwise hide a bind under one mounted later above it, e.g. the work dir under the home. */
+        if (b->n_binds > 1)
+                qsort(b->binds, b->n_binds, sizeof(Bind), bind_cmp_depth);
 
         binds = json_object_new_array();
         if (!binds)
@@ -1272,6 +1291,17 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
         }
         if (!isempty(in->cgroup_parent) && (r = json_add(hc, "CgroupParent", json_object_new_string(in->cgroup_parent))) < 0)
                 return r;
+
+        /* loop follows the container's log. The engines' own defaults may not allow that: Podman under
+         * systemd defaults to the journald driver, which cannot follow with the file events backend, and
+         * Docker's default is whatever daemon.json says. A file-backed driver follows on every setup. */
+        {
+                _cleanup_(json_object_putp) json_object *lc = json_object_new_object();
+                const char *driver = in->engine == ENGINE_PODMAN ? "k8s-file" : "json-file";
+                if (!lc || (r = json_add(lc, "Type", json_object_new_string(driver))) < 0 ||
+                    (r = json_add(hc, "LogConfig", TAKE_PTR(lc))) < 0)
+                        return -ENOMEM;
+        }
 
         *ret = TAKE_PTR(hc);
         return 0;

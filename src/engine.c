@@ -839,6 +839,12 @@ int engine_version(Engine *e, json_object **ret) {
         return 0;
 }
 
+int engine_info(Engine *e, json_object **ret) {
+        Request r = REQUEST("GET", "/info");
+        assert(e);
+        return call_json(e, &r, ret);
+}
+
 int engine_image_inspect(Engine *e, const char *name, json_object **ret) {
         _cleanup_free_ char *p = NULL;
         int k;

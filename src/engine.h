@@ -56,6 +56,8 @@ void engine_interrupt(Engine *e);
 
 int engine_ping(Engine *e);
 int engine_version(Engine *e, json_object **ret);
+/* GET /info: CgroupDriver ("systemd" or "cgroupfs") tells whether CgroupParent names a slice. */
+int engine_info(Engine *e, json_object **ret);
 
 /* -ENOENT when the image does not exist. */
 int engine_image_inspect(Engine *e, const char *name, json_object **ret);

@@ -106,6 +106,12 @@ void log_setup(void) {
                 log_target = stderr_is_journal() ? LOG_TARGET_JOURNAL : LOG_TARGET_CONSOLE;
 }
 
+LogTarget log_resolve_target(void) {
+        if (log_target == LOG_TARGET_AUTO)
+                log_setup();
+        return log_target;
+}
+
 void log_setup_generator(void) {
         log_parse_environment();
         /* systemd >= 251 sets $SYSTEMD_SCOPE for the generators it runs; their stderr goes nowhere useful. */

@@ -26,6 +26,9 @@ void log_setup_generator(void);
 
 void log_set_target(LogTarget target);
 LogTarget log_get_target(void);
+/* The target, resolved as log_setup() does if nobody called it yet: never LOG_TARGET_AUTO. For writers
+ * of their own (the audit stream) that must go where the logs go. */
+LogTarget log_resolve_target(void);
 void log_set_max_level(int level);
 int log_get_max_level(void);
 int log_level_from_string(const char *s);

@@ -16,6 +16,12 @@ static const Verb verbs[] = {
         { "channels", verb_channels },
         { "run",      verb_run },
         { "image",    verb_image },
+        { "logs",     verb_logs },
+        { "send",     verb_send },
+        { "outbox",   verb_outbox },
+        { "results",  verb_outbox },
+        { "queue",    verb_queue },
+        { "runner",   verb_runner },
         { "privdrop", verb_privdrop },
 };
 
@@ -28,6 +34,13 @@ static void help(void) {
                "  channels [--json]      List the configured channels\n"
                "  run [OPTIONS] NAME [--] PROMPT...\n"
                "                         Run one prompt on a channel in a container\n"
+               "  send NAME [--] PROMPT...|-\n"
+               "                         Queue a prompt for the channel's runner service\n"
+               "  outbox NAME [--json] [-n N]\n"
+               "                         Show the results of queued prompts (alias: results)\n"
+               "  queue NAME [--json]    Show queued and failed messages\n"
+               "  logs [-f] [--json] [-n N] [--event EVENT] [NAME]\n"
+               "                         Show the audit events of a channel from the journal\n"
                "  image build|list|rm    Build the agent image (no registry needed), list, remove\n\n"
                "Options:\n"
                "  -h --help              Show this help\n"

@@ -8,3 +8,8 @@ int verb_channels(int argc, char *argv[]);
 int verb_privdrop(int argc, char *argv[]);
 int verb_run(int argc, char *argv[]);
 int verb_image(int argc, char *argv[]);
+int verb_logs(int argc, char *argv[]);
+int verb_send(int argc, char *argv[]);
+int verb_outbox(int argc, char *argv[]);
+int verb_queue(int argc, char *argv[]);
+int verb_runner(int argc, char *argv[]);

@@ -16,6 +16,8 @@
 #include "io-util.h"
 #include "log.h"
 #include "runner.h"
+#include "scope.h"
+#include "state-dir.h"
 #include "strv.h"
 #include "tar.h"
 #include "unit-name.h"
@@ -59,6 +61,7 @@ typedef struct RunContext {
         char *timezone;
         char *git_excludes;
         char *mcp_path;                 /* the MCP config, inside the work dir */
+        char *slice;                    /* CgroupParent: the channel's slice, when the engine uses systemd's cgroups */
         EngineConnection *conn;
 } RunContext;
 
@@ -70,6 +73,7 @@ static void run_context_done(RunContext *ctx) {
         free(ctx->timezone);
         free(ctx->git_excludes);
         free(ctx->mcp_path);
+        free(ctx->slice);
         run_engine = NULL;
         engine_connection_free(ctx->conn);
 }
@@ -79,14 +83,20 @@ static void run_context_done(RunContext *ctx) {
 typedef struct FsIdentity {
         uid_t uid;
         gid_t gid;
+        bool ok;                        /* the switch to the agent's identity took effect */
 } FsIdentity;
 
+/* setfsuid() cannot report failure (it returns the old value either way, e.g. without CAP_SETUID), so
+ * the result is read back; anything but the agent's identity makes the caller's file operation fail
+ * (fs_ok) instead of running it as root in a directory the agent controls. */
 static FsIdentity fs_become(const HostUser *u) {
         FsIdentity saved = { .uid = (uid_t) setfsuid((uid_t) -1), .gid = (gid_t) setfsgid((gid_t) -1) };
         if (geteuid() == 0) {
                 (void) setfsgid(u->gid);
                 (void) setfsuid(u->uid);
-        }
+                saved.ok = (uid_t) setfsuid((uid_t) -1) == u->uid && (gid_t) setfsgid((gid_t) -1) == u->gid;
+        } else
+                saved.ok = true;        /* not root: we are the user already, or cannot be anyone else */
         return saved;
 }
 
@@ -121,24 +131,6 @@ static int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid) {
         if (geteuid() == 0 && chown(p, uid, gid) < 0)
                 return -errno;
         return 0;
-}
-
-/* $LOOP_STATE_DIR/NAME (tests, or a second installation), else /var/lib/loop/NAME for root, else the
- * user's XDG state dir. */
-static int runner_state_dir(const char *channel, char **ret) {
-        const char *base = getenv("XDG_STATE_HOME"), *override = getenv("LOOP_STATE_DIR");
-        char *p;
-
-        if (!isempty(override))
-                return asprintf(&p, "%s/%s", override, channel) < 0 ? -ENOMEM : (*ret = p, 0);
-        if (getuid() == 0)
-                return asprintf(&p, "%s/%s", LOOP_STATE_DIR, channel) < 0 ? -ENOMEM : (*ret = p, 0);
-        if (!isempty(base))
-                return asprintf(&p, "%s/loop/%s", base, channel) < 0 ? -ENOMEM : (*ret = p, 0);
-        base = getenv("HOME");
-        if (isempty(base))
-                return -ENXIO;
-        return asprintf(&p, "%s/.local/state/loop/%s", base, channel) < 0 ? -ENOMEM : (*ret = p, 0);
 }
 
 /* The agent never runs as root: config "user", else the caller when not root, else the loop system user. */
@@ -234,8 +226,8 @@ static int filter_mounts_by_user(RunContext *ctx) {
                         return r;
                 if (!spec.named_volume) {
                         FsIdentity saved = fs_become(&ctx->user);
-                        int fd = open(spec.source, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-                        int err = errno;
+                        int fd = saved.ok ? open(spec.source, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -1;
+                        int err = saved.ok ? errno : EPERM;
                         fs_restore(saved);
                         if (fd >= 0)
                                 safe_close(fd);
@@ -274,8 +266,9 @@ static int write_mcp_config(RunContext *ctx) {
                 return log_oom();
 
         saved = fs_become(&ctx->user);
-        work_fd = open(ctx->config.work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (work_fd < 0)
+        if (!saved.ok)
+                r = -EPERM;
+        else if ((work_fd = open(ctx->config.work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
                 r = -errno;
         else if (mkdirat(work_fd, ".loop", 0755) < 0 && errno != EEXIST)
                 r = -errno;
@@ -304,7 +297,7 @@ static void remove_mcp_config(RunContext *ctx) {
         if (!dir)
                 return;
         saved = fs_become(&ctx->user);
-        {
+        if (saved.ok) {
                 _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd >= 0 && unlinkat(fd, strrchr(ctx->mcp_path, '/') + 1, 0) < 0 && errno != ENOENT)
                         log_warning_errno(errno, "Failed to remove %s, ignoring: %m", ctx->mcp_path);
@@ -326,7 +319,7 @@ static int copy_files_in(RunContext *ctx, Engine *e, const char *id, const Conta
                 int r;
 
                 saved = fs_become(&ctx->user);
-                r = read_full_file_at(AT_FDCWD, src, COPY_FILE_MAX, false, &data, &size);
+                r = saved.ok ? read_full_file_at(AT_FDCWD, src, COPY_FILE_MAX, false, &data, &size) : -EPERM;
                 if (r >= 0 && stat(src, &st) < 0)
                         r = -errno;
                 fs_restore(saved);
@@ -362,8 +355,11 @@ typedef struct StreamPrinter {
 
 static int on_event(const StreamEvent *ev, void *userdata) {
         StreamPrinter *p = userdata;
+        const RunHooks *h = p->req->hooks;
         FILE *out = p->req->out;
 
+        if (h && h->event)
+                h->event(ev, h->userdata);
         if (!out)
                 return 0;
         if (p->req->json) {
@@ -457,9 +453,21 @@ static void container_discard(Engine *e, const char *id) {
                 log_warning("Failed to remove container %s, ignoring: %s", id, engine_last_error(e));
 }
 
+static pid_t container_main_pid(Engine *e, const char *id) {
+        _cleanup_(json_object_putp) json_object *j = NULL;
+        json_object *state, *pid;
+
+        if (engine_container_inspect(e, id, &j) < 0 ||
+            !json_object_object_get_ex(j, "State", &state) ||
+            !json_object_object_get_ex(state, "Pid", &pid) || !json_object_is_type(pid, json_type_int))
+                return -1;
+        return (pid_t) json_object_get_int64(pid);
+}
+
 /* One container: create, copy in, start, follow the output, wait, remove. */
 static int run_container(RunContext *ctx, const char *prompt, const char *resume, Attempt *ret) {
         Engine *e = ctx->conn->engine;
+        const RunHooks *hooks = ctx->req->hooks;
         _cleanup_(container_plan_freep) ContainerPlan *plan = NULL;
         _cleanup_(stream_parser_freep) StreamParser *parser = NULL;
         _cleanup_strv_free_ char **argv = NULL, **extra_env = NULL, **binds = NULL;
@@ -498,6 +506,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 .extra_env = extra_env,
                 .extra_binds = binds,
                 .home_dir = ctx->home_dir,
+                .cgroup_parent = ctx->slice,
         };
         r = container_plan_build(&in, &plan);
         if (r < 0)
@@ -514,6 +523,8 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         if (r < 0)
                 return log_error_errno(r, "Failed to create the container: %s", engine_last_error(e));
         log_debug("Created container %s (%s).", name, id);
+        if (hooks && hooks->created)
+                hooks->created(id, name, hooks->userdata);
 
         r = copy_files_in(ctx, e, id, plan);
         if (r < 0)
@@ -524,12 +535,19 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 log_error_errno(r, "Failed to start the container: %s", engine_last_error(e));
                 goto finish;
         }
+        if (hooks && hooks->started) {
+                _cleanup_free_ char *scope = NULL;
+                pid_t pid = container_main_pid(e, id);
+                if (pid > 0 && ctx->slice)
+                        (void) scope_of_pid(pid, &scope);
+                hooks->started(id, name, pid, scope, hooks->userdata);
+        }
 
-        /* Seed 001's two modes: streaming follows the output as it comes (turns are printed live); batch,
-         * when nobody watches, waits for the exit and reads the output once. */
+        /* Seed 001's two modes: streaming follows the output as it comes (turns are printed or journaled
+         * live); batch, when nobody watches, waits for the exit and reads the output once. */
         if (ctx->config.container_timeout_sec > 0)
                 alarm((unsigned) MIN(ctx->config.container_timeout_sec, (uint64_t) UINT_MAX));
-        if (ctx->req->out) {
+        if (ctx->req->out || (hooks && hooks->event)) {
                 r = engine_container_logs(e, id, true, on_output, &printer);
                 if (r >= 0 && !run_interrupted && !run_timed_out)
                         r = engine_container_wait(e, id, &exit_code);
@@ -563,6 +581,8 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
 finish:
         free(printer.last_text);
         container_discard(e, id);
+        if (hooks && hooks->removed)
+                hooks->removed(id, name, exit_code, hooks->userdata);
         return r;
 }
 
@@ -610,10 +630,11 @@ static int runner_prepare(const RunRequest *req, RunContext *ctx) {
         if (r < 0)
                 return r;
 
-        r = runner_state_dir(req->channel, &ctx->state_dir);
+        r = channel_state_dir(req->channel, &ctx->state_dir);
         if (r < 0)
                 return log_error_errno(r, "Cannot find a state directory for channel %s: %m", req->channel);
-        r = mkdir_owned(ctx->state_dir, 0750, 0, ctx->user.gid);
+        /* As loop-agent@.service's StateDirectory= makes it: root:root 0751 (see the unit). */
+        r = mkdir_owned(ctx->state_dir, 0751, 0, 0);
         if (r < 0)
                 return log_error_errno(r, "Failed to create %s: %m", ctx->state_dir);
         if (asprintf(&ctx->home_dir, "%s/home", ctx->state_dir) < 0)
@@ -657,6 +678,20 @@ static int runner_prepare(const RunRequest *req, RunContext *ctx) {
         if (r < 0)
                 return r;       /* engine_connect() told the user what it tried */
         run_engine = ctx->conn->engine;
+
+        /* Under systemd, an engine with the systemd cgroup driver makes each container a scope in the
+         * channel's slice (loop-NAME.slice, from the generator). */
+        {
+                _cleanup_(json_object_putp) json_object *info = NULL;
+                json_object *driver;
+                if (sd_booted() > 0 && engine_info(ctx->conn->engine, &info) >= 0 &&
+                    json_object_object_get_ex(info, "CgroupDriver", &driver) &&
+                    streq(strempty(json_object_get_string(driver)), "systemd")) {
+                        ctx->slice = channel_slice_name(req->channel);
+                        if (!ctx->slice)
+                                return log_oom();
+                }
+        }
 
         r = engine_image_inspect(ctx->conn->engine, ctx->config.container_image, NULL);
         if (r == -ENOENT)
@@ -706,6 +741,8 @@ int runner_run(const RunRequest *req, RunOutcome *ret) {
         } else
                 log_notice("The agent failed (%s); retrying once on session %s.", strna(message),
                            first.result.session_id);
+        if (req->hooks && req->hooks->retrying)
+                req->hooks->retrying(strna(message), first.result.session_id, req->hooks->userdata);
         r = run_container(&ctx, req->prompt, compact.result.session_id ?: first.result.session_id, &retry);
         if (r < 0)
                 goto finish;

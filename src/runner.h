@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "agent.h"
 #include "config.h"
@@ -15,6 +16,18 @@
 
 #define RUNNER_STDERR_TAIL 4096U        /* the end of the agent's stderr kept for error messages */
 #define RUNNER_LOOP_BIN "/usr/local/bin/loop"
+
+/* What a caller may want to know while a run goes on (the runner service journals it); every hook may be
+ * NULL. */
+typedef struct RunHooks {
+        void *userdata;
+        void (*created)(const char *id, const char *name, void *userdata);
+        /* scope: the transient unit the container runs in, NULL when there is none (no systemd) */
+        void (*started)(const char *id, const char *name, pid_t pid, const char *scope, void *userdata);
+        void (*removed)(const char *id, const char *name, int exit_code, void *userdata);
+        void (*event)(const StreamEvent *ev, void *userdata);
+        void (*retrying)(const char *reason, const char *session_id, void *userdata);
+} RunHooks;
 
 typedef struct RunRequest {
         const char *channel;
@@ -24,6 +37,7 @@ typedef struct RunRequest {
         const char *agent;              /* overrides claude_bin_path (another agent binary in the image) */
         bool json;                      /* print the raw stream-json events instead of text */
         FILE *out;                      /* where turns and tool uses are printed as they stream; NULL: nowhere */
+        const RunHooks *hooks;          /* may be NULL */
 } RunRequest;
 
 typedef struct RunOutcome {

@@ -123,6 +123,7 @@ static void test_defaults(void) {
         is_int(c.gates.docker_proxy.default_decision, DECISION_ALLOW, "gates.docker_proxy.default_decision defaults to allow");
         ok(!c.engine.socket, "engine.socket is unset by default (autodetect)");
         ok(c.enabled, "a channel is enabled by default");
+        is_int(c.max_attempts, 3, "max_attempts defaults to 3");
         ok(c.limits.memory_max_mb == 0 && c.limits.cpu_quota_percent == 0 && c.limits.tasks_max == 0,
            "a channel slice has no limits by default");
 }
@@ -307,6 +308,7 @@ static void test_validation(void) {
         refused("{\"work_dir\": \"/a/../etc\"}", SCOPE_CHANNEL, "work_dir", "..", "a work_dir with .. is refused");
         refused("{\"work_dir\": \"/srv/x\"}", SCOPE_GLOBAL, "work_dir", "channel file", "work_dir in loop.json is refused");
         refused("{\"description\": \"a\\nb\"}", SCOPE_CHANNEL, "description", "control", "a description with a newline is refused");
+        refused("{\"max_attempts\": 0}", SCOPE_CHANNEL, "max_attempts", "between 1", "max_attempts 0 is refused");
         refused("{\"user\": \"-rf\"}", SCOPE_CHANNEL, "user", "user name", "a user name starting with '-' is refused");
         {
                 ConfigProblems p = {};

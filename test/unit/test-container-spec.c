@@ -838,10 +838,20 @@ static void test_plan_mounts(void) {
         ok(no_bind_mentions(p, "extra-missing") && skipped_has(p, "extra dir", "does not exist"),
            "a missing extra dir is skipped with a line");
         ok(bound(p, xb), "extra_binds are passed through");
-        ok(bind_index(p, "loop-gocache:/go") < bind_index(p, exc) && bind_index(p, exc) < bind_index(p, wd) &&
-           bind_index(p, wd) < bind_index(p, e1) && bind_index(p, e1) < bind_index(p, e2) &&
-           bind_index(p, e2) < bind_index(p, xb),
-           "binds come in order: mounts, git excludes, work dir, extra dirs, extra_binds");
+        {
+                _cleanup_strv_free_ char **all = jstrv(p, "HostConfig.Binds");
+                bool sorted = true;
+                for (size_t i = 1; all && all[i]; i++) {
+                        const char *t0 = strchr(all[i - 1], ':') + 1, *t1 = strchr(all[i], ':') + 1;
+                        size_t d0 = 0, d1 = 0;
+                        for (const char *q = t0; *q && *q != ':'; q++)
+                                d0 += *q == '/';
+                        for (const char *q = t1; *q && *q != ':'; q++)
+                                d1 += *q == '/';
+                        sorted = sorted && d0 <= d1;
+                }
+                ok(sorted, "binds come parents first (by the depth of their target), so none hides another");
+        }
         is_str(env_get(p, "CHOWN_PATHS"), chown, "named volume targets are in CHOWN_PATHS, host paths are not");
         ok(strv_length(p->chown_paths) == 2, "plan->chown_paths matches CHOWN_PATHS");
         remove_path(tpath("excludes"));
@@ -1047,6 +1057,8 @@ static void test_plan_host_config(void) {
         capadd = jstrv(p, "HostConfig.CapAdd");
         ok(strv_equal_list(capadd, (const char *[]) { "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "SETPCAP" }, 6),
            "CapAdd is exactly what the entrypoint needs to drop privileges");
+        is_str(json_object_get_string(jget(jget(body(p, "HostConfig"), "LogConfig"), "Type")),
+               in.engine == ENGINE_PODMAN ? "k8s-file" : "json-file", "a log driver that can be followed is chosen");
         secopt = jstrv(p, "HostConfig.SecurityOpt");
         ok(strv_equal_list(secopt, (const char *[]) { "no-new-privileges" }, 1), "SecurityOpt is no-new-privileges");
         ok(jbool_is(p, "HostConfig.ReadonlyRootfs", true), "the root file system is read-only");

@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <assert.h>
+#include <ctype.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/uio.h>
+#include <syslog.h>
+/* CODE_FILE= etc. would all name audit_send_journal(): an audit entry's origin is its LOOP_* fields. */
+#define SD_JOURNAL_SUPPRESS_LOCATION
+#include <systemd/sd-journal.h>
+
+#include "audit.h"
+#include "io-util.h"
+#include "log.h"
+#include "strv.h"
+
+/* Journal field names: at most 64 characters of [A-Z0-9_], not starting with a digit; a leading "_" is
+ * for the fields journald adds itself and is refused when a client sends it. */
+#define JOURNAL_FIELD_NAME_MAX 64U
+#define JOURNALD_SOCKET "/run/systemd/journal/socket"
+
+static const struct {
+        const char *name;
+        const char *message_id;
+} audit_event_table[_AUDIT_EVENT_MAX] = {
+        /* The ids were made once with `systemd-id128 new` and never change: loop.catalog and every
+         * `journalctl MESSAGE_ID=` an operator saved refer to them. */
+        [AUDIT_CONTAINER_REGISTERED] = { "container-registered", "09f96a1d11d245c4b7711f4eb9008c40" },
+        [AUDIT_CONTAINER_STATUS]     = { "container-status",     "94ace96791574393ae4385606ae00990" },
+        [AUDIT_CONTAINER_REMOVED]    = { "container-removed",    "d3d36da54c284b098f1e75bdadfc1f91" },
+        [AUDIT_RUN_STARTED]          = { "run-started",          "055ae6920c2947079e3a0dc52d1376ad" },
+        [AUDIT_RUN_TURN]             = { "run-turn",             "abbfc22c99484017888e6f8988870bd2" },
+        [AUDIT_RUN_TOOL_USE]         = { "run-tool-use",         "c1e3df5484db4b8a871ea47edbc9a02f" },
+        [AUDIT_RUN_FINISHED]         = { "run-finished",         "ed10c01f497d4bbaaf05f935915d9b22" },
+        [AUDIT_RUN_FAILED]           = { "run-failed",           "b110b9403d6a4b31a3336cf7fe3fffb4" },
+        [AUDIT_RUN_RETRIED]          = { "run-retried",          "f0f69fef7903467c8df599623952c084" },
+        [AUDIT_QUEUE_QUEUED]         = { "queue-queued",         "26f90c0c30bd4935be6183e9e452023f" },
+        [AUDIT_QUEUE_TAKEN]          = { "queue-taken",          "19e5cd3edacf46158f308b5a4f188e82" },
+        [AUDIT_QUEUE_DONE]           = { "queue-done",           "527b5e1abf094497acacdb22d6ae6f0e" },
+        [AUDIT_QUEUE_RETRY]          = { "queue-retry",          "87391ca293524ab9866f346f66244810" },
+        [AUDIT_QUEUE_FAILED]         = { "queue-failed",         "f2a7300555124baea2194ff09e90c4b7" },
+        [AUDIT_RUNNER_STARTED]       = { "runner-started",       "25ccc022b5f04f01b49324da6040c205" },
+        [AUDIT_RUNNER_STOPPED]       = { "runner-stopped",       "b5cbb1d781a841edbbb971dcadfe8542" },
+};
+
+/* The fields audit_log() fills itself; an extra field may not name one of them. */
+static const char * const audit_reserved_fields[] = {
+        "MESSAGE", "PRIORITY", "MESSAGE_ID", "SYSLOG_IDENTIFIER", "LOOP_EVENT",
+        "LOOP_CHANNEL", "LOOP_CONTAINER", "LOOP_CONTAINER_NAME", "LOOP_CONTAINER_TYPE",
+        "LOOP_SCOPE", "LOOP_SESSION", "LOOP_QUEUE_ID",
+};
+
+static const char * const audit_secret_name_parts[] = {
+        "TOKEN", "KEY", "SECRET", "PASSWORD", "AUTHORIZATION",
+};
+
+/* Longest first, so a secret that contains another is replaced as a whole. */
+static char *audit_secrets[AUDIT_SECRETS_MAX];
+static size_t audit_secret_lengths[AUDIT_SECRETS_MAX];
+static size_t audit_n_secrets;
+static pthread_mutex_t audit_secrets_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const char *audit_event_to_string(AuditEvent e) {
+        if (e < 0 || e >= _AUDIT_EVENT_MAX)
+                return NULL;
+        return audit_event_table[e].name;
+}
+
+AuditEvent audit_event_from_string(const char *s) {
+        if (!s)
+                return _AUDIT_EVENT_INVALID;
+        for (size_t i = 0; i < _AUDIT_EVENT_MAX; i++)
+                if (streq(s, audit_event_table[i].name))
+                        return (AuditEvent) i;
+        return _AUDIT_EVENT_INVALID;
+}
+
+const char *audit_event_message_id(AuditEvent e) {
+        if (e < 0 || e >= _AUDIT_EVENT_MAX)
+                return NULL;
+        return audit_event_table[e].message_id;
+}
+
+int audit_add_secret(const char *value) {
+        size_t l, i;
+        char *copy;
+        int r = 1;
+
+        if (!value)
+                return 0;
+        l = strlen(value);
+        if (l < AUDIT_SECRET_MIN)
+                return 0;
+
+        pthread_mutex_lock(&audit_secrets_lock);
+        for (i = 0; i < audit_n_secrets; i++)
+                if (audit_secret_lengths[i] == l && memcmp(audit_secrets[i], value, l) == 0) {
+                        r = 0;
+                        goto finish;
+                }
+        if (audit_n_secrets >= AUDIT_SECRETS_MAX) {
+                r = -E2BIG;
+                goto finish;
+        }
+        copy = strdup(value);
+        if (!copy) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        for (i = audit_n_secrets; i > 0 && audit_secret_lengths[i - 1] < l; i--) {
+                audit_secrets[i] = audit_secrets[i - 1];
+                audit_secret_lengths[i] = audit_secret_lengths[i - 1];
+        }
+        audit_secrets[i] = copy;
+        audit_secret_lengths[i] = l;
+        audit_n_secrets++;
+finish:
+        pthread_mutex_unlock(&audit_secrets_lock);
+        return r;
+}
+
+void audit_clear_secrets(void) {
+        pthread_mutex_lock(&audit_secrets_lock);
+        for (size_t i = 0; i < audit_n_secrets; i++) {
+                explicit_bzero(audit_secrets[i], audit_secret_lengths[i]);
+                audit_secrets[i] = mfree(audit_secrets[i]);
+                audit_secret_lengths[i] = 0;
+        }
+        audit_n_secrets = 0;
+        pthread_mutex_unlock(&audit_secrets_lock);
+}
+
+bool audit_field_name_is_secret(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(audit_secret_name_parts); i++)
+                if (strcasestr(name, audit_secret_name_parts[i]))
+                        return true;
+        return false;
+}
+
+static bool journal_field_name_valid(const char *name, size_t n) {
+        if (n == 0 || n > JOURNAL_FIELD_NAME_MAX)
+                return false;
+        if (name[0] == '_' || isdigit((unsigned char) name[0]))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!(name[i] >= 'A' && name[i] <= 'Z') && !isdigit((unsigned char) name[i]) && name[i] != '_')
+                        return false;
+        return true;
+}
+
+static bool audit_field_reserved(const char *name, size_t n) {
+        for (size_t i = 0; i < ELEMENTSOF(audit_reserved_fields); i++)
+                if (strlen(audit_reserved_fields[i]) == n && memcmp(audit_reserved_fields[i], name, n) == 0)
+                        return true;
+        return false;
+}
+
+/* A copy of value with every registered secret replaced. Called with audit_secrets_lock held. */
+static char *redact_dup(const char *value) {
+        _cleanup_free_ char *s = strdup(value);
+        size_t len;
+
+        if (!s)
+                return NULL;
+        len = strlen(s);
+        for (size_t i = 0; i < audit_n_secrets; i++) {
+                const char *secret = audit_secrets[i], *p;
+                size_t sl = audit_secret_lengths[i], rl = strlen(AUDIT_REDACTED), n = 0, off = 0;
+                char *out, *w;
+
+                for (p = s; (p = memmem(p, len - (size_t) (p - s), secret, sl)); p += sl)
+                        n++;
+                if (n == 0)
+                        continue;
+
+                out = malloc(len - n * sl + n * rl + 1);
+                if (!out) {
+                        explicit_bzero(s, len);
+                        return NULL;
+                }
+                w = out;
+                for (p = s; (p = memmem(s + off, len - off, secret, sl)); ) {
+                        size_t k = (size_t) (p - (s + off));
+                        memcpy(w, s + off, k);
+                        w += k;
+                        memcpy(w, AUDIT_REDACTED, rl);
+                        w += rl;
+                        off += k + sl;
+                }
+                memcpy(w, s + off, len - off);
+                w += len - off;
+                *w = 0;
+                explicit_bzero(s, len);
+                free(s);
+                s = out;
+                len = (size_t) (w - out);
+        }
+        return TAKE_PTR(s);
+}
+
+/* Cuts s in place to at most AUDIT_FIELD_MAX bytes, ending in the marker; never inside a UTF-8
+ * sequence. s must have room for the marker, which it does when it is longer than the cap. */
+static void field_cap(char *s) {
+        size_t len = strlen(s), keep;
+
+        if (len <= AUDIT_FIELD_MAX)
+                return;
+        keep = AUDIT_FIELD_MAX - strlen(AUDIT_TRUNCATED_MARKER);
+        while (keep > 0 && ((unsigned char) s[keep] & 0xc0) == 0x80)
+                keep--;
+        strcpy(s + keep, AUDIT_TRUNCATED_MARKER);
+}
+
+typedef struct AuditField {
+        const char *name;       /* not NUL-terminated when it points into an extra */
+        size_t name_len;
+        char *value;            /* redacted and capped */
+} AuditField;
+
+#define AUDIT_FIELDS_MAX (ELEMENTSOF(audit_reserved_fields) + AUDIT_EXTRA_MAX)
+
+typedef struct AuditEntry {
+        AuditField fields[AUDIT_FIELDS_MAX];
+        size_t n;
+} AuditEntry;
+
+static void audit_entry_done(AuditEntry *e) {
+        for (size_t i = 0; i < e->n; i++)
+                e->fields[i].value = mfree(e->fields[i].value);
+        e->n = 0;
+}
+
+/* Adds a field, redacting its value. Called with audit_secrets_lock held. */
+static int audit_entry_add(AuditEntry *e, const char *name, size_t name_len, const char *value, bool secret) {
+        char *v;
+
+        if (!value)
+                return 0;
+        assert(e->n < AUDIT_FIELDS_MAX);
+        v = secret ? strdup(AUDIT_REDACTED) : redact_dup(value);
+        if (!v)
+                return -ENOMEM;
+        field_cap(v);
+        e->fields[e->n++] = (AuditField) { .name = name, .name_len = name_len, .value = v };
+        return 0;
+}
+
+static int audit_entry_add_std(AuditEntry *e, const char *name, const char *value) {
+        return audit_entry_add(e, name, strlen(name), value, false);
+}
+
+static int audit_entry_fill(AuditEntry *e, AuditEvent ev, const char *message, const AuditFields *f) {
+        size_t n_extra = 0;
+        int r;
+
+        assert(e->n == 0);
+        r = audit_entry_add_std(e, "MESSAGE", message);
+        if (r < 0)
+                return r;
+        r = audit_entry_add_std(e, "LOOP_EVENT", audit_event_to_string(ev));
+        if (r < 0)
+                return r;
+        if (!f)
+                return 0;
+
+        const struct { const char *name, *value; } std[] = {
+                { "LOOP_CHANNEL",        f->channel },
+                { "LOOP_CONTAINER",      f->container },
+                { "LOOP_CONTAINER_NAME", f->container_name },
+                { "LOOP_CONTAINER_TYPE", f->container_type },
+                { "LOOP_SCOPE",          f->scope },
+                { "LOOP_SESSION",        f->session },
+                { "LOOP_QUEUE_ID",       f->message_id },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(std); i++) {
+                r = audit_entry_add_std(e, std[i].name, std[i].value);
+                if (r < 0)
+                        return r;
+        }
+
+        STRV_FOREACH(x, f->extra) {
+                const char *eq = strchr(*x, '=');
+                size_t nl;
+
+                if (!eq || !journal_field_name_valid(*x, (size_t) (eq - *x))) {
+                        log_debug("Audit field \"%.64s\" is not NAME=value with a valid journal field name, dropping it.", *x);
+                        continue;
+                }
+                nl = (size_t) (eq - *x);
+                if (audit_field_reserved(*x, nl)) {
+                        log_debug("Audit field %.*s is set by audit_log() itself, dropping the extra one.", (int) nl, *x);
+                        continue;
+                }
+                if (n_extra >= AUDIT_EXTRA_MAX) {
+                        log_debug("More than %u extra audit fields, dropping the rest.", AUDIT_EXTRA_MAX);
+                        break;
+                }
+                _cleanup_free_ char *name = strndup(*x, nl);
+                if (!name)
+                        return -ENOMEM;
+                r = audit_entry_add(e, *x, nl, eq + 1, audit_field_name_is_secret(name));
+                if (r < 0)
+                        return r;
+                n_extra++;
+        }
+        return 0;
+}
+
+static int audit_send_journal(const AuditEntry *e, AuditEvent ev, int priority) {
+        _cleanup_free_ char *mid = NULL, *prio = NULL, *ident = NULL;
+        struct iovec iov[AUDIT_FIELDS_MAX + 3];
+        char *bufs[AUDIT_FIELDS_MAX] = {};
+        size_t n = 0;
+        int r;
+
+        /* sd_journal_sendv() reports success when journald is not there at all; the event would be lost. */
+        if (access(JOURNALD_SOCKET, F_OK) < 0)
+                return -errno;
+
+        r = -ENOMEM;
+        if (asprintf(&mid, "MESSAGE_ID=%s", audit_event_message_id(ev)) < 0)
+                mid = NULL;
+        if (asprintf(&prio, "PRIORITY=%d", priority) < 0)
+                prio = NULL;
+        if (asprintf(&ident, "SYSLOG_IDENTIFIER=%s", program_invocation_short_name) < 0)
+                ident = NULL;
+        if (!mid || !prio || !ident)
+                goto finish;
+        iov[n++] = (struct iovec) { .iov_base = mid, .iov_len = strlen(mid) };
+        iov[n++] = (struct iovec) { .iov_base = prio, .iov_len = strlen(prio) };
+        iov[n++] = (struct iovec) { .iov_base = ident, .iov_len = strlen(ident) };
+
+        /* Values are data, never a format: each field is one "NAME=value" iovec, which sd_journal_sendv()
+         * sends binary-safe, newlines included. */
+        for (size_t i = 0; i < e->n; i++) {
+                const AuditField *fld = &e->fields[i];
+                size_t vl = strlen(fld->value);
+
+                bufs[i] = malloc(fld->name_len + 1 + vl);
+                if (!bufs[i])
+                        goto finish;
+                memcpy(bufs[i], fld->name, fld->name_len);
+                bufs[i][fld->name_len] = '=';
+                memcpy(bufs[i] + fld->name_len + 1, fld->value, vl);
+                iov[n++] = (struct iovec) { .iov_base = bufs[i], .iov_len = fld->name_len + 1 + vl };
+        }
+        r = sd_journal_sendv(iov, (int) n);
+finish:
+        for (size_t i = 0; i < e->n; i++)
+                free(bufs[i]);
+        return r;
+}
+
+/* A value on one console line: control characters escaped; quoted when it has blanks or quotes. */
+static void fputs_escaped(FILE *f, const char *s, bool quote_if_needed) {
+        bool quote = quote_if_needed && (*s == 0 || strpbrk(s, " \t\n\r\"\\'"));
+
+        if (quote)
+                fputc('"', f);
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                switch (*p) {
+                case '\n':
+                        fputs("\\n", f);
+                        break;
+                case '\t':
+                        fputs("\\t", f);
+                        break;
+                case '\r':
+                        fputs("\\r", f);
+                        break;
+                case '"':
+                case '\\':
+                        if (quote)
+                                fputc('\\', f);
+                        fputc(*p, f);
+                        break;
+                default:
+                        if (*p < ' ' || *p == 0x7f)
+                                fprintf(f, "\\x%02x", *p);
+                        else
+                                fputc(*p, f);
+                }
+        if (quote)
+                fputc('"', f);
+}
+
+/* "run-finished: MESSAGE [LOOP_CHANNEL=demo LOOP_SESSION=...]" */
+static int audit_write_console(const AuditEntry *e, AuditEvent ev) {
+        _cleanup_free_ char *line = NULL;
+        size_t size = 0;
+        bool first = true;
+        FILE *f;
+
+        f = open_memstream(&line, &size);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "%s: ", audit_event_to_string(ev));
+        for (size_t i = 0; i < e->n; i++)
+                if (e->fields[i].name_len == strlen("MESSAGE") && memcmp(e->fields[i].name, "MESSAGE", 7) == 0)
+                        fputs_escaped(f, e->fields[i].value, false);
+        for (size_t i = 0; i < e->n; i++) {
+                const AuditField *fld = &e->fields[i];
+                if ((fld->name_len == 7 && memcmp(fld->name, "MESSAGE", 7) == 0) ||
+                    (fld->name_len == 10 && memcmp(fld->name, "LOOP_EVENT", 10) == 0))
+                        continue;
+                fputs(first ? " [" : " ", f);
+                first = false;
+                fprintf(f, "%.*s=", (int) fld->name_len, fld->name);
+                fputs_escaped(f, fld->value, true);
+        }
+        fputs(first ? "\n" : "]\n", f);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        return loop_write(STDERR_FILENO, line, size);
+}
+
+int audit_log(AuditEvent e, int priority, const AuditFields *f, const char *format, ...) {
+        _cleanup_free_ char *message = NULL;
+        AuditEntry entry = {};
+        LogTarget target;
+        va_list ap;
+        int saved = errno, r;
+
+        assert(e >= 0 && e < _AUDIT_EVENT_MAX);
+        assert(priority >= LOG_EMERG && priority <= LOG_DEBUG);
+        assert(format);
+
+        target = log_resolve_target();
+        if (target == LOG_TARGET_NULL)
+                return 0;
+
+        errno = saved;          /* for %m */
+        va_start(ap, format);
+        r = vasprintf(&message, format, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+
+        pthread_mutex_lock(&audit_secrets_lock);
+        r = audit_entry_fill(&entry, e, message, f);
+        pthread_mutex_unlock(&audit_secrets_lock);
+        explicit_bzero(message, strlen(message));
+        if (r < 0)
+                goto finish;    /* never send what could not be redacted */
+
+        if (target == LOG_TARGET_JOURNAL) {
+                r = audit_send_journal(&entry, e, priority);
+                if (r >= 0)
+                        goto finish;
+                log_debug_errno(r, "Failed to send an audit entry to the journal, writing it to stderr: %m");
+        } else if (priority > log_get_max_level()) {
+                r = 0;
+                goto finish;
+        }
+        r = audit_write_console(&entry, e);
+finish:
+        audit_entry_done(&entry);
+        errno = saved;
+        return r < 0 ? r : 0;
+}

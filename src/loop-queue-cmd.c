@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* `loop send`, `loop outbox` (`loop results`) and `loop queue`: the channel's work queue from the command
+ * line. The runner (loop-agent@NAME.service) is what consumes it. */
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <time.h>
+
+#include "config.h"
+#include "io-util.h"
+#include "log.h"
+#include "loop.h"
+#include "queue.h"
+#include "state-dir.h"
+#include "strv.h"
+
+#define QUEUE_CMD_LINE_MAX 72U          /* the first line of a result or error is cut to this in tables */
+
+static int read_prompt_stdin(char **ret) {
+        _cleanup_free_ char *buf = malloc(QUEUE_PROMPT_MAX + 2);
+        ssize_t n;
+
+        if (!buf)
+                return -ENOMEM;
+        n = loop_read(STDIN_FILENO, buf, QUEUE_PROMPT_MAX + 1);
+        if (n < 0)
+                return (int) n;
+        if ((size_t) n > QUEUE_PROMPT_MAX)
+                return -E2BIG;
+        buf[n] = 0;
+        if (strlen(buf) != (size_t) n)
+                return -EINVAL;
+        /* "echo text | loop send NAME -" should not queue the newline echo adds. */
+        while (n > 0 && buf[n - 1] == '\n')
+                buf[--n] = 0;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static bool check_channel_name(const char *name) {
+        const char *reason;
+
+        if (channel_name_check(name, &reason) < 0) {
+                log_error("\"%s\" is not a valid channel name: %s.", name, reason);
+                return false;
+        }
+        return true;
+}
+
+/* Opens the queue of a channel for reading; a channel that never got a message has none. */
+static int open_queue_for_reading(const char *channel, Queue **ret) {
+        _cleanup_free_ char *dir = NULL;
+        int r;
+
+        r = channel_queue_dir(channel, &dir);
+        if (r < 0)
+                return log_error_errno(r, "Cannot find the state directory of channel %s: %m", channel);
+        r = queue_open(dir, false, ret);
+        if (r == -ENOENT)
+                return log_error_errno(r, "Channel %s has no queue in %s (nothing was sent to it yet).", channel, dir);
+        if (r == -EACCES)
+                return log_error_errno(r, "Cannot open the queue in %s: %m (root or members of group loop only)", dir);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open the queue in %s: %m", dir);
+        return 0;
+}
+
+static const char *json_string_of(json_object *o, const char *key) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static int64_t json_int_of(json_object *o, const char *key, int64_t fallback) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+                return fallback;
+        return json_object_get_int64(v);
+}
+
+static bool json_flag(json_object *o, const char *key) {
+        json_object *v;
+
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) &&
+                json_object_get_boolean(v);
+}
+
+/* "YYYY-MM-DD HH:MM:SS" in local time, "-" when unknown. */
+static const char *format_usec(int64_t usec, char *buf, size_t size) {
+        struct tm tm;
+        time_t t;
+
+        if (usec <= 0)
+                return "-";
+        t = (time_t) (usec / 1000000);
+        if (!localtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+                return "-";
+        return buf;
+}
+
+/* The first line of s, cut to QUEUE_CMD_LINE_MAX bytes on a character boundary, control characters
+ * blanked, "..." when there is more. */
+static const char *first_line(const char *s, char *buf, size_t size) {
+        size_t n = 0, max = MIN(size - 4, (size_t) QUEUE_CMD_LINE_MAX);
+        bool more;
+
+        if (isempty(s))
+                return "-";
+        for (; s[n] && s[n] != '\n' && n < max; n++)
+                buf[n] = (unsigned char) s[n] < 0x20 || s[n] == 0x7f ? ' ' : s[n];
+        more = s[n] && !(s[n] == '\n' && !s[n + 1]);
+        if (s[n] && s[n] != '\n')
+                while (n > 0 && ((unsigned char) s[n] & 0xc0) == 0x80)
+                        n--;
+        buf[n] = 0;
+        if (more)
+                strcpy(buf + n, "...");
+        return buf;
+}
+
+static void send_help(void) {
+        printf("loop send NAME [--] PROMPT...\n"
+               "loop send NAME -\n\n"
+               "Queue PROMPT for channel NAME (\"-\": read it from standard input) and print the message id.\n"
+               "loop-agent@NAME.path starts the channel's runner, which works through the queue in order,\n"
+               "resuming the channel's session. Root and members of group loop may send.\n");
+}
+
+int verb_send(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        _cleanup_(queue_freep) Queue *q = NULL;
+        _cleanup_free_ char *prompt = NULL, *dir = NULL, *id = NULL;
+        const Channel *ch;
+        const char *channel;
+        size_t depth;
+        int c, r;
+
+        /* "+": options only before NAME, so a prompt word like "-x" stays part of the prompt. */
+        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        send_help();
+                        return EXIT_SUCCESS;
+                default:
+                        return EXIT_FAILURE;
+                }
+
+        if (optind >= argc) {
+                log_error("Usage: loop send NAME [--] PROMPT... (see 'loop send --help')");
+                return EXIT_FAILURE;
+        }
+        channel = argv[optind++];
+        if (!check_channel_name(channel))
+                return EXIT_FAILURE;
+        if (optind < argc && streq(argv[optind], "--"))
+                optind++;
+        if (optind >= argc) {
+                log_error("No prompt given (see 'loop send --help').");
+                return EXIT_FAILURE;
+        }
+        if (optind == argc - 1 && streq(argv[optind], "-")) {
+                r = read_prompt_stdin(&prompt);
+                if (r == -E2BIG) {
+                        log_error("The prompt on standard input is larger than %u bytes.", QUEUE_PROMPT_MAX);
+                        return EXIT_FAILURE;
+                }
+                if (r == -EINVAL) {
+                        log_error("The prompt on standard input contains a NUL byte.");
+                        return EXIT_FAILURE;
+                }
+                if (r < 0) {
+                        log_error_errno(r, "Failed to read the prompt from standard input: %m");
+                        return EXIT_FAILURE;
+                }
+        } else {
+                prompt = strv_join(argv + optind, " ");
+                if (!prompt)
+                        return log_oom(), EXIT_FAILURE;
+        }
+        if (isempty(prompt)) {
+                log_error("The prompt is empty.");
+                return EXIT_FAILURE;
+        }
+        if (strlen(prompt) > QUEUE_PROMPT_MAX) {
+                log_error("The prompt is larger than %u bytes.", QUEUE_PROMPT_MAX);
+                return EXIT_FAILURE;
+        }
+
+        r = config_load(config_dir(), &set);
+        if (r < 0) {
+                log_error_errno(r, "Failed to load the configuration from %s: %m", config_dir());
+                return EXIT_FAILURE;
+        }
+        ch = config_set_find_channel(set, channel);
+        if (!ch) {
+                log_error("No channel \"%s\": there is no %s/channels.d/%s.json.", channel, set->dir, channel);
+                return EXIT_FAILURE;
+        }
+        if (!ch->valid) {
+                log_error("Channel \"%s\" is invalid: %s (see 'loop config check %s').", channel, strna(ch->reason),
+                          channel);
+                return EXIT_FAILURE;
+        }
+        if (!ch->config.enabled) {
+                log_error("Channel \"%s\" is disabled (\"enabled\": false in %s); nothing would run the message.",
+                          channel, ch->path);
+                return EXIT_FAILURE;
+        }
+
+        r = channel_queue_dir(channel, &dir);
+        if (r < 0) {
+                log_error_errno(r, "Cannot find the state directory of channel %s: %m", channel);
+                return EXIT_FAILURE;
+        }
+        r = queue_open(dir, true, &q);
+        if (r == -EACCES || r == -EPERM) {
+                log_error_errno(r, "Cannot open the queue in %s: %m. Senders must be root or members of group loop, "
+                                "and the queue must exist (it does once loop-agent@%s ran or root sent a message).",
+                                dir, channel);
+                return EXIT_FAILURE;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Cannot open the queue in %s: %m", dir);
+                return EXIT_FAILURE;
+        }
+
+        r = queue_push(q, prompt, NULL, &id);
+        if (r == -ENOSPC) {
+                log_error("The queue of channel %s is full (%u messages waiting); try again later.", channel,
+                          QUEUE_DEPTH_MAX);
+                return EXIT_FAILURE;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Failed to queue the message in %s: %m", dir);
+                return EXIT_FAILURE;
+        }
+
+        puts(id);
+        if (queue_depth(q, &depth) >= 0 && depth > 1)
+                log_info("Queued as %s; %zu messages waiting.", id, depth);
+        return EXIT_SUCCESS;
+}
+
+static void outbox_help(const char *verb) {
+        printf("loop %s NAME [--json] [-n N]\n\n"
+               "Show the results of channel NAME's queued messages, newest last: id, time, status, session\n"
+               "and the first line of the result. -n N: only the last N; --json: the stored results.\n", verb);
+}
+
+int verb_outbox(int argc, char *argv[]) {
+        enum { ARG_JSON = 0x100 };
+        static const struct option options[] = {
+                { "help", no_argument,       NULL, 'h' },
+                { "json", no_argument,       NULL, ARG_JSON },
+                { "lines", required_argument, NULL, 'n' },
+                {}
+        };
+        _cleanup_(queue_freep) Queue *q = NULL;
+        _cleanup_(json_object_putp) json_object *a = NULL;
+        const char *channel;
+        unsigned long long limit = 0;
+        bool json = false;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "hn:", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        outbox_help(argv[0]);
+                        return EXIT_SUCCESS;
+                case ARG_JSON:
+                        json = true;
+                        break;
+                case 'n': {
+                        char *end;
+                        errno = 0;
+                        limit = strtoull(optarg, &end, 10);
+                        if (errno != 0 || end == optarg || *end || optarg[0] == '-' || limit > SIZE_MAX) {
+                                log_error("-n wants a number, not \"%s\".", optarg);
+                                return EXIT_FAILURE;
+                        }
+                        break;
+                }
+                default:
+                        return EXIT_FAILURE;
+                }
+        if (optind != argc - 1) {
+                log_error("Usage: loop %s NAME [--json] [-n N]", argv[0]);
+                return EXIT_FAILURE;
+        }
+        channel = argv[optind];
+        if (!check_channel_name(channel))
+                return EXIT_FAILURE;
+        if (open_queue_for_reading(channel, &q) < 0)
+                return EXIT_FAILURE;
+
+        r = queue_list(q, "outbox", (size_t) limit, &a);
+        if (r < 0) {
+                log_error_errno(r, "Failed to read the outbox of %s: %m", queue_path(q));
+                return EXIT_FAILURE;
+        }
+        if (json) {
+                puts(json_object_to_json_string_ext(a, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+                return EXIT_SUCCESS;
+        }
+        if (json_object_array_length(a) == 0) {
+                printf("No results for channel %s yet.\n", channel);
+                return EXIT_SUCCESS;
+        }
+        printf("%-29s %-19s %-6s %-36s %s\n", "ID", "FINISHED", "STATUS", "SESSION", "RESULT");
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                json_object *o = json_object_array_get_idx(a, i);
+                bool is_error = json_flag(o, "is_error");
+                const char *text = is_error ? (json_string_of(o, "error") ?: json_string_of(o, "result")) : json_string_of(o, "result");
+                char when[32], line[QUEUE_CMD_LINE_MAX + 8];
+
+                printf("%-29s %-19s %-6s %-36s %s\n", strna(json_string_of(o, "id")),
+                       format_usec(json_int_of(o, "finished_usec", 0), when, sizeof when),
+                       is_error ? "error" : "ok", json_string_of(o, "session_id") ?: "-", first_line(text, line, sizeof line));
+        }
+        return EXIT_SUCCESS;
+}
+
+static void queue_help(void) {
+        printf("loop queue NAME [--json]\n\n"
+               "Show what waits in channel NAME's inbox (time queued, sender, attempts, last error) and the\n"
+               "messages that failed for good, with the reason.\n");
+}
+
+int verb_queue(int argc, char *argv[]) {
+        enum { ARG_JSON = 0x100 };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "json", no_argument, NULL, ARG_JSON },
+                {}
+        };
+        _cleanup_(queue_freep) Queue *q = NULL;
+        _cleanup_(json_object_putp) json_object *inbox = NULL, *failed = NULL;
+        const char *channel;
+        bool json = false;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        queue_help();
+                        return EXIT_SUCCESS;
+                case ARG_JSON:
+                        json = true;
+                        break;
+                default:
+                        return EXIT_FAILURE;
+                }
+        if (optind != argc - 1) {
+                log_error("Usage: loop queue NAME [--json]");
+                return EXIT_FAILURE;
+        }
+        channel = argv[optind];
+        if (!check_channel_name(channel))
+                return EXIT_FAILURE;
+        if (open_queue_for_reading(channel, &q) < 0)
+                return EXIT_FAILURE;
+
+        r = queue_list(q, "inbox", 0, &inbox);
+        if (r >= 0)
+                r = queue_list(q, "failed", 0, &failed);
+        if (r < 0) {
+                log_error_errno(r, "Failed to read the queue in %s: %m", queue_path(q));
+                return EXIT_FAILURE;
+        }
+
+        if (json) {
+                _cleanup_(json_object_putp) json_object *root = json_object_new_object();
+                if (!root)
+                        return log_oom(), EXIT_FAILURE;
+                json_object_object_add(root, "channel", json_object_new_string(channel));
+                json_object_object_add(root, "inbox", TAKE_PTR(inbox));
+                json_object_object_add(root, "failed", TAKE_PTR(failed));
+                puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+                return EXIT_SUCCESS;
+        }
+
+        if (json_object_array_length(inbox) == 0)
+                printf("Nothing queued for channel %s.\n", channel);
+        else {
+                printf("Queued (%zu):\n", json_object_array_length(inbox));
+                printf("%-29s %-19s %-12s %-8s %s\n", "ID", "QUEUED", "SENDER", "ATTEMPTS", "PROMPT");
+                for (size_t i = 0; i < json_object_array_length(inbox); i++) {
+                        json_object *o = json_object_array_get_idx(inbox, i);
+                        const char *last_error = json_string_of(o, "last_error");
+                        char when[32], line[QUEUE_CMD_LINE_MAX + 8];
+
+                        printf("%-29s %-19s %-12s %-8" PRId64 " %s\n", strna(json_string_of(o, "id")),
+                               format_usec(json_int_of(o, "created_usec", 0), when, sizeof when),
+                               strna(json_string_of(o, "sender")), json_int_of(o, "attempts", 0),
+                               first_line(json_string_of(o, "prompt"), line, sizeof line));
+                        if (last_error)
+                                printf("%29s last error: %s\n", "", first_line(last_error, line, sizeof line));
+                }
+        }
+        if (json_object_array_length(failed) > 0) {
+                printf("\nFailed (%zu), in %s/failed/:\n", json_object_array_length(failed), queue_path(q));
+                printf("%-29s %-19s %-8s %s\n", "ID", "FAILED", "ATTEMPTS", "REASON");
+                for (size_t i = 0; i < json_object_array_length(failed); i++) {
+                        json_object *o = json_object_array_get_idx(failed, i);
+                        char when[32], line[QUEUE_CMD_LINE_MAX + 8];
+
+                        printf("%-29s %-19s %-8" PRId64 " %s\n", strna(json_string_of(o, "id")),
+                               format_usec(json_int_of(o, "failed_usec", 0), when, sizeof when),
+                               json_int_of(o, "attempts", 0), first_line(json_string_of(o, "reason"), line, sizeof line));
+                }
+        }
+        return EXIT_SUCCESS;
+}

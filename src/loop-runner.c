@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* `loop runner NAME`: the main program of loop-agent@NAME.service. Takes the channel's queued messages in
+ * order, one container run each, resuming the channel's session; stores each result in the outbox and the
+ * journal; exits when the inbox is empty. A message leaves the inbox only after its result is stored; a
+ * runner killed mid-run leaves it queued with its attempt counted, and after max_attempts it moves to
+ * failed/ with the reason. Type=notify: READY once the engine answered, STATUS= says what it does. */
+
+#include <inttypes.h>
+#include <signal.h>
+#include <syslog.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#include "audit.h"
+#include "config.h"
+#include "engine-discover.h"
+#include "log.h"
+#include "loop.h"
+#include "queue.h"
+#include "runner.h"
+#include "state-dir.h"
+#include "strv.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig) {
+        (void) sig;
+        stop_requested = 1;
+        runner_interrupt();
+}
+
+typedef struct RunnerState {
+        const char *channel;
+        const char *queue_id;
+        const char *session;
+        char *scope;
+} RunnerState;
+
+static AuditFields fields_for(const RunnerState *s) {
+        return (AuditFields) {
+                .channel = s->channel,
+                .message_id = s->queue_id,
+                .session = s->session,
+        };
+}
+
+static void hook_created(const char *id, const char *name, void *userdata) {
+        RunnerState *s = userdata;
+        AuditFields f = fields_for(s);
+
+        f.container = id;
+        f.container_name = name;
+        f.container_type = "agent";
+        (void) audit_log(AUDIT_CONTAINER_REGISTERED, LOG_INFO, &f, "Container %s created for channel %s.", name,
+                         s->channel);
+}
+
+static void hook_started(const char *id, const char *name, pid_t pid, const char *scope, void *userdata) {
+        RunnerState *s = userdata;
+        AuditFields f = fields_for(s);
+        char pidbuf[32];
+        char *extra[] = { pidbuf, NULL };
+
+        (void) free_and_strdup(&s->scope, scope);
+        snprintf(pidbuf, sizeof pidbuf, "LOOP_PID=%d", (int) pid);
+        f.container = id;
+        f.container_name = name;
+        f.container_type = "agent";
+        f.scope = scope;
+        f.extra = extra;
+        (void) audit_log(AUDIT_CONTAINER_STATUS, LOG_INFO, &f, "Container %s is running%s%s.", name,
+                         scope ? " in " : "", strempty(scope));
+        (void) sd_notifyf(false, "STATUS=Running message %s in %s%s%s", strna(s->queue_id), name,
+                          scope ? ", " : "", strempty(scope));
+}
+
+static void hook_removed(const char *id, const char *name, int exit_code, void *userdata) {
+        RunnerState *s = userdata;
+        AuditFields f = fields_for(s);
+        char code[32];
+        char *extra[] = { code, NULL };
+
+        snprintf(code, sizeof code, "LOOP_EXIT_STATUS=%d", exit_code);
+        f.container = id;
+        f.container_name = name;
+        f.container_type = "agent";
+        f.scope = s->scope;
+        f.extra = extra;
+        (void) audit_log(AUDIT_CONTAINER_REMOVED, LOG_INFO, &f, "Container %s removed (exit status %d).", name,
+                         exit_code);
+        s->scope = mfree(s->scope);
+}
+
+static void hook_event(const StreamEvent *ev, void *userdata) {
+        RunnerState *s = userdata;
+        AuditFields f = fields_for(s);
+
+        if (ev->session_id)
+                f.session = ev->session_id;
+        f.scope = s->scope;
+        if (ev->type == STREAM_EVENT_TEXT)
+                (void) audit_log(AUDIT_RUN_TURN, LOG_INFO, &f, "%s", strempty(ev->text));
+        else if (ev->type == STREAM_EVENT_TOOL_USE) {
+                _cleanup_free_ char *tool = NULL;
+                char *extra[] = { NULL, NULL };
+                if (asprintf(&tool, "LOOP_TOOL=%s", strna(ev->tool_name)) >= 0)
+                        extra[0] = tool;
+                f.extra = extra;
+                (void) audit_log(AUDIT_RUN_TOOL_USE, LOG_INFO, &f, "Tool %s: %s", strna(ev->tool_name),
+                                 strempty(ev->tool_summary));
+        }
+}
+
+static void hook_retrying(const char *reason, const char *session, void *userdata) {
+        RunnerState *s = userdata;
+        AuditFields f = fields_for(s);
+
+        f.session = session;
+        (void) audit_log(AUDIT_RUN_RETRIED, LOG_NOTICE, &f, "Retrying on session %s: %s", strna(session), reason);
+}
+
+/* Quota, auth and billing errors are not retried by the session logic; a new attempt a moment later would
+ * meet the same answer, so the message goes to failed/ at once for the operator to look at. */
+static bool error_is_permanent(AgentErrorKind k) {
+        return k == AGENT_ERROR_QUOTA || k == AGENT_ERROR_AUTH || k == AGENT_ERROR_BILLING;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+}
+
+static json_object *result_json(const QueueMessage *m, const RunOutcome *o) {
+        json_object *j = json_object_new_object();
+
+        if (!j)
+                return NULL;
+        json_object_object_add(j, "id", json_object_new_string(m->id));
+        json_object_object_add(j, "prompt", json_object_new_string(m->prompt));
+        json_object_object_add(j, "result", o->result.result ? json_object_new_string(o->result.result) : NULL);
+        json_object_object_add(j, "session_id", o->result.session_id ? json_object_new_string(o->result.session_id) : NULL);
+        json_object_object_add(j, "is_error", json_object_new_boolean(o->error != AGENT_ERROR_NONE));
+        json_object_object_add(j, "error", o->error_message ? json_object_new_string(o->error_message) : NULL);
+        json_object_object_add(j, "duration_ms", json_object_new_int64((int64_t) o->result.duration_ms));
+        json_object_object_add(j, "num_turns", json_object_new_int64((int64_t) o->result.num_turns));
+        json_object_object_add(j, "retries", json_object_new_int((int) o->retries));
+        json_object_object_add(j, "attempts", json_object_new_int((int) m->attempts));
+        json_object_object_add(j, "finished_usec", json_object_new_int64((int64_t) now_usec()));
+        return j;
+}
+
+/* One message: returns 0 when it is done with (stored or moved to failed/), -EINTR when stopped, < 0 when
+ * the run could not happen at all (the message stays queued). */
+static int runner_process(Queue *q, const char *channel, unsigned max_attempts, QueueMessage *m) {
+        _cleanup_(run_outcome_done) RunOutcome outcome = {};
+        _cleanup_free_ char *session = NULL;
+        RunnerState state = { .channel = channel, .queue_id = m->id };
+        AuditFields f = { .channel = channel, .message_id = m->id };
+        RunHooks hooks = {
+                .userdata = &state,
+                .created = hook_created,
+                .started = hook_started,
+                .removed = hook_removed,
+                .event = hook_event,
+                .retrying = hook_retrying,
+        };
+        RunRequest req = { .channel = channel, .prompt = m->prompt, .hooks = &hooks };
+        int r;
+
+        if (m->attempts >= max_attempts) {
+                _cleanup_free_ char *reason = NULL;
+                if (asprintf(&reason, "gave up after %u attempts: %s", m->attempts, strna(m->last_error)) < 0)
+                        return log_oom();
+                r = queue_fail(q, m, reason);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to move message %s to failed/: %m", m->id);
+                (void) audit_log(AUDIT_QUEUE_FAILED, LOG_ERR, &f, "Message %s failed for good: %s", m->id, reason);
+                return 0;
+        }
+
+        r = queue_begin_attempt(q, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to record the attempt of message %s: %m", m->id);
+
+        r = queue_session_get(q, &session);
+        if (r < 0 && r != -ENOENT)
+                log_warning_errno(r, "Cannot read the channel's session, starting a new one: %m");
+        req.resume = session;
+        state.session = session;
+        f.session = session;
+
+        (void) sd_notifyf(false, "STATUS=Running message %s (attempt %u of %u)", m->id, m->attempts, max_attempts);
+        (void) audit_log(AUDIT_QUEUE_TAKEN, LOG_INFO, &f, "Message %s taken (attempt %u of %u).", m->id, m->attempts,
+                         max_attempts);
+        (void) audit_log(AUDIT_RUN_STARTED, LOG_INFO, &f, "Run of message %s started%s%s.", m->id,
+                         session ? " on session " : "", strempty(session));
+
+        r = runner_run(&req, &outcome);
+        free(state.scope);
+        if (r == -EINTR || stop_requested)
+                return -EINTR;
+        if (r < 0) {
+                (void) queue_record_failure(q, m, "the run could not start (see the journal)");
+                (void) audit_log(AUDIT_RUN_FAILED, LOG_ERR, &f, "Run of message %s could not start.", m->id);
+                return r;
+        }
+
+        if (outcome.result.session_id) {
+                f.session = outcome.result.session_id;
+                if (queue_session_set(q, outcome.result.session_id) < 0)
+                        log_warning("Failed to store the channel's session id, ignoring.");
+        }
+
+        if (outcome.error == AGENT_ERROR_NONE) {
+                _cleanup_(json_object_putp) json_object *j = result_json(m, &outcome);
+                if (!j)
+                        return log_oom();
+                r = queue_complete(q, m, j);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to store the result of message %s: %m", m->id);
+                (void) audit_log(AUDIT_RUN_FINISHED, LOG_INFO, &f, "%s", strempty(outcome.result.result));
+                (void) audit_log(AUDIT_QUEUE_DONE, LOG_INFO, &f, "Message %s done (%" PRIu64 " turns, %" PRIu64 " ms).",
+                                 m->id, outcome.result.num_turns, outcome.result.duration_ms);
+                return 0;
+        }
+
+        (void) audit_log(AUDIT_RUN_FAILED, LOG_WARNING, &f, "Run of message %s failed (%s): %s", m->id,
+                         agent_error_kind_to_string(outcome.error), strna(outcome.error_message));
+        /* Errors the next attempt cannot fix do not wait for it. */
+        if (error_is_permanent(outcome.error) || m->attempts >= max_attempts) {
+                r = queue_fail(q, m, strna(outcome.error_message));
+                if (r < 0)
+                        return log_error_errno(r, "Failed to move message %s to failed/: %m", m->id);
+                (void) audit_log(AUDIT_QUEUE_FAILED, LOG_ERR, &f, "Message %s failed for good after %u attempts: %s",
+                                 m->id, m->attempts, strna(outcome.error_message));
+                return 0;
+        }
+        r = queue_record_failure(q, m, strna(outcome.error_message));
+        if (r < 0)
+                return log_error_errno(r, "Failed to record the failure of message %s: %m", m->id);
+        (void) audit_log(AUDIT_QUEUE_RETRY, LOG_NOTICE, &f, "Message %s stays queued for another attempt.", m->id);
+        return 0;
+}
+
+int verb_runner(int argc, char *argv[]) {
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        _cleanup_(queue_freep) Queue *q = NULL;
+        _cleanup_free_ char *state_dir = NULL;
+        struct sigaction sa = { .sa_handler = on_stop };
+        const char *channel, *reason;
+        const Channel *ch;
+        AuditFields f = {};
+        size_t done = 0;
+        int r;
+
+        if (argc != 2 || streq(argv[1], "--help")) {
+                printf("loop runner NAME\n\nProcess the queued messages of channel NAME, then exit "
+                       "(the program of loop-agent@NAME.service).\n");
+                return argc == 2 ? EXIT_SUCCESS : EXIT_FAILURE;
+        }
+        channel = argv[1];
+        if (channel_name_check(channel, &reason) < 0) {
+                log_error("\"%s\" is not a valid channel name: %s.", channel, reason);
+                return EXIT_FAILURE;
+        }
+        f.channel = channel;
+
+        (void) sigaction(SIGTERM, &sa, NULL);
+        (void) sigaction(SIGINT, &sa, NULL);
+
+        r = config_load(config_dir(), &set);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the configuration: %m"), EXIT_FAILURE;
+        ch = config_set_find_channel(set, channel);
+        if (!ch || !ch->valid) {
+                log_error("Channel %s is %s; not running.", channel, ch ? ch->reason : "not configured");
+                return EXIT_FAILURE;
+        }
+        if (ch->config.claude_code_oauth_token)
+                (void) audit_add_secret(ch->config.claude_code_oauth_token);
+        if (ch->config.anthropic_api_key)
+                (void) audit_add_secret(ch->config.anthropic_api_key);
+
+        r = channel_state_dir(channel, &state_dir);
+        if (r < 0)
+                return log_error_errno(r, "Cannot find the state dir of %s: %m", channel), EXIT_FAILURE;
+        r = queue_open(state_dir, true, &q);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open the queue in %s: %m", state_dir), EXIT_FAILURE;
+
+        /* READY once the engine answers: a unit that is "active" can run work. */
+        {
+                _cleanup_(engine_connection_freep) EngineConnection *conn = NULL;
+                r = engine_connect(ch->config.engine.socket, &conn);
+                if (r < 0) {
+                        (void) sd_notify(false, "STATUS=No container engine answers");
+                        return EXIT_FAILURE;
+                }
+        }
+        (void) sd_notify(false, "READY=1\nSTATUS=Processing the queue");
+        (void) audit_log(AUDIT_RUNNER_STARTED, LOG_INFO, &f, "Runner of channel %s started.", channel);
+
+        while (!stop_requested) {
+                _cleanup_(queue_message_freep) QueueMessage *m = NULL;
+
+                r = queue_peek(q, &m);
+                if (r == -ENOENT)
+                        break;
+                if (r < 0) {
+                        log_error_errno(r, "Failed to read the queue: %m");
+                        break;
+                }
+                r = runner_process(q, channel, ch->config.max_attempts, m);
+                if (r == -EINTR)
+                        break;
+                if (r < 0)
+                        break;  /* the engine or the image is gone: systemd retries later */
+                done++;
+        }
+
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Done");
+        (void) audit_log(AUDIT_RUNNER_STOPPED, LOG_INFO, &f, "Runner of channel %s stopped after %zu message%s%s.",
+                         channel, done, done == 1 ? "" : "s", stop_requested ? " (stop requested)" : "");
+        if (stop_requested)
+                return EXIT_SUCCESS;
+        return r < 0 && r != -ENOENT ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,133 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# A channel under a real systemd (PID 1 in nspawn) with rootful Podman inside, driven by its systemd
+# (cgroup_manager=systemd): `loop send` queues, loop-agent@.path starts loop-agent@.service, the runner
+# processes the messages in order resuming the channel's session, each container runs as a transient
+# scope in the channel's slice, stopping the service stops the container and keeps the message, a
+# SIGKILLed runner leaves its message to be retried with its attempt counted, a poison message ends in
+# failed/, and the journal has the story (LOOP_EVENT, LOOP_SCOPE, ...).
+set -uo pipefail
+
+lib=$(dirname "$(readlink -f "$0")")/../lib
+# shellcheck source=test/lib/tap.sh
+. "$lib/tap.sh"
+# shellcheck source=test/lib/nspawn.sh
+. "$lib/nspawn.sh"
+# shellcheck source=test/lib/stage.sh
+. "$lib/stage.sh"
+# shellcheck source=test/lib/test-image.sh
+. "$lib/test-image.sh"
+
+: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
+: "${LOOP_SOURCE_DIR:=$(dirname "$(readlink -f "$0")")/../..}"
+export LOOP_BUILD_DIR LOOP_SOURCE_DIR
+
+nspawn_require || bail_out "integration tests need root and systemd-nspawn (see above)"
+stage_install || bail_out "could not build and install the staging tree"
+
+M=loop-svc-$$
+IMAGE=localhost/loop-test:latest
+cfg=$(mktemp -d "${TMPDIR:-/tmp}/loop-svc-etc.XXXXXX") || bail_out "mktemp failed"
+atexit "rm -rf '$cfg'"
+mkdir -p "$cfg/channels.d"
+build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
+
+cat >"$cfg/loop.json" <<EOF
+{ "container_image": "$IMAGE", "browser": { "enabled": false } }
+EOF
+echo '{ "description": "the service test", "max_attempts": 2 }' >"$cfg/channels.d/demo.json"
+chmod 0644 "$cfg/loop.json" "$cfg/channels.d/demo.json"
+
+in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
+prop() { in_ct systemctl show -P "$2" -- "$1"; }
+Q=/var/lib/loop/demo
+count() { in_ct sh -c "ls $Q/$1 2>/dev/null | grep -c '\\.json\$'"; }
+# wait_for SECONDS CMD...: poll until CMD succeeds.
+wait_for() {
+        local t=$1 i
+        shift
+        for ((i = 0; i < t * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+        return 1
+}
+outbox_has() { [ "$(count outbox)" -ge "$1" ]; }
+container_running() { [ -n "$(in_ct podman ps -q --filter label=loop-channel=demo)" ]; }
+no_container() { [ -z "$(in_ct podman ps -aq --filter label=loop-channel=demo)" ]; }
+runner_inactive() { [ "$(prop loop-agent@demo.service ActiveState)" != active ] && [ "$(prop loop-agent@demo.service ActiveState)" != activating ] && [ "$(prop loop-agent@demo.service ActiveState)" != deactivating ]; }
+scope_journaled() { in_ct journalctl -o cat LOOP_CHANNEL=demo LOOP_EVENT=container-status | grep -q libpod; }
+
+nspawn_boot "$M" --podman --stage "$LOOP_STAGE" --config "$cfg" || bail_out "could not boot systemd with podman"
+ok 0 "systemd boots with podman inside"
+import_test_image "$(nspawn_root "$M")/run/podman/podman.sock" "$IMAGE" "$cfg/rootfs" >/dev/null
+ok $? "the test image is imported into the container's podman"
+check "systemd-sysusers creates the loop user" in_ct systemd-sysusers
+check "systemctl start loop.target" in_ct systemctl start loop.target
+is "$(prop loop-agent@demo.path ActiveState)" active "the channel's path unit waits for work"
+
+# --- queued work starts the runner ----------------------------------------------------------------
+id1=$(in_ct loop send demo hello)
+like "$id1" '^[0-9]{20}-[0-9a-f]{8}$' "loop send prints the message id"
+wait_for 90 outbox_has 1
+ok $? "the path unit started the runner and the result reached the outbox" ||
+        diag "$(in_ct loop queue demo 2>&1; in_ct journalctl --no-pager -o cat -u loop-agent@demo.service -n 40 2>&1)"
+is "$(count inbox)" 0 "the message left the inbox"
+res=$(in_ct loop outbox demo --json)
+like "$res" '"result": *"hello from the fake agent"' "loop outbox shows the result"
+wait_for 60 runner_inactive
+is "$(prop loop-agent@demo.service Result)" success "the runner exits successfully when the inbox is empty"
+is "$(in_ct cat $Q/session)" sess-1 "the channel's session id is kept"
+
+in_ct loop send demo "second message" >/dev/null
+in_ct loop send demo "third message" >/dev/null
+wait_for 90 outbox_has 3
+ok $? "two more messages are processed"
+order=$(in_ct loop outbox demo --json | grep -o '"prompt": *"[^"]*"' | sed 's/.*: *//' | tr -d '"' | paste -sd,)
+is "$order" "hello,second message,third message" "results come in the order the messages were sent"
+calls=$(in_ct cat /var/lib/loop/demo/home/.fake-agent/calls 2>/dev/null)
+like "$calls" "--resume \\| sess-1" "later messages resume the channel's session"
+
+# --- the container is a scope in the channel's slice ----------------------------------------------
+in_ct loop send demo "scenario:sleep 30" >/dev/null
+wait_for 60 container_running
+ok $? "a long run starts"
+cid=$(in_ct podman ps -q --no-trunc --filter label=loop-channel=demo | head -1)
+scope=$(in_ct systemctl list-units --plain --no-legend 'libpod-*.scope' | awk '{ print $1 }' | grep -F "${cid:0:12}" | head -1)
+[ -z "$scope" ] && scope=libpod-$cid.scope
+is "$(prop "$scope" Slice)" loop-demo.slice "the container runs as a scope in loop-demo.slice"
+like "$(in_ct systemctl status loop-demo.slice --no-pager 2>&1)" "$scope|libpod" "systemctl status loop-demo.slice shows it"
+wait_for 10 scope_journaled
+journal=$(in_ct journalctl -o export LOOP_CHANNEL=demo LOOP_EVENT=container-status)
+like "$journal" "LOOP_SCOPE=libpod-" "the journal records the container's scope"
+
+# Stopping the service stops its container; the message stays queued with its attempt counted.
+check "systemctl stop loop-agent@demo.service" in_ct systemctl stop loop-agent@demo.service
+wait_for 30 no_container
+ok $? "stopping the service stops and removes the container"
+is "$(count inbox)" 1 "the interrupted message stays in the inbox"
+like "$(in_ct sh -c "cat $Q/inbox/*.json")" '"attempts": *1' "with its attempt counted"
+
+# --- a runner killed with SIGKILL: the message is retried, not lost -------------------------------
+check "systemctl stop loop.target (no restart behind our back)" in_ct systemctl stop loop.target
+check "start the runner again" in_ct systemctl start --no-block loop-agent@demo.service
+wait_for 60 container_running
+ok $? "the queued message runs again"
+check "SIGKILL the runner" in_ct systemctl kill -s KILL --kill-who=main loop-agent@demo.service
+wait_for 30 runner_inactive
+is "$(count inbox)" 1 "after SIGKILL the message is still queued"
+like "$(in_ct sh -c "cat $Q/inbox/*.json")" '"attempts": *2' "with both attempts counted"
+in_ct podman rm -f -t 0 $(in_ct podman ps -aq --filter label=loop-channel=demo) >/dev/null 2>&1
+in_ct systemctl reset-failed loop-agent@demo.service >/dev/null 2>&1
+check "start the runner once more" in_ct systemctl start loop-agent@demo.service
+is "$(count inbox)" 0 "a message past max_attempts leaves the inbox..."
+is "$(count failed)" 1 "...for failed/, with the reason"
+like "$(in_ct loop queue demo)" "gave up after 2 attempts" "loop queue shows why it failed"
+
+# --- journal --------------------------------------------------------------------------------------
+for ev in queue-taken run-started container-registered container-removed run-finished queue-done queue-failed; do
+        n=$(in_ct journalctl -o cat -u loop-agent@demo.service LOOP_EVENT=$ev | wc -l)
+        ok $((n == 0)) "journalctl -u loop-agent@demo LOOP_EVENT=$ev finds entries ($n)"
+done
+
+nspawn_stop "$M"
+ok $? "the container powers off cleanly"
+tap_done
