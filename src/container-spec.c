@@ -1326,6 +1326,8 @@ static int builder_build_body(PlanBuilder *b, char **env) {
             (r = json_add(labels, "loop-channel", json_object_new_string(in->channel))) < 0 ||
             (r = json_add(labels, "loop-type", json_object_new_string(container_type_to_string(in->type)))) < 0)
                 return r;
+        if (in->owner && (r = json_add(labels, "loop-owner", json_object_new_string(in->owner))) < 0)
+                return r;
 
         r = builder_build_host_config(b, &hc);
         if (r < 0)

@@ -87,6 +87,7 @@ typedef struct ContainerInput {
         const char *home_dir;                   /* host dir that backs HOME for every run of the channel (the
                                                  * agent's sessions live there); NULL: a volume per container */
         const char *cgroup_parent;              /* the channel's slice under systemd, else NULL */
+        const char *owner;                      /* label loop-owner: "service" (the channel's runner), "cli" */
 } ContainerInput;
 
 typedef struct ContainerPlan {

@@ -166,7 +166,7 @@ static int runner_process(Queue *q, const char *channel, unsigned max_attempts, 
                 .event = hook_event,
                 .retrying = hook_retrying,
         };
-        RunRequest req = { .channel = channel, .prompt = m->prompt, .hooks = &hooks };
+        RunRequest req = { .channel = channel, .prompt = m->prompt, .hooks = &hooks, .owner = "service" };
         int r;
 
         if (m->attempts >= max_attempts) {
@@ -244,6 +244,46 @@ static int runner_process(Queue *q, const char *channel, unsigned max_attempts, 
         return 0;
 }
 
+static const char *label_of(json_object *container, const char *key) {
+        json_object *labels, *v;
+        if (!json_object_object_get_ex(container, "Labels", &labels) || !json_object_object_get_ex(labels, key, &v))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+/* Only one runner of a channel runs at a time (systemd sees to that), so an agent container of this channel
+ * made by a runner is left over from one that was killed (SIGKILL, a crash, a reboot): its message is
+ * still queued and will run again, so the old container must not go on working beside it. */
+static void remove_orphans(Engine *e, const char *channel) {
+        _cleanup_(json_object_putp) json_object *list = NULL;
+        _cleanup_free_ char *label = NULL;
+
+        if (asprintf(&label, "loop-channel=%s", channel) < 0)
+                return;
+        if (engine_container_list(e, label, true, &list) < 0) {
+                log_warning("Cannot list the containers of channel %s, ignoring: %s", channel, engine_last_error(e));
+                return;
+        }
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *c = json_object_array_get_idx(list, i), *idv = NULL;
+                AuditFields f = { .channel = channel, .container_type = "agent" };
+                const char *id;
+
+                if (!streq_ptr(label_of(c, "loop-owner"), "service") || !streq_ptr(label_of(c, "loop-type"), "agent") ||
+                    !json_object_object_get_ex(c, "Id", &idv))
+                        continue;
+                id = json_object_get_string(idv);
+                f.container = id;
+                (void) engine_container_stop(e, id, 5);
+                if (engine_container_remove(e, id, true) < 0) {
+                        log_warning("Failed to remove container %s left by an earlier runner: %s", id, engine_last_error(e));
+                        continue;
+                }
+                (void) audit_log(AUDIT_CONTAINER_REMOVED, LOG_NOTICE, &f,
+                                 "Removed container %.12s, left running by an earlier runner of channel %s.", id, channel);
+        }
+}
+
 int verb_runner(int argc, char *argv[]) {
         _cleanup_(config_set_freep) ConfigSet *set = NULL;
         _cleanup_(queue_freep) Queue *q = NULL;
@@ -298,6 +338,7 @@ int verb_runner(int argc, char *argv[]) {
                         (void) sd_notify(false, "STATUS=No container engine answers");
                         return EXIT_FAILURE;
                 }
+                remove_orphans(conn->engine, channel);
         }
         (void) sd_notify(false, "READY=1\nSTATUS=Processing the queue");
         (void) audit_log(AUDIT_RUNNER_STARTED, LOG_INFO, &f, "Runner of channel %s started.", channel);

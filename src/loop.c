@@ -22,6 +22,8 @@ static const Verb verbs[] = {
         { "results",  verb_outbox },
         { "queue",    verb_queue },
         { "runner",   verb_runner },
+        { "status",   verb_status },
+        { "cleanup",  verb_cleanup },
         { "privdrop", verb_privdrop },
 };
 
@@ -41,6 +43,9 @@ static void help(void) {
                "  queue NAME [--json]    Show queued and failed messages\n"
                "  logs [-f] [--json] [-n N] [--event EVENT] [NAME]\n"
                "                         Show the audit events of a channel from the journal\n"
+               "  status [NAME] [--json] Channels, runner services, queues, containers and scopes\n"
+               "  cleanup [NAME]         Stop and remove loop's containers\n"
+               "  runner NAME            Process the channel's queue (loop-agent@NAME.service)\n"
                "  image build|list|rm    Build the agent image (no registry needed), list, remove\n\n"
                "Options:\n"
                "  -h --help              Show this help\n"

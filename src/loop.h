@@ -13,3 +13,5 @@ int verb_send(int argc, char *argv[]);
 int verb_outbox(int argc, char *argv[]);
 int verb_queue(int argc, char *argv[]);
 int verb_runner(int argc, char *argv[]);
+int verb_status(int argc, char *argv[]);
+int verb_cleanup(int argc, char *argv[]);

@@ -507,6 +507,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 .extra_binds = binds,
                 .home_dir = ctx->home_dir,
                 .cgroup_parent = ctx->slice,
+                .owner = ctx->req->owner ?: "cli",
         };
         r = container_plan_build(&in, &plan);
         if (r < 0)

@@ -38,6 +38,7 @@ typedef struct RunRequest {
         bool json;                      /* print the raw stream-json events instead of text */
         FILE *out;                      /* where turns and tool uses are printed as they stream; NULL: nowhere */
         const RunHooks *hooks;          /* may be NULL */
+        const char *owner;              /* label loop-owner of its containers: "service" or "cli" */
 } RunRequest;
 
 typedef struct RunOutcome {

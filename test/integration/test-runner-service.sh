@@ -115,12 +115,31 @@ check "SIGKILL the runner" in_ct systemctl kill -s KILL --kill-who=main loop-age
 wait_for 30 runner_inactive
 is "$(count inbox)" 1 "after SIGKILL the message is still queued"
 like "$(in_ct sh -c "cat $Q/inbox/*.json")" '"attempts": *2' "with both attempts counted"
-in_ct podman rm -f -t 0 $(in_ct podman ps -aq --filter label=loop-channel=demo) >/dev/null 2>&1
+container_running
+ok $? "the killed runner's container is still running (it is not in the service's cgroup)"
 in_ct systemctl reset-failed loop-agent@demo.service >/dev/null 2>&1
 check "start the runner once more" in_ct systemctl start loop-agent@demo.service
+wait_for 30 no_container
+ok $? "the next runner removes the container the killed one left behind"
+like "$(in_ct journalctl -o cat -u loop-agent@demo.service LOOP_EVENT=container-removed)" "left running by an earlier runner" \
+        "...and journals it"
 is "$(count inbox)" 0 "a message past max_attempts leaves the inbox..."
 is "$(count failed)" 1 "...for failed/, with the reason"
 like "$(in_ct loop queue demo)" "gave up after 2 attempts" "loop queue shows why it failed"
+
+# --- status and cleanup ---------------------------------------------------------------------------
+st=$(in_ct loop status demo --json)
+like "$st" '"slice": *"loop-demo.slice"' "loop status shows the channel's slice"
+like "$st" '"done": *3' "loop status counts the results"
+like "$st" '"failed": *1' "loop status counts the failed messages"
+like "$st" '"session": *"sess-1"' "loop status shows the session"
+in_ct loop send demo "scenario:sleep 30" >/dev/null
+in_ct systemctl start --no-block loop-agent@demo.service
+wait_for 60 container_running
+like "$(in_ct loop status demo)" "in libpod-.*\.scope" "loop status shows a running container with its scope"
+check "loop cleanup demo" in_ct loop cleanup demo
+ok $(no_container && echo 0 || echo 1) "loop cleanup removes the channel's containers"
+in_ct systemctl stop loop-agent@demo.service >/dev/null 2>&1
 
 # --- journal --------------------------------------------------------------------------------------
 for ev in queue-taken run-started container-registered container-removed run-finished queue-done queue-failed; do

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* `loop status [NAME] [--json]`: per channel its configuration state, runner service, queue, session and
+ * containers (with their scopes); `loop cleanup [NAME]`: remove loop's containers. */
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
+
+#include "config.h"
+#include "engine-discover.h"
+#include "log.h"
+#include "loop.h"
+#include "queue.h"
+#include "scope.h"
+#include "state-dir.h"
+#include "strv.h"
+#include "unit-name.h"
+
+static const char *label_of(json_object *container, const char *key) {
+        json_object *labels, *v;
+        if (!json_object_object_get_ex(container, "Labels", &labels) || !json_object_object_get_ex(labels, key, &v))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static const char *string_of(json_object *o, const char *key) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+/* ActiveState of a unit over the system bus; NULL without systemd. */
+static char *unit_active_state(sd_bus *bus, const char *unit) {
+        _cleanup_free_ char *path = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        char *state = NULL;
+
+        if (!bus || sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &path) < 0)
+                return NULL;
+        if (sd_bus_get_property_string(bus, "org.freedesktop.systemd1", path, "org.freedesktop.systemd1.Unit",
+                                       "ActiveState", &error, &state) < 0)
+                state = NULL;
+        sd_bus_error_free(&error);
+        return state;
+}
+
+static json_object *queue_status(const char *channel) {
+        _cleanup_(queue_freep) Queue *q = NULL;
+        _cleanup_free_ char *dir = NULL, *session = NULL;
+        json_object *o = json_object_new_object();
+        size_t depth = 0;
+
+        if (!o)
+                return NULL;
+        if (channel_queue_dir(channel, &dir) < 0 || queue_open(dir, false, &q) < 0) {
+                json_object_object_add(o, "present", json_object_new_boolean(false));
+                return o;
+        }
+        json_object_object_add(o, "present", json_object_new_boolean(true));
+        if (queue_depth(q, &depth) >= 0)
+                json_object_object_add(o, "queued", json_object_new_int64((int64_t) depth));
+        for (const char * const *box = (const char * const[]) { "outbox", "failed", NULL }; *box; box++) {
+                _cleanup_(json_object_putp) json_object *list = NULL;
+                if (queue_list(q, *box, 0, &list) >= 0)
+                        json_object_object_add(o, streq(*box, "outbox") ? "done" : "failed",
+                                               json_object_new_int64((int64_t) json_object_array_length(list)));
+        }
+        if (queue_session_get(q, &session) >= 0)
+                json_object_object_add(o, "session", json_object_new_string(session));
+        return o;
+}
+
+/* The containers of a channel (or all of loop's with channel NULL) with their state and scope. */
+static json_object *containers_status(Engine *e, const char *channel) {
+        _cleanup_(json_object_putp) json_object *list = NULL;
+        _cleanup_free_ char *label = NULL;
+        json_object *a = json_object_new_array();
+
+        if (!a || !e)
+                return a;
+        if (channel ? asprintf(&label, "loop-channel=%s", channel) < 0 : !(label = strdup("app=loop-agent")))
+                return a;
+        if (engine_container_list(e, label, true, &list) < 0)
+                return a;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *c = json_object_array_get_idx(list, i), *o = json_object_new_object(), *names;
+                _cleanup_(json_object_putp) json_object *inspect = NULL;
+                const char *id = string_of(c, "Id");
+                _cleanup_free_ char *scope = NULL;
+
+                if (!o)
+                        break;
+                json_object_object_add(o, "id", id ? json_object_new_string(id) : NULL);
+                if (json_object_object_get_ex(c, "Names", &names) && json_object_array_length(names) > 0) {
+                        const char *n = json_object_get_string(json_object_array_get_idx(names, 0));
+                        json_object_object_add(o, "name", json_object_new_string(n[0] == '/' ? n + 1 : n));
+                }
+                json_object_object_add(o, "channel", label_of(c, "loop-channel") ? json_object_new_string(label_of(c, "loop-channel")) : NULL);
+                json_object_object_add(o, "type", label_of(c, "loop-type") ? json_object_new_string(label_of(c, "loop-type")) : NULL);
+                json_object_object_add(o, "state", string_of(c, "State") ? json_object_new_string(string_of(c, "State")) : NULL);
+                if (id && engine_container_inspect(e, id, &inspect) >= 0) {
+                        json_object *state, *pid;
+                        if (json_object_object_get_ex(inspect, "State", &state) &&
+                            json_object_object_get_ex(state, "Pid", &pid) && json_object_get_int64(pid) > 0 &&
+                            scope_of_pid((pid_t) json_object_get_int64(pid), &scope) >= 0)
+                                json_object_object_add(o, "scope", json_object_new_string(scope));
+                }
+                json_object_array_add(a, o);
+        }
+        return a;
+}
+
+int verb_status(int argc, char *argv[]) {
+        enum { ARG_JSON = 0x100 };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "json", no_argument, NULL, ARG_JSON },
+                {}
+        };
+        _cleanup_(engine_connection_freep) EngineConnection *conn = NULL;
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        _cleanup_(json_object_putp) json_object *out = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        const char *only = NULL;
+        bool json = false;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        printf("loop status [NAME] [--json]\n\nChannels, their runner service, queue, session, "
+                               "containers and scopes.\n");
+                        return EXIT_SUCCESS;
+                case ARG_JSON:
+                        json = true;
+                        break;
+                default:
+                        return EXIT_FAILURE;
+                }
+        if (optind < argc)
+                only = argv[optind++];
+        if (optind < argc) {
+                log_error("loop status takes at most one channel name.");
+                return EXIT_FAILURE;
+        }
+
+        r = config_load(config_dir(), &set);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the configuration: %m"), EXIT_FAILURE;
+        if (only && !config_set_find_channel(set, only)) {
+                log_error("No channel \"%s\" in %s/channels.d/.", only, set->dir);
+                return EXIT_FAILURE;
+        }
+        if (sd_booted() > 0 && sd_bus_open_system(&bus) < 0)
+                bus = NULL;
+        /* Status works without an engine: it says so instead of failing. */
+        if (engine_connect(set->global.engine.socket, &conn) < 0)
+                conn = NULL;
+
+        out = json_object_new_array();
+        if (!out)
+                return log_oom(), EXIT_FAILURE;
+        for (size_t i = 0; i < set->n_channels; i++) {
+                const Channel *ch = &set->channels[i];
+                _cleanup_free_ char *unit = NULL, *slice = channel_slice_name(ch->name), *svc = NULL;
+                json_object *o;
+
+                if (only && !streq(ch->name, only))
+                        continue;
+                o = json_object_new_object();
+                if (!o || !slice || asprintf(&unit, "loop-agent@%s.service", ch->name) < 0)
+                        return log_oom(), EXIT_FAILURE;
+                svc = unit_active_state(bus, unit);
+                json_object_object_add(o, "name", json_object_new_string(ch->name));
+                json_object_object_add(o, "valid", json_object_new_boolean(ch->valid));
+                json_object_object_add(o, "reason", ch->reason ? json_object_new_string(ch->reason) : NULL);
+                json_object_object_add(o, "enabled", ch->valid ? json_object_new_boolean(ch->config.enabled) : NULL);
+                json_object_object_add(o, "slice", json_object_new_string(slice));
+                json_object_object_add(o, "service", svc ? json_object_new_string(svc) : NULL);
+                json_object_object_add(o, "queue", queue_status(ch->name));
+                json_object_object_add(o, "containers", containers_status(conn ? conn->engine : NULL, ch->name));
+                json_object_array_add(out, o);
+        }
+
+        if (json) {
+                puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+                return EXIT_SUCCESS;
+        }
+        if (!conn)
+                printf("(no container engine answers: containers are not shown)\n");
+        for (size_t i = 0; i < json_object_array_length(out); i++) {
+                json_object *o = json_object_array_get_idx(out, i), *q, *cs, *v;
+
+                printf("%s %s%s%s\n", string_of(o, "name"), json_object_get_boolean(json_object_object_get(o, "valid")) ? "" : "INVALID: ",
+                       strempty(string_of(o, "reason")), "");
+                printf("    slice %s, runner %s\n", string_of(o, "slice"), strna(string_of(o, "service")));
+                q = json_object_object_get(o, "queue");
+                if (json_object_get_boolean(json_object_object_get(q, "present")))
+                        printf("    queue: %" PRId64 " queued, %" PRId64 " done, %" PRId64 " failed; session %s\n",
+                               json_object_object_get_ex(q, "queued", &v) ? json_object_get_int64(v) : 0,
+                               json_object_object_get_ex(q, "done", &v) ? json_object_get_int64(v) : 0,
+                               json_object_object_get_ex(q, "failed", &v) ? json_object_get_int64(v) : 0,
+                               strna(string_of(q, "session")));
+                else
+                        printf("    queue: none yet\n");
+                cs = json_object_object_get(o, "containers");
+                for (size_t j = 0; j < json_object_array_length(cs); j++) {
+                        json_object *ct = json_object_array_get_idx(cs, j);
+                        printf("    container %s (%s) %s%s%s\n", strna(string_of(ct, "name")), strna(string_of(ct, "type")),
+                               strna(string_of(ct, "state")), string_of(ct, "scope") ? " in " : "",
+                               strempty(string_of(ct, "scope")));
+                }
+        }
+        if (json_object_array_length(out) == 0)
+                printf("No channels in %s/channels.d/.\n", set->dir);
+        return EXIT_SUCCESS;
+}
+
+int verb_cleanup(int argc, char *argv[]) {
+        _cleanup_(engine_connection_freep) EngineConnection *conn = NULL;
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        _cleanup_(json_object_putp) json_object *list = NULL;
+        _cleanup_free_ char *label = NULL;
+        const char *only = argc > 1 ? argv[1] : NULL, *reason;
+        size_t removed = 0;
+        int r, ret = EXIT_SUCCESS;
+
+        if (argc > 2 || (only && (streq(only, "--help") || streq(only, "-h")))) {
+                printf("loop cleanup [NAME]\n\nStop and remove every container loop made (of channel NAME).\n");
+                return argc > 2 ? EXIT_FAILURE : EXIT_SUCCESS;
+        }
+        if (only && channel_name_check(only, &reason) < 0) {
+                log_error("\"%s\" is not a valid channel name: %s.", only, reason);
+                return EXIT_FAILURE;
+        }
+        r = config_load(config_dir(), &set);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the configuration: %m"), EXIT_FAILURE;
+        if (engine_connect(set->global.engine.socket, &conn) < 0)
+                return EXIT_FAILURE;
+        if (only ? asprintf(&label, "loop-channel=%s", only) < 0 : !(label = strdup("app=loop-agent")))
+                return log_oom(), EXIT_FAILURE;
+        r = engine_container_list(conn->engine, label, true, &list);
+        if (r < 0)
+                return log_error_errno(r, "Failed to list containers: %s", engine_last_error(conn->engine)), EXIT_FAILURE;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *c = json_object_array_get_idx(list, i);
+                const char *id = string_of(c, "Id");
+
+                /* Both labels: loop-channel alone could be set by anyone's container. */
+                if (!id || !streq_ptr(label_of(c, "app"), "loop-agent"))
+                        continue;
+                (void) engine_container_stop(conn->engine, id, 5);
+                if (engine_container_remove(conn->engine, id, true) < 0) {
+                        log_error("Failed to remove %.12s: %s", id, engine_last_error(conn->engine));
+                        ret = EXIT_FAILURE;
+                        continue;
+                }
+                printf("removed %.12s (%s, %s)\n", id, strna(label_of(c, "loop-channel")), strna(label_of(c, "loop-type")));
+                removed++;
+        }
+        printf("%zu container%s removed\n", removed, removed == 1 ? "" : "s");
+        return ret;
+}
