@@ -839,6 +839,15 @@ int engine_version(Engine *e, json_object **ret) {
         return 0;
 }
 
+const char *engine_container_label(json_object *container, const char *key) {
+        json_object *labels, *v;
+
+        if (!json_object_object_get_ex(container, "Labels", &labels) || !json_object_object_get_ex(labels, key, &v) ||
+            !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
 int engine_info(Engine *e, json_object **ret) {
         Request r = REQUEST("GET", "/info");
         assert(e);

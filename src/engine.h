@@ -82,6 +82,8 @@ int engine_container_logs(Engine *e, const char *id, bool follow, EngineStreamFn
 int engine_container_inspect(Engine *e, const char *id, json_object **ret);
 /* label: NULL or "key" or "key=value". */
 int engine_container_list(Engine *e, const char *label, bool all, json_object **ret);
+/* The value of label key of one entry of engine_container_list(), or NULL. */
+const char *engine_container_label(json_object *container, const char *key);
 int engine_container_stop(Engine *e, const char *id, unsigned timeout_sec);
 int engine_container_kill(Engine *e, const char *id, const char *signal);
 int engine_container_remove(Engine *e, const char *id, bool force);

@@ -244,13 +244,6 @@ static int runner_process(Queue *q, const char *channel, unsigned max_attempts, 
         return 0;
 }
 
-static const char *label_of(json_object *container, const char *key) {
-        json_object *labels, *v;
-        if (!json_object_object_get_ex(container, "Labels", &labels) || !json_object_object_get_ex(labels, key, &v))
-                return NULL;
-        return json_object_get_string(v);
-}
-
 /* Only one runner of a channel runs at a time (systemd sees to that), so an agent container of this channel
  * made by a runner is left over from one that was killed (SIGKILL, a crash, a reboot): its message is
  * still queued and will run again, so the old container must not go on working beside it. */
@@ -269,7 +262,7 @@ static void remove_orphans(Engine *e, const char *channel) {
                 AuditFields f = { .channel = channel, .container_type = "agent" };
                 const char *id;
 
-                if (!streq_ptr(label_of(c, "loop-owner"), "service") || !streq_ptr(label_of(c, "loop-type"), "agent") ||
+                if (!streq_ptr(engine_container_label(c, "loop-owner"), "service") || !streq_ptr(engine_container_label(c, "loop-type"), "agent") ||
                     !json_object_object_get_ex(c, "Id", &idv))
                         continue;
                 id = json_object_get_string(idv);

@@ -18,13 +18,6 @@
 #include "strv.h"
 #include "unit-name.h"
 
-static const char *label_of(json_object *container, const char *key) {
-        json_object *labels, *v;
-        if (!json_object_object_get_ex(container, "Labels", &labels) || !json_object_object_get_ex(labels, key, &v))
-                return NULL;
-        return json_object_get_string(v);
-}
-
 static const char *string_of(json_object *o, const char *key) {
         json_object *v;
         if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
@@ -98,8 +91,8 @@ static json_object *containers_status(Engine *e, const char *channel) {
                         const char *n = json_object_get_string(json_object_array_get_idx(names, 0));
                         json_object_object_add(o, "name", json_object_new_string(n[0] == '/' ? n + 1 : n));
                 }
-                json_object_object_add(o, "channel", label_of(c, "loop-channel") ? json_object_new_string(label_of(c, "loop-channel")) : NULL);
-                json_object_object_add(o, "type", label_of(c, "loop-type") ? json_object_new_string(label_of(c, "loop-type")) : NULL);
+                json_object_object_add(o, "channel", engine_container_label(c, "loop-channel") ? json_object_new_string(engine_container_label(c, "loop-channel")) : NULL);
+                json_object_object_add(o, "type", engine_container_label(c, "loop-type") ? json_object_new_string(engine_container_label(c, "loop-type")) : NULL);
                 json_object_object_add(o, "state", string_of(c, "State") ? json_object_new_string(string_of(c, "State")) : NULL);
                 if (id && engine_container_inspect(e, id, &inspect) >= 0) {
                         json_object *state, *pid;
@@ -251,7 +244,7 @@ int verb_cleanup(int argc, char *argv[]) {
                 const char *id = string_of(c, "Id");
 
                 /* Both labels: loop-channel alone could be set by anyone's container. */
-                if (!id || !streq_ptr(label_of(c, "app"), "loop-agent"))
+                if (!id || !streq_ptr(engine_container_label(c, "app"), "loop-agent"))
                         continue;
                 (void) engine_container_stop(conn->engine, id, 5);
                 if (engine_container_remove(conn->engine, id, true) < 0) {
@@ -259,7 +252,7 @@ int verb_cleanup(int argc, char *argv[]) {
                         ret = EXIT_FAILURE;
                         continue;
                 }
-                printf("removed %.12s (%s, %s)\n", id, strna(label_of(c, "loop-channel")), strna(label_of(c, "loop-type")));
+                printf("removed %.12s (%s, %s)\n", id, strna(engine_container_label(c, "loop-channel")), strna(engine_container_label(c, "loop-type")));
                 removed++;
         }
         printf("%zu container%s removed\n", removed, removed == 1 ? "" : "s");
