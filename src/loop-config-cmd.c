@@ -10,6 +10,24 @@
 #include "strv.h"
 #include "unit-name.h"
 
+int loop_connect_engine(ConfigSet **ret_set, EngineConnection **ret_conn) {
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        EngineConnection *conn = NULL;
+        int r;
+
+        r = config_load(config_dir(), &set);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the configuration from %s: %m", config_dir());
+        if (!set->global_valid)
+                return log_error_errno(EINVAL, "%s is invalid; see 'loop config check'.", set->global_path);
+        r = engine_connect(set->global.engine.socket, &conn);
+        if (r < 0)
+                return r;       /* engine_connect() said what it tried */
+        *ret_set = TAKE_PTR(set);
+        *ret_conn = conn;
+        return 0;
+}
+
 static json_object *problems_to_json(const ConfigProblems *p, const char *file) {
         json_object *a = json_object_new_array();
 

@@ -185,13 +185,8 @@ static int image_build(int argc, char *argv[]) {
                         return EXIT_FAILURE;
                 }
 
-        r = config_load(config_dir(), &set);
-        if (r < 0)
-                return log_error_errno(r, "Failed to load the configuration: %m"), EXIT_FAILURE;
-        if (!set->global_valid) {
-                log_error("%s is invalid; see 'loop config check'.", set->global_path);
+        if (loop_connect_engine(&set, &conn) < 0)
                 return EXIT_FAILURE;
-        }
         if (!tag)
                 tag = set->global.container_image;
 
@@ -201,10 +196,6 @@ static int image_build(int argc, char *argv[]) {
         agent_fd = open(agent_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (agent_fd < 0)
                 return log_error_errno(errno, "Cannot open the image sources %s: %m", agent_dir), EXIT_FAILURE;
-
-        r = engine_connect(set->global.engine.socket, &conn);
-        if (r < 0)
-                return EXIT_FAILURE;
 
         r = engine_image_inspect(conn->engine, base, NULL);
         if (r < 0 && r != -ENOENT)
@@ -249,11 +240,7 @@ static int image_list(void) {
         _cleanup_(json_object_putp) json_object *images = NULL;
         int r;
 
-        r = config_load(config_dir(), &set);
-        if (r < 0)
-                return log_error_errno(r, "Failed to load the configuration: %m"), EXIT_FAILURE;
-        r = engine_connect(set->global.engine.socket, &conn);
-        if (r < 0)
+        if (loop_connect_engine(&set, &conn) < 0)
                 return EXIT_FAILURE;
         r = engine_image_list(conn->engine, &images);
         if (r < 0)
@@ -287,11 +274,7 @@ static int image_remove(char **names) {
                 log_error("Usage: loop image rm IMAGE...");
                 return EXIT_FAILURE;
         }
-        r = config_load(config_dir(), &set);
-        if (r < 0)
-                return log_error_errno(r, "Failed to load the configuration: %m"), EXIT_FAILURE;
-        r = engine_connect(set->global.engine.socket, &conn);
-        if (r < 0)
+        if (loop_connect_engine(&set, &conn) < 0)
                 return EXIT_FAILURE;
         STRV_FOREACH(n, names) {
                 r = engine_image_remove(conn->engine, *n, false);

@@ -149,8 +149,8 @@ int verb_status(int argc, char *argv[]) {
         }
         if (sd_booted() > 0 && sd_bus_open_system(&bus) < 0)
                 bus = NULL;
-        /* Status works without an engine: it says so instead of failing. */
-        if (engine_connect(set->global.engine.socket, &conn) < 0)
+        /* Status works without an engine (it says so), but never asks one an invalid loop.json names. */
+        if (!set->global_valid || engine_connect(set->global.engine.socket, &conn) < 0)
                 conn = NULL;
 
         out = json_object_new_array();
@@ -187,8 +187,10 @@ int verb_status(int argc, char *argv[]) {
         for (size_t i = 0; i < json_object_array_length(out); i++) {
                 json_object *o = json_object_array_get_idx(out, i), *q, *cs, *v;
 
-                printf("%s %s%s%s\n", string_of(o, "name"), json_object_get_boolean(json_object_object_get(o, "valid")) ? "" : "INVALID: ",
-                       strempty(string_of(o, "reason")), "");
+                if (json_object_get_boolean(json_object_object_get(o, "valid")))
+                        printf("%s\n", string_of(o, "name"));
+                else
+                        printf("%s INVALID: %s\n", string_of(o, "name"), strna(string_of(o, "reason")));
                 printf("    slice %s, runner %s\n", string_of(o, "slice"), strna(string_of(o, "service")));
                 q = json_object_object_get(o, "queue");
                 if (json_object_get_boolean(json_object_object_get(q, "present")))
@@ -229,10 +231,7 @@ int verb_cleanup(int argc, char *argv[]) {
                 log_error("\"%s\" is not a valid channel name: %s.", only, reason);
                 return EXIT_FAILURE;
         }
-        r = config_load(config_dir(), &set);
-        if (r < 0)
-                return log_error_errno(r, "Failed to load the configuration: %m"), EXIT_FAILURE;
-        if (engine_connect(set->global.engine.socket, &conn) < 0)
+        if (loop_connect_engine(&set, &conn) < 0)
                 return EXIT_FAILURE;
         if (only ? asprintf(&label, "loop-channel=%s", only) < 0 : !(label = strdup("app=loop-agent")))
                 return log_oom(), EXIT_FAILURE;

@@ -3,6 +3,13 @@
 
 /* The subcommands of the `loop` command. Each gets argv starting at its own name and returns an exit status. */
 
+#include "config.h"
+#include "engine-discover.h"
+
+/* Loads the configuration and connects to the engine it names. An invalid loop.json is refused: its
+ * defaults could name another engine than the one the operator configured. Logs why on failure. */
+int loop_connect_engine(ConfigSet **ret_set, EngineConnection **ret_conn);
+
 int verb_config(int argc, char *argv[]);
 int verb_channels(int argc, char *argv[]);
 int verb_privdrop(int argc, char *argv[]);
