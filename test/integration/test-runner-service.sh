@@ -99,7 +99,9 @@ wait_for 10 scope_journaled
 journal=$(in_ct journalctl -o export LOOP_CHANNEL=demo LOOP_EVENT=container-status)
 like "$journal" "LOOP_SCOPE=libpod-" "the journal records the container's scope"
 
-# Stopping the service stops its container; the message stays queued with its attempt counted.
+# Stopping the service stops its container; the message stays queued with its attempt counted. The path
+# unit goes first: while it is armed and the inbox is not empty, systemd would start the runner again.
+check "systemctl stop loop-agent@demo.path" in_ct systemctl stop loop-agent@demo.path
 check "systemctl stop loop-agent@demo.service" in_ct systemctl stop loop-agent@demo.service
 wait_for 30 no_container
 ok $? "stopping the service stops and removes the container"
