@@ -329,7 +329,7 @@ static int candidate_add(Candidate *list, size_t *n, const char *path, size_t le
         return 0;
 }
 
-int engine_connect(const char *configured, EngineConnection **ret) {
+int engine_connect_full(const char *configured, bool allow_private, EngineConnection **ret) {
         _cleanup_(engine_connection_freep) EngineConnection *c = NULL;
         _cleanup_strv_free_ char **tried = NULL;
         _cleanup_free_ char *private_reason = NULL;
@@ -418,6 +418,13 @@ int engine_connect(const char *configured, EngineConnection **ret) {
                 goto finish;
         }
 
+        if (!allow_private) {
+                _cleanup_free_ char *joined = strv_join(tried, "\n");
+                log_debug("No container engine answered. Tried:\n%s", strempty(joined));
+                r = -EHOSTDOWN;
+                goto finish;
+        }
+
         r = private_service_start(c, &private_reason);
         if (r >= 0) {
                 *ret = TAKE_PTR(c);
@@ -443,4 +450,8 @@ finish:
         for (size_t i = 0; i < n; i++)
                 free(cand[i].path);
         return r;
+}
+
+int engine_connect(const char *configured, EngineConnection **ret) {
+        return engine_connect_full(configured, true, ret);
 }

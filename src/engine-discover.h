@@ -18,5 +18,8 @@ typedef struct EngineConnection {
 /* configured: engine.socket from config, may be NULL. Returns -EHOSTDOWN with a message on the user's
  * terminal listing what was tried when nothing could be found or started. */
 int engine_connect(const char *configured, EngineConnection **ret);
+/* allow_private=false: only engines that already run; -EHOSTDOWN (logged at debug level only) when none
+ * answers. For periodic work such as `loop reconcile`, which must not start engines. */
+int engine_connect_full(const char *configured, bool allow_private, EngineConnection **ret);
 EngineConnection *engine_connection_free(EngineConnection *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EngineConnection *, engine_connection_free);

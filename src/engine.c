@@ -11,10 +11,13 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 
 #include "engine.h"
+#include "io-util.h"
 #include "log.h"
 #include "strv.h"
 
@@ -1224,6 +1227,13 @@ static int json_add_strv(json_object *o, const char *key, char * const *l) {
 
 int engine_exec_create(Engine *e, const char *id, char * const *argv, char * const *env, const char *user,
                        char **ret_exec_id) {
+        EngineExecSpec spec = { .argv = argv, .env = env, .user = user };
+        return engine_exec_create_spec(e, id, &spec, ret_exec_id);
+}
+
+int engine_exec_create_spec(Engine *e, const char *id, const EngineExecSpec *spec, char **ret_exec_id) {
+        char * const *argv = spec->argv, * const *env = spec->env;
+        const char *user = spec->user;
         _cleanup_(json_object_putp) json_object *body = NULL, *j = NULL;
         _cleanup_free_ char *p = NULL;
         const char *s, *exec_id;
@@ -1240,10 +1250,12 @@ int engine_exec_create(Engine *e, const char *id, char * const *argv, char * con
 
         body = json_object_new_object();
         if (!body ||
-            json_object_object_add(body, "AttachStdin", json_object_new_boolean(false)) < 0 ||
+            json_object_object_add(body, "AttachStdin", json_object_new_boolean(spec->attach_stdin)) < 0 ||
             json_object_object_add(body, "AttachStdout", json_object_new_boolean(true)) < 0 ||
             json_object_object_add(body, "AttachStderr", json_object_new_boolean(true)) < 0 ||
-            json_object_object_add(body, "Tty", json_object_new_boolean(false)) < 0)
+            json_object_object_add(body, "Tty", json_object_new_boolean(spec->tty)) < 0)
+                return -ENOMEM;
+        if (spec->workdir && json_object_object_add(body, "WorkingDir", json_object_new_string(spec->workdir)) < 0)
                 return -ENOMEM;
         if ((k = json_add_strv(body, "Cmd", argv)) < 0)
                 return k;
@@ -1345,4 +1357,118 @@ int engine_events(Engine *e, json_object *filters, EngineJsonFn fn, void *userda
         }
         Request r = REQUEST("GET", q, .stream = true, .sink = SINK_JSON_SEQ, .json_fn = fn, .userdata = userdata);
         return call(e, &r);
+}
+
+int engine_exec_inspect(Engine *e, const char *exec_id, json_object **ret) {
+        _cleanup_free_ char *p = NULL;
+        int k;
+
+        assert(e);
+        k = check_container(e, exec_id);
+        if (k < 0)
+                return k;
+        if (path_build(&p, "/exec/%s/json", exec_id) < 0)
+                return -ENOMEM;
+        Request r = REQUEST("GET", p);
+        return call_json(e, &r, ret);
+}
+
+int engine_exec_resize(Engine *e, const char *exec_id, unsigned rows, unsigned cols) {
+        _cleanup_free_ char *p = NULL;
+        int k;
+
+        assert(e);
+        k = check_container(e, exec_id);
+        if (k < 0)
+                return k;
+        if (path_build(&p, "/exec/%s/resize?h=%u&w=%u", exec_id, rows, cols) < 0)
+                return -ENOMEM;
+        Request r = REQUEST("POST", p);
+        return call(e, &r);
+}
+
+/* The one place loop speaks HTTP by hand: an attached exec turns the connection into a raw two-way stream
+ * (Docker answers 101 Switching Protocols to "Upgrade: tcp", Podman 200), which libcurl cannot hand over.
+ * So: our own AF_UNIX connection, one request, the response head read up to its blank line. */
+int engine_exec_attach(Engine *e, const char *exec_id, bool tty, int *ret_fd, char **ret_pending,
+                       size_t *ret_pending_size) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *req = NULL, *head = NULL;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        size_t n = 0, path_len;
+        const char *body = tty ? "{\"Detach\":false,\"Tty\":true}" : "{\"Detach\":false,\"Tty\":false}";
+        char *end;
+        int k, status;
+
+        assert(e);
+        k = check_container(e, exec_id);
+        if (k < 0)
+                return k;
+        path_len = strlen(e->socket_path);
+        if (path_len >= sizeof sa.sun_path) {
+                engine_set_error(e, "%s: socket path too long", e->socket_path);
+                return -ENAMETOOLONG;
+        }
+        memcpy(sa.sun_path, e->socket_path, path_len);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                k = -errno;
+                engine_set_error(e, "%s: %s", e->socket_path, strerror(-k));
+                return k;
+        }
+        if (asprintf(&req, "POST /%s/exec/%s/start HTTP/1.1\r\nHost: localhost\r\nUser-Agent: loop\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: Upgrade\r\n"
+                     "Upgrade: tcp\r\n\r\n%s", ENGINE_API_VERSION, exec_id, strlen(body), body) < 0)
+                return -ENOMEM;
+        k = loop_write(fd, req, strlen(req));
+        if (k < 0) {
+                engine_set_error(e, "POST /exec/%s/start: %s", exec_id, strerror(-k));
+                return k;
+        }
+
+        head = malloc(ENGINE_HIJACK_HEAD_MAX + 1);
+        if (!head)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t got = read(fd, head + n, ENGINE_HIJACK_HEAD_MAX - n);
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got <= 0) {
+                        engine_set_error(e, "POST /exec/%s/start: the engine closed the connection", exec_id);
+                        return got < 0 ? -errno : -ECONNRESET;
+                }
+                n += (size_t) got;
+                head[n] = 0;
+                end = strstr(head, "\r\n\r\n");
+                if (end)
+                        break;
+                if (n >= ENGINE_HIJACK_HEAD_MAX) {
+                        engine_set_error(e, "POST /exec/%s/start: response head too long", exec_id);
+                        return -EBADMSG;
+                }
+        }
+        if (sscanf(head, "HTTP/1.%*d %d", &status) != 1) {
+                engine_set_error(e, "POST /exec/%s/start: not an HTTP response", exec_id);
+                return -EBADMSG;
+        }
+        if (status != 101 && status != 200) {
+                *strchrnul(head, '\r') = 0;
+                engine_set_error(e, "POST /exec/%s/start: %s", exec_id, head);
+                return status == 404 ? -ENOENT : -EIO;
+        }
+
+        end += 4;
+        if (ret_pending) {
+                size_t rest = n - (size_t) (end - head);
+                char *p = malloc(rest + 1);
+                if (!p)
+                        return -ENOMEM;
+                memcpy(p, end, rest);
+                *ret_pending = p;
+                *ret_pending_size = rest;
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
 }

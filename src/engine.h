@@ -92,6 +92,23 @@ int engine_container_archive_put(Engine *e, const char *id, const char *dir, con
 
 int engine_exec_create(Engine *e, const char *id, char * const *argv, char * const *env, const char *user,
                        char **ret_exec_id);
+typedef struct EngineExecSpec {
+        char * const *argv;
+        char * const *env;              /* may be NULL */
+        const char *user;               /* "uid:gid" or a name; NULL: the container's */
+        const char *workdir;            /* NULL: the container's */
+        bool tty;                       /* a pseudo-terminal: the stream is raw, not framed */
+        bool attach_stdin;
+} EngineExecSpec;
+int engine_exec_create_spec(Engine *e, const char *id, const EngineExecSpec *spec, char **ret_exec_id);
+int engine_exec_inspect(Engine *e, const char *exec_id, json_object **ret);
+int engine_exec_resize(Engine *e, const char *exec_id, unsigned rows, unsigned cols);
+/* Starts an exec attached: *ret_fd is the hijacked connection, stdin goes in, output comes out (raw with
+ * tty, else in 8-byte frames); bytes of the stream that came with the response head are in *ret_pending.
+ * The response head is capped at ENGINE_HIJACK_HEAD_MAX. */
+#define ENGINE_HIJACK_HEAD_MAX (16U * 1024U)
+int engine_exec_attach(Engine *e, const char *exec_id, bool tty, int *ret_fd, char **ret_pending,
+                       size_t *ret_pending_size);
 /* Runs the exec and streams its output; then *ret_exit_code from exec inspect. */
 int engine_exec_start(Engine *e, const char *exec_id, EngineStreamFn fn, void *userdata, int *ret_exit_code);
 

@@ -106,3 +106,31 @@ int write_file_atomic(const char *path, const void *contents, size_t size, mode_
                 (void) unlink(tmp);
         return r;
 }
+
+/* mkdir -p, the last component owned by uid:gid with mode. Parents are created root-owned 0755. */
+int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid) {
+        _cleanup_free_ char *p = strdup(path);
+        struct stat st;
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++)
+                if (*s == '/') {
+                        *s = 0;
+                        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                                return -errno;
+                        *s = '/';
+                }
+        if (mkdir(p, mode) < 0) {
+                if (errno != EEXIST)
+                        return -errno;
+                if (lstat(p, &st) < 0)
+                        return -errno;
+                if (!S_ISDIR(st.st_mode))
+                        return -ENOTDIR;
+                return 0;
+        }
+        if (geteuid() == 0 && chown(p, uid, gid) < 0)
+                return -errno;
+        return 0;
+}

@@ -20,3 +20,7 @@ int read_full_file_at(int dir_fd, const char *path, size_t max_size, bool nofoll
 
 /* Writes contents to path atomically: a temporary file in the same directory, fsync, rename. */
 int write_file_atomic(const char *path, const void *contents, size_t size, mode_t mode);
+
+/* mkdir -p, the last component owned by uid:gid (when run as root) with mode; parents are created 0755.
+ * An existing directory is left as it is. */
+int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid);

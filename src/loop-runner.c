@@ -18,6 +18,7 @@
 #include "log.h"
 #include "loop.h"
 #include "queue.h"
+#include "registry.h"
 #include "runner.h"
 #include "state-dir.h"
 #include "strv.h"
@@ -45,50 +46,24 @@ static AuditFields fields_for(const RunnerState *s) {
         };
 }
 
-static void hook_created(const char *id, const char *name, void *userdata) {
-        RunnerState *s = userdata;
-        AuditFields f = fields_for(s);
-
-        f.container = id;
-        f.container_name = name;
-        f.container_type = "agent";
-        (void) audit_log(AUDIT_CONTAINER_REGISTERED, LOG_INFO, &f, "Container %s created for channel %s.", name,
-                         s->channel);
-}
-
+/* The registry journals the container itself (registered, status, removed); the runner adds what it is
+ * doing to the unit's status line and remembers the scope for the run's own events. */
 static void hook_started(const char *id, const char *name, pid_t pid, const char *scope, void *userdata) {
         RunnerState *s = userdata;
-        AuditFields f = fields_for(s);
-        char pidbuf[32];
-        char *extra[] = { pidbuf, NULL };
 
+        (void) id;
+        (void) pid;
         (void) free_and_strdup(&s->scope, scope);
-        snprintf(pidbuf, sizeof pidbuf, "LOOP_PID=%d", (int) pid);
-        f.container = id;
-        f.container_name = name;
-        f.container_type = "agent";
-        f.scope = scope;
-        f.extra = extra;
-        (void) audit_log(AUDIT_CONTAINER_STATUS, LOG_INFO, &f, "Container %s is running%s%s.", name,
-                         scope ? " in " : "", strempty(scope));
         (void) sd_notifyf(false, "STATUS=Running message %s in %s%s%s", strna(s->queue_id), name,
                           scope ? ", " : "", strempty(scope));
 }
 
-static void hook_removed(const char *id, const char *name, int exit_code, void *userdata) {
+static void hook_finished(const char *id, const char *name, int exit_code, void *userdata) {
         RunnerState *s = userdata;
-        AuditFields f = fields_for(s);
-        char code[32];
-        char *extra[] = { code, NULL };
 
-        snprintf(code, sizeof code, "LOOP_EXIT_STATUS=%d", exit_code);
-        f.container = id;
-        f.container_name = name;
-        f.container_type = "agent";
-        f.scope = s->scope;
-        f.extra = extra;
-        (void) audit_log(AUDIT_CONTAINER_REMOVED, LOG_INFO, &f, "Container %s removed (exit status %d).", name,
-                         exit_code);
+        (void) id;
+        (void) name;
+        (void) exit_code;
         s->scope = mfree(s->scope);
 }
 
@@ -160,9 +135,8 @@ static int runner_process(Queue *q, const char *channel, unsigned max_attempts, 
         AuditFields f = { .channel = channel, .message_id = m->id };
         RunHooks hooks = {
                 .userdata = &state,
-                .created = hook_created,
                 .started = hook_started,
-                .removed = hook_removed,
+                .finished = hook_finished,
                 .event = hook_event,
                 .retrying = hook_retrying,
         };
@@ -244,37 +218,46 @@ static int runner_process(Queue *q, const char *channel, unsigned max_attempts, 
         return 0;
 }
 
-/* Only one runner of a channel runs at a time (systemd sees to that), so an agent container of this channel
- * made by a runner is left over from one that was killed (SIGKILL, a crash, a reboot): its message is
- * still queued and will run again, so the old container must not go on working beside it. */
-static void remove_orphans(Engine *e, const char *channel) {
+/* Only one runner of a channel runs at a time (systemd sees to that), so a running agent container of this
+ * channel made by a runner is left over from one that was killed (SIGKILL, a crash, a reboot): its message
+ * is still queued and will run again, so the old container must not go on working beside it. It is
+ * stopped, and the registry keeps it for container_keep_alive_sec like any finished run. Then the registry
+ * is synced with the engine (and restored from it when its file is missing). */
+static void registry_startup(Engine *e, const char *channel, uint64_t keep_alive_sec) {
+        _cleanup_(registry_freep) Registry *reg = NULL;
         _cleanup_(json_object_putp) json_object *list = NULL;
         _cleanup_free_ char *label = NULL;
+        int r;
 
         if (asprintf(&label, "loop-channel=%s", channel) < 0)
-                return;
-        if (engine_container_list(e, label, true, &list) < 0) {
+                return (void) log_oom();
+        if (engine_container_list(e, label, false, &list) < 0)
                 log_warning("Cannot list the containers of channel %s, ignoring: %s", channel, engine_last_error(e));
-                return;
-        }
-        for (size_t i = 0; i < json_object_array_length(list); i++) {
+        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
                 json_object *c = json_object_array_get_idx(list, i), *idv = NULL;
                 AuditFields f = { .channel = channel, .container_type = "agent" };
                 const char *id;
 
-                if (!streq_ptr(engine_container_label(c, "loop-owner"), "service") || !streq_ptr(engine_container_label(c, "loop-type"), "agent") ||
+                if (!streq_ptr(engine_container_label(c, "app"), "loop-agent") ||
+                    !streq_ptr(engine_container_label(c, "loop-owner"), "service") ||
+                    !streq_ptr(engine_container_label(c, "loop-type"), "agent") ||
                     !json_object_object_get_ex(c, "Id", &idv))
                         continue;
                 id = json_object_get_string(idv);
                 f.container = id;
-                (void) engine_container_stop(e, id, 5);
-                if (engine_container_remove(e, id, true) < 0) {
-                        log_warning("Failed to remove container %s left by an earlier runner: %s", id, engine_last_error(e));
+                if (engine_container_stop(e, id, 5) < 0 && engine_container_kill(e, id, "KILL") < 0) {
+                        log_warning("Failed to stop container %s left by an earlier runner: %s", id, engine_last_error(e));
                         continue;
                 }
-                (void) audit_log(AUDIT_CONTAINER_REMOVED, LOG_NOTICE, &f,
-                                 "Removed container %.12s, left running by an earlier runner of channel %s.", id, channel);
+                (void) audit_log(AUDIT_CONTAINER_STATUS, LOG_NOTICE, &f,
+                                 "Stopped container %.12s, left running by an earlier runner of channel %s.", id, channel);
         }
+
+        r = registry_open(channel, &reg);
+        if (r < 0)
+                return (void) log_warning_errno(r, "Cannot open the registry of channel %s, ignoring: %m", channel);
+        (void) registry_sync(reg, e, keep_alive_sec);
+        (void) registry_close(TAKE_PTR(reg));
 }
 
 int verb_runner(int argc, char *argv[]) {
@@ -331,7 +314,7 @@ int verb_runner(int argc, char *argv[]) {
                         (void) sd_notify(false, "STATUS=No container engine answers");
                         return EXIT_FAILURE;
                 }
-                remove_orphans(conn->engine, channel);
+                registry_startup(conn->engine, channel, ch->config.container_keep_alive_sec);
         }
         (void) sd_notify(false, "READY=1\nSTATUS=Processing the queue");
         (void) audit_log(AUDIT_RUNNER_STARTED, LOG_INFO, &f, "Runner of channel %s started.", channel);

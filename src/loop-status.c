@@ -13,6 +13,7 @@
 #include "log.h"
 #include "loop.h"
 #include "queue.h"
+#include "registry.h"
 #include "scope.h"
 #include "state-dir.h"
 #include "strv.h"
@@ -69,8 +70,12 @@ static json_object *queue_status(const char *channel) {
 /* The containers of a channel (or all of loop's with channel NULL) with their state and scope. */
 static json_object *containers_status(Engine *e, const char *channel) {
         _cleanup_(json_object_putp) json_object *list = NULL;
+        _cleanup_(registry_freep) Registry *reg = NULL;
         _cleanup_free_ char *label = NULL;
         json_object *a = json_object_new_array();
+
+        if (channel && registry_read(channel, &reg) < 0)
+                reg = NULL;
 
         if (!a || !e)
                 return a;
@@ -94,6 +99,13 @@ static json_object *containers_status(Engine *e, const char *channel) {
                 json_object_object_add(o, "channel", engine_container_label(c, "loop-channel") ? json_object_new_string(engine_container_label(c, "loop-channel")) : NULL);
                 json_object_object_add(o, "type", engine_container_label(c, "loop-type") ? json_object_new_string(engine_container_label(c, "loop-type")) : NULL);
                 json_object_object_add(o, "state", string_of(c, "State") ? json_object_new_string(string_of(c, "State")) : NULL);
+                /* The registry's view: running, stopped, pending-removal (with the time), or not registered. */
+                {
+                        RegistryEntry *entry = reg ? registry_find(reg, id) : NULL;
+                        json_object_object_add(o, "status", entry ? json_object_new_string(container_status_to_string(entry->status)) : NULL);
+                        if (entry && entry->status == CONTAINER_STATUS_PENDING_REMOVAL)
+                                json_object_object_add(o, "remove_at_usec", json_object_new_uint64(entry->remove_at_usec));
+                }
                 if (id && engine_container_inspect(e, id, &inspect) >= 0) {
                         json_object *state, *pid;
                         if (json_object_object_get_ex(inspect, "State", &state) &&
@@ -203,10 +215,15 @@ int verb_status(int argc, char *argv[]) {
                         printf("    queue: none yet\n");
                 cs = json_object_object_get(o, "containers");
                 for (size_t j = 0; j < json_object_array_length(cs); j++) {
-                        json_object *ct = json_object_array_get_idx(cs, j);
-                        printf("    container %s (%s) %s%s%s\n", strna(string_of(ct, "name")), strna(string_of(ct, "type")),
-                               strna(string_of(ct, "state")), string_of(ct, "scope") ? " in " : "",
-                               strempty(string_of(ct, "scope")));
+                        json_object *ct = json_object_array_get_idx(cs, j), *at;
+                        char when[64] = "";
+                        if (json_object_object_get_ex(ct, "remove_at_usec", &at)) {
+                                uint64_t t = json_object_get_uint64(at), now = now_realtime_usec();
+                                snprintf(when, sizeof when, ", removed in %" PRIu64 " s", t > now ? (t - now + 999999) / 1000000 : 0);
+                        }
+                        printf("    container %s (%s) %s, %s%s%s%s\n", strna(string_of(ct, "name")), strna(string_of(ct, "type")),
+                               strna(string_of(ct, "state")), string_of(ct, "status") ?: "not registered", when,
+                               string_of(ct, "scope") ? " in " : "", strempty(string_of(ct, "scope")));
                 }
         }
         if (json_object_array_length(out) == 0)
@@ -246,8 +263,17 @@ int verb_cleanup(int argc, char *argv[]) {
                 if (!id || !streq_ptr(engine_container_label(c, "app"), "loop-agent"))
                         continue;
                 (void) engine_container_stop(conn->engine, id, 5);
-                if (engine_container_remove(conn->engine, id, true) < 0) {
-                        log_error("Failed to remove %.12s: %s", id, engine_last_error(conn->engine));
+                /* Through the channel's registry, so the removal is journaled and the entry dropped. */
+                {
+                        _cleanup_(registry_freep) Registry *reg = NULL;
+                        const char *ch = engine_container_label(c, "loop-channel");
+                        if (ch && registry_open(ch, &reg) >= 0) {
+                                r = registry_remove(reg, conn->engine, id, "cleanup");
+                                (void) registry_close(TAKE_PTR(reg));
+                        } else if ((r = engine_container_remove(conn->engine, id, true)) < 0)
+                                log_error("Failed to remove %.12s: %s", id, engine_last_error(conn->engine));
+                }
+                if (r < 0) {
                         ret = EXIT_FAILURE;
                         continue;
                 }

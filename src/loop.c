@@ -24,6 +24,7 @@ static const Verb verbs[] = {
         { "runner",   verb_runner },
         { "status",   verb_status },
         { "cleanup",  verb_cleanup },
+        { "reconcile", verb_reconcile },
         { "privdrop", verb_privdrop },
 };
 
@@ -45,6 +46,8 @@ static void help(void) {
                "                         Show the audit events of a channel from the journal\n"
                "  status [NAME] [--json] Channels, runner services, queues, containers and scopes\n"
                "  cleanup [NAME]         Stop and remove loop's containers\n"
+               "  reconcile [NAME...]    Sync the container registry with the engine\n"
+               "  shell NAME [-- CMD...] A shell in the channel's shell container\n"
                "  runner NAME            Process the channel's queue (loop-agent@NAME.service)\n"
                "  image build|list|rm    Build the agent image (no registry needed), list, remove\n\n"
                "Options:\n"

@@ -15,6 +15,7 @@
 #include "engine-discover.h"
 #include "io-util.h"
 #include "log.h"
+#include "registry.h"
 #include "runner.h"
 #include "scope.h"
 #include "state-dir.h"
@@ -103,34 +104,6 @@ static FsIdentity fs_become(const HostUser *u) {
 static void fs_restore(FsIdentity saved) {
         (void) setfsuid(saved.uid);
         (void) setfsgid(saved.gid);
-}
-
-/* mkdir -p, the last component owned by uid:gid with mode. Parents are created root-owned 0755. */
-static int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid) {
-        _cleanup_free_ char *p = strdup(path);
-        struct stat st;
-
-        if (!p)
-                return -ENOMEM;
-        for (char *s = p + 1; *s; s++)
-                if (*s == '/') {
-                        *s = 0;
-                        if (mkdir(p, 0755) < 0 && errno != EEXIST)
-                                return -errno;
-                        *s = '/';
-                }
-        if (mkdir(p, mode) < 0) {
-                if (errno != EEXIST)
-                        return -errno;
-                if (lstat(p, &st) < 0)
-                        return -errno;
-                if (!S_ISDIR(st.st_mode))
-                        return -ENOTDIR;
-                return 0;
-        }
-        if (geteuid() == 0 && chown(p, uid, gid) < 0)
-                return -errno;
-        return 0;
 }
 
 /* The agent never runs as root: config "user", else the caller when not root, else the loop system user. */
@@ -453,6 +426,40 @@ static void container_discard(Engine *e, const char *id) {
                 log_warning("Failed to remove container %s, ignoring: %s", id, engine_last_error(e));
 }
 
+/* A started container is in the channel's registry from then on: the registry journals it and, once the
+ * run is over, keeps it (stopped) for container_keep_alive_sec so its logs can be read, after which
+ * `loop reconcile` removes it. When the registry cannot be opened the container is still handled: not
+ * recorded, or removed at once, never leaked. */
+static void container_registered(RunContext *ctx, const char *id, const char *name, const char *scope, pid_t pid) {
+        _cleanup_(registry_freep) Registry *reg = NULL;
+        int r;
+
+        r = registry_open(ctx->channel, &reg);
+        if (r >= 0)
+                r = registry_register(reg, id, name, CONTAINER_AGENT, ctx->req->owner ?: "cli", scope, pid);
+        if (r >= 0)
+                r = registry_close(TAKE_PTR(reg));
+        if (r < 0)
+                log_warning_errno(r, "Failed to record container %s in the registry of channel %s, ignoring: %m",
+                                  name, ctx->channel);
+}
+
+static void container_finished(RunContext *ctx, const char *id, bool started) {
+        _cleanup_(registry_freep) Registry *reg = NULL;
+        Engine *e = ctx->conn->engine;
+        int r;
+
+        r = registry_open(ctx->channel, &reg);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot open the registry of channel %s; removing container %.12s now: %m",
+                                  ctx->channel, id);
+                return container_discard(e, id);
+        }
+        (void) registry_schedule_remove(reg, e, id, now_realtime_usec(),
+                                        started ? ctx->config.container_keep_alive_sec : 0);
+        (void) registry_close(TAKE_PTR(reg));
+}
+
 static pid_t container_main_pid(Engine *e, const char *id) {
         _cleanup_(json_object_putp) json_object *j = NULL;
         json_object *state, *pid;
@@ -464,7 +471,7 @@ static pid_t container_main_pid(Engine *e, const char *id) {
         return (pid_t) json_object_get_int64(pid);
 }
 
-/* One container: create, copy in, start, follow the output, wait, remove. */
+/* One container: create, copy in, start, follow the output, wait, schedule its removal. */
 static int run_container(RunContext *ctx, const char *prompt, const char *resume, Attempt *ret) {
         Engine *e = ctx->conn->engine;
         const RunHooks *hooks = ctx->req->hooks;
@@ -475,6 +482,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         StreamPrinter printer = { .req = ctx->req };
         char **add_dirs = ctx->config.extra_dirs;
         int r, exit_code = -1;
+        bool started = false;
 
         AgentRequest areq = {
                 .bin = ctx->req->agent ?: ctx->config.claude_bin_path,
@@ -536,12 +544,15 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 log_error_errno(r, "Failed to start the container: %s", engine_last_error(e));
                 goto finish;
         }
-        if (hooks && hooks->started) {
+        started = true;
+        {
                 _cleanup_free_ char *scope = NULL;
                 pid_t pid = container_main_pid(e, id);
                 if (pid > 0 && ctx->slice)
                         (void) scope_of_pid(pid, &scope);
-                hooks->started(id, name, pid, scope, hooks->userdata);
+                container_registered(ctx, id, name, scope, pid);
+                if (hooks && hooks->started)
+                        hooks->started(id, name, pid, scope, hooks->userdata);
         }
 
         /* Seed 001's two modes: streaming follows the output as it comes (turns are printed or journaled
@@ -581,9 +592,9 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 log_oom();
 finish:
         free(printer.last_text);
-        container_discard(e, id);
-        if (hooks && hooks->removed)
-                hooks->removed(id, name, exit_code, hooks->userdata);
+        container_finished(ctx, id, started);
+        if (hooks && hooks->finished)
+                hooks->finished(id, name, exit_code, hooks->userdata);
         return r;
 }
 
@@ -679,6 +690,17 @@ static int runner_prepare(const RunRequest *req, RunContext *ctx) {
         if (r < 0)
                 return r;       /* engine_connect() told the user what it tried */
         run_engine = ctx->conn->engine;
+
+        /* Where no loop-reconcile.timer runs (systemd is not PID 1, or a private engine that lives only as
+         * long as this command), each run reconciles its channel: containers kept past their
+         * container_keep_alive_sec are removed here. The runner service does this once at its start. */
+        if (!streq_ptr(req->owner, "service")) {
+                _cleanup_(registry_freep) Registry *reg = NULL;
+                if (registry_open(req->channel, &reg) >= 0) {
+                        (void) registry_sync(reg, ctx->conn->engine, ctx->config.container_keep_alive_sec);
+                        (void) registry_close(TAKE_PTR(reg));
+                }
+        }
 
         /* Under systemd, an engine with the systemd cgroup driver makes each container a scope in the
          * channel's slice (loop-NAME.slice, from the generator). */

@@ -3,7 +3,7 @@
 
 /* Running one prompt on a channel: the container lifecycle of seed 001 (resolve the work dir, merge the
  * project config, build env and mounts, write the MCP config, create, copy files in, start, collect the
- * stream-json output, remove) and the session retry logic around it. Used by `loop run` now and by the
+ * stream-json output, schedule removal in the registry) and the session retry logic around it. Used by `loop run` now and by the
  * channel's runner service later. */
 
 #include <stdbool.h>
@@ -24,7 +24,8 @@ typedef struct RunHooks {
         void (*created)(const char *id, const char *name, void *userdata);
         /* scope: the transient unit the container runs in, NULL when there is none (no systemd) */
         void (*started)(const char *id, const char *name, pid_t pid, const char *scope, void *userdata);
-        void (*removed)(const char *id, const char *name, int exit_code, void *userdata);
+        /* the run is over: the container stopped and is kept for container_keep_alive_sec (or removed) */
+        void (*finished)(const char *id, const char *name, int exit_code, void *userdata);
         void (*event)(const StreamEvent *ev, void *userdata);
         void (*retrying)(const char *reason, const char *session_id, void *userdata);
 } RunHooks;
@@ -56,5 +57,5 @@ void run_outcome_done(RunOutcome *o);
  * may still be an agent error. */
 int runner_run(const RunRequest *req, RunOutcome *ret);
 
-/* From a signal handler: stop the current run (its container is stopped and removed). */
+/* From a signal handler: stop the current run (its container is stopped; its removal is scheduled). */
 void runner_interrupt(void);

@@ -71,6 +71,7 @@ write_config() {
   "user": "$TEST_USER",
   "anthropic_api_key": "sk-test-dummy",
   "container_memory_mb": 256,
+  "container_keep_alive_sec": 0,
   "browser": { "enabled": false }
 }
 EOF
@@ -83,6 +84,9 @@ EOF
 EOF
         cat >"$T/etc/channels.d/slow.json" <<EOF
 { "work_dir": "$T/work", "container_timeout_sec": 3 }
+EOF
+        cat >"$T/etc/channels.d/kept.json" <<EOF
+{ "work_dir": "$T/work", "container_keep_alive_sec": 3 }
 EOF
         echo '{ "container_memory_mb": "lots" }' >"$T/etc/channels.d/broken.json"
         chmod 0640 "$T"/etc/*.json "$T"/etc/channels.d/*.json
@@ -181,6 +185,41 @@ for eng in podman docker; do
         is "$st" 1 "$eng: an agent crash is an error"
         like "$err" "exit status 3" "$eng: ...naming the exit status"
         is "$(containers_left)" 0 "$eng: no container is left after the failures"
+
+        # --- the registry: a finished container is kept for container_keep_alive_sec, then removed ---
+        run kept hello
+        is "$st" 0 "$eng: a run on a channel with container_keep_alive_sec=3 succeeds"
+        is "$(containers_left)" 1 "$eng: ...and its stopped container is kept for its logs"
+        st_json=$("$LOOP" status kept --json 2>/dev/null)
+        like "$st_json" '"status": *"pending-removal"' "$eng: loop status shows it pending removal"
+        like "$st_json" '"remove_at_usec"' "$eng: ...with the time of its removal"
+        like "$(cat "$LOOP_STATE_DIR/kept/registry.json" 2>/dev/null)" '"type": *"agent"' \
+                "$eng: the channel's registry file records the container and its type"
+        "$LOOP" reconcile kept 2>"$T/rec.err"
+        is "$(containers_left)" 1 "$eng: loop reconcile keeps it before its time"
+        sleep 3.5
+        "$LOOP" reconcile kept 2>"$T/rec.err"
+        is "$?" 0 "$eng: loop reconcile succeeds"
+        is "$(containers_left)" 0 "$eng: ...and removes the container once its keep-alive is over"
+        like "$(cat "$T/rec.err")" "keep-alive-expired" "$eng: ...and says so"
+        like "$(cat "$LOOP_STATE_DIR/kept/registry.json")" '"containers": *\[[[:space:]]*\]' "$eng: ...and drops it from the registry"
+        # A container removed behind loop's back is dropped from the registry by the next reconcile.
+        run kept hello
+        kid=$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/json?all=1&filters=%7B%22label%22%3A%5B%22loop-channel%3Dkept%22%5D%7D" |
+                grep -o '"Id":"[0-9a-f]*"' | head -1 | cut -d'"' -f4)
+        engine_api "$ENGINE_SOCK" -X DELETE "http://d/v1.41/containers/$kid?force=1" >/dev/null
+        "$LOOP" reconcile kept 2>"$T/rec.err"
+        like "$(cat "$T/rec.err")" "gone from the engine" "$eng: reconcile notices a container removed behind loop's back"
+        unlike "$(cat "$LOOP_STATE_DIR/kept/registry.json")" "${kid:-none}" "$eng: ...and drops it from the registry"
+        # Restore: a lost registry file is rebuilt from the engine's labelled containers, without events.
+        run kept hello
+        rm -f "$LOOP_STATE_DIR/kept/registry.json"
+        "$LOOP" reconcile kept 2>"$T/rec.err"
+        like "$(cat "$T/rec.err")" "restored from the engine: 1 container" "$eng: a lost registry is restored from the engine"
+        unlike "$(cat "$T/rec.err")" "registered" "$eng: ...without registration events"
+        like "$("$LOOP" status kept --json 2>/dev/null)" '"status": *"pending-removal"' "$eng: ...with the container's status"
+        "$LOOP" cleanup kept >/dev/null 2>&1
+        is "$(containers_left)" 0 "$eng: loop cleanup removes the kept container"
 
         # --- the runs that cannot start ---
         run --image localhost/no-such-image:1 demo hello

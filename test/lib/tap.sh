@@ -68,6 +68,15 @@ like() {
         return 1
 }
 
+unlike() {
+        local got=$1 regex=$2 name=$3
+        [[ ! $got =~ $regex ]] && ok 0 "$name" && return 0
+        ok 1 "$name"
+        diag "expected not to match: $regex"
+        diag "                  got: '$got'"
+        return 1
+}
+
 skip() {
         TAP_COUNT=$((TAP_COUNT + 1))
         TAP_SKIPPED=$((TAP_SKIPPED + 1))
