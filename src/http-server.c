@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <stdint.h>
+#include <strings.h>
+
+#include "http-server.h"
+
+#define HTTP_LEADING_EMPTY_LINES_MAX 4U
+
+void http_request_done(HttpRequest *r) {
+        free(r->method);
+        free(r->target);
+        free(r->path);
+        free(r->query);
+        for (size_t i = 0; i < r->n_headers; i++) {
+                free(r->headers[i].name);
+                free(r->headers[i].value);
+        }
+        free(r->headers);
+        free(r->body);
+        *r = (HttpRequest) {};
+}
+
+/* RFC 9110 tchar */
+static bool char_is_tchar(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* Visible characters and obs-text (bytes >= 0x80) as a request target may hold them: no space, no
+ * controls. Non-ASCII is not valid in a target either. */
+static bool target_is_valid(const char *s, size_t n) {
+        if (n == 0 || s[0] != '/')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) s[i] <= 0x20 || (unsigned char) s[i] >= 0x7f)
+                        return false;
+        return true;
+}
+
+/* Header values: HTAB, SP, visible characters and obs-text; no other controls. */
+static bool value_is_valid(const char *s, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char) s[i];
+                if ((c < 0x20 && c != '\t') || c == 0x7f)
+                        return false;
+        }
+        return true;
+}
+
+static const char *memmem_crlfcrlf(const char *buf, size_t size) {
+        return memmem(buf, size, "\r\n\r\n", 4);
+}
+
+static int fail(int status, int error, int *ret_status) {
+        *ret_status = status;
+        return error;
+}
+
+static bool token_list_contains(const char *list, const char *token) {
+        size_t n = strlen(token);
+
+        for (const char *p = list; *p;) {
+                size_t len;
+
+                p += strspn(p, " \t,");
+                len = strcspn(p, ",");
+                /* trailing whitespace of the element */
+                size_t l = len;
+                while (l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'))
+                        l--;
+                if (l == n && strncasecmp(p, token, n) == 0)
+                        return true;
+                p += len;
+        }
+        return false;
+}
+
+static int parse_content_length(const char *v, size_t *ret) {
+        uint64_t n = 0;
+
+        if (isempty(v))
+                return -EINVAL;
+        for (const char *p = v; *p; p++) {
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+                if (n > (UINT64_MAX - 9) / 10)
+                        return -ERANGE;
+                n = n * 10 + (uint64_t) (*p - '0');
+        }
+        if (n > SIZE_MAX)
+                return -ERANGE;
+        *ret = (size_t) n;
+        return 0;
+}
+
+static int parse_request_line(const char *line, size_t n, HttpRequest *r, int *ret_status) {
+        const char *sp1, *sp2, *version;
+        size_t version_len;
+
+        sp1 = memchr(line, ' ', n);
+        if (!sp1 || sp1 == line || (size_t) (sp1 - line) > HTTP_METHOD_MAX)
+                return fail(400, -EBADMSG, ret_status);
+        for (const char *p = line; p < sp1; p++)
+                if (!char_is_tchar(*p))
+                        return fail(400, -EBADMSG, ret_status);
+        sp2 = memchr(sp1 + 1, ' ', n - (size_t) (sp1 + 1 - line));
+        if (!sp2)
+                return fail(400, -EBADMSG, ret_status);
+        if (!target_is_valid(sp1 + 1, (size_t) (sp2 - sp1 - 1)))
+                return fail(400, -EBADMSG, ret_status);
+        version = sp2 + 1;
+        version_len = n - (size_t) (version - line);
+        if (version_len != 8 || strncmp(version, "HTTP/", 5) != 0 || version[6] != '.' ||
+            version[5] < '0' || version[5] > '9' || version[7] < '0' || version[7] > '9')
+                return fail(400, -EBADMSG, ret_status);
+        if (version[5] != '1' || (version[7] != '0' && version[7] != '1'))
+                return fail(505, -EPROTONOSUPPORT, ret_status);
+
+        r->version_minor = (unsigned) (version[7] - '0');
+        r->method = strndup(line, (size_t) (sp1 - line));
+        r->target = strndup(sp1 + 1, (size_t) (sp2 - sp1 - 1));
+        if (!r->method || !r->target)
+                return fail(500, -ENOMEM, ret_status);
+
+        const char *q = strchr(r->target, '?');
+        r->path = q ? strndup(r->target, (size_t) (q - r->target)) : strdup(r->target);
+        if (!r->path || (q && !(r->query = strdup(q + 1))))
+                return fail(500, -ENOMEM, ret_status);
+        return 0;
+}
+
+static int parse_header_line(const char *line, size_t n, HttpRequest *r, const HttpLimits *l, int *ret_status) {
+        const char *colon, *v, *end;
+        HttpHeader *h;
+
+        if (line[0] == ' ' || line[0] == '\t')          /* obs-fold */
+                return fail(400, -EBADMSG, ret_status);
+        colon = memchr(line, ':', n);
+        if (!colon || colon == line)
+                return fail(400, -EBADMSG, ret_status);
+        for (const char *p = line; p < colon; p++)
+                if (!char_is_tchar(*p))
+                        return fail(400, -EBADMSG, ret_status);
+        v = colon + 1;
+        end = line + n;
+        while (v < end && (*v == ' ' || *v == '\t'))
+                v++;
+        while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+                end--;
+        if (!value_is_valid(v, (size_t) (end - v)))
+                return fail(400, -EBADMSG, ret_status);
+
+        if (r->n_headers >= l->headers_max)
+                return fail(431, -E2BIG, ret_status);
+        if (!r->headers) {
+                r->headers = calloc(l->headers_max, sizeof(HttpHeader));
+                if (!r->headers)
+                        return fail(500, -ENOMEM, ret_status);
+        }
+        h = &r->headers[r->n_headers];
+        h->name = strndup(line, (size_t) (colon - line));
+        h->value = strndup(v, (size_t) (end - v));
+        if (!h->name || !h->value) {
+                free(h->name);
+                free(h->value);
+                *h = (HttpHeader) {};
+                return fail(500, -ENOMEM, ret_status);
+        }
+        r->n_headers++;
+        return 0;
+}
+
+const char *http_request_header(const HttpRequest *r, const char *name) {
+        for (size_t i = 0; i < r->n_headers; i++)
+                if (strcasecmp(r->headers[i].name, name) == 0)
+                        return r->headers[i].value;
+        return NULL;
+}
+
+static size_t http_request_header_count(const HttpRequest *r, const char *name) {
+        size_t n = 0;
+        for (size_t i = 0; i < r->n_headers; i++)
+                n += strcasecmp(r->headers[i].name, name) == 0;
+        return n;
+}
+
+int http_request_parse(const char *buf, size_t size, const HttpLimits *limits,
+                       HttpRequest *ret, size_t *ret_consumed, int *ret_status, HttpParseInfo *ret_info) {
+        _cleanup_(http_request_done) HttpRequest r = {};
+        HttpLimits l = {
+                .header_size_max = limits && limits->header_size_max ? limits->header_size_max : HTTP_HEADER_SIZE_MAX_DEFAULT,
+                .headers_max = limits && limits->headers_max ? limits->headers_max : HTTP_HEADERS_MAX_DEFAULT,
+                .body_size_max = limits && limits->body_size_max ? limits->body_size_max : HTTP_BODY_SIZE_MAX_DEFAULT,
+        };
+        const char *end, *p, *line_end, *v;
+        size_t head_size, body_size = 0, skipped = 0;
+        int r_;
+
+        if (ret_info)
+                *ret_info = (HttpParseInfo) {};
+
+        /* RFC 9112 2.2: a few empty lines before the request line are ignored (clients that add one after
+         * a body they sent, for instance). */
+        for (size_t i = 0; i < HTTP_LEADING_EMPTY_LINES_MAX && size >= 2 && buf[0] == '\r' && buf[1] == '\n'; i++) {
+                buf += 2;
+                size -= 2;
+                skipped += 2;
+        }
+
+        end = memmem_crlfcrlf(buf, MIN(size, l.header_size_max));
+        if (!end) {
+                /* A bare LF where a CRLF belongs is refused right away rather than waited on. */
+                for (size_t i = 0; i < MIN(size, l.header_size_max); i++)
+                        if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r'))
+                                return fail(400, -EBADMSG, ret_status);
+                        else if (buf[i] == 0)
+                                return fail(400, -EBADMSG, ret_status);
+                if (size >= l.header_size_max)
+                        return fail(431, -E2BIG, ret_status);
+                return 0;
+        }
+        head_size = (size_t) (end - buf) + 4;
+
+        /* NUL or bare CR/LF anywhere in the head */
+        for (size_t i = 0; i < head_size; i++) {
+                if (buf[i] == 0)
+                        return fail(400, -EBADMSG, ret_status);
+                if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r'))
+                        return fail(400, -EBADMSG, ret_status);
+                if (buf[i] == '\r' && (i + 1 >= head_size || buf[i + 1] != '\n'))
+                        return fail(400, -EBADMSG, ret_status);
+        }
+
+        line_end = memmem(buf, head_size, "\r\n", 2);
+        r_ = parse_request_line(buf, (size_t) (line_end - buf), &r, ret_status);
+        if (r_ < 0)
+                return r_;
+        for (p = line_end + 2; p < end + 2; p = line_end + 2) {
+                line_end = memmem(p, (size_t) (end + 2 - p), "\r\n", 2);
+                r_ = parse_header_line(p, (size_t) (line_end - p), &r, &l, ret_status);
+                if (r_ < 0)
+                        return r_;
+        }
+
+        if (http_request_header(&r, "Transfer-Encoding"))
+                return fail(501, -EOPNOTSUPP, ret_status);
+        if (r.version_minor == 1 && http_request_header_count(&r, "Host") != 1)
+                return fail(400, -EBADMSG, ret_status);
+        if (http_request_header_count(&r, "Content-Length") > 1)
+                return fail(400, -EBADMSG, ret_status);
+        v = http_request_header(&r, "Content-Length");
+        if (v) {
+                r_ = parse_content_length(v, &body_size);
+                if (r_ == -ERANGE)
+                        return fail(413, -EFBIG, ret_status);
+                if (r_ < 0)
+                        return fail(400, -EBADMSG, ret_status);
+                if (body_size > l.body_size_max)
+                        return fail(413, -EFBIG, ret_status);
+        }
+
+        v = http_request_header(&r, "Connection");
+        if (r.version_minor == 1)
+                r.keep_alive = !(v && token_list_contains(v, "close"));
+        else
+                r.keep_alive = v && token_list_contains(v, "keep-alive");
+
+        if (size - head_size < body_size) {
+                if (ret_info) {
+                        v = http_request_header(&r, "Expect");
+                        ret_info->headers_complete = true;
+                        ret_info->expect_continue = r.version_minor == 1 && v && strcasecmp(v, "100-continue") == 0;
+                }
+                return 0;
+        }
+
+        r.body = malloc(body_size + 1);
+        if (!r.body)
+                return fail(500, -ENOMEM, ret_status);
+        memcpy(r.body, buf + head_size, body_size);
+        r.body[body_size] = 0;
+        r.body_size = body_size;
+
+        *ret = r;
+        r = (HttpRequest) {};
+        *ret_consumed = skipped + head_size + body_size;
+        return 1;
+}
+
+const char *http_status_reason(int status) {
+        switch (status) {
+        case 100: return "Continue";
+        case 200: return "OK";
+        case 201: return "Created";
+        case 204: return "No Content";
+        case 400: return "Bad Request";
+        case 401: return "Unauthorized";
+        case 403: return "Forbidden";
+        case 404: return "Not Found";
+        case 405: return "Method Not Allowed";
+        case 408: return "Request Timeout";
+        case 409: return "Conflict";
+        case 411: return "Length Required";
+        case 413: return "Content Too Large";
+        case 415: return "Unsupported Media Type";
+        case 429: return "Too Many Requests";
+        case 431: return "Request Header Fields Too Large";
+        case 500: return "Internal Server Error";
+        case 501: return "Not Implemented";
+        case 502: return "Bad Gateway";
+        case 503: return "Service Unavailable";
+        case 505: return "HTTP Version Not Supported";
+        default:  return "Unknown";
+        }
+}
+
+int http_response_format(int status, const char *content_type, const void *body, size_t body_size,
+                         bool keep_alive, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *head = NULL;
+        char *buf;
+        int n;
+
+        if (!body)
+                body_size = 0;
+        n = asprintf(&head,
+                     "HTTP/1.1 %d %s\r\n"
+                     "%s%s%s"
+                     "Content-Length: %zu\r\n"
+                     "Connection: %s\r\n"
+                     "\r\n",
+                     status, http_status_reason(status),
+                     body && content_type ? "Content-Type: " : "",
+                     body && content_type ? content_type : "",
+                     body && content_type ? "\r\n" : "",
+                     body_size,
+                     keep_alive ? "keep-alive" : "close");
+        if (n < 0)
+                return -ENOMEM;
+        buf = malloc((size_t) n + body_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        memcpy(buf, head, (size_t) n);
+        if (body_size > 0)
+                memcpy(buf + n, body, body_size);
+        buf[(size_t) n + body_size] = 0;
+        *ret = buf;
+        *ret_size = (size_t) n + body_size;
+        return 0;
+}

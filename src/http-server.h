@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The server side of HTTP/1.1 for loop's socket-activated helpers (the gate's approvals, the Docker API
+ * proxy): parses requests from bytes a client sent and formats responses. No I/O here: the helper reads
+ * into a buffer, calls http_request_parse() until it says a request is complete, and writes what
+ * http_response_format() gives it.
+ *
+ * Strict on purpose, because every byte comes from a client we do not trust: a request line of
+ * METHOD SP origin-form SP HTTP/1.x, CRLF line ends only, header names that are tokens, no obsolete
+ * line folding, no control characters in values, at most one Content-Length (digits only), no
+ * Transfer-Encoding (-> 501), a Host header for HTTP/1.1. Everything is capped by HttpLimits; a request
+ * over a cap is answered with 413 or 431 instead of being buffered. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+
+/* Defaults of HttpLimits, used for every field left 0. */
+#define HTTP_HEADER_SIZE_MAX_DEFAULT (16U * 1024U)      /* request line + headers + the empty line */
+#define HTTP_HEADERS_MAX_DEFAULT 64U
+#define HTTP_BODY_SIZE_MAX_DEFAULT (1024U * 1024U)
+#define HTTP_METHOD_MAX 32U
+
+typedef struct HttpLimits {
+        size_t header_size_max;
+        size_t headers_max;
+        size_t body_size_max;
+} HttpLimits;
+
+typedef struct HttpHeader {
+        char *name;                     /* as sent */
+        char *value;                    /* surrounding whitespace removed */
+} HttpHeader;
+
+typedef struct HttpRequest {
+        char *method;
+        char *target;                   /* origin-form: "/path?query" */
+        char *path;                     /* target without the query */
+        char *query;                    /* after "?", or NULL */
+        unsigned version_minor;         /* HTTP/1.0 or HTTP/1.1 */
+        HttpHeader *headers;
+        size_t n_headers;
+        char *body;                     /* NUL-terminated for convenience (body_size excludes it); never NULL */
+        size_t body_size;
+        bool keep_alive;                /* the connection may carry another request after the response */
+} HttpRequest;
+
+void http_request_done(HttpRequest *r);
+
+/* What http_request_parse() learnt about a request that is not complete yet. */
+typedef struct HttpParseInfo {
+        bool headers_complete;
+        bool expect_continue;           /* the client waits for "100 Continue" before sending the body */
+} HttpParseInfo;
+
+/* Parses the request at the start of buf[0..size). Returns
+ *   1  a complete request in *ret; *ret_consumed bytes of buf belong to it (the rest is the next one);
+ *   0  incomplete: read more and call again with the whole buffer (ret_info, if given, says whether
+ *      the client waits for 100 Continue);
+ *  <0  the request is bad: *ret_status is the status to answer with before closing the connection
+ *      (400, 413, 431, 501, 505), -ENOMEM with status 500.
+ * Bytes beyond the caps are never needed: with header_size_max + body_size_max bytes buffered, the
+ * answer is 1 or an error. */
+int http_request_parse(const char *buf, size_t size, const HttpLimits *limits,
+                       HttpRequest *ret, size_t *ret_consumed, int *ret_status, HttpParseInfo *ret_info);
+
+/* The value of the first header called name (case-insensitive), or NULL. */
+const char *http_request_header(const HttpRequest *r, const char *name);
+
+/* "Bad Request" for 400 and so on; "Unknown" for codes we never send. */
+const char *http_status_reason(int status);
+
+/* A complete response: status line, Content-Type (when body is not NULL), Content-Length, Connection:
+ * keep-alive or close, a blank line and the body. */
+int http_response_format(int status, const char *content_type, const void *body, size_t body_size,
+                         bool keep_alive, char **ret, size_t *ret_size);

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The HTTP/1.1 request parser of the socket-activated helpers, fed what a hostile client might send. */
+
+#include "http-server.h"
+#include "macro.h"
+#include "tap.h"
+
+#define GOOD_POST "POST /api/gate/container-approval HTTP/1.1\r\nHost: localhost\r\n" \
+        "Authorization: Bearer abc\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}"
+
+static int parse(const char *s, HttpRequest *r, size_t *consumed, int *status) {
+        return http_request_parse(s, strlen(s), NULL, r, consumed, status, NULL);
+}
+
+/* The status a bad request is answered with; 0 when it parses or is incomplete. */
+static int status_of(const char *s) {
+        _cleanup_(http_request_done) HttpRequest r = {};
+        size_t consumed;
+        int status = 0;
+
+        if (parse(s, &r, &consumed, &status) >= 0)
+                return 0;
+        return status;
+}
+
+static void test_good(void) {
+        _cleanup_(http_request_done) HttpRequest r = {};
+        size_t consumed = 0;
+        int status = 0, k;
+
+        k = parse(GOOD_POST, &r, &consumed, &status);
+        is_int(k, 1, "a complete POST parses");
+        is_str(r.method, "POST", "the method is POST");
+        is_str(r.path, "/api/gate/container-approval", "the path is the target without query");
+        is_str(http_request_header(&r, "authorization"), "Bearer abc", "header lookup ignores case");
+        is_int(r.body_size, 7, "the body has Content-Length bytes");
+        is_str(r.body, "{\"a\":1}", "the body is the bytes after the head");
+        is_int(consumed, strlen(GOOD_POST), "all bytes of the request are consumed");
+        ok(r.keep_alive, "HTTP/1.1 keeps the connection by default");
+}
+
+static void test_incremental(void) {
+        const char *s = GOOD_POST;
+        size_t n = strlen(s);
+        bool all_incomplete = true;
+
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_(http_request_done) HttpRequest r = {};
+                size_t consumed;
+                int status = 0;
+                if (http_request_parse(s, i, NULL, &r, &consumed, &status, NULL) != 0)
+                        all_incomplete = false;
+        }
+        ok(all_incomplete, "every proper prefix of a request is incomplete, not an error");
+}
+
+static void test_pipelined(void) {
+        _cleanup_(http_request_done) HttpRequest a = {}, b = {};
+        const char *s = "GET /a?x=1 HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+        size_t c1 = 0, c2 = 0;
+        int status;
+
+        is_int(parse(s, &a, &c1, &status), 1, "the first of two pipelined requests parses");
+        is_str(a.query, "x=1", "the query is split off");
+        is_int(parse(s + c1, &b, &c2, &status), 1, "the second parses from where the first ended");
+        is_str(b.path, "/b", "the second request is /b");
+        ok(!b.keep_alive, "Connection: close ends keep-alive");
+}
+
+static void test_versions(void) {
+        _cleanup_(http_request_done) HttpRequest r = {}, k = {};
+        size_t c;
+        int status;
+
+        is_int(parse("GET / HTTP/1.0\r\n\r\n", &r, &c, &status), 1, "HTTP/1.0 needs no Host");
+        ok(!r.keep_alive, "HTTP/1.0 closes by default");
+        is_int(parse("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", &k, &c, &status), 1,
+               "HTTP/1.0 with keep-alive parses");
+        ok(k.keep_alive, "HTTP/1.0 with Connection: keep-alive keeps the connection");
+        is_int(status_of("GET / HTTP/2.0\r\nHost: h\r\n\r\n"), 505, "HTTP/2.0 on the wire is 505");
+        is_int(status_of("GET / HTTP/1.2\r\nHost: h\r\n\r\n"), 505, "HTTP/1.2 is 505");
+        is_int(status_of("GET / HTTX/1.1\r\nHost: h\r\n\r\n"), 400, "a garbled version is 400");
+        is_int(status_of("GET / HTTP/1.1\r\n\r\n"), 400, "HTTP/1.1 without Host is 400");
+        is_int(status_of("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), 400, "two Host headers are 400");
+}
+
+static void test_malformed(void) {
+        is_int(status_of("GET  / HTTP/1.1\r\nHost: h\r\n\r\n"), 400, "two spaces in the request line are 400");
+        is_int(status_of("GET http://x/ HTTP/1.1\r\nHost: h\r\n\r\n"), 400, "absolute-form targets are 400");
+        is_int(status_of("GET /a\x01 HTTP/1.1\r\nHost: h\r\n\r\n"), 400, "a control character in the target is 400");
+        is_int(status_of("G(T / HTTP/1.1\r\nHost: h\r\n\r\n"), 400, "a method that is not a token is 400");
+        is_int(status_of("GET / HTTP/1.1\nHost: h\n\n"), 400, "bare LF line ends are 400");
+        is_int(status_of("GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n"), 400, "a bare CR is 400");
+        is_int(status_of("GET / HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n"), 400, "obsolete line folding is 400");
+        is_int(status_of("GET / HTTP/1.1\r\nHost: h\r\nBad Name: x\r\n\r\n"), 400, "a header name with a space is 400");
+        is_int(status_of("GET / HTTP/1.1\r\nHost: h\r\n: x\r\n\r\n"), 400, "an empty header name is 400");
+        is_int(status_of("GET / HTTP/1.1\r\nHost: h\r\nNoColon\r\n\r\n"), 400, "a header without a colon is 400");
+        is_int(status_of("GET / HTTP/1.1\r\nHost: h\r\nX: a\x01" "b\r\n\r\n"), 400, "a control character in a value is 400");
+        is_int(status_of("\r\n\r\n\r\n\r\n\r\n\r\n"), 400, "nothing but empty lines is 400");
+        is_int(status_of(""), 0, "an empty buffer is incomplete");
+
+        _cleanup_(http_request_done) HttpRequest r = {};
+        size_t c;
+        int status;
+        const char nul[] = "GET / HTTP/1.1\r\nHost: h\0\r\n\r\n";
+        is_int(http_request_parse(nul, sizeof(nul) - 1, NULL, &r, &c, &status, NULL) < 0 ? status : 0, 400,
+               "a NUL byte in the head is 400");
+        is_int(http_request_parse("GET", 3, NULL, &r, &c, &status, NULL), 0, "a partial request line is incomplete");
+}
+
+static void test_content_length(void) {
+        is_int(status_of("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n"), 400, "a negative Content-Length is 400");
+        is_int(status_of("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1x\r\n\r\n"), 400, "a non-numeric Content-Length is 400");
+        is_int(status_of("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: \r\n\r\n"), 400, "an empty Content-Length is 400");
+        is_int(status_of("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx"), 400,
+               "two Content-Length headers are 400 (request smuggling)");
+        is_int(status_of("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 99999999999999999999999\r\n\r\n"), 413,
+               "a Content-Length that overflows is 413");
+        is_int(status_of("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2000000\r\n\r\n"), 413,
+               "a body over the cap is 413 before it is read");
+        is_int(status_of("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"), 501,
+               "Transfer-Encoding is 501");
+        is_int(status_of("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nab"), 0, "a short body is incomplete");
+
+        _cleanup_(http_request_done) HttpRequest r = {};
+        HttpParseInfo info;
+        size_t c;
+        int status;
+        const char *s = "POST / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n";
+        is_int(http_request_parse(s, strlen(s), NULL, &r, &c, &status, &info), 0, "a request waiting for its body is incomplete");
+        ok(info.headers_complete && info.expect_continue, "the parser reports that the client expects 100 Continue");
+}
+
+static void test_caps(void) {
+        HttpLimits l = { .header_size_max = 256, .headers_max = 4, .body_size_max = 16 };
+        _cleanup_free_ char *big = NULL, *many = NULL;
+        _cleanup_(http_request_done) HttpRequest r = {};
+        size_t c;
+        int status = 0, k;
+
+        big = malloc(600);
+        strcpy(big, "GET / HTTP/1.1\r\nHost: h\r\nX: ");
+        memset(big + strlen(big), 'a', 600 - strlen(big) - 1);
+        big[599] = 0;
+        k = http_request_parse(big, strlen(big), &l, &r, &c, &status, NULL);
+        ok(k < 0 && status == 431, "a head that grows past the cap without ending is 431");
+
+        many = strdup("GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n");
+        k = http_request_parse(many, strlen(many), &l, &r, &c, &status, NULL);
+        ok(k < 0 && status == 431, "more headers than the cap is 431");
+
+        const char *body = "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 17\r\n\r\n";
+        k = http_request_parse(body, strlen(body), &l, &r, &c, &status, NULL);
+        ok(k < 0 && status == 413, "a body one byte over the cap is 413");
+}
+
+static void test_response(void) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+
+        is_int(http_response_format(200, "application/json", "{}", 2, true, &buf, &n), 0, "a response is formatted");
+        is_str(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\n{}",
+               "the response has status line, type, length and connection headers");
+        is_str(http_status_reason(431), "Request Header Fields Too Large", "431 has its reason phrase");
+}
+
+static void test_garbage(void) {
+        /* Random bytes must never crash the parser or be accepted as a request. */
+        unsigned seed = 1;
+        bool fine = true;
+        for (int round = 0; round < 20000; round++) {
+                char buf[256];
+                size_t n = (size_t) (rand_r(&seed) % (int) sizeof(buf));
+                _cleanup_(http_request_done) HttpRequest r = {};
+                size_t c;
+                int status = 0, k;
+
+                for (size_t i = 0; i < n; i++)
+                        buf[i] = (char) (rand_r(&seed) % 4 == 0 ? "\r\n: /"[rand_r(&seed) % 5] : rand_r(&seed));
+                k = http_request_parse(buf, n, NULL, &r, &c, &status, NULL);
+                if (k < 0 && (status < 400 || status > 505))
+                        fine = false;
+                if (k > 0 && c > n)
+                        fine = false;
+        }
+        ok(fine, "20000 random inputs give incomplete or a 4xx/5xx, never more than they hold");
+}
+
+int main(void) {
+        test_good();
+        test_incremental();
+        test_pipelined();
+        test_versions();
+        test_malformed();
+        test_content_length();
+        test_caps();
+        test_response();
+        test_garbage();
+        return done_testing();
+}
