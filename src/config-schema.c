@@ -368,9 +368,22 @@ static const Field audit_fields[] = {
 };
 static const Schema audit_schema = SCHEMA("audit", audit_fields);
 
+static const char *check_webhook_url(const char *v) {
+        if (isempty(v))
+                return NULL;
+        if (!startswith(v, "http://") && !startswith(v, "https://"))
+                return "must be an http:// or https:// URL";
+        for (const char *p = v; *p; p++)
+                if (*p <= ' ' || *p == 0x7f)
+                        return "must not contain whitespace or control characters";
+        return NULL;
+}
+
 static const Field gates_fields[] = {
         OBJECT("rate_limits", SCOPE_CONFIG, rate_limits_schema),
         OBJECT("audit", SCOPE_CONFIG, audit_schema),
+        UINT("approval_timeout_sec", SCOPE_CONFIG, 0, 86400),
+        STR("webhook_url", SCOPE_CONFIG, check_webhook_url),
         OBJECT("agentgate", SCOPE_ALL, agentgate_schema),
         OBJECT("docker_proxy", SCOPE_ALL, docker_proxy_schema),
 };
@@ -1204,6 +1217,11 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
         c.gates.rate_limits.total = load_uint(rl, "total", 500);
         c.gates.audit.retention_days = load_uint(audit, "retention_days", 30);
         c.gates.audit.verbose = load_bool(audit, "verbose", false);
+        c.gates.approval_timeout_sec = load_uint(gates, "approval_timeout_sec", 300);
+        if ((r = load_string(gates, "webhook_url", NULL, &c.gates.webhook_url)) < 0)
+                return r;
+        if (isempty(c.gates.webhook_url))
+                c.gates.webhook_url = mfree(c.gates.webhook_url);
 
         c.gates.agentgate.enabled = load_bool(gate, "enabled", true);
         c.gates.agentgate.default_decision = load_decision(gate, "default_decision", DECISION_ALLOW);

@@ -174,6 +174,7 @@ void loop_config_done(LoopConfig *c) {
         free(c->mcp_servers);
         free(c->browser.chrome_image);
 
+        free(c->gates.webhook_url);
         AgentGateConfig *g = &c->gates.agentgate;
         for (size_t i = 0; i < g->n_path_rules; i++) {
                 free(g->path_rules[i].pattern);
@@ -564,7 +565,7 @@ size_t config_set_count_valid(const ConfigSet *s) {
 /* ---- display ---- */
 
 static bool key_is_secret(const char *key) {
-        static const char * const words[] = { "token", "key", "secret", "password", "passwd", "authorization", "credential" };
+        static const char * const words[] = { "token", "key", "secret", "password", "passwd", "authorization", "credential", "webhook" };
         _cleanup_free_ char *lower = strdup(key);
 
         if (!lower)

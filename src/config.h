@@ -138,6 +138,8 @@ typedef struct GatesConfig {
                 uint64_t retention_days;
                 bool verbose;
         } audit;
+        uint64_t approval_timeout_sec;  /* how long a human has to answer; 0: nobody is asked (no-approver) */
+        char *webhook_url;              /* told about every pending approval; NULL: none. May hold a secret */
         AgentGateConfig agentgate;
         DockerProxyConfig docker_proxy;
 } GatesConfig;

@@ -117,6 +117,8 @@ static void test_defaults(void) {
         is_int(c.gates.rate_limits.total, 500, "gates.rate_limits.total defaults to 500");
         is_int(c.gates.audit.retention_days, 30, "gates.audit.retention_days defaults to 30");
         ok(!c.gates.audit.verbose, "gates.audit.verbose defaults to false");
+        is_int(c.gates.approval_timeout_sec, 300, "gates.approval_timeout_sec defaults to 300");
+        ok(!c.gates.webhook_url, "gates.webhook_url is unset by default");
         ok(c.gates.agentgate.enabled, "gates.agentgate.enabled defaults to true");
         is_int(c.gates.agentgate.default_decision, DECISION_ALLOW, "gates.agentgate.default_decision defaults to allow");
         ok(c.gates.docker_proxy.enabled, "gates.docker_proxy.enabled defaults to true");
@@ -142,6 +144,7 @@ static void test_every_field(void) {
                 "  \"browser\": {\"enabled\": false, \"chrome_image\": \"c:2\", \"host_cdp_port\": 9333, \"memory_mb\": 256},\n"
                 "  \"gates\": {\"rate_limits\": {\"pending\": 1, \"per_minute\": 2, \"total\": 3},\n"
                 "             \"audit\": {\"retention_days\": 7, \"verbose\": true},\n"
+                "             \"approval_timeout_sec\": 45, \"webhook_url\": \"https://hooks.example/x\",\n"
                 "             \"agentgate\": {\"enabled\": true, \"default_decision\": \"deny\",\n"
                 "                \"path_rules\": [{\"pattern\": \"/run/x.sock\", \"decision\": \"approve\", \"message\": \"m\"}],\n"
                 "                \"command_rules\": [{\"commands\": [\"rm\"], \"args_patterns\": [\"-rf /\"], \"decision\": \"deny\"}],\n"
@@ -184,6 +187,8 @@ static void test_every_field(void) {
         ok(c.gates.rate_limits.pending == 1 && c.gates.rate_limits.per_minute == 2 && c.gates.rate_limits.total == 3,
            "rate limits are read");
         ok(c.gates.audit.retention_days == 7 && c.gates.audit.verbose, "audit fields are read");
+        is_int(c.gates.approval_timeout_sec, 45, "gates.approval_timeout_sec is read");
+        is_str(c.gates.webhook_url, "https://hooks.example/x", "gates.webhook_url is read");
         ok(c.gates.agentgate.default_decision == DECISION_DENY, "agentgate.default_decision is read");
         ok(c.gates.agentgate.n_path_rules == 1 && c.gates.agentgate.path_rules[0].decision == DECISION_APPROVE &&
            streq(c.gates.agentgate.path_rules[0].message, "m"), "path rules are read");
@@ -243,6 +248,11 @@ static void test_validation(void) {
         refused("{\"container_cpus\": \"2\"}", SCOPE_CHANNEL, "container_cpus", "must be a number",
                 "cpus as a string are refused");
         accepted("{\"container_cpus\": 2}", SCOPE_CHANNEL, "cpus as an integer are accepted");
+        refused("{\"gates\": {\"webhook_url\": \"ftp://x\"}}", SCOPE_GLOBAL, "gates.webhook_url", "http",
+                "a webhook_url that is not http(s) is refused");
+        refused("{\"gates\": {\"approval_timeout_sec\": 100000}}", SCOPE_CHANNEL, "gates.approval_timeout_sec", "between",
+                "an approval timeout over a day is refused");
+        accepted("{\"gates\": {\"approval_timeout_sec\": 0}}", SCOPE_CHANNEL, "an approval timeout of 0 (no approvals) is accepted");
         refused("{\"keep_mcp_configs\": 1}", SCOPE_CHANNEL, "keep_mcp_configs", "boolean",
                 "1 is not a boolean");
         refused("{\"container_image\": \"\"}", SCOPE_CHANNEL, "container_image", "empty",
