@@ -42,6 +42,8 @@ static const struct {
         [AUDIT_QUEUE_FAILED]         = { "queue-failed",         "f2a7300555124baea2194ff09e90c4b7" },
         [AUDIT_RUNNER_STARTED]       = { "runner-started",       "25ccc022b5f04f01b49324da6040c205" },
         [AUDIT_RUNNER_STOPPED]       = { "runner-stopped",       "b5cbb1d781a841edbbb971dcadfe8542" },
+        [AUDIT_GATE_PENDING]         = { "gate-pending",         "ac51ea316b31483ba54348f5beb30dbc" },
+        [AUDIT_GATE_DECISION]        = { "gate-decision",        "1c67da5fa187464598968c5d0c4d6ccd" },
 };
 
 /* The fields audit_log() fills itself; an extra field may not name one of them. */
