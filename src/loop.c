@@ -25,6 +25,7 @@ static const Verb verbs[] = {
         { "status",   verb_status },
         { "cleanup",  verb_cleanup },
         { "reconcile", verb_reconcile },
+        { "shell",    verb_shell },
         { "privdrop", verb_privdrop },
 };
 

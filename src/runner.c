@@ -694,7 +694,7 @@ static int runner_prepare(const RunRequest *req, RunContext *ctx) {
         /* Where no loop-reconcile.timer runs (systemd is not PID 1, or a private engine that lives only as
          * long as this command), each run reconciles its channel: containers kept past their
          * container_keep_alive_sec are removed here. The runner service does this once at its start. */
-        if (!streq_ptr(req->owner, "service")) {
+        if (!streq_ptr(req->owner, "service") && !streq_ptr(req->owner, "shell")) {
                 _cleanup_(registry_freep) Registry *reg = NULL;
                 if (registry_open(req->channel, &reg) >= 0) {
                         (void) registry_sync(reg, ctx->conn->engine, ctx->config.container_keep_alive_sec);
@@ -724,7 +724,8 @@ static int runner_prepare(const RunRequest *req, RunContext *ctx) {
                 return log_error_errno(r, "Failed to look up the image %s: %s", ctx->config.container_image,
                                        engine_last_error(ctx->conn->engine));
 
-        return write_mcp_config(ctx);
+        /* A shell has no prompt and no MCP config of its own. */
+        return req->prompt ? write_mcp_config(ctx) : 0;
 }
 
 int runner_run(const RunRequest *req, RunOutcome *ret) {
@@ -795,4 +796,180 @@ finish:
         if (r < 0)
                 run_outcome_done(ret);
         return r < 0 ? r : 0;
+}
+
+/* --- the shell container ----------------------------------------------------------------------------- */
+
+/* The shell container's main process: idles until stopped, in any image with a POSIX sh. */
+static char * const shell_idle_cmd[] = {
+        (char *) "/bin/sh", (char *) "-c",
+        (char *) "trap 'exit 0' TERM INT HUP; while :; do sleep 3600 & wait $!; done",
+        NULL,
+};
+
+void shell_target_done(ShellTarget *t) {
+        engine_connection_free(t->conn);
+        free(t->id);
+        free(t->name);
+        free(t->user);
+        free(t->channel);
+        *t = (ShellTarget) {};
+}
+
+/* The running or stopped shell container of the channel in the engine, if any. */
+static int shell_find(Engine *e, const char *channel, char **ret_id, char **ret_name, bool *ret_running) {
+        _cleanup_(json_object_putp) json_object *list = NULL;
+        _cleanup_free_ EngineContainerState *states = NULL;
+        _cleanup_free_ char *label = NULL;
+        int n, k;
+
+        if (asprintf(&label, "loop-channel=%s", channel) < 0)
+                return -ENOMEM;
+        k = engine_container_list(e, label, true, &list);
+        if (k < 0)
+                return log_error_errno(k, "Cannot list the containers of channel %s: %s", channel, engine_last_error(e));
+        n = engine_containers_of_channel(list, channel, &states);
+        if (n < 0)
+                return log_oom();
+        /* A running one first; with several (made behind loop's back), the first running wins. */
+        for (int pass = 0; pass < 2; pass++)
+                for (int i = 0; i < n; i++) {
+                        if (states[i].type != CONTAINER_SHELL || (pass == 0 && !states[i].running))
+                                continue;
+                        if (!(*ret_id = strdup(states[i].id)) || !(*ret_name = strdup(states[i].name)))
+                                return log_oom();
+                        *ret_running = states[i].running;
+                        return 1;
+                }
+        return 0;
+}
+
+static int shell_create(RunContext *ctx, char **ret_id, char **ret_name) {
+        Engine *e = ctx->conn->engine;
+        _cleanup_(container_plan_freep) ContainerPlan *plan = NULL;
+        _cleanup_free_ char *base = NULL, *name = NULL, *id = NULL;
+        int r;
+
+        base = container_name_sanitize(ctx->channel);
+        if (!base || asprintf(&name, "loop-shell-%s", base) < 0)
+                return log_oom();
+        ContainerInput in = {
+                .channel = ctx->channel,
+                .type = CONTAINER_SHELL,
+                .name = name,
+                .config = &ctx->config,
+                .user = &ctx->user,
+                .engine = engine_kind(e),
+                .host_env = environ,
+                .timezone = ctx->timezone,
+                .git_excludes_file = ctx->git_excludes,
+                .cmd = shell_idle_cmd,
+                .home_dir = ctx->home_dir,
+                .cgroup_parent = ctx->slice,
+                .owner = "shell",
+        };
+        r = container_plan_build(&in, &plan);
+        if (r < 0)
+                return log_error_errno(r, "Failed to prepare the shell container: %m");
+        STRV_FOREACH(s, plan->skipped)
+                log_notice("%s", *s);
+
+        r = engine_container_create(e, name, plan->body, &id);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the shell container %s: %s", name, engine_last_error(e));
+        r = copy_files_in(ctx, e, id, plan);
+        if (r < 0) {
+                container_discard(e, id);
+                return r;
+        }
+        *ret_id = TAKE_PTR(id);
+        *ret_name = TAKE_PTR(name);
+        return 0;
+}
+
+int runner_shell_open(const char *channel, ShellTarget *ret) {
+        _cleanup_(run_context_done) RunContext ctx = { .channel = channel };
+        _cleanup_(registry_freep) Registry *reg = NULL;
+        _cleanup_free_ char *id = NULL, *name = NULL, *scope = NULL;
+        RunRequest req = { .channel = channel, .owner = "shell" };
+        bool running = false;
+        pid_t pid;
+        int r;
+
+        ctx.req = &req;
+        r = runner_prepare(&req, &ctx);
+        if (r < 0)
+                return r;
+
+        /* The registry's lock is the channel's: two terminals opening a shell at once get the same
+         * container, the second one waits here while the first creates it. */
+        r = registry_open(channel, &reg);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open the registry of channel %s: %m", channel);
+        (void) registry_sync(reg, ctx.conn->engine, ctx.config.container_keep_alive_sec);
+
+        r = shell_find(ctx.conn->engine, channel, &id, &name, &running);
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                r = shell_create(&ctx, &id, &name);
+                if (r < 0)
+                        return r;
+        }
+        if (!running) {
+                r = engine_container_start(ctx.conn->engine, id);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to start the shell container %s: %s", name,
+                                               engine_last_error(ctx.conn->engine));
+        }
+        pid = container_main_pid(ctx.conn->engine, id);
+        if (pid > 0 && ctx.slice)
+                (void) scope_of_pid(pid, &scope);
+        r = registry_register(reg, id, name, CONTAINER_SHELL, "shell", scope, pid);
+        if (r < 0)
+                log_warning_errno(r, "Failed to record the shell container in the registry, ignoring: %m");
+        (void) registry_close(TAKE_PTR(reg));
+
+        *ret = (ShellTarget) {
+                .conn = TAKE_PTR(ctx.conn),
+                .id = TAKE_PTR(id),
+                .name = TAKE_PTR(name),
+                .keep_alive_sec = ctx.config.container_keep_alive_sec,
+        };
+        if (asprintf(&ret->user, "%u:%u", (unsigned) ctx.user.uid, (unsigned) ctx.user.gid) < 0 ||
+            !(ret->channel = strdup(channel))) {
+                shell_target_done(ret);
+                return log_oom();
+        }
+        return 0;
+}
+
+int runner_shell_release(ShellTarget *t) {
+        _cleanup_(registry_freep) Registry *reg = NULL;
+        _cleanup_(json_object_putp) json_object *j = NULL;
+        Engine *e = t->conn->engine;
+        json_object *execs;
+        int r;
+
+        r = registry_open(t->channel, &reg);
+        if (r < 0)
+                return log_warning_errno(r, "Cannot open the registry of channel %s: %m", t->channel);
+        /* Under the lock: a session that is just starting in another terminal keeps it running. */
+        if (engine_container_inspect(e, t->id, &j) < 0)
+                return 0;       /* gone already; the next reconcile drops it */
+        if (json_object_object_get_ex(j, "ExecIDs", &execs) && json_object_is_type(execs, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(execs); i++) {
+                        _cleanup_(json_object_putp) json_object *x = NULL;
+                        json_object *running;
+                        const char *exec_id = json_object_get_string(json_object_array_get_idx(execs, i));
+                        if (exec_id && engine_exec_inspect(e, exec_id, &x) >= 0 &&
+                            json_object_object_get_ex(x, "Running", &running) && json_object_get_boolean(running)) {
+                                log_debug("Another session runs in %s; leaving it running.", t->name);
+                                return 0;
+                        }
+                }
+        (void) engine_container_stop(e, t->id, 5);
+        r = registry_schedule_remove(reg, e, t->id, now_realtime_usec(), t->keep_alive_sec);
+        (void) registry_close(TAKE_PTR(reg));
+        return r;
 }

@@ -13,6 +13,7 @@
 #include "agent.h"
 #include "config.h"
 #include "container-spec.h"
+#include "engine-discover.h"
 
 #define RUNNER_STDERR_TAIL 4096U        /* the end of the agent's stderr kept for error messages */
 #define RUNNER_LOOP_BIN "/usr/local/bin/loop"
@@ -59,3 +60,21 @@ int runner_run(const RunRequest *req, RunOutcome *ret);
 
 /* From a signal handler: stop the current run (its container is stopped; its removal is scheduled). */
 void runner_interrupt(void);
+
+/* The channel's shell container (a singleton): found, started or created by runner_shell_open() under the
+ * channel's registry lock, so two terminals get the same one. It runs the entrypoint and then idles; the
+ * shells are execs in it as the agent user. */
+typedef struct ShellTarget {
+        EngineConnection *conn;
+        char *channel;
+        char *id;
+        char *name;
+        char *user;                     /* "uid:gid" of the agent user, for the exec */
+        uint64_t keep_alive_sec;
+} ShellTarget;
+
+int runner_shell_open(const char *channel, ShellTarget *ret);
+/* After a session: when no other session runs in it, stops the container and schedules its removal after
+ * container_keep_alive_sec (a shell opened before then starts it again and cancels the removal). */
+int runner_shell_release(ShellTarget *t);
+void shell_target_done(ShellTarget *t);

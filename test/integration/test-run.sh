@@ -221,6 +221,37 @@ for eng in podman docker; do
         "$LOOP" cleanup kept >/dev/null 2>&1
         is "$(containers_left)" 0 "$eng: loop cleanup removes the kept container"
 
+        # --- loop shell: the channel's one shell container, as the agent user ---
+        shells() {
+                engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/json?all=1&filters=%7B%22label%22%3A%5B%22loop-type%3Dshell%22%5D%7D" |
+                        grep -o '"Id":"[0-9a-f]*"' | cut -d'"' -f4 | sort -u
+        }
+        sh_out=$(printf 'id -u\necho "home=$HOME"\nexit 3\n' | "$LOOP" shell kept 2>"$T/shell.err")
+        sh_st=$?
+        like "$sh_out" "^$UID_T" "$eng: loop shell runs the shell as the agent user (stdin piped)" || diag "$(tail -5 "$T/shell.err")"
+        like "$sh_out" "home=$HOME_T" "$eng: ...with the agent's HOME"
+        is "$sh_st" 3 "$eng: ...and exits with the shell's status"
+        first=$(shells)
+        is "$(echo "$first" | grep -c .)" 1 "$eng: one shell container exists"
+        like "$("$LOOP" status kept --json 2>/dev/null)" '"type": *"shell"[^}]*"status": *"pending-removal"' \
+                "$eng: after the last session it is stopped, pending removal"
+        is "$("$LOOP" shell kept -- sh -c 'echo again' 2>/dev/null)" again "$eng: loop shell -- CMD runs CMD"
+        is "$(shells)" "$first" "$eng: a later shell reuses the same container (its removal cancelled)"
+        # Two terminals at once: the lock makes them share one container.
+        "$LOOP" shell kept -- sh -c 'sleep 2; cat /etc/hostname' >"$T/sh1" 2>/dev/null &
+        p1=$!
+        "$LOOP" shell kept -- sh -c 'sleep 2; cat /etc/hostname' >"$T/sh2" 2>/dev/null &
+        p2=$!
+        wait $p1 $p2
+        [ -s "$T/sh1" ] && [ "$(cat "$T/sh1")" = "$(cat "$T/sh2")" ]
+        ok $? "$eng: two concurrent shells run in the same container" || diag "$(cat "$T/sh1" "$T/sh2")"
+        is "$(shells | grep -c .)" 1 "$eng: ...and no second shell container is made"
+        tty_out=$(script -qec "$LOOP shell kept -- sh -c 'tty; stty size'" /dev/null </dev/null 2>&1 | tr -d '\r')
+        like "$tty_out" "/dev/pts/" "$eng: with a terminal, the shell gets a pseudo-terminal"
+        is "$("$LOOP" shell kept -- sh -c 'touch /usr/x 2>/dev/null || echo ro' 2>/dev/null)" ro "$eng: the shell container's root is read-only"
+        "$LOOP" cleanup kept >/dev/null 2>&1
+        is "$(shells | grep -c .)" 0 "$eng: loop cleanup removes the shell container"
+
         # --- the runs that cannot start ---
         run --image localhost/no-such-image:1 demo hello
         is "$st" 2 "$eng: a missing image fails with exit 2"
