@@ -406,6 +406,23 @@ int gate_approvals_remove_container(GateApprovals *a, const char *container, uin
         return n;
 }
 
+int gate_approvals_forget_gone(GateApprovals *a, bool (*gone)(const char *container, void *userdata),
+                               void *userdata, uint64_t now_usec) {
+        int n = 0;
+
+        for (GateContainer *c = a->containers, *next; c; c = next) {
+                next = c->next;
+                if (gone(c->id, userdata)) {
+                        _cleanup_free_ char *id = strdup(c->id);
+                        if (!id)
+                                return -ENOMEM;
+                        /* frees c, and only c */
+                        n += gate_approvals_remove_container(a, id, now_usec);
+                }
+        }
+        return n;
+}
+
 int gate_approvals_deny(GateApprovals *a, uint64_t id, const char *reason, uint64_t now_usec) {
         GateOutcome o = { .actor = "gate", .reason = reason };
         GatePending *p = gate_approvals_find(a, id);

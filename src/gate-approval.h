@@ -127,6 +127,11 @@ uint64_t gate_approvals_next_deadline(const GateApprovals *a);
  * counters and cache. Returns the number of requests denied. */
 int gate_approvals_remove_container(GateApprovals *a, const char *container, uint64_t now_usec);
 
+/* Forgets every container for which gone(id) says true, as gate_approvals_remove_container() does.
+ * Returns the number of requests denied. */
+int gate_approvals_forget_gone(GateApprovals *a, bool (*gone)(const char *container, void *userdata),
+                               void *userdata, uint64_t now_usec);
+
 /* Settles one pending request with a decision of the gate itself (actor "gate"): the caller went away
  * ("caller-gone"), the service stops ("service-stopping"). -ENOENT when id is not pending. */
 int gate_approvals_deny(GateApprovals *a, uint64_t id, const char *reason, uint64_t now_usec);

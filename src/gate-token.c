@@ -141,6 +141,10 @@ static int token_dir_open(const char *channel, bool create, int *ret_fd) {
         return 0;
 }
 
+int gate_token_dir_open(const char *channel, int *ret_fd) {
+        return token_dir_open(channel, false, ret_fd);
+}
+
 int gate_token_write(const char *channel, const char *container, const char *token) {
         _cleanup_close_ int dir_fd = -EBADF, fd = -EBADF;
         char tmp[GATE_CONTAINER_ID_MAX + 32];

@@ -48,6 +48,10 @@ int gate_token_write(const char *channel, const char *container, const char *tok
 /* Removes the container's token; a missing file is not an error (returns 0). */
 int gate_token_remove(const char *channel, const char *container);
 
+/* Opens the channel's token directory (O_DIRECTORY, not through a symlink), refusing one that is writable
+ * by group or others (-EPERM): whoever could write there could plant a token. */
+int gate_token_dir_open(const char *channel, int *ret_fd);
+
 /* Whether the token file of container exists below the open token directory. */
 bool gate_token_exists_at(int dir_fd, const char *container);
 

@@ -26,6 +26,8 @@ Assertions (paths are relative to the output dir):
   assert-key-missing PATH SECTION KEY
   assert-env-is PATH VAR VALUE           an Environment= assignment of VAR, unquoted as systemd does
   assert-symlink PATH TARGET
+  assert-data-file PATH MODE CONTENT     a regular file that is not a unit (no header), with exactly this
+                                         octal mode and content (e.g. a credential the units load)
   assert-stderr-contains TEXT / assert-stderr-not-contains TEXT
 
 Every case also gets three implicit points: no unexpected output (any file or symlink not named by an
@@ -47,11 +49,13 @@ CASE_FILES = {'assertions', 'setup', 'args', 'env', 'configdir', 'expected'}
 KNOWN_KEYS = {
     'Unit': {'Description', 'Documentation', 'SourcePath', 'Before'},
     'Slice': {'MemoryMax', 'CPUQuota', 'TasksMax'},
-    'Service': {'Slice', 'Environment'},
+    'Service': {'Slice', 'Environment', 'LoadCredential', 'PrivateNetwork', 'IPAddressDeny',
+                'RestrictAddressFamilies'},
 }
 # Assertions that name an output path as their first argument.
 PATH_ASSERTIONS = {'assert-file', 'assert-no-file', 'assert-file-matches', 'assert-key-is',
-                   'assert-key-expands-to', 'assert-key-missing', 'assert-env-is', 'assert-symlink'}
+                   'assert-key-expands-to', 'assert-key-missing', 'assert-env-is', 'assert-symlink',
+                   'assert-data-file'}
 TIMEOUT = 30
 
 tap_count = 0
@@ -255,6 +259,10 @@ class Case:
             return target == args[1], f'symlink target: {target!r}'
         if not os.path.isfile(p) or os.path.islink(p):
             return False, f'{args[0]} is not a regular file'
+        if op == 'assert-data-file':
+            mode = os.stat(p).st_mode & 0o7777
+            text = self.read_output(args[0])
+            return (mode == int(args[1], 8) and text == args[2]), f'mode {mode:o}, content:\n{text}'
         if op == 'assert-file':
             text = self.read_output(args[0])
             return text.startswith(HEADER), f'content:\n{text}'
@@ -279,10 +287,10 @@ class Case:
             return got == [args[2]], f'assignments: {assignments!r}'
         raise ValueError(f'unknown assertion {op}')
 
-    def check_well_formed(self, entries):
+    def check_well_formed(self, entries, data_files):
         for e in sorted(entries):
             path = os.path.join(self.out, e)
-            if os.path.islink(path) or not os.path.isfile(path):
+            if os.path.islink(path) or not os.path.isfile(path) or e in data_files:
                 continue
             try:
                 for section, assignments in parse_unit(self.read_output(e)).items():
@@ -299,11 +307,13 @@ class Case:
 
         self.copy_config(reverse=False)
         exit_status, stderr = self.run_generator(self.out)
-        mentioned = set()
+        mentioned, data_files = set(), set()
         for line in lines:
             words = shlex.split(line)
             if words[0] in PATH_ASSERTIONS:
                 mentioned.add(os.path.normpath(self.subst(words[1])))
+            if words[0] == 'assert-data-file':
+                data_files.add(os.path.normpath(self.subst(words[1])))
             try:
                 passed, diag = self.check(words, exit_status, stderr)
             except (OSError, ValueError, IndexError, UnitSyntaxError) as err:
@@ -313,7 +323,7 @@ class Case:
         entries = self.output_entries(self.out)
         unexpected = sorted(entries - mentioned)
         ok(not unexpected, f'{self.name}: no unexpected output', 'unexpected: ' + ' '.join(unexpected))
-        well_formed, diag = self.check_well_formed(entries)
+        well_formed, diag = self.check_well_formed(entries, data_files)
         ok(well_formed, f'{self.name}: generated files are well-formed units', diag)
 
         # Same config path, entries created in the opposite order, a fresh output dir.
@@ -326,7 +336,8 @@ class Case:
 
 
 def trees_equal(a, b):
-    """Byte-compares two trees: names, types, modes, contents and symlink targets."""
+    """Byte-compares two trees: names, types, modes, contents and symlink targets. A unit naming a file of
+    its own output dir (LoadCredential=) names its own tree, so each tree's path reads as <out>."""
     def walk(top):
         result = {}
         for root, dirs, files in os.walk(top):
@@ -339,7 +350,7 @@ def trees_equal(a, b):
                     what = ('dir', st.st_mode)
                 else:
                     with open(path, 'rb') as f:
-                        what = ('file', st.st_mode, f.read())
+                        what = ('file', st.st_mode, f.read().replace(top.encode(), b'<out>'))
                 result[os.path.relpath(path, top)] = what
         return result
     ta, tb = walk(a), walk(b)

@@ -202,6 +202,25 @@ static void test_timeout_and_removal(void) {
         is_int(gate_approvals_next_deadline(a), (long long) UINT64_MAX, "no deadline when nothing is pending");
 }
 
+static bool gone_if_c1(const char *container, void *userdata) {
+        return streq(container, "c1");
+}
+
+static void test_forget_gone(void) {
+        _cleanup_(gate_approvals_freep) GateApprovals *a = make(500, 30, 60, 300);
+        GateOutcome o;
+
+        submit(a, "c1", "k1", SEC, NULL, &o);
+        submit(a, "c1", "k2", SEC, NULL, &o);
+        submit(a, "c2", "k1", SEC, NULL, &o);
+        submit(a, "c3", "k1", SEC, NULL, &o);
+        is_int(gate_approvals_forget_gone(a, gone_if_c1, NULL, 2 * SEC), 2,
+               "containers whose token vanished get their pending requests denied");
+        ok(streq(settled[0].reason, "container-removed") && streq(settled[1].reason, "container-removed"),
+           "both with reason container-removed");
+        is_int(gate_approvals_n_containers(a), 2, "and are forgotten, the others stay");
+}
+
 static void test_no_approver(void) {
         _cleanup_(gate_approvals_freep) GateApprovals *a = make(500, 30, 60, 0);
         GateOutcome o;
@@ -293,6 +312,7 @@ int main(void) {
         test_session_cache();
         test_rate_limits();
         test_timeout_and_removal();
+        test_forget_gone();
         test_no_approver();
         test_validation();
         test_tokens();
