@@ -23,6 +23,7 @@ static const Verb verbs[] = {
         { "queue",    verb_queue },
         { "runner",   verb_runner },
         { "status",   verb_status },
+        { "gate",     verb_gate },
         { "cleanup",  verb_cleanup },
         { "reconcile", verb_reconcile },
         { "shell",    verb_shell },
@@ -47,6 +48,10 @@ static void help(void) {
                "                         Show the audit events of a channel from the journal\n"
                "  status [NAME] [--json] Channels, runner services, queues, containers and scopes\n"
                "  cleanup [NAME]         Stop and remove loop's containers\n"
+               "  gate list [NAME] [--json]\n"
+               "                         Show approval requests of the security gate\n"
+               "  gate approve|deny ID [--session]\n"
+               "                         Answer one (ID as `gate list` shows it: NAME/N)\n"
                "  reconcile [NAME...]    Sync the container registry with the engine\n"
                "  shell NAME [-- CMD...] A shell in the channel's shell container\n"
                "  runner NAME            Process the channel's queue (loop-agent@NAME.service)\n"

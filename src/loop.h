@@ -21,6 +21,7 @@ int verb_outbox(int argc, char *argv[]);
 int verb_queue(int argc, char *argv[]);
 int verb_runner(int argc, char *argv[]);
 int verb_status(int argc, char *argv[]);
+int verb_gate(int argc, char *argv[]);
 int verb_cleanup(int argc, char *argv[]);
 int verb_reconcile(int argc, char *argv[]);
 int verb_shell(int argc, char *argv[]);
