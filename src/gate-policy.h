@@ -32,21 +32,56 @@ GateKind gate_kind_from_string(const char *s);
 #define GATE_POLICY_FILE_MAX (4U * 1024U * 1024U)
 #define GATE_POLICY_RULES_MAX 4096U     /* rules of one kind in a document, at most */
 
+/* The rule id of a verdict the checks could not make (out of memory, an argv too ambiguous to unwrap, an
+ * invalid operation): its decision is always deny. */
+#define GATE_RULE_ID_ERROR "error"
+
+/* Caps of the exec unwrapping (gate_unwrap_argv() and the exec checks); past any of them the exec check
+ * answers deny with GATE_RULE_ID_ERROR. */
+#define GATE_UNWRAP_CANDIDATES_MAX 16U  /* interpretations of one argv that are checked */
+#define GATE_UNWRAP_STEPS_MAX 128U      /* wrappers and option branches walked for one argv */
+#define GATE_UNWRAP_DEPTH_MAX 4U        /* command strings within command strings (script -c, env -S) */
+
 typedef struct GateVerdict {
         Decision decision;
-        char rule_id[GATE_RULE_ID_MAX]; /* "path[0]", "cmd[3]", "file[12]", "default" */
+        char rule_id[GATE_RULE_ID_MAX]; /* "path[0]", "cmd[3]", "file[12]", "default", "error" */
         const char *message;            /* the rule's message (owned by the policy), or NULL */
 } GateVerdict;
 
 typedef struct GatePolicy GatePolicy;
 
-/* The per-container document: injected rules first (deny /etc/loop/**; approve writes to the project's
- * {work_dir}/.loop config files; allow {work_dir}/** after the denies; rm allowed when every argument is
- * inside the workspace), then cfg's rules in their order, then the built-in default rules, and cfg's
- * default_decision. */
+/* The per-container document: injected rules first (deny everything under /etc/loop; approve writes to
+ * the project's {work_dir}/.loop config files; allow everything under {work_dir} after the denies; rm
+ * allowed when every argument is inside the workspace), then cfg's rules in their order, then the built-in
+ * default rules, and cfg's default_decision.
+ *
+ * The exact order, first match wins (see gate-policy.c for the rules themselves):
+ *   path_rules:    cfg's rules; docker.sock.host deny; docker.sock allow.
+ *   command_rules: cfg's rules; rm inside {work_dir} allow; rm inside /tmp allow; recursive rm of an
+ *                  absolute or ".." path deny.
+ *   file_rules:    /etc/loop and below deny; the {work_dir}/.loop config files approve (every modifying
+ *                  operation); cfg's rules; the default denies (process memory, shadow/sudoers/host keys,
+ *                  credential dirs, agent config and shell rc writes, system dir writes); {work_dir} and
+ *                  below allow; {home} and below allow; /tmp, /var/tmp allow; reads of /proc, /sys allow.
+ * So a channel rule overrides a default (it comes first), but neither can override /etc/loop or the .loop
+ * approval, and the workspace allow never beats a deny (a .ssh dir inside the workspace stays denied).
+ * cfg may be NULL (no channel rules, default_decision allow). work_dir must be absolute and not "/" (or
+ * NULL: no workspace rules); -EINVAL otherwise. */
 int gate_policy_document(const AgentGateConfig *cfg, const char *work_dir, json_object **ret);
+/* The same, knowing the agent's HOME in the container (NULL or "/": as gate_policy_document(); relative:
+ * -EINVAL): its shell rc files are denied like those under /root and /home/NAME, and HOME and below is
+ * allowed after the denies, like the workspace, because the agent keeps its state there. */
+int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, const char *home,
+                              json_object **ret);
 
-/* Compiles a document. On a compile error (empty pattern, bad regex, bad glob, unknown operation or
+/* Besides the reference's fields, a command rule may carry "args_within": "/abs/dir" (the document uses it
+ * for "rm inside the workspace"): the rule then matches only when the command has at least one operand
+ * and every operand (the arguments after unwrapping that do not start with '-', and all of them after
+ * "--"), resolved against the caller's cwd and cleaned lexically, lies strictly inside that directory. The
+ * check is lexical: symlinks are the file rules' business (they see resolved paths). A relative operand
+ * with no absolute cwd is not inside. The directory must be absolute and not "/".
+ *
+ * Compiles a document. On a compile error (empty pattern, bad regex, bad glob, unknown operation or
  * decision, wrong type, too many rules) returns -EINVAL and a one-line reason naming the rule in
  * *ret_error (allocated; may be NULL when the caller does not want it). */
 int gate_policy_compile(json_object *doc, GatePolicy **ret, char **ret_error);
@@ -63,14 +98,30 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(GatePolicy *, gate_policy_free);
  *            delete and link, see the reference), and one operation. */
 void gate_policy_check_connect(const GatePolicy *p, const char *socket_path, GateVerdict *ret);
 void gate_policy_check_exec(const GatePolicy *p, char * const *argv, const char *cwd, GateVerdict *ret);
+/* As gate_policy_check_exec(), also knowing the path the kernel is asked to execute (execve's pathname as
+ * passed, made absolute, symlinks NOT resolved; for execveat the resolved fd or dirfd path). argv[0] is
+ * chosen by the caller and may name something else ("ls" for /bin/rm), while a multi-call binary
+ * (busybox) acts on argv[0]: both readings are checked and the stricter verdict wins. Supervisors should
+ * use this one. */
+void gate_policy_check_execve(const GatePolicy *p, const char *path, char * const *argv, const char *cwd,
+                              GateVerdict *ret);
 void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, GateVerdict *ret);
 
 /* The index in argv of the real command after unwrapping env, sudo, nice, ionice, chrt, timeout, nohup,
  * unshare, setsid, taskset, stdbuf, script and ld-linux* (their options and K=V arguments dropped, "--"
- * ends options). Returns the count of argv when nothing is left (e.g. a bare "env"). */
+ * ends options). Returns the count of argv when nothing is left (e.g. a bare "env").
+ *
+ * This is the most likely reading only. Where the command is inside a string (script -c CMD, env -S STR)
+ * the index is that of the string. The checks do more: they split such strings into words (and script's
+ * into shell commands), and where an option's shape is unknown (does it take a value?) they check every
+ * reading and take the strictest verdict (deny > approve > allow), so wrapping a command never makes its
+ * check less strict than that of the plain command. Also unwrapped: ld-musl-* (the musl loader). */
 size_t gate_unwrap_argv(char * const *argv);
 
-/* "**" crosses '/', "*" and "?" do not, [...] classes as in fnmatch(3). */
+/* "**" crosses '/', "*" and "?" do not, [...] classes as in fnmatch(3) (never matching '/'), '\\' escapes.
+ * A "/" followed by "**" and then '/' or the end may also match nothing: "/a/" "**" matches /a itself,
+ * "/a/" "**" "/b" matches /a/b, and a pattern starting with "**" "/.ssh/" "**" matches /.ssh at any
+ * depth. Matching never backtracks exponentially. */
 bool gate_glob_match(const char *pattern, const char *path);
 
 /* Lexical cleaning of an absolute path: "//", "/./", "/x/../" removed, ".." at the root stays at the root,
