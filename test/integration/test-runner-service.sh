@@ -6,7 +6,9 @@
 # processes the messages in order resuming the channel's session, each container runs as a transient
 # scope in the channel's slice, stopping the service stops the container and keeps the message, a
 # SIGKILLed runner leaves its message to be retried with its attempt counted, a poison message ends in
-# failed/, and the journal has the story (LOOP_EVENT, LOOP_SCOPE, ...).
+# failed/, finished containers are kept for container_keep_alive_sec and removed by loop-reconcile, a
+# container removed behind loop's back is noticed, a lost registry is restored from the engine, and the
+# journal has the story (LOOP_EVENT, LOOP_SCOPE, ...).
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
@@ -34,7 +36,7 @@ mkdir -p "$cfg/channels.d"
 build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
 
 cat >"$cfg/loop.json" <<EOF
-{ "container_image": "$IMAGE", "browser": { "enabled": false } }
+{ "container_image": "$IMAGE", "browser": { "enabled": false }, "container_keep_alive_sec": 4 }
 EOF
 echo '{ "description": "the service test", "max_attempts": 2 }' >"$cfg/channels.d/demo.json"
 chmod 0644 "$cfg/loop.json" "$cfg/channels.d/demo.json"
@@ -53,8 +55,10 @@ wait_for() {
 outbox_has() { [ "$(count outbox)" -ge "$1" ]; }
 container_running() { [ -n "$(in_ct podman ps -q --filter label=loop-channel=demo)" ]; }
 no_container() { [ -z "$(in_ct podman ps -aq --filter label=loop-channel=demo)" ]; }
+no_running_container() { [ -z "$(in_ct podman ps -q --filter label=loop-channel=demo)" ]; }
+all_containers() { in_ct podman ps -aq --no-trunc --filter label=loop-channel=demo; }
 runner_inactive() { [ "$(prop loop-agent@demo.service ActiveState)" != active ] && [ "$(prop loop-agent@demo.service ActiveState)" != activating ] && [ "$(prop loop-agent@demo.service ActiveState)" != deactivating ]; }
-scope_journaled() { in_ct journalctl -o cat LOOP_CHANNEL=demo LOOP_EVENT=container-status | grep -q libpod; }
+scope_journaled() { in_ct journalctl -o cat LOOP_CHANNEL=demo LOOP_EVENT=container-registered | grep -q libpod; }
 
 nspawn_boot "$M" --podman --stage "$LOOP_STAGE" --config "$cfg" || bail_out "could not boot systemd with podman"
 ok 0 "systemd boots with podman inside"
@@ -63,6 +67,8 @@ ok $? "the test image is imported into the container's podman"
 check "systemd-sysusers creates the loop user" in_ct systemd-sysusers
 check "systemctl start loop.target" in_ct systemctl start loop.target
 is "$(prop loop-agent@demo.path ActiveState)" active "the channel's path unit waits for work"
+is "$(prop loop-reconcile.timer ActiveState)" active "loop.target starts the registry's reconcile timer"
+like "$(in_ct systemctl cat loop-reconcile.timer)" "OnUnitActiveSec=30s" "...which reconciles every 30 s"
 
 # --- queued work starts the runner ----------------------------------------------------------------
 id1=$(in_ct loop send demo hello)
@@ -96,15 +102,17 @@ scope=$(in_ct systemctl list-units --plain --no-legend 'libpod-*.scope' | awk '{
 is "$(prop "$scope" Slice)" loop-demo.slice "the container runs as a scope in loop-demo.slice"
 like "$(in_ct systemctl status loop-demo.slice --no-pager 2>&1)" "$scope|libpod" "systemctl status loop-demo.slice shows it"
 wait_for 10 scope_journaled
-journal=$(in_ct journalctl -o export LOOP_CHANNEL=demo LOOP_EVENT=container-status)
+journal=$(in_ct journalctl -o export LOOP_CHANNEL=demo LOOP_EVENT=container-registered)
 like "$journal" "LOOP_SCOPE=libpod-" "the journal records the container's scope"
+like "$(in_ct loop status demo --json)" '"status": *"running"' "the registry has the container as running"
 
 # Stopping the service stops its container; the message stays queued with its attempt counted. The path
 # unit goes first: while it is armed and the inbox is not empty, systemd would start the runner again.
 check "systemctl stop loop-agent@demo.path" in_ct systemctl stop loop-agent@demo.path
 check "systemctl stop loop-agent@demo.service" in_ct systemctl stop loop-agent@demo.service
-wait_for 30 no_container
-ok $? "stopping the service stops and removes the container"
+wait_for 30 no_running_container
+ok $? "stopping the service stops the container"
+like "$(in_ct loop status demo --json)" '"status": *"pending-removal"' "...and the registry schedules its removal"
 is "$(count inbox)" 1 "the interrupted message stays in the inbox"
 like "$(in_ct sh -c "cat $Q/inbox/*.json")" '"attempts": *1' "with its attempt counted"
 
@@ -121,18 +129,53 @@ container_running
 ok $? "the killed runner's container is still running (it is not in the service's cgroup)"
 in_ct systemctl reset-failed loop-agent@demo.service >/dev/null 2>&1
 check "start the runner once more" in_ct systemctl start loop-agent@demo.service
-wait_for 30 no_container
-ok $? "the next runner removes the container the killed one left behind"
-like "$(in_ct journalctl -o cat -u loop-agent@demo.service LOOP_EVENT=container-removed)" "left running by an earlier runner" \
+wait_for 30 no_running_container
+ok $? "the next runner stops the container the killed one left running"
+like "$(in_ct journalctl -o cat -u loop-agent@demo.service LOOP_EVENT=container-status)" "left running by an earlier runner" \
         "...and journals it"
 is "$(count inbox)" 0 "a message past max_attempts leaves the inbox..."
 is "$(count failed)" 1 "...for failed/, with the reason"
 like "$(in_ct loop queue demo)" "gave up after 2 attempts" "loop queue shows why it failed"
 
+# --- the registry under systemd: keep-alive removal, reconcile, restore ---------------------------
+# loop.target is stopped (and with it the timer), so the reconcile passes below are the test's own.
+is "$(prop loop-reconcile.timer ActiveState)" inactive "stopping loop.target stops the reconcile timer"
+[ -n "$(all_containers)" ]
+ok $? "stopped containers are kept for container_keep_alive_sec"
+sleep 4.5
+check "systemctl start loop-reconcile.service" in_ct systemctl start loop-reconcile.service
+wait_for 10 no_container
+ok $? "the reconcile pass removes containers whose keep-alive is over"
+like "$(in_ct journalctl -o cat -u loop-reconcile.service LOOP_EVENT=container-removed LOOP_REASON=keep-alive-expired)" "removed" \
+        "journalctl -u loop-reconcile LOOP_EVENT=container-removed shows the removals"
+
+in_ct loop send demo hello >/dev/null
+in_ct systemctl start loop-agent@demo.service
+wait_for 60 runner_inactive
+gone=$(all_containers | head -1)
+[ -n "$gone" ]
+ok $? "a finished run leaves its container pending removal"
+check "remove it behind loop's back (podman rm)" in_ct podman rm -f "$gone"
+check "a reconcile pass" in_ct systemctl start loop-reconcile.service
+like "$(in_ct journalctl -o export -u loop-reconcile.service LOOP_REASON=vanished)" "LOOP_CONTAINER=$gone" \
+        "reconcile notices the container removed behind loop's back"
+unlike "$(in_ct cat $Q/registry.json)" "$gone" "...and drops it from the registry"
+
+in_ct loop send demo hello >/dev/null
+in_ct systemctl start loop-agent@demo.service
+wait_for 60 runner_inactive
+kept=$(all_containers | head -1)
+check "lose the registry file" in_ct rm -f $Q/registry.json
+check "restart the runner" in_ct systemctl start loop-agent@demo.service
+wait_for 60 runner_inactive
+like "$(in_ct cat $Q/registry.json)" "$kept" "the runner restores the registry from the engine's labelled containers"
+like "$(in_ct journalctl -o cat -u loop-agent@demo.service)" "restored from the engine: 1 container" "...and says so"
+like "$(in_ct loop status demo --json)" '"status": *"pending-removal"' "...with the container's status"
+
 # --- status and cleanup ---------------------------------------------------------------------------
 st=$(in_ct loop status demo --json)
 like "$st" '"slice": *"loop-demo.slice"' "loop status shows the channel's slice"
-like "$st" '"done": *3' "loop status counts the results"
+like "$st" '"done": *5' "loop status counts the results"
 like "$st" '"failed": *1' "loop status counts the failed messages"
 like "$st" '"session": *"sess-1"' "loop status shows the session"
 in_ct loop send demo "scenario:sleep 30" >/dev/null
@@ -144,7 +187,7 @@ ok $(no_container && echo 0 || echo 1) "loop cleanup removes the channel's conta
 in_ct systemctl stop loop-agent@demo.service >/dev/null 2>&1
 
 # --- journal --------------------------------------------------------------------------------------
-for ev in queue-taken run-started container-registered container-removed run-finished queue-done queue-failed; do
+for ev in queue-taken run-started container-registered container-status run-finished queue-done queue-failed; do
         n=$(in_ct journalctl -o cat -u loop-agent@demo.service LOOP_EVENT=$ev | wc -l)
         ok $((n == 0)) "journalctl -u loop-agent@demo LOOP_EVENT=$ev finds entries ($n)"
 done
