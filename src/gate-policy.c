@@ -854,7 +854,8 @@ void gate_policy_check_connect(const GatePolicy *p, const char *socket_path, Gat
         assert(p);
         assert(ret);
 
-        if (isempty(socket_path))
+        /* Relative paths are the supervisor's to resolve; one that arrives here cannot be judged. */
+        if (isempty(socket_path) || (socket_path[0] != '/' && socket_path[0] != '@'))
                 { verdict_error(ret); return; }
         /* A path given with "//" or "/./" must not slip past an exact rule. */
         if (socket_path[0] == '/') {
@@ -932,7 +933,8 @@ static const Wrapper wrappers[] = {
           .long_flag = STRV("ignore-environment", "null", "debug", "default-signal", "ignore-signal",
                             "block-signal", "list-signal-handling", HELP_VERSION),
           .assignments = true, .dash_is_flag = true, .split_short = 'S', .split_long = "split-string" },
-        { .name = "sudo", .short_value = "aCcDghpRrTtUu", .short_flag = "AbBEeHhiKklNnPSsVv",
+        /* -h is --help, or --host with an attached value: left out of both lists, it is read both ways. */
+        { .name = "sudo", .short_value = "aCcDgpRrTtUu", .short_flag = "AbBEeHiKklNnPSsVv",
           .long_value = STRV("auth-type", "close-from", "login-class", "chdir", "group", "host", "prompt",
                              "chroot", "role", "type", "command-timeout", "other-user", "user"),
           .long_flag = STRV("askpass", "background", "bell", "preserve-env", "edit", "set-home", "login",

@@ -366,6 +366,7 @@ static void test_path_rules(void) {
         expect(connect_(p, "/run/b.sock"), DECISION_DENY, "path[3]", "a pattern is cleaned when compiled");
         ok(connect_(p, "/run/other").message == NULL, "the default verdict has no message");
         expect(connect_(p, ""), DECISION_DENY, GATE_RULE_ID_ERROR, "an empty socket path is denied as unjudgeable");
+        expect(connect_(p, "run/a.sock"), DECISION_DENY, GATE_RULE_ID_ERROR, "a relative socket path is denied as unjudgeable");
 }
 
 static void test_command_rules(void) {
@@ -556,6 +557,8 @@ static void test_unwrap_checks(void) {
                "the stricter reading wins: approve (X) over allow (mv)");
         expect(exec_(p, ARGV("env", "--frob", "ssh", "rm", "-rf", "/")), DECISION_DENY, "cmd[0]",
                "deny wins over approve between readings");
+        expect(exec_(p, ARGV("sudo", "-h", "rm", "rm", "-rf", "/")), DECISION_DENY, "cmd[0]",
+               "sudo -h (help, or host) is read both ways");
         expect(exec_(p, ARGV("env", "--unset", "X", "mv", "a")), DECISION_ALLOW, "cmd[3]",
                "a known option with a value is read one way only");
         expect(exec_(p, ARGV("script", "-q", "-c", "rm -rf /", "/tmp/log")), DECISION_DENY, "cmd[0]",
