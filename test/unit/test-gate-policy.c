@@ -248,7 +248,9 @@ static void test_globs(void) {
         bool m = gate_glob_match("/**/a*/**/a*/**/a*/**/a*/**/a*/**/c", deep);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = (double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6;
-        ok(!m && ms < 100, "a pattern with many stars against a 300-component path fails fast (%.2f ms)", ms);
+        /* No timing assertion (test/bench measures speed); a matcher that backtracks exponentially would
+         * not finish within the test's timeout. */
+        ok(!m, "a pattern with many stars against a 300-component path does not match (%.2f ms)", ms);
 }
 
 static void test_compile_errors(void) {
@@ -839,7 +841,8 @@ static double ns_since(const struct timespec *t0) {
         return (double) (t1.tv_sec - t0->tv_sec) * 1e9 + (double) (t1.tv_nsec - t0->tv_nsec);
 }
 
-/* The hot path: the default document, decisions well under 10 us (generous bound against noisy hosts). */
+/* The hot path with the default document: the decisions are asserted, the time only reported (the
+ * benchmark in test/bench/gate holds the goal). */
 static void test_speed(void) {
         _cleanup_(gate_policy_freep) GatePolicy *p = policy_document(NULL, "/work/proj", "/home/agent");
         const unsigned n = 20000;
@@ -851,19 +854,19 @@ static void test_speed(void) {
         for (unsigned i = 0; i < n; i++)
                 gate_policy_check_file(p, FILE_OP_WRITE, "/work/proj/src/module/file.c", &v);
         ns = ns_since(&t0) / n;
-        ok(ns < 10000 && v.decision == DECISION_ALLOW, "a file check of the default document takes %.0f ns", ns);
+        ok(v.decision == DECISION_ALLOW, "a file check of the default document takes %.0f ns", ns);
 
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (unsigned i = 0; i < n; i++)
                 gate_policy_check_exec(p, ARGV("/usr/bin/git", "commit", "-m", "message"), "/work/proj", &v);
         ns = ns_since(&t0) / n;
-        ok(ns < 10000 && v.decision == DECISION_ALLOW, "an exec check of the default document takes %.0f ns", ns);
+        ok(v.decision == DECISION_ALLOW, "an exec check of the default document takes %.0f ns", ns);
 
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (unsigned i = 0; i < n; i++)
                 gate_policy_check_exec(p, ARGV("env", "A=1", "rm", "-rf", "/work/proj/build"), "/work/proj", &v);
         ns = ns_since(&t0) / n;
-        ok(ns < 10000 && v.decision == DECISION_ALLOW, "a wrapped rm check of the default document takes %.0f ns", ns);
+        ok(v.decision == DECISION_ALLOW, "a wrapped rm check of the default document takes %.0f ns", ns);
 }
 
 int main(void) {
