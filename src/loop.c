@@ -28,6 +28,7 @@ static const Verb verbs[] = {
         { "reconcile", verb_reconcile },
         { "shell",    verb_shell },
         { "privdrop", verb_privdrop },
+        { "syscallwrap", verb_syscallwrap },
 };
 
 static void help(void) {

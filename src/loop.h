@@ -13,6 +13,7 @@ int loop_connect_engine(ConfigSet **ret_set, EngineConnection **ret_conn);
 int verb_config(int argc, char *argv[]);
 int verb_channels(int argc, char *argv[]);
 int verb_privdrop(int argc, char *argv[]);
+int verb_syscallwrap(int argc, char *argv[]);
 int verb_run(int argc, char *argv[]);
 int verb_image(int argc, char *argv[]);
 int verb_logs(int argc, char *argv[]);

@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+
+#include "gate-policy.h"
+#include "gate-resolve.h"
+
+#define PROC_ROOT_INO 1
+
+void gate_resolved_done(GateResolved *r) {
+        r->dir_fd = safe_close(r->dir_fd);
+        r->fd = safe_close(r->fd);
+        r->name = mfree(r->name);
+        r->path = mfree(r->path);
+}
+
+int gate_fd_path(int fd, char **ret) {
+        char link[sizeof("/proc/self/fd/") + 12];
+        _cleanup_free_ char *buf = malloc(PATH_MAX + 1);
+        ssize_t n;
+
+        if (!buf)
+                return -ENOMEM;
+        (void) snprintf(link, sizeof(link), "/proc/self/fd/%i", fd);
+        n = readlink(link, buf, PATH_MAX + 1);
+        if (n < 0)
+                return -errno;
+        if (n > PATH_MAX)
+                return -ENAMETOOLONG;
+        buf[n] = 0;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static int dup_fd(int fd) {
+        int r = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+        return r < 0 ? -errno : r;
+}
+
+static bool same_inode(int a, int b) {
+        struct stat sa, sb;
+
+        return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static int proc_tgid(pid_t tid, pid_t *ret) {
+        char p[64];
+        _cleanup_fclose_ FILE *f = NULL;
+        char line[256];
+
+        (void) snprintf(p, sizeof(p), "/proc/%i/status", tid);
+        f = fopen(p, "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f)) {
+                int v;
+
+                if (sscanf(line, "Tgid: %i", &v) == 1 && v > 0) {
+                        *ret = v;
+                        return 0;
+                }
+        }
+        return -ESRCH;
+}
+
+/* A symlink's content as the caller would see it: /proc/self and /proc/thread-self in the proc root are
+ * the caller's, not ours. */
+static int read_link(GateResolveContext *ctx, int dir_fd, const char *name, bool in_proc_root, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        ssize_t n;
+        int r;
+
+        if (in_proc_root && (streq(name, "self") || streq(name, "thread-self"))) {
+                if (ctx->tgid <= 0) {
+                        r = proc_tgid(ctx->tid, &ctx->tgid);
+                        if (r < 0)
+                                return r;
+                }
+                if (streq(name, "self"))
+                        r = asprintf(&buf, "%i", ctx->tgid);
+                else
+                        r = asprintf(&buf, "%i/task/%i", ctx->tgid, ctx->tid);
+                if (r < 0)
+                        return -ENOMEM;
+                *ret = TAKE_PTR(buf);
+                return 0;
+        }
+
+        buf = malloc(PATH_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        n = readlinkat(dir_fd, name, buf, PATH_MAX + 1);
+        if (n < 0)
+                return -errno;
+        if (n > PATH_MAX)
+                return -ENAMETOOLONG;
+        if (n == 0)
+                return -ENOENT;
+        buf[n] = 0;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+/* The path of a directory fd, refusing one that was removed meanwhile. */
+static int dir_path(int fd, char **ret) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (st.st_nlink == 0)
+                return -ENOENT;
+        return gate_fd_path(fd, ret);
+}
+
+static int finish(GateResolved *res, const char *name) {
+        _cleanup_free_ char *d = NULL, *joined = NULL;
+        struct stat st;
+        int r;
+
+        if (res->via_magic_link) {
+                /* Whatever the caller's fd refers to: a path only when it is a live object on one. */
+                if (fstat(res->fd, &st) < 0)
+                        return -errno;
+                r = gate_fd_path(res->fd, &d);
+                if (r < 0)
+                        return r;
+                if (d[0] != '/' || st.st_nlink == 0)
+                        return 0;
+                res->path = gate_path_clean(d);
+                return res->path ? 0 : -ENOMEM;
+        }
+        if (!name) {
+                r = dir_path(res->fd, &d);
+                if (r < 0)
+                        return r;
+                res->path = gate_path_clean(d);
+                return res->path ? 0 : -ENOMEM;
+        }
+        r = dir_path(res->dir_fd, &d);
+        if (r < 0)
+                return r;
+        if (d[0] != '/')
+                return -ENOENT;
+        if (asprintf(&joined, "%s/%s", d, name) < 0)
+                return -ENOMEM;
+        res->path = gate_path_clean(joined);
+        if (!res->path)
+                return -ENOMEM;
+        res->name = strdup(name);
+        return res->name ? 0 : -ENOMEM;
+}
+
+/* Most paths have no symlink at all: one openat2() refusing symlinks gets the directory, the path is the
+ * lexically cleaned one. Returns -EAGAIN when the path needs the component walk. */
+static int resolve_fast(int start_fd, const char *path, unsigned flags, GateResolved *ret) {
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_free_ char *dir = NULL, *base = NULL, *joined = NULL;
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+        GateResolved res = GATE_RESOLVED_NULL;
+        const char *name = strrchr(path, '/');
+        struct stat st;
+        int r;
+
+        if (flags & (GATE_RESOLVE_BENEATH | GATE_RESOLVE_IN_ROOT | GATE_RESOLVE_EMPTY_PATH))
+                return -EAGAIN;
+        name = name ? name + 1 : path;
+        if (isempty(name) || streq(name, ".") || streq(name, "..") || strlen(name) > NAME_MAX)
+                return -EAGAIN;
+        if (name == path)
+                dir = strdup(".");
+        else if (name == path + 1)
+                dir = strdup("/");
+        else
+                dir = strndup(path, name - path - 1);
+        if (!dir)
+                return -ENOMEM;
+
+        dfd = (int) syscall(SYS_openat2, start_fd, dir, &how, sizeof(how));
+        if (dfd < 0)
+                return errno == ELOOP || errno == EXDEV || errno == ENOSYS || errno == EAGAIN ? -EAGAIN : -errno;
+        fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno != ENOENT)
+                return -errno;
+        if (fd >= 0) {
+                if (fstat(fd, &st) < 0)
+                        return -errno;
+                if (S_ISLNK(st.st_mode) && (flags & GATE_RESOLVE_FOLLOW))
+                        return -EAGAIN;
+        }
+
+        if (path[0] != '/') {
+                r = gate_fd_path(start_fd, &base);
+                if (r < 0)
+                        return r;
+                if (base[0] != '/')
+                        return -ENOENT;
+                if (asprintf(&joined, "%s/%s", base, path) < 0)
+                        return -ENOMEM;
+        }
+        res.path = gate_path_clean(joined ?: path);
+        res.name = strdup(name);
+        if (!res.path || !res.name) {
+                gate_resolved_done(&res);
+                return -ENOMEM;
+        }
+        res.dir_fd = TAKE_FD(dfd);
+        res.fd = TAKE_FD(fd);
+        *ret = res;
+        return 0;
+}
+
+int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsigned flags, GateResolved *ret) {
+        _cleanup_free_ char *todo = NULL;
+        _cleanup_close_ int cur = -EBADF;
+        GateResolved res = GATE_RESOLVED_NULL;
+        bool scoped = flags & (GATE_RESOLVE_BENEATH | GATE_RESOLVE_IN_ROOT);
+        int root = scoped ? start_fd : ctx->root_fd;
+        unsigned links = 0;
+        const char *p;
+        int r;
+
+        if (strlen(path) >= PATH_MAX)
+                return -ENAMETOOLONG;
+        if (path[0] == 0 && !(flags & GATE_RESOLVE_EMPTY_PATH))
+                return -ENOENT;
+        r = resolve_fast(start_fd, path, flags, ret);
+        if (r != -EAGAIN)
+                return r;
+        todo = strdup(path);
+        if (!todo)
+                return -ENOMEM;
+
+        if (todo[0] == '/') {
+                if (flags & GATE_RESOLVE_BENEATH)
+                        return -EXDEV;
+                cur = dup_fd(root);
+        } else
+                cur = dup_fd(start_fd);
+        if (cur < 0)
+                return cur;
+
+        p = todo;
+        for (;;) {
+                _cleanup_close_ int fd = -EBADF;
+                _cleanup_free_ char *name = NULL, *target = NULL;
+                const char *e, *rest;
+                bool last, trailing;
+                struct stat st;
+
+                while (*p == '/')
+                        p++;
+                if (*p == 0) {
+                        /* "/", "" (AT_EMPTY_PATH) or a path ending in "." or "..": the directory itself.
+                         * "" names the caller's fd, which may be anything (a memfd for fexecve()). */
+                        res.via_magic_link = path[0] == 0;
+                        res.fd = TAKE_FD(cur);
+                        break;
+                }
+                e = strchrnul(p, '/');
+                rest = e;
+                while (*rest == '/')
+                        rest++;
+                last = *rest == 0;
+                trailing = last && *e == '/';
+                name = strndup(p, e - p);
+                if (!name)
+                        return -ENOMEM;
+                if (strlen(name) > NAME_MAX)
+                        return -ENAMETOOLONG;
+                p = rest;
+
+                if (streq(name, "."))
+                        continue;
+                if (streq(name, "..")) {
+                        int up;
+
+                        if (same_inode(cur, root)) {
+                                if (flags & GATE_RESOLVE_BENEATH)
+                                        return -EXDEV;
+                                continue;       /* ".." at the root is the root */
+                        }
+                        up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                        if (up < 0)
+                                return -errno;
+                        safe_close(cur);
+                        cur = up;
+                        continue;
+                }
+
+                fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0) {
+                        if (errno == ENOENT && last) {
+                                res.dir_fd = TAKE_FD(cur);
+                                res.must_be_dir = trailing;
+                                r = finish(&res, name);
+                                if (r < 0) {
+                                        gate_resolved_done(&res);
+                                        return r;
+                                }
+                                *ret = res;
+                                return 0;
+                        }
+                        return -errno;
+                }
+                if (fstat(fd, &st) < 0)
+                        return -errno;
+
+                if (S_ISLNK(st.st_mode) && (!last || trailing || (flags & GATE_RESOLVE_FOLLOW))) {
+                        struct statfs sf;
+                        struct stat sc;
+                        bool on_proc, proc_root;
+                        char *n;
+
+                        if (flags & GATE_RESOLVE_NO_SYMLINKS)
+                                return -ELOOP;
+                        if (++links > GATE_RESOLVE_SYMLINKS_MAX)
+                                return -ELOOP;
+                        if (fstatfs(cur, &sf) < 0 || fstat(cur, &sc) < 0)
+                                return -errno;
+                        on_proc = sf.f_type == PROC_SUPER_MAGIC;
+                        proc_root = on_proc && sc.st_ino == PROC_ROOT_INO;
+
+                        if (on_proc && !proc_root) {
+                                /* A magic link: the kernel follows it (to the caller's fd, cwd, root, exe). */
+                                int m;
+
+                                if (flags & GATE_RESOLVE_NO_MAGICLINKS)
+                                        return -ELOOP;
+                                m = openat(cur, name, O_PATH | O_CLOEXEC);
+                                if (m < 0)
+                                        return -errno;
+                                if (last) {
+                                        res.fd = m;
+                                        res.via_magic_link = true;
+                                        break;
+                                }
+                                if (fstat(m, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                                        safe_close(m);
+                                        return -ENOTDIR;
+                                }
+                                safe_close(cur);
+                                cur = m;
+                                continue;
+                        }
+
+                        r = read_link(ctx, cur, name, proc_root, &target);
+                        if (r < 0)
+                                return r;
+                        /* The link's content in front of what is left of the path. */
+                        if (asprintf(&n, "%s%s%s", target, *p || trailing ? "/" : "", p) < 0)
+                                return -ENOMEM;
+                        if (strlen(n) >= PATH_MAX * 2) {
+                                free(n);
+                                return -ENAMETOOLONG;
+                        }
+                        free(todo);
+                        todo = n;
+                        p = todo;
+                        if (todo[0] == '/') {
+                                int rfd;
+
+                                if (flags & GATE_RESOLVE_BENEATH)
+                                        return -EXDEV;
+                                rfd = dup_fd(root);
+                                if (rfd < 0)
+                                        return rfd;
+                                safe_close(cur);
+                                cur = rfd;
+                        }
+                        continue;
+                }
+
+                if (!last) {
+                        if (!S_ISDIR(st.st_mode))
+                                return -ENOTDIR;
+                        safe_close(cur);
+                        cur = TAKE_FD(fd);
+                        continue;
+                }
+                if (trailing && !S_ISDIR(st.st_mode))
+                        return -ENOTDIR;
+                res.dir_fd = TAKE_FD(cur);
+                res.fd = TAKE_FD(fd);
+                res.must_be_dir = trailing;
+                r = finish(&res, name);
+                if (r < 0) {
+                        gate_resolved_done(&res);
+                        return r;
+                }
+                *ret = res;
+                return 0;
+        }
+
+        r = finish(&res, NULL);
+        if (r < 0) {
+                gate_resolved_done(&res);
+                return r;
+        }
+        *ret = res;
+        return 0;
+}

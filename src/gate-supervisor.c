@@ -1,0 +1,1127 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+
+#include "gate-resolve.h"
+#include "gate-supervisor.h"
+#include "gate-syscall.h"
+#include "io-util.h"
+#include "log.h"
+#include "strv.h"
+
+/* Linux 6.6: the supervisor is woken on the caller's CPU, which halves a round trip. Debian 12's headers
+ * predate it; an older kernel says EINVAL and we go on without. */
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
+#define GATE_TARGET_LOG_MAX 4096U       /* a command line in a decision record is cut here */
+#define OPEN_HOW_SIZE_MAX 4096U         /* the kernel refuses a larger struct open_how with E2BIG */
+
+struct GateSupervisor {
+        const GateSupervisorConfig *config;
+        int notify_fd;
+        struct statx root;              /* our root: a caller with another root or mount is refused */
+        int root_fd;
+        atomic_uint idle;
+        atomic_uint pending_approvals;
+        pthread_mutex_t lock;
+        unsigned workers;
+};
+
+typedef enum ResultType {
+        RESULT_ERRNO,                   /* the call fails with error */
+        RESULT_VALUE,                   /* the call returns val */
+        RESULT_CONTINUE,                /* the kernel runs the call */
+        RESULT_SENT,                    /* already answered (ADDFD_FLAG_SEND) */
+} ResultType;
+
+typedef struct Request {
+        GateSupervisor *s;
+        const struct seccomp_notif *n;
+        GateCall call;
+        int mem_fd, cwd_fd, dir_fd, dir2_fd;   /* dir_fd, dir2_fd: the caller's dirfds, opened */
+        mode_t umask;
+        GateResolveContext rctx;
+
+        /* the decision, for the record */
+        GateKind kind;
+        const char *op;
+        char *target;
+        GateVerdict verdict;
+        const char *event;              /* "local" or "approval"; NULL: nothing was decided */
+        char actor[64];
+        char reason[256];
+
+        ResultType result;
+        int error;                      /* positive errno for RESULT_ERRNO */
+        int64_t val;
+} Request;
+
+/* ---- per-thread credentials ---- */
+
+/* Raw syscalls: glibc's set*id() wrappers change every thread of the process, these only the caller. */
+static int thread_set_ids(uid_t euid, gid_t egid, bool gid_first) {
+        if (gid_first && syscall(SYS_setresgid, (gid_t) -1, egid, (gid_t) -1) < 0)
+                return -errno;
+        if (syscall(SYS_setresuid, (uid_t) -1, euid, (uid_t) -1) < 0)
+                return -errno;
+        if (!gid_first && syscall(SYS_setresgid, (gid_t) -1, egid, (gid_t) -1) < 0)
+                return -errno;
+        return 0;
+}
+
+/* The caller's effective and filesystem ids: the kernel clears the effective capabilities as the euid
+ * leaves 0, so files are opened, created and changed under the caller's permissions, and a file opened
+ * here carries no capability in its f_cred. The real and saved ids stay 0: the agent cannot signal or
+ * trace this thread, and the thread can become root again. */
+static int thread_become_agent(const GateSupervisorConfig *c) {
+        return thread_set_ids(c->uid, c->gid, true);
+}
+
+static int thread_become_root(void) {
+        return thread_set_ids(0, 0, false);
+}
+
+static _noreturn_ void fatal_credentials(int r) {
+        log_error_errno(r, "A gate worker cannot switch its credentials, stopping: %m");
+        _exit(125);
+}
+
+/* ---- answering ---- */
+
+static bool notif_id_valid(int fd, uint64_t id) {
+        return ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+static int notif_send(int fd, uint64_t id, int error, int64_t val, bool cont) {
+        struct seccomp_notif_resp resp = {
+                .id = id,
+                .error = cont ? 0 : -error,
+                .val = cont ? 0 : val,
+                .flags = cont ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0,
+        };
+
+        return ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 ? -errno : 0;
+}
+
+/* Installs fd in the caller and answers the call with its number, atomically. */
+static int notif_addfd_send(int notify_fd, uint64_t id, int fd, bool cloexec) {
+        struct seccomp_notif_addfd addfd = {
+                .id = id,
+                .flags = SECCOMP_ADDFD_FLAG_SEND,
+                .srcfd = (uint32_t) fd,
+                .newfd = 0,
+                .newfd_flags = cloexec ? O_CLOEXEC : 0,
+        };
+        int r = ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ADDFD, &addfd);
+
+        return r < 0 ? -errno : r;
+}
+
+static uint64_t now_ns(clockid_t clock) {
+        struct timespec ts;
+
+        (void) clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
+}
+
+/* ---- the caller's handles ---- */
+
+static int open_proc(pid_t pid, const char *what, int flags) {
+        char p[64];
+        int fd;
+
+        (void) snprintf(p, sizeof(p), "/proc/%i/%s", pid, what);
+        fd = open(p, flags | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+static int open_caller_fd(pid_t pid, int fd) {
+        char what[32];
+
+        if (fd < 0)
+                return -EBADF;
+        (void) snprintf(what, sizeof(what), "fd/%i", fd);
+        return open_proc(pid, what, O_PATH);
+}
+
+static int read_umask(pid_t pid, mode_t *ret) {
+        _cleanup_close_ int fd = open_proc(pid, "status", O_RDONLY);
+        char buf[4096];
+        const char *p;
+        ssize_t n;
+        unsigned m;
+
+        if (fd < 0)
+                return fd;
+        n = loop_read(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return (int) n;
+        buf[n] = 0;
+        p = strstr(buf, "\nUmask:");
+        if (!p || sscanf(p + 7, "%o", &m) != 1)
+                return -EIO;
+        *ret = (mode_t) (m & 0777);
+        return 0;
+}
+
+static bool needs_umask(const GateCall *c) {
+        return c->action == GATE_ACTION_MKDIR || c->action == GATE_ACTION_MKNOD ||
+               (c->action == GATE_ACTION_OPEN && ((c->flags & O_CREAT) || (c->flags & O_TMPFILE) == O_TMPFILE));
+}
+
+static bool uses_at_empty_path(const GateCall *c) {
+        return c->sys == GATE_SYS_EXECVEAT || c->sys == GATE_SYS_LINKAT || c->sys == GATE_SYS_FCHOWNAT ||
+               c->sys == GATE_SYS_FCHMODAT2;
+}
+
+/* Everything of /proc/PID the request needs is opened before the notification id is checked (again):
+ * once the id is still valid, these are the caller's and not a recycled pid's. */
+static int open_caller(Request *q) {
+        pid_t pid = (pid_t) q->n->pid;
+        char root[64];
+        struct statx stx;
+        int r;
+
+        q->mem_fd = open_proc(pid, "mem", O_RDONLY);
+        if (q->mem_fd < 0)
+                return q->mem_fd;
+        if (needs_umask(&q->call)) {
+                r = read_umask(pid, &q->umask);
+                if (r < 0)
+                        return r;
+        }
+
+        /* Paths are resolved and reported in our root: only right for a caller with the same root mount. */
+        (void) snprintf(root, sizeof(root), "/proc/%i/root", pid);
+        if (statx(AT_FDCWD, root, 0, STATX_INO | STATX_MNT_ID, &stx) < 0)
+                return -errno;
+        if (stx.stx_ino != q->s->root.stx_ino || stx.stx_dev_major != q->s->root.stx_dev_major ||
+            stx.stx_dev_minor != q->s->root.stx_dev_minor || stx.stx_mnt_id != q->s->root.stx_mnt_id)
+                return -EXDEV;
+
+        if (!notif_id_valid(q->s->notify_fd, q->n->id))
+                return -ESRCH;
+        q->rctx = (GateResolveContext) { .root_fd = q->s->root_fd, .tid = pid };
+        return 0;
+}
+
+/* The caller's cwd (dirfd AT_FDCWD) or its dirfd, opened when a relative path needs it, and the id
+ * checked again. -EBADF is the caller's own error. */
+static int caller_dir(Request *q, int dirfd, int *cache) {
+        if (*cache >= 0)
+                return *cache;
+        if (dirfd == AT_FDCWD)
+                *cache = open_proc((pid_t) q->n->pid, "cwd", O_PATH | O_DIRECTORY);
+        else
+                *cache = open_caller_fd((pid_t) q->n->pid, dirfd);
+        if (*cache < 0)
+                return *cache == -ENOENT ? -EBADF : *cache;
+        if (!notif_id_valid(q->s->notify_fd, q->n->id))
+                return -ESRCH;
+        return *cache;
+}
+
+static void request_done(Request *q) {
+        q->mem_fd = safe_close(q->mem_fd);
+        q->cwd_fd = safe_close(q->cwd_fd);
+        q->dir_fd = safe_close(q->dir_fd);
+        q->dir2_fd = safe_close(q->dir2_fd);
+        q->target = mfree(q->target);
+}
+
+/* ---- results ---- */
+
+static void result_errno(Request *q, int error) {
+        q->result = RESULT_ERRNO;
+        q->error = error < 0 ? -error : error;
+}
+
+static void result_value(Request *q, int64_t val) {
+        q->result = RESULT_VALUE;
+        q->val = val;
+}
+
+/* A request that cannot be read or resolved: denied, and recorded as such. */
+static void fail_closed(Request *q, int r, const char *why) {
+        q->verdict.decision = DECISION_DENY;
+        (void) snprintf(q->verdict.rule_id, sizeof(q->verdict.rule_id), "%s", "error");
+        (void) snprintf(q->reason, sizeof(q->reason), "%s: %s", why, strerror(r < 0 ? -r : r));
+        q->verdict.message = q->reason;
+        q->event = "local";
+        result_errno(q, GATE_DENY_ERRNO);
+}
+
+static int decision_rank(Decision d) {
+        return d == DECISION_DENY ? 2 : d == DECISION_APPROVE ? 1 : 0;
+}
+
+/* Keeps the stricter of two verdicts; on a tie the first. */
+static void verdict_merge(GateVerdict *acc, const GateVerdict *v, bool *first) {
+        if (*first || decision_rank(v->decision) > decision_rank(acc->decision))
+                *acc = *v;
+        *first = false;
+}
+
+/* Asks the host for "approve" verdicts; afterwards q->verdict.decision is allow or deny. */
+static void settle(Request *q, const char *cache_key) {
+        GateSupervisor *s = q->s;
+        GateApproval a;
+        int r;
+
+        q->event = "local";
+        if (q->verdict.decision != DECISION_APPROVE)
+                return;
+
+        q->event = "approval";
+        if (atomic_fetch_add(&s->pending_approvals, 1) >= GATE_APPROVALS_PENDING_MAX) {
+                atomic_fetch_sub(&s->pending_approvals, 1);
+                q->verdict.decision = DECISION_DENY;
+                (void) snprintf(q->actor, sizeof(q->actor), "%s", "supervisor");
+                (void) snprintf(q->reason, sizeof(q->reason), "%s", "too-many-pending");
+                return;
+        }
+        /* The gate's socket is root's; the agent's credentials come back before anything else is done. */
+        r = thread_become_root();
+        if (r < 0)
+                fatal_credentials(r);
+        gate_client_request_approval(s->config->client, q->kind, gate_syscall_name(q->call.sys), q->op,
+                                     q->target, q->verdict.rule_id, q->verdict.message, cache_key,
+                                     (pid_t) q->n->pid, &a);
+        r = thread_become_agent(s->config);
+        if (r < 0)
+                fatal_credentials(r);
+        atomic_fetch_sub(&s->pending_approvals, 1);
+
+        q->verdict.decision = a.allow ? DECISION_ALLOW : DECISION_DENY;
+        (void) snprintf(q->actor, sizeof(q->actor), "%s", a.actor);
+        (void) snprintf(q->reason, sizeof(q->reason), "%s", a.reason);
+}
+
+/* ---- connect ---- */
+
+/* "@name" for an abstract address; bytes that are not printable as \xHH, so a NUL cannot hide a suffix. */
+static char *abstract_name(const char *p, size_t n) {
+        char *r = malloc(n * 4 + 2), *t = r;
+
+        if (!r)
+                return NULL;
+        *t++ = '@';
+        for (size_t i = 0; i < n; i++) {
+                unsigned char ch = (unsigned char) p[i];
+
+                if (ch < 0x20 || ch >= 0x7f || ch == '\\')
+                        t += sprintf(t, "\\x%02x", ch);
+                else
+                        *t++ = (char) ch;
+        }
+        *t = 0;
+        return r;
+}
+
+static void handle_connect(Request *q) {
+        const GatePolicy *policy = q->s->config->policy;
+        struct sockaddr_un sa = {}, again = {};
+        size_t len = MIN((size_t) q->call.size, sizeof(sa));
+        _cleanup_free_ char *given = NULL, *key = NULL;
+        GateResolved res = GATE_RESOLVED_NULL;
+        GateVerdict v;
+        bool first = true;
+        size_t plen;
+        int r;
+
+        q->kind = GATE_KIND_CONNECT;
+        if (len <= offsetof(struct sockaddr_un, sun_path)) {
+                q->result = RESULT_CONTINUE;    /* too short to name a socket: the kernel says EINVAL */
+                return;
+        }
+        r = gate_mem_read(q->mem_fd, q->call.path, &sa, len);
+        if (r < 0)
+                return fail_closed(q, r, "cannot read the socket address");
+        if (sa.sun_family != AF_UNIX) {
+                /* Not gated (TCP goes through the egress gateway); read again so a swapped family is seen. */
+                r = gate_mem_read(q->mem_fd, q->call.path, &again, len);
+                if (r < 0 || memcmp(&sa, &again, len) != 0)
+                        return fail_closed(q, r < 0 ? r : -EAGAIN, "the socket address changed while it was checked");
+                q->result = RESULT_CONTINUE;
+                return;
+        }
+
+        plen = len - offsetof(struct sockaddr_un, sun_path);
+        if (sa.sun_path[0] == 0)
+                given = abstract_name(sa.sun_path + 1, plen - 1);
+        else {
+                _cleanup_free_ char *joined = NULL, *cwd = NULL;
+                char path[sizeof(sa.sun_path) + 1] = {};
+
+                memcpy(path, sa.sun_path, plen);
+                r = caller_dir(q, AT_FDCWD, &q->cwd_fd);
+                if (r == -ESRCH)
+                        return fail_closed(q, r, "the caller went away");
+                if (r < 0)
+                        return fail_closed(q, r, "cannot open the caller's working directory");
+                if (path[0] != '/') {
+                        r = gate_fd_path(q->cwd_fd, &cwd);
+                        if (r < 0)
+                                return fail_closed(q, r, "cannot read the caller's working directory");
+                        if (asprintf(&joined, "%s/%s", cwd, path) < 0)
+                                return fail_closed(q, -ENOMEM, "out of memory");
+                }
+                given = gate_path_clean(joined ?: path);
+                /* The socket the kernel will reach: symlinks resolved like connect() does. */
+                r = gate_resolve(&q->rctx, q->cwd_fd, path, GATE_RESOLVE_FOLLOW, &res);
+                if (r >= 0 && res.path && !streq_ptr(res.path, given)) {
+                        gate_policy_check_connect(policy, res.path, &v);
+                        verdict_merge(&q->verdict, &v, &first);
+                }
+        }
+        if (!given) {
+                gate_resolved_done(&res);
+                return fail_closed(q, -ENOMEM, "out of memory");
+        }
+        gate_policy_check_connect(policy, given, &v);
+        verdict_merge(&q->verdict, &v, &first);
+        q->target = TAKE_PTR(given);
+        gate_resolved_done(&res);
+
+        key = gate_cache_key_connect(q->target);
+        settle(q, key);
+        if (q->verdict.decision != DECISION_ALLOW)
+                return result_errno(q, GATE_DENY_ERRNO);
+
+        /* The kernel copies the address again when it continues: it must still be the one checked. */
+        r = gate_mem_read(q->mem_fd, q->call.path, &again, len);
+        if (r < 0 || memcmp(&sa, &again, len) != 0)
+                return fail_closed(q, r < 0 ? r : -EAGAIN, "the socket address changed while it was checked");
+        q->result = RESULT_CONTINUE;
+}
+
+/* ---- exec ---- */
+
+static char *join_argv(char * const *argv) {
+        size_t n = 0;
+        char *r, *t;
+
+        STRV_FOREACH(a, argv)
+                n += strlen(*a) + 1;
+        n = MIN(n, (size_t) GATE_TARGET_LOG_MAX);
+        r = t = malloc(n + 1);
+        if (!r)
+                return NULL;
+        *t = 0;
+        STRV_FOREACH(a, argv) {
+                size_t left = n - (size_t) (t - r);
+
+                if (left == 0)
+                        break;
+                t += snprintf(t, left + 1, "%s%s", t == r ? "" : " ", *a);
+                if ((size_t) (t - r) > n)
+                        t = r + n;
+        }
+        return r;
+}
+
+static bool strv_same(char * const *a, char * const *b) {
+        for (; *a && *b; a++, b++)
+                if (!streq(*a, *b))
+                        return false;
+        return !*a && !*b;
+}
+
+static const char *base_name(const char *p) {
+        const char *s = strrchr(p, '/');
+
+        return s ? s + 1 : p;
+}
+
+/* The command rules see argv[0]'s name, which the caller chooses freely: check the command also under
+ * the name it was executed by and under the name of the file it really is. */
+static void check_exec_as(Request *q, char **argv, const char *as, const char *cwd, bool *first) {
+        GateVerdict v;
+        char *saved;
+
+        if (!as || !argv[0] || streq(base_name(as), base_name(argv[0])))
+                return;
+        saved = argv[0];
+        argv[0] = (char *) as;
+        gate_policy_check_exec(q->s->config->policy, argv, cwd, &v);
+        argv[0] = saved;
+        verdict_merge(&q->verdict, &v, first);
+}
+
+static int read_exec(Request *q, char **ret_file, char ***ret_argv) {
+        _cleanup_free_ char *file = NULL;
+        _cleanup_(strv_freep) char **argv = NULL;
+        int r;
+
+        r = gate_mem_read_string(q->mem_fd, q->call.path, GATE_PATH_MAX, &file, NULL);
+        if (r < 0)
+                return r;
+        r = gate_mem_read_argv(q->mem_fd, q->call.argv, GATE_ARGV_MAX, GATE_ARGV_BYTES_MAX, &argv);
+        if (r < 0)
+                return r;
+        *ret_file = TAKE_PTR(file);
+        *ret_argv = TAKE_PTR(argv);
+        return 0;
+}
+
+static void handle_exec(Request *q) {
+        const GatePolicy *policy = q->s->config->policy;
+        _cleanup_free_ char *file = NULL, *file2 = NULL, *cwd = NULL, *key = NULL, *exec_path = NULL;
+        _cleanup_(strv_freep) char **argv = NULL, **argv2 = NULL;
+        GateResolved res = GATE_RESOLVED_NULL;
+        unsigned flags = 0;
+        GateVerdict v;
+        bool first = true;
+        int r, start;
+
+        q->kind = GATE_KIND_EXEC;
+        r = read_exec(q, &file, &argv);
+        if (r < 0)
+                return fail_closed(q, r, "cannot read the command");
+        if (!argv[0]) {
+                /* An empty argv: the kernel gives the program its filename as argv[0]. */
+                r = strv_extend(&argv, file);
+                if (r < 0)
+                        return fail_closed(q, r, "out of memory");
+        }
+        q->target = join_argv(argv);
+        if (!q->target)
+                return fail_closed(q, -ENOMEM, "out of memory");
+
+        if (q->call.follow)
+                flags |= GATE_RESOLVE_FOLLOW;
+        if (q->call.flags & AT_EMPTY_PATH)
+                flags |= GATE_RESOLVE_EMPTY_PATH;
+        r = caller_dir(q, AT_FDCWD, &q->cwd_fd);
+        if (r < 0)
+                return fail_closed(q, r, "cannot open the caller's working directory");
+        start = r;
+        if (q->call.dirfd != AT_FDCWD) {
+                start = caller_dir(q, q->call.dirfd, &q->dir_fd);
+                if (start == -EBADF)
+                        return result_errno(q, EBADF);
+                if (start < 0)
+                        return fail_closed(q, start, "cannot open the caller's directory fd");
+        }
+        r = gate_resolve(&q->rctx, start, file, flags, &res);
+        if (r < 0)
+                return result_errno(q, r);      /* what the kernel would say: ENOENT lets execvp() go on */
+        if (res.fd < 0) {
+                gate_resolved_done(&res);
+                return result_errno(q, ENOENT);
+        }
+        if (!res.path) {
+                /* A memfd, a deleted file, anything not on a path: never executed. */
+                gate_resolved_done(&res);
+                q->verdict = (GateVerdict) { .decision = DECISION_DENY, .message = "exec of an object that is not on a path (memfd, deleted file)" };
+                (void) snprintf(q->verdict.rule_id, sizeof(q->verdict.rule_id), "%s", "no-path");
+                q->event = "local";
+                return result_errno(q, GATE_DENY_ERRNO);
+        }
+
+        r = gate_fd_path(q->cwd_fd, &cwd);
+        if (r >= 0) {
+                /* The path the kernel is asked to execute, absolute, its symlinks not resolved. */
+                _cleanup_free_ char *base = NULL, *joined = NULL;
+
+                if (file[0] == '/')
+                        exec_path = gate_path_clean(file);
+                else if (file[0] == 0)
+                        exec_path = strdup(res.path);
+                else {
+                        r = start == q->cwd_fd ? 0 : gate_fd_path(start, &base);
+                        if (r >= 0 && asprintf(&joined, "%s/%s", base ?: cwd, file) < 0)
+                                r = -ENOMEM;
+                        if (r >= 0)
+                                exec_path = gate_path_clean(joined);
+                }
+                if (r >= 0 && !exec_path)
+                        r = -ENOMEM;
+        }
+        if (r < 0) {
+                gate_resolved_done(&res);
+                return fail_closed(q, r, "cannot read the caller's working directory");
+        }
+        gate_policy_check_execve(policy, exec_path, argv, cwd, &v);
+        verdict_merge(&q->verdict, &v, &first);
+        /* And as the file it really is, symlinks resolved (/usr/bin/foo -> /bin/rm). */
+        check_exec_as(q, argv, res.path, cwd, &first);
+        gate_resolved_done(&res);
+
+        key = gate_cache_key_exec(argv);
+        settle(q, key);
+        if (q->verdict.decision != DECISION_ALLOW)
+                return result_errno(q, GATE_DENY_ERRNO);
+
+        /* The kernel reads both again when it continues; a sibling thread may have changed them. */
+        r = read_exec(q, &file2, &argv2);
+        if (r < 0 || !streq(file, file2))
+                return fail_closed(q, r < 0 ? r : -EAGAIN, "the command changed while it was checked");
+        if (!argv2[0] && strv_extend(&argv2, file2) < 0)
+                return fail_closed(q, -ENOMEM, "out of memory");
+        if (!strv_same(argv, argv2))
+                return fail_closed(q, -EAGAIN, "the command changed while it was checked");
+        q->result = RESULT_CONTINUE;
+}
+
+/* ---- files ---- */
+
+static int read_open_how(Request *q) {
+        struct open_how how = {};
+        uint8_t extra[64];
+        int r;
+
+        if (q->call.size < sizeof(how))
+                return -EINVAL;
+        if (q->call.size > OPEN_HOW_SIZE_MAX)
+                return -E2BIG;
+        r = gate_mem_read(q->mem_fd, q->call.how, &how, sizeof(how));
+        if (r < 0)
+                return r;
+        /* A larger struct from a newer libc: fine as long as what we do not know is zero. */
+        for (uint64_t off = sizeof(how); off < q->call.size; off += sizeof(extra)) {
+                size_t n = MIN(sizeof(extra), q->call.size - off);
+
+                r = gate_mem_read(q->mem_fd, q->call.how + off, extra, n);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < n; i++)
+                        if (extra[i])
+                                return -E2BIG;
+        }
+        if (how.resolve & ~(uint64_t) (RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS |
+                                       RESOLVE_BENEATH | RESOLVE_IN_ROOT | RESOLVE_CACHED))
+                return -EINVAL;
+        if ((how.resolve & RESOLVE_BENEATH) && (how.resolve & RESOLVE_IN_ROOT))
+                return -EINVAL;
+        q->call.flags = how.flags;
+        q->call.mode = (uint32_t) how.mode;
+        q->call.follow = !(how.flags & O_NOFOLLOW) && (how.flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL);
+        q->call.dev = how.resolve;      /* kept here: only opens have it */
+        return 0;
+}
+
+static unsigned resolve_flags(const GateCall *c) {
+        unsigned f = c->follow ? GATE_RESOLVE_FOLLOW : 0;
+
+        if (uses_at_empty_path(c) && (c->flags & AT_EMPTY_PATH))
+                f |= GATE_RESOLVE_EMPTY_PATH;
+        if (c->sys == GATE_SYS_OPENAT2) {
+                if (c->dev & RESOLVE_NO_SYMLINKS)
+                        f |= GATE_RESOLVE_NO_SYMLINKS;
+                if (c->dev & RESOLVE_NO_MAGICLINKS)
+                        f |= GATE_RESOLVE_NO_MAGICLINKS;
+                if (c->dev & RESOLVE_BENEATH)
+                        f |= GATE_RESOLVE_BENEATH;
+                if (c->dev & RESOLVE_IN_ROOT)
+                        f |= GATE_RESOLVE_IN_ROOT;
+        }
+        return f;
+}
+
+/* Checks every operation of ops on res; an object with no path (a caller's pipe reached through
+ * /proc/self/fd) is the caller's already: nothing to check. */
+static void check_file(Request *q, const GateResolved *res, const FileOp *ops, size_t n, bool *first) {
+        for (size_t i = 0; i < n; i++) {
+                GateVerdict v;
+
+                if (!res->path)
+                        continue;
+                gate_policy_check_file(q->s->config->policy, ops[i], res->path, &v);
+                if (*first || decision_rank(v.decision) > decision_rank(q->verdict.decision))
+                        q->op = file_op_to_string(ops[i]);
+                verdict_merge(&q->verdict, &v, first);
+        }
+}
+
+static char *proc_self_fd(int fd) {
+        char *p;
+
+        return asprintf(&p, "/proc/self/fd/%i", fd) < 0 ? NULL : p;
+}
+
+static void emulate_open(Request *q, GateResolved *res) {
+        uint64_t f = q->call.flags;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int r;
+
+        if (res->fd >= 0) {
+                if ((f & O_CREAT) && (f & O_EXCL))
+                        return result_errno(q, EEXIST);
+                if (fstat(res->fd, &st) < 0)
+                        return result_errno(q, errno);
+                if (S_ISLNK(st.st_mode) && !(f & O_PATH))
+                        return result_errno(q, ELOOP);          /* O_NOFOLLOW on a symlink */
+                if ((f & O_DIRECTORY) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
+                        return result_errno(q, ENOTDIR);
+                if (f & O_PATH)
+                        fd = TAKE_FD(res->fd);
+                else {
+                        /* Reopen the object we checked (never the path again); O_NOCTTY: a terminal must
+                         * not become ours. */
+                        _cleanup_free_ char *p = proc_self_fd(res->fd);
+
+                        if (!p)
+                                return result_errno(q, ENOMEM);
+                        if ((f & O_TMPFILE) == O_TMPFILE)
+                                umask(q->umask);
+                        fd = open(p, (int) (f & ~(uint64_t) (O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC | O_NOCTTY,
+                                  (mode_t) q->call.mode);
+                        if (fd < 0)
+                                return result_errno(q, errno);
+                }
+        } else {
+                if (!(f & O_CREAT))
+                        return result_errno(q, ENOENT);
+                if (res->must_be_dir || !res->name)
+                        return result_errno(q, EISDIR);
+                umask(q->umask);
+                fd = openat(res->dir_fd, res->name, (int) f | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, (mode_t) q->call.mode);
+                if (fd < 0)
+                        return result_errno(q, errno);
+        }
+
+        r = notif_addfd_send(q->s->notify_fd, q->n->id, fd, f & O_CLOEXEC);
+        if (r < 0) {
+                /* The caller is gone (ENOENT) or over its fd limit (EMFILE): the latter it must hear. */
+                if (r == -ENOENT)
+                        q->result = RESULT_SENT;
+                else
+                        result_errno(q, r);
+                return;
+        }
+        q->result = RESULT_SENT;
+}
+
+static void result_of(Request *q, int r) {
+        if (r < 0)
+                result_errno(q, errno);
+        else
+                result_value(q, 0);
+}
+
+static void emulate(Request *q, GateResolved *res, GateResolved *res2) {
+        const GateCall *c = &q->call;
+        _cleanup_free_ char *p = NULL, *target = NULL;
+        int r;
+
+        switch (c->action) {
+        case GATE_ACTION_OPEN:
+                return emulate_open(q, res);
+        case GATE_ACTION_MKDIR:
+        case GATE_ACTION_MKNOD:
+        case GATE_ACTION_SYMLINK:
+                if (res->fd >= 0 || !res->name)
+                        return result_errno(q, EEXIST);
+                if (c->action == GATE_ACTION_SYMLINK) {
+                        r = gate_mem_read_string(q->mem_fd, c->target, GATE_PATH_MAX, &target, NULL);
+                        if (r < 0)
+                                return fail_closed(q, r, "cannot read the symlink's target");
+                        return result_of(q, symlinkat(target, res->dir_fd, res->name));
+                }
+                umask(q->umask);
+                if (c->action == GATE_ACTION_MKDIR)
+                        return result_of(q, mkdirat(res->dir_fd, res->name, (mode_t) c->mode));
+                return result_of(q, mknodat(res->dir_fd, res->name, (mode_t) c->mode, (dev_t) c->dev));
+        case GATE_ACTION_UNLINK:
+                if (!res->name)
+                        return result_errno(q, c->flags & AT_REMOVEDIR ? EINVAL : EISDIR);
+                return result_of(q, unlinkat(res->dir_fd, res->name, (int) (c->flags & AT_REMOVEDIR)));
+        case GATE_ACTION_RENAME:
+                if (!res->name || !res2->name)
+                        return result_errno(q, EBUSY);
+                return result_of(q, (int) syscall(SYS_renameat2, res->dir_fd, res->name, res2->dir_fd, res2->name,
+                                                  (unsigned) c->flags));
+        case GATE_ACTION_LINK:
+                if (res->fd < 0)
+                        return result_errno(q, ENOENT);
+                if (res2->fd >= 0 || !res2->name)
+                        return result_errno(q, EEXIST);
+                /* Links the object checked, through our own magic link to it. */
+                p = proc_self_fd(res->fd);
+                if (!p)
+                        return result_errno(q, ENOMEM);
+                return result_of(q, linkat(AT_FDCWD, p, res2->dir_fd, res2->name, AT_SYMLINK_FOLLOW));
+        case GATE_ACTION_CHMOD:
+        case GATE_ACTION_TRUNCATE:
+                if (res->fd < 0)
+                        return result_errno(q, ENOENT);
+                p = proc_self_fd(res->fd);
+                if (!p)
+                        return result_errno(q, ENOMEM);
+                if (c->action == GATE_ACTION_CHMOD)
+                        return result_of(q, fchmodat(AT_FDCWD, p, (mode_t) c->mode, 0));
+                return result_of(q, truncate(p, (off_t) c->size));
+        case GATE_ACTION_CHOWN:
+                if (res->fd < 0)
+                        return result_errno(q, ENOENT);
+                return result_of(q, fchownat(res->fd, "", c->uid, c->gid, AT_EMPTY_PATH));
+        default:
+                return fail_closed(q, -EINVAL, "unexpected call");
+        }
+}
+
+static int resolve_arg(Request *q, uint64_t addr, int dirfd, int *dirfd_cache, unsigned flags, GateResolved *ret) {
+        _cleanup_free_ char *path = NULL;
+        int r, start = q->s->root_fd;
+
+        r = gate_mem_read_string(q->mem_fd, addr, GATE_PATH_MAX, &path, NULL);
+        if (r < 0)
+                return r == -ENAMETOOLONG ? r : -EFAULT;
+        /* An absolute path ignores the dirfd, as the kernel does, unless it is the root of the walk. */
+        if (path[0] != '/' || (flags & (GATE_RESOLVE_BENEATH | GATE_RESOLVE_IN_ROOT | GATE_RESOLVE_EMPTY_PATH))) {
+                start = caller_dir(q, dirfd, dirfd == AT_FDCWD ? &q->cwd_fd : dirfd_cache);
+                if (start < 0)
+                        return start == -EBADF ? -EBADF : -EFAULT;
+        }
+        return gate_resolve(&q->rctx, start, path, flags, ret);
+}
+
+static void handle_file(Request *q) {
+        GateResolved res = GATE_RESOLVED_NULL, res2 = GATE_RESOLVED_NULL;
+        FileOp ops[GATE_CALL_OPS_MAX], ops2[GATE_CALL_OPS_MAX];
+        _cleanup_free_ char *key = NULL;
+        size_t n, n2;
+        bool first = true;
+        int r;
+
+        q->kind = GATE_KIND_FILE;
+        if (q->call.sys == GATE_SYS_OPENAT2) {
+                r = read_open_how(q);
+                if (r == -EFAULT)
+                        return fail_closed(q, r, "cannot read struct open_how");
+                if (r < 0)
+                        return result_errno(q, r);
+                if (q->call.dev & RESOLVE_CACHED)
+                        return result_errno(q, EAGAIN);         /* allowed by openat2(2): retry uncached */
+                if (q->call.dev & RESOLVE_NO_XDEV)
+                        return fail_closed(q, -EOPNOTSUPP, "RESOLVE_NO_XDEV is not supported by the gate");
+                if (needs_umask(&q->call)) {
+                        r = read_umask((pid_t) q->n->pid, &q->umask);
+                        if (r < 0 || !notif_id_valid(q->s->notify_fd, q->n->id))
+                                return fail_closed(q, r < 0 ? r : -ESRCH, "cannot read the caller's umask");
+                }
+        }
+
+        r = resolve_arg(q, q->call.path, q->call.dirfd, &q->dir_fd, resolve_flags(&q->call), &res);
+        if (r == -EFAULT || r == -ENOMEM)
+                return fail_closed(q, r, "cannot read or resolve the path");
+        if (r < 0)
+                return result_errno(q, r);
+        if (q->call.path2) {
+                r = resolve_arg(q, q->call.path2, q->call.dirfd2, &q->dir2_fd, 0, &res2);
+                if (r == -EFAULT || r == -ENOMEM) {
+                        gate_resolved_done(&res);
+                        return fail_closed(q, r, "cannot read or resolve the path");
+                }
+                if (r < 0) {
+                        gate_resolved_done(&res);
+                        return result_errno(q, r);
+                }
+        }
+
+        gate_call_ops(&q->call, ops, &n, ops2, &n2);
+        check_file(q, &res, ops, n, &first);
+        check_file(q, &res2, ops2, n2, &first);
+        if (first) {
+                /* Nothing had a path: the caller's own pipe or socket, reopened. */
+                q->verdict = (GateVerdict) { .decision = DECISION_ALLOW };
+                (void) snprintf(q->verdict.rule_id, sizeof(q->verdict.rule_id), "%s", "no-path");
+        }
+        if (res.path && res2.path) {
+                if (asprintf(&q->target, "%s -> %s", res.path, res2.path) < 0)
+                        q->target = NULL;
+        } else
+                q->target = strdup(res.path ?: res2.path ?: "(no path)");
+
+        key = gate_cache_key_file(q->op ? file_op_from_string(q->op) : ops[0], res.path ?: strempty(res2.path));
+        settle(q, key);
+        if (q->verdict.decision == DECISION_ALLOW)
+                emulate(q, &res, &res2);
+        else
+                result_errno(q, GATE_DENY_ERRNO);
+        gate_resolved_done(&res);
+        gate_resolved_done(&res2);
+}
+
+/* ---- the decision record ---- */
+
+static void record(Request *q, uint64_t latency_ns) {
+        const GateSupervisorConfig *c = q->s->config;
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        bool local = q->event && streq(q->event, "local");
+        const char *line;
+        GateAuditRecord rec;
+
+        if (!q->event)
+                return;         /* nothing was decided (e.g. ENOENT from the resolution) */
+        if (q->verdict.decision == DECISION_ALLOW && !c->verbose)
+                return;         /* silent allows */
+
+        rec = (GateAuditRecord) {
+                .ts_ns = (int64_t) now_ns(CLOCK_REALTIME),
+                .pid = (pid_t) q->n->pid,
+                .kind = q->kind,
+                .syscall = gate_syscall_name(q->call.sys),
+                .op = q->kind == GATE_KIND_FILE ? q->op : NULL,
+                .target = q->target,
+                .rule_id = q->verdict.rule_id,
+                .decision = q->verdict.decision,
+                .event = q->event,
+                .actor = q->actor[0] ? q->actor : NULL,
+                .latency_ns = latency_ns,
+                .error = q->result == RESULT_ERRNO ? q->error : 0,
+                .message = q->reason[0] ? q->reason : q->verdict.message,
+        };
+        o = gate_audit_record_json(c->client, &rec);
+        if (!o)
+                return;
+        if (c->log_fd >= 0) {
+                _cleanup_free_ char *l = NULL;
+
+                line = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+                if (asprintf(&l, "%s\n", line) >= 0)
+                        (void) loop_write(c->log_fd, l, strlen(l));
+        }
+        if (local)
+                (void) gate_client_audit(c->client, o);
+}
+
+/* ---- workers ---- */
+
+static void handle(GateSupervisor *s, const struct seccomp_notif *n) {
+        Request q = {
+                .s = s,
+                .n = n,
+                .mem_fd = -EBADF, .cwd_fd = -EBADF, .dir_fd = -EBADF, .dir2_fd = -EBADF,
+                .umask = 022,
+        };
+        uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+        int r;
+
+        r = gate_call_decode(n->data.nr, (const uint64_t *) n->data.args, &q.call);
+        if (r < 0 || n->data.arch != seccomp_arch_native()) {
+                fail_closed(&q, r < 0 ? r : -EINVAL, "unexpected syscall");
+                goto answer;
+        }
+        r = open_caller(&q);
+        if (r == -ESRCH) {
+                request_done(&q);
+                return;         /* the caller is gone */
+        }
+        if (r < 0) {
+                fail_closed(&q, r, r == -EXDEV ? "the caller has another root or mount namespace" :
+                                                 "cannot open the caller's /proc entries");
+                goto answer;
+        }
+
+        switch (q.call.action) {
+        case GATE_ACTION_CONNECT:
+                handle_connect(&q);
+                break;
+        case GATE_ACTION_EXEC:
+                handle_exec(&q);
+                break;
+        default:
+                handle_file(&q);
+                break;
+        }
+
+answer:
+        switch (q.result) {
+        case RESULT_SENT:
+                break;
+        case RESULT_CONTINUE:
+                /* The id is checked by the kernel too; a dead caller's answer is simply refused. */
+                (void) notif_send(s->notify_fd, n->id, 0, 0, true);
+                break;
+        case RESULT_VALUE:
+                (void) notif_send(s->notify_fd, n->id, 0, q.val, false);
+                break;
+        case RESULT_ERRNO:
+                (void) notif_send(s->notify_fd, n->id, q.error, 0, false);
+                break;
+        }
+        record(&q, now_ns(CLOCK_MONOTONIC) - t0);
+        request_done(&q);
+}
+
+static void *worker(void *userdata);
+
+static void spawn_worker(GateSupervisor *s) {
+        pthread_attr_t attr;
+        pthread_t t;
+
+        pthread_mutex_lock(&s->lock);
+        if (s->workers < GATE_WORKERS_MAX &&
+            pthread_attr_init(&attr) == 0) {
+                (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                if (pthread_create(&t, &attr, worker, s) == 0)
+                        s->workers++;
+                else
+                        log_warning("Cannot start another gate worker, callers may wait: %m");
+                (void) pthread_attr_destroy(&attr);
+        }
+        pthread_mutex_unlock(&s->lock);
+}
+
+static void *worker(void *userdata) {
+        GateSupervisor *s = userdata;
+        const GateSupervisorConfig *c = s->config;
+        struct seccomp_notif n;
+        int r;
+
+        /* Our own umask and cwd (CLONE_FS), the agent's groups and ids: from here on this thread acts as
+         * the caller, and becomes root only to reach the gate's socket. */
+        if (unshare(CLONE_FS) < 0)
+                fatal_credentials(-errno);
+        /* A worker started by another worker inherits the agent's credentials: root first, for setgroups. */
+        r = thread_become_root();
+        if (r < 0)
+                fatal_credentials(r);
+        if (syscall(SYS_setgroups, c->n_groups, c->groups) < 0)
+                fatal_credentials(-errno);
+        r = thread_become_agent(c);
+        if (r < 0)
+                fatal_credentials(r);
+
+        for (;;) {
+                unsigned idle;
+
+                atomic_fetch_add(&s->idle, 1);
+                memset(&n, 0, sizeof(n));       /* the kernel insists */
+                r = ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_RECV, &n);
+                idle = atomic_fetch_sub(&s->idle, 1) - 1;
+                if (r < 0) {
+                        if (errno == EINTR || errno == ENOENT)
+                                continue;       /* the caller went away before we took it */
+                        log_error_errno(errno, "Cannot receive seccomp notifications, the gate stops: %m");
+                        _exit(125);     /* the agent dies with us (PDEATHSIG): never unguarded */
+                }
+                /* Nobody is left waiting for the next call: this one may block on an approval. */
+                if (idle == 0)
+                        spawn_worker(s);
+                handle(s, &n);
+        }
+        return NULL;
+}
+
+int gate_supervisor_start(const GateSupervisorConfig *c, int notify_fd, GateSupervisor **ret) {
+        GateSupervisor *s;
+        struct seccomp_notif_sizes sizes = {};
+
+        /* The structs of our headers must be the kernel's. */
+        if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
+                return -errno;
+        if (sizes.seccomp_notif != sizeof(struct seccomp_notif) ||
+            sizes.seccomp_notif_resp != sizeof(struct seccomp_notif_resp))
+                return -EPROTO;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->config = c;
+        s->notify_fd = notify_fd;
+        if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) < 0)
+                log_debug_errno(errno, "No synchronous wake-ups for seccomp notifications, ignoring: %m");
+        pthread_mutex_init(&s->lock, NULL);
+        s->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (s->root_fd < 0 || statx(s->root_fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &s->root) < 0) {
+                safe_close(s->root_fd);
+                free(s);
+                return -errno;
+        }
+        for (unsigned i = 0; i < GATE_WORKERS_MIN; i++)
+                spawn_worker(s);
+        if (s->workers == 0) {
+                free(s);
+                return -EAGAIN;
+        }
+        *ret = s;
+        return 0;
+}
+
+int gate_supervisor_probe(const GateSupervisorConfig *c, pid_t pid) {
+        _cleanup_close_ int fd = -EBADF;
+        int r, q;
+
+        r = thread_become_agent(c);
+        if (r < 0)
+                return r;
+        fd = open_proc(pid, "mem", O_RDONLY);
+        q = thread_become_root();
+        if (q < 0)
+                return q;
+        /* The ptrace check happens at the open: reads need nothing more. */
+        return fd < 0 ? fd : 0;
+}
+
+/* ---- the filter ---- */
+
+static void seccomp_releasep(scmp_filter_ctx *ctx) {
+        if (*ctx)
+                seccomp_release(*ctx);
+}
+
+int gate_filter_install(int *ret_notify_fd) {
+        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+        static const char * const denied[] = { GATE_DENIED_SYSCALLS };
+        int r, fd;
+
+        ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (!ctx)
+                return -ENOMEM;
+        /* A filter for the native architecture only: i386 (int 0x80) and, on x86_64, x32 syscall numbers
+         * take the bad-architecture action, which kills the process. */
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+        if (r < 0)
+                return r;
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+        if (r < 0)
+                return r;
+        for (GateSyscall s = 0; s < _GATE_SYS_MAX; s++) {
+                long nr = gate_syscall_nr(s);
+
+                if (nr < 0)
+                        continue;
+                r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, (int) nr, 0);
+                if (r < 0)
+                        return log_debug_errno(r, "Cannot trap %s: %m", gate_syscall_name(s));
+        }
+        for (size_t i = 0; i < ELEMENTSOF(denied); i++) {
+                int nr = seccomp_syscall_resolve_name(denied[i]);
+
+                if (nr == __NR_SCMP_ERROR)
+                        return -ENOSYS;
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+                if (r < 0)
+                        return r;
+        }
+        r = seccomp_load(ctx);
+        if (r < 0)
+                return r;
+        fd = seccomp_notify_fd(ctx);
+        if (fd < 0)
+                return fd;
+        *ret_notify_fd = fd;
+        return 0;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The seccomp user-notification supervisor of `loop syscallwrap`: the filter the agent's process
+ * installs, and the threads of the root parent that answer its notifications.
+ *
+ * Every trapped call is read from the caller's memory (/proc/PID/mem, opened with the caller's
+ * filesystem credentials, which ptrace's FSCREDS check accepts without CAP_SYS_PTRACE), its /proc/PID
+ * handles are opened and the notification id is checked again before anything is decided, so a recycled
+ * pid is never read. Then:
+ *   file calls   are resolved by gate_resolve() and, when the policy allows, performed by the supervisor
+ *                thread itself with the caller's uid, gid, groups and umask and no capabilities, on the
+ *                very objects it checked: opens get their fd injected (SECCOMP_IOCTL_NOTIF_ADDFD with
+ *                ADDFD_FLAG_SEND), the others (mkdir, unlink, rename, link, symlink, chmod, chown, mknod,
+ *                truncate) return their result. The caller's own syscall never runs.
+ *   execve(at)   must run in the caller: argv and the filename are read twice and must agree, then the
+ *                kernel continues the call (SECCOMP_USER_NOTIF_FLAG_CONTINUE).
+ *   connect      the same for AF_UNIX addresses; other families are not gated and continue at once.
+ * Denials return EPERM. "approve" asks the host gate (gate-client.h) and blocks only that caller: a
+ * worker that takes a notification while no other worker is idle starts another one. */
+
+#include <sys/types.h>
+
+#include "gate-client.h"
+#include "gate-policy.h"
+
+#define GATE_WORKERS_MIN 2U
+#define GATE_WORKERS_MAX 64U            /* each blocked approval holds one */
+#define GATE_APPROVALS_PENDING_MAX 32U  /* more approvals at once are denied ("too-many-pending") */
+#define GATE_DENY_ERRNO EPERM
+
+typedef struct GateSupervisorConfig {
+        const GatePolicy *policy;
+        GateClient *client;             /* approvals and audit records; may be NULL */
+        uid_t uid;                      /* the agent's credentials: every filtered process has them */
+        gid_t gid;
+        const gid_t *groups;
+        size_t n_groups;
+        bool verbose;                   /* log and send allows too */
+        int log_fd;                     /* one JSON line per decision; -1 for none */
+} GateSupervisorConfig;
+
+typedef struct GateSupervisor GateSupervisor;
+
+/* In the agent's process, after dropping privileges: installs the filter (TSYNC, a new listener) and
+ * returns the listener fd. */
+int gate_filter_install(int *ret_notify_fd);
+
+/* Checks that a process with the agent's credentials can be read the way requests will be (the caller
+ * must be dumpable): run it on the agent's process before it execs. */
+int gate_supervisor_probe(const GateSupervisorConfig *c, pid_t pid);
+
+/* Serves notify_fd (taken over) from worker threads until the process exits. The configuration must
+ * outlive the supervisor. Call with all signals blocked: the workers inherit the mask. */
+int gate_supervisor_start(const GateSupervisorConfig *c, int notify_fd, GateSupervisor **ret);
