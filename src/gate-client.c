@@ -215,7 +215,7 @@ void gate_client_request_approval(GateClient *c, GateKind kind, const char *sysc
             json_object_object_add(req, "message", json_object_new_string(strempty(message))) < 0 ||
             json_object_object_add(req, "cache_key", json_object_new_string(strempty(cache_key))) < 0 ||
             json_object_object_add(req, "pid", json_object_new_int(pid)) < 0 ||
-            json_object_object_add(req, "rule_id", json_object_new_string(strempty(rule_id))) < 0 ||
+            json_object_object_add(req, "rule", json_object_new_string(strempty(rule_id))) < 0 ||
             json_object_object_add(req, "syscall", json_object_new_string(strempty(syscall))) < 0 ||
             (op && json_object_object_add(req, "op", json_object_new_string(op)) < 0))
                 return approval_fail(ret, "out-of-memory");

@@ -12,14 +12,16 @@
  *            "message": "<the rule's message, or \"\">",
  *            "cache_key": "<gate_cache_key_*(): connect:<path> | execve:<base>:<2 args> | file:<op>:<path>>",
  *            "pid": <the caller's pid in the container>,
- *            "rule_id": "<cmd[3] ...>", "syscall": "<openat ...>", "op": "<read ...>" (file only)}
+ *            "rule": "<cmd[3] ...>", "syscall": "<openat ...>", "op": "<read ...>" (file only)}
+ *    (services/loop-gate.c reads kind, target, message, cache_key, rule and pid; syscall and op are extra.)
  *    Reply: HTTP 200 with {"decision": "allow"|"deny", "actor": "<who decided>", "reason": "<why>"}.
  *    Only HTTP 200 with decision "allow" allows. Anything else is a deny: the socket missing or refusing,
  *    no reply within GATE_APPROVAL_TIMEOUT_SEC, another status, a reply over GATE_REPLY_MAX bytes or not
  *    that JSON. The host answers for the human (once/session/deny/deny-session, its session cache, rate
  *    limits, "no-approver") and journals the decision; the supervisor caches nothing.
  *
- * 2. POST /api/gate/audit: a decision the supervisor made locally, so the host can journal it (the
+ * 2. POST /api/gate/audit (not served by loop-gate yet: it answers 404, which changes nothing here):
+ *    a decision the supervisor made locally, so the host can journal it (the
  *    container has no journal). Fire and forget: queued (at most GATE_AUDIT_QUEUE_MAX records; more are
  *    dropped and counted), sent one by one from a thread, the reply ignored beyond its status.
  *    Body:  {"ts": <CLOCK_REALTIME ns>, "channel": "<LOOP_CHANNEL_ID>", "pid": <pid>,
