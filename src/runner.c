@@ -12,7 +12,10 @@
 #include <systemd/sd-daemon.h>
 
 #include "config-build.h"
+#include "audit.h"
 #include "engine-discover.h"
+#include "gate-policy.h"
+#include "gate-token.h"
 #include "io-util.h"
 #include "log.h"
 #include "registry.h"
@@ -471,6 +474,97 @@ static pid_t container_main_pid(Engine *e, const char *id) {
         return (pid_t) json_object_get_int64(pid);
 }
 
+/* The security gate of one container (issue: the gate): a token for its approvals, written where
+ * loop-gate@NAME finds it; the per-container policy document, compiled here first so a policy that does not
+ * compile stops the run before a container exists; the gate's socket and the policy bind-mounted into
+ * the container; the environment the entrypoint hands to `loop syscallwrap`. Undone when the run ends. */
+#define GATE_CONTAINER_POLICY "/run/loop/gate-policy.json"
+#define GATE_CONTAINER_SOCKET "/run/loop/gate.sock"
+
+typedef struct GateFiles {
+        const char *channel;
+        const char *name;
+        char *policy_path;
+        bool token_written;
+} GateFiles;
+
+static void gate_files_done(GateFiles *g) {
+        int r;
+
+        if (g->token_written && (r = gate_token_remove(g->channel, g->name)) < 0)
+                log_warning_errno(r, "Failed to remove the gate token of %s, ignoring: %m", g->name);
+        if (g->policy_path && unlink(g->policy_path) < 0 && errno != ENOENT)
+                log_warning_errno(errno, "Failed to remove %s, ignoring: %m", g->policy_path);
+        g->policy_path = mfree(g->policy_path);
+}
+
+static char *env_pair(const char *key, const char *value) {
+        char *p;
+        return asprintf(&p, "%s=%s", key, value) < 0 ? NULL : p;
+}
+
+static int gate_prepare(RunContext *ctx, const char *name, GateFiles *g, char ***env, char ***binds) {
+        _cleanup_(json_object_putp) json_object *doc = NULL;
+        _cleanup_(gate_policy_freep) GatePolicy *policy = NULL;
+        _cleanup_free_ char *error = NULL, *dir = NULL, *sock = NULL, *bind = NULL;
+        char token[GATE_TOKEN_HEX_LEN + 1];
+        const char *text;
+        struct stat st;
+        int r;
+
+        *g = (GateFiles) { .channel = ctx->channel, .name = name };
+
+        r = gate_policy_document_home(&ctx->config.gates.agentgate, ctx->config.work_dir, ctx->user.home, &doc);
+        if (r < 0)
+                return log_error_errno(r, "Failed to make the gate policy of channel %s: %m", ctx->channel);
+        r = gate_policy_compile(doc, &policy, &error);
+        if (r < 0)
+                return log_error_errno(r, "The gate policy of channel %s does not compile, not running: %s",
+                                       ctx->channel, strna(error));
+
+        if (asprintf(&dir, "%s/gate", ctx->state_dir) < 0 || asprintf(&g->policy_path, "%s/%s.json", dir, name) < 0)
+                return log_oom();
+        r = mkdir_owned(dir, 0755, 0, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create %s: %m", dir);
+        text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        r = write_file_atomic(g->policy_path, text, strlen(text), 0644);
+        if (r < 0)
+                return log_error_errno(r, "Failed to write %s: %m", g->policy_path);
+
+        r = gate_token_generate(token);
+        if (r < 0)
+                return log_error_errno(r, "Failed to make a gate token: %m");
+        (void) audit_add_secret(token);
+        r = gate_token_write(ctx->channel, name, token);
+        if (r < 0)
+                log_notice_errno(r, "Cannot record the gate token of %s (%m): its approval requests will be denied.", name);
+        else
+                g->token_written = true;
+
+        if (asprintf(&bind, "%s:%s:ro", g->policy_path, GATE_CONTAINER_POLICY) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0)
+                return log_oom();
+        /* The channel's loop-gate@NAME.socket; without it (no systemd, or the socket unit is not running)
+         * nobody can answer, and every "approve" ends as a deny inside the container. */
+        if (asprintf(&sock, "%s/%s/gate.sock", loop_runtime_dir(), ctx->channel) < 0)
+                return log_oom();
+        if (stat(sock, &st) >= 0 && S_ISSOCK(st.st_mode)) {
+                if (asprintf(&bind, "%s:%s:ro", sock, GATE_CONTAINER_SOCKET) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0)
+                        return log_oom();
+        } else
+                log_debug("No gate socket at %s: approvals of channel %s will be denied.", sock, ctx->channel);
+
+        if (strv_extend(env, "LOOP_GATE_ENABLED=1") < 0 ||
+            strv_extend(env, "LOOP_GATE_POLICY_FILE=" GATE_CONTAINER_POLICY) < 0 ||
+            strv_extend(env, "LOOP_GATE_SOCKET=" GATE_CONTAINER_SOCKET) < 0 ||
+            (ctx->config.gates.audit.verbose && strv_extend(env, "LOOP_GATE_VERBOSE=1") < 0) ||
+            strv_consume(env, env_pair("LOOP_CHANNEL_ID", ctx->channel)) < 0 ||
+            strv_consume(env, env_pair("LOOP_GATE_TOKEN", token)) < 0)
+                return log_oom();
+        explicit_bzero(token, sizeof token);
+        return 0;
+}
+
 /* One container: create, copy in, start, follow the output, wait, schedule its removal. */
 static int run_container(RunContext *ctx, const char *prompt, const char *resume, Attempt *ret) {
         Engine *e = ctx->conn->engine;
@@ -479,6 +573,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         _cleanup_(stream_parser_freep) StreamParser *parser = NULL;
         _cleanup_strv_free_ char **argv = NULL, **extra_env = NULL, **binds = NULL;
         _cleanup_free_ char *name = NULL, *id = NULL;
+        _cleanup_(gate_files_done) GateFiles gate = {};
         StreamPrinter printer = { .req = ctx->req };
         char **add_dirs = ctx->config.extra_dirs;
         int r, exit_code = -1;
@@ -499,6 +594,12 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         r = container_name_new(ctx->channel, ctx->config.work_dir, &name);
         if (r < 0)
                 return log_error_errno(r, "Failed to name the container: %m");
+
+        if (ctx->config.gates.agentgate.enabled) {
+                r = gate_prepare(ctx, name, &gate, &extra_env, &binds);
+                if (r < 0)
+                        return r;
+        }
 
         ContainerInput in = {
                 .channel = ctx->channel,
