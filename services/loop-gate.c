@@ -748,7 +748,10 @@ static int on_connection_io(sd_event_source *src, int fd, uint32_t revents, void
         if (r < 0)
                 goto close;
         if (c->dead)
-                connection_free(c);
+                connection_free(c);     /* updates the timers itself */
+        else
+                /* a request may have become pending: its deadline and the token checks start now */
+                server_update_idle(c->server);
         return 0;
 
 close:
