@@ -17,7 +17,11 @@
  *   loop-gate@NAME.service.d/50-channel.conf      the gate's settings (timeout, rate limits, audit)
  *   loop-gate@NAME.service.d/webhook-url          gates.webhook_url, 0600, passed as a credential
  *
- * where SNAME is NAME escaped as systemd-escape does (a "-" would otherwise make a sub-slice). */
+ * where SNAME is NAME escaped as systemd-escape does (a "-" would otherwise make a sub-slice). With at least
+ * one channel generated, also
+ *
+ *   loop.target.wants/loop-reconcile.timer        the container registry's reconcile pass every 30 s
+ */
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -33,6 +37,7 @@
 #define AGENT_PATH_TEMPLATE LOOP_UNITDIR "/loop-agent@.path"
 #define GATE_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gate@.socket"
 #define GATE_ADMIN_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gate-admin@.socket"
+#define RECONCILE_TIMER LOOP_UNITDIR "/loop-reconcile.timer"
 
 /* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. systemd ignores assignments
  * that are not valid UTF-8, so such a value would vanish silently. */
@@ -442,6 +447,7 @@ static int run(int argc, char *argv[]) {
         _cleanup_free_ char *config_dir_env = NULL;
         _cleanup_close_ int dir_fd = -EBADF;
         const char *dir;
+        size_t generated = 0;
         int r, ret = 0;
 
         log_setup_generator();
@@ -488,6 +494,17 @@ static int run(int argc, char *argv[]) {
                 r = generate_channel(dir_fd, c, config_dir_env, argv[1]);
                 if (r < 0 && ret == 0)
                         ret = r;  /* already logged; the other channels are still written */
+                else if (r >= 0)
+                        generated++;
+        }
+
+        /* The registry's reconcile loop runs while there is a channel whose containers it looks after. */
+        if (generated > 0) {
+                r = mkdirat_exist_ok(dir_fd, "loop.target.wants");
+                if (r >= 0 && symlinkat(RECONCILE_TIMER, dir_fd, "loop.target.wants/loop-reconcile.timer") < 0)
+                        r = log_error_errno(errno, "Failed to create symlink loop.target.wants/loop-reconcile.timer: %m");
+                if (r < 0 && ret == 0)
+                        ret = r;
         }
 
         return ret;

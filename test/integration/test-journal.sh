@@ -31,7 +31,8 @@ CH2=other-$RUN
 SECRET="sk-test-$RUN-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 EVENTS=(container-registered container-status container-removed run-started run-turn run-tool-use
         run-finished run-failed run-retried queue-queued queue-taken queue-done queue-retry queue-failed
-        runner-started runner-stopped)
+        runner-started runner-stopped gate-pending gate-decision)
+N=${#EVENTS[@]}
 
 in_ct() { nspawn_exec "$M" "$@"; }
 # audit-emit CHANNEL [big] as a service: its stderr is the journal stream, so log.c picks the journal.
@@ -94,8 +95,8 @@ for e in "${EVENTS[@]}"; do
 done
 is "$(in_ct journalctl -o cat LOOP_EVENT=run-failed LOOP_CHANNEL="$CH" -p err | grep -c .)" 1 \
         "run-failed was logged at err priority (journalctl -p err finds it)"
-is "$(in_ct journalctl -o cat -u "audit-emit-$CH.service" LOOP_CHANNEL="$CH" | grep -c .)" 16 \
-        "journalctl -u UNIT with a field match returns the unit's 16 audit entries"
+is "$(in_ct journalctl -o cat -u "audit-emit-$CH.service" LOOP_CHANNEL="$CH" | grep -c .)" "$N" \
+        "journalctl -u UNIT with a field match returns the unit's $N audit entries"
 
 # --- no secret anywhere ----------------------------------------------------------------------------
 n=$(in_ct journalctl -o export | grep -c -a -F -- "$SECRET")
@@ -120,10 +121,10 @@ for id in 09f96a1d11d245c4b7711f4eb9008c40 94ace96791574393ae4385606ae00990 d3d3
           ed10c01f497d4bbaaf05f935915d9b22 b110b9403d6a4b31a3336cf7fe3fffb4 f0f69fef7903467c8df599623952c084 \
           26f90c0c30bd4935be6183e9e452023f 19e5cd3edacf46158f308b5a4f188e82 527b5e1abf094497acacdb22d6ae6f0e \
           87391ca293524ab9866f346f66244810 f2a7300555124baea2194ff09e90c4b7 25ccc022b5f04f01b49324da6040c205 \
-          b5cbb1d781a841edbbb971dcadfe8542; do
+          b5cbb1d781a841edbbb971dcadfe8542 ac51ea316b31483ba54348f5beb30dbc 1c67da5fa187464598968c5d0c4d6ccd; do
         grep -q "^$id loop: " <<<"$listed" && n=$((n + 1))
 done
-is "$n" 16 "the installed catalog has all 16 MESSAGE_IDs (journalctl --list-catalog)" || diag "$(grep loop <<<"$listed")"
+is "$n" "$N" "the installed catalog has all $N MESSAGE_IDs (journalctl --list-catalog)" || diag "$(grep loop <<<"$listed")"
 x=$(in_ct journalctl -x --no-pager LOOP_EVENT=run-failed LOOP_CHANNEL="$CH")
 like "$x" "Subject: A run failed on channel $CH" "journalctl -x explains run-failed, with the channel filled in"
 like "$x" "Defined-By: loop" "... as defined by loop"
@@ -131,7 +132,7 @@ like "$x" "journalctl -u loop-agent@$CH" "... and the body tells the operator wh
 
 # --- loop logs ---------------------------------------------------------------------------------------
 out=$(in_ct loop logs "$CH" --json)
-is "$(grep -c . <<<"$out")" 16 "loop logs NAME --json returns the channel's 16 entries"
+is "$(grep -c . <<<"$out")" "$N" "loop logs NAME --json returns the channel's $N entries"
 is "$(json_get LOOP_EVENT <<<"$out" | tr '\n' ' ')" "${EVENTS[*]} " "... in the order they were logged"
 is "$(json_get LOOP_CHANNEL <<<"$out" | sort -u)" "$CH" "... all of channel $CH"
 fin=$(grep '"LOOP_EVENT":"run-finished"' <<<"$out")
@@ -142,11 +143,11 @@ like "$(json_get time <<<"$fin")" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{
 is "$(grep -c -F -- "$SECRET" <<<"$out")" 0 "loop logs shows no secret"
 
 out=$(in_ct loop logs "$CH")
-is "$(grep -c . <<<"$out")" 16 "loop logs NAME prints one line per event"
+is "$(grep -c . <<<"$out")" "$N" "loop logs NAME prints one line per event"
 like "$(grep run-finished <<<"$out")" \
         "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} $CH run-finished: Test event run-finished of $CH, secret \\[REDACTED\\]\\.$" \
         "a line is: time channel event: message"
-is "$(in_ct loop logs "$CH" -n 3 --json | json_get LOOP_EVENT | tr '\n' ' ')" "queue-failed runner-started runner-stopped " \
+is "$(in_ct loop logs "$CH" -n 3 --json | json_get LOOP_EVENT | tr '\n' ' ')" "runner-stopped gate-pending gate-decision " \
         "loop logs -n 3 shows the last three events"
 is "$(in_ct loop logs --event run-finished --json | json_get LOOP_CHANNEL | sort | tr '\n' ' ')" \
         "$(printf '%s\n' "$CH" "$CH2" | sort | tr '\n' ' ')" "loop logs --event run-finished without NAME covers every channel"
@@ -162,12 +163,12 @@ is "$(in_ct systemctl is-active "follow-$RUN.service")" active "loop logs -f kee
 check "audit-emit logs again while loop logs -f follows" in_ct systemd-run --wait --quiet --collect \
         --unit="audit-emit-again-$RUN" --setenv=AUDIT_EMIT_SECRET="$SECRET" "$EMIT" "$CH"
 for ((i = 0; i < 100; i++)); do
-        [ "$(in_ct grep -c . /tmp/follow.out)" -ge 16 ] && break
+        [ "$(in_ct grep -c . /tmp/follow.out)" -ge "$N" ] && break
         sleep 0.1
 done
 check "loop logs -f stops" in_ct systemctl stop "follow-$RUN.service"
 follow=$(in_ct cat /tmp/follow.out)
-is "$(grep -c . <<<"$follow")" 16 "loop logs -f -n 0 prints the 16 new events and none of the old"
+is "$(grep -c . <<<"$follow")" "$N" "loop logs -f -n 0 prints the $N new events and none of the old"
 is "$(json_get LOOP_CHANNEL <<<"$follow" | sort -u)" "$CH" "... as JSON objects of channel $CH"
 is "$(grep -c -F -- "$SECRET" <<<"$follow")" 0 "... without the secret"
 
@@ -175,7 +176,7 @@ is "$(grep -c -F -- "$SECRET" <<<"$follow")" 0 "... without the secret"
 CH3=console-$RUN
 err=$(in_ct systemd-run --wait --quiet --collect --pipe -E LOOP_LOG_TARGET=console \
         --setenv=AUDIT_EMIT_SECRET="$SECRET" "$EMIT" "$CH3" 2>&1 >/dev/null)
-is "$(grep -c . <<<"$err")" 16 "LOOP_LOG_TARGET=console: the events are 16 lines on stderr"
+is "$(grep -c . <<<"$err")" "$N" "LOOP_LOG_TARGET=console: the events are $N lines on stderr"
 like "$(grep '^run-finished: ' <<<"$err")" "^run-finished: Test event run-finished of $CH3, secret \\[REDACTED\\]\\. \\[LOOP_CHANNEL=$CH3 " \
         "... one line per event: event, message, fields"
 is "$(grep -c -F -- "$SECRET" <<<"$err")" 0 "... without the secret"
