@@ -658,6 +658,12 @@ static char *proc_self_fd(int fd) {
         return asprintf(&p, "/proc/self/fd/%i", fd) < 0 ? NULL : p;
 }
 
+/* The mode a file made for the caller gets: its umask applied here (the supervisor's own is 0), as the
+ * kernel would. Unlike the kernel, this also applies when the directory has a default ACL: stricter. */
+static mode_t caller_mode(const Request *q, mode_t mode) {
+        return mode & ~(q->umask & 0777);
+}
+
 static void emulate_open(Request *q, GateResolved *res) {
         uint64_t f = q->call.flags;
         _cleanup_close_ int fd = -EBADF;
@@ -682,10 +688,8 @@ static void emulate_open(Request *q, GateResolved *res) {
 
                         if (!p)
                                 return result_errno(q, ENOMEM);
-                        if ((f & O_TMPFILE) == O_TMPFILE)
-                                umask(q->umask);
                         fd = open(p, (int) (f & ~(uint64_t) (O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC | O_NOCTTY,
-                                  (mode_t) q->call.mode);
+                                  caller_mode(q, (mode_t) q->call.mode));
                         if (fd < 0)
                                 return result_errno(q, errno);
                 }
@@ -694,8 +698,8 @@ static void emulate_open(Request *q, GateResolved *res) {
                         return result_errno(q, ENOENT);
                 if (res->must_be_dir || !res->name)
                         return result_errno(q, EISDIR);
-                umask(q->umask);
-                fd = openat(res->dir_fd, res->name, (int) f | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, (mode_t) q->call.mode);
+                fd = openat(res->dir_fd, res->name, (int) f | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+                            caller_mode(q, (mode_t) q->call.mode));
                 if (fd < 0)
                         return result_errno(q, errno);
         }
@@ -738,10 +742,9 @@ static void emulate(Request *q, GateResolved *res, GateResolved *res2) {
                                 return fail_closed(q, r, "cannot read the symlink's target");
                         return result_of(q, symlinkat(target, res->dir_fd, res->name));
                 }
-                umask(q->umask);
                 if (c->action == GATE_ACTION_MKDIR)
-                        return result_of(q, mkdirat(res->dir_fd, res->name, (mode_t) c->mode));
-                return result_of(q, mknodat(res->dir_fd, res->name, (mode_t) c->mode, (dev_t) c->dev));
+                        return result_of(q, mkdirat(res->dir_fd, res->name, caller_mode(q, (mode_t) c->mode)));
+                return result_of(q, mknodat(res->dir_fd, res->name, caller_mode(q, (mode_t) c->mode), (dev_t) c->dev));
         case GATE_ACTION_UNLINK:
                 if (!res->name)
                         return result_errno(q, c->flags & AT_REMOVEDIR ? EINVAL : EISDIR);
@@ -990,10 +993,9 @@ static void *worker(void *userdata) {
         struct seccomp_notif n;
         int r;
 
-        /* Our own umask and cwd (CLONE_FS), the agent's groups and ids: from here on this thread acts as
-         * the caller, and becomes root only to reach the gate's socket. */
-        if (unshare(CLONE_FS) < 0)
-                fatal_credentials(-errno);
+        /* The agent's groups and ids: from here on this thread acts as the caller, and becomes root only to
+         * reach the gate's socket. (No unshare(CLONE_FS) for a umask of its own: Docker's default seccomp
+         * profile refuses unshare; the supervisor's umask is 0 and caller_mode() applies the caller's.) */
         /* A worker started by another worker inherits the agent's credentials: root first, for setgroups. */
         r = thread_become_root();
         if (r < 0)
@@ -1041,6 +1043,8 @@ int gate_supervisor_start(const GateSupervisorConfig *c, int notify_fd, GateSupe
                 return -ENOMEM;
         s->config = c;
         s->notify_fd = notify_fd;
+        /* Every mode the supervisor creates with is already masked with the caller's umask. */
+        (void) umask(0);
         if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) < 0)
                 log_debug_errno(errno, "No synchronous wake-ups for seccomp notifications, ignoring: %m");
         pthread_mutex_init(&s->lock, NULL);
