@@ -32,10 +32,24 @@
 #endif
 
 #define GATE_TARGET_LOG_MAX 4096U       /* a command line in a decision record is cut here */
+#define GATE_RECENT_DENIES_MAX 16U
+#define GATE_RECENT_DENY_NS (10ULL * 1000000000ULL)
 #define OPEN_HOW_SIZE_MAX 4096U         /* the kernel refuses a larger struct open_how with E2BIG */
+
+/* A human's "deny" for one caller and command, remembered briefly: a shell searching $PATH asks again
+ * for the same command under the next directory (/usr/bin/x denied, then /bin/x), which must not become
+ * a second prompt. */
+typedef struct RecentDeny {
+        pid_t pid;
+        char *cache_key;
+        uint64_t until_ns;
+        char actor[64];
+} RecentDeny;
 
 struct GateSupervisor {
         const GateSupervisorConfig *config;
+        RecentDeny recent[GATE_RECENT_DENIES_MAX];
+        unsigned recent_next;
         int notify_fd;
         struct statx root;              /* our root: a caller with another root or mount is refused */
         int root_fd;
@@ -280,9 +294,41 @@ static void verdict_merge(GateVerdict *acc, const GateVerdict *v, bool *first) {
         *first = false;
 }
 
+static bool recent_deny_find(GateSupervisor *s, pid_t pid, const char *key, char actor[static 64]) {
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        bool found = false;
+
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < GATE_RECENT_DENIES_MAX; i++) {
+                RecentDeny *d = &s->recent[i];
+
+                if (d->cache_key && d->pid == pid && d->until_ns > now && streq(d->cache_key, key)) {
+                        memcpy(actor, d->actor, 64);
+                        found = true;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&s->lock);
+        return found;
+}
+
+static void recent_deny_add(GateSupervisor *s, pid_t pid, const char *key, const char *actor) {
+        RecentDeny *d;
+
+        pthread_mutex_lock(&s->lock);
+        d = &s->recent[s->recent_next++ % GATE_RECENT_DENIES_MAX];
+        free(d->cache_key);
+        d->cache_key = strdup(key);
+        d->pid = pid;
+        d->until_ns = now_ns(CLOCK_MONOTONIC) + GATE_RECENT_DENY_NS;
+        (void) snprintf(d->actor, sizeof(d->actor), "%s", actor);
+        pthread_mutex_unlock(&s->lock);
+}
+
 /* Asks the host for "approve" verdicts; afterwards q->verdict.decision is allow or deny. */
 static void settle(Request *q, const char *cache_key) {
         GateSupervisor *s = q->s;
+        pid_t pid = (pid_t) q->n->pid;
         GateApproval a;
         int r;
 
@@ -291,6 +337,11 @@ static void settle(Request *q, const char *cache_key) {
                 return;
 
         q->event = "approval";
+        if (cache_key && recent_deny_find(s, pid, cache_key, q->actor)) {
+                q->verdict.decision = DECISION_DENY;
+                (void) snprintf(q->reason, sizeof(q->reason), "%s", "denied-moments-ago");
+                return;
+        }
         if (atomic_fetch_add(&s->pending_approvals, 1) >= GATE_APPROVALS_PENDING_MAX) {
                 atomic_fetch_sub(&s->pending_approvals, 1);
                 q->verdict.decision = DECISION_DENY;
@@ -303,8 +354,7 @@ static void settle(Request *q, const char *cache_key) {
         if (r < 0)
                 fatal_credentials(r);
         gate_client_request_approval(s->config->client, q->kind, gate_syscall_name(q->call.sys), q->op,
-                                     q->target, q->verdict.rule_id, q->verdict.message, cache_key,
-                                     (pid_t) q->n->pid, &a);
+                                     q->target, q->verdict.rule_id, q->verdict.message, cache_key, pid, &a);
         r = thread_become_agent(s->config);
         if (r < 0)
                 fatal_credentials(r);
@@ -313,6 +363,9 @@ static void settle(Request *q, const char *cache_key) {
         q->verdict.decision = a.allow ? DECISION_ALLOW : DECISION_DENY;
         (void) snprintf(q->actor, sizeof(q->actor), "%s", a.actor);
         (void) snprintf(q->reason, sizeof(q->reason), "%s", a.reason);
+        /* A human's no is remembered for the moment; a failure to ask (the gate down) is not. */
+        if (!a.allow && cache_key && !streq(a.actor, "supervisor"))
+                recent_deny_add(s, pid, cache_key, a.actor);
 }
 
 /* ---- connect ---- */
@@ -877,8 +930,8 @@ static void record(Request *q, uint64_t latency_ns) {
 
         if (!q->event)
                 return;         /* nothing was decided (e.g. ENOENT from the resolution) */
-        if (q->verdict.decision == DECISION_ALLOW && !c->verbose)
-                return;         /* silent allows */
+        if (q->verdict.decision == DECISION_ALLOW && local && !c->verbose)
+                return;         /* silent allows; an approved one is always recorded */
 
         rec = (GateAuditRecord) {
                 .ts_ns = (int64_t) now_ns(CLOCK_REALTIME),

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* What an agent under `loop syscallwrap` tries, one attempt per subcommand, for test-syscallwrap.sh.
+ * Each prints one line (the result: "ok", a number, or the errno name) and exits 0 when it could run the
+ * attempt at all; the shell test asserts the line. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int report(long r) {
+        if (r < 0)
+                printf("%s\n", strerrorname_np(errno) ?: "E?");
+        else
+                printf("ok\n");
+        return 0;
+}
+
+/* The sibling thread of the races: flips a path buffer, or a symlink, as fast as it can. */
+static char race_path[4096];
+static const char *race_a, *race_b, *race_link;
+static atomic_bool race_stop;
+
+static void *flip_buffer(void *arg) {
+        while (!atomic_load(&race_stop)) {
+                strcpy(race_path, race_b);
+                strcpy(race_path, race_a);
+        }
+        return NULL;
+}
+
+static void *flip_symlink(void *arg) {
+        char tmp[4096];
+
+        snprintf(tmp, sizeof(tmp), "%s.tmp", race_link);
+        while (!atomic_load(&race_stop)) {
+                (void) unlink(tmp);
+                if (symlink(race_b, tmp) == 0)
+                        (void) rename(tmp, race_link);
+                (void) unlink(tmp);
+                if (symlink(race_a, tmp) == 0)
+                        (void) rename(tmp, race_link);
+        }
+        return NULL;
+}
+
+/* Opens (race_path or race_link) n times while the sibling flips it; prints "opened-a=N opened-b=M
+ * denied=D": the b side is a denied file, so M must be 0. */
+static int race(bool symlinks, long n) {
+        long opened_a = 0, opened_b = 0, denied = 0, other = 0;
+        pthread_t t;
+
+        if (!symlinks) {
+                strcpy(race_path, race_a);
+                pthread_create(&t, NULL, flip_buffer, NULL);
+        } else
+                pthread_create(&t, NULL, flip_symlink, NULL);
+        for (long i = 0; i < n; i++) {
+                char buf[64] = {};
+                int fd = open(symlinks ? race_link : race_path, O_RDONLY | O_CLOEXEC);
+
+                if (fd < 0) {
+                        if (errno == EPERM)
+                                denied++;
+                        else
+                                other++;
+                        continue;
+                }
+                if (read(fd, buf, sizeof(buf) - 1) < 0)
+                        buf[0] = 0;
+                close(fd);
+                if (strncmp(buf, "secret", 6) == 0)
+                        opened_b++;
+                else
+                        opened_a++;
+        }
+        atomic_store(&race_stop, true);
+        pthread_join(t, NULL);
+        printf("opened-a=%ld opened-b=%ld denied=%ld other=%ld\n", opened_a, opened_b, denied, other);
+        return 0;
+}
+
+/* A notifying filter of our own: the kernel allows one listener per filter tree. */
+static int own_listener(void) {
+        struct sock_filter insns[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+        struct sock_fprog prog = { .len = 1, .filter = insns };
+
+        return report(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
+}
+
+static int own_filter(void) {
+        struct sock_filter insns[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+        struct sock_fprog prog = { .len = 1, .filter = insns };
+
+        return report(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog));
+}
+
+static int memfd_exec(void) {
+        static const char script[] = "#!/bin/sh\necho ran\n";
+        char *const argv[] = { (char *) "memfd", NULL };
+        int fd = memfd_create("payload", MFD_CLOEXEC);
+
+        if (fd < 0 || write(fd, script, sizeof(script) - 1) < 0)
+                return report(-1);
+        return report(syscall(SYS_execveat, fd, "", argv, environ, AT_EMPTY_PATH));
+}
+
+static int connect_unix(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
+        if (path[0] == '@')
+                sa.sun_path[0] = 0;
+        return report(connect(fd, (struct sockaddr *) &sa, offsetof(struct sockaddr_un, sun_path) + strlen(path)));
+}
+
+static int bench(const char *path, long n) {
+        struct timespec a, b;
+
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (long i = 0; i < n; i++) {
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+                if (fd >= 0)
+                        close(fd);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        printf("%ld\n", ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec)) / n);
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        const char *cmd = argc > 1 ? argv[1] : "";
+        const char *a1 = argc > 2 ? argv[2] : "";
+
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        if (!strcmp(cmd, "open"))                 /* open PATH [r|w|c] */
+                return report(open(a1, (argc > 3 && argv[3][0] == 'w') ? O_WRONLY :
+                                       (argc > 3 && argv[3][0] == 'c') ? O_WRONLY | O_CREAT : O_RDONLY, 0644));
+        if (!strcmp(cmd, "legacy-open"))          /* the old open(2), as a static binary may call it */
+                return report(syscall(SYS_open, a1, O_RDONLY));
+        if (!strcmp(cmd, "legacy-unlink"))
+                return report(syscall(SYS_unlink, a1));
+        if (!strcmp(cmd, "truncate"))
+                return report(truncate(a1, 0));
+        if (!strcmp(cmd, "io-uring"))
+                return report(syscall(SYS_io_uring_setup, 8, calloc(1, 4096)));
+        if (!strcmp(cmd, "listener"))
+                return own_listener();
+        if (!strcmp(cmd, "filter"))
+                return own_filter();
+        if (!strcmp(cmd, "memfd-exec"))
+                return memfd_exec();
+        if (!strcmp(cmd, "connect"))
+                return connect_unix(a1);
+        if (!strcmp(cmd, "kill-parent"))
+                return report(kill(getppid(), SIGKILL));
+        if (!strcmp(cmd, "ptrace-parent"))
+                return report(ptrace(PTRACE_ATTACH, getppid(), NULL, NULL));
+        if (!strcmp(cmd, "environ-parent")) {
+                char p[64];
+
+                snprintf(p, sizeof(p), "/proc/%i/environ", getppid());
+                return report(open(p, O_RDONLY));
+        }
+        if (!strcmp(cmd, "mem-parent")) {
+                char p[64];
+
+                snprintf(p, sizeof(p), "/proc/%i/mem", getppid());
+                return report(open(p, O_RDONLY));
+        }
+        if (!strcmp(cmd, "i386")) {
+                long r;
+
+                /* getpid through the 32-bit entry: a foreign architecture to the filter */
+                __asm__ volatile ("int $0x80" : "=a"(r) : "a"(20) : "memory");
+                printf("survived %ld\n", r);
+                return 0;
+        }
+        if (!strcmp(cmd, "x32")) {
+                printf("survived %ld\n", syscall(__NR_getpid | 0x40000000));
+                return 0;
+        }
+        if (!strcmp(cmd, "race-path") && argc > 4) {   /* race-path ALLOWED DENIED N */
+                race_a = argv[2];
+                race_b = argv[3];
+                return race(false, atol(argv[4]));
+        }
+        if (!strcmp(cmd, "race-symlink") && argc > 5) { /* race-symlink LINK ALLOWED DENIED N */
+                race_link = argv[2];
+                race_a = argv[3];
+                race_b = argv[4];
+                return race(true, atol(argv[5]));
+        }
+        if (!strcmp(cmd, "bench") && argc > 3)
+                return bench(a1, atol(argv[3]));
+        fprintf(stderr, "gate-probe: unknown command\n");
+        return 2;
+}

@@ -1,0 +1,321 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# `loop syscallwrap` as root on this host, with the capabilities the agent image's entrypoint has
+# (CHOWN, DAC_OVERRIDE, FOWNER, SETUID, SETGID) and the unprivileged test user as the agent: what the
+# agent is and holds, the policy's allows, denies and approvals (answered through the real loop-gate and
+# `loop gate`), what an agent tries against the gate (path and symlink races, memfd exec, io_uring, a
+# filter of its own, 32-bit syscalls, signals and ptrace against the supervisor, the token), and that
+# each outcome comes with its decision record on stderr. gate-probe (built with the tests) makes the
+# attempts that need more than a shell.
+# Needs root; fails, not skips, without it.
+set -uo pipefail
+
+lib=$(dirname "$(readlink -f "$0")")/../lib
+# shellcheck source=test/lib/tap.sh
+. "$lib/tap.sh"
+
+: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
+LOOP=$LOOP_BUILD_DIR/src/loop
+GATE=$LOOP_BUILD_DIR/services/loop-gate
+PROBE_BUILT=$LOOP_BUILD_DIR/test/integration/gate-probe
+TEST_USER=looptest
+
+[ "$(id -u)" -eq 0 ] || bail_out "test-syscallwrap needs root"
+for f in "$LOOP" "$GATE" "$PROBE_BUILT"; do [ -x "$f" ] || bail_out "$f is not built"; done
+command -v setpriv >/dev/null || bail_out "setpriv (util-linux) is needed"
+command -v systemd-socket-activate >/dev/null || bail_out "systemd-socket-activate is needed to run loop-gate"
+
+if ! getent passwd "$TEST_USER" >/dev/null; then
+        useradd --system --create-home --home-dir "/var/lib/loop-test/$TEST_USER" --shell /usr/sbin/nologin \
+                "$TEST_USER" || bail_out "cannot create the test user $TEST_USER"
+fi
+U=$(id -u "$TEST_USER")
+G=$(id -g "$TEST_USER")
+
+T=$(mktemp -d /var/tmp/loop-test-syscallwrap.XXXXXX) || bail_out "mktemp failed"
+atexit "[ -n \"${KEEP:-}\" ] || rm -rf '$T'"
+chmod 0755 "$T"
+H=$T/home                       # the agent's home
+mkdir -p "$H" "$T/secret" "$T/rootonly" "$T/run"
+echo 'export PS1=x' >"$H/.bashrc"
+echo allowed >"$H/allowed.txt"
+echo secret >"$T/secret/denied.txt"
+chmod 0644 "$T/secret/denied.txt"
+chown -R "$U:$G" "$H"
+echo root >"$T/rootonly/file"
+chmod 0700 "$T/rootonly"
+PROBE=$T/gate-probe             # where the agent can reach it
+install -m 0755 "$PROBE_BUILT" "$PROBE"
+
+cat >"$T/policy.json" <<JSON
+{
+  "default_decision": "allow",
+  "path_rules": [
+    {"pattern": "$T/denied.sock", "decision": "deny", "message": "not this socket"},
+    {"pattern": "$T/approve.sock", "decision": "approve", "message": "a human says"}
+  ],
+  "command_rules": [
+    {"commands": ["rm"], "args_patterns": ["-rf /"], "decision": "deny", "message": "no rm -rf of absolute paths"},
+    {"commands": ["uname"], "decision": "approve", "message": "uname needs a human"}
+  ],
+  "file_rules": [
+    {"paths": ["/etc/shadow"], "decision": "deny"},
+    {"paths": ["$H/.bashrc"], "operations": ["write", "create", "delete", "chmod", "link"], "decision": "deny", "message": "shell rc"},
+    {"paths": ["$T/secret/**"], "decision": "deny"}
+  ]
+}
+JSON
+chmod 0644 "$T/policy.json"
+
+# The entrypoint's capabilities, nothing else.
+CAPS=-all,+chown,+dac_override,+fowner,+setuid,+setgid
+export LOOP_LOG_TARGET=console LOOP_CHANNEL_ID=demo LOOP_GATE_POLICY_FILE=$T/policy.json
+export LOOP_GATE_SOCKET=$T/run/demo/gate.sock LOOP_RUNTIME_DIR=$T/run
+unset LOOP_GATE_TOKEN LOOP_GATE_VERBOSE
+
+# wrap CMD...: runs CMD as the agent under the gate; stdout in $out, stderr in $err, status in $st.
+wrap() {
+        out=$(cd "$H" && HOME=$H timeout 120 setpriv --bounding-set "$CAPS" --inh-caps -all \
+                "$LOOP" syscallwrap --uid "$U" --gid "$G" -- "$@" 2>"$T/stderr") && st=0 || st=$?
+        err=$(cat "$T/stderr")
+}
+# record_has REGEX: a decision record on stderr matches.
+record_has() { grep -E '^\{.*\}$' <<<"$err" | grep -qE "$1"; }
+
+# --- setup and refusals -----------------------------------------------------------------------------
+wrap true
+is "$st" 0 "an allowed command runs and its status is passed on"
+wrap sh -c 'exit 7'
+is "$st" 7 "the agent's exit status is passed on"
+
+echo '{"default_decision": "sometimes"}' >"$T/bad.json"
+out=$(LOOP_GATE_POLICY_FILE=$T/bad.json "$LOOP" syscallwrap --uid "$U" --gid "$G" -- true 2>&1) && st=0 || st=$?
+is "$st" 125 "a policy that does not compile stops the container (exit 125)"
+like "$out" "does not compile.*default_decision" "  ... with the reason"
+out=$(env -u LOOP_GATE_POLICY_FILE "$LOOP" syscallwrap --uid "$U" --gid "$G" -- true 2>&1) && st=0 || st=$?
+is "$st" 125 "no policy at all is refused too"
+out=$("$LOOP" syscallwrap --uid 0 --gid "$G" -- true 2>&1) && st=0 || st=$?
+is "$st" 125 "uid 0 for the agent is refused"
+out=$(AGENT_UID=$U AGENT_GID=$G "$LOOP" syscallwrap -- id -u 2>/dev/null) && st=0 || st=$?
+is "$out" "$U" "AGENT_UID and AGENT_GID work like --uid and --gid"
+
+# --- what the agent is and holds --------------------------------------------------------------------
+wrap cat /proc/self/status
+field() { awk -F'\t' -v n="$1:" '$1 == n { $1 = ""; sub(/^ +/, ""); print; exit }' <<<"$out"; }
+is "$(field Uid)" "$U $U $U $U" "the agent runs with the agent's uid"
+is "$(field Gid)" "$G $G $G $G" "  ... and gid"
+is "$(field CapEff)/$(field CapPrm)/$(field CapInh)/$(field CapAmb)" \
+        0000000000000000/0000000000000000/0000000000000000/0000000000000000 "  ... with no capability"
+# Without CAP_SETPCAP (as in the container) the bounding set stays the entrypoint's, out of reach with
+# no_new_privs: the same as under loop privdrop.
+is "$(field CapBnd)" 00000000000000cb "  ... and the entrypoint's bounding set, which no_new_privs keeps out of reach"
+is "$(field NoNewPrivs)" 1 "  ... with no_new_privs"
+is "$(field Seccomp)" 2 "  ... under a seccomp filter"
+wrap sh -c 'ls -l /proc/self/fd/ | grep -c seccomp'
+is "$out" 0 "the agent holds no seccomp listener fd"
+out=$(cd "$H" && LOOP_GATE_TOKEN=tok-0123456789abcdef timeout 60 "$LOOP" syscallwrap --uid "$U" --gid "$G" -- \
+        sh -c 'echo "[$LOOP_GATE_TOKEN]"; cat /proc/$PPID/environ; echo " env=$?"' 2>&1)
+like "$out" '^\[\]' "LOOP_GATE_TOKEN is not in the agent's environment"
+like "$out" "Permission denied.* env=1" "the agent cannot read the supervisor's /proc/PID/environ"
+# As root, while the supervisor runs: its environ block no longer holds the token either.
+(cd "$H" && LOOP_GATE_TOKEN=tok-0123456789abcdef exec "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sleep 3 \
+        >/dev/null 2>&1) &
+sup=$!
+sleep 1
+if [ -n "$sup" ] && [ -r "/proc/$sup/environ" ]; then
+        tr '\0' '\n' <"/proc/$sup/environ" | grep -q 0123456789abcdef
+        ok $((!$?)) "the token's bytes are wiped from the supervisor's environment block"
+        is "$(awk '/^NoNewPrivs|^Uid/ {print $2}' "/proc/$sup/status" | head -1)" 0 "the supervisor stays root"
+else
+        ok 1 "the supervisor was found running (pid '$sup')"
+fi
+wait "$sup"
+
+# --- file rules ---------------------------------------------------------------------------------------
+wrap cat /etc/shadow
+like "$err" "/etc/shadow: Operation not permitted" "reading /etc/shadow is denied by the gate (EPERM, not the file's EACCES)"
+record_has '"syscall":"openat","op":"read","target":"/etc/shadow","rule_id":"file\[0\]","decision":"deny"' \
+        && ok 0 "  ... with a decision record naming the rule" || { ok 1 "  ... with a decision record naming the rule"; diag "$err"; }
+wrap sh -c 'echo evil >>~/.bashrc'
+like "$err" "Operation not permitted" "writing ~/.bashrc is denied"
+is "$(cat "$H/.bashrc")" 'export PS1=x' "  ... and ~/.bashrc is unchanged"
+wrap cat .bashrc
+is "$out" 'export PS1=x' "reading ~/.bashrc is allowed (the rule names writes)"
+wrap sh -c 'mv .bashrc moved; rm -f .bashrc; chmod 777 .bashrc; ln .bashrc hard; ls'
+like "$err" "mv: cannot move.*Operation not permitted" "renaming ~/.bashrc away is denied (delete on it)"
+[ -f "$H/.bashrc" ] && [ ! -e "$H/moved" ] && [ ! -e "$H/hard" ]
+ok $? "  ... as are unlink, chmod and a hard link to it"
+wrap sh -c 'echo new >new.txt && mv new.txt .bashrc'
+[ "$(cat "$H/.bashrc")" = 'export PS1=x' ]
+ok $? "replacing ~/.bashrc by a rename is denied (create and write on the new name)"
+wrap "$PROBE" legacy-open "$T/secret/denied.txt"
+is "$out" EPERM "the legacy open(2) syscall is trapped like openat"
+wrap "$PROBE" legacy-unlink "$T/secret/denied.txt"
+is "$out" EPERM "  ... and the legacy unlink(2)"
+wrap "$PROBE" truncate "$H/.bashrc"
+is "$out" EPERM "truncate(2) of ~/.bashrc is a denied write"
+wrap sh -c 'ln -s /etc/shadow link; cat link; rm link'
+like "$err" "link: Operation not permitted" "a symlink to /etc/shadow is checked as /etc/shadow"
+wrap cat /proc/self/root/etc/shadow
+like "$err" "Operation not permitted" "/proc/self/root/etc/shadow is checked as /etc/shadow"
+
+# The supervisor acts with the agent's permissions, never with its own DAC_OVERRIDE.
+wrap cat "$T/rootonly/file"
+like "$err" "Permission denied" "an allowed open is still subject to the agent's permissions (EACCES)"
+wrap sh -c "echo x >$T/created-by-agent"
+like "$err" "Permission denied" "creating in a directory the agent cannot write fails with EACCES"
+wrap sh -c 'umask 077; echo x >made.txt; mkdir madedir; ls -ln made.txt; stat -c %a madedir'
+like "$out" "^-rw------- 1 $U $G " "a created file belongs to the agent and has the agent's umask"
+like "$out" "700$" "  ... as does a created directory"
+wrap sh -c 'echo one >a; ln -s a s; mv s s2; ln a h; chmod 600 h; cat s2 h; stat -c %a a; rm a h s2; ls a h s2 2>/dev/null | wc -l'
+is "$out" $'one\none\n600\n0' "allowed creates, renames, links, chmods and unlinks work as usual"
+wrap sh -c 'echo x | cat /dev/stdin; cat /proc/self/status | grep -c "^Pid:"; ls /dev/fd/ >/dev/null && echo fd'
+is "$out" $'x\n1\nfd' "/dev/stdin (a pipe through a magic link), /proc/self and /dev/fd work"
+
+# --- commands ---------------------------------------------------------------------------------------
+wrap sh -c 'rm -rf /; echo "rm=$?"'
+like "$out" "rm=126" "rm -rf / is denied"
+record_has '"kind":"execve".*"target":"rm -rf /".*"decision":"deny"' ; ok $? "  ... with its decision record"
+wrap sh -c 'env rm -rf /x; echo "env=$?"'
+like "$out" "env=126" "env rm -rf /x is denied (wrappers are unwrapped)"
+wrap bash -c 'exec -a ls /bin/rm -rf /x'
+[ "$st" != 0 ] && [[ $err == *"not permitted"* ]]
+ok $? "rm run with argv[0] \"ls\" is checked as rm too"
+wrap "$PROBE" memfd-exec
+is "$out" EPERM "executing a memfd is denied"
+record_has '"rule_id":"no-path"'; ok $? "  ... with its decision record"
+wrap sh -c 'sh -c "cat /etc/shadow"'
+like "$err" "Operation not permitted" "the filter survives fork and exec (a grandchild is gated)"
+
+# --- sockets ------------------------------------------------------------------------------------------
+python3 -c 'import socket,sys,os
+for p in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX); s.bind(p); os.chmod(p, 0o666); s.listen(8); globals()["k"+p] = s
+import time; time.sleep(300)' "$T/denied.sock" "$T/ok.sock" &
+srv=$!
+atexit "kill $srv 2>/dev/null"
+for _ in $(seq 50); do [ -S "$T/ok.sock" ] && break; sleep 0.1; done
+ln -s "$T/denied.sock" "$T/innocent.sock"
+wrap "$PROBE" connect "$T/denied.sock"
+is "$out" EPERM "connecting to a denied socket path is denied"
+wrap "$PROBE" connect "$T/innocent.sock"
+is "$out" EPERM "  ... also through a symlink to it"
+wrap "$PROBE" connect "$T/ok.sock"
+is "$out" ok "connecting to another socket works"
+
+# --- attacks on the gate --------------------------------------------------------------------------------
+wrap "$PROBE" io-uring
+is "$out" EPERM "io_uring_setup is denied (EPERM)"
+wrap "$PROBE" listener
+is "$out" EBUSY "the agent cannot install a notifying filter of its own (EBUSY)"
+wrap "$PROBE" filter
+is "$out" ok "  ... (an ordinary filter, which can only restrict, is allowed)"
+wrap "$PROBE" i386
+is "$st" 159 "a syscall through the 32-bit entry kills the process (SIGSYS)"
+wrap "$PROBE" x32
+is "$st" 159 "an x32 syscall number kills the process (SIGSYS)"
+wrap "$PROBE" kill-parent
+is "$out" EPERM "the agent cannot signal the supervisor"
+wrap "$PROBE" ptrace-parent
+is "$out" EPERM "the agent cannot ptrace the supervisor"
+wrap "$PROBE" mem-parent
+is "$out" EACCES "the agent cannot open the supervisor's memory"
+
+wrap "$PROBE" race-path "$H/allowed.txt" "$T/secret/denied.txt" 10000
+like "$out" "opened-b=0 " "a sibling thread swapping the path during checks never gets the denied file"
+like "$out" "opened-a=[1-9]" "  ... while the allowed one opens"
+diag "path race: $out"
+wrap "$PROBE" race-symlink "$H/link" "$H/allowed.txt" "$T/secret/denied.txt" 10000
+like "$out" "opened-b=0 " "a symlink swapped after the check never opens the denied file: the checked object is opened"
+like "$out" "opened-a=[1-9]" "  ... while the allowed target opens"
+diag "symlink race: $out"
+
+# The supervisor dies: the agent dies with it (PDEATHSIG), never runs unguarded.
+(cd "$H" && exec "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sleep 30 >/dev/null 2>&1) &
+sup=$!
+sleep 1
+kill -KILL "$sup" 2>/dev/null
+wait "$sup" 2>/dev/null
+sleep 0.5
+pgrep -u "$U" -f "^sleep 30" >/dev/null
+ok $((!$?)) "killing the supervisor kills the agent"
+(cd "$H" && exec "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sleep 30 >/dev/null 2>&1) &
+sup=$!
+sleep 1
+kill -TERM "$sup"
+wait "$sup"
+echo $? >"$T/term"
+is "$(cat "$T/term")" 143 "SIGTERM to the supervisor is passed on to the agent"
+
+# --- approvals through the real loop-gate and loop gate -----------------------------------------------
+mkdir -p "$T/run/demo/gate-tokens"
+chown loop:loop "$T/run/demo/gate-tokens"
+chmod 0700 "$T/run/demo/gate-tokens"
+TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf %s "$TOKEN" >"$T/run/demo/gate-tokens/loop-demo-test"
+chown loop:loop "$T/run/demo/gate-tokens/loop-demo-test"
+chmod 0400 "$T/run/demo/gate-tokens/loop-demo-test"
+
+# No gate listening: an approval is a deny, at once.
+wrap uname
+like "$err" "uname: Operation not permitted" "without the host gate an approval is denied"
+record_has '"decision":"deny","event":"approval".*"message":"gate-unreachable"'; ok $? "  ... recorded as gate-unreachable" || diag "$err"
+
+systemd-socket-activate -E LOOP_RUNTIME_DIR="$T/run" -E LOOP_GATE_IDLE_SEC=300 -E LOOP_LOG_TARGET=console \
+        -l "$T/run/demo/gate.sock" -l "$T/run/demo/gate-admin.sock" --fdname=gate:admin "$GATE" demo >"$T/gate.log" 2>&1 &
+gate=$!
+atexit "kill $gate 2>/dev/null"
+for _ in $(seq 50); do [ -S "$T/run/demo/gate-admin.sock" ] && break; sleep 0.1; done
+chmod 0666 "$T/run/demo/gate.sock"
+
+pending_id() { "$LOOP" gate list demo --json 2>/dev/null | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' | head -1; }
+wait_pending() {
+        local i id
+        for ((i = 0; i < 100; i++)); do
+                id=$(pending_id)
+                [ -n "$id" ] && { echo "$id"; return 0; }
+                sleep 0.1
+        done
+        return 1
+}
+
+(cd "$H" && LOOP_GATE_TOKEN=$TOKEN timeout 60 setpriv --bounding-set "$CAPS" --inh-caps -all \
+        "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sh -c 'uname -s; echo "uname=$?"; cat allowed.txt' \
+        >"$T/approve.out" 2>"$T/approve.err") &
+wrapper=$!
+id=$(wait_pending)
+ok $? "uname waits for a human: the request is pending in loop gate list" || diag "$(cat "$T/gate.log")"
+# Meanwhile the other calls of the container are served.
+wrap cat allowed.txt
+is "$out" allowed "a pending approval does not stall other callers"
+"$LOOP" gate approve "$id" >/dev/null 2>&1
+ok $? "loop gate approve answers it"
+wait "$wrapper"
+is "$(cat "$T/approve.out")" $'Linux\nuname=0\nallowed' "the approved command runs"
+grep -qE '"decision":"allow","event":"approval","prompted_who":"[^"]+"' "$T/approve.err"
+ok $? "  ... and the approval's outcome is recorded"
+
+(cd "$H" && LOOP_GATE_TOKEN=$TOKEN timeout 60 "$LOOP" syscallwrap --uid "$U" --gid "$G" -- \
+        sh -c 'uname -s; echo "uname=$?"' >"$T/deny.out" 2>"$T/deny.err") &
+wrapper=$!
+id=$(wait_pending)
+"$LOOP" gate deny "$id" >/dev/null 2>&1
+wait "$wrapper"
+is "$(cat "$T/deny.out")" "uname=126" "a command a human denies is not run"
+is "$(grep -c '"event":"approval"' "$T/deny.err")" "$(grep -c '"decision":"deny","event":"approval"' "$T/deny.err")" \
+        "  ... and the shell's next try in \$PATH is denied without asking again"
+grep -qE '"decision":"deny","event":"approval"' "$T/deny.err"
+ok $? "  ... and the denial is recorded"
+
+(cd "$H" && LOOP_GATE_TOKEN=wrongtoken0123456789 timeout 60 "$LOOP" syscallwrap --uid "$U" --gid "$G" -- \
+        sh -c 'uname -s; echo "uname=$?"' >"$T/bad.out" 2>"$T/bad.err")
+is "$(cat "$T/bad.out")" "uname=126" "an approval with a wrong token is denied"
+
+# --- the cost -------------------------------------------------------------------------------------------
+base=$(cd "$H" && setpriv --reuid "$U" --regid "$G" --clear-groups "$PROBE" bench "$H/allowed.txt" 20000)
+wrap "$PROBE" bench "$H/allowed.txt" 20000
+diag "open+close of an allowed file: ${base} ns without the gate, ${out} ns with it (emulated open, fd injected)"
+ok 0 "the cost of a gated open is measured"
+
+tap_done
