@@ -44,6 +44,7 @@ static const struct {
         [AUDIT_RUNNER_STOPPED]       = { "runner-stopped",       "b5cbb1d781a841edbbb971dcadfe8542" },
         [AUDIT_GATE_PENDING]         = { "gate-pending",         "ac51ea316b31483ba54348f5beb30dbc" },
         [AUDIT_GATE_DECISION]        = { "gate-decision",        "1c67da5fa187464598968c5d0c4d6ccd" },
+        [AUDIT_GATE_AUDIT_DROPPED]   = { "gate-audit-dropped",   "310a10fada534a7d93b9fbe9549b2cf2" },
 };
 
 /* The fields audit_log() fills itself; an extra field may not name one of them. */
