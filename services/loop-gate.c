@@ -11,6 +11,13 @@
  *            The reply waits until a human answers, the session cache answers or the approval timeout
  *            passes. Anything else (bad token, bad request, overload) is answered with a deny, and a
  *            caller whose connection breaks must take that as a deny too: fail closed.
+ *              POST /api/gate/audit
+ *              Authorization: Bearer <the container's token>
+ *              {"kind":"file","target":"/etc/shadow","rule_id":"default","decision":"deny",...}
+ *            -> 200 {}: a decision the supervisor made by itself (src/gate-client.h has the body), journaled
+ *            as a gate-decision with LOOP_SOURCE=local, at most GATE_AUDIT_RATE_PER_WINDOW per container
+ *            and second (the rest is counted in one gate-audit-dropped entry); allows only when
+ *            gates.audit.verbose is on here. 401 for a bad token and 400 for a bad body, journaling nothing.
  *   "admin"  /run/loop/NAME/gate-admin.sock, root and group loop only (`loop gate`):
  *              GET  /api/gate/pending              -> {"channel":..., "pending":[...]}
  *              POST /api/gate/pending/ID {"answer":"once|session|deny|deny-session"}
@@ -38,6 +45,7 @@
 #include "audit.h"
 #include "config.h"
 #include "gate-approval.h"
+#include "gate-audit.h"
 #include "gate-token.h"
 #include "http-server.h"
 #include "io-util.h"
@@ -84,6 +92,7 @@ struct Server {
         char *channel;
         GateApprovals *approvals;
         GateLimits limits;
+        GateAuditLimiter *audit_limiter;        /* local decisions journaled per container and second */
         bool verbose;
         char *webhook_url;
         uint64_t idle_usec;
@@ -91,7 +100,7 @@ struct Server {
         unsigned n_connections, n_admin;
         unsigned n_webhooks;
         int admin_fd;                           /* the listening admin socket, -EBADF when not passed */
-        sd_event_source *deadline_timer, *recheck_timer, *idle_timer;
+        sd_event_source *deadline_timer, *recheck_timer, *idle_timer, *audit_timer;
 };
 
 static uint64_t now_usec(void) {
@@ -160,6 +169,79 @@ static void audit_gate(Server *s, AuditEvent event, const GateDecision *d) {
                                  "Gate %s: %s %s (container %s, actor %s, reason %s)",
                                  d->allow ? "allow" : "deny", strna(d->kind), shown, strna(d->container),
                                  strna(d->actor), strna(d->reason));
+}
+
+/* A decision the container's supervisor made by itself. Everything but the channel (ours) and the
+ * container (its token's) is the container's account; the report's own "channel" is only noted when it
+ * disagrees. */
+static void audit_local(Server *s, const char *container, const GateAuditReport *rep) {
+        _cleanup_free_ char *target = NULL, *shown = NULL, *message = NULL, *claimed = NULL, *f_pid = NULL,
+                *f_kind = NULL, *f_target = NULL, *f_rule = NULL, *f_decision = NULL, *f_latency = NULL,
+                *f_syscall = NULL, *f_op = NULL, *f_errno = NULL, *f_message = NULL, *f_claimed = NULL;
+        const char *decision = rep->allow ? "allow" : "deny";
+
+        target = text_escape_display(rep->target, 0);
+        shown = text_escape_display(rep->target, GATE_DISPLAY_MAX);
+        message = text_escape_display(rep->message, GATE_DISPLAY_MAX);
+        claimed = text_escape_display(rep->channel, GATE_DISPLAY_MAX);
+        if (!target || !shown || !message || !claimed ||
+            asprintf(&f_pid, "LOOP_PID=%d", (int) rep->pid) < 0 ||
+            asprintf(&f_kind, "LOOP_KIND=%s", rep->kind) < 0 ||
+            asprintf(&f_target, "LOOP_TARGET=%s", target) < 0 ||
+            asprintf(&f_rule, "LOOP_RULE=%s", rep->rule) < 0 ||
+            asprintf(&f_decision, "LOOP_DECISION=%s", decision) < 0 ||
+            asprintf(&f_latency, "LOOP_LATENCY_NS=%" PRIu64, rep->latency_ns) < 0 ||
+            asprintf(&f_syscall, "LOOP_SYSCALL=%s", rep->syscall) < 0 ||
+            asprintf(&f_errno, "LOOP_ERRNO=%d", rep->error) < 0 ||
+            (rep->op && asprintf(&f_op, "LOOP_OP=%s", rep->op) < 0) ||
+            (!isempty(rep->message) && asprintf(&f_message, "LOOP_RULE_MESSAGE=%s", message) < 0) ||
+            (!isempty(rep->channel) && !streq(rep->channel, s->channel) &&
+             asprintf(&f_claimed, "LOOP_CLAIMED_CHANNEL=%s", claimed) < 0)) {
+                log_oom();
+                return;
+        }
+
+        char *extra[] = {
+                f_pid, f_kind, f_target, f_rule, f_decision, (char *) "LOOP_ACTOR=policy", (char *) "LOOP_SOURCE=local",
+                f_latency, f_syscall, f_errno,
+                NULL, NULL, NULL, NULL,         /* the optional ones, packed: the list ends at the first NULL */
+        };
+        char *optional[] = { f_op, f_message, f_claimed };
+        size_t n = 10;
+        for (size_t i = 0; i < ELEMENTSOF(optional); i++)
+                if (optional[i])
+                        extra[n++] = optional[i];
+        AuditFields f = {
+                .channel = s->channel,
+                .container = container,
+                .extra = extra,
+        };
+
+        (void) audit_log(AUDIT_GATE_DECISION, rep->allow ? LOG_INFO : LOG_WARNING, &f,
+                         "Gate %s (local): %s%s%s %s (container %s, rule %s, errno %d)",
+                         decision, rep->kind, rep->op ? " " : "", strempty(rep->op), shown, container, rep->rule,
+                         rep->error);
+}
+
+static void audit_local_dropped(const char *container, uint64_t suppressed, void *userdata) {
+        Server *s = userdata;
+        _cleanup_free_ char *f_dropped = NULL, *f_limit = NULL;
+
+        if (asprintf(&f_dropped, "LOOP_DROPPED=%" PRIu64, suppressed) < 0 ||
+            asprintf(&f_limit, "LOOP_LIMIT=%u", GATE_AUDIT_RATE_PER_WINDOW) < 0) {
+                log_oom();
+                return;
+        }
+        char *extra[] = { f_dropped, f_limit, NULL };
+        AuditFields f = {
+                .channel = s->channel,
+                .container = container,
+                .extra = extra,
+        };
+        (void) audit_log(AUDIT_GATE_AUDIT_DROPPED, LOG_WARNING, &f,
+                         "Gate held back %" PRIu64 " local decision reports of %s%s (more than %u a second).",
+                         suppressed, container ? "container " : "", container ?: "containers beyond the count",
+                         GATE_AUDIT_RATE_PER_WINDOW);
 }
 
 /* ---- connections ---- */
@@ -267,6 +349,16 @@ static json_object *decision_json(bool allow, const char *actor, const char *rea
         if (id > 0)
                 json_object_object_add(o, "id", json_object_new_uint64(id));
         return o;
+}
+
+/* {"error": message}: for the admin socket, and for audit reports, which are not decisions. */
+static int reply_error(Connection *c, int status, const char *message, bool keep_alive) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+
+        if (!o)
+                return -ENOMEM;
+        json_object_object_add(o, "error", json_object_new_string(message));
+        return connection_reply(c, status, o, keep_alive);
 }
 
 /* A deny that never became a request: unauthorized, malformed, overloaded. */
@@ -442,12 +534,68 @@ static int parse_json_body(const HttpRequest *req, json_object **ret) {
         return 0;
 }
 
+/* The container whose token the request carries; -EACCES when it carries none we know. */
+static int container_authenticate(Server *s, const HttpRequest *req, char **ret_container) {
+        _cleanup_close_ int dir_fd = -EBADF;
+        const char *auth, *token;
+        int r;
+
+        auth = http_request_header(req, "Authorization");
+        token = auth ? startswith(auth, "Bearer ") : NULL;
+        r = gate_token_dir_open(s->channel, &dir_fd);
+        if (r < 0 && r != -ENOENT)
+                log_error_errno(r, "Cannot open the token directory of channel %s: %m", s->channel);
+        if (!token || r < 0 || gate_token_find_at(dir_fd, token, ret_container) < 0)
+                return -EACCES;
+        return 0;
+}
+
+/* POST /api/gate/audit: answered at once and never waits for anything, so that reports, however many,
+ * cannot hold up approvals; the limiter keeps them from flooding the journal. */
+static int handle_audit_request(Connection *c, const HttpRequest *req) {
+        Server *s = c->server;
+        _cleanup_(json_object_putp) json_object *body = NULL, *ok = NULL;
+        _cleanup_free_ char *container = NULL;
+        GateAuditReport rep;
+        const char *bad = NULL;
+        int r;
+
+        if (!streq(req->method, "POST"))
+                return reply_error(c, 405, "use POST", req->keep_alive);
+        if (container_authenticate(s, req, &container) < 0) {
+                log_debug("Audit report with an unknown token, ignoring it.");
+                return reply_error(c, 401, "unauthorized", false);
+        }
+        if (parse_json_body(req, &body) < 0 || gate_audit_report_parse(body, &rep, &bad) < 0) {
+                _cleanup_free_ char *text = NULL;
+
+                log_debug("Malformed audit report from container %s (%s), ignoring it.", container, strna(bad));
+                if (asprintf(&text, "bad field: %s", bad ?: "(not JSON)") < 0)
+                        return -ENOMEM;
+                return reply_error(c, 400, text, req->keep_alive);
+        }
+
+        /* The container's verbose setting is its own claim; ours decides whether allows are recorded. */
+        if (!rep.allow || s->verbose) {
+                r = gate_audit_limiter_admit(s->audit_limiter, container, now_usec(), audit_local_dropped, s);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        audit_local(s, container, &rep);
+                /* the caller's server_update_idle() arms the timer that ends the window */
+        }
+
+        /* 200 {} rather than 204, which may not carry the Content-Length every reply of ours has. */
+        ok = json_object_new_object();
+        if (!ok)
+                return -ENOMEM;
+        return connection_reply(c, 200, ok, req->keep_alive);
+}
+
 static int handle_container_request(Connection *c, const HttpRequest *req) {
         Server *s = c->server;
         _cleanup_(json_object_putp) json_object *body = NULL;
         _cleanup_free_ char *container = NULL;
-        _cleanup_close_ int dir_fd = -EBADF;
-        const char *auth, *token;
         GateRequestInfo info = {};
         GateOutcome o;
         GatePending *p = NULL;
@@ -455,17 +603,14 @@ static int handle_container_request(Connection *c, const HttpRequest *req) {
         bool bad = false;
         int r;
 
+        if (streq(req->path, "/api/gate/audit"))
+                return handle_audit_request(c, req);
         if (!streq(req->path, "/api/gate/container-approval"))
                 return reply_deny(c, 404, "bad-request", NULL, req->keep_alive);
         if (!streq(req->method, "POST"))
                 return reply_deny(c, 405, "bad-request", NULL, req->keep_alive);
 
-        auth = http_request_header(req, "Authorization");
-        token = auth ? startswith(auth, "Bearer ") : NULL;
-        r = gate_token_dir_open(s->channel, &dir_fd);
-        if (r < 0 && r != -ENOENT)
-                log_error_errno(r, "Cannot open the token directory of channel %s: %m", s->channel);
-        if (!token || r < 0 || gate_token_find_at(dir_fd, token, &container) < 0)
+        if (container_authenticate(s, req, &container) < 0)
                 return reply_deny(c, 401, "unauthorized", NULL, false);
 
         if (parse_json_body(req, &body) < 0)
@@ -563,15 +708,6 @@ static json_object *pending_json(Server *s, const GatePending *p, uint64_t now) 
         return o;
 }
 
-static int admin_error(Connection *c, int status, const char *message, bool keep_alive) {
-        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-
-        if (!o)
-                return -ENOMEM;
-        json_object_object_add(o, "error", json_object_new_string(message));
-        return connection_reply(c, status, o, keep_alive);
-}
-
 static int handle_admin_request(Connection *c, const HttpRequest *req) {
         Server *s = c->server;
         const char *id_str;
@@ -583,7 +719,7 @@ static int handle_admin_request(Connection *c, const HttpRequest *req) {
 
                 if (!streq(req->method, "GET")) {
                         json_object_put(list);
-                        return admin_error(c, 405, "use GET", req->keep_alive);
+                        return reply_error(c, 405, "use GET", req->keep_alive);
                 }
                 if (!o || !list) {
                         json_object_put(list);
@@ -611,26 +747,26 @@ static int handle_admin_request(Connection *c, const HttpRequest *req) {
                 int r;
 
                 if (!streq(req->method, "POST"))
-                        return admin_error(c, 405, "use POST", req->keep_alive);
+                        return reply_error(c, 405, "use POST", req->keep_alive);
                 errno = 0;
                 id = strtoull(id_str, &end, 10);
                 if (errno != 0 || end == id_str || *end || id == 0 || *id_str < '0' || *id_str > '9')
-                        return admin_error(c, 400, "bad request id", req->keep_alive);
+                        return reply_error(c, 400, "bad request id", req->keep_alive);
                 if (parse_json_body(req, &body) < 0 ||
                     !json_object_object_get_ex(body, "answer", &v) || !json_object_is_type(v, json_type_string) ||
                     json_object_get_string_len(v) > (int) GATE_ADMIN_ANSWER_MAX)
-                        return admin_error(c, 400, "the body must be {\"answer\": \"once|session|deny|deny-session\"}",
+                        return reply_error(c, 400, "the body must be {\"answer\": \"once|session|deny|deny-session\"}",
                                            req->keep_alive);
                 answer = gate_answer_from_string(json_object_get_string(v));
                 if (answer < 0)
-                        return admin_error(c, 400, "answer must be once, session, deny or deny-session", req->keep_alive);
+                        return reply_error(c, 400, "answer must be once, session, deny or deny-session", req->keep_alive);
 
                 r = peer_name(c->peer_uid, &actor);
                 if (r < 0)
                         return r;
                 r = gate_approvals_answer(s->approvals, id, answer, actor, now_usec());
                 if (r == -ENOENT)
-                        return admin_error(c, 404, "no such pending request (answered, timed out or withdrawn)",
+                        return reply_error(c, 404, "no such pending request (answered, timed out or withdrawn)",
                                            req->keep_alive);
                 if (r < 0)
                         return r;
@@ -643,7 +779,7 @@ static int handle_admin_request(Connection *c, const HttpRequest *req) {
                 return connection_reply(c, 200, reply, req->keep_alive);
         }
 
-        return admin_error(c, 404, "unknown endpoint", req->keep_alive);
+        return reply_error(c, 404, "unknown endpoint", req->keep_alive);
 }
 
 /* ---- I/O ---- */
@@ -675,7 +811,7 @@ static int connection_process(Connection *c) {
                 }
                 if (r < 0) {
                         if (c->admin)
-                                r = admin_error(c, status, http_status_reason(status), false);
+                                r = reply_error(c, status, http_status_reason(status), false);
                         else
                                 r = reply_deny(c, status, "bad-request", NULL, false);
                         if (r < 0)
@@ -847,6 +983,17 @@ static void server_arm_deadline(Server *s) {
         (void) sd_event_source_set_enabled(s->deadline_timer, SD_EVENT_ONESHOT);
 }
 
+static void server_arm_audit_timer(Server *s) {
+        uint64_t next = gate_audit_limiter_next_deadline(s->audit_limiter);
+
+        if (next == UINT64_MAX) {
+                (void) sd_event_source_set_enabled(s->audit_timer, SD_EVENT_OFF);
+                return;
+        }
+        (void) sd_event_source_set_time(s->audit_timer, next);
+        (void) sd_event_source_set_enabled(s->audit_timer, SD_EVENT_ONESHOT);
+}
+
 static bool token_gone(const char *container, void *userdata) {
         int dir_fd = *(int *) userdata;
         return dir_fd < 0 || !gate_token_exists_at(dir_fd, container);
@@ -869,9 +1016,11 @@ static int server_forget_removed(Server *s) {
 
 static void server_update_idle(Server *s) {
         bool busy = s->connections || gate_approvals_n_pending(s->approvals) > 0 || s->n_webhooks > 0 ||
-                gate_approvals_n_containers(s->approvals) > 0;
+                gate_approvals_n_containers(s->approvals) > 0 ||
+                gate_audit_limiter_n_containers(s->audit_limiter) > 0;     /* a summary may be due */
 
         server_arm_deadline(s);
+        server_arm_audit_timer(s);
         (void) sd_event_source_set_enabled(s->recheck_timer,
                                            gate_approvals_n_containers(s->approvals) > 0 ? SD_EVENT_ON : SD_EVENT_OFF);
         if (busy) {
@@ -888,6 +1037,14 @@ static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {
         Server *s = userdata;
 
         (void) gate_approvals_expire(s->approvals, now_usec());
+        server_update_idle(s);
+        return 0;
+}
+
+static int on_audit_window(sd_event_source *src, uint64_t usec, void *userdata) {
+        Server *s = userdata;
+
+        gate_audit_limiter_expire(s->audit_limiter, now_usec(), audit_local_dropped, s);
         server_update_idle(s);
         return 0;
 }
@@ -916,6 +1073,7 @@ static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si,
         n = gate_approvals_deny_all(s->approvals, "service-stopping", now_usec());
         if (n > 0)
                 log_notice("Stopping: denied %d pending request(s).", n);
+        gate_audit_limiter_expire(s->audit_limiter, UINT64_MAX, audit_local_dropped, s);
         for (Connection *c = s->connections; c; c = c->next)
                 if (c->out_size > 0)
                         (void) connection_flush(c);
@@ -1040,7 +1198,9 @@ static void server_done(Server *s) {
         sd_event_source_disable_unref(s->deadline_timer);
         sd_event_source_disable_unref(s->recheck_timer);
         sd_event_source_disable_unref(s->idle_timer);
+        sd_event_source_disable_unref(s->audit_timer);
         gate_approvals_free(s->approvals);
+        gate_audit_limiter_free(s->audit_limiter);
         sd_event_unref(s->event);
         free(s->webhook_url);
         free(s->channel);
@@ -1069,6 +1229,9 @@ static int run(int argc, char *argv[]) {
         r = gate_approvals_new(&s.limits, on_resolved, &s, &s.approvals);
         if (r < 0)
                 return log_oom();
+        r = gate_audit_limiter_new(GATE_AUDIT_RATE_PER_WINDOW, GATE_AUDIT_WINDOW_USEC, &s.audit_limiter);
+        if (r < 0)
+                return log_oom();
 
         /* SIGCHLD for the webhook children (sd_event_add_child), SIGTERM/SIGINT to deny what waits. */
         sigemptyset(&mask);
@@ -1088,9 +1251,11 @@ static int run(int argc, char *argv[]) {
             (r = sd_event_add_time(s.event, &s.deadline_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_deadline, &s)) < 0 ||
             (r = sd_event_add_time_relative(s.event, &s.recheck_timer, CLOCK_MONOTONIC, GATE_TOKEN_RECHECK_USEC,
                                             0, on_recheck, &s)) < 0 ||
-            (r = sd_event_add_time_relative(s.event, &s.idle_timer, CLOCK_MONOTONIC, s.idle_usec, 0, on_idle, &s)) < 0)
+            (r = sd_event_add_time_relative(s.event, &s.idle_timer, CLOCK_MONOTONIC, s.idle_usec, 0, on_idle, &s)) < 0 ||
+            (r = sd_event_add_time(s.event, &s.audit_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_audit_window, &s)) < 0)
                 return log_error_errno(r, "Cannot set up the event loop: %m");
         (void) sd_event_source_set_enabled(s.deadline_timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(s.audit_timer, SD_EVENT_OFF);
         (void) sd_event_source_set_enabled(s.recheck_timer, SD_EVENT_OFF);
 
         r = server_listen(&s);

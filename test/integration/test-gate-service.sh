@@ -7,7 +7,9 @@
 # waits until `loop gate approve` answers; a bad token, a timeout, the rate limit, a removed token
 # file and a killed service all end in a deny (the last one as a broken connection, which callers
 # take as a deny); the session cache answers repeats; socket activation starts the service again;
-# the journal has every decision; `systemd-analyze security` rates the service at most 2.0.
+# the journal has every decision, also those the supervisor made locally and reported (POST
+# /api/gate/audit: authenticated, validated, capped per container); `systemd-analyze security` rates
+# the service at most 2.0.
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
@@ -32,11 +34,13 @@ atexit "rm -rf '$cfg' '$out'"
 mkdir -p "$cfg/channels.d"
 echo '{ "browser": { "enabled": false } }' >"$cfg/loop.json"
 # demo: humans answer; pending limit 2 per container. quick: a 2 s approval timeout. nogate: gate off.
+# loud: gates.audit.verbose, so reported allows are journaled too.
 cat >"$cfg/channels.d/demo.json" <<'EOF'
 { "gates": { "approval_timeout_sec": 120, "rate_limits": { "pending": 2, "per_minute": 1000, "total": 1000 } } }
 EOF
 echo '{ "gates": { "approval_timeout_sec": 2 } }' >"$cfg/channels.d/quick.json"
 echo '{ "gates": { "agentgate": { "enabled": false } } }' >"$cfg/channels.d/nogate.json"
+echo '{ "gates": { "audit": { "verbose": true } } }' >"$cfg/channels.d/loud.json"
 chmod 0644 "$cfg/loop.json" "$cfg"/channels.d/*.json
 
 in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
@@ -64,6 +68,28 @@ n_pending() { in_ct loop gate list "$1" --json | grep -c '"id":'; }
 pending_is() { [ "$(n_pending "$1")" -ge "$2" ]; }
 none_pending() { [ "$(n_pending "$1")" = 0 ]; }
 first_id() { in_ct loop gate list "$1" --json | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' | head -1; }
+# report CHANNEL TOKEN BODY [COUNT]: the supervisor's fire-and-forget audit POST, COUNT times on one
+# connection; prints the HTTP status of each.
+report() {
+        local args=() i
+        for ((i = 0; i < ${4:-1}; i++)); do args+=(-o /dev/null http://localhost/api/gate/audit); done
+        in_ct curl -s -w '%{http_code}\n' --max-time 120 --unix-socket "/run/loop/$1/gate.sock" \
+                -H "Authorization: Bearer $2" -H 'Content-Type: application/json' -d "$3" "${args[@]}"
+}
+# record DECISION TARGET PID [CLAIMED-CHANNEL]: a body as gate_audit_record_json() makes it; TARGET is JSON.
+record() {
+        printf '{"ts":1700000000000000000,"channel":"%s","pid":%d,"kind":"file","syscall":"openat","op":"read",%s' \
+                "${4:-demo}" "$3" "\"target\":\"$2\",\"rule_id\":\"default\",\"decision\":\"$1\",\"event\":\"local\","
+        printf '"prompted_who":"","latency_ns":4200,"errno":%d,"message":"host secrets"}' "$([ "$1" = deny ] && echo 13 || echo 0)"
+}
+# local_entries PID [MATCH...]: the journal's local decisions of that pid, -o export.
+local_entries() {
+        local pid=$1
+        shift
+        in_ct journalctl --sync
+        in_ct journalctl -u 'loop-gate@*' LOOP_SOURCE=local LOOP_PID="$pid" "$@" -o export
+}
+has_field() { grep -qxF -- "$2" <<<"$1"; }
 jfield() { python3 -c 'import json,sys; print(json.loads(sys.stdin.read() or "{}").get(sys.argv[1], ""))' "$1"; }
 
 nspawn_boot "$M" --stage "$LOOP_STAGE" --config "$cfg" || bail_out "could not boot systemd"
@@ -185,6 +211,90 @@ is "$(jfield decision <"$out/r6")/$(jfield reason <"$out/r6")" deny/service-stop
 r=$(in_ct setpriv --reuid=nobody --regid=nogroup --clear-groups loop gate list demo 2>&1)
 like "$r" "root or members of group loop" "a user outside group loop cannot use loop gate"
 
+# --- decisions the supervisor made locally: POST /api/gate/audit ---------------------------------------
+TF=$(token_new)
+TL=$(token_new)
+token_add demo loop-demo-ffffff "$TF"
+token_add loud loop-loud-dddddd "$TL"
+
+is "$(report demo "$T1" "$(record deny /etc/shadow 4242 evil)")" 200 "a local deny is taken with 200"
+e=$(local_entries 4242)
+is "$(grep -c '^LOOP_SOURCE=local$' <<<"$e")" 1 "it is one journal entry, LOOP_SOURCE=local"
+for f in LOOP_DECISION=deny LOOP_ACTOR=policy LOOP_CONTAINER=loop-demo-aaaaaa LOOP_CHANNEL=demo LOOP_PID=4242 \
+         LOOP_KIND=file LOOP_TARGET=/etc/shadow LOOP_RULE=default LOOP_SYSCALL=openat LOOP_OP=read LOOP_ERRNO=13 \
+         LOOP_LATENCY_NS=4200 'LOOP_RULE_MESSAGE=host secrets' LOOP_EVENT=gate-decision PRIORITY=4 \
+         MESSAGE_ID=1c67da5fa187464598968c5d0c4d6ccd; do
+        has_field "$e" "$f"
+        ok $? "the local deny's entry has $f"
+done
+has_field "$e" LOOP_CHANNEL=evil
+ok $(( $? != 0 ? 0 : 1 )) "the channel comes from the service instance, not the body (which said evil)"
+has_field "$e" LOOP_CLAIMED_CHANNEL=evil
+ok $? "... the body's claim is only noted, as LOOP_CLAIMED_CHANNEL"
+like "$(grep '^MESSAGE=' <<<"$e")" "^MESSAGE=Gate deny \(local\): file read /etc/shadow \(container loop-demo-aaaaaa, rule default" \
+        "its MESSAGE says what was denied and where"
+
+n_decisions() { in_ct journalctl --sync; in_ct journalctl -u 'loop-gate@*' LOOP_EVENT=gate-decision -o cat | grep -c .; }
+before=$(n_decisions)
+is "$(report demo "$(token_new)" "$(record deny /etc/shadow 4343)")" 401 "a report with an unknown token is 401"
+r=$(in_ct curl -s -o /dev/null -w '%{http_code}' --max-time 10 --unix-socket /run/loop/demo/gate.sock \
+        -d "$(record deny /etc/shadow 4343)" http://localhost/api/gate/audit)
+is "$r" 401 "a report without Authorization is 401"
+is "$(local_entries 4343)" "" "neither is journaled"
+is "$(n_decisions)" "$before" "... not even as an unauthorized decision"
+
+is "$(report demo "$T1" '{"pid":4444,"kind":"file","target":')" 400 "a report that is not JSON is 400"
+is "$(report demo "$T1" "$(record deny /etc/shadow 4444 | sed 's/"kind":"file"/"kind":"docker"/')")" 400 \
+        "a report of an unknown kind is 400"
+is "$(report demo "$T1" "$(record deny /etc/shadow 4444 | sed 's/"pid":4444/"pid":"4444"/')")" 400 \
+        "a report with a pid that is a string is 400"
+is "$(report demo "$T1" "$(record deny /etc/shadow 4444 | sed 's/"event":"local"/"event":"approval"/')")" 400 \
+        "a report of an approval (journaled already) is 400"
+is "$(local_entries 4444)" "" "no bad report is journaled"
+is "$(prop loop-gate@demo.service ActiveState)" active "the service keeps running after bad reports"
+
+is "$(report demo "$T1" "$(record allow /etc/hostname 4545)")" 200 "a local allow is taken with 200"
+is "$(local_entries 4545)" "" "... and dropped: gates.audit.verbose is off for demo, whatever the container says"
+is "$(report loud "$TL" "$(record allow /etc/hostname 4545 loud)")" 200 "a local allow on a channel with gates.audit.verbose"
+e=$(local_entries 4545)
+has_field "$e" LOOP_DECISION=allow && has_field "$e" PRIORITY=6 && has_field "$e" LOOP_CONTAINER=loop-loud-dddddd
+ok $? "... is journaled, at info priority"
+
+is "$(report demo "$T1" "$(record deny '/tmp/x\u001b[2J\nApproved: rm -rf \u202e/txt.sh' 4646)")" 200 \
+        "a deny of a target with control and bidi characters is taken"
+m=$(in_ct journalctl -u 'loop-gate@*' LOOP_SOURCE=local LOOP_PID=4646 -o cat)
+is "$(grep -c . <<<"$m")" 1 "its MESSAGE is one line: the newline in the target is escaped"
+like "$m" '/tmp/x\\x1b\[2J\\nApproved: rm -rf \\u202e/txt\.sh' "the escape, newline and bidi override are shown escaped"
+is "$(tr -d '\n' <<<"$m" | LC_ALL=C grep -c $'[\x1b]\|\xe2\x80\xae')" 0 "no raw control or bidi character reaches MESSAGE"
+
+# A flood: 1000 reports on one connection while a human answers an approval of the same channel.
+report demo "$TF" "$(record deny /etc/shadow 5000)" 1000 >"$out/flood" &
+fl=$!
+ask demo "$T1" "$(body execve 'make flood' 'execve:make:flood')" >"$out/r7" &
+a7=$!
+wait_for 30 pending_is demo 1
+ok $? "an approval request becomes pending while a container floods reports"
+check "and is answered" in_ct loop gate approve "$(first_id demo)"
+wait $a7
+is "$(jfield decision <"$out/r7")/$(jfield actor <"$out/r7")" allow/root "the approval is not held up by the flood"
+wait $fl
+is "$(grep -c '^200$' "$out/flood")" 1000 "all 1000 reports of the flood are answered 200"
+dropped_sum() {
+        in_ct journalctl --sync
+        in_ct journalctl -u 'loop-gate@*' LOOP_EVENT=gate-audit-dropped LOOP_CONTAINER=loop-demo-ffffff -o export |
+                sed -n 's/^LOOP_DROPPED=//p' | awk '{ s += $1 } END { print s + 0 }'
+}
+flood_done() { [ $(( $(local_entries 5000 | grep -c '^LOOP_SOURCE=local$') + $(dropped_sum) )) -ge 1000 ]; }
+wait_for 10 flood_done
+n=$(local_entries 5000 | grep -c '^LOOP_SOURCE=local$')
+d=$(dropped_sum)
+diag "flood: $n of 1000 reports journaled, $d held back"
+ok $(( n >= 200 && n < 1000 ? 0 : 1 )) "the flood is capped: $n of 1000 journaled, at most 200 a second"
+is "$((n + d))" 1000 "gate-audit-dropped summaries count the rest ($d)"
+s=$(in_ct journalctl -u 'loop-gate@*' LOOP_EVENT=gate-audit-dropped LOOP_CONTAINER=loop-demo-ffffff -o export)
+has_field "$s" LOOP_CHANNEL=demo && has_field "$s" LOOP_LIMIT=200 && has_field "$s" MESSAGE_ID=310a10fada534a7d93b9fbe9549b2cf2
+ok $? "a summary names the channel, the container and the limit"
+
 # --- the journal ----------------------------------------------------------------------------------------
 in_ct journalctl --sync
 denies=$(in_ct journalctl -u 'loop-gate@*' LOOP_DECISION=deny -o export)
@@ -199,7 +309,9 @@ for f in LOOP_CHANNEL=demo LOOP_CONTAINER=loop-demo-aaaaaa LOOP_PID=7 LOOP_KIND=
 done
 like "$(in_ct journalctl -u 'loop-gate@*' LOOP_EVENT=gate-pending -o export)" "LOOP_GATE_ID=demo/1" \
         "pending requests are journaled with their id"
-unlike "$(in_ct journalctl -u 'loop-gate@*' -o export)" "$T1" "no token reaches the journal"
+exported=$(in_ct journalctl -u 'loop-gate@*' -o export)
+unlike "$exported" "$T1" "no token reaches the journal"
+unlike "$exported" "$TF" "no token of an audit report reaches the journal"
 
 # --- hardening -----------------------------------------------------------------------------------------
 sec=$(in_ct systemd-analyze security --no-pager loop-gate@demo.service 2>&1)
