@@ -20,10 +20,15 @@
  *    that JSON. The host answers for the human (once/session/deny/deny-session, its session cache, rate
  *    limits, "no-approver") and journals the decision; the supervisor caches nothing.
  *
- * 2. POST /api/gate/audit (not served by loop-gate yet: it answers 404, which changes nothing here):
- *    a decision the supervisor made locally, so the host can journal it (the
+ * 2. POST /api/gate/audit: a decision the supervisor made locally, so the host can journal it (the
  *    container has no journal). Fire and forget: queued (at most GATE_AUDIT_QUEUE_MAX records; more are
  *    dropped and counted), sent one by one from a thread, the reply ignored beyond its status.
+ *    loop-gate answers 200 {} and journals a gate-decision with LOOP_SOURCE=local (src/gate-audit.h
+ *    checks the body; a bad one is 400, a bad token 401, both journal nothing). It takes the container
+ *    from the token and the channel from itself, never from the body; it keeps allows only when its own
+ *    gates.audit.verbose is on, and at most GATE_AUDIT_RATE_PER_WINDOW records per container and second.
+ *    A target over GATE_AUDIT_TARGET_MAX (a long command line) or a body over its 16 KiB is refused:
+ *    that record is in the container log only.
  *    Body:  {"ts": <CLOCK_REALTIME ns>, "channel": "<LOOP_CHANNEL_ID>", "pid": <pid>,
  *            "kind": "connect"|"execve"|"file", "syscall": "<openat ...>", "op": "<read ...>" (file only),
  *            "target": "...", "rule_id": "<file[2] | default | error>", "decision": "allow"|"deny",
