@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "gate-client.h"
 #include "log.h"
@@ -18,8 +19,10 @@ struct GateClient {
 
         pthread_mutex_t lock;
         pthread_cond_t cond;
+        pthread_cond_t drained;         /* nothing queued, nothing being sent */
         AuditItem *head, *tail;
         size_t queued;
+        bool sending;
         uint64_t dropped;
         bool stop;
         bool thread_started;
@@ -119,6 +122,7 @@ static void *audit_thread(void *userdata) {
                 if (!c->head)
                         c->tail = NULL;
                 c->queued--;
+                c->sending = true;
                 pthread_mutex_unlock(&c->lock);
 
                 r = post(c, "/api/gate/audit", item->body, GATE_AUDIT_TIMEOUT_SEC, &reply);
@@ -129,6 +133,9 @@ static void *audit_thread(void *userdata) {
                 free(item);
 
                 pthread_mutex_lock(&c->lock);
+                c->sending = false;
+                if (!c->head)
+                        pthread_cond_broadcast(&c->drained);
         }
         pthread_mutex_unlock(&c->lock);
         return NULL;
@@ -148,6 +155,7 @@ int gate_client_new(const char *socket_path, const char *token, const char *chan
                 return -ENOMEM;
         pthread_mutex_init(&c->lock, NULL);
         pthread_cond_init(&c->cond, NULL);
+        pthread_cond_init(&c->drained, NULL);
         c->channel = strdup(strempty(channel));
         if (!c->channel)
                 return -ENOMEM;
@@ -188,6 +196,7 @@ GateClient *gate_client_free(GateClient *c) {
         free(c->channel);
         pthread_mutex_destroy(&c->lock);
         pthread_cond_destroy(&c->cond);
+        pthread_cond_destroy(&c->drained);
         return mfree(c);
 }
 
@@ -300,4 +309,25 @@ int gate_client_audit(GateClient *c, json_object *record) {
         pthread_cond_signal(&c->cond);
         pthread_mutex_unlock(&c->lock);
         return 0;
+}
+
+int gate_client_audit_flush(GateClient *c, unsigned timeout_ms) {
+        struct timespec deadline;
+        int r = 0;
+
+        if (!c || !c->thread_started)
+                return 0;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += timeout_ms / 1000U;
+        deadline.tv_nsec += (long) (timeout_ms % 1000U) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+        }
+
+        pthread_mutex_lock(&c->lock);
+        while ((c->head || c->sending) && r == 0)
+                r = -pthread_cond_timedwait(&c->drained, &c->lock, &deadline);
+        pthread_mutex_unlock(&c->lock);
+        return r == -ETIMEDOUT ? r : 0;
 }

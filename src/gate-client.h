@@ -49,6 +49,7 @@
 #define GATE_AUDIT_TIMEOUT_SEC 5L
 #define GATE_REPLY_MAX (64U * 1024U)
 #define GATE_AUDIT_QUEUE_MAX 1024U
+#define GATE_AUDIT_FLUSH_MS 2000U               /* what the end of the agent waits for queued records */
 #define GATE_TOKEN_MAX 512U
 
 typedef struct GateClient GateClient;
@@ -91,3 +92,6 @@ void gate_client_request_approval(GateClient *c, GateKind kind, const char *sysc
 json_object *gate_audit_record_json(const GateClient *c, const GateAuditRecord *rec);
 /* Queues a record for POST /api/gate/audit; returns -ENOBUFS when the queue is full (dropped). */
 int gate_client_audit(GateClient *c, json_object *record);
+/* Waits until every queued record was sent, at most timeout_ms (-ETIMEDOUT): for the end of the agent,
+ * whose last denials would otherwise die with the queue. */
+int gate_client_audit_flush(GateClient *c, unsigned timeout_ms);

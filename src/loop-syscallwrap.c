@@ -389,6 +389,9 @@ int verb_syscallwrap(int argc, char *argv[]) {
         safe_close(sv[0]);
 
         r = wait_agent(child, &mask);
+        /* The agent's last decisions are still on their way to the host's journal. */
+        if (gate_client_audit_flush(client, GATE_AUDIT_FLUSH_MS) < 0)
+                log_warning("Gate audit records still queued after %u ms, they are in this log only.", GATE_AUDIT_FLUSH_MS);
         /* Workers may be blocked in approvals: end without unwinding them. */
         fflush(stdout);
         _exit(r < 0 ? EXIT_WRAP_FAILED : r);

@@ -312,6 +312,14 @@ ok $? "  ... and the denial is recorded"
         sh -c 'uname -s; echo "uname=$?"' >"$T/bad.out" 2>"$T/bad.err")
 is "$(cat "$T/bad.out")" "uname=126" "an approval with a wrong token is denied"
 
+# Local denials reach the host gate too: the supervisor waits for its queue when the agent ends, here
+# with the agent's verbose allows queued ahead. (The short sleep lets the worker, which records after
+# answering, queue the deny before the agent is gone.)
+(cd "$H" && LOOP_GATE_TOKEN=$TOKEN LOOP_GATE_VERBOSE=1 timeout 60 "$LOOP" syscallwrap --uid "$U" --gid "$G" -- \
+        sh -c 'cat /etc/shadow; sleep 0.1' >/dev/null 2>"$T/local.err")
+like "$(cat "$T/gate.log")" "Gate deny \(local\): file read /etc/shadow \(container loop-demo-test, rule file\[0\]" \
+        "a local deny is journaled by loop-gate, with the agent's allows queued ahead of it"
+
 # --- the cost -------------------------------------------------------------------------------------------
 base=$(cd "$H" && setpriv --reuid "$U" --regid "$G" --clear-groups "$PROBE" bench "$H/allowed.txt" 20000)
 wrap "$PROBE" bench "$H/allowed.txt" 20000
