@@ -221,6 +221,11 @@ for eng in podman docker; do
         "$LOOP" cleanup kept >/dev/null 2>&1
         is "$(containers_left)" 0 "$eng: loop cleanup removes the kept container"
 
+        # --- under the gate (on by default), files the agent creates honour its umask and identity ---
+        run -q demo "scenario:sh umask 027; echo x >$T/work/umask-test; mkdir $T/work/umask-dir; stat -c '%a %u' $T/work/umask-test $T/work/umask-dir"
+        like "$out" "640 $UID_T.*750 $UID_T" "$eng: a file and a dir created under the gate get the agent's umask and owner"
+        rm -rf "$T/work/umask-test" "$T/work/umask-dir"
+
         # --- loop shell: the channel's one shell container, as the agent user ---
         shells() {
                 engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/json?all=1&filters=%7B%22label%22%3A%5B%22loop-type%3Dshell%22%5D%7D" |
