@@ -114,6 +114,26 @@ wait_for 10 shadow_journaled
 ok $? "the local deny of /etc/shadow is journaled by loop-gate@demo"
 like "$(gate_journal LOOP_DECISION=deny LOOP_TARGET=/etc/shadow)" "LOOP_RULE=file\\[" "...naming the rule that denied it"
 
+# --- what an agent would try on the gate, from inside the container (gate-probe) --------------------
+in_ct mkdir -p /var/lib/loop/demo/work/race
+in_ct sh -c 'echo allowed >/var/lib/loop/demo/work/race/allowed.txt; chown -R loop: /var/lib/loop/demo/work/race'
+probe() { agent "/usr/local/bin/gate-probe $*"; }
+probe connect /var/run/docker.sock.host
+like "$out" "EPERM" "connecting to the engine's socket path is denied by the gate (EPERM, not ENOENT)"
+probe memfd-exec
+like "$out" "EPERM" "executing a memfd is denied"
+probe io-uring
+like "$out" "EPERM" "io_uring_setup is denied"
+probe listener
+like "$out" "EBUSY" "the agent cannot install a notifying filter of its own"
+probe race-path /var/lib/loop/demo/work/race/allowed.txt /etc/shadow 3000
+like "$out" "opened-b=0 " "a sibling thread swapping the path during checks never opens /etc/shadow" || diag "$out"
+probe race-symlink /var/lib/loop/demo/work/race/link /var/lib/loop/demo/work/race/allowed.txt /etc/shadow 3000
+like "$out" "opened-b=0 " "a symlink swapped after the check never opens /etc/shadow" || diag "$out"
+agent 'kill -KILL 1; echo rc=$?; grep -c . /proc/1/environ; echo env=$?'
+like "$out" "rc=[1-9]" "the agent cannot kill the supervisor (PID 1 of the container)"
+like "$out" "env=[1-9]" "...nor read its environment (where the token came in)"
+
 # --- approvals: a human allows ---------------------------------------------------------------------
 agent_bg '/bin/uname -s' /tmp/approve.out
 wait_for 60 pending

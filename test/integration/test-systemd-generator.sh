@@ -119,7 +119,8 @@ for c in "${GOOD[@]}"; do
         is "$(prop "loop-agent@$c.path" ActiveState)/$(prop "loop-agent@$c.path" SubState)" active/waiting \
                 "starting loop.target starts loop-agent@$c.path, waiting for work"
 done
-is "$(in_ct stat -c '%a %U' /var/lib/loop/my-proj/inbox)" "750 root" "the path unit creates the channel's inbox 0750"
+is "$(in_ct stat -c '%a %U' /var/lib/loop/my-proj/inbox)" "751 root" "the path unit creates the channel's inbox 0751"
+is "$(in_ct stat -c '%a %U' /var/lib/loop/my-proj)" "751 root" "...and the state dir above it 0751, so the agent's user can pass"
 is "$(prop loop-agent@my-proj.service ActiveState)" inactive "the runner does not start while the inbox is empty"
 active=$(in_ct systemctl list-units --no-legend --plain --all 'loop-agent@*' | awk '$3 == "active" { print $1 }' | sort)
 is "$active" "$(printf 'loop-agent@%s.path\n' "${GOOD[@]}" | sort)" "only the valid channels' path units are active"

@@ -278,7 +278,7 @@ FAKE
 
 build_test_rootfs() {
         local out=${1:?build_test_rootfs OUTDIR} loop=$LOOP_BUILD_DIR/src/loop
-        local entrypoint=$LOOP_SOURCE_DIR/image/agent/entrypoint busybox applet lib libs
+        local entrypoint=$LOOP_SOURCE_DIR/image/agent/entrypoint busybox applet lib libs probe
 
         busybox=$(_test_image_busybox) || return 1
         [ -x "$loop" ] || { echo "test-image: $loop is not built" >&2; return 1; }
@@ -308,6 +308,14 @@ build_test_rootfs() {
                 done
                 install -m 0755 "$loop" usr/local/bin/loop
                 install -m 0755 "$entrypoint" usr/local/bin/loop-entrypoint
+                # The security suites' attacker, when it is built: what an agent would try on the gate.
+                probe=$LOOP_BUILD_DIR/test/integration/gate-probe
+                if [ -x "$probe" ]; then
+                        for lib in $(_test_image_libs "$probe"); do
+                                _test_image_copy_same_path "$out" "$lib"
+                        done
+                        install -m 0755 "$probe" usr/local/bin/gate-probe
+                fi
                 _test_image_fake_agent >usr/local/bin/claude
                 chmod 0755 usr/local/bin/claude
 
