@@ -187,9 +187,10 @@ static int registry_load(Registry *r) {
         return 0;
 }
 
-int registry_open(const char *channel, Registry **ret) {
+/* An empty registry of channel, its paths set, nothing opened. */
+static int registry_new(const char *channel, char **ret_dir, Registry **ret) {
         _cleanup_(registry_freep) Registry *r = NULL;
-        _cleanup_free_ char *dir = NULL, *lock = NULL;
+        _cleanup_free_ char *dir = NULL;
         const char *reason;
         int k;
 
@@ -198,18 +199,30 @@ int registry_open(const char *channel, Registry **ret) {
         k = channel_state_dir(channel, &dir);
         if (k < 0)
                 return k;
-        k = mkdir_owned(dir, 0751, 0, 0);
-        if (k < 0)
-                return k;
-
         r = calloc(1, sizeof *r);
         if (!r)
                 return -ENOMEM;
         r->lock_fd = -EBADF;
-        if (!(r->channel = strdup(channel)) || asprintf(&r->path, "%s/registry.json", dir) < 0 ||
-            asprintf(&lock, "%s/registry.lock", dir) < 0)
+        if (!(r->channel = strdup(channel)) || asprintf(&r->path, "%s/registry.json", dir) < 0)
                 return -ENOMEM;
+        *ret_dir = TAKE_PTR(dir);
+        *ret = TAKE_PTR(r);
+        return 0;
+}
 
+int registry_open(const char *channel, Registry **ret) {
+        _cleanup_(registry_freep) Registry *r = NULL;
+        _cleanup_free_ char *dir = NULL, *lock = NULL;
+        int k;
+
+        k = registry_new(channel, &dir, &r);
+        if (k < 0)
+                return k;
+        k = mkdir_owned(dir, 0751, 0, 0);
+        if (k < 0)
+                return k;
+        if (asprintf(&lock, "%s/registry.lock", dir) < 0)
+                return -ENOMEM;
         r->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
         if (r->lock_fd < 0)
                 return -errno;
@@ -227,20 +240,11 @@ int registry_open(const char *channel, Registry **ret) {
 int registry_read(const char *channel, Registry **ret) {
         _cleanup_(registry_freep) Registry *r = NULL;
         _cleanup_free_ char *dir = NULL;
-        const char *reason;
         int k;
 
-        if (channel_name_check(channel, &reason) < 0)
-                return -EINVAL;
-        k = channel_state_dir(channel, &dir);
+        k = registry_new(channel, &dir, &r);
         if (k < 0)
                 return k;
-        r = calloc(1, sizeof *r);
-        if (!r)
-                return -ENOMEM;
-        r->lock_fd = -EBADF;
-        if (!(r->channel = strdup(channel)) || asprintf(&r->path, "%s/registry.json", dir) < 0)
-                return -ENOMEM;
         k = registry_load(r);
         if (k < 0)
                 return k;
