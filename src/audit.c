@@ -452,9 +452,16 @@ int audit_log(AuditEvent e, int priority, const AuditFields *f, const char *form
                 if (r >= 0)
                         goto finish;
                 log_debug_errno(r, "Failed to send an audit entry to the journal, writing it to stderr: %m");
-        } else if (priority > log_get_max_level()) {
-                r = 0;
-                goto finish;
+        } else {
+                /* A command on a terminal (loop run, loop shell) on a host with journald: the record goes to
+                 * the journal all the same (it is a record, not chatter), and to the terminal as its level
+                 * allows. Only LOOP_LOG_TARGET=console keeps it off the journal. */
+                if (!log_target_was_chosen())
+                        (void) audit_send_journal(&entry, e, priority);  /* no journald: the console only */
+                if (priority > log_get_max_level()) {
+                        r = 0;
+                        goto finish;
+                }
         }
         r = audit_write_console(&entry, e);
 finish:

@@ -12,6 +12,7 @@
 #define LOG_LINE_MAX 2048
 
 static LogTarget log_target = LOG_TARGET_AUTO;
+static bool log_target_chosen;  /* by LOOP_LOG_TARGET or log_set_target(), not found out by log_setup() */
 static int log_max_level = LOG_INFO;
 static int kmsg_fd = -EBADF;
 
@@ -56,6 +57,7 @@ int log_level_from_string(const char *s) {
 
 void log_set_target(LogTarget target) {
         log_target = target;
+        log_target_chosen = target != LOG_TARGET_AUTO;
 }
 
 LogTarget log_get_target(void) {
@@ -102,8 +104,15 @@ static void log_parse_environment(void) {
 
 void log_setup(void) {
         log_parse_environment();
-        if (log_target == LOG_TARGET_AUTO)
+        if (log_target != LOG_TARGET_AUTO)
+                log_target_chosen = true;
+        else
                 log_target = stderr_is_journal() ? LOG_TARGET_JOURNAL : LOG_TARGET_CONSOLE;
+}
+
+bool log_target_was_chosen(void) {
+        (void) log_resolve_target();
+        return log_target_chosen;
 }
 
 LogTarget log_resolve_target(void) {

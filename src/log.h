@@ -26,6 +26,8 @@ void log_setup_generator(void);
 
 void log_set_target(LogTarget target);
 LogTarget log_get_target(void);
+/* Whether the target was chosen (LOOP_LOG_TARGET, log_set_target()) rather than found out by log_setup(). */
+bool log_target_was_chosen(void);
 /* The target, resolved as log_setup() does if nobody called it yet: never LOG_TARGET_AUTO. For writers
  * of their own (the audit stream) that must go where the logs go. */
 LogTarget log_resolve_target(void);

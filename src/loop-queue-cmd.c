@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <time.h>
 
+#include "audit.h"
 #include "config.h"
 #include "io-util.h"
 #include "log.h"
@@ -243,9 +244,22 @@ int verb_send(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
 
+        {
+                _cleanup_free_ char *sender = NULL;
+                char *extra[] = { NULL, NULL };
+                AuditFields f = { .channel = channel, .message_id = id, .extra = extra };
+                if (asprintf(&sender, "LOOP_SENDER_UID=%u", (unsigned) getuid()) >= 0)
+                        extra[0] = sender;
+                /* A record, not chatter: to the journal, and on a terminal only with LOOP_LOG_LEVEL=info. */
+                if (!getenv("LOOP_LOG_LEVEL") && log_resolve_target() == LOG_TARGET_CONSOLE &&
+                    log_get_max_level() > LOG_NOTICE)
+                        log_set_max_level(LOG_NOTICE);
+                (void) audit_log(AUDIT_QUEUE_QUEUED, LOG_INFO, &f, "Message %s queued for channel %s by uid %u.", id,
+                                 channel, (unsigned) getuid());
+        }
         puts(id);
         if (queue_depth(q, &depth) >= 0 && depth > 1)
-                log_info("Queued as %s; %zu messages waiting.", id, depth);
+                log_notice("Queued as %s; %zu messages waiting.", id, depth);
         return EXIT_SUCCESS;
 }
 

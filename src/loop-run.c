@@ -131,6 +131,11 @@ int verb_run(int argc, char *argv[]) {
         (void) sigaction(SIGTERM, &sa, NULL);
         (void) sigaction(SIGHUP, &sa, NULL);
 
+        /* On a terminal the run's own output is what matters: the registry's container events (info) go
+         * to the journal when there is one, and to the console only with LOOP_LOG_LEVEL=info. */
+        if (!getenv("LOOP_LOG_LEVEL") && log_resolve_target() == LOG_TARGET_CONSOLE && log_get_max_level() > LOG_NOTICE)
+                log_set_max_level(LOG_NOTICE);
+
         r = runner_run(&req, &outcome);
         if (r == -EINTR)
                 return 130;

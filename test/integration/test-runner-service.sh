@@ -192,6 +192,10 @@ for ev in queue-taken run-started container-registered container-status run-fini
         ok $((n == 0)) "journalctl -u loop-agent@demo LOOP_EVENT=$ev finds entries ($n)"
 done
 
+# Commands run from a terminal (not as a service) journal their audit events too.
+n=$(in_ct journalctl -o cat LOOP_EVENT=queue-queued LOOP_CHANNEL=demo | wc -l)
+ok $((n == 0)) "loop send on a terminal journals queue-queued as well ($n)"
+
 nspawn_stop "$M"
 ok $? "the container powers off cleanly"
 tap_done
