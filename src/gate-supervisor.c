@@ -59,15 +59,33 @@ struct GateSupervisor {
         unsigned workers;
 };
 
+#define GATE_CALLER_CACHE_MAX 16U       /* per worker: callers whose /proc/PID handles stay open */
+
+typedef struct CallerHandles {
+        pid_t tid;
+        int dir_fd;                     /* O_PATH: /proc/TID, pinning the task, not its number */
+        int status_fd;                  /* /proc/TID/status, opened on the first create */
+        uint64_t used;
+} CallerHandles;
+
+/* One worker thread and what it keeps between calls (only it uses these: no locking, no sharing). */
+typedef struct Worker {
+        GateSupervisor *s;
+        CallerHandles callers[GATE_CALLER_CACHE_MAX];
+        uint64_t clock;
+} Worker;
+
 typedef enum ResultType {
         RESULT_ERRNO,                   /* the call fails with error */
         RESULT_VALUE,                   /* the call returns val */
         RESULT_CONTINUE,                /* the kernel runs the call */
-        RESULT_SENT,                    /* already answered (ADDFD_FLAG_SEND) */
+        RESULT_FD,                      /* fd is installed in the caller and is the call's result */
 } ResultType;
 
 typedef struct Request {
         GateSupervisor *s;
+        Worker *w;
+        CallerHandles *caller;          /* the caller's /proc/TID, once open_caller() succeeded */
         const struct seccomp_notif *n;
         GateCall call;
         int mem_fd, cwd_fd, dir_fd, dir2_fd;   /* dir_fd, dir2_fd: the caller's dirfds, opened */
@@ -86,6 +104,8 @@ typedef struct Request {
         ResultType result;
         int error;                      /* positive errno for RESULT_ERRNO */
         int64_t val;
+        int fd;                         /* RESULT_FD: ours, installed in the caller with fd_cloexec */
+        bool fd_cloexec;
 } Request;
 
 /* ---- per-thread credentials ---- */
@@ -162,32 +182,83 @@ static int open_proc(pid_t pid, const char *what, int flags) {
         char p[64];
         int fd;
 
-        (void) snprintf(p, sizeof(p), "/proc/%i/%s", pid, what);
+        (void) snprintf(p, sizeof(p), "/proc/%i%s%s", pid, isempty(what) ? "" : "/", what);
         fd = open(p, flags | O_CLOEXEC);
         return fd < 0 ? -errno : fd;
 }
 
-static int open_caller_fd(pid_t pid, int fd) {
+static void caller_handles_forget(CallerHandles *h) {
+        h->dir_fd = safe_close(h->dir_fd);
+        h->status_fd = safe_close(h->status_fd);
+        h->tid = 0;
+        h->used = 0;
+}
+
+/* The /proc/PID directory of a caller, kept open by each worker between that caller's calls: opening
+ * /proc/PID/... by number costs a lookup each time. The directory fd pins the caller's struct pid, not its
+ * number: once that task is gone every openat() beneath it fails, so a recycled pid can never reach the
+ * handles of the process that had the number before. The status file (for the umask of creates) is kept
+ * too and read again from offset 0, which makes procfs generate it anew: the umask changes untrapped.
+ * /proc/PID/mem is not kept: it pins the memory the process had when it was opened, which an exec
+ * replaces without a trapped call saying so (and a vfork child's old memory is its parent's, still
+ * alive), so it is opened for every call. */
+static CallerHandles *caller_handles(Worker *w, pid_t tid, bool *ret_cached) {
+        CallerHandles *h = NULL;
+        int fd;
+
+        for (size_t i = 0; i < GATE_CALLER_CACHE_MAX; i++) {
+                if (w->callers[i].dir_fd >= 0 && w->callers[i].tid == tid) {
+                        h = &w->callers[i];
+                        h->used = ++w->clock;
+                        *ret_cached = true;
+                        return h;
+                }
+                if (!h || w->callers[i].used < h->used)
+                        h = &w->callers[i];     /* the least recently used, for a new one */
+        }
+        fd = open_proc(tid, "", O_PATH | O_DIRECTORY);
+        if (fd < 0)
+                return NULL;
+        caller_handles_forget(h);
+        h->tid = tid;
+        h->dir_fd = fd;
+        h->used = ++w->clock;
+        *ret_cached = false;
+        return h;
+}
+
+static int caller_openat(Request *q, const char *what, int flags) {
+        int fd = openat(q->caller->dir_fd, what, flags | O_CLOEXEC);
+
+        return fd < 0 ? -errno : fd;
+}
+
+static int open_caller_fd(Request *q, int fd) {
         char what[32];
 
         if (fd < 0)
                 return -EBADF;
         (void) snprintf(what, sizeof(what), "fd/%i", fd);
-        return open_proc(pid, what, O_PATH);
+        return caller_openat(q, what, O_PATH);
 }
 
-static int read_umask(pid_t pid, mode_t *ret) {
-        _cleanup_close_ int fd = open_proc(pid, "status", O_RDONLY);
+static int read_umask(Request *q, mode_t *ret) {
+        CallerHandles *h = q->caller;
         char buf[4096];
         const char *p;
         ssize_t n;
         unsigned m;
 
-        if (fd < 0)
-                return fd;
-        n = loop_read(fd, buf, sizeof(buf) - 1);
+        if (h->status_fd < 0) {
+                h->status_fd = caller_openat(q, "status", O_RDONLY);
+                if (h->status_fd < 0)
+                        return h->status_fd;
+        }
+        do
+                n = pread(h->status_fd, buf, sizeof(buf) - 1, 0);
+        while (n < 0 && errno == EINTR);
         if (n < 0)
-                return (int) n;
+                return -errno;
         buf[n] = 0;
         p = strstr(buf, "\nUmask:");
         if (!p || sscanf(p + 7, "%o", &m) != 1)
@@ -210,22 +281,30 @@ static bool uses_at_empty_path(const GateCall *c) {
  * once the id is still valid, these are the caller's and not a recycled pid's. */
 static int open_caller(Request *q) {
         pid_t pid = (pid_t) q->n->pid;
-        char root[64];
         struct statx stx;
+        bool cached;
         int r;
 
-        q->mem_fd = open_proc(pid, "mem", O_RDONLY);
-        if (q->mem_fd < 0)
-                return q->mem_fd;
+        for (;;) {
+                q->caller = caller_handles(q->w, pid, &cached);
+                if (!q->caller)
+                        return -errno;
+                q->mem_fd = caller_openat(q, "mem", O_RDONLY);
+                if (q->mem_fd >= 0)
+                        break;
+                if (!cached || (q->mem_fd != -ENOENT && q->mem_fd != -ESRCH))
+                        return q->mem_fd;
+                /* The process we kept the handles of is gone: this caller merely got its number. */
+                caller_handles_forget(q->caller);
+        }
         if (needs_umask(&q->call)) {
-                r = read_umask(pid, &q->umask);
+                r = read_umask(q, &q->umask);
                 if (r < 0)
                         return r;
         }
 
         /* Paths are resolved and reported in our root: only right for a caller with the same root mount. */
-        (void) snprintf(root, sizeof(root), "/proc/%i/root", pid);
-        if (statx(AT_FDCWD, root, 0, STATX_INO | STATX_MNT_ID, &stx) < 0)
+        if (statx(q->caller->dir_fd, "root", 0, STATX_INO | STATX_MNT_ID, &stx) < 0)
                 return -errno;
         if (stx.stx_ino != q->s->root.stx_ino || stx.stx_dev_major != q->s->root.stx_dev_major ||
             stx.stx_dev_minor != q->s->root.stx_dev_minor || stx.stx_mnt_id != q->s->root.stx_mnt_id)
@@ -243,9 +322,9 @@ static int caller_dir(Request *q, int dirfd, int *cache) {
         if (*cache >= 0)
                 return *cache;
         if (dirfd == AT_FDCWD)
-                *cache = open_proc((pid_t) q->n->pid, "cwd", O_PATH | O_DIRECTORY);
+                *cache = caller_openat(q, "cwd", O_PATH | O_DIRECTORY);
         else
-                *cache = open_caller_fd((pid_t) q->n->pid, dirfd);
+                *cache = open_caller_fd(q, dirfd);
         if (*cache < 0)
                 return *cache == -ENOENT ? -EBADF : *cache;
         if (!notif_id_valid(q->s->notify_fd, q->n->id))
@@ -258,6 +337,7 @@ static void request_done(Request *q) {
         q->cwd_fd = safe_close(q->cwd_fd);
         q->dir_fd = safe_close(q->dir_fd);
         q->dir2_fd = safe_close(q->dir2_fd);
+        q->fd = safe_close(q->fd);
         q->target = mfree(q->target);
 }
 
@@ -266,6 +346,12 @@ static void request_done(Request *q) {
 static void result_errno(Request *q, int error) {
         q->result = RESULT_ERRNO;
         q->error = error < 0 ? -error : error;
+}
+
+static void result_fd(Request *q, int fd, bool cloexec) {
+        q->result = RESULT_FD;
+        q->fd = fd;
+        q->fd_cloexec = cloexec;
 }
 
 static void result_value(Request *q, int64_t val) {
@@ -721,7 +807,6 @@ static void emulate_open(Request *q, GateResolved *res) {
         uint64_t f = q->call.flags;
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
-        int r;
 
         if (res->fd >= 0) {
                 if ((f & O_CREAT) && (f & O_EXCL))
@@ -757,16 +842,7 @@ static void emulate_open(Request *q, GateResolved *res) {
                         return result_errno(q, errno);
         }
 
-        r = notif_addfd_send(q->s->notify_fd, q->n->id, fd, f & O_CLOEXEC);
-        if (r < 0) {
-                /* The caller is gone (ENOENT) or over its fd limit (EMFILE): the latter it must hear. */
-                if (r == -ENOENT)
-                        q->result = RESULT_SENT;
-                else
-                        result_errno(q, r);
-                return;
-        }
-        q->result = RESULT_SENT;
+        result_fd(q, TAKE_FD(fd), f & O_CLOEXEC);
 }
 
 static void result_of(Request *q, int r) {
@@ -872,7 +948,7 @@ static void handle_file(Request *q) {
                 if (q->call.dev & RESOLVE_NO_XDEV)
                         return fail_closed(q, -EOPNOTSUPP, "RESOLVE_NO_XDEV is not supported by the gate");
                 if (needs_umask(&q->call)) {
-                        r = read_umask((pid_t) q->n->pid, &q->umask);
+                        r = read_umask(q, &q->umask);
                         if (r < 0 || !notif_id_valid(q->s->notify_fd, q->n->id))
                                 return fail_closed(q, r < 0 ? r : -ESRCH, "cannot read the caller's umask");
                 }
@@ -964,11 +1040,13 @@ static void record(Request *q, uint64_t latency_ns) {
 
 /* ---- workers ---- */
 
-static void handle(GateSupervisor *s, const struct seccomp_notif *n) {
+static void handle(Worker *w, const struct seccomp_notif *n) {
+        GateSupervisor *s = w->s;
         Request q = {
                 .s = s,
+                .w = w,
                 .n = n,
-                .mem_fd = -EBADF, .cwd_fd = -EBADF, .dir_fd = -EBADF, .dir2_fd = -EBADF,
+                .mem_fd = -EBADF, .cwd_fd = -EBADF, .dir_fd = -EBADF, .dir2_fd = -EBADF, .fd = -EBADF,
                 .umask = 022,
         };
         uint64_t t0 = now_ns(CLOCK_MONOTONIC);
@@ -1003,8 +1081,15 @@ static void handle(GateSupervisor *s, const struct seccomp_notif *n) {
         }
 
 answer:
+        /* Recorded before the answer: once the caller goes on (and maybe exits, and the agent with it), its
+         * decision is in the log. */
+        record(&q, now_ns(CLOCK_MONOTONIC) - t0);
         switch (q.result) {
-        case RESULT_SENT:
+        case RESULT_FD:
+                r = notif_addfd_send(s->notify_fd, n->id, q.fd, q.fd_cloexec);
+                /* The caller is gone (ENOENT), or over its fd limit (EMFILE): the latter it must hear. */
+                if (r < 0 && r != -ENOENT)
+                        (void) notif_send(s->notify_fd, n->id, -r, 0, false);
                 break;
         case RESULT_CONTINUE:
                 /* The id is checked by the kernel too; a dead caller's answer is simply refused. */
@@ -1017,7 +1102,6 @@ answer:
                 (void) notif_send(s->notify_fd, n->id, q.error, 0, false);
                 break;
         }
-        record(&q, now_ns(CLOCK_MONOTONIC) - t0);
         request_done(&q);
 }
 
@@ -1026,22 +1110,30 @@ static void *worker(void *userdata);
 static void spawn_worker(GateSupervisor *s) {
         pthread_attr_t attr;
         pthread_t t;
+        Worker *w;
 
         pthread_mutex_lock(&s->lock);
-        if (s->workers < GATE_WORKERS_MAX &&
-            pthread_attr_init(&attr) == 0) {
-                (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-                if (pthread_create(&t, &attr, worker, s) == 0)
-                        s->workers++;
-                else
-                        log_warning("Cannot start another gate worker, callers may wait: %m");
-                (void) pthread_attr_destroy(&attr);
+        if (s->workers < GATE_WORKERS_MAX && (w = calloc(1, sizeof(*w)))) {
+                w->s = s;
+                for (size_t i = 0; i < GATE_CALLER_CACHE_MAX; i++)
+                        w->callers[i] = (CallerHandles) { .dir_fd = -EBADF, .status_fd = -EBADF };
+                if (pthread_attr_init(&attr) == 0) {
+                        (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                        if (pthread_create(&t, &attr, worker, w) == 0) {
+                                s->workers++;
+                                w = NULL;       /* the worker's for good: workers never exit */
+                        } else
+                                log_warning("Cannot start another gate worker, callers may wait: %m");
+                        (void) pthread_attr_destroy(&attr);
+                }
+                free(w);
         }
         pthread_mutex_unlock(&s->lock);
 }
 
 static void *worker(void *userdata) {
-        GateSupervisor *s = userdata;
+        Worker *w = userdata;
+        GateSupervisor *s = w->s;
         const GateSupervisorConfig *c = s->config;
         struct seccomp_notif n;
         int r;
@@ -1075,7 +1167,7 @@ static void *worker(void *userdata) {
                 /* Nobody is left waiting for the next call: this one may block on an approval. */
                 if (idle == 0)
                         spawn_worker(s);
-                handle(s, &n);
+                handle(w, &n);
         }
         return NULL;
 }
