@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 
@@ -53,10 +54,12 @@ struct GateSupervisor {
         int notify_fd;
         struct statx root;              /* our root: a caller with another root or mount is refused */
         int root_fd;
-        atomic_uint idle;
         atomic_uint pending_approvals;
         pthread_mutex_t lock;
-        unsigned workers;
+        unsigned workers;               /* under lock, like the rest below */
+        unsigned standbys;
+        uint64_t receiver;              /* which worker receives: its generation */
+        int slow_fd;                    /* timerfd, armed while the receiver handles a call */
 };
 
 #define GATE_CALLER_CACHE_MAX 16U       /* per worker: callers whose /proc/PID handles stay open */
@@ -71,6 +74,7 @@ typedef struct CallerHandles {
 /* One worker thread and what it keeps between calls (only it uses these: no locking, no sharing). */
 typedef struct Worker {
         GateSupervisor *s;
+        uint64_t receiver;              /* the generation it received as; 0: a standby */
         CallerHandles callers[GATE_CALLER_CACHE_MAX];
         uint64_t clock;
 } Worker;
@@ -1195,30 +1199,111 @@ answer:
         request_done(&q);
 }
 
+/* One worker receives the notifications and handles them one after the other; the next caller waits in
+ * the kernel's queue meanwhile, which is cheaper than a second receiver: every thread waiting in
+ * SECCOMP_IOCTL_NOTIF_RECV is woken for every notification (the kernel's wait is not exclusive), so idle
+ * receivers cost each call a context switch apiece. But a call may block its worker for long (an
+ * approval, a FIFO's open waiting for its writer, whose open is a trapped call too): while the receiver
+ * handles a call, slow_fd is armed, and a standby worker waiting on it becomes the receiver when the call
+ * takes longer than GATE_RECEIVER_SLOW_MS; a new standby is started for it. The slow worker, once done,
+ * becomes the standby, or ends when there is one already. */
+#define GATE_RECEIVER_SLOW_MS 5
+
 static void *worker(void *userdata);
 
-static void spawn_worker(GateSupervisor *s) {
+static int slow_fd_set(GateSupervisor *s, unsigned ms) {
+        struct itimerspec its = {
+                .it_value = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L },
+        };
+
+        return timerfd_settime(s->slow_fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+/* Under s->lock. */
+static void spawn_worker_locked(GateSupervisor *s, bool receiver) {
         pthread_attr_t attr;
         pthread_t t;
         Worker *w;
+        int r;
+
+        if (s->workers >= GATE_WORKERS_MAX)
+                return;
+        w = calloc(1, sizeof(*w));
+        if (!w) {
+                log_warning("Cannot start another gate worker, callers may wait: %m");
+                return;
+        }
+        w->s = s;
+        for (size_t i = 0; i < GATE_CALLER_CACHE_MAX; i++)
+                w->callers[i] = (CallerHandles) { .dir_fd = -EBADF, .status_fd = -EBADF };
+        if (receiver)
+                w->receiver = ++s->receiver;
+        r = pthread_attr_init(&attr);
+        if (r == 0) {
+                (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                r = pthread_create(&t, &attr, worker, w);
+                (void) pthread_attr_destroy(&attr);
+        }
+        if (r != 0) {
+                log_warning_errno(r, "Cannot start another gate worker, callers may wait: %m");
+                free(w);
+                return;
+        }
+        s->workers++;
+        if (!receiver)
+                s->standbys++;
+}
+
+static void worker_free(Worker *w) {
+        for (size_t i = 0; i < GATE_CALLER_CACHE_MAX; i++)
+                caller_handles_forget(&w->callers[i]);
+        free(w);
+}
+
+/* Waits until the receiver is slow, then takes its place. */
+static void standby(Worker *w) {
+        GateSupervisor *s = w->s;
+        uint64_t ticks;
+
+        for (;;) {
+                ssize_t k = read(s->slow_fd, &ticks, sizeof(ticks));
+
+                if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                if (k < 0) {
+                        log_error_errno(errno, "Cannot wait on the gate's workers, the gate stops: %m");
+                        _exit(125);
+                }
+                break;
+        }
+        pthread_mutex_lock(&s->lock);
+        s->standbys--;
+        w->receiver = ++s->receiver;    /* the slow one finds out when it is done */
+        if (s->standbys == 0)
+                spawn_worker_locked(s, false);
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* After a call: false when another worker took over receiving meanwhile and there is a standby already. */
+static bool worker_done(Worker *w) {
+        GateSupervisor *s = w->s;
+        bool go_on = true;
+        int r;
 
         pthread_mutex_lock(&s->lock);
-        if (s->workers < GATE_WORKERS_MAX && (w = calloc(1, sizeof(*w)))) {
-                w->s = s;
-                for (size_t i = 0; i < GATE_CALLER_CACHE_MAX; i++)
-                        w->callers[i] = (CallerHandles) { .dir_fd = -EBADF, .status_fd = -EBADF };
-                if (pthread_attr_init(&attr) == 0) {
-                        (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-                        if (pthread_create(&t, &attr, worker, w) == 0) {
-                                s->workers++;
-                                w = NULL;       /* the worker's for good: workers never exit */
-                        } else
-                                log_warning("Cannot start another gate worker, callers may wait: %m");
-                        (void) pthread_attr_destroy(&attr);
-                }
-                free(w);
+        if (w->receiver == s->receiver) {
+                r = slow_fd_set(s, 0);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot disarm the gate's slow-call timer, ignoring: %m");
+        } else if (s->standbys > 0) {
+                s->workers--;
+                go_on = false;
+        } else {
+                w->receiver = 0;
+                s->standbys++;
         }
         pthread_mutex_unlock(&s->lock);
+        return go_on;
 }
 
 static void *worker(void *userdata) {
@@ -1242,29 +1327,35 @@ static void *worker(void *userdata) {
                 fatal_credentials(r);
 
         for (;;) {
-                unsigned idle;
+                if (w->receiver == 0)
+                        standby(w);
 
-                atomic_fetch_add(&s->idle, 1);
                 memset(&n, 0, sizeof(n));       /* the kernel insists */
                 r = ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_RECV, &n);
-                idle = atomic_fetch_sub(&s->idle, 1) - 1;
                 if (r < 0) {
                         if (errno == EINTR || errno == ENOENT)
                                 continue;       /* the caller went away before we took it */
                         log_error_errno(errno, "Cannot receive seccomp notifications, the gate stops: %m");
                         _exit(125);     /* the agent dies with us (PDEATHSIG): never unguarded */
                 }
-                /* Nobody is left waiting for the next call: this one may block on an approval. */
-                if (idle == 0)
-                        spawn_worker(s);
+                /* Nobody else receives while this call is handled: if it takes long, the standby will. */
+                r = slow_fd_set(s, GATE_RECEIVER_SLOW_MS);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot arm the gate's slow-call timer, the gate stops: %m");
+                        _exit(125);
+                }
                 handle(w, &n);
+                if (!worker_done(w))
+                        break;
         }
+        worker_free(w);
         return NULL;
 }
 
 int gate_supervisor_start(const GateSupervisorConfig *c, int notify_fd, GateSupervisor **ret) {
         GateSupervisor *s;
         struct seccomp_notif_sizes sizes = {};
+        int r;
 
         /* The structs of our headers must be the kernel's. */
         if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
@@ -1284,14 +1375,23 @@ int gate_supervisor_start(const GateSupervisorConfig *c, int notify_fd, GateSupe
                 log_debug_errno(errno, "No synchronous wake-ups for seccomp notifications, ignoring: %m");
         pthread_mutex_init(&s->lock, NULL);
         s->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (s->root_fd < 0 || statx(s->root_fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &s->root) < 0) {
+        s->slow_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+        if (s->root_fd < 0 || s->slow_fd < 0 ||
+            statx(s->root_fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &s->root) < 0) {
+                r = -errno;
                 safe_close(s->root_fd);
+                safe_close(s->slow_fd);
                 free(s);
-                return -errno;
+                return r;
         }
-        for (unsigned i = 0; i < GATE_WORKERS_MIN; i++)
-                spawn_worker(s);
+        pthread_mutex_lock(&s->lock);
+        spawn_worker_locked(s, true);
+        for (unsigned i = 1; i < GATE_WORKERS_MIN; i++)
+                spawn_worker_locked(s, false);
+        pthread_mutex_unlock(&s->lock);
         if (s->workers == 0) {
+                safe_close(s->root_fd);
+                safe_close(s->slow_fd);
                 free(s);
                 return -EAGAIN;
         }

@@ -16,15 +16,16 @@
  *   execve(at)   must run in the caller: argv and the filename are read twice and must agree, then the
  *                kernel continues the call (SECCOMP_USER_NOTIF_FLAG_CONTINUE).
  *   connect      the same for AF_UNIX addresses; other families are not gated and continue at once.
- * Denials return EPERM. "approve" asks the host gate (gate-client.h) and blocks only that caller: a
- * worker that takes a notification while no other worker is idle starts another one. */
+ * Denials return EPERM. "approve" asks the host gate (gate-client.h) and blocks only that caller: one
+ * worker receives and handles calls in turn, and a standby takes over receiving when a call keeps it
+ * longer than a few milliseconds (then another standby is started). */
 
 #include <sys/types.h>
 
 #include "gate-client.h"
 #include "gate-policy.h"
 
-#define GATE_WORKERS_MIN 2U
+#define GATE_WORKERS_MIN 2U             /* the receiver and a standby */
 #define GATE_WORKERS_MAX 64U            /* each blocked approval holds one */
 #define GATE_APPROVALS_PENDING_MAX 32U  /* more approvals at once are denied ("too-many-pending") */
 #define GATE_DENY_ERRNO EPERM
