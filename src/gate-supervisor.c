@@ -336,6 +336,27 @@ static int caller_dir(Request *q, int dirfd, int *cache) {
         return *cache;
 }
 
+/* The caller's cwd as a path: from its fd when that was opened (a relative path was resolved from it),
+ * otherwise read from /proc/TID/cwd directly, one syscall instead of an open, a readlink and a close. */
+static int caller_cwd_path(Request *q, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        ssize_t n;
+
+        if (q->cwd_fd >= 0)
+                return gate_fd_path(q->cwd_fd, ret);
+        buf = malloc(PATH_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        n = readlinkat(q->caller->dir_fd, "cwd", buf, PATH_MAX + 1);
+        if (n < 0)
+                return -errno;
+        if (n > PATH_MAX)
+                return -ENAMETOOLONG;
+        buf[n] = 0;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
 static void request_done(Request *q) {
         q->mem_fd = safe_close(q->mem_fd);
         q->cwd_fd = safe_close(q->cwd_fd);
@@ -515,12 +536,12 @@ static void handle_connect(Request *q) {
                 char path[sizeof(sa.sun_path) + 1] = {};
 
                 memcpy(path, sa.sun_path, plen);
-                r = caller_dir(q, AT_FDCWD, &q->cwd_fd);
-                if (r == -ESRCH)
-                        return fail_closed(q, r, "the caller went away");
-                if (r < 0)
-                        return fail_closed(q, r, "cannot open the caller's working directory");
                 if (path[0] != '/') {
+                        r = caller_dir(q, AT_FDCWD, &q->cwd_fd);
+                        if (r == -ESRCH)
+                                return fail_closed(q, r, "the caller went away");
+                        if (r < 0)
+                                return fail_closed(q, r, "cannot open the caller's working directory");
                         r = gate_fd_path(q->cwd_fd, &cwd);
                         if (r < 0)
                                 return fail_closed(q, r, "cannot read the caller's working directory");
@@ -529,7 +550,7 @@ static void handle_connect(Request *q) {
                 }
                 given = gate_path_clean(joined ?: path);
                 /* The socket the kernel will reach: symlinks resolved like connect() does. */
-                r = gate_resolve(&q->rctx, q->cwd_fd, path, GATE_RESOLVE_FOLLOW, &res);
+                r = gate_resolve(&q->rctx, path[0] == '/' ? q->s->root_fd : q->cwd_fd, path, GATE_RESOLVE_FOLLOW, &res);
                 if (r >= 0 && res.path && !streq_ptr(res.path, given)) {
                         gate_policy_check_connect(policy, res.path, &v);
                         verdict_merge(&q->verdict, &v, &first);
@@ -653,11 +674,15 @@ static void handle_exec(Request *q) {
                 flags |= GATE_RESOLVE_FOLLOW;
         if (q->call.flags & AT_EMPTY_PATH)
                 flags |= GATE_RESOLVE_EMPTY_PATH;
-        r = caller_dir(q, AT_FDCWD, &q->cwd_fd);
-        if (r < 0)
-                return fail_closed(q, r, "cannot open the caller's working directory");
-        start = r;
-        if (q->call.dirfd != AT_FDCWD) {
+        /* An absolute filename ignores the cwd and the dirfd, as the kernel does. */
+        start = q->s->root_fd;
+        if (file[0] != '/') {
+                r = caller_dir(q, AT_FDCWD, &q->cwd_fd);
+                if (r < 0)
+                        return fail_closed(q, r, "cannot open the caller's working directory");
+                start = r;
+        }
+        if (file[0] != '/' && q->call.dirfd != AT_FDCWD) {
                 start = caller_dir(q, q->call.dirfd, &q->dir_fd);
                 if (start == -EBADF)
                         return result_errno(q, EBADF);
@@ -680,7 +705,7 @@ static void handle_exec(Request *q) {
                 return result_errno(q, GATE_DENY_ERRNO);
         }
 
-        r = gate_fd_path(q->cwd_fd, &cwd);
+        r = caller_cwd_path(q, &cwd);
         if (r >= 0) {
                 /* The path the kernel is asked to execute, absolute, its symlinks not resolved. */
                 _cleanup_free_ char *base = NULL, *joined = NULL;
