@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "curl-buffer.h"
 #include "gate-client.h"
 #include "log.h"
 
@@ -29,31 +30,6 @@ struct GateClient {
         pthread_t thread;
 };
 
-typedef struct Reply {
-        char *data;
-        size_t size;
-        bool too_big;
-} Reply;
-
-static size_t reply_write(char *ptr, size_t size, size_t nmemb, void *userdata) {
-        Reply *r = userdata;
-        size_t n = size * nmemb;
-        char *p;
-
-        if (r->size + n > GATE_REPLY_MAX) {
-                r->too_big = true;
-                return 0;       /* aborts the transfer */
-        }
-        p = realloc(r->data, r->size + n + 1);
-        if (!p)
-                return 0;
-        memcpy(p + r->size, ptr, n);
-        r->data = p;
-        r->size += n;
-        r->data[r->size] = 0;
-        return n;
-}
-
 static void curl_slist_free_allp(struct curl_slist **l) {
         curl_slist_free_all(*l);
 }
@@ -64,7 +40,7 @@ static void curl_easy_cleanupp(CURL **h) {
 }
 
 /* One POST; returns the HTTP status (>= 0) or a negative errno, the body in *reply. */
-static int post(const GateClient *c, const char *path, const char *body, long timeout_sec, Reply *reply) {
+static int post(const GateClient *c, const char *path, const char *body, long timeout_sec, CurlBuffer *reply) {
         _cleanup_(curl_easy_cleanupp) CURL *h = NULL;
         _cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
         _cleanup_free_ char *url = NULL;
@@ -89,7 +65,7 @@ static int post(const GateClient *c, const char *path, const char *body, long ti
             curl_easy_setopt(h, CURLOPT_POSTFIELDS, body) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, GATE_CONNECT_TIMEOUT_SEC) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout_sec) != CURLE_OK ||
-            curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, curl_buffer_write) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_WRITEDATA, reply) != CURLE_OK)
                 return -EINVAL;
 
@@ -97,7 +73,7 @@ static int post(const GateClient *c, const char *path, const char *body, long ti
         if (cc != CURLE_OK) {
                 log_debug("POST %s on %s failed: %s", path, c->socket_path, curl_easy_strerror(cc));
                 return cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT :
-                       cc == CURLE_WRITE_ERROR && reply->too_big ? -EMSGSIZE : -ECONNREFUSED;
+                       cc == CURLE_WRITE_ERROR && reply->overflow ? -EMSGSIZE : -ECONNREFUSED;
         }
         if (curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK)
                 return -EPROTO;
@@ -110,7 +86,7 @@ static void *audit_thread(void *userdata) {
         pthread_mutex_lock(&c->lock);
         for (;;) {
                 AuditItem *item;
-                Reply reply = {};
+                CurlBuffer reply = { .max = GATE_REPLY_MAX };
                 int r;
 
                 while (!c->head && !c->stop)
@@ -211,7 +187,7 @@ void gate_client_request_approval(GateClient *c, GateKind kind, const char *sysc
                                   const char *cache_key, pid_t pid, GateApproval *ret) {
         _cleanup_(json_object_putp) json_object *req = NULL, *reply_json = NULL;
         json_object *d, *v;
-        Reply reply = {};
+        CurlBuffer reply = { .max = GATE_REPLY_MAX };
         int status;
 
         if (!c || !c->socket_path)

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "curl-buffer.h"
 #include "gate-token.h"
 #include "log.h"
 #include "loop.h"
@@ -19,31 +20,6 @@
 #define GATE_CMD_RESPONSE_MAX (32U * 1024U * 1024U)
 #define GATE_CMD_TIMEOUT_MS 15000L
 #define GATE_ADMIN_SOCKET "gate-admin.sock"
-
-typedef struct Buffer {
-        char *data;
-        size_t size;
-        bool overflow;
-} Buffer;
-
-static size_t buffer_write(char *ptr, size_t size, size_t nmemb, void *userdata) {
-        Buffer *b = userdata;
-        size_t n = size * nmemb;
-        char *p;
-
-        if (b->size + n > GATE_CMD_RESPONSE_MAX) {
-                b->overflow = true;
-                return 0;
-        }
-        p = realloc(b->data, b->size + n + 1);
-        if (!p)
-                return 0;
-        memcpy(p + b->size, ptr, n);
-        b->data = p;
-        b->size += n;
-        b->data[b->size] = 0;
-        return n;
-}
 
 static int admin_socket_path(const char *channel, char **ret) {
         return asprintf(ret, "%s/%s/" GATE_ADMIN_SOCKET, loop_runtime_dir(), channel) < 0 ? -ENOMEM : 0;
@@ -55,7 +31,7 @@ static int admin_call(const char *channel, const char *method, const char *path,
                       json_object **ret) {
         _cleanup_free_ char *socket_path = NULL, *url = NULL;
         _cleanup_free_ char *data = NULL;
-        Buffer b = {};
+        CurlBuffer b = { .max = GATE_CMD_RESPONSE_MAX };
         struct curl_slist *headers = NULL;
         struct stat st;
         CURL *curl;
@@ -85,7 +61,7 @@ static int admin_call(const char *channel, const char *method, const char *path,
         curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, GATE_CMD_TIMEOUT_MS);
         curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, buffer_write);
+        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, curl_buffer_write);
         curl_easy_setopt(curl, CURLOPT_WRITEDATA, &b);
         if (body)
                 curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
