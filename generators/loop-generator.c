@@ -149,23 +149,29 @@ static int description_escape(const char *s, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-/* Creates name below dir_fd exclusively (a stale or foreign file is an error, never overwritten) and writes
- * the header. */
-static int unit_file_create(int dir_fd, const char *name, FILE **ret) {
+/* Creates name below dir_fd exclusively (a stale or foreign file is an error, never overwritten). */
+static int file_create(int dir_fd, const char *name, mode_t mode, FILE **ret) {
         _cleanup_close_ int fd = -EBADF;
         FILE *f;
 
-        fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (fd < 0)
                 return log_error_errno(errno, "Failed to create %s: %m", name);
         f = fdopen(fd, "we");
         if (!f)
                 return log_error_errno(errno, "Failed to open %s: %m", name);
         TAKE_FD(fd);
-
-        fputs(GENERATOR_HEADER, f);
         *ret = f;
         return 0;
+}
+
+/* A unit file: created as file_create() does, starting with the generator's header. */
+static int unit_file_create(int dir_fd, const char *name, FILE **ret) {
+        int r = file_create(dir_fd, name, 0644, ret);
+
+        if (r >= 0)
+                fputs(GENERATOR_HEADER, *ret);
+        return r;
 }
 
 /* Closes f, reporting any write error that happened on the way. */
@@ -284,16 +290,12 @@ static int write_wants_symlink(int dir_fd, const Channel *c, const char *unit_pr
  * hands to the service as a credential, never into Environment= (visible to every user through
  * `systemctl show`). */
 static int write_gate_webhook(int dir_fd, const char *name, const char *url) {
-        _cleanup_close_ int fd = -EBADF;
         FILE *f;
+        int r;
 
-        fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return log_error_errno(errno, "Failed to create %s: %m", name);
-        f = fdopen(fd, "we");
-        if (!f)
-                return log_error_errno(errno, "Failed to open %s: %m", name);
-        TAKE_FD(fd);
+        r = file_create(dir_fd, name, 0600, &f);
+        if (r < 0)
+                return r;
         fputs(url, f);
         return unit_file_finish(f, name);
 }
