@@ -12,7 +12,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/timerfd.h>
+#include <linux/futex.h>
+#include <poll.h>
 #include <sys/un.h>
 #include <time.h>
 
@@ -37,6 +38,11 @@
 #define GATE_RECENT_DENY_NS (10ULL * 1000000000ULL)
 #define OPEN_HOW_SIZE_MAX 4096U         /* the kernel refuses a larger struct open_how with E2BIG */
 
+/* Linux 6.9: a pidfd for one thread, which polls readable once that thread has exited. */
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+
 /* A human's "deny" for one caller and command, remembered briefly: a shell searching $PATH asks again
  * for the same command under the next directory (/usr/bin/x denied, then /bin/x), which must not become
  * a second prompt. */
@@ -55,11 +61,13 @@ struct GateSupervisor {
         struct statx root;              /* our root: a caller with another root or mount is refused */
         int root_fd;
         atomic_uint pending_approvals;
+        atomic_uint_fast64_t exec_epoch;        /* bumped before every exec is continued */
+        _Atomic uint32_t call_seq;      /* odd while the receiver handles a call (a futex word) */
+        atomic_uint standbys_asleep;    /* standbys waiting on call_seq with FUTEX_WAIT */
         pthread_mutex_t lock;
         unsigned workers;               /* under lock, like the rest below */
         unsigned standbys;
         uint64_t receiver;              /* which worker receives: its generation */
-        int slow_fd;                    /* timerfd, armed while the receiver handles a call */
 };
 
 #define GATE_CALLER_CACHE_MAX 16U       /* per worker: callers whose /proc/PID handles stay open */
@@ -67,6 +75,9 @@ struct GateSupervisor {
 typedef struct CallerHandles {
         pid_t tid;
         int dir_fd;                     /* O_PATH: /proc/TID, pinning the task, not its number */
+        int pidfd;                      /* PIDFD_THREAD: tells whether this very task is still alive */
+        int mem_fd;                     /* /proc/TID/mem, kept for emulated calls while mem_epoch holds */
+        uint64_t mem_epoch;
         int status_fd;                  /* /proc/TID/status, opened on the first create */
         uint64_t used;
 } CallerHandles;
@@ -93,6 +104,7 @@ typedef struct Request {
         const struct seccomp_notif *n;
         GateCall call;
         int mem_fd, cwd_fd, dir_fd, dir2_fd;   /* dir_fd, dir2_fd: the caller's dirfds, opened */
+        bool mem_kept;                  /* mem_fd is caller->mem_fd: the cache owns it */
         mode_t umask;
         GateResolveContext rctx;
 
@@ -193,6 +205,8 @@ static int open_proc(pid_t pid, const char *what, int flags) {
 
 static void caller_handles_forget(CallerHandles *h) {
         h->dir_fd = safe_close(h->dir_fd);
+        h->pidfd = safe_close(h->pidfd);
+        h->mem_fd = safe_close(h->mem_fd);
         h->status_fd = safe_close(h->status_fd);
         h->tid = 0;
         h->used = 0;
@@ -203,9 +217,17 @@ static void caller_handles_forget(CallerHandles *h) {
  * number: once that task is gone every openat() beneath it fails, so a recycled pid can never reach the
  * handles of the process that had the number before. The status file (for the umask of creates) is kept
  * too and read again from offset 0, which makes procfs generate it anew: the umask changes untrapped.
- * /proc/PID/mem is not kept: it pins the memory the process had when it was opened, which an exec
- * replaces without a trapped call saying so (and a vfork child's old memory is its parent's, still
- * alive), so it is opened for every call. */
+ *
+ * Where the kernel has thread pidfds, the caller's /proc/TID/mem is kept as well, with a pidfd of the
+ * same task. A notification received comes from a task that is alive and holds its number (a task that
+ * dies takes its pending notification with it), so a kept pidfd that still shows its task alive after the
+ * receipt shows that the caller is that task: no open and no id check per call. Kept memory is used only
+ * for calls the supervisor performs itself on what it read and checked (files), never for the calls the
+ * kernel continues and reads again (exec, connect): /proc/PID/mem pins the memory the task had when it was
+ * opened, and an exec replaces it. Every exec the gate continues bumps exec_epoch, which retires the kept
+ * memory of every caller; one opened in the instant between the bump and the exec itself reads an
+ * address space nobody uses any more (EOF: read again from a fresh handle), or one still shared with a
+ * CLONE_VM process, whose path the supervisor then checks and acts on consistently. */
 static CallerHandles *caller_handles(Worker *w, pid_t tid, bool *ret_cached) {
         CallerHandles *h = NULL;
         int fd;
@@ -229,6 +251,17 @@ static CallerHandles *caller_handles(Worker *w, pid_t tid, bool *ret_cached) {
         h->used = ++w->clock;
         *ret_cached = false;
         return h;
+}
+
+/* Whether the task of a kept pidfd has not exited: readable means gone. */
+static bool caller_alive(const CallerHandles *h) {
+        struct pollfd p = { .fd = h->pidfd, .events = POLLIN };
+        int r;
+
+        do
+                r = poll(&p, 1, 0);
+        while (r < 0 && errno == EINTR);
+        return r == 0;
 }
 
 static int caller_openat(Request *q, const char *what, int flags) {
@@ -281,11 +314,30 @@ static bool uses_at_empty_path(const GateCall *c) {
                c->sys == GATE_SYS_FCHMODAT2;
 }
 
+static bool keeps_memory(const GateCall *c) {
+        return c->action != GATE_ACTION_EXEC && c->action != GATE_ACTION_CONNECT;
+}
+
+/* Paths are resolved and reported in our root: only right for a caller with the same root mount. A
+ * caller's root cannot change later: the agent holds no capability, and the filter refuses the user
+ * namespaces that would give it one (gate_filter_install()). */
+static int caller_check_root(Request *q) {
+        struct statx stx;
+
+        if (statx(q->caller->dir_fd, "root", 0, STATX_INO | STATX_MNT_ID, &stx) < 0)
+                return -errno;
+        if (stx.stx_ino != q->s->root.stx_ino || stx.stx_dev_major != q->s->root.stx_dev_major ||
+            stx.stx_dev_minor != q->s->root.stx_dev_minor || stx.stx_mnt_id != q->s->root.stx_mnt_id)
+                return -EXDEV;
+        return 0;
+}
+
 /* Everything of /proc/PID the request needs is opened before the notification id is checked (again):
- * once the id is still valid, these are the caller's and not a recycled pid's. */
+ * once the id is still valid, these are the caller's and not a recycled pid's. A caller seen before
+ * whose pidfd shows it alive needs neither (see caller_handles()). */
 static int open_caller(Request *q) {
         pid_t pid = (pid_t) q->n->pid;
-        struct statx stx;
+        uint64_t epoch = 0;
         bool cached;
         int r;
 
@@ -293,6 +345,19 @@ static int open_caller(Request *q) {
                 q->caller = caller_handles(q->w, pid, &cached);
                 if (!q->caller)
                         return -errno;
+                if (cached && q->caller->pidfd >= 0) {
+                        if (!caller_alive(q->caller)) {
+                                caller_handles_forget(q->caller);
+                                continue;       /* a new task with the number of one we knew */
+                        }
+                        if (keeps_memory(&q->call) && q->caller->mem_fd >= 0 &&
+                            q->caller->mem_epoch == atomic_load(&q->s->exec_epoch)) {
+                                q->mem_fd = q->caller->mem_fd;
+                                q->mem_kept = true;
+                                break;
+                        }
+                }
+                epoch = atomic_load(&q->s->exec_epoch);
                 q->mem_fd = caller_openat(q, "mem", O_RDONLY);
                 if (q->mem_fd >= 0)
                         break;
@@ -306,18 +371,53 @@ static int open_caller(Request *q) {
                 if (r < 0)
                         return r;
         }
+        q->rctx = (GateResolveContext) { .root_fd = q->s->root_fd, .tid = pid };
+        if (q->mem_kept)
+                return 0;
 
-        /* Paths are resolved and reported in our root: only right for a caller with the same root mount. */
-        if (statx(q->caller->dir_fd, "root", 0, STATX_INO | STATX_MNT_ID, &stx) < 0)
-                return -errno;
-        if (stx.stx_ino != q->s->root.stx_ino || stx.stx_dev_major != q->s->root.stx_dev_major ||
-            stx.stx_dev_minor != q->s->root.stx_dev_minor || stx.stx_mnt_id != q->s->root.stx_mnt_id)
-                return -EXDEV;
-
+        if (!cached) {
+                r = caller_check_root(q);
+                if (r < 0)
+                        return r;
+                /* Opened by number before the id check below, which makes it this caller's. */
+                q->caller->pidfd = (int) syscall(SYS_pidfd_open, pid, PIDFD_THREAD);
+                if (q->caller->pidfd < 0)
+                        log_debug_errno(errno, "No thread pidfd for %i, its handles are opened per call: %m", pid);
+        } else if (q->caller->pidfd < 0) {
+                r = caller_check_root(q);       /* without a pidfd nothing is taken on trust */
+                if (r < 0)
+                        return r;
+        }
         if (!notif_id_valid(q->s->notify_fd, q->n->id))
                 return -ESRCH;
-        q->rctx = (GateResolveContext) { .root_fd = q->s->root_fd, .tid = pid };
+        if (keeps_memory(&q->call) && q->caller->pidfd >= 0) {
+                safe_close(q->caller->mem_fd);
+                q->caller->mem_fd = q->mem_fd;
+                q->caller->mem_epoch = epoch;
+                q->mem_kept = true;
+        }
         return 0;
+}
+
+/* Kept memory that reads as gone (the address space an exec left behind): a fresh handle, checked like
+ * any. Returns whether there is one to read again from. */
+static bool caller_memory_refresh(Request *q) {
+        int fd;
+
+        if (!q->mem_kept)
+                return false;
+        q->caller->mem_fd = safe_close(q->caller->mem_fd);
+        q->mem_fd = -EBADF;
+        q->mem_kept = false;
+        fd = caller_openat(q, "mem", O_RDONLY);
+        if (fd < 0)
+                return false;
+        if (!notif_id_valid(q->s->notify_fd, q->n->id)) {
+                safe_close(fd);
+                return false;
+        }
+        q->mem_fd = fd;
+        return true;
 }
 
 /* The caller's cwd (dirfd AT_FDCWD) or its dirfd, opened when a relative path needs it, and the id
@@ -358,6 +458,8 @@ static int caller_cwd_path(Request *q, char **ret) {
 }
 
 static void request_done(Request *q) {
+        if (q->mem_kept)
+                q->mem_fd = -EBADF;
         q->mem_fd = safe_close(q->mem_fd);
         q->cwd_fd = safe_close(q->cwd_fd);
         q->dir_fd = safe_close(q->dir_fd);
@@ -762,6 +864,8 @@ static int read_open_how(Request *q) {
         if (q->call.size > OPEN_HOW_SIZE_MAX)
                 return -E2BIG;
         r = gate_mem_read(q->mem_fd, q->call.how, &how, sizeof(how));
+        if (r == -EFAULT && caller_memory_refresh(q))
+                r = gate_mem_read(q->mem_fd, q->call.how, &how, sizeof(how));
         if (r < 0)
                 return r;
         /* A larger struct from a newer libc: fine as long as what we do not know is zero. */
@@ -944,6 +1048,8 @@ static void emulate(Request *q, GateResolved *res, GateResolved *res2) {
 static int read_path(Request *q, uint64_t addr, char **ret) {
         int r = gate_mem_read_string(q->mem_fd, addr, GATE_PATH_MAX, ret, NULL);
 
+        if (r == -EFAULT && caller_memory_refresh(q))
+                r = gate_mem_read_string(q->mem_fd, addr, GATE_PATH_MAX, ret, NULL);
         return r < 0 && r != -ENAMETOOLONG ? -EFAULT : r;
 }
 
@@ -1211,6 +1317,9 @@ answer:
                         (void) notif_send(s->notify_fd, n->id, -r, 0, false);
                 break;
         case RESULT_CONTINUE:
+                /* An exec replaces the caller's memory: no kept /proc/PID/mem may be read after it. */
+                if (q.call.action == GATE_ACTION_EXEC)
+                        atomic_fetch_add(&s->exec_epoch, 1);
                 /* The id is checked by the kernel too; a dead caller's answer is simply refused. */
                 (void) notif_send(s->notify_fd, n->id, 0, 0, true);
                 break;
@@ -1228,20 +1337,31 @@ answer:
  * the kernel's queue meanwhile, which is cheaper than a second receiver: every thread waiting in
  * SECCOMP_IOCTL_NOTIF_RECV is woken for every notification (the kernel's wait is not exclusive), so idle
  * receivers cost each call a context switch apiece. But a call may block its worker for long (an
- * approval, a FIFO's open waiting for its writer, whose open is a trapped call too): while the receiver
- * handles a call, slow_fd is armed, and a standby worker waiting on it becomes the receiver when the call
- * takes longer than GATE_RECEIVER_SLOW_MS; a new standby is started for it. The slow worker, once done,
- * becomes the standby, or ends when there is one already. */
+ * approval, a FIFO's open waiting for its writer, whose open is a trapped call too): a standby worker
+ * watches the receiver's call_seq, odd while it handles a call, and becomes the receiver when the same
+ * call is still being handled GATE_RECEIVER_SLOW_MS later; a new standby is started for it. The slow
+ * worker, once done, becomes the standby, or ends when there is one already. The watch costs the
+ * receiver two atomic increments a call and no syscall: the standby looks every GATE_RECEIVER_SLOW_MS
+ * while calls come, and after GATE_STANDBY_IDLE_LOOKS looks at an idle receiver it sleeps on call_seq
+ * (a futex), which the next call wakes. */
 #define GATE_RECEIVER_SLOW_MS 5
+#define GATE_STANDBY_IDLE_LOOKS 20
 
 static void *worker(void *userdata);
 
-static int slow_fd_set(GateSupervisor *s, unsigned ms) {
-        struct itimerspec its = {
-                .it_value = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L },
-        };
+static void futex_wait_while(_Atomic uint32_t *word, uint32_t value) {
+        (void) syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, NULL, NULL, 0);
+}
 
-        return timerfd_settime(s->slow_fd, 0, &its, NULL) < 0 ? -errno : 0;
+static void futex_wake_all(_Atomic uint32_t *word) {
+        (void) syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* The receiver, between receiving a call and handling it. */
+static void call_begin(GateSupervisor *s) {
+        atomic_fetch_add(&s->call_seq, 1);
+        if (atomic_load(&s->standbys_asleep) > 0)
+                futex_wake_all(&s->call_seq);
 }
 
 /* Under s->lock. */
@@ -1260,7 +1380,7 @@ static void spawn_worker_locked(GateSupervisor *s, bool receiver) {
         }
         w->s = s;
         for (size_t i = 0; i < GATE_CALLER_CACHE_MAX; i++)
-                w->callers[i] = (CallerHandles) { .dir_fd = -EBADF, .status_fd = -EBADF };
+                w->callers[i] = (CallerHandles) { .dir_fd = -EBADF, .pidfd = -EBADF, .mem_fd = -EBADF, .status_fd = -EBADF };
         if (receiver)
                 w->receiver = ++s->receiver;
         r = pthread_attr_init(&attr);
@@ -1288,39 +1408,52 @@ static void worker_free(Worker *w) {
 /* Waits until the receiver is slow, then takes its place. */
 static void standby(Worker *w) {
         GateSupervisor *s = w->s;
-        uint64_t ticks;
+        const struct timespec look = { .tv_nsec = GATE_RECEIVER_SLOW_MS * 1000000L };
+        unsigned idle = 0;
 
         for (;;) {
-                ssize_t k = read(s->slow_fd, &ticks, sizeof(ticks));
+                uint32_t seq = atomic_load(&s->call_seq), now;
 
-                if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                if (!(seq & 1) && idle >= GATE_STANDBY_IDLE_LOOKS) {
+                        /* The store is seen by call_begin(), or the futex sees its increment. */
+                        atomic_fetch_add(&s->standbys_asleep, 1);
+                        futex_wait_while(&s->call_seq, seq);
+                        atomic_fetch_sub(&s->standbys_asleep, 1);
+                        idle = 0;
                         continue;
-                if (k < 0) {
-                        log_error_errno(errno, "Cannot wait on the gate's workers, the gate stops: %m");
-                        _exit(125);
                 }
-                break;
+                (void) clock_nanosleep(CLOCK_MONOTONIC, 0, &look, NULL);
+                now = atomic_load(&s->call_seq);
+                if (now != seq || !(seq & 1)) {
+                        idle = now == seq ? idle + 1 : 0;
+                        continue;
+                }
+
+                /* The same call for a whole look: take over, unless it ended meanwhile. */
+                pthread_mutex_lock(&s->lock);
+                if (atomic_load(&s->call_seq) != seq) {
+                        pthread_mutex_unlock(&s->lock);
+                        continue;
+                }
+                s->standbys--;
+                w->receiver = ++s->receiver;    /* the slow one finds out when it is done */
+                atomic_fetch_add(&s->call_seq, 1);      /* even: the new receiver has no call yet */
+                if (s->standbys == 0)
+                        spawn_worker_locked(s, false);
+                pthread_mutex_unlock(&s->lock);
+                return;
         }
-        pthread_mutex_lock(&s->lock);
-        s->standbys--;
-        w->receiver = ++s->receiver;    /* the slow one finds out when it is done */
-        if (s->standbys == 0)
-                spawn_worker_locked(s, false);
-        pthread_mutex_unlock(&s->lock);
 }
 
 /* After a call: false when another worker took over receiving meanwhile and there is a standby already. */
 static bool worker_done(Worker *w) {
         GateSupervisor *s = w->s;
         bool go_on = true;
-        int r;
 
         pthread_mutex_lock(&s->lock);
-        if (w->receiver == s->receiver) {
-                r = slow_fd_set(s, 0);
-                if (r < 0)
-                        log_debug_errno(r, "Cannot disarm the gate's slow-call timer, ignoring: %m");
-        } else if (s->standbys > 0) {
+        if (w->receiver == s->receiver)
+                atomic_fetch_add(&s->call_seq, 1);      /* even again; under the lock, as a takeover is */
+        else if (s->standbys > 0) {
                 s->workers--;
                 go_on = false;
         } else {
@@ -1364,11 +1497,7 @@ static void *worker(void *userdata) {
                         _exit(125);     /* the agent dies with us (PDEATHSIG): never unguarded */
                 }
                 /* Nobody else receives while this call is handled: if it takes long, the standby will. */
-                r = slow_fd_set(s, GATE_RECEIVER_SLOW_MS);
-                if (r < 0) {
-                        log_error_errno(r, "Cannot arm the gate's slow-call timer, the gate stops: %m");
-                        _exit(125);
-                }
+                call_begin(s);
                 handle(w, &n);
                 if (!worker_done(w))
                         break;
@@ -1400,12 +1529,9 @@ int gate_supervisor_start(const GateSupervisorConfig *c, int notify_fd, GateSupe
                 log_debug_errno(errno, "No synchronous wake-ups for seccomp notifications, ignoring: %m");
         pthread_mutex_init(&s->lock, NULL);
         s->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        s->slow_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-        if (s->root_fd < 0 || s->slow_fd < 0 ||
-            statx(s->root_fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &s->root) < 0) {
+        if (s->root_fd < 0 || statx(s->root_fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &s->root) < 0) {
                 r = -errno;
                 safe_close(s->root_fd);
-                safe_close(s->slow_fd);
                 free(s);
                 return r;
         }
@@ -1416,7 +1542,6 @@ int gate_supervisor_start(const GateSupervisorConfig *c, int notify_fd, GateSupe
         pthread_mutex_unlock(&s->lock);
         if (s->workers == 0) {
                 safe_close(s->root_fd);
-                safe_close(s->slow_fd);
                 free(s);
                 return -EAGAIN;
         }
@@ -1440,6 +1565,13 @@ int gate_supervisor_probe(const GateSupervisorConfig *c, pid_t pid) {
 }
 
 /* ---- the filter ---- */
+
+/* clone()'s flags: the first argument, the second on s390. */
+#if defined(__s390__) || defined(__s390x__)
+#define CLONE_FLAGS_ARG SCMP_A1
+#else
+#define CLONE_FLAGS_ARG SCMP_A0
+#endif
 
 static void seccomp_releasep(scmp_filter_ctx *ctx) {
         if (*ctx)
@@ -1471,6 +1603,21 @@ int gate_filter_install(int *ret_notify_fd) {
                 if (r < 0)
                         return log_debug_errno(r, "Cannot trap %s: %m", gate_syscall_name(s));
         }
+        /* No user namespace: in one the agent would hold capabilities, and with them could change its root
+         * or mount namespace under the supervisor's path resolution (caller_check_root() looks once per
+         * caller). clone3() passes its flags in memory, out of the filter's sight: ENOSYS, and libc falls
+         * back to clone(). */
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+        if (r < 0)
+                return r;
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                             CLONE_FLAGS_ARG(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+        if (r < 0)
+                return r;
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < ELEMENTSOF(denied); i++) {
                 int nr = seccomp_syscall_resolve_name(denied[i]);
 

@@ -9,10 +9,12 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +136,70 @@ static int connect_unix(const char *path) {
         return report(connect(fd, (struct sockaddr *) &sa, offsetof(struct sockaddr_un, sun_path) + strlen(path)));
 }
 
+/* A user namespace, where the agent would hold capabilities, by each door: unshare(), clone() and clone3(). */
+static const char *errname(long r) {
+        return r < 0 ? strerrorname_np(errno) ?: "E?" : "ok";
+}
+
+static int userns(void) {
+        struct { uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls; } args = {
+                .flags = CLONE_NEWUSER, .exit_signal = SIGCHLD,
+        };
+        long u, c, c3;
+
+        u = syscall(SYS_unshare, CLONE_NEWUSER);
+        printf("unshare=%s ", errname(u));
+        c = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
+        if (c == 0)
+                _exit(0);
+        printf("clone=%s ", errname(c));
+        c3 = syscall(SYS_clone3, &args, sizeof(args));
+        if (c3 == 0)
+                _exit(0);
+        printf("clone3=%s\n", errname(c3));
+        while (wait(NULL) > 0)
+                ;
+        return 0;
+}
+
+/* A thread that is not the leader execs (the kernel gives it the leader's pid) while the leader keeps
+ * opening files: the new program's own opens must read its own memory, not the old one's. */
+static const char *exec_self, *exec_path;
+
+static void *exec_thread(void *unused) {
+        (void) unused;
+        usleep(1000);
+        execl(exec_self, exec_self, "cat", exec_path, (char *) NULL);
+        return NULL;
+}
+
+static int thread_exec(const char *self, const char *path) {
+        pthread_t t;
+
+        exec_self = self;
+        exec_path = path;
+        if (pthread_create(&t, NULL, exec_thread, NULL) != 0)
+                return report(-1);
+        for (;;) {
+                int fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+
+                if (fd >= 0)
+                        close(fd);
+        }
+}
+
+/* The first line of a file. */
+static int cat(const char *path) {
+        char buf[256] = {};
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+        if (fd < 0 || read(fd, buf, sizeof(buf) - 1) < 0)
+                return report(-1);
+        buf[strcspn(buf, "\n")] = 0;
+        printf("%s\n", buf);
+        return 0;
+}
+
 static int bench(const char *path, long n) {
         struct timespec a, b;
 
@@ -212,6 +278,12 @@ int main(int argc, char *argv[]) {
                 race_b = argv[4];
                 return race(true, atol(argv[5]));
         }
+        if (!strcmp(cmd, "userns"))
+                return userns();
+        if (!strcmp(cmd, "thread-exec"))          /* thread-exec PATH: a sibling thread execs "cat PATH" */
+                return thread_exec(argv[0], a1);
+        if (!strcmp(cmd, "cat"))
+                return cat(a1);
         if (!strcmp(cmd, "bench") && argc > 3)
                 return bench(a1, atol(argv[3]));
         fprintf(stderr, "gate-probe: unknown command\n");

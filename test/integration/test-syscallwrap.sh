@@ -215,6 +215,21 @@ wrap "$PROBE" i386
 is "$st" 159 "a syscall through the 32-bit entry kills the process (SIGSYS)"
 wrap "$PROBE" x32
 is "$st" 159 "an x32 syscall number kills the process (SIGSYS)"
+wrap "$PROBE" userns
+is "$out" "unshare=EPERM clone=EPERM clone3=ENOSYS" \
+        "no user namespace: unshare and clone refused (EPERM), clone3 unavailable (ENOSYS, libc falls back)"
+wrap sh -c "echo forked; (echo subshell)"
+is "$(tr '\n' ' ' <<<"$out")" "forked subshell " "  ... while ordinary forks and threads work"
+echo first-line >"$H/exec-target.txt"
+chown "$U:$G" "$H/exec-target.txt"
+fails=0
+for i in $(seq 1 25); do
+        wrap "$PROBE" thread-exec "$H/exec-target.txt"
+        [ "$out" = first-line ] || { fails=$((fails + 1)); diag "thread-exec run $i: '$out' (status $st)"; }
+done
+is "$fails" 0 "a thread that execs while its leader opens files: the new program reads its own file, 25 times"
+wrap sh -c "cat $H/exec-target.txt; exec cat $H/exec-target.txt"
+is "$(tr '\n' ' ' <<<"$out")" "first-line first-line " "a process reads files before and after its own exec"
 wrap "$PROBE" kill-parent
 is "$out" EPERM "the agent cannot signal the supervisor"
 wrap "$PROBE" ptrace-parent
