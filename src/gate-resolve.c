@@ -157,8 +157,10 @@ static int finish(GateResolved *res, const char *name) {
 }
 
 /* Most paths have no symlink at all: one openat2() refusing symlinks gets the directory, the path is the
- * lexically cleaned one. Returns -EAGAIN when the path needs the component walk. */
-static int resolve_fast(int start_fd, const char *path, unsigned flags, GateResolved *ret) {
+ * lexically cleaned one. Returns -EAGAIN when the path needs the component walk; when only its last
+ * component is a symlink to follow, the walk can go on from the directory, returned in ret_dir_fd. */
+static int resolve_fast(int start_fd, const char *path, unsigned flags, GateResolved *ret, int *ret_dir_fd,
+                        int *ret_link_fd) {
         struct open_how how = {
                 .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                 .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
@@ -193,8 +195,11 @@ static int resolve_fast(int start_fd, const char *path, unsigned flags, GateReso
         if (fd >= 0) {
                 if (fstat(fd, &st) < 0)
                         return -errno;
-                if (S_ISLNK(st.st_mode) && (flags & GATE_RESOLVE_FOLLOW))
+                if (S_ISLNK(st.st_mode) && (flags & GATE_RESOLVE_FOLLOW)) {
+                        *ret_dir_fd = TAKE_FD(dfd);
+                        *ret_link_fd = TAKE_FD(fd);
                         return -EAGAIN;
+                }
         }
 
         if (path[0] != '/') {
@@ -218,9 +223,33 @@ static int resolve_fast(int start_fd, const char *path, unsigned flags, GateReso
         return 0;
 }
 
+/* The directories of *p (all but its last component) opened from dir_fd in one openat2() that refuses
+ * every symlink, and *p moved past them. Returns the new directory, 0 when the walk must take them one by
+ * one (a symlink on the way, a scoped walk, a trailing slash, nothing to leap), or -ENOMEM. */
+static int leap_directories(int dir_fd, const char **p, unsigned flags) {
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_free_ char *dirs = NULL;
+        const char *slash = strrchr(*p, '/');
+        int fd;
+
+        if (flags & (GATE_RESOLVE_BENEATH | GATE_RESOLVE_IN_ROOT) || !slash || slash[1] == 0 || slash == *p)
+                return 0;
+        dirs = strndup(*p, slash - *p);
+        if (!dirs)
+                return -ENOMEM;
+        fd = (int) syscall(SYS_openat2, dir_fd, dirs, &how, sizeof(how));
+        if (fd < 0)
+                return 0;
+        *p = slash + 1;
+        return fd;
+}
+
 int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsigned flags, GateResolved *ret) {
         _cleanup_free_ char *todo = NULL;
-        _cleanup_close_ int cur = -EBADF;
+        _cleanup_close_ int cur = -EBADF, link_fd = -EBADF;
         GateResolved res = GATE_RESOLVED_NULL;
         bool scoped = flags & (GATE_RESOLVE_BENEATH | GATE_RESOLVE_IN_ROOT);
         int root = scoped ? start_fd : ctx->root_fd;
@@ -232,14 +261,17 @@ int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsign
                 return -ENAMETOOLONG;
         if (path[0] == 0 && !(flags & GATE_RESOLVE_EMPTY_PATH))
                 return -ENOENT;
-        r = resolve_fast(start_fd, path, flags, ret);
+        r = resolve_fast(start_fd, path, flags, ret, &cur, &link_fd);
         if (r != -EAGAIN)
                 return r;
         todo = strdup(path);
         if (!todo)
                 return -ENOMEM;
 
-        if (todo[0] == '/') {
+        p = todo;
+        if (cur >= 0)
+                p = strrchr(todo, '/') ? strrchr(todo, '/') + 1 : todo;   /* resolve_fast()'s directory */
+        else if (todo[0] == '/') {
                 if (flags & GATE_RESOLVE_BENEATH)
                         return -EXDEV;
                 cur = dup_fd(root);
@@ -248,8 +280,7 @@ int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsign
         if (cur < 0)
                 return cur;
 
-        p = todo;
-        for (;;) {
+        for (bool leap = false;;) {
                 _cleanup_close_ int fd = -EBADF;
                 _cleanup_free_ char *name = NULL, *target = NULL;
                 const char *e, *rest;
@@ -258,6 +289,18 @@ int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsign
 
                 while (*p == '/')
                         p++;
+                if (leap) {
+                        /* After a symlink: its directories in one openat2() when none of them is a link
+                         * (the walk below checks each component the same way, but one at a time). */
+                        leap = false;
+                        r = leap_directories(cur, &p, flags);
+                        if (r < 0)
+                                return r;
+                        if (r > 0) {
+                                safe_close(cur);
+                                cur = r;
+                        }
+                }
                 if (*p == 0) {
                         /* "/", "" (AT_EMPTY_PATH) or a path ending in "." or "..": the directory itself.
                          * "" names the caller's fd, which may be anything (a memfd for fexecve()). */
@@ -296,7 +339,8 @@ int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsign
                         continue;
                 }
 
-                fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                /* resolve_fast() stopped at this very symlink, opened already. */
+                fd = link_fd >= 0 ? TAKE_FD(link_fd) : openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0) {
                         if (errno == ENOENT && last) {
                                 res.dir_fd = TAKE_FD(cur);
@@ -324,9 +368,11 @@ int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsign
                                 return -ELOOP;
                         if (++links > GATE_RESOLVE_SYMLINKS_MAX)
                                 return -ELOOP;
-                        if (fstatfs(cur, &sf) < 0 || fstat(cur, &sc) < 0)
+                        if (fstatfs(cur, &sf) < 0)
                                 return -errno;
                         on_proc = sf.f_type == PROC_SUPER_MAGIC;
+                        if (on_proc && fstat(cur, &sc) < 0)
+                                return -errno;
                         proc_root = on_proc && sc.st_ino == PROC_ROOT_INO;
 
                         if (on_proc && !proc_root) {
@@ -365,6 +411,7 @@ int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsign
                         free(todo);
                         todo = n;
                         p = todo;
+                        leap = true;
                         if (todo[0] == '/') {
                                 int rfd;
 

@@ -423,6 +423,11 @@ int gate_mem_read_argv(int mem_fd, uint64_t addr, size_t max_args, size_t max_by
                 *ret = TAKE_PTR(argv);
                 return 0;
         }
+        /* The pointers are read a batch at a time, never past the page they start on (the array may end
+         * right before an unmapped page); one pointer straddling two pages is read alone. */
+        uint64_t ptrs[16];
+        size_t have = 0, at = 0;
+
         for (;;) {
                 uint64_t p;
                 size_t len;
@@ -431,9 +436,18 @@ int gate_mem_read_argv(int mem_fd, uint64_t addr, size_t max_args, size_t max_by
 
                 if (n >= max_args)
                         return -E2BIG;
-                r = gate_mem_read(mem_fd, addr + n * sizeof(uint64_t), &p, sizeof(p));
-                if (r < 0)
-                        return r;
+                if (at == have) {
+                        uint64_t next = addr + n * sizeof(uint64_t);
+                        size_t k = (page_size() - (size_t) (next % page_size())) / sizeof(uint64_t);
+
+                        k = MIN(MAX(k, (size_t) 1), ELEMENTSOF(ptrs));
+                        r = gate_mem_read(mem_fd, next, ptrs, k * sizeof(uint64_t));
+                        if (r < 0)
+                                return r;
+                        have = k;
+                        at = 0;
+                }
+                p = ptrs[at++];
                 if (p == 0)
                         break;
                 if (bytes >= max_bytes)

@@ -212,6 +212,19 @@ static void test_memory(void) {
         ok(r == 0 && argv && !argv[0], "a NULL argv reads as empty");
         argv = strv_free(argv);
 
+        /* 20 arguments (more than one batch of pointers) whose NULL ends right before the unmapped page. */
+        {
+                uint64_t *arr = (uint64_t *) (page + ps) - 21;
+
+                for (size_t i = 0; i < 20; i++)
+                        arr[i] = (uint64_t) (uintptr_t) (i % 2 ? "x" : "yy");
+                arr[20] = 0;
+                r = gate_mem_read_argv(mem, (uint64_t) (uintptr_t) arr, GATE_ARGV_MAX, GATE_ARGV_BYTES_MAX, &argv);
+                ok(r == 0 && strv_length(argv) == 20 && streq(argv[18], "yy") && streq(argv[19], "x"),
+                   "an argv of 20 whose NULL ends the last mapped page is read whole");
+                argv = strv_free(argv);
+        }
+
         /* The pointer array itself running into the unmapped page. */
         memcpy(page + ps - 8, &ptrs[0], 8);
         r = gate_mem_read_argv(mem, (uint64_t) (uintptr_t) (page + ps - 8), GATE_ARGV_MAX, GATE_ARGV_BYTES_MAX, &argv);

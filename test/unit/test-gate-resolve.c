@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* gate_resolve() on a real tree of files, directories and symlinks made for the test: what path the
+ * policy is shown and what object the supervisor holds, for plain paths, symlinks at the end and on the
+ * way (relative, absolute, chained, through ".."), loops, missing and non-directory components, the
+ * openat2() scopes, and /proc/self, which must name the caller and not the supervisor. */
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gate-resolve.h"
+#include "tap.h"
+
+static char base[PATH_MAX];
+static int root_fd, base_fd;
+
+static void make_tree(void) {
+        char tmpl[] = "/tmp/test-gate-resolve.XXXXXX";
+        static const struct { const char *name, *target; } links[] = {
+                { "link-f", "d/f" },
+                { "abs-f", NULL },              /* base/d/f, absolute */
+                { "link-d", "d" },
+                { "link-d2", "link-d" },
+                { "chain", "link-f" },
+                { "loop1", "loop2" },
+                { "loop2", "loop1" },
+                { "deep", "d/sub/deeper/g" },
+                { "mix", "link-d/sub/../f" },
+                { "d/sub/up", "../f" },
+                { "proc-status", "/proc/self/status" },
+        };
+        char p[PATH_MAX * 2];
+
+        if (!mkdtemp(tmpl) || !realpath(tmpl, base))
+                abort();
+        snprintf(p, sizeof(p), "%s/d/sub/deeper", base);
+        (void) mkdir(strndupa(p, strlen(base) + 2), 0755);
+        (void) mkdir(strndupa(p, strlen(base) + 6), 0755);
+        (void) mkdir(p, 0755);
+        snprintf(p, sizeof(p), "%s/d/f", base);
+        close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+        snprintf(p, sizeof(p), "%s/d/sub/deeper/g", base);
+        close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+        for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+                char target[PATH_MAX * 2];
+
+                snprintf(p, sizeof(p), "%s/%s", base, links[i].name);
+                if (links[i].target)
+                        snprintf(target, sizeof(target), "%s", links[i].target);
+                else
+                        snprintf(target, sizeof(target), "%s/d/f", base);
+                if (symlink(target, p) < 0)
+                        abort();
+        }
+        root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        base_fd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0 || base_fd < 0)
+                abort();
+}
+
+/* The path gate_resolve() reports, "-ERRNO" on failure, "(none)" when the object has no path. */
+static char *resolve(pid_t tid, const char *path, unsigned flags, GateResolved *keep) {
+        GateResolveContext ctx = { .root_fd = root_fd, .tid = tid };
+        GateResolved r = GATE_RESOLVED_NULL;
+        char *s;
+        int e;
+
+        e = gate_resolve(&ctx, path[0] == '/' && !(flags & (GATE_RESOLVE_BENEATH | GATE_RESOLVE_IN_ROOT)) ?
+                         root_fd : base_fd, path, flags, &r);
+        if (e < 0) {
+                if (asprintf(&s, "-%s", strerrorname_np(-e)) < 0)
+                        abort();
+                return s;
+        }
+        s = strdup(r.path ?: "(none)");
+        if (keep)
+                *keep = r;
+        else
+                gate_resolved_done(&r);
+        return s;
+}
+
+static char *in_base(const char *rel) {
+        char *s;
+
+        if (asprintf(&s, "%s/%s", base, rel) < 0)
+                abort();
+        return s;
+}
+
+#define RESOLVES(path, flags, want, ...)                                                      \
+        ({                                                                                   \
+                _cleanup_free_ char *_got = resolve(getpid(), path, flags, NULL);           \
+                _cleanup_free_ char *_want = (want)[0] == '-' || (want)[0] == '/' ? strdup(want) : in_base(want); \
+                is_str(_got, _want, __VA_ARGS__);                                            \
+        })
+
+static void test_plain_and_symlinks(void) {
+        GateResolved r = GATE_RESOLVED_NULL;
+        _cleanup_free_ char *p = NULL;
+        struct stat st;
+
+        RESOLVES("d/f", 0, "d/f", "a plain relative path is reported absolute");
+        RESOLVES("d/./sub/../f", 0, "d/f", "  ... cleaned of '.' and '..'");
+        RESOLVES("link-f", GATE_RESOLVE_FOLLOW, "d/f", "a final symlink that is followed reports its target");
+        p = resolve(getpid(), "link-f", 0, &r);
+        is_str(p, in_base("link-f"), "  ... and one that is not followed reports the link itself");
+        ok(r.fd >= 0 && fstat(r.fd, &st) == 0 && S_ISLNK(st.st_mode), "  ... whose object is the symlink");
+        gate_resolved_done(&r);
+        RESOLVES("abs-f", GATE_RESOLVE_FOLLOW, "d/f", "an absolute symlink target starts from the root");
+        RESOLVES("chain", GATE_RESOLVE_FOLLOW, "d/f", "a chain of symlinks is followed to its end");
+        RESOLVES("link-d/f", 0, "d/f", "a symlinked directory on the way is followed, even without FOLLOW");
+        RESOLVES("link-d2/sub/../f", 0, "d/f", "  ... through a chain of directory links and '..'");
+        RESOLVES("deep", GATE_RESOLVE_FOLLOW, "d/sub/deeper/g", "a symlink to a deep path reaches it");
+        RESOLVES("mix", GATE_RESOLVE_FOLLOW, "d/f", "a symlink whose target passes another symlink reaches the end");
+        RESOLVES("d/sub/up", GATE_RESOLVE_FOLLOW, "d/f", "a relative target is relative to the link's directory");
+        RESOLVES("link-d/", GATE_RESOLVE_FOLLOW, "d", "a trailing slash follows a symlinked directory");
+}
+
+static void test_errors(void) {
+        GateResolved r = GATE_RESOLVED_NULL;
+        _cleanup_free_ char *p = NULL;
+
+        RESOLVES("loop1", GATE_RESOLVE_FOLLOW, "-ELOOP", "a symlink loop fails with ELOOP");
+        RESOLVES("missing/x", 0, "-ENOENT", "a missing directory on the way fails with ENOENT");
+        RESOLVES("d/f/x", 0, "-ENOTDIR", "a file used as a directory fails with ENOTDIR");
+        RESOLVES("link-d/f", GATE_RESOLVE_NO_SYMLINKS, "-ELOOP", "RESOLVE_NO_SYMLINKS refuses a symlink on the way");
+        RESOLVES("../x", GATE_RESOLVE_BENEATH, "-EXDEV", "RESOLVE_BENEATH refuses '..' out of the start");
+        RESOLVES("abs-f", GATE_RESOLVE_BENEATH | GATE_RESOLVE_FOLLOW, "-EXDEV", "  ... and an absolute symlink");
+
+        p = resolve(getpid(), "link-d/new", 0, &r);
+        is_str(p, in_base("d/new"), "a missing last component reports where it would be created");
+        ok(r.fd < 0 && r.dir_fd >= 0 && r.name && streq(r.name, "new"), "  ... with its directory and name, no object");
+        gate_resolved_done(&r);
+}
+
+static void test_proc_self(void) {
+        char want[64];
+        pid_t child;
+
+        child = fork();
+        if (child == 0) {
+                pause();
+                _exit(0);
+        }
+        snprintf(want, sizeof(want), "/proc/%i/status", (int) child);
+        {
+                _cleanup_free_ char *p = resolve(child, "/proc/self/status", GATE_RESOLVE_FOLLOW, NULL);
+
+                is_str(p, want, "/proc/self names the caller, not the supervisor");
+        }
+        {
+                _cleanup_free_ char *p = resolve(child, "proc-status", GATE_RESOLVE_FOLLOW, NULL);
+
+                is_str(p, want, "  ... also when a symlink leads there");
+        }
+        kill(child, SIGKILL);
+        (void) waitpid(child, NULL, 0);
+}
+
+int main(void) {
+        char cmd[PATH_MAX + 16];
+
+        make_tree();
+        test_plain_and_symlinks();
+        test_errors();
+        test_proc_self();
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+        if (system(cmd) != 0)
+                diag("could not remove the test tree");
+        return done_testing();
+}
