@@ -5,9 +5,10 @@
  * installs, and the threads of the root parent that answer its notifications.
  *
  * Every trapped call is read from the caller's memory (/proc/PID/mem, opened with the caller's
- * filesystem credentials, which ptrace's FSCREDS check accepts without CAP_SYS_PTRACE), its /proc/PID
- * handles are opened and the notification id is checked again before anything is decided, so a recycled
- * pid is never read. Then:
+ * filesystem credentials, which ptrace's FSCREDS check accepts without CAP_SYS_PTRACE). A new caller's
+ * /proc/PID handles are opened and the notification id is checked again before anything is decided, so a
+ * recycled pid is never read; a known caller's handles are kept with a pidfd of it, which shows it is still
+ * the same task (see caller_handles() for when kept memory may be read). Then:
  *   file calls   are resolved by gate_resolve() and, when the policy allows, performed by the supervisor
  *                thread itself with the caller's uid, gid, groups and umask and no capabilities, on the
  *                very objects it checked: opens get their fd injected (SECCOMP_IOCTL_NOTIF_ADDFD with

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -200,6 +202,120 @@ static int cat(const char *path) {
         return 0;
 }
 
+static long elapsed_ns(const struct timespec *a, const struct timespec *b) {
+        return (b->tv_sec - a->tv_sec) * 1000000000L + (b->tv_nsec - a->tv_nsec);
+}
+
+static long time_opens(const char *path, long n) {
+        struct timespec a, b;
+
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (long i = 0; i < n; i++) {
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+                if (fd >= 0)
+                        close(fd);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        return elapsed_ns(&a, &b) / n;
+}
+
+/* The kernel's share of a gated call, for test/bench/gate: n opens under a notifying filter of our own
+ * whose supervisor does nothing but answer, either "continue" (the kernel opens) or with the file opened
+ * by the supervisor and injected (ADDFD), as the gate emulates an open. Needs a process without the gate
+ * (which refuses a second listener). Prints "plain=NS continue=NS addfd=NS", per open+close. */
+static long floor_run(const char *path, long n, bool addfd) {
+        struct sock_filter insns[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = sizeof(insns) / sizeof(insns[0]), .filter = insns };
+        int sv[2], nfd;
+        long result = -1;
+        pid_t child;
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return -1;
+        child = fork();
+        if (child == 0) {
+                char cbuf[CMSG_SPACE(sizeof(int))] = {}, ack;
+                struct iovec io = { .iov_base = &ack, .iov_len = 1 };
+                struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+                struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+                long ns;
+
+                nfd = (int) syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+                if (nfd < 0)
+                        _exit(1);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &nfd, sizeof(int));
+                ack = 'f';
+                if (sendmsg(sv[1], &m, 0) < 0 || read(sv[1], &ack, 1) != 1)
+                        _exit(1);
+                close(nfd);
+                ns = time_opens(path, n);
+                _exit(write(sv[1], &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
+        }
+        {
+                char cbuf[CMSG_SPACE(sizeof(int))] = {}, b;
+                struct iovec io = { .iov_base = &b, .iov_len = 1 };
+                struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+
+                if (recvmsg(sv[0], &m, 0) != 1 || !CMSG_FIRSTHDR(&m))
+                        goto out;
+                memcpy(&nfd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
+        }
+        (void) ioctl(nfd, SECCOMP_IOW(4, __u64), 1UL);   /* SECCOMP_IOCTL_NOTIF_SET_FLAGS: sync wake-ups */
+        if (write(sv[0], "g", 1) != 1)
+                goto out;
+        for (;;) {
+                struct pollfd p[2] = { { .fd = nfd, .events = POLLIN }, { .fd = sv[0], .events = POLLIN } };
+                struct seccomp_notif no = {};
+
+                if (poll(p, 2, -1) < 0 && errno != EINTR)
+                        break;
+                if (p[1].revents) {
+                        if (read(sv[0], &result, sizeof(result)) != sizeof(result))
+                                result = -1;
+                        break;
+                }
+                if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_RECV, &no) < 0)
+                        continue;
+                if (addfd) {
+                        struct seccomp_notif_addfd a = { .id = no.id, .flags = SECCOMP_ADDFD_FLAG_SEND,
+                                                         .newfd_flags = O_CLOEXEC };
+                        int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+                        a.srcfd = (uint32_t) fd;
+                        (void) ioctl(nfd, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
+                        close(fd);
+                } else {
+                        struct seccomp_notif_resp r = { .id = no.id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE };
+
+                        (void) ioctl(nfd, SECCOMP_IOCTL_NOTIF_SEND, &r);
+                }
+        }
+        close(nfd);
+out:
+        close(sv[0]);
+        close(sv[1]);
+        (void) waitpid(child, NULL, 0);
+        return result;
+}
+
+static int floor_bench(const char *path, long n) {
+        long plain = time_opens(path, n), cont = floor_run(path, n, false), addfd = floor_run(path, n, true);
+
+        if (cont < 0 || addfd < 0)
+                return report(-1);
+        printf("plain=%ld continue=%ld addfd=%ld\n", plain, cont, addfd);
+        return 0;
+}
+
 static int bench(const char *path, long n) {
         struct timespec a, b;
 
@@ -286,6 +402,8 @@ int main(int argc, char *argv[]) {
                 return cat(a1);
         if (!strcmp(cmd, "bench") && argc > 3)
                 return bench(a1, atol(argv[3]));
+        if (!strcmp(cmd, "floor") && argc > 3)      /* floor PATH N */
+                return floor_bench(a1, atol(argv[3]));
         fprintf(stderr, "gate-probe: unknown command\n");
         return 2;
 }
