@@ -62,6 +62,8 @@ struct GateSupervisor {
         int root_fd;
         atomic_uint pending_approvals;
         atomic_uint_fast64_t exec_epoch;        /* bumped before every exec is continued */
+        atomic_uint_fast64_t stat_local, stat_approvals;
+        atomic_uint_fast64_t stat_latency_us[GATE_LATENCY_BUCKETS];
         _Atomic uint32_t call_seq;      /* odd while the receiver handles a call (a futex word) */
         atomic_uint standbys_asleep;    /* standbys waiting on call_seq with FUTEX_WAIT */
         pthread_mutex_t lock;
@@ -1274,7 +1276,7 @@ static void handle(Worker *w, const struct seccomp_notif *n) {
                 .mem_fd = -EBADF, .cwd_fd = -EBADF, .dir_fd = -EBADF, .dir2_fd = -EBADF, .fd = -EBADF,
                 .umask = 022,
         };
-        uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+        uint64_t t0 = now_ns(CLOCK_MONOTONIC), latency;
         int r;
 
         r = gate_call_decode(n->data.nr, (const uint64_t *) n->data.args, &q.call);
@@ -1308,7 +1310,14 @@ static void handle(Worker *w, const struct seccomp_notif *n) {
 answer:
         /* Recorded before the answer: once the caller goes on (and maybe exits, and the agent with it), its
          * decision is in the log. */
-        record(&q, now_ns(CLOCK_MONOTONIC) - t0);
+        latency = now_ns(CLOCK_MONOTONIC) - t0;
+        record(&q, latency);
+        if (q.event && streq(q.event, "local")) {
+                atomic_fetch_add_explicit(&s->stat_local, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&s->stat_latency_us[MIN(latency / 1000, (uint64_t) GATE_LATENCY_BUCKETS - 1)],
+                                          1, memory_order_relaxed);
+        } else if (q.event)
+                atomic_fetch_add_explicit(&s->stat_approvals, 1, memory_order_relaxed);
         switch (q.result) {
         case RESULT_FD:
                 r = notif_addfd_send(s->notify_fd, n->id, q.fd, q.fd_cloexec);
@@ -1547,6 +1556,32 @@ int gate_supervisor_start(const GateSupervisorConfig *c, int notify_fd, GateSupe
         }
         *ret = s;
         return 0;
+}
+
+void gate_supervisor_stats(GateSupervisor *s, GateSupervisorStats *ret) {
+        GateSupervisorStats st = {
+                .local = atomic_load(&s->stat_local),
+                .approvals = atomic_load(&s->stat_approvals),
+        };
+
+        for (size_t i = 0; i < GATE_LATENCY_BUCKETS; i++)
+                st.latency_us[i] = atomic_load(&s->stat_latency_us[i]);
+        *ret = st;
+}
+
+unsigned gate_stats_latency_permille(const GateSupervisorStats *st, unsigned permille) {
+        uint64_t total = 0, seen = 0;
+
+        for (size_t i = 0; i < GATE_LATENCY_BUCKETS; i++)
+                total += st->latency_us[i];
+        if (total == 0)
+                return 0;
+        for (size_t i = 0; i < GATE_LATENCY_BUCKETS; i++) {
+                seen += st->latency_us[i];
+                if (seen * 1000 >= total * permille)
+                        return (unsigned) i + 1;        /* bucket i holds [i, i+1) us */
+        }
+        return GATE_LATENCY_BUCKETS;
 }
 
 int gate_supervisor_probe(const GateSupervisorConfig *c, pid_t pid) {

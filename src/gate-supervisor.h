@@ -21,6 +21,7 @@
  * worker receives and handles calls in turn, and a standby takes over receiving when a call keeps it
  * longer than a few milliseconds (then another standby is started). */
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "gate-client.h"
@@ -43,6 +44,21 @@ typedef struct GateSupervisorConfig {
 } GateSupervisorConfig;
 
 typedef struct GateSupervisor GateSupervisor;
+
+/* What the supervisor decided, for the summary line it leaves when the agent ends: calls decided locally
+ * (by policy, no human) and their decision latency, from receiving the call to answering it, in 1 us
+ * steps up to GATE_LATENCY_BUCKETS us (the last step counts everything slower). */
+#define GATE_LATENCY_BUCKETS 200U
+
+typedef struct GateSupervisorStats {
+        uint64_t local;                 /* calls decided by policy */
+        uint64_t approvals;             /* calls a human (or the approval timeout) decided */
+        uint64_t latency_us[GATE_LATENCY_BUCKETS];
+} GateSupervisorStats;
+
+void gate_supervisor_stats(GateSupervisor *s, GateSupervisorStats *ret);
+/* The latency below which the given per mille of local decisions fall, in microseconds. */
+unsigned gate_stats_latency_permille(const GateSupervisorStats *st, unsigned permille);
 
 /* In the agent's process, after dropping privileges: installs the filter (TSYNC, a new listener) and
  * returns the listener fd. */

@@ -8,6 +8,7 @@
  * reaps orphans as a subreaper, forwards termination signals to the agent and exits with its status. */
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -166,6 +167,18 @@ static int parse_env_id(const char *name, uint32_t *ret, bool *have) {
                 return log_error_errno(EINVAL, "Invalid %s=\"%s\": expected a number.", name, v);
         *have = true;
         return 0;
+}
+
+/* One line in the container's log when the agent ends: what the gate decided and how fast. */
+static void log_gate_summary(GateSupervisor *s) {
+        GateSupervisorStats st;
+
+        gate_supervisor_stats(s, &st);
+        log_notice("Gate: %" PRIu64 " calls decided by policy, decision latency median %u us, 90th percentile %u us%s; "
+                   "%" PRIu64 " by approval.",
+                   st.local, gate_stats_latency_permille(&st, 500), gate_stats_latency_permille(&st, 900),
+                   st.latency_us[GATE_LATENCY_BUCKETS - 1] > 0 ? " (the slowest over the scale)" : "",
+                   st.approvals);
 }
 
 /* Waits for the agent, reaping orphans meanwhile and passing termination signals on. */
@@ -389,6 +402,7 @@ int verb_syscallwrap(int argc, char *argv[]) {
         safe_close(sv[0]);
 
         r = wait_agent(child, &mask);
+        log_gate_summary(supervisor);
         /* The agent's last decisions are still on their way to the host's journal. */
         if (gate_client_audit_flush(client, GATE_AUDIT_FLUSH_MS) < 0)
                 log_warning("Gate audit records still queued after %u ms, they are in this log only.", GATE_AUDIT_FLUSH_MS);
