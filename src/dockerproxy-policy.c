@@ -1205,6 +1205,13 @@ finish:
         return r;
 }
 
+static bool span_is_whitespace(const char *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (!strchr(" \t\r\n", s[i]) || s[i] == 0)
+                        return false;
+        return true;
+}
+
 int proxy_body_parse(const char *body, size_t size, json_object **ret) {
         _cleanup_(json_object_putp) json_object *o = NULL;
         enum json_tokener_error e;
@@ -1214,7 +1221,7 @@ int proxy_body_parse(const char *body, size_t size, json_object **ret) {
 
         if (size > PROXY_BODY_MAX)
                 return -EFBIG;
-        if (size == 0 || strspn(body, " \t\r\n") == size) {
+        if (span_is_whitespace(body, size)) {
                 o = json_object_new_object();
                 if (!o)
                         return -ENOMEM;
@@ -1230,8 +1237,8 @@ int proxy_body_parse(const char *body, size_t size, json_object **ret) {
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
         o = json_tokener_parse_ex(tok, body, (int) size);
         e = json_tokener_get_error(tok);
-        if (e == json_tokener_success && (size_t) json_tokener_get_parse_end(tok) != size &&
-            strspn(body + json_tokener_get_parse_end(tok), " \t\r\n") != size - json_tokener_get_parse_end(tok))
+        if (e == json_tokener_success &&
+            !span_is_whitespace(body + json_tokener_get_parse_end(tok), size - json_tokener_get_parse_end(tok)))
                 e = json_tokener_error_parse_unexpected;
         json_tokener_free(tok);
         if (e != json_tokener_success || !o)
