@@ -25,8 +25,9 @@
  *
  * Settings come from the environment loop-generator writes into the unit's drop-in:
  *   LOOP_DOCKERPROXY_ENGINE_SOCKET   the engine's socket (default: Podman's rootful one, else Docker's)
- *   LOOP_DOCKERPROXY_POLICY          a compiled-on-start policy document (proxy-policy.json); default:
- *                                    $CREDENTIALS_DIRECTORY/policy, else the built-in rules
+ *   LOOP_DOCKERPROXY_POLICY          the channel's policy document (proxy-policy.json: default_decision,
+ *                                    http_rules, body_rules), whose rules go before the built-in ones;
+ *                                    default: $CREDENTIALS_DIRECTORY/policy, else the built-in rules alone
  *   LOOP_DOCKERPROXY_WORK_DIR        the channel's work dir, for the built-in rules
  *   LOOP_DOCKERPROXY_CONTAINERS_MAX  nested containers the channel may have (default 16)
  *   LOOP_DOCKERPROXY_IDLE_SEC        how long to linger without connections (default 60)
@@ -1179,14 +1180,14 @@ static int proxy_settings(Proxy *p) {
                 if (access(cred_policy, F_OK) >= 0)
                         policy = cred_policy;
         }
+        if (!isempty(work_dir) && (work_dir[0] != '/' || streq(work_dir, "/")))
+                return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_WORK_DIR=%s must be absolute and not /.", work_dir);
         if (!isempty(policy)) {
-                r = proxy_policy_load_file(policy, &p->policy, &error);
+                r = proxy_policy_load_channel_file(policy, isempty(work_dir) ? NULL : work_dir, &p->policy, &error);
                 if (r < 0)
                         return log_error_errno(r, "Policy %s refused: %s", policy, strna(error));
         } else {
                 _cleanup_(json_object_putp) json_object *doc = NULL;
-                if (!isempty(work_dir) && (work_dir[0] != '/' || streq(work_dir, "/")))
-                        return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_WORK_DIR=%s must be absolute and not /.", work_dir);
                 r = proxy_policy_document(NULL, isempty(work_dir) ? NULL : work_dir, &doc);
                 if (r < 0)
                         return log_error_errno(r, "Cannot build the default policy: %m");

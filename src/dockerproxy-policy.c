@@ -234,14 +234,41 @@ fail:
         return r;
 }
 
-int proxy_policy_document(const DockerProxyConfig *cfg, const char *work_dir, json_object **ret) {
+int proxy_policy_channel_document(const DockerProxyConfig *cfg, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *doc = json_object_new_object();
+        int r;
+
+        if (!doc)
+                return -ENOMEM;
+        json_object_object_add(doc, "default_decision",
+                               json_object_new_string(decision_to_string(cfg ? cfg->default_decision : DECISION_ALLOW)));
+        r = config_rules(doc, cfg);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(doc);
+        return 0;
+}
+
+bool proxy_policy_channel_document_is_empty(json_object *doc) {
+        json_object *v;
+
+        if (json_object_object_get_ex(doc, "default_decision", &v) &&
+            !streq_ptr(json_object_get_string(v), "allow"))
+                return false;
+        return (!json_object_object_get_ex(doc, "http_rules", &v) || json_object_array_length(v) == 0) &&
+                (!json_object_object_get_ex(doc, "body_rules", &v) || json_object_array_length(v) == 0);
+}
+
+int proxy_policy_document_merge(json_object *channel, const char *work_dir, json_object **ret) {
         _cleanup_(json_object_putp) json_object *doc = NULL, *defaults = NULL, *hosts = NULL, *caps = NULL, *work = NULL;
         _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
         const char *w[] = { work_dir, NULL };
-        json_object *http, *body, *dh, *db;
+        json_object *v, *dh, *db;
         int r;
 
         if (work_dir && (work_dir[0] != '/' || streq(work_dir, "/")))
+                return -EINVAL;
+        if (channel && !json_object_is_type(channel, json_type_object))
                 return -EINVAL;
         if ((r = json_strv(host_sources, &hosts)) < 0 ||
             (r = json_strv(default_capabilities, &caps)) < 0 ||
@@ -258,21 +285,43 @@ int proxy_policy_document(const DockerProxyConfig *cfg, const char *work_dir, js
         doc = json_object_new_object();
         if (!doc)
                 return -ENOMEM;
-        json_object_object_add(doc, "default_decision",
-                               json_object_new_string(decision_to_string(cfg ? cfg->default_decision : DECISION_ALLOW)));
-        r = config_rules(doc, cfg);
-        if (r < 0)
-                return r;
-        json_object_object_get_ex(doc, "http_rules", &http);
-        json_object_object_get_ex(doc, "body_rules", &body);
+        /* the channel's keys as they are (the compiler judges them), its rules first */
+        if (channel) {
+                json_object_object_foreach(channel, key, val)
+                        json_object_object_add(doc, key, json_object_get(val));
+        }
+        if (!json_object_object_get_ex(doc, "default_decision", NULL))
+                json_object_object_add(doc, "default_decision", json_object_new_string("allow"));
         json_object_object_get_ex(defaults, "http_rules", &dh);
         json_object_object_get_ex(defaults, "body_rules", &db);
-        for (size_t i = 0; i < json_object_array_length(dh); i++)
-                json_object_array_add(http, json_object_get(json_object_array_get_idx(dh, i)));
-        for (size_t i = 0; i < json_object_array_length(db); i++)
-                json_object_array_add(body, json_object_get(json_object_array_get_idx(db, i)));
+        const char *keys[] = { "http_rules", "body_rules" };
+        json_object *builtin[] = { dh, db };
+        for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+                _cleanup_(json_object_putp) json_object *merged = json_object_new_array();
+                if (!merged)
+                        return -ENOMEM;
+                if (json_object_object_get_ex(doc, keys[k], &v)) {
+                        if (!json_object_is_type(v, json_type_array))
+                                return -EINVAL;
+                        for (size_t i = 0; i < json_object_array_length(v); i++)
+                                json_object_array_add(merged, json_object_get(json_object_array_get_idx(v, i)));
+                }
+                for (size_t i = 0; i < json_object_array_length(builtin[k]); i++)
+                        json_object_array_add(merged, json_object_get(json_object_array_get_idx(builtin[k], i)));
+                json_object_object_add(doc, keys[k], TAKE_PTR(merged));
+        }
         *ret = TAKE_PTR(doc);
         return 0;
+}
+
+int proxy_policy_document(const DockerProxyConfig *cfg, const char *work_dir, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *channel = NULL;
+        int r;
+
+        r = proxy_policy_channel_document(cfg, &channel);
+        if (r < 0)
+                return r;
+        return proxy_policy_document_merge(channel, work_dir, ret);
 }
 
 /* ---- compiled policy ---- */
@@ -730,8 +779,8 @@ finish:
         return r;
 }
 
-int proxy_policy_load_file(const char *path, ProxyPolicy **ret, char **ret_error) {
-        _cleanup_(json_object_putp) json_object *doc = NULL;
+int proxy_policy_load_channel_file(const char *path, const char *work_dir, ProxyPolicy **ret, char **ret_error) {
+        _cleanup_(json_object_putp) json_object *channel = NULL, *doc = NULL;
         _cleanup_free_ char *text = NULL, *reason = NULL;
         size_t size;
         int r;
@@ -742,10 +791,16 @@ int proxy_policy_load_file(const char *path, ProxyPolicy **ret, char **ret_error
                         *ret_error = NULL;
                 return r;
         }
-        r = config_parse_text(text, size, &doc, &reason);
+        r = config_parse_text(text, size, &channel, &reason);
         if (r < 0) {
                 if (ret_error)
                         *ret_error = TAKE_PTR(reason);
+                return r;
+        }
+        r = proxy_policy_document_merge(channel, work_dir, &doc);
+        if (r < 0) {
+                if (ret_error && asprintf(ret_error, "%s: not a policy document (an object whose rules are arrays)", path) < 0)
+                        *ret_error = NULL;
                 return r;
         }
         return proxy_policy_compile(doc, ret, ret_error);

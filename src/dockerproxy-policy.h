@@ -67,9 +67,20 @@ typedef struct ProxyPolicy ProxyPolicy;
  * NULL) is excepted from the host-source denies. cfg may be NULL. */
 int proxy_policy_document(const DockerProxyConfig *cfg, const char *work_dir, json_object **ret);
 
+/* The channel's part alone: {default_decision, http_rules, body_rules} of cfg (may be NULL). This is what
+ * loop-generator hands the service (the "policy" credential); proxy_policy_document_merge() appends the
+ * built-in rules to such a document (channel may be NULL), as proxy_policy_document() does. -EINVAL for
+ * a work_dir that is relative or "/", or rules that are not arrays. */
+int proxy_policy_channel_document(const DockerProxyConfig *cfg, json_object **ret);
+int proxy_policy_document_merge(json_object *channel, const char *work_dir, json_object **ret);
+/* No rules and the default decision allow: nothing the built-in document lacks. */
+bool proxy_policy_channel_document_is_empty(json_object *doc);
+
+/* Reads a channel document (at most PROXY_POLICY_FILE_MAX), merges the built-in rules and compiles. */
+int proxy_policy_load_channel_file(const char *path, const char *work_dir, ProxyPolicy **ret, char **ret_error);
+
 /* -EINVAL and a one-line reason naming the rule in *ret_error (may be NULL) on a compile error. */
 int proxy_policy_compile(json_object *doc, ProxyPolicy **ret, char **ret_error);
-int proxy_policy_load_file(const char *path, ProxyPolicy **ret, char **ret_error);
 ProxyPolicy *proxy_policy_free(ProxyPolicy *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ProxyPolicy *, proxy_policy_free);
 
