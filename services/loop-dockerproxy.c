@@ -94,6 +94,8 @@ typedef struct Conn {
         Proxy *proxy;
         int fd;
         pid_t peer_pid;
+        uid_t peer_uid;
+        char *peer_name;                        /* the calling container's name, NULL for the host */
         uint64_t start_usec;
         uint64_t deadline_usec;
         /* the request as read */
@@ -143,7 +145,7 @@ static void conn_record(Conn *c) {
         }
         char *extra[] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule, f_decision, f_status, f_latency,
                           f_actor, isempty(c->reason) ? NULL : f_reason, NULL };
-        AuditFields f = { .channel = c->proxy->channel, .extra = extra };
+        AuditFields f = { .channel = c->proxy->channel, .container = c->peer_name, .extra = extra };
         (void) audit_log(AUDIT_DOCKERPROXY_REQUEST, deny ? LOG_WARNING : LOG_INFO, &f,
                          "Docker API %s: %s %s -> %d (rule %s%s%s)", deny ? "deny" : "allow", method, path,
                          c->status, strna(c->rule), isempty(c->reason) ? "" : ": ", reason);
@@ -344,49 +346,140 @@ static int count_nested(Proxy *p, Engine *e, uint64_t *ret) {
         return 0;
 }
 
+/* POST /containers/ID/start: the binds are judged again as they are now, symlinks resolved anew. A
+ * source swapped for a symlink after the create (a directory of the workspace replaced by a link to
+ * /etc) would otherwise be mounted wherever it points at start. Replies itself when refused. */
+static int conn_recheck_start(Conn *c, const char *ref) {
+        _cleanup_(engine_freep) Engine *e = NULL;
+        _cleanup_(json_object_putp) json_object *inspect = NULL, *doc = NULL;
+        json_object *hc;
+        ProxyVerdict v;
+        int r;
+
+        r = engine_open(c->proxy, &e);
+        if (r < 0)
+                return conn_reply(c, 500, "engine", "out of memory"), r;
+        engine_set_timeout(e, 10);
+        r = engine_container_inspect(e, ref, &inspect);
+        if (r < 0)
+                return conn_reply(c, 502, "engine", "the engine cannot be asked about the container"), r;
+        doc = json_object_new_object();
+        if (!doc)
+                return -ENOMEM;
+        if (json_object_object_get_ex(inspect, "HostConfig", &hc))
+                json_object_object_add(doc, "HostConfig", json_object_get(hc));
+        proxy_policy_check_body(c->proxy->policy, "POST", "/containers/create", NULL, doc, NULL, &v);
+        if (v.matched && v.decision == DECISION_DENY) {
+                _cleanup_free_ char *msg = NULL;
+                snprintf(c->rule_buf, sizeof(c->rule_buf), "%s", v.rule_id);
+                if (asprintf(&msg, "%s (checked again at start)", v.message ?: "denied") < 0)
+                        return -ENOMEM;
+                return conn_reply(c, 403, c->rule_buf, msg), -EPERM;
+        }
+        return 0;
+}
+
 /* ---- approvals ---- */
 
-/* The calling container: its id from the caller's cgroup (…/libpod-ID.scope, …/docker-ID.scope,
- * /docker/ID), its name from the engine; the gate knows it by name. */
-static int peer_container_name(Conn *c, char **ret) {
-        _cleanup_free_ char *path = NULL, *text = NULL, *id = NULL;
-        _cleanup_(engine_freep) Engine *e = NULL;
-        _cleanup_(json_object_putp) json_object *inspect = NULL;
-        json_object *name;
+/* The container a process runs in: the 64-hex id in its cgroup (…/libpod-ID.scope, …/docker-ID.scope,
+ * /docker/ID). -ENOMEDIUM when it runs in none (a process of the host). */
+static int peer_container_id(pid_t pid, char **ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
         size_t size;
         int r;
 
-        if (c->peer_pid <= 0 || asprintf(&path, "/proc/%d/cgroup", (int) c->peer_pid) < 0)
+        if (pid <= 0 || asprintf(&path, "/proc/%d/cgroup", (int) pid) < 0)
                 return -ESRCH;
         r = read_full_file_at(AT_FDCWD, path, 64 * 1024, true, &text, &size);
         if (r < 0)
                 return r;
-        for (char *p = text; *p && !id; p++) {
+        for (char *p = text; *p; p++) {
                 size_t n = strspn(p, "0123456789abcdef");
                 if (n == 64 && (p == text || !strchr("0123456789abcdef", p[-1]))) {
-                        id = strndup(p, 64);
-                        if (!id)
-                                return -ENOMEM;
+                        *ret = strndup(p, 64);
+                        return *ret ? 0 : -ENOMEM;
                 }
                 p += n ? n - 1 : 0;
         }
-        if (!id)
-                return -ESRCH;
+        return -ENOMEDIUM;
+}
+
+/* Who may use the channel's proxy: processes in the channel's own containers (label loop-channel=NAME,
+ * not a nested one: those never get the socket), and root on the host (the operator, tests). The socket
+ * is 0666 so that the agent's uid can connect; this is the check that keeps everyone else out. Answers
+ * are cached per container for PROXY_PEER_CACHE_USEC. */
+#define PROXY_PEER_CACHE_USEC (5ULL * 1000000ULL)
+#define PROXY_PEER_CACHE_SIZE 16U
+
+static pthread_mutex_t peer_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+        char id[65];
+        char name[GATE_CONTAINER_ID_MAX + 1];
+        bool allowed;
+        uint64_t until;
+} peer_cache[PROXY_PEER_CACHE_SIZE];
+
+static int peer_check(Conn *c, uid_t uid, char **ret_name) {
+        _cleanup_free_ char *id = NULL;
+        _cleanup_(engine_freep) Engine *e = NULL;
+        _cleanup_(json_object_putp) json_object *inspect = NULL;
+        json_object *config, *labels, *ch, *type, *name;
+        uint64_t now = now_usec();
+        bool allowed;
+        const char *n = NULL;
+        int r;
+
+        *ret_name = NULL;
+        r = peer_container_id(c->peer_pid, &id);
+        if (r == -ENOMEDIUM)
+                return uid == 0 ? 0 : -EPERM;
+        if (r < 0)
+                return -EPERM;
+
+        pthread_mutex_lock(&peer_cache_lock);
+        for (size_t i = 0; i < PROXY_PEER_CACHE_SIZE; i++)
+                if (streq(peer_cache[i].id, id) && peer_cache[i].until > now) {
+                        allowed = peer_cache[i].allowed;
+                        *ret_name = allowed ? strdup(peer_cache[i].name) : NULL;
+                        pthread_mutex_unlock(&peer_cache_lock);
+                        return allowed ? 0 : -EPERM;
+                }
+        pthread_mutex_unlock(&peer_cache_lock);
+
         r = engine_open(c->proxy, &e);
         if (r < 0)
                 return r;
         engine_set_timeout(e, 10);
         r = engine_container_inspect(e, id, &inspect);
         if (r < 0)
-                return r;
-        if (!json_object_object_get_ex(inspect, "Name", &name) || !json_object_get_string(name))
-                return -ESRCH;
-        const char *s = json_object_get_string(name);
-        s += *s == '/';
-        if (!gate_container_id_is_valid(s))
-                return -ESRCH;
-        *ret = strdup(s);
-        return *ret ? 0 : -ENOMEM;
+                return r == -ENOENT ? -EPERM : r;
+        allowed = json_object_object_get_ex(inspect, "Config", &config) &&
+                json_object_object_get_ex(config, "Labels", &labels) &&
+                json_object_object_get_ex(labels, PROXY_LABEL_CHANNEL, &ch) &&
+                streq_ptr(json_object_get_string(ch), c->proxy->channel) &&
+                !(json_object_object_get_ex(labels, PROXY_LABEL_TYPE, &type) &&
+                  streq_ptr(json_object_get_string(type), PROXY_TYPE_NESTED));
+        if (json_object_object_get_ex(inspect, "Name", &name) && json_object_get_string(name)) {
+                n = json_object_get_string(name);
+                n += *n == '/';
+                if (!gate_container_id_is_valid(n))
+                        n = NULL;
+        }
+
+        pthread_mutex_lock(&peer_cache_lock);
+        size_t slot = 0;
+        for (size_t i = 1; i < PROXY_PEER_CACHE_SIZE; i++)
+                if (peer_cache[i].until < peer_cache[slot].until)
+                        slot = i;
+        snprintf(peer_cache[slot].id, sizeof(peer_cache[slot].id), "%s", id);
+        snprintf(peer_cache[slot].name, sizeof(peer_cache[slot].name), "%s", strempty(n));
+        peer_cache[slot].allowed = allowed;
+        peer_cache[slot].until = now + PROXY_PEER_CACHE_USEC;
+        pthread_mutex_unlock(&peer_cache_lock);
+
+        if (allowed && n)
+                *ret_name = strdup(n);
+        return allowed ? 0 : -EPERM;
 }
 
 static int read_token(const char *channel, const char *container, char ret[static GATE_TOKEN_HEX_LEN + 1]) {
@@ -430,7 +523,7 @@ static char *approval_cache_key(const Conn *c) {
 
 /* Asks loop-gate@NAME. Never fails: trouble is a deny with the reason in *ret_reason. */
 static bool conn_ask_human(Conn *c, const ProxyVerdict *v, char **ret_actor, char **ret_reason) {
-        _cleanup_free_ char *container = NULL, *auth = NULL, *target = NULL, *key = NULL;
+        _cleanup_free_ char *auth = NULL, *target = NULL, *key = NULL;
         _cleanup_(json_object_putp) json_object *req = NULL, *reply = NULL;
         char token[GATE_TOKEN_HEX_LEN + 1];
         CurlBuffer buf = { .max = PROXY_APPROVAL_REPLY_MAX };
@@ -442,12 +535,11 @@ static bool conn_ask_human(Conn *c, const ProxyVerdict *v, char **ret_actor, cha
         int r;
 
         *ret_actor = NULL;
-        r = peer_container_name(c, &container);
-        if (r < 0) {
+        if (!c->peer_name) {
                 *ret_reason = strdup("caller-unknown");
                 return false;
         }
-        r = read_token(c->proxy->channel, container, token);
+        r = read_token(c->proxy->channel, c->peer_name, token);
         if (r < 0) {
                 *ret_reason = strdup("no-token");
                 return false;
@@ -922,6 +1014,12 @@ static int conn_handle(Conn *c) {
                 }
         }
 
+        r = peer_check(c, c->peer_uid, &c->peer_name);
+        if (r == -EPERM)
+                return conn_reply(c, 403, "caller", "only the channel's own containers may use its Docker API");
+        if (r < 0)
+                return conn_reply(c, 502, "engine", "the engine cannot be asked who is calling");
+
         r = proxy_target_parse(c->head.path, c->head.query, &c->target);
         if (r == -ENOMEM)
                 return conn_reply(c, 500, "parse", "out of memory");
@@ -979,6 +1077,14 @@ static int conn_handle(Conn *c) {
         r = conn_check_ownership(c);
         if (r < 0)
                 return 0;       /* answered */
+        {
+                _cleanup_free_ char *ref = NULL;
+                if (streq(c->head.method, "POST") && path_ref(c->target.unversioned, &ref) == REF_CONTAINER &&
+                    endswith(c->target.unversioned, "/start") &&
+                    strcasecmp(c->target.unversioned + strlen("/containers/") + strlen(ref), "/start") == 0 &&
+                    conn_recheck_start(c, ref) < 0)
+                        return 0;       /* answered */
+        }
 
         if (v.decision == DECISION_APPROVE) {
                 _cleanup_free_ char *reason = NULL;
@@ -1056,6 +1162,7 @@ static void *conn_thread(void *userdata) {
         http_request_done(&c->head);
         proxy_target_done(&c->target);
         free(c->reason);
+        free(c->peer_name);
         free(c->in);
         free(c);
         atomic_store(&p->last_activity_usec, now_usec());
@@ -1100,7 +1207,8 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
                 }
                 c->proxy = p;
                 c->fd = cfd;
-                c->peer_pid = cred.pid;
+                c->peer_pid = len == sizeof(cred) ? cred.pid : 0;
+                c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
                 c->start_usec = now_usec();
                 c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
 
