@@ -141,6 +141,17 @@ static int path_normalize(const char *raw, ProxyTarget *t) {
         return 0;
 }
 
+/* Parameters the API reads as lists (build tags, import and commit changes, build cache sources): they
+ * may repeat and are kept as arrays. Any other parameter given twice is refused: the engine would read
+ * one of them, the rules maybe the other. */
+static bool query_key_is_list(const char *key) {
+        static const char * const lists[] = { "t", "changes", "cachefrom" };
+        for (size_t i = 0; i < ELEMENTSOF(lists); i++)
+                if (streq(key, lists[i]))
+                        return true;
+        return false;
+}
+
 static int query_parse(const char *query, json_object *into) {
         size_t n_params = 0;
 
@@ -171,12 +182,33 @@ static int query_parse(const char *query, json_object *into) {
                 if (r < 0)
                         return r;
                 /* NUL is among the refused bytes, so key and value are what the engine decodes */
-                if (isempty(key) || json_object_object_get_ex(into, key, NULL))
+                if (isempty(key))
                         return -EBADMSG;
-                json_object *v = json_object_new_string(value);
-                if (!v || json_object_object_add(into, key, v) < 0) {
-                        json_object_put(v);
+                json_object *v = json_object_new_string(value), *list = NULL;
+                if (!v)
                         return -ENOMEM;
+                if (query_key_is_list(key)) {
+                        if (!json_object_object_get_ex(into, key, &list)) {
+                                list = json_object_new_array();
+                                if (!list || json_object_object_add(into, key, list) < 0) {
+                                        json_object_put(list);
+                                        json_object_put(v);
+                                        return -ENOMEM;
+                                }
+                        }
+                        if (json_object_array_add(list, v) < 0) {
+                                json_object_put(v);
+                                return -ENOMEM;
+                        }
+                } else {
+                        if (json_object_object_get_ex(into, key, NULL)) {
+                                json_object_put(v);
+                                return -EBADMSG;
+                        }
+                        if (json_object_object_add(into, key, v) < 0) {
+                                json_object_put(v);
+                                return -ENOMEM;
+                        }
                 }
                 p += len;
                 if (*p == '&')
@@ -231,11 +263,15 @@ char *proxy_target_format(const ProxyTarget *t) {
                 return NULL;
         append_encoded(f, t->path, true);
         json_object_object_foreach(t->query, k, v) {
-                fputc(first ? '?' : '&', f);
-                first = false;
-                append_encoded(f, k, false);
-                fputc('=', f);
-                append_encoded(f, json_object_get_string(v), false);
+                bool list = json_object_is_type(v, json_type_array);
+                size_t n = list ? json_object_array_length(v) : 1;
+                for (size_t i = 0; i < n; i++) {
+                        fputc(first ? '?' : '&', f);
+                        first = false;
+                        append_encoded(f, k, false);
+                        fputc('=', f);
+                        append_encoded(f, json_object_get_string(list ? json_object_array_get_idx(v, i) : v), false);
+                }
         }
         if (fclose(f) != 0)
                 return NULL;

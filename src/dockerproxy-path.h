@@ -12,7 +12,8 @@
  * Case is kept (container names have it); rules match case-insensitively instead.
  *
  * Query: "k=v" pairs separated by '&', '+' and percent-encoding decoded; a ';' (which Go's parser once
- * took for a separator), a key given twice, a decoded control byte or a malformed escape is refused. */
+ * took for a separator), a key given twice, a decoded control byte or a malformed escape is refused.
+ * The API's list parameters (t, changes, cachefrom) may repeat and are arrays of strings. */
 
 #include <json-c/json.h>
 
@@ -28,7 +29,7 @@ typedef struct ProxyTarget {
         char *path;                     /* clean, decoded, with the version: "/v1.41/containers/create" */
         char *unversioned;              /* what rules match: "/containers/create" */
         char *version;                  /* "v1.41", or NULL */
-        json_object *query;             /* {"key": "value", ...}, decoded; never NULL */
+        json_object *query;             /* {"key": "value", "t": ["a", "b"], ...}, decoded; never NULL */
 } ProxyTarget;
 
 void proxy_target_done(ProxyTarget *t);

@@ -69,19 +69,27 @@ static void test_paths(void) {
         is_int(target_error("/containers/json", "all=1;filters=x"), -EBADMSG, "a ';' in the query is refused");
         is_int(target_error("/containers/json", "all=1&all=0"), -EBADMSG, "a query key given twice is refused");
         is_int(target_error("/containers/json", "all=%01"), -EBADMSG, "a control byte in a query value is refused");
+        {
+                _cleanup_(proxy_target_done) ProxyTarget l = {};
+                _cleanup_free_ char *f = NULL;
+                is_int(proxy_target_parse("/images/create", "fromSrc=-&changes=CMD%20x&changes=ENV%20A%3D1", &l), 0,
+                       "a list parameter may repeat");
+                f = proxy_target_format(&l);
+                is_str(f, "/images/create?fromSrc=-&changes=CMD%20x&changes=ENV%20A%3D1", "both values are forwarded");
+        }
         is_int(target_error("/containers/json", "=1"), -EBADMSG, "an empty query key is refused");
         {
                 _cleanup_(proxy_target_done) ProxyTarget q = {};
                 json_object *v;
-                is_int(proxy_target_parse("/build", "networkmode=ho%73t&t=a+b&&x", &q), 0, "a query parses");
+                is_int(proxy_target_parse("/build", "networkmode=ho%73t&q=a+b&&x", &q), 0, "a query parses");
                 ok(json_object_object_get_ex(q.query, "networkmode", &v) && streq(json_object_get_string(v), "host"),
                    "query values are percent-decoded");
-                ok(json_object_object_get_ex(q.query, "t", &v) && streq(json_object_get_string(v), "a b"),
+                ok(json_object_object_get_ex(q.query, "q", &v) && streq(json_object_get_string(v), "a b"),
                    "'+' in a query value is a space");
                 ok(json_object_object_get_ex(q.query, "x", &v) && streq(json_object_get_string(v), ""),
                    "a key without '=' has an empty value");
                 _cleanup_free_ char *f = proxy_target_format(&q);
-                is_str(f, "/build?networkmode=host&t=a%20b&x=", "the forwarded query is re-encoded");
+                is_str(f, "/build?networkmode=host&q=a%20b&x=", "the forwarded query is re-encoded");
         }
 }
 
