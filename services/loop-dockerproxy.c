@@ -366,8 +366,18 @@ static int conn_recheck_start(Conn *c, const char *ref) {
         doc = json_object_new_object();
         if (!doc)
                 return -ENOMEM;
-        if (json_object_object_get_ex(inspect, "HostConfig", &hc))
-                json_object_object_add(doc, "HostConfig", json_object_get(hc));
+        /* only the binds: the rest of what an engine reports (Podman's Runtime "oci", its defaults) is
+         * not what the agent asked for and was judged at create */
+        if (json_object_object_get_ex(inspect, "HostConfig", &hc)) {
+                json_object *binds = NULL, *mounts = NULL, *h = json_object_new_object();
+                if (!h)
+                        return -ENOMEM;
+                if (json_object_object_get_ex(hc, "Binds", &binds))
+                        json_object_object_add(h, "Binds", json_object_get(binds));
+                if (json_object_object_get_ex(hc, "Mounts", &mounts))
+                        json_object_object_add(h, "Mounts", json_object_get(mounts));
+                json_object_object_add(doc, "HostConfig", h);
+        }
         proxy_policy_check_body(c->proxy->policy, "POST", "/containers/create", NULL, doc, NULL, &v);
         if (v.matched && v.decision == DECISION_DENY) {
                 _cleanup_free_ char *msg = NULL;
@@ -733,16 +743,16 @@ static int stream_request_body(Conn *c, int up, const char *pending, size_t n_pe
                 if (c->head.chunked) {
                         size_t out, used;
                         char hdr[32];
-                        r = http_chunked_decode(&ch, data, size, dec, &out, &used);
-                        if (r < 0)
-                                return r;
+                        int done = http_chunked_decode(&ch, data, size, dec, &out, &used);
+                        if (done < 0)
+                                return done;
                         if (out > 0) {
                                 int l = snprintf(hdr, sizeof(hdr), "%zx\r\n", out);
                                 if ((r = send_all(up, hdr, (size_t) l)) < 0 || (r = send_all(up, dec, out)) < 0 ||
                                     (r = send_all(up, "\r\n", 2)) < 0)
                                         return r;
                         }
-                        if (r == 1)
+                        if (done == 1)  /* bytes after the body's end belong to nobody: dropped */
                                 return send_all(up, "0\r\n\r\n", 5);
                 } else {
                         size_t n = (size_t) MIN((uint64_t) size, left);
