@@ -30,10 +30,16 @@ def send_raw(data, timeout=10.0, read=True):
     s.settimeout(timeout)
     s.connect(SOCK)
     try:
-        s.sendall(data)
+        try:
+            s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass        # the proxy answered (and closed) before it had it all: a 413, say
         if not read:
             return s
-        s.shutdown(socket.SHUT_WR)
+        try:
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
         out = b''
         while True:
             try:
