@@ -183,14 +183,17 @@ int proxy_query_scope_to_channel(json_object *query, const char *channel) {
                         return -ENOMEM;
                 }
         }
-        if (json_object_is_type(l, json_type_array)) {
-                if (json_object_array_add(l, json_object_new_string(label)) < 0)
-                        return -ENOMEM;
-        } else if (json_object_is_type(l, json_type_object)) {
-                if (json_object_object_add(l, label, json_object_new_boolean(true)) < 0)
-                        return -ENOMEM;
-        } else
-                return -EBADMSG;
+        /* label filters are all required: the channel's, and nested (not the agent's own container) */
+        const char *labels[] = { label, PROXY_LABEL_TYPE "=" PROXY_TYPE_NESTED };
+        for (size_t i = 0; i < ELEMENTSOF(labels); i++)
+                if (json_object_is_type(l, json_type_array)) {
+                        if (json_object_array_add(l, json_object_new_string(labels[i])) < 0)
+                                return -ENOMEM;
+                } else if (json_object_is_type(l, json_type_object)) {
+                        if (json_object_object_add(l, labels[i], json_object_new_boolean(true)) < 0)
+                                return -ENOMEM;
+                } else
+                        return -EBADMSG;
 
         const char *spelt = NULL;
         if (get_icase(query, "filters", &spelt)) {

@@ -22,7 +22,7 @@
  * has the wrong type (the engine would refuse the body anyway), -ENOMEM. */
 int proxy_container_force(json_object *body, const char *channel, const char *cgroup_parent);
 
-/* Adds label=loop-channel=channel to the "filters" parameter of a query (an object of strings, as
+/* Adds label=loop-channel=channel and label=loop-type=nested to the "filters" parameter of a query (an object of strings, as
  * dockerproxy-path.h makes it), so that a list or a prune sees only the channel's nested containers.
  * Both forms the engines accept are read: {"label":["a=b"]} and {"label":{"a=b":true}}. -EBADMSG when
  * filters is not such a JSON object. */

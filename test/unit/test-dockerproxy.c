@@ -411,7 +411,8 @@ static void test_nested(void) {
         q = json_object_new_object();
         is_int(proxy_query_scope_to_channel(q, "web"), 0, "a list without filters is scoped");
         ok(json_object_object_get_ex(q, "filters", &v) &&
-           streq(json_object_get_string(v), "{\"label\":[\"loop-channel=web\"]}"), "the filter names the channel");
+           streq(json_object_get_string(v), "{\"label\":[\"loop-channel=web\",\"loop-type=nested\"]}"),
+           "the filter names the channel and nested containers");
         q2 = json_tokener_parse("{\"filters\":\"{\\\"label\\\":{\\\"a=b\\\":true},\\\"status\\\":[\\\"exited\\\"]}\"}");
         is_int(proxy_query_scope_to_channel(q2, "web"), 0, "a list with the map form of filters is scoped");
         ok(json_object_object_get_ex(q2, "filters", &v) && strstr(json_object_get_string(v), "\"loop-channel=web\":true") &&
