@@ -110,6 +110,7 @@ typedef struct Conn {
         char rule_buf[PROXY_RULE_ID_MAX];
         const char *decision;
         const char *actor;
+        char *actor_owned;                      /* the human's name from the gate */
         char *reason;
         int status;
 } Conn;
@@ -997,7 +998,8 @@ static int conn_handle(Conn *c) {
         };
         _cleanup_(http_request_done) HttpRequest full = {};
         _cleanup_(json_object_putp) json_object *body = NULL;
-        _cleanup_free_ char *actor = NULL, *forced = NULL;
+        _cleanup_free_ char *forced = NULL;
+        char *actor = NULL;
         ProxyVerdict http, bv = {}, v;
         bool stream, sent_continue = false;
         int r, status = 0;
@@ -1099,6 +1101,7 @@ static int conn_handle(Conn *c) {
         if (v.decision == DECISION_APPROVE) {
                 _cleanup_free_ char *reason = NULL;
                 bool allow = conn_ask_human(c, &v, &actor, &reason);
+                c->actor_owned = actor;         /* recorded after this function returns */
                 c->actor = actor ?: "gate";
                 c->reason = TAKE_PTR(reason);
                 if (!allow) {
@@ -1173,6 +1176,7 @@ static void *conn_thread(void *userdata) {
         proxy_target_done(&c->target);
         free(c->reason);
         free(c->peer_name);
+        free(c->actor_owned);
         free(c->in);
         free(c);
         atomic_store(&p->last_activity_usec, now_usec());

@@ -91,7 +91,7 @@ agent "$D run --name nested-one --entrypoint /bin/sh $IMAGE -c 'echo nested-hell
 like "$out" "nested-hello" "docker run inside the agent container runs a nested container" || diag "$out"
 agent "$D ps -a --format '{{.Names}} {{.Labels}}'"
 like "$out" "nested-one" "docker ps lists it"
-unlike "$out" "loop-demo-" "...and not the agent's own container (only nested ones are listed)"
+unlike "$out" "loop-[a-z]+-[0-9a-f]{6}" "...and not the agent's own container (only nested ones are listed)"
 agent "$D logs nested-one"
 like "$out" "nested-hello" "docker logs reads it"
 like "$(in_ct podman inspect --format '{{.HostConfig.CgroupParent}}' nested-one)" "loop-demo.slice" \
@@ -128,7 +128,7 @@ unlike "$res" "exec-denied" "...and does not run"
 
 # --- the journal ---------------------------------------------------------------------------------------
 deny=$(proxy_journal LOOP_DECISION=deny LOOP_STATUS=403)
-for f in LOOP_CHANNEL=demo 'LOOP_CONTAINER=loop-demo-[0-9a-f]+' LOOP_KIND=docker LOOP_METHOD=POST \
+for f in LOOP_CHANNEL=demo 'LOOP_CONTAINER=loop-[a-z]+-[0-9a-f]{6}' LOOP_KIND=docker LOOP_METHOD=POST \
          'LOOP_PATH=/v[0-9.]+/containers/create' 'LOOP_RULE=body\[[0-9]+\]' LOOP_LATENCY_NS=[0-9]+ \
          'MESSAGE_ID=26a10ae3739a4d5181b59cd9f48a917f'; do
         like "$deny" "$f" "a refused request's journal entry has $f"
@@ -137,6 +137,8 @@ like "$(proxy_journal LOOP_DECISION=allow LOOP_STATUS=201)" "LOOP_PATH=/v[0-9.]+
         "an allowed create is journaled with the engine's 201"
 like "$(proxy_journal LOOP_DECISION=allow LOOP_ACTOR=root)" "LOOP_PATH=/v[0-9.]+/exec/[0-9a-f]+/start" \
         "an approved request is journaled with the human who approved it"
+like "$(proxy_journal LOOP_DECISION=deny LOOP_ACTOR=root)" "LOOP_PATH=/v[0-9.]+/containers/nested-long/exec" \
+        "a request a human denied is journaled with the human who denied it"
 unlike "$(proxy_journal)" "nested-hello|exec-approved|X-Registry-Auth" "no body or header reaches the journal"
 
 # --- who may call ----------------------------------------------------------------------------------
