@@ -68,7 +68,8 @@
 #define PROXY_HEAD_TIMEOUT_USEC (30ULL * 1000000ULL)    /* to send a whole request (slowloris) */
 #define PROXY_BODY_IDLE_TIMEOUT_MS 60000                /* a streamed body that stalls this long is cut */
 #define PROXY_RESPONSE_HEAD_MAX (64U * 1024U)
-#define PROXY_IO_BUFFER (128U * 1024U)
+#define PROXY_IO_BUFFER (64U * 1024U)           /* below malloc's mmap threshold: no mmap per request */
+#define PROXY_IN_INITIAL (64U * 1024U)          /* the request buffer grows from this to its cap */
 #define PROXY_IDLE_SEC_DEFAULT 60U
 #define PROXY_CONTAINERS_MAX_DEFAULT 16U
 #define PROXY_APPROVAL_TIMEOUT_SEC 900L
@@ -204,12 +205,22 @@ static ssize_t recv_some(int fd, void *buf, size_t size, uint64_t deadline) {
         }
 }
 
-/* Reads more of the request into c->in; -EFBIG when the buffer is full, 0 at EOF. */
+/* Reads more of the request into c->in, growing it up to its cap; -EFBIG when that is full, 0 at EOF. */
 static ssize_t conn_read_more(Conn *c) {
+        const size_t cap = PROXY_HEADER_SIZE_MAX + PROXY_BODY_MAX + HTTP_CHUNKED_FRAMING_MAX;
         ssize_t k;
 
-        if (c->in_size >= c->in_allocated)
-                return -EFBIG;
+        if (c->in_size >= c->in_allocated) {
+                size_t n = MIN(MAX(c->in_allocated * 2, (size_t) PROXY_IN_INITIAL), cap);
+                char *p;
+                if (c->in_allocated >= cap)
+                        return -EFBIG;
+                p = realloc(c->in, n);
+                if (!p)
+                        return -ENOMEM;
+                c->in = p;
+                c->in_allocated = n;
+        }
         k = recv_some(c->fd, c->in + c->in_size, c->in_allocated - c->in_size, c->deadline_usec);
         if (k > 0)
                 c->in_size += (size_t) k;
@@ -1016,6 +1027,8 @@ static int conn_handle(Conn *c) {
                         return conn_reply(c, 408, "parse", "the request took too long");
                 if (k == -EFBIG)
                         return conn_reply(c, 431, "parse", "request head too large");
+                if (k == -ENOMEM)
+                        return conn_reply(c, 500, "parse", "out of memory");
                 if (k <= 0) {
                         if (c->in_size == 0)
                                 return 0;       /* a connection that never became a request: nothing to record */
@@ -1063,6 +1076,8 @@ static int conn_handle(Conn *c) {
                                 return conn_reply(c, 408, "parse", "the request took too long");
                         if (k == -EFBIG)
                                 return conn_reply(c, 413, "parse", "request body too large");
+                        if (k == -ENOMEM)
+                                return conn_reply(c, 500, "parse", "out of memory");
                         if (k <= 0) {
                                 c->rule = "parse";
                                 c->reason = strdup("the client left mid-request");
@@ -1164,7 +1179,7 @@ static void *conn_thread(void *userdata) {
         Conn *c = userdata;
         Proxy *p = c->proxy;
 
-        c->in_allocated = PROXY_HEADER_SIZE_MAX + PROXY_BODY_MAX + HTTP_CHUNKED_FRAMING_MAX;
+        c->in_allocated = PROXY_IN_INITIAL;
         c->in = malloc(c->in_allocated);
         if (c->in)
                 (void) conn_handle(c);

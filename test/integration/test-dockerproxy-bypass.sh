@@ -35,9 +35,9 @@ curl -sN --unix-socket "$PODMAN_SOCK" http://d/v1.41/events >"$T/events" 2>/dev/
 EVENTS_PID=$!
 atexit 'kill $EVENTS_PID 2>/dev/null; wait $EVENTS_PID 2>/dev/null'
 
-LOOP_DOCKERPROXY_ENGINE_SOCKET=$PODMAN_SOCK LOOP_DOCKERPROXY_WORK_DIR=$T/work LOOP_LOG_TARGET=console \
+LOOP_DOCKERPROXY_ENGINE_SOCKET=$PODMAN_SOCK LOOP_DOCKERPROXY_WORK_DIR=$T/work LOOP_LOG_TARGET=console LOOP_DOCKERPROXY_IDLE_SEC=3600 \
 LOOP_RUNTIME_DIR=$T/run \
-        systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR -E LOOP_LOG_TARGET \
+        systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR -E LOOP_LOG_TARGET -E LOOP_DOCKERPROXY_IDLE_SEC \
         -E LOOP_RUNTIME_DIR -l "$T/proxy.sock" "$PROXY" hostile >"$T/proxy.log" 2>&1 &
 PROXY_PID=$!
 atexit 'kill $PROXY_PID 2>/dev/null; wait $PROXY_PID 2>/dev/null'
