@@ -87,6 +87,8 @@ typedef struct Proxy {
         sd_event *event;
         sd_event_source *idle_timer;
         atomic_uint n_connections;
+        atomic_uint n_workers, n_idle_workers;
+        int listen_fd;
         _Atomic uint64_t last_activity_usec;
         pthread_mutex_t create_lock;            /* count-then-create is one step per channel */
 } Proxy;
@@ -725,7 +727,7 @@ static int engine_connect_socket(Proxy *p) {
  * (decoded and re-encoded, so the engine sees only framing we checked). pending are bytes already read. */
 static int stream_request_body(Conn *c, int up, const char *pending, size_t n_pending) {
         _cleanup_free_ char *buf = malloc(PROXY_IO_BUFFER), *dec = malloc(PROXY_IO_BUFFER);
-        HttpChunked ch = {};
+        HttpChunked ch = { .framing_unlimited = true };         /* passed on, never buffered */
         uint64_t left = c->content_length;
         int r;
 
@@ -844,7 +846,7 @@ static int response_head_parse(const char *buf, size_t size, ResponseHead *ret) 
  * framing says it ended. */
 static int relay(Conn *c, int up, bool hijack, ResponseHead *h, bool head_request) {
         _cleanup_free_ char *buf = malloc(PROXY_IO_BUFFER), *scratch = malloc(PROXY_IO_BUFFER);
-        HttpChunked ch = {};
+        HttpChunked ch = { .framing_unlimited = true };
         uint64_t left = h ? h->length : 0;
         bool framed = !hijack && h && (h->chunked || h->has_length || head_request || h->status == 204 ||
                                        h->status == 304 || h->status < 200);
@@ -979,8 +981,7 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
         size_t extra = rsize - h.head_size;
         if (!hijack && extra > 0) {
                 if (h.chunked) {
-                        /* feed them to the relay's decoder: simplest is to account here */
-                        HttpChunked ch = {};
+                        HttpChunked ch = { .framing_unlimited = true };
                         _cleanup_free_ char *scratch = malloc(extra);
                         size_t out, used;
                         if (!scratch)
@@ -1175,8 +1176,7 @@ static int conn_handle(Conn *c) {
         return conn_forward(c, full.body, full.body_size, NULL, 0);
 }
 
-static void *conn_thread(void *userdata) {
-        Conn *c = userdata;
+static void conn_run(Conn *c) {
         Proxy *p = c->proxy;
 
         c->in_allocated = PROXY_IN_INITIAL;
@@ -1196,40 +1196,55 @@ static void *conn_thread(void *userdata) {
         free(c);
         atomic_store(&p->last_activity_usec, now_usec());
         atomic_fetch_sub(&p->n_connections, 1);
-        return NULL;
 }
 
-/* ---- the listener ---- */
+/* ---- the workers ---- */
 
-static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+/* Workers accept on the listening socket themselves, so a request costs no thread start and no handoff.
+ * A worker that takes the last idle slot starts another (up to one per allowed connection), so that a
+ * long stream (logs -f, attach) never holds up the next client; more than PROXY_IDLE_WORKERS_MAX idle
+ * workers end themselves. */
+#define PROXY_WORKERS_INITIAL 2U
+#define PROXY_IDLE_WORKERS_MAX 4U
+#define PROXY_WORKER_STACK (256U * 1024U)
+
+static int worker_spawn(Proxy *p);
+
+static void *worker_main(void *userdata) {
         Proxy *p = userdata;
 
         for (;;) {
                 struct ucred cred = {};
                 socklen_t len = sizeof(cred);
-                pthread_attr_t attr;
-                pthread_t t;
                 Conn *c;
                 int cfd;
 
-                cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+                atomic_fetch_add(&p->n_idle_workers, 1);
+                cfd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+                unsigned idle = atomic_fetch_sub(&p->n_idle_workers, 1) - 1;
                 if (cfd < 0) {
-                        if (errno == EAGAIN || errno == EINTR)
-                                return 0;
-                        log_warning_errno(errno, "accept() failed, ignoring: %m");
-                        return 0;
+                        if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
+                                log_warning_errno(errno, "accept() failed, retrying: %m");
+                                usleep(100 * 1000);
+                        }
+                        continue;
                 }
-                if (atomic_load(&p->n_connections) >= PROXY_CONNECTIONS_MAX) {
+                /* one more than the connections allowed: someone is always there to answer 503 */
+                if (idle == 0 && atomic_load(&p->n_workers) <= PROXY_CONNECTIONS_MAX)
+                        (void) worker_spawn(p);
+
+                if (atomic_fetch_add(&p->n_connections, 1) >= PROXY_CONNECTIONS_MAX) {
                         static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+                        atomic_fetch_sub(&p->n_connections, 1);
                         (void) send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
                         safe_close(cfd);
                         log_warning("%u connections at once, refusing one.", PROXY_CONNECTIONS_MAX);
                         continue;
                 }
                 (void) getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
-
                 c = calloc(1, sizeof(Conn));
                 if (!c) {
+                        atomic_fetch_sub(&p->n_connections, 1);
                         safe_close(cfd);
                         log_oom();
                         continue;
@@ -1240,25 +1255,39 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
                 c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
                 c->start_usec = now_usec();
                 c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
+                conn_run(c);
 
-                atomic_fetch_add(&p->n_connections, 1);
-                pthread_attr_init(&attr);
-                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-                pthread_attr_setstacksize(&attr, 256 * 1024);
-                if (pthread_create(&t, &attr, conn_thread, c) != 0) {
-                        atomic_fetch_sub(&p->n_connections, 1);
-                        safe_close(cfd);
-                        free(c);
-                        log_warning("Cannot start a thread for a connection, refusing it.");
+                if (atomic_load(&p->n_idle_workers) >= PROXY_IDLE_WORKERS_MAX) {
+                        atomic_fetch_sub(&p->n_workers, 1);
+                        return NULL;
                 }
-                pthread_attr_destroy(&attr);
         }
+}
+
+static int worker_spawn(Proxy *p) {
+        pthread_attr_t attr;
+        pthread_t t;
+        int r;
+
+        atomic_fetch_add(&p->n_workers, 1);
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, PROXY_WORKER_STACK);
+        r = pthread_create(&t, &attr, worker_main, p);
+        pthread_attr_destroy(&attr);
+        if (r != 0) {
+                atomic_fetch_sub(&p->n_workers, 1);
+                log_warning_errno(r, "Cannot start a worker thread: %m");
+                return -r;
+        }
+        return 0;
 }
 
 static int on_idle_check(sd_event_source *src, uint64_t usec, void *userdata) {
         Proxy *p = userdata;
 
         if (atomic_load(&p->n_connections) == 0 &&
+            atomic_load(&p->n_idle_workers) == atomic_load(&p->n_workers) &&
             now_usec() - atomic_load(&p->last_activity_usec) >= p->idle_usec) {
                 log_debug("Idle, exiting; the socket starts us again.");
                 return sd_event_exit(p->event, 0);
@@ -1363,17 +1392,21 @@ static int proxy_listen(Proxy *p) {
                 return log_error_errno(r, "Cannot check the socket: %m");
         if (r == 0)
                 return log_error_errno(EINVAL, "The socket is not a listening AF_UNIX stream socket.");
+        /* the workers block in accept() */
         r = fcntl(fd, F_GETFL);
-        if (r < 0 || fcntl(fd, F_SETFL, r | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-                return log_error_errno(errno, "Cannot make the socket non-blocking: %m");
-        r = sd_event_add_io(p->event, NULL, fd, EPOLLIN, on_listen, p);
-        if (r < 0)
-                return log_error_errno(r, "Cannot watch the socket: %m");
+        if (r < 0 || fcntl(fd, F_SETFL, r & ~O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+                return log_error_errno(errno, "Cannot set up the socket: %m");
+        p->listen_fd = fd;
+        for (unsigned i = 0; i < PROXY_WORKERS_INITIAL; i++) {
+                r = worker_spawn(p);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot start the workers: %m");
+        }
         return 0;
 }
 
 static int run(int argc, char *argv[]) {
-        Proxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER };
+        Proxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -EBADF };
         const char *reason;
         sigset_t mask;
         int r;

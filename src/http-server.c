@@ -224,7 +224,7 @@ int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, 
                         continue;
                 }
 
-                if (++c->framing_total > HTTP_CHUNKED_FRAMING_MAX)
+                if (++c->framing_total > HTTP_CHUNKED_FRAMING_MAX && !c->framing_unlimited)
                         return -EFBIG;
                 i++;
                 switch (c->state) {

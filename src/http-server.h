@@ -106,10 +106,12 @@ typedef struct HttpChunked {
         uint64_t data_total;            /* data bytes decoded so far */
         uint64_t framing_total;         /* framing bytes seen so far */
         uint64_t data_max;              /* 0: no cap */
+        bool framing_unlimited;         /* a stream passed on, not buffered: no HTTP_CHUNKED_FRAMING_MAX */
 } HttpChunked;
 
 /* Decodes in[0..size) into out (room for size bytes). Returns 1 when the body ended (*ret_consumed
  * bytes of in were part of it), 0 when all of in was consumed and more is needed, -EBADMSG for a
- * malformed body, -EFBIG when the data exceeds data_max or the framing HTTP_CHUNKED_FRAMING_MAX. */
+ * malformed body, -EFBIG when the data exceeds data_max or the framing HTTP_CHUNKED_FRAMING_MAX (unless
+ * framing_unlimited). */
 int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, size_t *ret_out_size,
                         size_t *ret_consumed);

@@ -132,6 +132,12 @@ for kind in podman docker; do
         out=$(timeout 60 "$DOCKER" logs "own-$kind" 2>&1)
         is "$out" "hello-from-nested" "$kind: docker logs reads the container's log"
 
+        # a long log: many chunks of the engine's chunked response, streamed whole
+        timeout 120 "$DOCKER" run --name "chatty-$kind" "$IMAGE" sh -c 'yes $(head -c 3000 /dev/zero | tr "\\0" x) | head -c 40000000' >/dev/null 2>&1
+        n=$(timeout 120 "$DOCKER" logs "chatty-$kind" 2>/dev/null | wc -c)
+        is "$n" 40000000 "$kind: a 40 MB log streams through whole"
+        timeout 60 "$DOCKER" rm "chatty-$kind" >/dev/null 2>&1
+
         check "$kind: docker run -d starts a long-running container" timeout 60 "$DOCKER" run -d --name "long-$kind" "$IMAGE" sleep 300
         out=$(timeout 60 "$DOCKER" exec "long-$kind" echo exec-works 2>&1)
         is "$out" "exec-works" "$kind: docker exec runs in the agent's own container"

@@ -274,7 +274,7 @@ static void test_chunked_caps(void) {
         }
 
         /* one-byte chunks: 6 bytes of framing per byte of data */
-        small = malloc(strlen(CHUNKED_HEAD) + 6 * (HTTP_CHUNKED_FRAMING_MAX / 2) + 1);
+        small = malloc(strlen(CHUNKED_HEAD) + 6 * (HTTP_CHUNKED_FRAMING_MAX / 2) + 8);
         if (!small)
                 abort();
         n = stpcpy(small, CHUNKED_HEAD) - small;
@@ -285,6 +285,19 @@ static void test_chunked_caps(void) {
                 HttpLimits big_body = { .chunked = true, .body_size_max = 1024 * 1024 };
                 k = http_request_parse(small, n, &big_body, &r, &consumed, &status, NULL);
                 ok(k < 0 && status == 413, "more chunk framing than HTTP_CHUNKED_FRAMING_MAX is 413");
+        }
+        {
+                /* a stream passed on: the same body decodes to its end */
+                HttpChunked c = { .framing_unlimited = true };
+                char *out = malloc(n);
+                size_t o = 0, used = 0;
+                size_t head = strlen(CHUNKED_HEAD);
+                if (!out)
+                        abort();
+                memcpy(small + n, "0\r\n\r\n", 5);
+                k = http_chunked_decode(&c, small + head, n + 5 - head, out, &o, &used);
+                ok(k == 1 && o == HTTP_CHUNKED_FRAMING_MAX / 2, "with framing_unlimited, a stream of small chunks decodes whole");
+                free(out);
         }
 
         {
