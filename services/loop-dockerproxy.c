@@ -297,7 +297,32 @@ static RefKind path_ref(const char *path, char **ret) {
 
 /* Whether the container or exec c's path names belongs to the channel's nested containers. Replies
  * itself (404, 403, 502, 400) and returns < 0 when it does not. */
-static int conn_check_ownership(Conn *c) {
+/* Containers named elsewhere than the path: POST /commit?container=X (its file system becomes an
+ * image), POST /networks/ID/connect|disconnect {"Container": X} (its network next to the agent's). */
+static RefKind other_ref(Conn *c, json_object *body, char **ret) {
+        const char *path = c->target.unversioned, *rest;
+        json_object *v = NULL;
+
+        *ret = NULL;
+        if (!streq(c->head.method, "POST"))
+                return REF_NONE;
+        if (strcasecmp(path, "/commit") == 0)
+                json_object_object_get_ex(c->target.query, "container", &v);
+        else if ((rest = startswith(path, "/networks/")) && strchr(rest, '/') &&
+                 (strcasecmp(strchr(rest, '/'), "/connect") == 0 || strcasecmp(strchr(rest, '/'), "/disconnect") == 0)) {
+                json_object_object_foreach(body, k, e)
+                        if (strcasecmp(k, "Container") == 0)
+                                v = e;
+        } else
+                return REF_NONE;
+        /* missing or not a string: the engine refuses the request itself, nothing to own */
+        if (!v || !json_object_is_type(v, json_type_string))
+                return REF_NONE;
+        *ret = strdup(json_object_get_string(v));
+        return *ret ? REF_CONTAINER : REF_NONE;
+}
+
+static int conn_check_ownership(Conn *c, json_object *body) {
         _cleanup_(engine_freep) Engine *e = NULL;
         _cleanup_(json_object_putp) json_object *inspect = NULL, *exec = NULL;
         _cleanup_free_ char *ref = NULL, *msg = NULL;
@@ -305,6 +330,8 @@ static int conn_check_ownership(Conn *c) {
         int r;
 
         kind = path_ref(c->target.unversioned, &ref);
+        if (kind == REF_NONE)
+                kind = other_ref(c, body, &ref);
         if (kind == REF_NONE)
                 return 0;
         if (!ref_is_valid(ref, strlen(ref)))
@@ -1102,7 +1129,7 @@ static int conn_handle(Conn *c) {
         if (v.decision == DECISION_DENY)
                 return conn_reply(c, 403, c->rule, v.message ?: "denied by the channel's Docker API policy");
 
-        r = conn_check_ownership(c);
+        r = conn_check_ownership(c, body);
         if (r < 0)
                 return 0;       /* answered */
         {

@@ -162,6 +162,7 @@ for kind in podman docker; do
         # --- other containers are out of reach ---
         refused "exec into a container the agent did not make" "not one of channel" "ownership" exec "foreign-$kind" true
         refused "stopping a container the agent did not make" "not one of channel" "ownership" stop "foreign-$kind"
+        refused "committing a container the agent did not make" "not one of channel" "ownership" commit "foreign-$kind" "stolen-$kind"
         refused "copying out of a container without a human (approve, no approver)" "not approved" 'http\[[0-9]+\]' \
                 cp "long-$kind:/etc/passwd" "$T/passwd-$kind"
 
