@@ -35,6 +35,13 @@ static const char * const default_capabilities[] = {
 
 #define CREATE "POST ^/containers/create$"
 
+/* loop's own images (the agent's, Chrome's): whoever could retag one would decide what the next agent
+ * container runs, its entrypoint and the gate included. */
+#define LOOP_IMAGE_RE "((localhost|docker\\\\.io)/)?(library/)?loop-"
+static const char * const loop_image_prefixes[] = {
+        "loop-", "localhost/loop-", "docker.io/loop-", "docker.io/library/loop-", "library/loop-", NULL,
+};
+
 /* Placeholders filled in by proxy_policy_document(): @HOST@ the host sources, @CAPS@ the capabilities,
  * @WORK@ the work dir (an empty list without one). */
 static const char default_rules[] =
@@ -51,7 +58,11 @@ static const char default_rules[] =
 " {\"methods\": [\"PUT\", \"GET\", \"HEAD\"], \"paths\": [\"^/containers/[^/]+/archive$\"], \"decision\": \"approve\","
 "  \"message\": \"copy files into or out of a container\"},"
 " {\"methods\": [\"GET\"], \"paths\": [\"^/containers/[^/]+/export$\"], \"decision\": \"approve\","
-"  \"message\": \"export a container's file system\"}"
+"  \"message\": \"export a container's file system\"},"
+" {\"methods\": [\"DELETE\"], \"paths\": [\"^/images/" LOOP_IMAGE_RE "\"], \"decision\": \"deny\","
+"  \"message\": \"loop's own images are not the agent's to change\"},"
+" {\"methods\": [\"POST\"], \"paths\": [\"^/images/load$\"], \"decision\": \"approve\","
+"  \"message\": \"load images from a tarball (it may name any image)\"}"
 "],"
 "\"body_rules\": ["
 " {\"applies_to\": \"" CREATE "\", \"decision\": \"deny\", \"message\": \"bind mounts of host system paths are refused\","
@@ -132,7 +143,12 @@ static const char default_rules[] =
 "                   {\"path\": \"cgroupparent\", \"op\": \"present\"},"
 "                   {\"path\": \"remote\", \"op\": \"present\"}]},"
 " {\"applies_to\": \"POST ^/images/create$\", \"decision\": \"deny\", \"message\": \"imports from a URL are refused\","
-"  \"json_checks\": [{\"path\": \"fromSrc\", \"op\": \"contains_any\", \"values\": [\":\"]}]}"
+"  \"json_checks\": [{\"path\": \"fromSrc\", \"op\": \"contains_any\", \"values\": [\":\"]}]},"
+" {\"applies_to\": \"POST ^/(build|commit|images/create|images/.+/tag)$\", \"decision\": \"deny\","
+"  \"message\": \"loop's own images are not the agent's to change\","
+"  \"json_checks\": [{\"path\": \"t[*]\", \"op\": \"starts_with_any\", \"values\": @LOOPIMG@},"
+"                   {\"path\": \"repo\", \"op\": \"starts_with_any\", \"values\": @LOOPIMG@},"
+"                   {\"path\": \"fromImage\", \"op\": \"starts_with_any\", \"values\": @LOOPIMG@}]}"
 "]}";
 
 static int json_strv(const char * const *l, json_object **ret) {
@@ -260,8 +276,9 @@ bool proxy_policy_channel_document_is_empty(json_object *doc) {
 }
 
 int proxy_policy_document_merge(json_object *channel, const char *work_dir, json_object **ret) {
-        _cleanup_(json_object_putp) json_object *doc = NULL, *defaults = NULL, *hosts = NULL, *caps = NULL, *work = NULL;
-        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+        _cleanup_(json_object_putp) json_object *doc = NULL, *defaults = NULL, *hosts = NULL, *caps = NULL, *work = NULL,
+                *images = NULL;
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
         const char *w[] = { work_dir, NULL };
         json_object *v, *dh, *db;
         int r;
@@ -272,14 +289,16 @@ int proxy_policy_document_merge(json_object *channel, const char *work_dir, json
                 return -EINVAL;
         if ((r = json_strv(host_sources, &hosts)) < 0 ||
             (r = json_strv(default_capabilities, &caps)) < 0 ||
-            (r = json_strv(work_dir ? w : NULL, &work)) < 0)
+            (r = json_strv(work_dir ? w : NULL, &work)) < 0 ||
+            (r = json_strv(loop_image_prefixes, &images)) < 0)
                 return r;
         a = replace_all(default_rules, "@HOST@", json_object_to_json_string_ext(hosts, JSON_C_TO_STRING_PLAIN));
         b = a ? replace_all(a, "@CAPS@", json_object_to_json_string_ext(caps, JSON_C_TO_STRING_PLAIN)) : NULL;
         c = b ? replace_all(b, "@WORK@", json_object_to_json_string_ext(work, JSON_C_TO_STRING_PLAIN)) : NULL;
-        if (!c)
+        d = c ? replace_all(c, "@LOOPIMG@", json_object_to_json_string_ext(images, JSON_C_TO_STRING_PLAIN)) : NULL;
+        if (!d)
                 return -ENOMEM;
-        defaults = json_tokener_parse(c);
+        defaults = json_tokener_parse(d);
         assert(defaults);       /* a built-in document that does not parse is a bug */
 
         doc = json_object_new_object();

@@ -201,6 +201,8 @@ for kind in podman docker; do
         refused "a volume binding /etc" "volumes that bind host paths" 'body\[[0-9]+\]' \
                 volume create --opt type=none --opt o=bind --opt device=/etc "bindvol-$kind"
         refused "a swarm endpoint" "swarm" 'http\[[0-9]+\]' swarm init
+        refused "retagging an image as loop's agent image" "loop's own images" 'body\[[0-9]+\]' tag "$IMAGE" loop-agent:latest
+        refused "building into loop's agent image" "loop's own images" 'body\[[0-9]+\]' build -q -t localhost/loop-agent "$T/ctx-$kind"
 
         out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{"Privileged":true}' \
                 -o /dev/null -w '%{http_code}' "http://d/v1.41/containers/long-$kind/update")

@@ -317,6 +317,22 @@ static void test_policy_body(void) {
                "a build from a remote is denied");
         is_int(decide(p, "POST", "/v1.41/networks/create", NULL, "{\"Name\":\"n\",\"Driver\":\"macvlan\"}", rule),
                DECISION_DENY, "a macvlan network is denied");
+        is_int(decide(p, "POST", "/v1.41/build", "t=mine:1&t=loop-agent:latest", NULL, rule), DECISION_DENY,
+               "a build tagged as loop's agent image is denied");
+        is_int(decide(p, "POST", "/v1.41/build", "t=localhost/Loop-Agent", NULL, rule), DECISION_DENY,
+               "...whatever the registry prefix and case");
+        is_int(decide(p, "POST", "/v1.41/build", "t=mine:1", NULL, rule), DECISION_ALLOW, "a build with another tag is allowed");
+        is_int(decide(p, "POST", "/v1.41/images/evil/tag", "repo=docker.io/library/loop-agent&tag=latest", NULL, rule),
+               DECISION_DENY, "retagging an image as loop's agent image is denied");
+        is_int(decide(p, "POST", "/v1.41/commit", "container=x&repo=loop-chrome", "{}", rule), DECISION_DENY,
+               "committing into loop's chrome image is denied");
+        is_int(decide(p, "POST", "/v1.41/images/create", "fromImage=loop-agent&tag=latest", NULL, rule), DECISION_DENY,
+               "pulling over loop's agent image is denied");
+        is_int(decide(p, "DELETE", "/v1.41/images/localhost/loop-agent:latest", NULL, NULL, rule), DECISION_DENY,
+               "removing loop's agent image is denied");
+        is_int(decide(p, "DELETE", "/v1.41/images/mine:1", NULL, NULL, rule), DECISION_ALLOW, "removing another image is allowed");
+        is_int(decide(p, "POST", "/v1.41/images/load", NULL, NULL, rule), DECISION_APPROVE,
+               "loading a tarball of images asks a human (it may name any image)");
 }
 
 static int body_error(const char *s) {
