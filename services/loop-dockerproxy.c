@@ -1166,6 +1166,14 @@ static int conn_handle(Conn *c) {
 
         if (stream) {
                 size_t pending = c->in_size - c->head_size;
+                const char *expect = http_request_header(&c->head, "Expect");
+
+                /* the decision is made: a client that waits before sending its body may send it now */
+                if (pending == 0 && c->head.version_minor == 1 && expect && strcasecmp(expect, "100-continue") == 0) {
+                        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                        if (send_all(c->fd, cont, sizeof(cont) - 1) < 0)
+                                return -EPIPE;
+                }
                 return conn_forward(c, NULL, 0, c->in + c->head_size, pending);
         }
 
@@ -1203,6 +1211,25 @@ static int conn_handle(Conn *c) {
         return conn_forward(c, full.body, full.body_size, NULL, 0);
 }
 
+/* After refusing a request whose body the client is still sending (a build context, say), read and drop
+ * the rest for a while, so that the client reads the answer instead of a broken pipe. Bounded in time
+ * and bytes: a client cannot keep a worker this way. */
+#define PROXY_LINGER_USEC (5ULL * 1000000ULL)
+#define PROXY_LINGER_BYTES (256ULL * 1024ULL * 1024ULL)
+
+static void lingering_close(int fd) {
+        uint64_t deadline = now_usec() + PROXY_LINGER_USEC, total = 0;
+        char buf[16384];
+
+        (void) shutdown(fd, SHUT_WR);
+        while (total < PROXY_LINGER_BYTES) {
+                ssize_t k = recv_some(fd, buf, sizeof(buf), deadline);
+                if (k <= 0)
+                        break;
+                total += (uint64_t) k;
+        }
+}
+
 static void conn_run(Conn *c) {
         Proxy *p = c->proxy;
 
@@ -1213,6 +1240,8 @@ static void conn_run(Conn *c) {
         if (c->rule)            /* not recorded yet */
                 conn_record(c);
 
+        if (c->status >= 400 && (c->content_length > 0 || c->head.chunked))
+                lingering_close(c->fd);
         safe_close(c->fd);
         http_request_done(&c->head);
         proxy_target_done(&c->target);
