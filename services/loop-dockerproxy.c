@@ -252,6 +252,9 @@ static int conn_reply(Conn *c, int status, const char *rule, const char *message
                 return r;
         if (!c->reason)
                 c->reason = strdup(message);
+        /* journaled before the caller hears of it, like the gate's decisions */
+        conn_record(c);
+        c->rule = NULL;
         return send_all(c->fd, buf, size);
 }
 
