@@ -810,71 +810,11 @@ static int stream_request_body(Conn *c, int up, const char *pending, size_t n_pe
         }
 }
 
-typedef struct ResponseHead {
-        int status;
-        size_t head_size;
-        bool chunked;
-        bool has_length;
-        uint64_t length;
-        bool stream_type;               /* application/vnd.docker.raw-stream or multiplexed-stream */
-} ResponseHead;
-
-/* The engine's response head: status, framing. 0 incomplete, 1 parsed, <0 malformed. */
-static int response_head_parse(const char *buf, size_t size, ResponseHead *ret) {
-        const char *end = memmem(buf, size, "\r\n\r\n", 4), *p, *line_end;
-        ResponseHead h = {};
-
-        if (!end)
-                return size >= PROXY_RESPONSE_HEAD_MAX ? -E2BIG : 0;
-        h.head_size = (size_t) (end - buf) + 4;
-        if (h.head_size < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || buf[8] != ' ' ||
-            buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' || buf[11] < '0' || buf[11] > '9')
-                return -EBADMSG;
-        h.status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
-        line_end = memmem(buf, h.head_size, "\r\n", 2);
-        for (p = line_end + 2; p < end; p = line_end + 2) {
-                char name[64], value[256];
-                const char *colon;
-                size_t nl, vl;
-
-                line_end = memmem(p, (size_t) (end + 2 - p), "\r\n", 2);
-                colon = memchr(p, ':', (size_t) (line_end - p));
-                if (!colon)
-                        return -EBADMSG;
-                nl = (size_t) (colon - p);
-                if (nl >= sizeof(name))
-                        continue;
-                memcpy(name, p, nl);
-                name[nl] = 0;
-                colon++;
-                while (colon < line_end && (*colon == ' ' || *colon == '\t'))
-                        colon++;
-                vl = MIN((size_t) (line_end - colon), sizeof(value) - 1);
-                memcpy(value, colon, vl);
-                value[vl] = 0;
-                if (strcasecmp(name, "Transfer-Encoding") == 0)
-                        h.chunked = strcasestr(value, "chunked") != NULL;
-                else if (strcasecmp(name, "Content-Length") == 0) {
-                        char *e;
-                        errno = 0;
-                        unsigned long long n = strtoull(value, &e, 10);
-                        if (errno != 0 || *e || e == value)
-                                return -EBADMSG;
-                        h.has_length = true;
-                        h.length = n;
-                } else if (strcasecmp(name, "Content-Type") == 0)
-                        h.stream_type = strncasecmp(value, "application/vnd.docker.raw-stream", 33) == 0 ||
-                                strncasecmp(value, "application/vnd.docker.multiplexed-stream", 41) == 0;
-        }
-        *ret = h;
-        return 1;
-}
-
 /* Both ways until the engine is done: what the client sends goes to the engine (a hijacked stream's
  * stdin), or is dropped when the stream is not hijacked (nothing after the request may reach the engine
  * as a request). Returns when the engine closes, the client goes away, or (not hijacked) the response's
  * framing says it ended. */
-static int relay(Conn *c, int up, bool hijack, ResponseHead *h, bool head_request) {
+static int relay(Conn *c, int up, bool hijack, HttpResponseHead *h, bool head_request) {
         _cleanup_free_ char *buf = malloc(PROXY_IO_BUFFER), *scratch = malloc(PROXY_IO_BUFFER);
         HttpChunked ch = { .framing_unlimited = true };
         uint64_t left = h ? h->length : 0;
@@ -954,7 +894,7 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
         _cleanup_free_ char *head = NULL, *rbuf = NULL;
         bool hijack = path_is_hijack(c->head.method, c->target.unversioned);
         bool streamed = !body;
-        ResponseHead h = {};
+        HttpResponseHead h = {};
         size_t head_size, rsize = 0;
         int r;
 
@@ -992,7 +932,7 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
                 if (k <= 0)
                         return conn_reply(c, 502, NULL, "the engine closed the connection without an answer");
                 rsize += (size_t) k;
-                r = response_head_parse(rbuf, rsize, &h);
+                r = http_response_head_parse(rbuf, rsize, PROXY_RESPONSE_HEAD_MAX, &h);
                 if (r < 0)
                         return conn_reply(c, 502, NULL, "the engine's answer is malformed");
                 if (r > 0)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <strings.h>
 
 #include "http-server.h"
@@ -533,4 +534,56 @@ int http_response_format(int status, const char *content_type, const void *body,
         *ret = buf;
         *ret_size = (size_t) n + body_size;
         return 0;
+}
+
+int http_response_head_parse(const char *buf, size_t size, size_t head_max, HttpResponseHead *ret) {
+        const char *end = memmem(buf, size, "\r\n\r\n", 4), *p, *line_end;
+        HttpResponseHead h = {};
+
+        if (!end)
+                return size >= head_max ? -E2BIG : 0;
+        h.head_size = (size_t) (end - buf) + 4;
+        if (h.head_size < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || buf[8] != ' ' ||
+            buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' || buf[11] < '0' || buf[11] > '9')
+                return -EBADMSG;
+        h.status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+        line_end = memmem(buf, h.head_size, "\r\n", 2);
+        for (p = line_end + 2; p < end; p = line_end + 2) {
+                char name[64], value[256];
+                const char *colon;
+                size_t nl, vl;
+
+                line_end = memmem(p, (size_t) (end + 2 - p), "\r\n", 2);
+                colon = memchr(p, ':', (size_t) (line_end - p));
+                if (!colon)
+                        return -EBADMSG;
+                nl = (size_t) (colon - p);
+                if (nl >= sizeof(name))
+                        continue;
+                memcpy(name, p, nl);
+                name[nl] = 0;
+                colon++;
+                while (colon < line_end && (*colon == ' ' || *colon == '\t'))
+                        colon++;
+                vl = MIN((size_t) (line_end - colon), sizeof(value) - 1);
+                memcpy(value, colon, vl);
+                value[vl] = 0;
+                if (strcasecmp(name, "Transfer-Encoding") == 0)
+                        h.chunked = strcasestr(value, "chunked") != NULL;
+                else if (strcasecmp(name, "Content-Length") == 0) {
+                        char *e;
+                        if (value[0] < '0' || value[0] > '9')
+                                return -EBADMSG;
+                        errno = 0;
+                        unsigned long long n = strtoull(value, &e, 10);
+                        if (errno != 0 || *e || e == value)
+                                return -EBADMSG;
+                        h.has_length = true;
+                        h.length = n;
+                } else if (strcasecmp(name, "Content-Type") == 0)
+                        h.stream_type = strncasecmp(value, "application/vnd.docker.raw-stream", 33) == 0 ||
+                                strncasecmp(value, "application/vnd.docker.multiplexed-stream", 41) == 0;
+        }
+        *ret = h;
+        return 1;
 }

@@ -115,3 +115,19 @@ typedef struct HttpChunked {
  * framing_unlimited). */
 int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, size_t *ret_out_size,
                         size_t *ret_consumed);
+
+/* The head of a response from an upstream server (the Docker API proxy reads the engine's): the status
+ * and how the body is framed, so that a stream can be passed on without buffering it. */
+typedef struct HttpResponseHead {
+        int status;
+        size_t head_size;               /* bytes up to and including the empty line */
+        bool chunked;
+        bool has_length;
+        uint64_t length;                /* Content-Length, when has_length */
+        bool stream_type;               /* application/vnd.docker.raw-stream or multiplexed-stream */
+} HttpResponseHead;
+
+/* Returns 1 with *ret when buf starts with a complete head, 0 when more is needed, -E2BIG when head_max
+ * bytes hold no complete head, -EBADMSG when it is not an HTTP/1.x response (a bad status line, a header
+ * without a colon, a Content-Length that is not a number). */
+int http_response_head_parse(const char *buf, size_t size, size_t head_max, HttpResponseHead *ret);

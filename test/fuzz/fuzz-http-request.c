@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* libFuzzer target: the HTTP/1.1 request parser as the Docker API proxy uses it (chunked bodies on),
- * then the target normalisation the proxy applies to whatever parsed. */
+ * then the target normalisation the proxy applies to whatever parsed, and the response head reader. */
 
 #include <stdint.h>
 
@@ -32,6 +32,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         k = http_request_parse_head((const char *) data, size, &l, &h, &head_size, &body_size, &status);
         if (k == 1 && head_size > size)
+                abort();
+
+        /* the same bytes as an engine's answer */
+        HttpResponseHead rh;
+        k = http_response_head_parse((const char *) data, size, 64 * 1024, &rh);
+        if (k == 1 && (rh.head_size > size || rh.status < 100 || rh.status > 599))
                 abort();
         return 0;
 }

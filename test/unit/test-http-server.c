@@ -323,6 +323,33 @@ static void test_chunked_caps(void) {
         }
 }
 
+/* What the proxy reads of the engine's answers. */
+static int head_of(const char *s, HttpResponseHead *h) {
+        return http_response_head_parse(s, strlen(s), 64 * 1024, h);
+}
+
+static void test_response_head(void) {
+        HttpResponseHead h;
+
+        is_int(head_of("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", &h), 1,
+               "a response head parses");
+        ok(h.status == 200 && h.has_length && h.length == 2 && !h.chunked && h.head_size == strlen(
+                   "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n"),
+           "its status, length and size are read");
+        is_int(head_of("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", &h), 1, "a chunked response parses");
+        ok(h.chunked && !h.has_length, "it is known to be chunked");
+        is_int(head_of("HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\n\r\n", &h),
+               1, "a switch to a raw stream parses");
+        ok(h.status == 101 && h.stream_type, "it is known to be a raw stream");
+        is_int(head_of("HTTP/1.1 200 OK\r\nContent-Le", &h), 0, "a partial head is incomplete");
+        is_int(head_of("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", &h), -EBADMSG, "a negative length is malformed");
+        is_int(head_of("HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n", &h), -EBADMSG, "a non-numeric length is malformed");
+        is_int(head_of("HTTP/1.1 2x0 OK\r\n\r\n", &h), -EBADMSG, "a bad status is malformed");
+        is_int(head_of("SSH-2.0-x\r\n\r\n", &h), -EBADMSG, "something that is not HTTP is malformed");
+        is_int(head_of("HTTP/1.1 200 OK\r\nNoColon\r\n\r\n", &h), -EBADMSG, "a header without a colon is malformed");
+        is_int(http_response_head_parse("HTTP/1.1 200 OK\r\nX: y", 22, 16, &h), -E2BIG, "a head beyond the cap is refused");
+}
+
 int main(void) {
         test_good();
         test_incremental();
@@ -335,5 +362,6 @@ int main(void) {
         test_garbage();
         test_chunked();
         test_chunked_caps();
+        test_response_head();
         return done_testing();
 }
