@@ -17,6 +17,15 @@
  *   loop-gate@NAME.service.d/50-channel.conf      the gate's settings (timeout, rate limits, audit)
  *   loop-gate@NAME.service.d/webhook-url          gates.webhook_url, 0600, passed as a credential
  *
+ * and, when its Docker API proxy is on (gates.docker_proxy.enabled, which needs the gate),
+ *
+ *   loop.target.wants/loop-dockerproxy@NAME.socket the filtered Docker API the agent gets
+ *   loop-dockerproxy@NAME.service.d/50-channel.conf the proxy's settings (engine socket, work dir)
+ *   loop-dockerproxy@NAME.service.d/policy.json   the channel's own proxy rules (default_decision,
+ *                                                 http_rules, body_rules) when it has any, passed as
+ *                                                 the credential "policy"; the service puts the
+ *                                                 built-in rules after them
+ *
  * where SNAME is NAME escaped as systemd-escape does (a "-" would otherwise make a sub-slice). With at least
  * one channel generated, also
  *
@@ -30,6 +39,7 @@
 
 #include "config-build.h"
 #include "config.h"
+#include "dockerproxy-policy.h"
 #include "log.h"
 #include "unit-name.h"
 
@@ -37,6 +47,7 @@
 #define AGENT_PATH_TEMPLATE LOOP_UNITDIR "/loop-agent@.path"
 #define GATE_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gate@.socket"
 #define GATE_ADMIN_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gate-admin@.socket"
+#define DOCKERPROXY_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-dockerproxy@.socket"
 #define RECONCILE_TIMER LOOP_UNITDIR "/loop-reconcile.timer"
 
 /* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. systemd ignores assignments
@@ -375,6 +386,88 @@ static int generate_gate(int dir_fd, const Channel *c, const char *escaped_path,
         return write_wants_symlink(dir_fd, c, "loop-gate-admin", "socket", GATE_ADMIN_SOCKET_TEMPLATE);
 }
 
+/* The Docker API proxy: its policy document (the channel's rules and the built-in ones), compiled here
+ * first so that a document the service would refuse never gets a socket: no proxy is a closed door. */
+static int generate_dockerproxy(int dir_fd, const Channel *c, const char *escaped_path, const char *output_dir) {
+        _cleanup_free_ char *dir = NULL, *conf = NULL, *policy = NULL, *policy_path = NULL, *escaped = NULL,
+                *error = NULL, *work = NULL, *engine = NULL;
+        _cleanup_(json_object_putp) json_object *channel = NULL, *doc = NULL;
+        _cleanup_(proxy_policy_freep) ProxyPolicy *compiled = NULL;
+        const char *w = c->config.work_dir, *sock = c->config.engine.socket;
+        FILE *f;
+        int r;
+
+        if (w && (string_has_control(w) || !utf8_is_valid(w) || strpbrk(w, " \t\"\'\\"))) {
+                log_warning("%s: the work dir cannot be named in a unit file, no Docker API proxy.", c->path);
+                return 0;
+        }
+        if (sock && (string_has_control(sock) || !utf8_is_valid(sock) || strpbrk(sock, " \t\"\'\\"))) {
+                log_warning("%s: engine.socket cannot be named in a unit file, no Docker API proxy.", c->path);
+                return 0;
+        }
+        if (string_has_control(output_dir) || !utf8_is_valid(output_dir) || output_dir[0] != '/') {
+                log_warning("Output dir %s cannot be named in a unit file, no Docker API proxy.", output_dir);
+                return 0;
+        }
+        r = proxy_policy_channel_document(&c->config.gates.docker_proxy, &channel);
+        if (r >= 0)
+                r = proxy_policy_document_merge(channel, w, &doc);
+        if (r < 0)
+                return log_error_errno(r, "%s: cannot build the Docker API policy: %m", c->path);
+        r = proxy_policy_compile(doc, &compiled, &error);
+        if (r < 0) {
+                log_warning("%s: the Docker API policy does not compile (%s), no Docker API proxy.", c->path,
+                            strna(error));
+                return 0;
+        }
+
+        if (asprintf(&dir, "loop-dockerproxy@%s.service.d", c->name) < 0 ||
+            asprintf(&conf, "%s/50-channel.conf", dir) < 0 ||
+            asprintf(&policy, "%s/policy.json", dir) < 0 ||
+            asprintf(&policy_path, "%s/%s", output_dir, policy) < 0)
+                return log_oom();
+        escaped = specifier_escape(policy_path);
+        work = w ? specifier_escape(w) : strdup("");
+        engine = sock ? specifier_escape(sock) : strdup("");
+        if (!escaped || !work || !engine)
+                return log_oom();
+        r = mkdirat_exist_ok(dir_fd, dir);
+        if (r < 0)
+                return r;
+
+        if (!proxy_policy_channel_document_is_empty(channel)) {
+                r = file_create(dir_fd, policy, 0644, &f);
+                if (r < 0)
+                        return r;
+                fputs(json_object_to_json_string_ext(channel, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), f);
+                r = unit_file_finish(f, policy);
+                if (r < 0)
+                        return r;
+        } else
+                escaped = mfree(escaped);
+
+        r = unit_file_create(dir_fd, conf, &f);
+        if (r < 0)
+                return r;
+        fprintf(f,
+                "[Unit]\n"
+                "SourcePath=%s\n"
+                "\n"
+                "[Service]\n"
+                "Environment=LOOP_CHANNEL=%s\n",
+                escaped_path, c->name);
+        if (escaped)
+                fprintf(f, "LoadCredential=policy:%s\n", escaped);
+        if (!isempty(work))
+                fprintf(f, "Environment=LOOP_DOCKERPROXY_WORK_DIR=%s\n", work);
+        if (!isempty(engine))
+                fprintf(f, "Environment=LOOP_DOCKERPROXY_ENGINE_SOCKET=%s\n", engine);
+        r = unit_file_finish(f, conf);
+        if (r < 0)
+                return r;
+        return write_wants_symlink(dir_fd, c, "loop-dockerproxy", "socket", DOCKERPROXY_SOCKET_TEMPLATE);
+}
+
 static int generate_channel(int dir_fd, const Channel *c, const char *config_dir_env, const char *output_dir) {
         _cleanup_free_ char *escaped_path = NULL;
         int r;
@@ -394,8 +487,13 @@ static int generate_channel(int dir_fd, const Channel *c, const char *config_dir
         r = write_wants_symlink(dir_fd, c, "loop-agent", "path", AGENT_PATH_TEMPLATE);
         if (r < 0)
                 return r;
-        if (c->config.gates.agentgate.enabled)
-                return generate_gate(dir_fd, c, escaped_path, output_dir);
+        if (c->config.gates.agentgate.enabled) {
+                r = generate_gate(dir_fd, c, escaped_path, output_dir);
+                if (r < 0)
+                        return r;
+        }
+        if (c->config.gates.agentgate.enabled && c->config.gates.docker_proxy.enabled)
+                return generate_dockerproxy(dir_fd, c, escaped_path, output_dir);
         return 0;
 }
 

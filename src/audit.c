@@ -45,6 +45,7 @@ static const struct {
         [AUDIT_GATE_PENDING]         = { "gate-pending",         "ac51ea316b31483ba54348f5beb30dbc" },
         [AUDIT_GATE_DECISION]        = { "gate-decision",        "1c67da5fa187464598968c5d0c4d6ccd" },
         [AUDIT_GATE_AUDIT_DROPPED]   = { "gate-audit-dropped",   "310a10fada534a7d93b9fbe9549b2cf2" },
+        [AUDIT_DOCKERPROXY_REQUEST]  = { "dockerproxy-request",  "26a10ae3739a4d5181b59cd9f48a917f" },
 };
 
 /* The fields audit_log() fills itself; an extra field may not name one of them. */

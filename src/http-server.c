@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <strings.h>
 
 #include "http-server.h"
@@ -185,20 +186,136 @@ static size_t http_request_header_count(const HttpRequest *r, const char *name) 
         return n;
 }
 
-int http_request_parse(const char *buf, size_t size, const HttpLimits *limits,
-                       HttpRequest *ret, size_t *ret_consumed, int *ret_status, HttpParseInfo *ret_info) {
-        _cleanup_(http_request_done) HttpRequest r = {};
-        HttpLimits l = {
+enum {
+        CHUNK_SIZE,             /* hex digits of a chunk size */
+        CHUNK_SIZE_LF,          /* after the CR that ends the size line */
+        CHUNK_DATA,
+        CHUNK_DATA_CR,          /* the CRLF after a chunk's data */
+        CHUNK_DATA_LF,
+        CHUNK_LAST_CR,          /* after "0\r\n": the empty line (no trailers) */
+        CHUNK_LAST_LF,
+        CHUNK_DONE,
+};
+
+static int hex_value(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, size_t *ret_out_size,
+                        size_t *ret_consumed) {
+        size_t i = 0, o = 0;
+
+        while (i < size && c->state != CHUNK_DONE) {
+                char ch = in[i];
+
+                if (c->state == CHUNK_DATA) {
+                        size_t n = (size_t) MIN((uint64_t) (size - i), c->remaining);
+                        memcpy(out + o, in + i, n);
+                        o += n;
+                        i += n;
+                        c->remaining -= n;
+                        if (c->remaining == 0)
+                                c->state = CHUNK_DATA_CR;
+                        continue;
+                }
+
+                if (++c->framing_total > HTTP_CHUNKED_FRAMING_MAX && !c->framing_unlimited)
+                        return -EFBIG;
+                i++;
+                switch (c->state) {
+                case CHUNK_SIZE: {
+                        int v = hex_value(ch);
+                        if (v >= 0) {
+                                if (++c->digits > HTTP_CHUNK_SIZE_DIGITS_MAX || c->remaining > (UINT64_MAX >> 4))
+                                        return -EBADMSG;
+                                c->remaining = (c->remaining << 4) | (uint64_t) v;
+                        } else if (ch == '\r' && c->digits > 0)
+                                c->state = CHUNK_SIZE_LF;
+                        else            /* chunk extensions, whitespace, bare LF, an empty size */
+                                return -EBADMSG;
+                        break;
+                }
+                case CHUNK_SIZE_LF:
+                        if (ch != '\n')
+                                return -EBADMSG;
+                        c->digits = 0;
+                        if (c->remaining == 0) {
+                                c->state = CHUNK_LAST_CR;
+                                break;
+                        }
+                        if (c->data_max > 0 && c->remaining > c->data_max - c->data_total)
+                                return -EFBIG;
+                        c->data_total += c->remaining;
+                        c->state = CHUNK_DATA;
+                        break;
+                case CHUNK_DATA_CR:
+                case CHUNK_LAST_CR:
+                        if (ch != '\r')         /* trailer fields are refused too */
+                                return -EBADMSG;
+                        c->state++;
+                        break;
+                case CHUNK_DATA_LF:
+                        if (ch != '\n')
+                                return -EBADMSG;
+                        c->state = CHUNK_SIZE;
+                        break;
+                case CHUNK_LAST_LF:
+                        if (ch != '\n')
+                                return -EBADMSG;
+                        c->state = CHUNK_DONE;
+                        break;
+                default:
+                        return -EBADMSG;
+                }
+        }
+
+        *ret_out_size = o;
+        *ret_consumed = i;
+        return c->state == CHUNK_DONE;
+}
+
+static void limits_fill(const HttpLimits *limits, HttpLimits *l) {
+        *l = (HttpLimits) {
                 .header_size_max = limits && limits->header_size_max ? limits->header_size_max : HTTP_HEADER_SIZE_MAX_DEFAULT,
                 .headers_max = limits && limits->headers_max ? limits->headers_max : HTTP_HEADERS_MAX_DEFAULT,
                 .body_size_max = limits && limits->body_size_max ? limits->body_size_max : HTTP_BODY_SIZE_MAX_DEFAULT,
+                .chunked = limits && limits->chunked,
         };
+}
+
+/* Transfer-Encoding as a proxy must read it: one header, exactly "chunked", HTTP/1.1, no Content-Length.
+ * Everything else is how request smuggling starts (a second parser that reads the framing differently). */
+static int check_transfer_encoding(const HttpRequest *r, const HttpLimits *l, bool *ret_chunked, int *ret_status) {
+        const char *te = http_request_header(r, "Transfer-Encoding");
+
+        *ret_chunked = false;
+        if (!te)
+                return 0;
+        if (!l->chunked)
+                return fail(501, -EOPNOTSUPP, ret_status);
+        if (r->version_minor == 0 || http_request_header_count(r, "Transfer-Encoding") > 1 ||
+            http_request_header(r, "Content-Length"))
+                return fail(400, -EBADMSG, ret_status);
+        if (strcasecmp(te, "chunked") != 0)
+                return fail(strchr(te, ',') ? 400 : 501, -EOPNOTSUPP, ret_status);
+        *ret_chunked = true;
+        return 0;
+}
+
+/* The head: request line and headers, checked; *ret_skipped leading empty lines. */
+static int parse_head(const char *buf, size_t size, const HttpLimits *l, HttpRequest *ret, size_t *ret_skipped,
+                      size_t *ret_head_size, uint64_t *ret_body_size, int *ret_status) {
+        _cleanup_(http_request_done) HttpRequest r = {};
         const char *end, *p, *line_end, *v;
         size_t head_size, body_size = 0, skipped = 0;
+        bool chunked;
         int r_;
-
-        if (ret_info)
-                *ret_info = (HttpParseInfo) {};
 
         /* RFC 9112 2.2: a few empty lines before the request line are ignored (clients that add one after
          * a body they sent, for instance). */
@@ -208,15 +325,15 @@ int http_request_parse(const char *buf, size_t size, const HttpLimits *limits,
                 skipped += 2;
         }
 
-        end = memmem_crlfcrlf(buf, MIN(size, l.header_size_max));
+        end = memmem_crlfcrlf(buf, MIN(size, l->header_size_max));
         if (!end) {
                 /* A bare LF where a CRLF belongs is refused right away rather than waited on. */
-                for (size_t i = 0; i < MIN(size, l.header_size_max); i++)
+                for (size_t i = 0; i < MIN(size, l->header_size_max); i++)
                         if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r'))
                                 return fail(400, -EBADMSG, ret_status);
                         else if (buf[i] == 0)
                                 return fail(400, -EBADMSG, ret_status);
-                if (size >= l.header_size_max)
+                if (size >= l->header_size_max)
                         return fail(431, -E2BIG, ret_status);
                 return 0;
         }
@@ -238,13 +355,14 @@ int http_request_parse(const char *buf, size_t size, const HttpLimits *limits,
                 return r_;
         for (p = line_end + 2; p < end + 2; p = line_end + 2) {
                 line_end = memmem(p, (size_t) (end + 2 - p), "\r\n", 2);
-                r_ = parse_header_line(p, (size_t) (line_end - p), &r, &l, ret_status);
+                r_ = parse_header_line(p, (size_t) (line_end - p), &r, l, ret_status);
                 if (r_ < 0)
                         return r_;
         }
 
-        if (http_request_header(&r, "Transfer-Encoding"))
-                return fail(501, -EOPNOTSUPP, ret_status);
+        r_ = check_transfer_encoding(&r, l, &chunked, ret_status);
+        if (r_ < 0)
+                return r_;
         if (r.version_minor == 1 && http_request_header_count(&r, "Host") != 1)
                 return fail(400, -EBADMSG, ret_status);
         if (http_request_header_count(&r, "Content-Length") > 1)
@@ -256,8 +374,6 @@ int http_request_parse(const char *buf, size_t size, const HttpLimits *limits,
                         return fail(413, -EFBIG, ret_status);
                 if (r_ < 0)
                         return fail(400, -EBADMSG, ret_status);
-                if (body_size > l.body_size_max)
-                        return fail(413, -EFBIG, ret_status);
         }
 
         v = http_request_header(&r, "Connection");
@@ -265,27 +381,98 @@ int http_request_parse(const char *buf, size_t size, const HttpLimits *limits,
                 r.keep_alive = !(v && token_list_contains(v, "close"));
         else
                 r.keep_alive = v && token_list_contains(v, "keep-alive");
-
-        if (size - head_size < body_size) {
-                if (ret_info) {
-                        v = http_request_header(&r, "Expect");
-                        ret_info->headers_complete = true;
-                        ret_info->expect_continue = r.version_minor == 1 && v && strcasecmp(v, "100-continue") == 0;
-                }
-                return 0;
-        }
-
-        r.body = malloc(body_size + 1);
-        if (!r.body)
-                return fail(500, -ENOMEM, ret_status);
-        memcpy(r.body, buf + head_size, body_size);
-        r.body[body_size] = 0;
-        r.body_size = body_size;
+        r.chunked = chunked;
 
         *ret = r;
         r = (HttpRequest) {};
-        *ret_consumed = skipped + head_size + body_size;
+        *ret_skipped = skipped;
+        *ret_head_size = head_size;
+        *ret_body_size = body_size;
         return 1;
+}
+
+int http_request_parse_head(const char *buf, size_t size, const HttpLimits *limits,
+                            HttpRequest *ret, size_t *ret_head_size, uint64_t *ret_body_size, int *ret_status) {
+        HttpLimits l;
+        size_t skipped, head_size;
+        uint64_t body_size;
+        int r;
+
+        limits_fill(limits, &l);
+        r = parse_head(buf, size, &l, ret, &skipped, &head_size, &body_size, ret_status);
+        if (r <= 0)
+                return r;
+        ret->body = strdup("");
+        if (!ret->body) {
+                http_request_done(ret);
+                return fail(500, -ENOMEM, ret_status);
+        }
+        *ret_head_size = skipped + head_size;
+        *ret_body_size = body_size;
+        return 1;
+}
+
+int http_request_parse(const char *buf, size_t size, const HttpLimits *limits,
+                       HttpRequest *ret, size_t *ret_consumed, int *ret_status, HttpParseInfo *ret_info) {
+        _cleanup_(http_request_done) HttpRequest r = {};
+        HttpLimits l;
+        size_t head_size, skipped, body_size, consumed;
+        uint64_t content_length;
+        const char *v;
+        int r_;
+
+        if (ret_info)
+                *ret_info = (HttpParseInfo) {};
+        limits_fill(limits, &l);
+
+        r_ = parse_head(buf, size, &l, &r, &skipped, &head_size, &content_length, ret_status);
+        if (r_ <= 0)
+                return r_;
+        buf += skipped;
+        size -= skipped;
+
+        if (r.chunked) {
+                HttpChunked c = { .data_max = l.body_size_max };
+
+                r.body = malloc(size - head_size + 1);
+                if (!r.body)
+                        return fail(500, -ENOMEM, ret_status);
+                r_ = http_chunked_decode(&c, buf + head_size, size - head_size, r.body, &body_size, &consumed);
+                if (r_ == -EFBIG)
+                        return fail(413, -EFBIG, ret_status);
+                if (r_ < 0)
+                        return fail(400, -EBADMSG, ret_status);
+                if (r_ == 0)
+                        goto incomplete;
+                r.body[body_size] = 0;
+                r.body_size = body_size;
+        } else {
+                if (content_length > l.body_size_max)
+                        return fail(413, -EFBIG, ret_status);
+                body_size = consumed = (size_t) content_length;
+                if (size - head_size < body_size)
+                        goto incomplete;
+                r.body = malloc(body_size + 1);
+                if (!r.body)
+                        return fail(500, -ENOMEM, ret_status);
+                memcpy(r.body, buf + head_size, body_size);
+                r.body[body_size] = 0;
+                r.body_size = body_size;
+        }
+
+        *ret = r;
+        r = (HttpRequest) {};
+        *ret_consumed = skipped + head_size + consumed;
+        return 1;
+
+incomplete:
+        if (ret_info) {
+                v = http_request_header(&r, "Expect");
+                ret_info->headers_complete = true;
+                ret_info->head_size = skipped + head_size;
+                ret_info->expect_continue = r.version_minor == 1 && v && strcasecmp(v, "100-continue") == 0;
+        }
+        return 0;
 }
 
 const char *http_status_reason(int status) {
@@ -347,4 +534,56 @@ int http_response_format(int status, const char *content_type, const void *body,
         *ret = buf;
         *ret_size = (size_t) n + body_size;
         return 0;
+}
+
+int http_response_head_parse(const char *buf, size_t size, size_t head_max, HttpResponseHead *ret) {
+        const char *end = memmem(buf, size, "\r\n\r\n", 4), *p, *line_end;
+        HttpResponseHead h = {};
+
+        if (!end)
+                return size >= head_max ? -E2BIG : 0;
+        h.head_size = (size_t) (end - buf) + 4;
+        if (h.head_size < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || buf[8] != ' ' ||
+            buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' || buf[11] < '0' || buf[11] > '9')
+                return -EBADMSG;
+        h.status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+        line_end = memmem(buf, h.head_size, "\r\n", 2);
+        for (p = line_end + 2; p < end; p = line_end + 2) {
+                char name[64], value[256];
+                const char *colon;
+                size_t nl, vl;
+
+                line_end = memmem(p, (size_t) (end + 2 - p), "\r\n", 2);
+                colon = memchr(p, ':', (size_t) (line_end - p));
+                if (!colon)
+                        return -EBADMSG;
+                nl = (size_t) (colon - p);
+                if (nl >= sizeof(name))
+                        continue;
+                memcpy(name, p, nl);
+                name[nl] = 0;
+                colon++;
+                while (colon < line_end && (*colon == ' ' || *colon == '\t'))
+                        colon++;
+                vl = MIN((size_t) (line_end - colon), sizeof(value) - 1);
+                memcpy(value, colon, vl);
+                value[vl] = 0;
+                if (strcasecmp(name, "Transfer-Encoding") == 0)
+                        h.chunked = strcasestr(value, "chunked") != NULL;
+                else if (strcasecmp(name, "Content-Length") == 0) {
+                        char *e;
+                        if (value[0] < '0' || value[0] > '9')
+                                return -EBADMSG;
+                        errno = 0;
+                        unsigned long long n = strtoull(value, &e, 10);
+                        if (errno != 0 || *e || e == value)
+                                return -EBADMSG;
+                        h.has_length = true;
+                        h.length = n;
+                } else if (strcasecmp(name, "Content-Type") == 0)
+                        h.stream_type = strncasecmp(value, "application/vnd.docker.raw-stream", 33) == 0 ||
+                                strncasecmp(value, "application/vnd.docker.multiplexed-stream", 41) == 0;
+        }
+        *ret = h;
+        return 1;
 }

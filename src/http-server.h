@@ -8,9 +8,12 @@
  *
  * Strict on purpose, because every byte comes from a client we do not trust: a request line of
  * METHOD SP origin-form SP HTTP/1.x, CRLF line ends only, header names that are tokens, no obsolete
- * line folding, no control characters in values, at most one Content-Length (digits only), no
- * Transfer-Encoding (-> 501), a Host header for HTTP/1.1. Everything is capped by HttpLimits; a request
- * over a cap is answered with 413 or 431 instead of being buffered. */
+ * line folding, no control characters in values, at most one Content-Length (digits only), a Host header
+ * for HTTP/1.1. Transfer-Encoding is refused (501) unless HttpLimits.chunked is set; then exactly one
+ * "Transfer-Encoding: chunked" on an HTTP/1.1 request without Content-Length is decoded (anything else is
+ * 400 or 501: the request smuggling shapes), chunks strictly as RFC 9112 7.1 without extensions or
+ * trailers. Everything is capped by HttpLimits; a request over a cap is answered with 413 or 431 instead
+ * of being buffered. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -23,11 +26,16 @@
 #define HTTP_HEADERS_MAX_DEFAULT 64U
 #define HTTP_BODY_SIZE_MAX_DEFAULT (1024U * 1024U)
 #define HTTP_METHOD_MAX 32U
+/* Bytes of chunked framing (sizes and line ends) a body may carry beyond its data: a client that sends
+ * one-byte chunks is refused with 413 long before it costs more than this. */
+#define HTTP_CHUNKED_FRAMING_MAX (64U * 1024U)
+#define HTTP_CHUNK_SIZE_DIGITS_MAX 16U
 
 typedef struct HttpLimits {
         size_t header_size_max;
         size_t headers_max;
         size_t body_size_max;
+        bool chunked;                   /* decode chunked bodies instead of answering 501 */
 } HttpLimits;
 
 typedef struct HttpHeader {
@@ -46,6 +54,7 @@ typedef struct HttpRequest {
         char *body;                     /* NUL-terminated for convenience (body_size excludes it); never NULL */
         size_t body_size;
         bool keep_alive;                /* the connection may carry another request after the response */
+        bool chunked;                   /* the body came chunked (body holds it decoded) */
 } HttpRequest;
 
 void http_request_done(HttpRequest *r);
@@ -53,6 +62,7 @@ void http_request_done(HttpRequest *r);
 /* What http_request_parse() learnt about a request that is not complete yet. */
 typedef struct HttpParseInfo {
         bool headers_complete;
+        size_t head_size;               /* with headers_complete: bytes of the head, the body starts there */
         bool expect_continue;           /* the client waits for "100 Continue" before sending the body */
 } HttpParseInfo;
 
@@ -77,3 +87,47 @@ const char *http_status_reason(int status);
  * keep-alive or close, a blank line and the body. */
 int http_response_format(int status, const char *content_type, const void *body, size_t body_size,
                          bool keep_alive, char **ret, size_t *ret_size);
+
+/* Parses only the head (request line and headers, with every check above, Content-Length and
+ * Transfer-Encoding included) of the request at the start of buf, for callers that stream the body
+ * themselves. Returns 1 with *ret (body empty) and *ret_head_size, 0 when incomplete, <0 with
+ * *ret_status as http_request_parse(). ret->chunked says how the body is framed; otherwise
+ * *ret_body_size is its Content-Length (0 without one). The body cap is not applied here. */
+int http_request_parse_head(const char *buf, size_t size, const HttpLimits *limits,
+                            HttpRequest *ret, size_t *ret_head_size, uint64_t *ret_body_size, int *ret_status);
+
+/* An incremental decoder of a chunked body: feed it what arrived, it writes the data (never more bytes
+ * than it was fed) and says where the body ended. Strict: 1 to HTTP_CHUNK_SIZE_DIGITS_MAX hex digits
+ * and CRLF, no chunk extensions, no trailer fields. */
+typedef struct HttpChunked {
+        unsigned state;
+        unsigned digits;
+        uint64_t remaining;             /* data bytes left in the current chunk */
+        uint64_t data_total;            /* data bytes decoded so far */
+        uint64_t framing_total;         /* framing bytes seen so far */
+        uint64_t data_max;              /* 0: no cap */
+        bool framing_unlimited;         /* a stream passed on, not buffered: no HTTP_CHUNKED_FRAMING_MAX */
+} HttpChunked;
+
+/* Decodes in[0..size) into out (room for size bytes). Returns 1 when the body ended (*ret_consumed
+ * bytes of in were part of it), 0 when all of in was consumed and more is needed, -EBADMSG for a
+ * malformed body, -EFBIG when the data exceeds data_max or the framing HTTP_CHUNKED_FRAMING_MAX (unless
+ * framing_unlimited). */
+int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, size_t *ret_out_size,
+                        size_t *ret_consumed);
+
+/* The head of a response from an upstream server (the Docker API proxy reads the engine's): the status
+ * and how the body is framed, so that a stream can be passed on without buffering it. */
+typedef struct HttpResponseHead {
+        int status;
+        size_t head_size;               /* bytes up to and including the empty line */
+        bool chunked;
+        bool has_length;
+        uint64_t length;                /* Content-Length, when has_length */
+        bool stream_type;               /* application/vnd.docker.raw-stream or multiplexed-stream */
+} HttpResponseHead;
+
+/* Returns 1 with *ret when buf starts with a complete head, 0 when more is needed, -E2BIG when head_max
+ * bytes hold no complete head, -EBADMSG when it is not an HTTP/1.x response (a bad status line, a header
+ * without a colon, a Content-Length that is not a number). */
+int http_response_head_parse(const char *buf, size_t size, size_t head_max, HttpResponseHead *ret);

@@ -59,8 +59,11 @@ int read_full_file_at(int dir_fd, const char *path, size_t max_size, bool nofoll
         if ((size_t) st.st_size > max_size)
                 return -EFBIG;
 
-        /* Ask for one byte more than fstat() promised, so a file that grew since is noticed and capped. */
-        size_t cap = (size_t) st.st_size + 1, used = 0;
+        /* Ask for one byte more than fstat() promised, so a file that grew since is noticed and capped;
+         * at least a page, since procfs and sysfs files promise 0 and would be read a byte at a time. */
+        size_t cap = MAX((size_t) st.st_size + 1, (size_t) 4096), used = 0;
+        if (max_size < SIZE_MAX)
+                cap = MIN(cap, max_size + 1);
         buf = malloc(cap + 1);
         if (!buf)
                 return -ENOMEM;

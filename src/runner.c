@@ -565,6 +565,27 @@ static int gate_prepare(RunContext *ctx, const char *name, GateFiles *g, char **
         return 0;
 }
 
+/* The channel's Docker API proxy (loop-dockerproxy@NAME.socket), when its gates.docker_proxy is on and
+ * the socket exists: the agent's docker client finds it at the usual place. Without the socket the agent
+ * simply has no Docker API. */
+#define DOCKERPROXY_CONTAINER_SOCKET "/var/run/docker.sock"
+
+static int dockerproxy_prepare(RunContext *ctx, char ***env, char ***binds) {
+        _cleanup_free_ char *sock = NULL, *bind = NULL;
+        struct stat st;
+
+        if (asprintf(&sock, "%s/%s/docker.sock", loop_runtime_dir(), ctx->channel) < 0)
+                return log_oom();
+        if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+                log_debug("No Docker API proxy socket at %s: the agent of channel %s gets no Docker API.", sock, ctx->channel);
+                return 0;
+        }
+        if (asprintf(&bind, "%s:%s", sock, DOCKERPROXY_CONTAINER_SOCKET) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
+            strv_extend(env, "DOCKER_HOST=unix://" DOCKERPROXY_CONTAINER_SOCKET) < 0)
+                return log_oom();
+        return 0;
+}
+
 /* One container: create, copy in, start, follow the output, wait, schedule its removal. */
 static int run_container(RunContext *ctx, const char *prompt, const char *resume, Attempt *ret) {
         Engine *e = ctx->conn->engine;
@@ -599,6 +620,11 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 r = gate_prepare(ctx, name, &gate, &extra_env, &binds);
                 if (r < 0)
                         return r;
+                if (ctx->config.gates.docker_proxy.enabled) {
+                        r = dockerproxy_prepare(ctx, &extra_env, &binds);
+                        if (r < 0)
+                                return r;
+                }
         }
 
         ContainerInput in = {

@@ -187,6 +187,169 @@ static void test_garbage(void) {
         ok(fine, "20000 random inputs give incomplete or a 4xx/5xx, never more than they hold");
 }
 
+
+/* The proxy's reading of request bodies: chunked decoded, every smuggling shape refused. */
+static int chunked_status(const char *s, HttpRequest *ret) {
+        HttpLimits l = { .chunked = true };
+        _cleanup_(http_request_done) HttpRequest r = {};
+        size_t consumed;
+        int status = 0, k;
+
+        k = http_request_parse(s, strlen(s), &l, &r, &consumed, &status, NULL);
+        if (k < 0)
+                return status;
+        if (k == 1 && ret) {
+                *ret = r;
+                r = (HttpRequest) {};
+        }
+        return k == 1 ? 200 : 0;
+}
+
+#define CHUNKED_HEAD "POST /build HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+static void test_chunked(void) {
+        _cleanup_(http_request_done) HttpRequest r = {}, q = {};
+        const char *two = CHUNKED_HEAD "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n";
+        HttpLimits l = { .chunked = true };
+        size_t consumed = 0;
+        int status = 0;
+
+        is_int(chunked_status(CHUNKED_HEAD "0\r\n\r\n", NULL), 200, "an empty chunked body parses");
+        is_int(http_request_parse(two, strlen(two), &l, &r, &consumed, &status, NULL), 1, "a chunked body parses");
+        is_str(r.body, "hello world", "the chunks are decoded and joined");
+        ok(r.chunked && r.body_size == 11, "the request says its body came chunked");
+        is_int(consumed, strlen(two) - strlen("GET / HTTP/1.1\r\nHost: h\r\n\r\n"),
+               "the request ends after the last chunk; the next request stays in the buffer");
+        is_int(chunked_status(CHUNKED_HEAD "A\r\n0123456789\r\n0\r\n\r\n", &q), 200, "upper-case hex sizes parse");
+        is_int(q.body_size, 10, "hex A is ten bytes");
+
+        is_int(chunked_status(CHUNKED_HEAD "5\r\nhel", NULL), 0, "a chunk cut short is incomplete");
+        is_int(chunked_status(CHUNKED_HEAD "5\r\nhello\r\n0\r\n", NULL), 0, "a body without its final empty line is incomplete");
+        is_int(chunked_status(CHUNKED_HEAD "5;ext=1\r\nhello\r\n0\r\n\r\n", NULL), 400, "a chunk extension is 400");
+        is_int(chunked_status(CHUNKED_HEAD "5 \r\nhello\r\n0\r\n\r\n", NULL), 400, "whitespace after a chunk size is 400");
+        is_int(chunked_status(CHUNKED_HEAD "5\nhello\r\n0\r\n\r\n", NULL), 400, "a bare LF after a chunk size is 400");
+        is_int(chunked_status(CHUNKED_HEAD "5\r\nhelloX\r\n0\r\n\r\n", NULL), 400, "data longer than its size is 400");
+        is_int(chunked_status(CHUNKED_HEAD "\r\nhello\r\n0\r\n\r\n", NULL), 400, "an empty chunk size is 400");
+        is_int(chunked_status(CHUNKED_HEAD "-5\r\nhello\r\n0\r\n\r\n", NULL), 400, "a negative chunk size is 400");
+        is_int(chunked_status(CHUNKED_HEAD "0x5\r\nhello\r\n0\r\n\r\n", NULL), 400, "a 0x prefix is 400");
+        is_int(chunked_status(CHUNKED_HEAD "00000000000000001\r\nh\r\n0\r\n\r\n", NULL), 400,
+               "a chunk size of more than 16 digits is 400");
+        is_int(chunked_status(CHUNKED_HEAD "ffffffffffffffff\r\nh", NULL), 413, "a chunk size beyond the body cap is 413");
+        is_int(chunked_status(CHUNKED_HEAD "0\r\nX-Trailer: y\r\n\r\n", NULL), 400, "a trailer field is 400");
+
+        is_int(chunked_status("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", NULL),
+               400, "Transfer-Encoding together with Content-Length is 400");
+        is_int(chunked_status("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", NULL),
+               400, "Content-Length before Transfer-Encoding is 400 too");
+        is_int(chunked_status("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", NULL),
+               400, "two Transfer-Encoding headers are 400");
+        is_int(chunked_status("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n", NULL),
+               400, "a Transfer-Encoding list is 400");
+        is_int(chunked_status("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", NULL),
+               501, "a coding other than chunked is 501");
+        is_int(chunked_status("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: xchunked\r\n\r\n", NULL),
+               501, "a coding that merely contains chunked is 501");
+        is_int(chunked_status("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n", NULL),
+               400, "a space before the colon of Transfer-Encoding is 400");
+        is_int(chunked_status("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding:\tchunked\r\n\r\n0\r\n\r\n", NULL),
+               200, "a tab before the value is optional whitespace, as RFC 9110 says");
+        is_int(chunked_status("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n Foo: x\r\n\r\n0\r\n\r\n", NULL),
+               400, "obs-fold after Transfer-Encoding is 400");
+        is_int(chunked_status("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", NULL),
+               400, "chunked in HTTP/1.0 is 400");
+        is_int(status_of(CHUNKED_HEAD "0\r\n\r\n"), 501, "without HttpLimits.chunked, chunked stays 501");
+}
+
+static void test_chunked_caps(void) {
+        _cleanup_free_ char *small = NULL;
+        HttpLimits l = { .chunked = true, .body_size_max = 16 };
+        size_t consumed, n = 0;
+        int status = 0, k;
+
+        {
+                _cleanup_(http_request_done) HttpRequest r = {};
+                const char *s = CHUNKED_HEAD "10\r\n0123456789abcdef\r\n1\r\nx\r\n0\r\n\r\n";
+                k = http_request_parse(s, strlen(s), &l, &r, &consumed, &status, NULL);
+                ok(k < 0 && status == 413, "chunks adding up to one byte over the cap are 413");
+        }
+
+        /* one-byte chunks: 6 bytes of framing per byte of data */
+        small = malloc(strlen(CHUNKED_HEAD) + 6 * (HTTP_CHUNKED_FRAMING_MAX / 2) + 8);
+        if (!small)
+                abort();
+        n = stpcpy(small, CHUNKED_HEAD) - small;
+        for (size_t i = 0; i < HTTP_CHUNKED_FRAMING_MAX / 2; i++)
+                n += (size_t) sprintf(small + n, "1\r\na\r\n");
+        {
+                _cleanup_(http_request_done) HttpRequest r = {};
+                HttpLimits big_body = { .chunked = true, .body_size_max = 1024 * 1024 };
+                k = http_request_parse(small, n, &big_body, &r, &consumed, &status, NULL);
+                ok(k < 0 && status == 413, "more chunk framing than HTTP_CHUNKED_FRAMING_MAX is 413");
+        }
+        {
+                /* a stream passed on: the same body decodes to its end */
+                HttpChunked c = { .framing_unlimited = true };
+                char *out = malloc(n);
+                size_t o = 0, used = 0;
+                size_t head = strlen(CHUNKED_HEAD);
+                if (!out)
+                        abort();
+                memcpy(small + n, "0\r\n\r\n", 5);
+                k = http_chunked_decode(&c, small + head, n + 5 - head, out, &o, &used);
+                ok(k == 1 && o == HTTP_CHUNKED_FRAMING_MAX / 2, "with framing_unlimited, a stream of small chunks decodes whole");
+                free(out);
+        }
+
+        {
+                HttpChunked c = {};
+                const char *s = "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+                char out[64];
+                size_t total = 0, o, used;
+                bool done = false, fine = true;
+
+                /* byte by byte, as a slow client sends it */
+                for (size_t i = 0; i < strlen(s); i++) {
+                        k = http_chunked_decode(&c, s + i, 1, out + total, &o, &used);
+                        if (k < 0 || used != 1)
+                                fine = false;
+                        total += o;
+                        if (k == 1) {
+                                done = i == strlen(s) - 1;
+                                break;
+                        }
+                }
+                ok(fine && done && total == 5 && memcmp(out, "abcde", 5) == 0,
+                   "the decoder reassembles a body fed one byte at a time");
+        }
+}
+
+/* What the proxy reads of the engine's answers. */
+static int head_of(const char *s, HttpResponseHead *h) {
+        return http_response_head_parse(s, strlen(s), 64 * 1024, h);
+}
+
+static void test_response_head(void) {
+        HttpResponseHead h;
+
+        is_int(head_of("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", &h), 1,
+               "a response head parses");
+        ok(h.status == 200 && h.has_length && h.length == 2 && !h.chunked && h.head_size == strlen(
+                   "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n"),
+           "its status, length and size are read");
+        is_int(head_of("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", &h), 1, "a chunked response parses");
+        ok(h.chunked && !h.has_length, "it is known to be chunked");
+        is_int(head_of("HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\n\r\n", &h),
+               1, "a switch to a raw stream parses");
+        ok(h.status == 101 && h.stream_type, "it is known to be a raw stream");
+        is_int(head_of("HTTP/1.1 200 OK\r\nContent-Le", &h), 0, "a partial head is incomplete");
+        is_int(head_of("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", &h), -EBADMSG, "a negative length is malformed");
+        is_int(head_of("HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n", &h), -EBADMSG, "a non-numeric length is malformed");
+        is_int(head_of("HTTP/1.1 2x0 OK\r\n\r\n", &h), -EBADMSG, "a bad status is malformed");
+        is_int(head_of("SSH-2.0-x\r\n\r\n", &h), -EBADMSG, "something that is not HTTP is malformed");
+        is_int(head_of("HTTP/1.1 200 OK\r\nNoColon\r\n\r\n", &h), -EBADMSG, "a header without a colon is malformed");
+        is_int(http_response_head_parse("HTTP/1.1 200 OK\r\nX: y", 22, 16, &h), -E2BIG, "a head beyond the cap is refused");
+}
+
 int main(void) {
         test_good();
         test_incremental();
@@ -197,5 +360,8 @@ int main(void) {
         test_caps();
         test_response();
         test_garbage();
+        test_chunked();
+        test_chunked_caps();
+        test_response_head();
         return done_testing();
 }

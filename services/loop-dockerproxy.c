@@ -1,0 +1,1461 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* loop-dockerproxy: the Docker Engine API as one channel's agents may use it (loop-dockerproxy@NAME.service),
+ * started by loop-dockerproxy@NAME.socket on /run/loop/NAME/docker.sock, which the runner bind-mounts
+ * into the channel's agent containers as /var/run/docker.sock.
+ *
+ * Every connection carries one request (the response says "Connection: close"; clients open the next
+ * one themselves), handled by a thread of its own:
+ *   1. the head is read (at most PROXY_HEAD_TIMEOUT_USEC for the whole request: slow clients are cut off)
+ *      and parsed strictly (src/http-server.h): smuggling shapes, bad bytes and oversize heads never get
+ *      further; the target is normalised (src/dockerproxy-path.h) and only the normalised one is used;
+ *   2. a JSON body (every endpoint but the streamed ones: build contexts, image tarballs, archive
+ *      uploads) is read whole, at most PROXY_BODY_MAX, and parsed (src/dockerproxy-policy.h);
+ *   3. the policy decides (http rules, body rules, default); a container or exec named in the path
+ *      must be one of the channel's nested containers (labels loop-channel=NAME, loop-type=nested);
+ *      lists and prunes of containers are scoped to them; a create is refused beyond the channel's
+ *      count and rewritten into the channel's policy (src/dockerproxy-nested.h); "approve" asks a
+ *      human through the channel's loop-gate@NAME (POST /api/gate/container-approval, with the token
+ *      of the calling container, found from its cgroup);
+ *   4. an allowed request is sent to the engine as a new request (normalised target, hop-by-hop headers
+ *      dropped, the body re-framed), the response streamed back as it comes, and attach and exec start
+ *      become a raw two-way stream once the engine has switched protocols.
+ * Every request is one journal entry (dockerproxy-request: method, path, rule, decision, status,
+ * latency), never with the query, a header or the body.
+ *
+ * Settings come from the environment loop-generator writes into the unit's drop-in:
+ *   LOOP_DOCKERPROXY_ENGINE_SOCKET   the engine's socket (default: Podman's rootful one, else Docker's)
+ *   LOOP_DOCKERPROXY_POLICY          the channel's policy document (proxy-policy.json: default_decision,
+ *                                    http_rules, body_rules), whose rules go before the built-in ones;
+ *                                    default: $CREDENTIALS_DIRECTORY/policy, else the built-in rules alone
+ *   LOOP_DOCKERPROXY_WORK_DIR        the channel's work dir, for the built-in rules
+ *   LOOP_DOCKERPROXY_CONTAINERS_MAX  nested containers the channel may have (default 16)
+ *   LOOP_DOCKERPROXY_IDLE_SEC        how long to linger without connections (default 60)
+ *   LOOP_RUNTIME_DIR                 where the channel's gate socket and tokens are (default /run/loop) */
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+
+#include "audit.h"
+#include "config.h"
+#include "curl-buffer.h"
+#include "dockerproxy-nested.h"
+#include "dockerproxy-path.h"
+#include "dockerproxy-policy.h"
+#include "engine.h"
+#include "gate-token.h"
+#include "http-server.h"
+#include "io-util.h"
+#include "log.h"
+#include "strv.h"
+#include "text-escape.h"
+#include "unit-name.h"
+
+#define PROXY_CONNECTIONS_MAX 128U
+#define PROXY_HEADER_SIZE_MAX (16U * 1024U)
+#define PROXY_HEADERS_MAX 64U
+#define PROXY_HEAD_TIMEOUT_USEC (30ULL * 1000000ULL)    /* to send a whole request (slowloris) */
+#define PROXY_BODY_IDLE_TIMEOUT_MS 60000                /* a streamed body that stalls this long is cut */
+#define PROXY_RESPONSE_HEAD_MAX (64U * 1024U)
+#define PROXY_IO_BUFFER (64U * 1024U)           /* below malloc's mmap threshold: no mmap per request */
+#define PROXY_IN_INITIAL (64U * 1024U)          /* the request buffer grows from this to its cap */
+#define PROXY_IDLE_SEC_DEFAULT 60U
+#define PROXY_CONTAINERS_MAX_DEFAULT 16U
+#define PROXY_APPROVAL_TIMEOUT_SEC 900L
+#define PROXY_APPROVAL_REPLY_MAX (64U * 1024U)
+#define PROXY_DISPLAY_MAX 512U
+
+typedef struct Proxy {
+        char *channel;
+        char *engine_socket;
+        char *gate_socket;
+        char *cgroup_parent;                    /* the channel's slice when the engine uses systemd's cgroups */
+        ProxyPolicy *policy;
+        uint64_t containers_max;
+        uint64_t idle_usec;
+        sd_event *event;
+        sd_event_source *idle_timer;
+        atomic_uint n_connections;
+        atomic_uint n_workers, n_idle_workers;
+        int listen_fd;
+        _Atomic uint64_t last_activity_usec;
+        pthread_mutex_t create_lock;            /* count-then-create is one step per channel */
+} Proxy;
+
+typedef struct Conn {
+        Proxy *proxy;
+        int fd;
+        pid_t peer_pid;
+        uid_t peer_uid;
+        char *peer_name;                        /* the calling container's name, NULL for the host */
+        uint64_t start_usec;
+        uint64_t deadline_usec;
+        /* the request as read */
+        char *in;
+        size_t in_size, in_allocated;
+        HttpRequest head;
+        size_t head_size;
+        uint64_t content_length;
+        ProxyTarget target;
+        /* the record */
+        const char *rule;
+        char rule_buf[PROXY_RULE_ID_MAX];
+        const char *decision;
+        const char *actor;
+        char *actor_owned;                      /* the human's name from the gate */
+        char *reason;
+        int status;
+} Conn;
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+}
+
+/* ---- the journal ---- */
+
+static void conn_record(Conn *c) {
+        _cleanup_free_ char *path = NULL, *f_method = NULL, *f_path = NULL, *f_rule = NULL, *f_decision = NULL,
+                *f_status = NULL, *f_latency = NULL, *f_actor = NULL, *f_reason = NULL, *reason = NULL;
+        const char *method = c->head.method ?: "-";
+        uint64_t latency = now_usec() - c->start_usec;
+        bool deny = !streq_ptr(c->decision, "allow");
+
+        path = text_escape_display(c->target.path ?: strempty(c->head.path), PROXY_DISPLAY_MAX);
+        reason = text_escape_display(strempty(c->reason), PROXY_DISPLAY_MAX);
+        if (!path || !reason ||
+            asprintf(&f_method, "LOOP_METHOD=%s", method) < 0 ||
+            asprintf(&f_path, "LOOP_PATH=%s", path) < 0 ||
+            asprintf(&f_rule, "LOOP_RULE=%s", strna(c->rule)) < 0 ||
+            asprintf(&f_decision, "LOOP_DECISION=%s", deny ? "deny" : "allow") < 0 ||
+            asprintf(&f_status, "LOOP_STATUS=%d", c->status) < 0 ||
+            asprintf(&f_latency, "LOOP_LATENCY_NS=%" PRIu64, latency * 1000U) < 0 ||
+            asprintf(&f_actor, "LOOP_ACTOR=%s", c->actor ?: "policy") < 0 ||
+            asprintf(&f_reason, "LOOP_REASON=%s", reason) < 0) {
+                log_oom();
+                return;
+        }
+        char *extra[] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule, f_decision, f_status, f_latency,
+                          f_actor, isempty(c->reason) ? NULL : f_reason, NULL };
+        AuditFields f = { .channel = c->proxy->channel, .container = c->peer_name, .extra = extra };
+        (void) audit_log(AUDIT_DOCKERPROXY_REQUEST, deny ? LOG_WARNING : LOG_INFO, &f,
+                         "Docker API %s: %s %s -> %d (rule %s%s%s)", deny ? "deny" : "allow", method, path,
+                         c->status, strna(c->rule), isempty(c->reason) ? "" : ": ", reason);
+}
+
+/* ---- I/O ---- */
+
+/* Waits until fd is ready for events, at most until deadline (CLOCK_MONOTONIC usec; UINT64_MAX: none). */
+static int wait_fd(int fd, short events, uint64_t deadline) {
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = events };
+                int timeout = -1, k;
+
+                if (deadline != UINT64_MAX) {
+                        uint64_t now = now_usec();
+                        if (now >= deadline)
+                                return -ETIMEDOUT;
+                        timeout = (int) MIN((deadline - now + 999) / 1000, (uint64_t) INT32_MAX);
+                }
+                k = poll(&p, 1, timeout);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        return -ETIMEDOUT;
+                return 0;
+        }
+}
+
+static int send_all(int fd, const void *data, size_t size) {
+        const char *p = data;
+
+        while (size > 0) {
+                ssize_t k = send(fd, p, size, MSG_NOSIGNAL);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                p += k;
+                size -= (size_t) k;
+        }
+        return 0;
+}
+
+static ssize_t recv_some(int fd, void *buf, size_t size, uint64_t deadline) {
+        for (;;) {
+                int r = wait_fd(fd, POLLIN, deadline);
+                if (r < 0)
+                        return r;
+                ssize_t k = recv(fd, buf, size, 0);
+                if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                return k < 0 ? -errno : k;
+        }
+}
+
+/* Reads more of the request into c->in, growing it up to its cap; -EFBIG when that is full, 0 at EOF. */
+static ssize_t conn_read_more(Conn *c) {
+        const size_t cap = PROXY_HEADER_SIZE_MAX + PROXY_BODY_MAX + HTTP_CHUNKED_FRAMING_MAX;
+        ssize_t k;
+
+        if (c->in_size >= c->in_allocated) {
+                size_t n = MIN(MAX(c->in_allocated * 2, (size_t) PROXY_IN_INITIAL), cap);
+                char *p;
+                if (c->in_allocated >= cap)
+                        return -EFBIG;
+                p = realloc(c->in, n);
+                if (!p)
+                        return -ENOMEM;
+                c->in = p;
+                c->in_allocated = n;
+        }
+        k = recv_some(c->fd, c->in + c->in_size, c->in_allocated - c->in_size, c->deadline_usec);
+        if (k > 0)
+                c->in_size += (size_t) k;
+        return k;
+}
+
+/* ---- answers of the proxy itself ---- */
+
+/* {"message": "..."}: what the docker CLI prints for an error. */
+static int conn_reply(Conn *c, int status, const char *rule, const char *message) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+        _cleanup_free_ char *buf = NULL, *text = NULL;
+        size_t size;
+        int r;
+
+        c->status = status;
+        if (rule)
+                c->rule = rule;
+        if (!c->decision)
+                c->decision = status < 400 ? "allow" : "deny";
+        if (asprintf(&text, "loop-dockerproxy: %s", message) < 0 || !o)
+                return -ENOMEM;
+        json_object_object_add(o, "message", json_object_new_string(text));
+        const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        r = http_response_format(status, "application/json", body, strlen(body), false, &buf, &size);
+        if (r < 0)
+                return r;
+        if (!c->reason)
+                c->reason = strdup(message);
+        /* journaled before the caller hears of it, like the gate's decisions */
+        conn_record(c);
+        c->rule = NULL;
+        return send_all(c->fd, buf, size);
+}
+
+/* ---- the engine ---- */
+
+static int engine_open(Proxy *p, Engine **ret) {
+        return engine_new(p->engine_socket, ret);
+}
+
+static bool ref_is_valid(const char *s, size_t n) {
+        if (n == 0 || n > 256)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+                      s[i] == '_' || s[i] == '.' || s[i] == '-'))
+                        return false;
+        return s[0] != '.' && s[0] != '-';
+}
+
+typedef enum RefKind { REF_NONE, REF_CONTAINER, REF_EXEC } RefKind;
+
+/* The container or exec a path names: /containers/REF[/...], /exec/REF/... */
+static RefKind path_ref(const char *path, char **ret) {
+        static const char * const collections[] = { "create", "json", "prune" };
+        const char *rest;
+        RefKind kind;
+        size_t n;
+
+        *ret = NULL;
+        if ((rest = startswith(path, "/containers/")))
+                kind = REF_CONTAINER;
+        else if ((rest = startswith(path, "/exec/")))
+                kind = REF_EXEC;
+        else
+                return REF_NONE;
+        n = strcspn(rest, "/");
+        for (size_t i = 0; kind == REF_CONTAINER && i < ELEMENTSOF(collections); i++)
+                if (strlen(collections[i]) == n && strncasecmp(rest, collections[i], n) == 0 && !rest[n])
+                        return REF_NONE;
+        *ret = strndup(rest, n);
+        return *ret ? kind : REF_NONE;
+}
+
+/* Whether the container or exec c's path names belongs to the channel's nested containers. Replies
+ * itself (404, 403, 502, 400) and returns < 0 when it does not. */
+/* Containers named elsewhere than the path: POST /commit?container=X (its file system becomes an
+ * image), POST /networks/ID/connect|disconnect {"Container": X} (its network next to the agent's). */
+static RefKind other_ref(Conn *c, json_object *body, char **ret) {
+        const char *path = c->target.unversioned, *rest;
+        json_object *v = NULL;
+
+        *ret = NULL;
+        if (!streq(c->head.method, "POST"))
+                return REF_NONE;
+        if (strcasecmp(path, "/commit") == 0)
+                json_object_object_get_ex(c->target.query, "container", &v);
+        else if ((rest = startswith(path, "/networks/")) && strchr(rest, '/') &&
+                 (strcasecmp(strchr(rest, '/'), "/connect") == 0 || strcasecmp(strchr(rest, '/'), "/disconnect") == 0)) {
+                json_object_object_foreach(body, k, e)
+                        if (strcasecmp(k, "Container") == 0)
+                                v = e;
+        } else
+                return REF_NONE;
+        /* missing or not a string: the engine refuses the request itself, nothing to own */
+        if (!v || !json_object_is_type(v, json_type_string))
+                return REF_NONE;
+        *ret = strdup(json_object_get_string(v));
+        return *ret ? REF_CONTAINER : REF_NONE;
+}
+
+static int conn_check_ownership(Conn *c, json_object *body) {
+        _cleanup_(engine_freep) Engine *e = NULL;
+        _cleanup_(json_object_putp) json_object *inspect = NULL, *exec = NULL;
+        _cleanup_free_ char *ref = NULL, *msg = NULL;
+        RefKind kind;
+        int r;
+
+        kind = path_ref(c->target.unversioned, &ref);
+        if (kind == REF_NONE)
+                kind = other_ref(c, body, &ref);
+        if (kind == REF_NONE)
+                return 0;
+        if (!ref_is_valid(ref, strlen(ref)))
+                return conn_reply(c, 400, "parse", "not a container or exec id"), -EINVAL;
+        r = engine_open(c->proxy, &e);
+        if (r < 0)
+                return conn_reply(c, 500, "engine", "out of memory"), r;
+        engine_set_timeout(e, 10);
+
+        if (kind == REF_EXEC) {
+                json_object *id;
+                r = engine_exec_inspect(e, ref, &exec);
+                if (r == -ENOENT)
+                        return conn_reply(c, 404, "ownership", "no such exec instance"), r;
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked about the exec instance"), r;
+                if (!json_object_object_get_ex(exec, "ContainerID", &id) || !json_object_get_string(id))
+                        return conn_reply(c, 502, "engine", "the engine did not say whose exec instance this is"), -EBADMSG;
+                free(ref);
+                ref = strdup(json_object_get_string(id));
+                if (!ref)
+                        return -ENOMEM;
+        }
+        r = engine_container_inspect(e, ref, &inspect);
+        if (r == -ENOENT)
+                return conn_reply(c, 404, "ownership", "no such container"), r;
+        if (r < 0)
+                return conn_reply(c, 502, "engine", "the engine cannot be asked about the container"), r;
+        if (!proxy_container_is_nested_of(inspect, c->proxy->channel)) {
+                if (asprintf(&msg, "the container is not one of channel %s's own (created through this proxy)",
+                             c->proxy->channel) < 0)
+                        return -ENOMEM;
+                return conn_reply(c, 403, "ownership", msg), -EPERM;
+        }
+        return 0;
+}
+
+static int count_nested(Proxy *p, Engine *e, uint64_t *ret) {
+        _cleanup_(json_object_putp) json_object *list = NULL;
+        _cleanup_free_ char *label = NULL;
+        uint64_t n = 0;
+        int r;
+
+        if (asprintf(&label, PROXY_LABEL_CHANNEL "=%s", p->channel) < 0)
+                return -ENOMEM;
+        r = engine_container_list(e, label, true, &list);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < json_object_array_length(list); i++)
+                n += streq_ptr(engine_container_label(json_object_array_get_idx(list, i), PROXY_LABEL_TYPE),
+                               PROXY_TYPE_NESTED);
+        *ret = n;
+        return 0;
+}
+
+/* POST /containers/ID/start: the binds are judged again as they are now, symlinks resolved anew. A
+ * source swapped for a symlink after the create (a directory of the workspace replaced by a link to
+ * /etc) would otherwise be mounted wherever it points at start. Replies itself when refused. */
+static int conn_recheck_start(Conn *c, const char *ref) {
+        _cleanup_(engine_freep) Engine *e = NULL;
+        _cleanup_(json_object_putp) json_object *inspect = NULL, *doc = NULL;
+        json_object *hc;
+        ProxyVerdict v;
+        int r;
+
+        r = engine_open(c->proxy, &e);
+        if (r < 0)
+                return conn_reply(c, 500, "engine", "out of memory"), r;
+        engine_set_timeout(e, 10);
+        r = engine_container_inspect(e, ref, &inspect);
+        if (r < 0)
+                return conn_reply(c, 502, "engine", "the engine cannot be asked about the container"), r;
+        doc = json_object_new_object();
+        if (!doc)
+                return -ENOMEM;
+        /* only the binds: the rest of what an engine reports (Podman's Runtime "oci", its defaults) is
+         * not what the agent asked for and was judged at create */
+        if (json_object_object_get_ex(inspect, "HostConfig", &hc)) {
+                json_object *binds = NULL, *mounts = NULL, *h = json_object_new_object();
+                if (!h)
+                        return -ENOMEM;
+                if (json_object_object_get_ex(hc, "Binds", &binds))
+                        json_object_object_add(h, "Binds", json_object_get(binds));
+                if (json_object_object_get_ex(hc, "Mounts", &mounts))
+                        json_object_object_add(h, "Mounts", json_object_get(mounts));
+                json_object_object_add(doc, "HostConfig", h);
+        }
+        proxy_policy_check_body(c->proxy->policy, "POST", "/containers/create", NULL, doc, NULL, &v);
+        if (v.matched && v.decision == DECISION_DENY) {
+                _cleanup_free_ char *msg = NULL;
+                snprintf(c->rule_buf, sizeof(c->rule_buf), "%s", v.rule_id);
+                if (asprintf(&msg, "%s (checked again at start)", v.message ?: "denied") < 0)
+                        return -ENOMEM;
+                return conn_reply(c, 403, c->rule_buf, msg), -EPERM;
+        }
+        return 0;
+}
+
+/* ---- approvals ---- */
+
+/* The container a process runs in: the 64-hex id in its cgroup (…/libpod-ID.scope, …/docker-ID.scope,
+ * /docker/ID). -ENOMEDIUM when it runs in none (a process of the host). */
+static int peer_container_id(pid_t pid, char **ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t size;
+        int r;
+
+        if (pid <= 0 || asprintf(&path, "/proc/%d/cgroup", (int) pid) < 0)
+                return -ESRCH;
+        r = read_full_file_at(AT_FDCWD, path, 64 * 1024, true, &text, &size);
+        if (r < 0)
+                return r;
+        for (char *p = text; *p; p++) {
+                size_t n = strspn(p, "0123456789abcdef");
+                if (n == 64 && (p == text || !strchr("0123456789abcdef", p[-1]))) {
+                        *ret = strndup(p, 64);
+                        return *ret ? 0 : -ENOMEM;
+                }
+                p += n ? n - 1 : 0;
+        }
+        return -ENOMEDIUM;
+}
+
+/* Who may use the channel's proxy: processes in the channel's own containers (label loop-channel=NAME,
+ * not a nested one: those never get the socket), and root on the host (the operator, tests). The socket
+ * is 0666 so that the agent's uid can connect; this is the check that keeps everyone else out. Answers
+ * are cached per container for PROXY_PEER_CACHE_USEC. */
+#define PROXY_PEER_CACHE_USEC (5ULL * 1000000ULL)
+#define PROXY_PEER_CACHE_SIZE 16U
+
+static pthread_mutex_t peer_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+        char id[65];
+        char name[GATE_CONTAINER_ID_MAX + 1];
+        bool allowed;
+        uint64_t until;
+} peer_cache[PROXY_PEER_CACHE_SIZE];
+
+static int peer_check(Conn *c, uid_t uid, char **ret_name) {
+        _cleanup_free_ char *id = NULL;
+        _cleanup_(engine_freep) Engine *e = NULL;
+        _cleanup_(json_object_putp) json_object *inspect = NULL;
+        json_object *config, *labels, *ch, *type, *name;
+        uint64_t now = now_usec();
+        bool allowed;
+        const char *n = NULL;
+        int r;
+
+        *ret_name = NULL;
+        r = peer_container_id(c->peer_pid, &id);
+        if (r == -ENOMEDIUM)
+                return uid == 0 ? 0 : -EPERM;
+        if (r < 0)
+                return -EPERM;
+
+        pthread_mutex_lock(&peer_cache_lock);
+        for (size_t i = 0; i < PROXY_PEER_CACHE_SIZE; i++)
+                if (streq(peer_cache[i].id, id) && peer_cache[i].until > now) {
+                        allowed = peer_cache[i].allowed;
+                        *ret_name = allowed ? strdup(peer_cache[i].name) : NULL;
+                        pthread_mutex_unlock(&peer_cache_lock);
+                        return allowed ? 0 : -EPERM;
+                }
+        pthread_mutex_unlock(&peer_cache_lock);
+
+        r = engine_open(c->proxy, &e);
+        if (r < 0)
+                return r;
+        engine_set_timeout(e, 10);
+        r = engine_container_inspect(e, id, &inspect);
+        if (r < 0)
+                return r == -ENOENT ? -EPERM : r;
+        allowed = json_object_object_get_ex(inspect, "Config", &config) &&
+                json_object_object_get_ex(config, "Labels", &labels) &&
+                json_object_object_get_ex(labels, PROXY_LABEL_CHANNEL, &ch) &&
+                streq_ptr(json_object_get_string(ch), c->proxy->channel) &&
+                !(json_object_object_get_ex(labels, PROXY_LABEL_TYPE, &type) &&
+                  streq_ptr(json_object_get_string(type), PROXY_TYPE_NESTED));
+        if (json_object_object_get_ex(inspect, "Name", &name) && json_object_get_string(name)) {
+                n = json_object_get_string(name);
+                n += *n == '/';
+                if (!gate_container_id_is_valid(n))
+                        n = NULL;
+        }
+
+        pthread_mutex_lock(&peer_cache_lock);
+        size_t slot = 0;
+        for (size_t i = 1; i < PROXY_PEER_CACHE_SIZE; i++)
+                if (peer_cache[i].until < peer_cache[slot].until)
+                        slot = i;
+        snprintf(peer_cache[slot].id, sizeof(peer_cache[slot].id), "%s", id);
+        snprintf(peer_cache[slot].name, sizeof(peer_cache[slot].name), "%s", strempty(n));
+        peer_cache[slot].allowed = allowed;
+        peer_cache[slot].until = now + PROXY_PEER_CACHE_USEC;
+        pthread_mutex_unlock(&peer_cache_lock);
+
+        if (allowed && n)
+                *ret_name = strdup(n);
+        return allowed ? 0 : -EPERM;
+}
+
+static int read_token(const char *channel, const char *container, char ret[static GATE_TOKEN_HEX_LEN + 1]) {
+        _cleanup_close_ int dir_fd = -EBADF;
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        int r;
+
+        r = gate_token_dir_open(channel, &dir_fd);
+        if (r < 0)
+                return r;
+        r = read_full_file_at(dir_fd, container, GATE_TOKEN_HEX_LEN + 1, true, &text, &size);
+        if (r < 0)
+                return r;
+        text[strcspn(text, "\n")] = 0;
+        if (!gate_token_is_well_formed(text))
+                return -EBADMSG;
+        memcpy(ret, text, GATE_TOKEN_HEX_LEN + 1);
+        return 0;
+}
+
+/* "docker:METHOD:/containers/ID-replaced/exec" (as "*"): ids and names replaced, so a session answer covers the kind
+ * of request, not one container. */
+static char *approval_cache_key(const Conn *c) {
+        _cleanup_free_ char *ref = NULL;
+        const char *path = c->target.unversioned;
+        char *key = NULL;
+
+        if (path_ref(path, &ref) != REF_NONE && ref) {
+                const char *after = strchr(path + 1, '/');
+                size_t prefix = (size_t) (after - path) + 1;
+                const char *tail = after + 1 + strlen(ref);
+                if (asprintf(&key, "docker:%s:%.*s*%s", c->head.method, (int) prefix, path, tail) < 0)
+                        return NULL;
+                return key;
+        }
+        if (asprintf(&key, "docker:%s:%s", c->head.method, path) < 0)
+                return NULL;
+        return key;
+}
+
+/* Asks loop-gate@NAME. Never fails: trouble is a deny with the reason in *ret_reason. */
+static bool conn_ask_human(Conn *c, const ProxyVerdict *v, char **ret_actor, char **ret_reason) {
+        _cleanup_free_ char *auth = NULL, *target = NULL, *key = NULL;
+        _cleanup_(json_object_putp) json_object *req = NULL, *reply = NULL;
+        char token[GATE_TOKEN_HEX_LEN + 1];
+        CurlBuffer buf = { .max = PROXY_APPROVAL_REPLY_MAX };
+        struct curl_slist *headers = NULL;
+        json_object *d, *a, *rs;
+        bool allow = false;
+        long code = 0;
+        CURL *h;
+        int r;
+
+        *ret_actor = NULL;
+        if (!c->peer_name) {
+                *ret_reason = strdup("caller-unknown");
+                return false;
+        }
+        r = read_token(c->proxy->channel, c->peer_name, token);
+        if (r < 0) {
+                *ret_reason = strdup("no-token");
+                return false;
+        }
+        target = text_escape_display(c->target.path, PROXY_DISPLAY_MAX);
+        key = approval_cache_key(c);
+        req = json_object_new_object();
+        if (!target || !key || !req || asprintf(&auth, "Authorization: Bearer %s", token) < 0) {
+                *ret_reason = strdup("oom");
+                return false;
+        }
+        {
+                _cleanup_free_ char *t = NULL;
+                if (asprintf(&t, "%s %s", c->head.method, target) < 0) {
+                        *ret_reason = strdup("oom");
+                        return false;
+                }
+                json_object_object_add(req, "kind", json_object_new_string("docker"));
+                json_object_object_add(req, "target", json_object_new_string(t));
+        }
+        json_object_object_add(req, "message", json_object_new_string(v->message ?: "Docker API request"));
+        json_object_object_add(req, "cache_key", json_object_new_string(key));
+        json_object_object_add(req, "rule", json_object_new_string(v->rule_id));
+        json_object_object_add(req, "pid", json_object_new_int(0));
+
+        h = curl_easy_init();
+        headers = curl_slist_append(headers, auth);
+        headers = curl_slist_append(headers, "Content-Type: application/json");
+        explicit_bzero(token, sizeof(token));
+        if (!h || !headers) {
+                curl_slist_free_all(headers);
+                if (h)
+                        curl_easy_cleanup(h);
+                *ret_reason = strdup("oom");
+                return false;
+        }
+        curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->proxy->gate_socket);
+        curl_easy_setopt(h, CURLOPT_URL, "http://loop-gate/api/gate/container-approval");
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, curl_buffer_write);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &buf);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT, PROXY_APPROVAL_TIMEOUT_SEC);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        if (curl_easy_perform(h) == CURLE_OK)
+                curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        curl_slist_free_all(headers);
+        curl_easy_cleanup(h);
+        explicit_bzero(auth, strlen(auth));
+
+        if (code != 200 || buf.overflow || !buf.data || !(reply = json_tokener_parse(buf.data)) ||
+            !json_object_object_get_ex(reply, "decision", &d)) {
+                free(buf.data);
+                *ret_reason = strdup(code == 0 ? "gate-unreachable" : "gate-error");
+                return false;
+        }
+        allow = streq_ptr(json_object_get_string(d), "allow");
+        if (json_object_object_get_ex(reply, "actor", &a))
+                *ret_actor = strdup(strempty(json_object_get_string(a)));
+        if (json_object_object_get_ex(reply, "reason", &rs))
+                *ret_reason = strdup(strempty(json_object_get_string(rs)));
+        free(buf.data);
+        return allow;
+}
+
+/* ---- forwarding ---- */
+
+static bool header_is_hop_by_hop(const HttpRequest *req, const char *name) {
+        static const char * const hop[] = {
+                "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade",
+                "Proxy-Connection", "Proxy-Authorization", "Proxy-Authenticate", "TE", "Trailer", "Expect",
+        };
+        const char *conn = http_request_header(req, "Connection");
+
+        for (size_t i = 0; i < ELEMENTSOF(hop); i++)
+                if (strcasecmp(name, hop[i]) == 0)
+                        return true;
+        /* headers the client named in Connection are for us, not the engine */
+        if (conn) {
+                size_t n = strlen(name);
+                for (const char *p = conn; *p;) {
+                        p += strspn(p, " \t,");
+                        size_t len = strcspn(p, ",");
+                        size_t l = len;
+                        while (l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'))
+                                l--;
+                        if (l == n && strncasecmp(p, name, n) == 0)
+                                return true;
+                        p += len;
+                }
+        }
+        return false;
+}
+
+static bool path_is_hijack(const char *method, const char *path) {
+        const char *rest;
+
+        if (!streq(method, "POST"))
+                return false;
+        if ((rest = startswith(path, "/containers/")) || (rest = startswith(path, "/exec/"))) {
+                const char *slash = strchr(rest, '/');
+                return slash && slash != rest &&
+                        (strcasecmp(slash, "/attach") == 0 || strcasecmp(slash, "/start") == 0) &&
+                        (startswith(path, "/containers/") ? strcasecmp(slash, "/attach") == 0 : strcasecmp(slash, "/start") == 0);
+        }
+        return false;
+}
+
+/* The head sent to the engine. body_size UINT64_MAX: chunked. */
+static int format_upstream_head(Conn *c, bool hijack, uint64_t body_size, bool has_body, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *target = NULL, *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        target = proxy_target_format(&c->target);
+        if (!target)
+                return -ENOMEM;
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "%s %s HTTP/1.1\r\nHost: docker\r\n", c->head.method, target);
+        for (size_t i = 0; i < c->head.n_headers; i++)
+                if (!header_is_hop_by_hop(&c->head, c->head.headers[i].name))
+                        fprintf(f, "%s: %s\r\n", c->head.headers[i].name, c->head.headers[i].value);
+        if (hijack && http_request_header(&c->head, "Upgrade"))
+                fputs("Connection: Upgrade\r\nUpgrade: tcp\r\n", f);
+        else
+                fputs("Connection: close\r\n", f);
+        if (body_size == UINT64_MAX)
+                fputs("Transfer-Encoding: chunked\r\n", f);
+        else if (has_body || body_size > 0)
+                fprintf(f, "Content-Length: %" PRIu64 "\r\n", body_size);
+        fputs("\r\n", f);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+static int engine_connect_socket(Proxy *p) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd;
+
+        if (strlen(p->engine_socket) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, p->engine_socket);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int r = -errno;
+                safe_close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* Streams the rest of a request body from the client to the engine: Content-Length bytes, or chunks
+ * (decoded and re-encoded, so the engine sees only framing we checked). pending are bytes already read. */
+static int stream_request_body(Conn *c, int up, const char *pending, size_t n_pending) {
+        _cleanup_free_ char *buf = malloc(PROXY_IO_BUFFER), *dec = malloc(PROXY_IO_BUFFER);
+        HttpChunked ch = { .framing_unlimited = true };         /* passed on, never buffered */
+        uint64_t left = c->content_length;
+        int r;
+
+        if (!buf || !dec)
+                return -ENOMEM;
+        for (;;) {
+                const char *data;
+                size_t size;
+
+                if (n_pending > 0) {
+                        data = pending;
+                        size = MIN(n_pending, (size_t) PROXY_IO_BUFFER);
+                        pending += size;
+                        n_pending -= size;
+                } else {
+                        if (!c->head.chunked && left == 0)
+                                return 0;
+                        ssize_t k = recv_some(c->fd, buf, PROXY_IO_BUFFER, now_usec() + PROXY_BODY_IDLE_TIMEOUT_MS * 1000ULL);
+                        if (k < 0)
+                                return (int) k;
+                        if (k == 0)
+                                return -EPIPE;          /* a body cut short never reaches its end */
+                        data = buf;
+                        size = (size_t) k;
+                }
+
+                if (c->head.chunked) {
+                        size_t out, used;
+                        char hdr[32];
+                        int done = http_chunked_decode(&ch, data, size, dec, &out, &used);
+                        if (done < 0)
+                                return done;
+                        if (out > 0) {
+                                int l = snprintf(hdr, sizeof(hdr), "%zx\r\n", out);
+                                if ((r = send_all(up, hdr, (size_t) l)) < 0 || (r = send_all(up, dec, out)) < 0 ||
+                                    (r = send_all(up, "\r\n", 2)) < 0)
+                                        return r;
+                        }
+                        if (done == 1)  /* bytes after the body's end belong to nobody: dropped */
+                                return send_all(up, "0\r\n\r\n", 5);
+                } else {
+                        size_t n = (size_t) MIN((uint64_t) size, left);
+                        r = send_all(up, data, n);
+                        if (r < 0)
+                                return r;
+                        left -= n;
+                        if (left == 0)
+                                return 0;
+                }
+        }
+}
+
+/* Both ways until the engine is done: what the client sends goes to the engine (a hijacked stream's
+ * stdin), or is dropped when the stream is not hijacked (nothing after the request may reach the engine
+ * as a request). Returns when the engine closes, the client goes away, or (not hijacked) the response's
+ * framing says it ended. */
+static int relay(Conn *c, int up, bool hijack, HttpResponseHead *h, bool head_request) {
+        _cleanup_free_ char *buf = malloc(PROXY_IO_BUFFER), *scratch = malloc(PROXY_IO_BUFFER);
+        HttpChunked ch = { .framing_unlimited = true };
+        uint64_t left = h ? h->length : 0;
+        bool framed = !hijack && h && (h->chunked || h->has_length || head_request || h->status == 204 ||
+                                       h->status == 304 || h->status < 200);
+        bool client_open = true, up_open = true;
+
+        if (!buf || !scratch)
+                return -ENOMEM;
+        if (framed && !h->chunked && (head_request || h->status == 204 || h->status == 304 || h->status < 200 || left == 0))
+                return 0;
+
+        while (up_open) {
+                struct pollfd p[2] = {
+                        { .fd = up, .events = POLLIN },
+                        { .fd = client_open ? c->fd : -1, .events = POLLIN | POLLRDHUP },
+                };
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (p[1].revents) {
+                        ssize_t k = recv(c->fd, buf, PROXY_IO_BUFFER, 0);
+                        if (k <= 0) {
+                                if (k < 0 && errno == EINTR)
+                                        continue;
+                                client_open = false;
+                                if (!hijack)
+                                        return 0;               /* nobody reads the rest */
+                                (void) shutdown(up, SHUT_WR);
+                        } else if (hijack) {
+                                int r = send_all(up, buf, (size_t) k);
+                                if (r < 0)
+                                        return r;
+                        }
+                }
+                if (p[0].revents) {
+                        ssize_t k = recv(up, buf, PROXY_IO_BUFFER, 0);
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k <= 0) {
+                                up_open = false;
+                                break;
+                        }
+                        size_t n = (size_t) k;
+                        bool done = false;
+                        if (framed && h->chunked) {
+                                size_t out, used;
+                                int r = http_chunked_decode(&ch, buf, n, scratch, &out, &used);
+                                if (r < 0)
+                                        return r;
+                                if (r == 1) {
+                                        n = used;
+                                        done = true;
+                                }
+                        } else if (framed) {
+                                n = (size_t) MIN((uint64_t) n, left);
+                                left -= n;
+                                done = left == 0;
+                        }
+                        int r = send_all(c->fd, buf, n);
+                        if (r < 0)
+                                return r;
+                        if (done)
+                                return 0;
+                }
+        }
+        (void) shutdown(c->fd, SHUT_WR);
+        return 0;
+}
+
+/* Sends the request to the engine and streams the answer back. body NULL: the body is streamed from
+ * the client (pending bytes first). */
+static int conn_forward(Conn *c, const char *body, size_t body_size, const char *pending, size_t n_pending) {
+        _cleanup_close_ int up = -EBADF;
+        _cleanup_free_ char *head = NULL, *rbuf = NULL;
+        bool hijack = path_is_hijack(c->head.method, c->target.unversioned);
+        bool streamed = !body;
+        HttpResponseHead h = {};
+        size_t head_size, rsize = 0;
+        int r;
+
+        up = engine_connect_socket(c->proxy);
+        if (up < 0) {
+                log_warning_errno(up, "Cannot connect to the engine at %s: %m", c->proxy->engine_socket);
+                return conn_reply(c, 502, NULL, "the engine is not reachable");
+        }
+
+        r = format_upstream_head(c, hijack, streamed ? (c->head.chunked ? UINT64_MAX : c->content_length) : body_size,
+                                 !streamed && (body_size > 0 || c->content_length > 0 || c->head.chunked), &head, &head_size);
+        if (r < 0)
+                return conn_reply(c, 500, NULL, "out of memory");
+        r = send_all(up, head, head_size);
+        if (r >= 0 && !streamed && body_size > 0)
+                r = send_all(up, body, body_size);
+        if (r >= 0 && streamed)
+                r = stream_request_body(c, up, pending, n_pending);
+        if (r == -EBADMSG || r == -EFBIG)
+                return conn_reply(c, 400, "parse", "malformed chunked body");
+        if (r == -ETIMEDOUT)
+                return conn_reply(c, 408, "parse", "the request body stalled");
+        if (r < 0) {
+                c->status = 502;
+                c->reason = strdup("the request could not be sent to the engine");
+                return r;
+        }
+
+        /* the response head, as the engine sends it */
+        rbuf = malloc(PROXY_RESPONSE_HEAD_MAX);
+        if (!rbuf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t k = recv_some(up, rbuf + rsize, PROXY_RESPONSE_HEAD_MAX - rsize, UINT64_MAX);
+                if (k <= 0)
+                        return conn_reply(c, 502, NULL, "the engine closed the connection without an answer");
+                rsize += (size_t) k;
+                r = http_response_head_parse(rbuf, rsize, PROXY_RESPONSE_HEAD_MAX, &h);
+                if (r < 0)
+                        return conn_reply(c, 502, NULL, "the engine's answer is malformed");
+                if (r > 0)
+                        break;
+        }
+        c->status = h.status;
+        conn_record(c);         /* the decision and the status are known: journal now, streams may be long */
+        c->rule = NULL;         /* recorded */
+
+        r = send_all(c->fd, rbuf, rsize);
+        if (r < 0)
+                return r;
+        hijack = hijack && (h.status == 101 || (h.status == 200 && h.stream_type));
+
+        /* body bytes that came with the head */
+        size_t extra = rsize - h.head_size;
+        if (!hijack && extra > 0) {
+                if (h.chunked) {
+                        HttpChunked ch = { .framing_unlimited = true };
+                        _cleanup_free_ char *scratch = malloc(extra);
+                        size_t out, used;
+                        if (!scratch)
+                                return -ENOMEM;
+                        r = http_chunked_decode(&ch, rbuf + h.head_size, extra, scratch, &out, &used);
+                        if (r != 0)
+                                return r < 0 ? r : 0;   /* the whole body came with the head */
+                        /* the relay's decoder starts fresh mid-stream: fall back to reading until close */
+                        h.chunked = false;
+                        h.has_length = false;
+                } else if (h.has_length) {
+                        if (extra >= h.length)
+                                return 0;
+                        h.length -= extra;
+                }
+        }
+        return relay(c, up, hijack, &h, streq(c->head.method, "HEAD"));
+}
+
+/* ---- one request ---- */
+
+static int conn_handle(Conn *c) {
+        Proxy *p = c->proxy;
+        HttpLimits limits = {
+                .header_size_max = PROXY_HEADER_SIZE_MAX, .headers_max = PROXY_HEADERS_MAX, .chunked = true,
+        };
+        _cleanup_(http_request_done) HttpRequest full = {};
+        _cleanup_(json_object_putp) json_object *body = NULL;
+        _cleanup_free_ char *forced = NULL;
+        char *actor = NULL;
+        ProxyVerdict http, bv = {}, v;
+        bool stream, sent_continue = false;
+        int r, status = 0;
+
+        /* the head */
+        for (;;) {
+                r = http_request_parse_head(c->in, c->in_size, &limits, &c->head, &c->head_size, &c->content_length, &status);
+                if (r < 0)
+                        return conn_reply(c, status, "parse", "malformed request");
+                if (r > 0)
+                        break;
+                ssize_t k = conn_read_more(c);
+                if (k == -ETIMEDOUT)
+                        return conn_reply(c, 408, "parse", "the request took too long");
+                if (k == -EFBIG)
+                        return conn_reply(c, 431, "parse", "request head too large");
+                if (k == -ENOMEM)
+                        return conn_reply(c, 500, "parse", "out of memory");
+                if (k <= 0) {
+                        if (c->in_size == 0)
+                                return 0;       /* a connection that never became a request: nothing to record */
+                        c->status = 0;
+                        c->rule = "parse";
+                        c->reason = strdup(k == 0 ? "the client left mid-request" : "the client's connection failed");
+                        return -EPIPE;
+                }
+        }
+
+        r = peer_check(c, c->peer_uid, &c->peer_name);
+        if (r == -EPERM)
+                return conn_reply(c, 403, "caller", "only the channel's own containers may use its Docker API");
+        if (r < 0)
+                return conn_reply(c, 502, "engine", "the engine cannot be asked who is calling");
+
+        r = proxy_target_parse(c->head.path, c->head.query, &c->target);
+        if (r == -ENOMEM)
+                return conn_reply(c, 500, "parse", "out of memory");
+        if (r < 0)
+                return conn_reply(c, 400, "parse", "the request target cannot be read unambiguously");
+
+        stream = proxy_path_body_is_stream(c->head.method, c->target.unversioned);
+        if (!stream) {
+                size_t max = PROXY_BODY_MAX;
+                HttpParseInfo info;
+                size_t consumed;
+
+                (void) proxy_policy_wants_body(p->policy, c->head.method, c->target.unversioned, &max);
+                limits.body_size_max = max;
+                for (;;) {
+                        r = http_request_parse(c->in, c->in_size, &limits, &full, &consumed, &status, &info);
+                        if (r < 0)
+                                return conn_reply(c, status, "parse", status == 413 ? "request body too large" : "malformed request body");
+                        if (r > 0)
+                                break;
+                        if (info.expect_continue && !sent_continue) {
+                                static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                                if (send_all(c->fd, cont, sizeof(cont) - 1) < 0)
+                                        return -EPIPE;
+                                sent_continue = true;
+                        }
+                        ssize_t k = conn_read_more(c);
+                        if (k == -ETIMEDOUT)
+                                return conn_reply(c, 408, "parse", "the request took too long");
+                        if (k == -EFBIG)
+                                return conn_reply(c, 413, "parse", "request body too large");
+                        if (k == -ENOMEM)
+                                return conn_reply(c, 500, "parse", "out of memory");
+                        if (k <= 0) {
+                                c->rule = "parse";
+                                c->reason = strdup("the client left mid-request");
+                                return -EPIPE;
+                        }
+                }
+                r = proxy_body_parse(full.body, full.body_size, &body);
+                if (r == -EFBIG)
+                        return conn_reply(c, 413, "parse", "request body too large");
+                if (r < 0)
+                        return conn_reply(c, 400, "parse", "the JSON body cannot be read unambiguously "
+                                          "(invalid, too deep, or keys that differ only in case)");
+        }
+
+        proxy_policy_check_http(p->policy, c->head.method, c->target.unversioned, &http);
+        proxy_policy_check_body(p->policy, c->head.method, c->target.unversioned,
+                                http_request_header(&c->head, "Content-Type"), body, c->target.query, &bv);
+        proxy_verdict_combine(&http, &bv, proxy_policy_default_decision(p->policy), &v);
+        snprintf(c->rule_buf, sizeof(c->rule_buf), "%s", v.rule_id);
+        c->rule = c->rule_buf;
+        if (v.decision == DECISION_DENY)
+                return conn_reply(c, 403, c->rule, v.message ?: "denied by the channel's Docker API policy");
+
+        r = conn_check_ownership(c, body);
+        if (r < 0)
+                return 0;       /* answered */
+        {
+                _cleanup_free_ char *ref = NULL;
+                if (streq(c->head.method, "POST") && path_ref(c->target.unversioned, &ref) == REF_CONTAINER &&
+                    endswith(c->target.unversioned, "/start") &&
+                    strcasecmp(c->target.unversioned + strlen("/containers/") + strlen(ref), "/start") == 0 &&
+                    conn_recheck_start(c, ref) < 0)
+                        return 0;       /* answered */
+        }
+
+        if (v.decision == DECISION_APPROVE) {
+                _cleanup_free_ char *reason = NULL;
+                bool allow = conn_ask_human(c, &v, &actor, &reason);
+                c->actor_owned = actor;         /* recorded after this function returns */
+                c->actor = actor ?: "gate";
+                c->reason = TAKE_PTR(reason);
+                if (!allow) {
+                        _cleanup_free_ char *msg = NULL;
+                        if (asprintf(&msg, "%s: not approved (%s)", v.message ?: "request", strna(c->reason)) < 0)
+                                return -ENOMEM;
+                        return conn_reply(c, 403, c->rule, msg);
+                }
+        }
+        c->decision = "allow";
+
+        if (streq(c->head.method, "GET") && strcasecmp(c->target.unversioned, "/containers/json") == 0) {
+                if (proxy_query_scope_to_channel(c->target.query, p->channel) < 0)
+                        return conn_reply(c, 400, "parse", "the filters parameter cannot be read");
+        } else if (streq(c->head.method, "POST") && strcasecmp(c->target.unversioned, "/containers/prune") == 0) {
+                if (proxy_query_scope_to_channel(c->target.query, p->channel) < 0)
+                        return conn_reply(c, 400, "parse", "the filters parameter cannot be read");
+        }
+
+        if (stream) {
+                size_t pending = c->in_size - c->head_size;
+                const char *expect = http_request_header(&c->head, "Expect");
+
+                /* the decision is made: a client that waits before sending its body may send it now */
+                if (pending == 0 && c->head.version_minor == 1 && expect && strcasecmp(expect, "100-continue") == 0) {
+                        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                        if (send_all(c->fd, cont, sizeof(cont) - 1) < 0)
+                                return -EPIPE;
+                }
+                return conn_forward(c, NULL, 0, c->in + c->head_size, pending);
+        }
+
+        if (streq(c->head.method, "POST") && strcasecmp(c->target.unversioned, "/containers/create") == 0) {
+                _cleanup_(engine_freep) Engine *e = NULL;
+                uint64_t n = 0;
+
+                r = proxy_container_force(body, p->channel, p->cgroup_parent);
+                if (r < 0)
+                        return conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
+                forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+                if (!forced || engine_open(p, &e) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                engine_set_timeout(e, 10);
+                /* count and create under one lock, so parallel creates cannot overshoot */
+                pthread_mutex_lock(&p->create_lock);
+                r = count_nested(p, e, &n);
+                if (r < 0) {
+                        pthread_mutex_unlock(&p->create_lock);
+                        return conn_reply(c, 502, "engine", "the engine cannot list the channel's containers");
+                }
+                if (n >= p->containers_max) {
+                        _cleanup_free_ char *msg = NULL;
+                        pthread_mutex_unlock(&p->create_lock);
+                        if (asprintf(&msg, "channel %s has %" PRIu64 " containers, the most it may have",
+                                     p->channel, n) < 0)
+                                return -ENOMEM;
+                        c->decision = "deny";
+                        return conn_reply(c, 403, "container-limit", msg);
+                }
+                r = conn_forward(c, forced, strlen(forced), NULL, 0);
+                pthread_mutex_unlock(&p->create_lock);
+                return r;
+        }
+        return conn_forward(c, full.body, full.body_size, NULL, 0);
+}
+
+/* After refusing a request whose body the client is still sending (a build context, say), read and drop
+ * the rest for a while, so that the client reads the answer instead of a broken pipe. Bounded in time
+ * and bytes: a client cannot keep a worker this way. */
+#define PROXY_LINGER_USEC (5ULL * 1000000ULL)
+#define PROXY_LINGER_BYTES (256ULL * 1024ULL * 1024ULL)
+
+static void lingering_close(int fd) {
+        uint64_t deadline = now_usec() + PROXY_LINGER_USEC, total = 0;
+        char buf[16384];
+
+        (void) shutdown(fd, SHUT_WR);
+        while (total < PROXY_LINGER_BYTES) {
+                ssize_t k = recv_some(fd, buf, sizeof(buf), deadline);
+                if (k <= 0)
+                        break;
+                total += (uint64_t) k;
+        }
+}
+
+static void conn_run(Conn *c) {
+        Proxy *p = c->proxy;
+
+        c->in_allocated = PROXY_IN_INITIAL;
+        c->in = malloc(c->in_allocated);
+        if (c->in)
+                (void) conn_handle(c);
+        if (c->rule)            /* not recorded yet */
+                conn_record(c);
+
+        if (c->status >= 400 && (c->content_length > 0 || c->head.chunked))
+                lingering_close(c->fd);
+        safe_close(c->fd);
+        http_request_done(&c->head);
+        proxy_target_done(&c->target);
+        free(c->reason);
+        free(c->peer_name);
+        free(c->actor_owned);
+        free(c->in);
+        free(c);
+        atomic_store(&p->last_activity_usec, now_usec());
+        atomic_fetch_sub(&p->n_connections, 1);
+}
+
+/* ---- the workers ---- */
+
+/* Workers accept on the listening socket themselves, so a request costs no thread start and no handoff.
+ * A worker that takes the last idle slot starts another (up to one per allowed connection), so that a
+ * long stream (logs -f, attach) never holds up the next client; more than PROXY_IDLE_WORKERS_MAX idle
+ * workers end themselves. */
+#define PROXY_WORKERS_INITIAL 2U
+#define PROXY_IDLE_WORKERS_MAX 4U
+#define PROXY_WORKER_STACK (256U * 1024U)
+
+static int worker_spawn(Proxy *p);
+
+static void *worker_main(void *userdata) {
+        Proxy *p = userdata;
+
+        for (;;) {
+                struct ucred cred = {};
+                socklen_t len = sizeof(cred);
+                Conn *c;
+                int cfd;
+
+                atomic_fetch_add(&p->n_idle_workers, 1);
+                cfd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+                unsigned idle = atomic_fetch_sub(&p->n_idle_workers, 1) - 1;
+                if (cfd < 0) {
+                        if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
+                                log_warning_errno(errno, "accept() failed, retrying: %m");
+                                usleep(100 * 1000);
+                        }
+                        continue;
+                }
+                /* one more than the connections allowed: someone is always there to answer 503 */
+                if (idle == 0 && atomic_load(&p->n_workers) <= PROXY_CONNECTIONS_MAX)
+                        (void) worker_spawn(p);
+
+                if (atomic_fetch_add(&p->n_connections, 1) >= PROXY_CONNECTIONS_MAX) {
+                        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+                        atomic_fetch_sub(&p->n_connections, 1);
+                        (void) send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                        safe_close(cfd);
+                        log_warning("%u connections at once, refusing one.", PROXY_CONNECTIONS_MAX);
+                        continue;
+                }
+                (void) getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+                c = calloc(1, sizeof(Conn));
+                if (!c) {
+                        atomic_fetch_sub(&p->n_connections, 1);
+                        safe_close(cfd);
+                        log_oom();
+                        continue;
+                }
+                c->proxy = p;
+                c->fd = cfd;
+                c->peer_pid = len == sizeof(cred) ? cred.pid : 0;
+                c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
+                c->start_usec = now_usec();
+                c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
+                conn_run(c);
+
+                if (atomic_load(&p->n_idle_workers) >= PROXY_IDLE_WORKERS_MAX) {
+                        atomic_fetch_sub(&p->n_workers, 1);
+                        return NULL;
+                }
+        }
+}
+
+static int worker_spawn(Proxy *p) {
+        pthread_attr_t attr;
+        pthread_t t;
+        int r;
+
+        atomic_fetch_add(&p->n_workers, 1);
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, PROXY_WORKER_STACK);
+        r = pthread_create(&t, &attr, worker_main, p);
+        pthread_attr_destroy(&attr);
+        if (r != 0) {
+                atomic_fetch_sub(&p->n_workers, 1);
+                log_warning_errno(r, "Cannot start a worker thread: %m");
+                return -r;
+        }
+        return 0;
+}
+
+static int on_idle_check(sd_event_source *src, uint64_t usec, void *userdata) {
+        Proxy *p = userdata;
+
+        if (atomic_load(&p->n_connections) == 0 &&
+            atomic_load(&p->n_idle_workers) == atomic_load(&p->n_workers) &&
+            now_usec() - atomic_load(&p->last_activity_usec) >= p->idle_usec) {
+                log_debug("Idle, exiting; the socket starts us again.");
+                return sd_event_exit(p->event, 0);
+        }
+        (void) sd_event_source_set_time_relative(src, 1000000ULL);
+        return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+}
+
+static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
+        Proxy *p = userdata;
+        /* running requests end with the process: their clients see the connection close */
+        return sd_event_exit(p->event, 0);
+}
+
+/* ---- setup ---- */
+
+static int env_uint(const char *name, uint64_t def, uint64_t max, uint64_t *ret) {
+        const char *v = getenv(name);
+        unsigned long long n;
+        char *end;
+
+        if (isempty(v)) {
+                *ret = def;
+                return 0;
+        }
+        errno = 0;
+        n = strtoull(v, &end, 10);
+        if (errno != 0 || *end || end == v || *v == '-' || n > max)
+                return log_error_errno(EINVAL, "%s=%s is not a number between 0 and %" PRIu64 ".", name, v, max);
+        *ret = n;
+        return 0;
+}
+
+static int proxy_settings(Proxy *p) {
+        _cleanup_free_ char *error = NULL, *cred_policy = NULL;
+        const char *sock = getenv("LOOP_DOCKERPROXY_ENGINE_SOCKET"), *policy = getenv("LOOP_DOCKERPROXY_POLICY");
+        const char *work_dir = getenv("LOOP_DOCKERPROXY_WORK_DIR"), *creds = getenv("CREDENTIALS_DIRECTORY");
+        int r;
+
+        if ((r = env_uint("LOOP_DOCKERPROXY_CONTAINERS_MAX", PROXY_CONTAINERS_MAX_DEFAULT, 10000, &p->containers_max)) < 0 ||
+            (r = env_uint("LOOP_DOCKERPROXY_IDLE_SEC", PROXY_IDLE_SEC_DEFAULT, 86400, &p->idle_usec)) < 0)
+                return r;
+        p->idle_usec = MAX(p->idle_usec, 1U) * 1000000ULL;
+
+        if (isempty(sock))
+                sock = access("/run/podman/podman.sock", F_OK) >= 0 ? "/run/podman/podman.sock" : "/var/run/docker.sock";
+        if (sock[0] != '/')
+                return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_ENGINE_SOCKET=%s is not an absolute path.", sock);
+        p->engine_socket = strdup(sock);
+        if (asprintf(&p->gate_socket, "%s/%s/gate.sock", loop_runtime_dir(), p->channel) < 0 || !p->engine_socket)
+                return log_oom();
+
+        if (isempty(policy) && !isempty(creds)) {
+                if (asprintf(&cred_policy, "%s/policy", creds) < 0)
+                        return log_oom();
+                if (access(cred_policy, F_OK) >= 0)
+                        policy = cred_policy;
+        }
+        if (!isempty(work_dir) && (work_dir[0] != '/' || streq(work_dir, "/")))
+                return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_WORK_DIR=%s must be absolute and not /.", work_dir);
+        if (!isempty(policy)) {
+                r = proxy_policy_load_channel_file(policy, isempty(work_dir) ? NULL : work_dir, &p->policy, &error);
+                if (r < 0)
+                        return log_error_errno(r, "Policy %s refused: %s", policy, strna(error));
+        } else {
+                _cleanup_(json_object_putp) json_object *doc = NULL;
+                r = proxy_policy_document(NULL, isempty(work_dir) ? NULL : work_dir, &doc);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot build the default policy: %m");
+                r = proxy_policy_compile(doc, &p->policy, &error);
+                if (r < 0)
+                        return log_error_errno(r, "The built-in policy does not compile: %s", strna(error));
+        }
+        return 0;
+}
+
+/* Containers go into the channel's slice when the engine manages cgroups through systemd. */
+static void proxy_find_cgroup_parent(Proxy *p) {
+        _cleanup_(engine_freep) Engine *e = NULL;
+        _cleanup_(json_object_putp) json_object *info = NULL;
+        json_object *driver;
+
+        if (sd_booted() <= 0 || engine_open(p, &e) < 0)
+                return;
+        engine_set_timeout(e, 5);
+        if (engine_info(e, &info) >= 0 && json_object_object_get_ex(info, "CgroupDriver", &driver) &&
+            streq(strempty(json_object_get_string(driver)), "systemd"))
+                p->cgroup_parent = channel_slice_name(p->channel);
+}
+
+static int proxy_listen(Proxy *p) {
+        int n, r, fd;
+
+        n = sd_listen_fds(true);
+        if (n < 0)
+                return log_error_errno(n, "Failed to get the listening socket from systemd: %m");
+        if (n != 1)
+                return log_error_errno(EBADF, "Expected one socket from loop-dockerproxy@NAME.socket, got %d.", n);
+        fd = SD_LISTEN_FDS_START;
+        r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
+        if (r < 0)
+                return log_error_errno(r, "Cannot check the socket: %m");
+        if (r == 0)
+                return log_error_errno(EINVAL, "The socket is not a listening AF_UNIX stream socket.");
+        /* the workers block in accept() */
+        r = fcntl(fd, F_GETFL);
+        if (r < 0 || fcntl(fd, F_SETFL, r & ~O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+                return log_error_errno(errno, "Cannot set up the socket: %m");
+        p->listen_fd = fd;
+        for (unsigned i = 0; i < PROXY_WORKERS_INITIAL; i++) {
+                r = worker_spawn(p);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot start the workers: %m");
+        }
+        return 0;
+}
+
+static int run(int argc, char *argv[]) {
+        Proxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -EBADF };
+        const char *reason;
+        sigset_t mask;
+        int r;
+
+        log_setup();
+        if (argc != 2)
+                return log_error_errno(EINVAL, "Usage: %s CHANNEL (started by loop-dockerproxy@CHANNEL.socket)",
+                                       program_invocation_short_name);
+        if (channel_name_check(argv[1], &reason) < 0)
+                return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", argv[1], reason);
+        p.channel = strdup(argv[1]);
+        if (!p.channel)
+                return log_oom();
+        r = proxy_settings(&p);
+        if (r < 0)
+                return r;
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                return log_error_errno(ENOMEM, "Cannot initialise libcurl.");
+        proxy_find_cgroup_parent(&p);
+        atomic_store(&p.last_activity_usec, now_usec());
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(errno, "Cannot block signals: %m");
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        r = sd_event_default(&p.event);
+        if (r < 0)
+                return log_error_errno(r, "Cannot allocate the event loop: %m");
+        if ((r = sd_event_add_signal(p.event, NULL, SIGTERM, on_terminate, &p)) < 0 ||
+            (r = sd_event_add_signal(p.event, NULL, SIGINT, on_terminate, &p)) < 0 ||
+            (r = sd_event_add_time_relative(p.event, &p.idle_timer, CLOCK_MONOTONIC, 1000000ULL, 0, on_idle_check, &p)) < 0)
+                return log_error_errno(r, "Cannot set up the event loop: %m");
+        r = proxy_listen(&p);
+        if (r < 0)
+                return r;
+
+        log_debug("Docker API proxy of channel %s ready (engine %s, at most %" PRIu64 " containers%s%s).",
+                  p.channel, p.engine_socket, p.containers_max, p.cgroup_parent ? ", slice " : "", strempty(p.cgroup_parent));
+        (void) sd_notify(false, "READY=1\nSTATUS=Forwarding the Docker API.");
+
+        r = sd_event_loop(p.event);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        /* Threads may still run (a terminate with requests in flight): the process ends under them. */
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        return run(argc, argv) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <ctype.h>
+#include <strings.h>
+
+#include "dockerproxy-nested.h"
+
+static const char * const dropped_capabilities[] = { "NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP" };
+
+/* The value of key in o ignoring case, and the key as spelt in o. */
+static json_object *get_icase(json_object *o, const char *key, const char **ret_key) {
+        json_object_object_foreach(o, k, v)
+                if (strcasecmp(k, key) == 0) {
+                        if (ret_key)
+                                *ret_key = k;
+                        return v;
+                }
+        return NULL;
+}
+
+/* The object under key (created when missing or null). */
+static int child_object(json_object *o, const char *key, json_object **ret) {
+        const char *spelt = NULL;
+        json_object *v = get_icase(o, key, &spelt);
+
+        if (v && json_object_is_type(v, json_type_object)) {
+                if (!streq(spelt, key)) {
+                        /* one key as the engine documents it, so that nothing else can read another */
+                        _cleanup_free_ char *copy = strdup(spelt);
+                        if (!copy)
+                                return -ENOMEM;
+                        json_object_get(v);
+                        json_object_object_del(o, copy);
+                        if (json_object_object_add(o, key, v) < 0) {
+                                json_object_put(v);
+                                return -ENOMEM;
+                        }
+                }
+                *ret = v;
+                return 0;
+        }
+        if (v && !json_object_is_type(v, json_type_null))
+                return -EBADMSG;
+        v = json_object_new_object();
+        if (!v || json_object_object_add(o, spelt ?: key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        *ret = v;
+        return 0;
+}
+
+static int child_array(json_object *o, const char *key, json_object **ret) {
+        const char *spelt = NULL;
+        json_object *v = get_icase(o, key, &spelt);
+
+        if (v && json_object_is_type(v, json_type_array)) {
+                *ret = v;
+                return 0;
+        }
+        if (v && !json_object_is_type(v, json_type_null))
+                return -EBADMSG;
+        v = json_object_new_array();
+        if (!v || json_object_object_add(o, spelt ?: key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        *ret = v;
+        return 0;
+}
+
+/* Sets key (ignoring case: the spelling the agent used is replaced, so no second key can win) to v. */
+static int set_icase(json_object *o, const char *key, json_object *v) {
+        const char *spelt = NULL;
+
+        if (!v)
+                return -ENOMEM;
+        if (get_icase(o, key, &spelt)) {
+                _cleanup_free_ char *copy = strdup(spelt);
+                if (!copy) {
+                        json_object_put(v);
+                        return -ENOMEM;
+                }
+                json_object_object_del(o, copy);
+        }
+        if (json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static bool array_has_capability(json_object *a, const char *cap) {
+        for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+                const char *s = json_object_get_string(json_object_array_get_idx(a, i));
+                if (!s)
+                        continue;
+                if (strncasecmp(s, "CAP_", 4) == 0)
+                        s += 4;
+                if (strcasecmp(s, cap) == 0 || strcasecmp(s, "ALL") == 0)
+                        return true;
+        }
+        return false;
+}
+
+int proxy_container_force(json_object *body, const char *channel, const char *cgroup_parent) {
+        json_object *labels, *hc, *secopt, *capdrop, *capadd, *pids;
+        int r;
+
+        if (!json_object_is_type(body, json_type_object))
+                return -EBADMSG;
+        if ((r = child_object(body, "Labels", &labels)) < 0 ||
+            (r = set_icase(labels, PROXY_LABEL_CHANNEL, json_object_new_string(channel))) < 0 ||
+            (r = set_icase(labels, PROXY_LABEL_TYPE, json_object_new_string(PROXY_TYPE_NESTED))) < 0)
+                return r;
+
+        if ((r = child_object(body, "HostConfig", &hc)) < 0 ||
+            (r = child_array(hc, "SecurityOpt", &secopt)) < 0 ||
+            (r = child_array(hc, "CapDrop", &capdrop)) < 0)
+                return r;
+        if (json_object_array_add(secopt, json_object_new_string("no-new-privileges")) < 0)
+                return -ENOMEM;
+        capadd = get_icase(hc, "CapAdd", NULL);
+        if (capadd && !json_object_is_type(capadd, json_type_array))
+                capadd = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(dropped_capabilities); i++)
+                if (!array_has_capability(capadd, dropped_capabilities[i]) &&
+                    !array_has_capability(capdrop, dropped_capabilities[i]) &&
+                    json_object_array_add(capdrop, json_object_new_string(dropped_capabilities[i])) < 0)
+                        return -ENOMEM;
+
+        pids = get_icase(hc, "PidsLimit", NULL);
+        if (!pids || !json_object_is_type(pids, json_type_int) || json_object_get_int64(pids) <= 0 ||
+            json_object_get_int64(pids) > PROXY_PIDS_LIMIT)
+                if ((r = set_icase(hc, "PidsLimit", json_object_new_int64(PROXY_PIDS_LIMIT))) < 0)
+                        return r;
+        if (cgroup_parent && (r = set_icase(hc, "CgroupParent", json_object_new_string(cgroup_parent))) < 0)
+                return r;
+        return 0;
+}
+
+int proxy_query_scope_to_channel(json_object *query, const char *channel) {
+        _cleanup_(json_object_putp) json_object *filters = NULL;
+        _cleanup_free_ char *label = NULL;
+        json_object *v, *l;
+        const char *text;
+
+        if (asprintf(&label, PROXY_LABEL_CHANNEL "=%s", channel) < 0)
+                return -ENOMEM;
+        v = get_icase(query, "filters", NULL);
+        text = v ? json_object_get_string(v) : NULL;
+        if (!isempty(text)) {
+                if (strlen(text) > PROXY_FILTERS_MAX)
+                        return -EBADMSG;
+                filters = json_tokener_parse(text);
+                if (!filters || !json_object_is_type(filters, json_type_object))
+                        return -EBADMSG;
+        } else {
+                filters = json_object_new_object();
+                if (!filters)
+                        return -ENOMEM;
+        }
+
+        /* one "label" key, however the agent spelt it: the engine would merge them */
+        {
+                const char *spelt = NULL;
+                size_t n = 0;
+                json_object_object_foreach(filters, k, e) {
+                        (void) e;
+                        if (strcasecmp(k, "label") == 0) {
+                                n++;
+                                spelt = k;
+                        }
+                }
+                if (n > 1 || (spelt && !streq(spelt, "label")))
+                        return -EBADMSG;
+        }
+        l = get_icase(filters, "label", NULL);
+        if (!l) {
+                l = json_object_new_array();
+                if (!l || json_object_object_add(filters, "label", l) < 0) {
+                        json_object_put(l);
+                        return -ENOMEM;
+                }
+        }
+        /* label filters are all required: the channel's, and nested (not the agent's own container) */
+        const char *labels[] = { label, PROXY_LABEL_TYPE "=" PROXY_TYPE_NESTED };
+        for (size_t i = 0; i < ELEMENTSOF(labels); i++)
+                if (json_object_is_type(l, json_type_array)) {
+                        if (json_object_array_add(l, json_object_new_string(labels[i])) < 0)
+                                return -ENOMEM;
+                } else if (json_object_is_type(l, json_type_object)) {
+                        if (json_object_object_add(l, labels[i], json_object_new_boolean(true)) < 0)
+                                return -ENOMEM;
+                } else
+                        return -EBADMSG;
+
+        const char *spelt = NULL;
+        if (get_icase(query, "filters", &spelt)) {
+                _cleanup_free_ char *copy = strdup(spelt);
+                if (!copy)
+                        return -ENOMEM;
+                json_object_object_del(query, copy);
+        }
+        v = json_object_new_string(json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN));
+        if (!v || json_object_object_add(query, "filters", v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+bool proxy_container_is_nested_of(json_object *inspect, const char *channel) {
+        json_object *config, *labels, *c, *t;
+
+        if (!json_object_object_get_ex(inspect, "Config", &config) ||
+            !json_object_object_get_ex(config, "Labels", &labels) ||
+            !json_object_is_type(labels, json_type_object) ||
+            !json_object_object_get_ex(labels, PROXY_LABEL_CHANNEL, &c) ||
+            !json_object_object_get_ex(labels, PROXY_LABEL_TYPE, &t))
+                return false;
+        return streq_ptr(json_object_get_string(c), channel) &&
+                streq_ptr(json_object_get_string(t), PROXY_TYPE_NESTED);
+}

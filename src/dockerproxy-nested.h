@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Containers an agent creates through the Docker API proxy are "nested" containers of its channel: the
+ * proxy rewrites the create body so that whatever the agent asked for, the container carries the
+ * channel's labels and runs under the channel's policy, and it scopes lists and prunes to them. */
+
+#include <json-c/json.h>
+
+#include "macro.h"
+
+#define PROXY_LABEL_CHANNEL "loop-channel"
+#define PROXY_LABEL_TYPE "loop-type"
+#define PROXY_TYPE_NESTED "nested"
+#define PROXY_PIDS_LIMIT 1024           /* when the agent sets none (or "unlimited") */
+#define PROXY_FILTERS_MAX (16U * 1024U) /* bytes of a filters query parameter */
+
+/* Forces onto a container create body (an object, as proxy_body_parse() gave it): labels loop-channel=
+ * channel and loop-type=nested, no-new-privileges, NET_RAW, MKNOD, AUDIT_WRITE and SETFCAP dropped unless
+ * added explicitly, a pids limit, and cgroup_parent (the channel's slice; NULL: left to the engine) as
+ * CgroupParent. Keys are found ignoring case, as the engine does. -EBADMSG when a field it must change
+ * has the wrong type (the engine would refuse the body anyway), -ENOMEM. */
+int proxy_container_force(json_object *body, const char *channel, const char *cgroup_parent);
+
+/* Adds label=loop-channel=channel and label=loop-type=nested to the "filters" parameter of a query (an object of strings, as
+ * dockerproxy-path.h makes it), so that a list or a prune sees only the channel's nested containers.
+ * Both forms the engines accept are read: {"label":["a=b"]} and {"label":{"a=b":true}}. -EBADMSG when
+ * filters is not such a JSON object. */
+int proxy_query_scope_to_channel(json_object *query, const char *channel);
+
+/* Whether an inspect reply's Config.Labels mark a container as a nested container of channel. */
+bool proxy_container_is_nested_of(json_object *inspect, const char *channel);

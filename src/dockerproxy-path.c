@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <stdint.h>
+
+#include "dockerproxy-path.h"
+
+void proxy_target_done(ProxyTarget *t) {
+        free(t->path);
+        free(t->unversioned);
+        free(t->version);
+        json_object_put(t->query);
+        *t = (ProxyTarget) {};
+}
+
+static int unhex(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* Decodes s[0..n) into a new string. plus: '+' is a space (query strings). A byte is refused when
+ * refuse() says so; the escape must be two hex digits. */
+static int percent_decode(const char *s, size_t n, bool plus, bool (*refuse)(unsigned char c), char **ret) {
+        _cleanup_free_ char *out = malloc(n + 1);
+        size_t o = 0;
+
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char) s[i];
+
+                if (c == '%') {
+                        int hi, lo;
+                        if (i + 2 >= n)
+                                return -EBADMSG;
+                        hi = unhex(s[i + 1]);
+                        lo = unhex(s[i + 2]);
+                        if (hi < 0 || lo < 0)
+                                return -EBADMSG;
+                        c = (unsigned char) (hi << 4 | lo);
+                        i += 2;
+                } else if (plus && c == '+')
+                        c = ' ';
+                if (refuse(c))
+                        return -EBADMSG;
+                out[o++] = (char) c;
+        }
+        out[o] = 0;
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+static bool path_byte_refused(unsigned char c) {
+        return c <= 0x20 || c >= 0x7f || c == '%' || c == '?' || c == '#' || c == '\\';
+}
+
+static bool query_byte_refused(unsigned char c) {
+        return c < 0x20 || c == 0x7f;
+}
+
+static bool segment_is_version(const char *s, size_t n) {
+        bool digit = false;
+
+        if (n < 2 || n > PROXY_API_VERSION_MAX || (s[0] != 'v' && s[0] != 'V'))
+                return false;
+        for (size_t i = 1; i < n; i++) {
+                if (s[i] >= '0' && s[i] <= '9')
+                        digit = true;
+                else if (s[i] != '.')
+                        return false;
+        }
+        return digit;
+}
+
+static int path_normalize(const char *raw, ProxyTarget *t) {
+        _cleanup_free_ char *decoded = NULL, *out = NULL;
+        size_t starts[PROXY_PATH_SEGMENTS_MAX], n_segments = 0, o = 0;
+        const char *rest;
+        int r;
+
+        if (!raw || raw[0] != '/')
+                return -EBADMSG;
+        if (strlen(raw) > 3 * PROXY_PATH_MAX)
+                return -E2BIG;
+        r = percent_decode(raw, strlen(raw), false, path_byte_refused, &decoded);
+        if (r < 0)
+                return r;
+        if (strlen(decoded) > PROXY_PATH_MAX)
+                return -E2BIG;
+
+        out = malloc(strlen(decoded) + 2);
+        if (!out)
+                return -ENOMEM;
+        for (const char *p = decoded; *p;) {
+                size_t len;
+
+                p += strspn(p, "/");
+                len = strcspn(p, "/");
+                if (len == 0)
+                        break;
+                if (len == 1 && p[0] == '.') {
+                        p += len;
+                        continue;
+                }
+                if (len == 2 && p[0] == '.' && p[1] == '.') {
+                        if (n_segments > 0)
+                                o = starts[--n_segments];
+                        p += len;
+                        continue;
+                }
+                if (n_segments >= PROXY_PATH_SEGMENTS_MAX)
+                        return -E2BIG;
+                starts[n_segments++] = o;
+                out[o++] = '/';
+                memcpy(out + o, p, len);
+                o += len;
+                p += len;
+        }
+        if (o == 0)
+                out[o++] = '/';
+        out[o] = 0;
+
+        rest = out;
+        if (n_segments > 0) {
+                size_t len = strcspn(out + 1, "/");
+                if (segment_is_version(out + 1, len)) {
+                        t->version = strndup(out + 1, len);
+                        if (!t->version)
+                                return -ENOMEM;
+                        rest = out + 1 + len;
+                }
+        }
+        t->unversioned = strdup(*rest ? rest : "/");
+        if (!t->unversioned)
+                return -ENOMEM;
+        t->path = TAKE_PTR(out);
+        return 0;
+}
+
+/* Parameters the API reads as lists (build tags, import and commit changes, build cache sources): they
+ * may repeat and are kept as arrays. Any other parameter given twice is refused: the engine would read
+ * one of them, the rules maybe the other. */
+static bool query_key_is_list(const char *key) {
+        static const char * const lists[] = { "t", "changes", "cachefrom" };
+        for (size_t i = 0; i < ELEMENTSOF(lists); i++)
+                if (streq(key, lists[i]))
+                        return true;
+        return false;
+}
+
+static int query_parse(const char *query, json_object *into) {
+        size_t n_params = 0;
+
+        if (!query)
+                return 0;
+        if (strlen(query) > PROXY_QUERY_MAX)
+                return -E2BIG;
+        if (strchr(query, ';') || strchr(query, '#'))
+                return -EBADMSG;
+        for (const char *p = query; *p;) {
+                _cleanup_free_ char *key = NULL, *value = NULL;
+                size_t len = strcspn(p, "&"), klen;
+                const char *eq;
+                int r;
+
+                if (len == 0) {         /* "a=1&&b=2": an empty pair means nothing */
+                        p++;
+                        continue;
+                }
+                if (++n_params > PROXY_QUERY_PARAMS_MAX)
+                        return -E2BIG;
+                eq = memchr(p, '=', len);
+                klen = eq ? (size_t) (eq - p) : len;
+                r = percent_decode(p, klen, true, query_byte_refused, &key);
+                if (r < 0)
+                        return r;
+                r = percent_decode(eq ? eq + 1 : "", eq ? len - klen - 1 : 0, true, query_byte_refused, &value);
+                if (r < 0)
+                        return r;
+                /* NUL is among the refused bytes, so key and value are what the engine decodes */
+                if (isempty(key))
+                        return -EBADMSG;
+                json_object *v = json_object_new_string(value), *list = NULL;
+                if (!v)
+                        return -ENOMEM;
+                if (query_key_is_list(key)) {
+                        if (!json_object_object_get_ex(into, key, &list)) {
+                                list = json_object_new_array();
+                                if (!list || json_object_object_add(into, key, list) < 0) {
+                                        json_object_put(list);
+                                        json_object_put(v);
+                                        return -ENOMEM;
+                                }
+                        }
+                        if (json_object_array_add(list, v) < 0) {
+                                json_object_put(v);
+                                return -ENOMEM;
+                        }
+                } else {
+                        if (json_object_object_get_ex(into, key, NULL)) {
+                                json_object_put(v);
+                                return -EBADMSG;
+                        }
+                        if (json_object_object_add(into, key, v) < 0) {
+                                json_object_put(v);
+                                return -ENOMEM;
+                        }
+                }
+                p += len;
+                if (*p == '&')
+                        p++;
+        }
+        return 0;
+}
+
+int proxy_target_parse(const char *path, const char *query, ProxyTarget *ret) {
+        _cleanup_(proxy_target_done) ProxyTarget t = {};
+        int r;
+
+        t.query = json_object_new_object();
+        if (!t.query)
+                return -ENOMEM;
+        r = path_normalize(path, &t);
+        if (r < 0)
+                return r;
+        r = query_parse(query, t.query);
+        if (r < 0)
+                return r;
+        *ret = t;
+        t = (ProxyTarget) {};
+        return 0;
+}
+
+static bool byte_is_plain(unsigned char c, bool in_path) {
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+                return true;
+        if (strchr("-._~", c) && c)
+                return true;
+        return in_path && c && strchr("/:@!$'()*,=", c);
+}
+
+static int append_encoded(FILE *f, const char *s, bool in_path) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                if (byte_is_plain(*p, in_path))
+                        fputc(*p, f);
+                else
+                        fprintf(f, "%%%02X", *p);
+        return 0;
+}
+
+char *proxy_target_format(const ProxyTarget *t) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        bool first = true;
+        FILE *f;
+
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return NULL;
+        append_encoded(f, t->path, true);
+        json_object_object_foreach(t->query, k, v) {
+                bool list = json_object_is_type(v, json_type_array);
+                size_t n = list ? json_object_array_length(v) : 1;
+                for (size_t i = 0; i < n; i++) {
+                        fputc(first ? '?' : '&', f);
+                        first = false;
+                        append_encoded(f, k, false);
+                        fputc('=', f);
+                        append_encoded(f, json_object_get_string(list ? json_object_array_get_idx(v, i) : v), false);
+                }
+        }
+        if (fclose(f) != 0)
+                return NULL;
+        return TAKE_PTR(buf);
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The Docker API proxy reads a request target the way the engine will, before any rule sees it, and
+ * forwards what it read rather than what it was sent: the rules and the engine never disagree about
+ * which endpoint a request names.
+ *
+ * Path: percent-encoding decoded once (a decoded '%', '?', '#', '\\', control, space or non-ASCII byte
+ * is refused: double encoding and tricks that another decoder would read differently), "//" and "."
+ * segments dropped, ".." resolved (never above the root), no trailing '/'. A leading /vN or /vN.M
+ * segment is the API version: the rules match the unversioned path, the engine gets the versioned one.
+ * Case is kept (container names have it); rules match case-insensitively instead.
+ *
+ * Query: "k=v" pairs separated by '&', '+' and percent-encoding decoded; a ';' (which Go's parser once
+ * took for a separator), a key given twice, a decoded control byte or a malformed escape is refused.
+ * The API's list parameters (t, changes, cachefrom) may repeat and are arrays of strings. */
+
+#include <json-c/json.h>
+
+#include "macro.h"
+
+#define PROXY_PATH_MAX 4096U            /* bytes of a decoded path */
+#define PROXY_PATH_SEGMENTS_MAX 64U
+#define PROXY_QUERY_MAX (16U * 1024U)   /* bytes of a raw query string */
+#define PROXY_QUERY_PARAMS_MAX 64U
+#define PROXY_API_VERSION_MAX 16U
+
+typedef struct ProxyTarget {
+        char *path;                     /* clean, decoded, with the version: "/v1.41/containers/create" */
+        char *unversioned;              /* what rules match: "/containers/create" */
+        char *version;                  /* "v1.41", or NULL */
+        json_object *query;             /* {"key": "value", "t": ["a", "b"], ...}, decoded; never NULL */
+} ProxyTarget;
+
+void proxy_target_done(ProxyTarget *t);
+
+/* Parses an origin-form target's path and query (query may be NULL). -EBADMSG for anything refused
+ * above, -E2BIG beyond the caps, -ENOMEM. */
+int proxy_target_parse(const char *path, const char *query, ProxyTarget *ret);
+
+/* The target to forward: t->path and t->query percent-encoded where needed ("/v1.41/x?a=b%20c").
+ * Allocated; NULL on ENOMEM. */
+char *proxy_target_format(const ProxyTarget *t);

@@ -1,0 +1,251 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# loop-dockerproxy against real engines: a Podman service and a dockerd on private sockets
+# (test/lib/engines.sh), the proxy socket-activated by systemd-socket-activate exactly as the socket unit
+# would (one listening fd), and the real docker CLI talking to it. For each engine: the CLI runs, lists,
+# logs, execs into and builds through the proxy; every forbidden form is refused with 403 and its rule,
+# in the answer and in the proxy's record; containers are forced into the channel; a bind swapped for a
+# symlink after create is refused at start; other containers are out of reach; a caller that is neither
+# root nor one of the channel's containers is refused; a dead engine is a 502.
+set -uo pipefail
+
+lib=$(dirname "$(readlink -f "$0")")/../lib
+# shellcheck source=test/lib/tap.sh
+. "$lib/tap.sh"
+# shellcheck source=test/lib/engines.sh
+. "$lib/engines.sh"
+
+BUILD=${LOOP_BUILD_DIR:-$(dirname "$(readlink -f "$0")")/../../build}
+PROXY=$BUILD/services/loop-dockerproxy
+IMAGE=loop-test-busybox:latest
+CHANNEL=proxytest
+DOCKER=$(command -v docker) || bail_out "no docker CLI (docker.io or /usr/local/bin/docker)"
+
+[ "$(id -u)" = 0 ] || bail_out "needs root: it starts rootful podman and dockerd"
+[ -x "$PROXY" ] || bail_out "no proxy at $PROXY: build first"
+
+T=$(mktemp -d /tmp/test-dockerproxy.XXXXXX)
+chmod 755 "$T"
+atexit "rm -rf '$T'"
+WORK=$T/work
+mkdir -p "$WORK/data"
+ln -s / "$WORK/root-link"
+ln -s /etc "$WORK/etc-link"
+
+# The channel's own rules: exec is allowed here (the built-in rule asks a human, tested below with cp).
+cat >"$T/policy.json" <<'EOF'
+{"http_rules": [{"methods": ["POST"], "paths": ["^/containers/[^/]+/exec$", "^/exec/[^/]+/start$"], "decision": "allow"}]}
+EOF
+
+PROXY_PID=
+start_proxy() {         # SOCKET ENGINE_SOCKET LOG [CONTAINERS_MAX]
+        LOOP_DOCKERPROXY_ENGINE_SOCKET=$2 LOOP_DOCKERPROXY_WORK_DIR=$WORK LOOP_DOCKERPROXY_POLICY=$T/policy.json \
+        LOOP_DOCKERPROXY_CONTAINERS_MAX=${4:-6} LOOP_LOG_TARGET=console LOOP_DOCKERPROXY_IDLE_SEC=3600 LOOP_RUNTIME_DIR=$T/run \
+                systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR \
+                -E LOOP_DOCKERPROXY_POLICY -E LOOP_DOCKERPROXY_CONTAINERS_MAX -E LOOP_LOG_TARGET -E LOOP_DOCKERPROXY_IDLE_SEC -E LOOP_RUNTIME_DIR \
+                -l "$1" "$PROXY" "$CHANNEL" >>"$3" 2>&1 &
+        PROXY_PID=$!
+        for _ in $(seq 50); do [ -S "$1" ] && { chmod 666 "$1"; return 0; }; sleep 0.1; done
+        return 1
+}
+
+stop_proxy() {
+        [ -n "$PROXY_PID" ] || return 0
+        kill "$PROXY_PID" 2>/dev/null
+        wait "$PROXY_PID" 2>/dev/null
+        PROXY_PID=
+}
+atexit stop_proxy
+
+# The proxy's record of the last request matching PATTERN (its console line carries the journal fields).
+record() {
+        grep -E "$1" "$LOG" | tail -n 1
+}
+
+# A docker command through the proxy that must be refused: exit status non-zero, the rule's message in
+# the CLI's error, and a record with LOOP_STATUS=403 and the rule.
+refused() {         # NAME MESSAGE-REGEX RULE-REGEX DOCKER-ARGS...
+        local name=$1 msg=$2 rule=$3 out rc before
+        shift 3
+        before=$(grep -c 'LOOP_STATUS=403' "$LOG")
+        out=$(timeout 60 "$DOCKER" "$@" 2>&1) && rc=0 || rc=$?
+        if [ "$rc" -ne 0 ] && [[ $out =~ $msg ]]; then
+                ok 0 "$kind: $name is refused"
+        else
+                ok 1 "$kind: $name is refused"
+                diag "exit $rc: $out"
+        fi
+        recorded "$name" "$rule" "$before"
+}
+
+# The request was recorded: one more 403 than before, the newest by RULE.
+recorded() {         # NAME RULE-REGEX COUNT-BEFORE
+        local after
+        after=$(grep -c 'LOOP_STATUS=403' "$LOG")
+        if [ "$after" -gt "$3" ]; then
+                like "$(record 'LOOP_STATUS=403')" "LOOP_RULE=$2 .*LOOP_DECISION=deny" "$kind: $1 is recorded as a deny by $2"
+        else
+                ok 1 "$kind: $1 is recorded as a deny by $2"
+                diag "no new 403 record"
+        fi
+}
+
+# A create body sent as is (for what the CLI checks itself first): 403 and the rule's message.
+refused_create() {         # NAME MESSAGE-REGEX RULE-REGEX HOSTCONFIG-JSON
+        local before out
+        before=$(grep -c 'LOOP_STATUS=403' "$LOG")
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' \
+                -d "{\"Image\":\"$IMAGE\",\"HostConfig\":$4}" -w ' %{http_code}' http://d/v1.41/containers/create)
+        like "$out" "$2.* 403\$" "$kind: $1 is refused"
+        recorded "$1" "$3" "$before"
+}
+
+engine_start podman || bail_out "podman did not start"
+engine_start docker || bail_out "dockerd did not start"
+for kind in podman docker; do
+        sock=$PODMAN_SOCK
+        [ $kind = docker ] && sock=$DOCKER_SOCK
+        engine_import_busybox "$sock" "$IMAGE" || bail_out "busybox import into $kind failed"
+done
+
+for kind in podman docker; do
+        sock=$PODMAN_SOCK
+        [ $kind = docker ] && sock=$DOCKER_SOCK
+        LOG=$T/proxy-$kind.log
+        PSOCK=$T/$kind-proxy.sock
+        start_proxy "$PSOCK" "$sock" "$LOG" || bail_out "the proxy did not listen"
+        export DOCKER_HOST=unix://$PSOCK DOCKER_BUILDKIT=0
+
+        # --- what an agent does ---
+        out=$(timeout 60 "$DOCKER" run --name "own-$kind" "$IMAGE" echo hello-from-nested 2>&1)
+        is "$out" "hello-from-nested" "$kind: docker run prints the container's output (attach through the proxy)"
+        like "$(record "POST /v1\.[0-9]+/containers/[0-9a-f]+/attach")" "LOOP_STATUS=101" \
+                "$kind: attach was switched to a raw stream (101)"
+        # a container the agent did not make, straight on the engine
+        engine_api "$sock" -X POST -H 'Content-Type: application/json' -d "{\"Image\":\"$IMAGE\",\"Cmd\":[\"sleep\",\"300\"]}" \
+                "http://d/v1.41/containers/create?name=foreign-$kind" >/dev/null
+        engine_api "$sock" -X POST "http://d/v1.41/containers/foreign-$kind/start" >/dev/null
+        out=$(timeout 60 "$DOCKER" ps -a --format '{{.Names}}' 2>&1)
+        like "$out" "own-$kind" "$kind: docker ps lists the agent's container"
+        unlike "$out" "foreign-$kind" "$kind: docker ps does not list a container the agent did not make"
+        out=$(timeout 60 "$DOCKER" logs "own-$kind" 2>&1)
+        is "$out" "hello-from-nested" "$kind: docker logs reads the container's log"
+
+        # a long log: many chunks of the engine's chunked response, streamed whole
+        timeout 120 "$DOCKER" run --name "chatty-$kind" "$IMAGE" sh -c 'yes $(head -c 3000 /dev/zero | tr "\\0" x) | head -c 40000000' >/dev/null 2>&1
+        n=$(timeout 120 "$DOCKER" logs "chatty-$kind" 2>/dev/null | wc -c)
+        is "$n" 40000000 "$kind: a 40 MB log streams through whole"
+        timeout 60 "$DOCKER" rm "chatty-$kind" >/dev/null 2>&1
+
+        check "$kind: docker run -d starts a long-running container" timeout 60 "$DOCKER" run -d --name "long-$kind" "$IMAGE" sleep 300
+        out=$(timeout 60 "$DOCKER" exec "long-$kind" echo exec-works 2>&1)
+        is "$out" "exec-works" "$kind: docker exec runs in the agent's own container"
+        out=$(timeout 60 "$DOCKER" logs -f --tail 0 "own-$kind" 2>&1)
+        ok $? "$kind: docker logs -f of a stopped container ends"
+
+        mkdir -p "$T/ctx-$kind"
+        printf 'FROM %s\nRUN echo built-through-proxy > /built\n' "$IMAGE" >"$T/ctx-$kind/Dockerfile"
+        head -c 3000000 /dev/urandom >"$T/ctx-$kind/blob"      # a build context larger than the JSON cap
+        out=$(timeout 300 "$DOCKER" build -t "proxy-built-$kind:latest" "$T/ctx-$kind" 2>&1)
+        ok $? "$kind: docker build builds from a local base through the proxy" || diag "$out"
+        out=$(timeout 60 "$DOCKER" run --rm "proxy-built-$kind:latest" cat /built 2>&1)
+        is "$out" "built-through-proxy" "$kind: the built image runs"
+
+        # --- forced into the channel ---
+        inspect=$(engine_api "$sock" "http://d/v1.41/containers/own-$kind/json")
+        like "$inspect" "\"loop-channel\": ?\"$CHANNEL\"" "$kind: the container carries loop-channel=$CHANNEL"
+        like "$inspect" "\"loop-type\": ?\"nested\"" "$kind: the container carries loop-type=nested"
+        like "$inspect" "no-new-privileges" "$kind: the container has no-new-privileges"
+        like "$inspect" "\"CapDrop\": ?\[[^]]*MKNOD" "$kind: the container has MKNOD dropped"
+
+        # --- other containers are out of reach ---
+        refused "exec into a container the agent did not make" "not one of channel" "ownership" exec "foreign-$kind" true
+        refused "stopping a container the agent did not make" "not one of channel" "ownership" stop "foreign-$kind"
+        refused "committing a container the agent did not make" "not one of channel" "ownership" commit "foreign-$kind" "stolen-$kind"
+        refused "copying out of a container without a human (approve, no approver)" "not approved" 'http\[[0-9]+\]' \
+                cp "long-$kind:/etc/passwd" "$T/passwd-$kind"
+
+        # --- the forbidden forms ---
+        refused "--privileged" "privileged containers are refused" 'body\[[0-9]+\]' run --rm --privileged "$IMAGE" true
+        refused "-v /:/host" "bind mounts of host system paths" 'body\[[0-9]+\]' run --rm -v /:/host "$IMAGE" true
+        refused "-v /etc:/x" "bind mounts of host system paths" 'body\[[0-9]+\]' run --rm -v /etc:/x "$IMAGE" true
+        refused "a bind of a workspace symlink to /" "bind mounts of host system paths" 'body\[[0-9]+\]' \
+                run --rm -v "$WORK/root-link:/host" "$IMAGE" true
+        refused "--mount type=bind of a symlink to /etc" "bind mounts of host system paths" 'body\[[0-9]+\]' \
+                run --rm --mount "type=bind,src=$WORK/etc-link,dst=/x" "$IMAGE" true
+        refused "--mount type=volume with driver options" "driver options" 'body\[[0-9]+\]' \
+                run --rm --mount "type=volume,src=v-$kind,dst=/x,volume-opt=type=none,volume-opt=o=bind,volume-opt=device=/etc" "$IMAGE" true
+        refused "--volumes-from" "VolumesFrom is refused" 'body\[[0-9]+\]' run --rm --volumes-from "long-$kind" "$IMAGE" true
+        refused "--pid=host" "host namespaces" 'body\[[0-9]+\]' run --rm --pid=host "$IMAGE" true
+        refused "--network=host" "host namespaces" 'body\[[0-9]+\]' run --rm --network=host "$IMAGE" true
+        refused "--ipc=host" "host namespaces" 'body\[[0-9]+\]' run --rm --ipc=host "$IMAGE" true
+        refused "--userns=host" "host namespaces" 'body\[[0-9]+\]' run --rm --userns=host "$IMAGE" true
+        refused "--uts=host" "host namespaces" 'body\[[0-9]+\]' run --rm --uts=host "$IMAGE" true
+        refused_create "Devices" "host devices" 'body\[[0-9]+\]' '{"Devices":[{"PathOnHost":"/dev/sda","PathInContainer":"/dev/sda","CgroupPermissions":"rwm"}]}'
+        refused_create "DeviceCgroupRules" "host devices" 'body\[[0-9]+\]' '{"DeviceCgroupRules":["b *:* rwm"]}'
+        refused_create "Mounts of a volume with DriverConfig options" "driver options" 'body\[[0-9]+\]' \
+                '{"Mounts":[{"Type":"volume","Source":"v","Target":"/x","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/"}}}}]}'
+        refused_create "emptied MaskedPaths" "masked and read-only" 'body\[[0-9]+\]' '{"MaskedPaths":[]}'
+        refused_create "Privileged spelt in lower case" "privileged" 'body\[[0-9]+\]' '{"privileged":true}' 
+        refused "--cap-add SYS_ADMIN" "capabilities beyond" 'body\[[0-9]+\]' run --rm --cap-add SYS_ADMIN "$IMAGE" true
+        refused "--cap-add ALL" "capabilities beyond" 'body\[[0-9]+\]' run --rm --cap-add ALL "$IMAGE" true
+        refused "--security-opt seccomp=unconfined" "disable confinement" 'body\[[0-9]+\]' \
+                run --rm --security-opt seccomp=unconfined "$IMAGE" true
+        refused "--security-opt apparmor=unconfined" "disable confinement" 'body\[[0-9]+\]' \
+                run --rm --security-opt apparmor=unconfined "$IMAGE" true
+        refused "--cgroup-parent" "cgroup parent" 'body\[[0-9]+\]' run --rm --cgroup-parent /evil "$IMAGE" true
+        refused "--sysctl" "sysctls are refused" 'body\[[0-9]+\]' run --rm --sysctl net.ipv4.ip_forward=1 "$IMAGE" true
+        refused "--runtime" "default runtimes" 'body\[[0-9]+\]' run --rm --runtime kata "$IMAGE" true
+        refused "-p (a port on the host)" "ports on the host" 'body\[[0-9]+\]' run --rm -p 8080:80 "$IMAGE" true
+        refused "a volume binding /etc" "volumes that bind host paths" 'body\[[0-9]+\]' \
+                volume create --opt type=none --opt o=bind --opt device=/etc "bindvol-$kind"
+        refused "a swarm endpoint" "swarm" 'http\[[0-9]+\]' swarm init
+        refused "retagging an image as loop's agent image" "loop's own images" 'body\[[0-9]+\]' tag "$IMAGE" loop-agent:latest
+        refused "building into loop's agent image" "loop's own images" 'body\[[0-9]+\]' build -q -t localhost/loop-agent "$T/ctx-$kind"
+
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{"Privileged":true}' \
+                -o /dev/null -w '%{http_code}' "http://d/v1.41/containers/long-$kind/update")
+        is "$out" 403 "$kind: container update to privileged is refused with 403"
+        like "$(record 'containers/long-[a-z]+/update')" "LOOP_RULE=body\[[0-9]+\].*LOOP_STATUS=403" \
+                "$kind: the refused update is recorded with its rule"
+
+        # --- a bind swapped after create is not widened ---
+        mkdir -p "$WORK/swap"
+        check "$kind: a container binding a workspace directory is created" \
+                timeout 60 "$DOCKER" create --name "swap-$kind" -v "$WORK/swap:/data" "$IMAGE" cat /data/passwd
+        rm -rf "$WORK/swap"
+        ln -s /etc "$WORK/swap"
+        refused "start after its bind source became a symlink to /etc" "checked again at start" 'body\[[0-9]+\]' start -a "swap-$kind"
+        rm -f "$WORK/swap"
+
+        # --- the channel's count ---
+        n=$(engine_api "$sock" "http://d/v1.41/containers/json?all=1&filters=%7B%22label%22%3A%5B%22loop-channel%3D$CHANNEL%22%5D%7D" |
+                grep -o '"Id"' | wc -l)
+        for i in $(seq $((n + 1)) 6); do
+                timeout 60 "$DOCKER" create --name "fill-$kind-$i" "$IMAGE" true >/dev/null 2>&1
+        done
+        refused "a container beyond the channel's count" "the most it may have" "container-limit" create "$IMAGE" true
+
+        # --- callers ---
+        out=$(setpriv --reuid 65534 --regid 65534 --clear-groups \
+                curl -sS --unix-socket "$PSOCK" -o /dev/null -w '%{http_code}' http://d/_ping 2>&1)
+        is "$out" 403 "$kind: a host process that is not root and in no container of the channel is refused"
+        like "$(record 'LOOP_RULE=caller')" "LOOP_STATUS=403" "$kind: the refused caller is recorded"
+
+        # --- cleanup through the proxy works too ---
+        check "$kind: docker rm -f removes the agent's containers" timeout 60 "$DOCKER" rm -f "own-$kind" "long-$kind" "swap-$kind"
+        unlike "$(grep -c 'X-Registry-Auth\|Authorization' "$LOG")" '^[1-9]' "$kind: no header reaches the record"
+        stop_proxy
+        unset DOCKER_HOST
+done
+
+# An engine that is gone: 502, recorded.
+LOG=$T/proxy-dead.log
+start_proxy "$T/dead.sock" "$T/nothing.sock" "$LOG" || bail_out "the proxy did not listen"
+out=$(curl -sS --unix-socket "$T/dead.sock" -o /dev/null -w '%{http_code}' http://d/v1.41/containers/json?all=1)
+is "$out" 502 "an engine that does not answer is a 502"
+like "$(record 'containers/json')" "LOOP_STATUS=502" "the 502 is recorded"
+stop_proxy
+
+tap_done

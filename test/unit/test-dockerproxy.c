@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The Docker API proxy's request side: targets read as the engine reads them, the policy compiled and
+ * decided, bodies parsed and checked, nested containers forced into the channel. */
+
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "dockerproxy-nested.h"
+#include "dockerproxy-path.h"
+#include "dockerproxy-policy.h"
+#include "macro.h"
+#include "tap.h"
+
+static char tmpdir[] = "/tmp/test-dockerproxy-XXXXXX";
+
+/* ---- targets ---- */
+
+static char *unversioned(const char *path) {
+        _cleanup_(proxy_target_done) ProxyTarget t = {};
+
+        if (proxy_target_parse(path, NULL, &t) < 0)
+                return NULL;
+        return strdup(t.unversioned);
+}
+
+static int target_error(const char *path, const char *query) {
+        _cleanup_(proxy_target_done) ProxyTarget t = {};
+        return proxy_target_parse(path, query, &t);
+}
+
+#define is_path(raw, want, name) ({ _cleanup_free_ char *_u = unversioned(raw); is_str(_u, want, name); })
+
+static void test_paths(void) {
+        _cleanup_(proxy_target_done) ProxyTarget t = {};
+        _cleanup_free_ char *fwd = NULL;
+
+        is_int(proxy_target_parse("/v1.41/containers/create", "name=web", &t), 0, "a versioned create parses");
+        is_str(t.unversioned, "/containers/create", "the version prefix is stripped for matching");
+        is_str(t.version, "v1.41", "the version is kept");
+        is_str(t.path, "/v1.41/containers/create", "the forwarded path keeps the version");
+        fwd = proxy_target_format(&t);
+        is_str(fwd, "/v1.41/containers/create?name=web", "the forwarded target is path and query");
+
+        is_path("/containers/create", "/containers/create", "an unversioned path stays");
+        is_path("/v1/containers/json", "/containers/json", "a one-number version is stripped");
+        is_path("//v1.41//containers///create/", "/containers/create", "repeated and trailing slashes are dropped");
+        is_path("/v1.41/./containers/./create", "/containers/create", "dot segments are dropped");
+        is_path("/v1.41/x/../containers/create", "/containers/create", "dot-dot resolves");
+        is_path("/../../containers/create", "/containers/create", "dot-dot never climbs above the root");
+        is_path("/v1.41/containers%2Fcreate", "/containers/create", "an encoded slash is a slash, as the engine decodes it");
+        is_path("/v1.41/%63ontainers/create", "/containers/create", "percent-encoded letters are decoded");
+        is_path("/v1.41/containers/%2e%2e/containers/create", "/containers/create", "encoded dot-dot resolves");
+        is_path("/V1.41/Containers/Create", "/Containers/Create", "case is kept (rules ignore it)");
+        is_path("/", "/", "the root stays the root");
+        is_path("/v1.41", "/", "a bare version is the root");
+        is_path("/v1.41x/containers/json", "/v1.41x/containers/json", "a segment that is not a version stays");
+
+        is_int(target_error("/v1.41/containers%252fcreate", NULL), -EBADMSG, "double encoding is refused");
+        is_int(target_error("/v1.41/containers%00/create", NULL), -EBADMSG, "an encoded NUL is refused");
+        is_int(target_error("/v1.41/containers%20x", NULL), -EBADMSG, "an encoded space is refused");
+        is_int(target_error("/v1.41/a%3fb", NULL), -EBADMSG, "an encoded '?' is refused");
+        is_int(target_error("/v1.41/a%5cb", NULL), -EBADMSG, "an encoded backslash is refused");
+        is_int(target_error("/v1.41/a%c3%a9", NULL), -EBADMSG, "encoded non-ASCII is refused");
+        is_int(target_error("/v1.41/a%2", NULL), -EBADMSG, "a truncated escape is refused");
+        is_int(target_error("/v1.41/a%zz", NULL), -EBADMSG, "a non-hex escape is refused");
+        is_int(target_error("relative", NULL), -EBADMSG, "a relative path is refused");
+
+        is_int(target_error("/containers/json", "all=1;filters=x"), -EBADMSG, "a ';' in the query is refused");
+        is_int(target_error("/containers/json", "all=1&all=0"), -EBADMSG, "a query key given twice is refused");
+        is_int(target_error("/containers/json", "all=%01"), -EBADMSG, "a control byte in a query value is refused");
+        {
+                _cleanup_(proxy_target_done) ProxyTarget l = {};
+                _cleanup_free_ char *f = NULL;
+                is_int(proxy_target_parse("/images/create", "fromSrc=-&changes=CMD%20x&changes=ENV%20A%3D1", &l), 0,
+                       "a list parameter may repeat");
+                f = proxy_target_format(&l);
+                is_str(f, "/images/create?fromSrc=-&changes=CMD%20x&changes=ENV%20A%3D1", "both values are forwarded");
+        }
+        is_int(target_error("/containers/json", "=1"), -EBADMSG, "an empty query key is refused");
+        {
+                _cleanup_(proxy_target_done) ProxyTarget q = {};
+                json_object *v;
+                is_int(proxy_target_parse("/build", "networkmode=ho%73t&q=a+b&&x", &q), 0, "a query parses");
+                ok(json_object_object_get_ex(q.query, "networkmode", &v) && streq(json_object_get_string(v), "host"),
+                   "query values are percent-decoded");
+                ok(json_object_object_get_ex(q.query, "q", &v) && streq(json_object_get_string(v), "a b"),
+                   "'+' in a query value is a space");
+                ok(json_object_object_get_ex(q.query, "x", &v) && streq(json_object_get_string(v), ""),
+                   "a key without '=' has an empty value");
+                _cleanup_free_ char *f = proxy_target_format(&q);
+                is_str(f, "/build?networkmode=host&q=a%20b&x=", "the forwarded query is re-encoded");
+        }
+}
+
+/* ---- policy ---- */
+
+static ProxyPolicy *policy_for(const char *channel_rules, const char *work_dir) {
+        _cleanup_(json_object_putp) json_object *doc = NULL;
+        ProxyPolicy *p = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        if (proxy_policy_document(NULL, work_dir, &doc) < 0)
+                return NULL;
+        if (channel_rules) {
+                /* channel rules come first, as the document puts cfg's rules */
+                json_object *extra = json_tokener_parse(channel_rules), *a, *ea;
+                json_object_object_foreach(extra, k, v) {
+                        json_object_object_get_ex(doc, k, &a);
+                        _cleanup_(json_object_putp) json_object *merged = json_object_new_array();
+                        for (size_t i = 0; i < json_object_array_length(v); i++)
+                                json_object_array_add(merged, json_object_get(json_object_array_get_idx(v, i)));
+                        for (size_t i = 0; i < json_object_array_length(a); i++)
+                                json_object_array_add(merged, json_object_get(json_object_array_get_idx(a, i)));
+                        ea = TAKE_PTR(merged);
+                        json_object_object_add(doc, k, ea);
+                }
+                json_object_put(extra);
+        }
+        if (proxy_policy_compile(doc, &p, &err) < 0) {
+                printf("# compile: %s\n", strna(err));
+                return NULL;
+        }
+        return p;
+}
+
+/* The whole decision for a request as the proxy makes it. */
+static Decision decide(const ProxyPolicy *p, const char *method, const char *raw_path, const char *query,
+                       const char *body, char rule[static PROXY_RULE_ID_MAX]) {
+        _cleanup_(proxy_target_done) ProxyTarget t = {};
+        _cleanup_(json_object_putp) json_object *doc = NULL;
+        ProxyVerdict http, b, v;
+
+        if (proxy_target_parse(raw_path, query, &t) < 0)
+                return _DECISION_INVALID;
+        proxy_policy_check_http(p, method, t.unversioned, &http);
+        if (body && proxy_body_parse(body, strlen(body), &doc) < 0)
+                return _DECISION_INVALID;
+        proxy_policy_check_body(p, method, t.unversioned, "application/json", doc, t.query, &b);
+        proxy_verdict_combine(&http, &b, proxy_policy_default_decision(p), &v);
+        snprintf(rule, PROXY_RULE_ID_MAX, "%s", v.rule_id);
+        return v.decision;
+}
+
+static Decision create(const ProxyPolicy *p, const char *host_config) {
+        _cleanup_free_ char *body = NULL;
+        char rule[PROXY_RULE_ID_MAX];
+
+        if (asprintf(&body, "{\"Image\":\"busybox\",\"HostConfig\":%s}", host_config) < 0)
+                return _DECISION_INVALID;
+        return decide(p, "POST", "/v1.41/containers/create", NULL, body, rule);
+}
+
+static void test_policy_http(void) {
+        _cleanup_(proxy_policy_freep) ProxyPolicy *p = policy_for(NULL, NULL);
+        char rule[PROXY_RULE_ID_MAX];
+
+        ok(p != NULL, "the default document compiles");
+        if (!p)
+                return;
+        is_int(decide(p, "GET", "/v1.41/containers/json", NULL, NULL, rule), DECISION_ALLOW, "listing containers is allowed");
+        is_str(rule, "default", "by the default decision");
+        is_int(decide(p, "GET", "/v1.41/swarm", NULL, NULL, rule), DECISION_DENY, "swarm is denied");
+        is_str(rule, "http[0]", "by the first default http rule");
+        is_int(decide(p, "GET", "/v1.41/Secrets", NULL, NULL, rule), DECISION_DENY, "secrets are denied whatever the case");
+        is_int(decide(p, "GET", "/v1.41/x/../plugins", NULL, NULL, rule), DECISION_DENY, "plugins are denied after dot-dot");
+        is_int(decide(p, "GET", "/v1.41/nodes%2F", NULL, NULL, rule), DECISION_DENY, "nodes are denied with an encoded slash");
+        is_int(decide(p, "POST", "/v4.0.0/libpod/containers/create", NULL, NULL, rule), DECISION_DENY, "the libpod API is denied");
+        is_int(decide(p, "POST", "/v1.41/containers/abc/exec", NULL, "{\"Cmd\":[\"ls\"]}", rule), DECISION_APPROVE,
+               "exec create asks a human");
+        is_int(decide(p, "POST", "/v1.41/exec/abc/start", NULL, "{}", rule), DECISION_APPROVE, "exec start asks a human");
+        is_int(decide(p, "GET", "/v1.41/containers/abc/archive", "path=/etc", NULL, rule), DECISION_APPROVE,
+               "reading a container archive asks a human");
+        is_int(decide(p, "POST", "/v1.41/containers/abc/exec", NULL, "{\"Privileged\":true,\"Cmd\":[\"sh\"]}", rule),
+               DECISION_DENY, "a privileged exec is denied, not asked");
+
+        _cleanup_(proxy_policy_freep) ProxyPolicy *q = policy_for(
+                "{\"http_rules\":[{\"methods\":[\"POST\"],\"paths\":[\"^/containers/[^/]+/exec$\",\"^/exec/[^/]+/start$\"],"
+                "\"decision\":\"allow\"},{\"methods\":[\"*\"],\"paths\":[\"^/images/\"],\"decision\":\"deny\",\"message\":\"no\"}]}", NULL);
+        ok(q != NULL, "a document with channel rules compiles");
+        if (!q)
+                return;
+        is_int(decide(q, "POST", "/v1.41/containers/abc/exec", NULL, "{}", rule), DECISION_ALLOW,
+               "a channel rule before the defaults allows exec");
+        is_str(rule, "http[0]", "the channel's rule is named");
+        is_int(decide(q, "DELETE", "/images/busybox", NULL, NULL, rule), DECISION_DENY, "a channel deny with * methods");
+        is_int(decide(q, "POST", "/v1.41/containers/abc/exec", NULL, "{\"Privileged\":true}", rule), DECISION_DENY,
+               "an http allow does not beat a body deny");
+}
+
+static void test_policy_compile_errors(void) {
+        static const struct { const char *doc, *what; } bad[] = {
+                { "{\"http_rules\":[{\"paths\":[\"(\"],\"decision\":\"deny\"}]}", "a bad regex" },
+                { "{\"http_rules\":[{\"paths\":[\"\"],\"decision\":\"deny\"}]}", "an empty regex" },
+                { "{\"http_rules\":[{\"methods\":[\"get\"],\"decision\":\"deny\"}]}", "a lower-case method" },
+                { "{\"http_rules\":[{\"decision\":\"maybe\"}]}", "an unknown decision" },
+                { "{\"body_rules\":[{\"applies_to\":\"POST\",\"decision\":\"deny\"}]}", "applies_to without a regex" },
+                { "{\"body_rules\":[{\"applies_to\":\"POST ^/x$\",\"decision\":\"deny\",\"json_checks\":[{\"path\":\"a..b\",\"op\":\"present\"}]}]}", "an empty path segment" },
+                { "{\"body_rules\":[{\"applies_to\":\"POST ^/x$\",\"decision\":\"deny\",\"json_checks\":[{\"path\":\"a[x]\",\"op\":\"present\"}]}]}", "a non-numeric index" },
+                { "{\"body_rules\":[{\"applies_to\":\"POST ^/x$\",\"decision\":\"deny\",\"json_checks\":[{\"path\":\"a\",\"op\":\"similar\"}]}]}", "an unknown op" },
+                { "{\"body_rules\":[{\"applies_to\":\"POST ^/x$\",\"decision\":\"deny\",\"json_checks\":[{\"path\":\"a\",\"op\":\"source_path_in\",\"values\":[\"etc\"]}]}]}", "a relative source path" },
+                { "{\"default_decision\":\"sometimes\"}", "an unknown default decision" },
+                { "{\"rules\":[]}", "an unknown key" },
+                { "[]", "a document that is not an object" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_(json_object_putp) json_object *doc = json_tokener_parse(bad[i].doc);
+                _cleanup_(proxy_policy_freep) ProxyPolicy *p = NULL;
+                _cleanup_free_ char *err = NULL;
+                int r = proxy_policy_compile(doc, &p, &err);
+                ok(r == -EINVAL && err && !p, "%s is a compile error (%s)", bad[i].what, strna(err));
+        }
+}
+
+static void test_policy_body(void) {
+        _cleanup_free_ char *work = NULL, *etc_link = NULL, *root_link = NULL, *inside = NULL, *j = NULL;
+        _cleanup_(proxy_policy_freep) ProxyPolicy *p = NULL;
+        char rule[PROXY_RULE_ID_MAX];
+
+        if (asprintf(&work, "%s/work", tmpdir) < 0 || mkdir(work, 0755) < 0 ||
+            asprintf(&inside, "%s/work/data", tmpdir) < 0 || mkdir(inside, 0755) < 0 ||
+            asprintf(&etc_link, "%s/work/etc", tmpdir) < 0 || symlink("/etc", etc_link) < 0 ||
+            asprintf(&root_link, "%s/work/root", tmpdir) < 0 || symlink("/", root_link) < 0) {
+                ok(false, "the test's work dir is set up");
+                return;
+        }
+        p = policy_for(NULL, work);
+        ok(p != NULL, "the default document with a work dir compiles");
+        if (!p)
+                return;
+
+        is_int(create(p, "{}"), DECISION_ALLOW, "a plain create is allowed");
+        if (asprintf(&j, "{\"Binds\":[\"%s:/data\"]}", inside) < 0)
+                return;
+        is_int(create(p, j), DECISION_ALLOW, "a bind from inside the work dir is allowed");
+        j = mfree(j);
+        if (asprintf(&j, "{\"Binds\":[\"%s:/x\"]}", etc_link) < 0)
+                return;
+        is_int(create(p, j), DECISION_DENY, "a symlink in the work dir pointing at /etc is denied");
+        j = mfree(j);
+        if (asprintf(&j, "{\"Binds\":[\"%s:/x:ro\"]}", root_link) < 0)
+                return;
+        is_int(create(p, j), DECISION_DENY, "a symlink in the work dir pointing at / is denied");
+        j = mfree(j);
+        if (asprintf(&j, "{\"Mounts\":[{\"Type\":\"bind\",\"Source\":\"%s\",\"Target\":\"/x\"}]}", etc_link) < 0)
+                return;
+        is_int(create(p, j), DECISION_DENY, "a Mounts bind through a symlink to /etc is denied");
+        j = mfree(j);
+        if (asprintf(&j, "{\"Binds\":[\"%s/missing:/x\"]}", work) < 0)
+                return;
+        is_int(create(p, j), DECISION_DENY, "a bind source that does not resolve is denied");
+
+        is_int(create(p, "{\"Binds\":[\"/:/host\"]}"), DECISION_DENY, "binding / is denied");
+        is_int(create(p, "{\"Binds\":[\"/etc/../etc:/x\"]}"), DECISION_DENY, "binding /etc through dot-dot is denied");
+        is_int(create(p, "{\"Binds\":[\"/var/run/docker.sock:/var/run/docker.sock\"]}"), DECISION_DENY,
+               "binding the Docker socket is denied");
+        is_int(create(p, "{\"Binds\":[\"/proc:/p\"]}"), DECISION_DENY, "binding /proc is denied");
+        is_int(create(p, "{\"binds\":[\"/etc:/x\"]}"), DECISION_DENY, "a lower-case Binds key is read too");
+        is_int(create(p, "{\"Binds\":[\"/tmp:/x\"]}"), DECISION_APPROVE, "a bind from outside the work dir asks a human");
+        is_int(create(p, "{\"Binds\":[\"cache:/x\"]}"), DECISION_ALLOW, "a named volume is allowed");
+        is_int(create(p, "{\"Binds\":[\"./rel:/x\"]}"), DECISION_DENY, "a relative bind source is denied");
+        is_int(create(p, "{\"Mounts\":[{\"Type\":\"volume\",\"Source\":\"v\",\"Target\":\"/x\","
+                         "\"VolumeOptions\":{\"DriverConfig\":{\"Name\":\"local\",\"Options\":{\"type\":\"none\",\"o\":\"bind\",\"device\":\"/etc\"}}}}]}"),
+               DECISION_DENY, "a volume mount with driver options is denied");
+        is_int(create(p, "{\"Mounts\":[{\"Type\":\"npipe\",\"Source\":\"x\",\"Target\":\"/x\"}]}"), DECISION_DENY,
+               "a mount type other than bind, volume or tmpfs is denied");
+        is_int(create(p, "{\"Mounts\":[{\"Type\":\"tmpfs\",\"Target\":\"/x\"}]}"), DECISION_ALLOW, "a tmpfs mount is allowed");
+        is_int(create(p, "{\"Privileged\":true}"), DECISION_DENY, "Privileged is denied");
+        is_int(create(p, "{\"Privileged\":false}"), DECISION_ALLOW, "Privileged false is allowed");
+        is_int(create(p, "{\"PidMode\":\"host\"}"), DECISION_DENY, "the host pid namespace is denied");
+        is_int(create(p, "{\"NetworkMode\":\"HOST\"}"), DECISION_DENY, "the host network namespace is denied in any case");
+        is_int(create(p, "{\"IpcMode\":\"host\"}"), DECISION_DENY, "the host ipc namespace is denied");
+        is_int(create(p, "{\"UsernsMode\":\"host\"}"), DECISION_DENY, "the host user namespace is denied");
+        is_int(create(p, "{\"CgroupnsMode\":\"host\"}"), DECISION_DENY, "the host cgroup namespace is denied");
+        is_int(create(p, "{\"UTSMode\":\"host\"}"), DECISION_DENY, "the host uts namespace is denied");
+        is_int(create(p, "{\"PidMode\":\"container:abc\"}"), DECISION_APPROVE, "joining another container's pids asks");
+        is_int(create(p, "{\"CgroupParent\":\"/\"}"), DECISION_DENY, "CgroupParent is denied");
+        is_int(create(p, "{\"Runtime\":\"kata\"}"), DECISION_DENY, "another runtime is denied");
+        is_int(create(p, "{\"Runtime\":\"runc\"}"), DECISION_ALLOW, "runc is allowed");
+        is_int(create(p, "{\"CapAdd\":[\"SYS_ADMIN\"]}"), DECISION_DENY, "CapAdd SYS_ADMIN is denied");
+        is_int(create(p, "{\"CapAdd\":[\"cap_sys_admin\"]}"), DECISION_DENY, "cap_sys_admin in lower case is denied");
+        is_int(create(p, "{\"CapAdd\":[\"ALL\"]}"), DECISION_DENY, "CapAdd ALL is denied");
+        is_int(create(p, "{\"CapAdd\":[\"CAP_NET_BIND_SERVICE\",\"sys_nice\"]}"), DECISION_ALLOW,
+               "default capabilities and SYS_NICE are allowed");
+        is_int(create(p, "{\"SecurityOpt\":[\"seccomp=unconfined\"]}"), DECISION_DENY, "seccomp=unconfined is denied");
+        is_int(create(p, "{\"SecurityOpt\":[\"apparmor:unconfined\"]}"), DECISION_DENY, "apparmor:unconfined is denied");
+        is_int(create(p, "{\"SecurityOpt\":[\"label=disable\"]}"), DECISION_DENY, "label=disable is denied");
+        is_int(create(p, "{\"SecurityOpt\":[\"no-new-privileges=false\"]}"), DECISION_DENY, "no-new-privileges=false is denied");
+        is_int(create(p, "{\"Devices\":[{\"PathOnHost\":\"/dev/sda\"}]}"), DECISION_DENY, "Devices are denied");
+        is_int(create(p, "{\"DeviceCgroupRules\":[\"b *:* rwm\"]}"), DECISION_DENY, "DeviceCgroupRules are denied");
+        is_int(create(p, "{\"VolumesFrom\":[\"other\"]}"), DECISION_DENY, "VolumesFrom is denied");
+        is_int(create(p, "{\"Sysctls\":{\"kernel.shm_rmid_forced\":\"1\"}}"), DECISION_DENY, "Sysctls are denied");
+        is_int(create(p, "{\"MaskedPaths\":[]}"), DECISION_DENY, "emptied MaskedPaths are denied");
+        is_int(create(p, "{\"ReadonlyPaths\":[]}"), DECISION_DENY, "emptied ReadonlyPaths are denied");
+        is_int(create(p, "{\"PortBindings\":{\"80/tcp\":[{\"HostPort\":\"8080\"}]}}"), DECISION_DENY, "host ports are denied");
+        is_int(create(p, "{\"Binds\":[\"cache:/x:rshared\"]}"), DECISION_DENY, "shared bind propagation is denied");
+
+        is_int(decide(p, "POST", "/v1.41/containers/abc/update", NULL, "{\"Privileged\":true}", rule), DECISION_DENY,
+               "update to privileged is denied");
+        is_int(decide(p, "POST", "/v1.41/containers/abc/update", NULL, "{\"Devices\":[{\"PathOnHost\":\"/dev/mem\"}]}", rule),
+               DECISION_DENY, "update adding devices is denied");
+        is_int(decide(p, "POST", "/v1.41/containers/abc/update", NULL, "{\"Memory\":1000000}", rule), DECISION_ALLOW,
+               "update of a memory limit is allowed");
+        is_int(decide(p, "POST", "/v1.41/volumes/create", NULL,
+                      "{\"Name\":\"v\",\"DriverOpts\":{\"type\":\"none\",\"o\":\"bind\",\"device\":\"/etc\"}}", rule),
+               DECISION_DENY, "a local volume with bind options is denied");
+        is_int(decide(p, "POST", "/v1.41/volumes/create", NULL, "{\"Name\":\"v\",\"Driver\":\"sshfs\"}", rule),
+               DECISION_DENY, "a volume driver other than local is denied");
+        is_int(decide(p, "POST", "/v1.41/volumes/create", NULL, "{\"Name\":\"v\"}", rule), DECISION_ALLOW,
+               "a plain volume is allowed");
+        is_int(decide(p, "POST", "/v1.41/build", "networkmode=host", NULL, rule), DECISION_DENY,
+               "a build on the host network is denied (query)");
+        is_int(decide(p, "POST", "/v1.41/build", "t=x&networkmode=default", NULL, rule), DECISION_ALLOW,
+               "a build on the default network is allowed");
+        is_int(decide(p, "POST", "/v1.41/build", "remote=http://x/y.git", NULL, rule), DECISION_DENY,
+               "a build from a remote is denied");
+        is_int(decide(p, "POST", "/v1.41/networks/create", NULL, "{\"Name\":\"n\",\"Driver\":\"macvlan\"}", rule),
+               DECISION_DENY, "a macvlan network is denied");
+        is_int(decide(p, "POST", "/v1.41/build", "t=mine:1&t=loop-agent:latest", NULL, rule), DECISION_DENY,
+               "a build tagged as loop's agent image is denied");
+        is_int(decide(p, "POST", "/v1.41/build", "t=localhost/Loop-Agent", NULL, rule), DECISION_DENY,
+               "...whatever the registry prefix and case");
+        is_int(decide(p, "POST", "/v1.41/build", "t=mine:1", NULL, rule), DECISION_ALLOW, "a build with another tag is allowed");
+        is_int(decide(p, "POST", "/v1.41/images/evil/tag", "repo=docker.io/library/loop-agent&tag=latest", NULL, rule),
+               DECISION_DENY, "retagging an image as loop's agent image is denied");
+        is_int(decide(p, "POST", "/v1.41/commit", "container=x&repo=loop-chrome", "{}", rule), DECISION_DENY,
+               "committing into loop's chrome image is denied");
+        is_int(decide(p, "POST", "/v1.41/images/create", "fromImage=loop-agent&tag=latest", NULL, rule), DECISION_DENY,
+               "pulling over loop's agent image is denied");
+        is_int(decide(p, "DELETE", "/v1.41/images/localhost/loop-agent:latest", NULL, NULL, rule), DECISION_DENY,
+               "removing loop's agent image is denied");
+        is_int(decide(p, "DELETE", "/v1.41/images/mine:1", NULL, NULL, rule), DECISION_ALLOW, "removing another image is allowed");
+        is_int(decide(p, "POST", "/v1.41/images/load", NULL, NULL, rule), DECISION_APPROVE,
+               "loading a tarball of images asks a human (it may name any image)");
+}
+
+static int body_error(const char *s) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        return proxy_body_parse(s, strlen(s), &o);
+}
+
+static void test_bodies(void) {
+        _cleanup_free_ char *deep = NULL, *big = NULL;
+        _cleanup_(proxy_policy_freep) ProxyPolicy *p = policy_for(NULL, NULL);
+
+        is_int(body_error("{\"HostConfig\":{\"Privileged\":true}}"), 0, "a JSON body parses");
+        is_int(body_error(""), 0, "an empty body is an empty object");
+        is_int(body_error("{\"a\":1,\"a\":2}"), -EBADMSG, "two equal keys are 400");
+        is_int(body_error("{\"HostConfig\":{\"Privileged\":false,\"privileged\":true}}"), -EBADMSG,
+               "two keys differing only in case are 400");
+        is_int(body_error("{\"HostConfig\":{\"Privileged\":false,\"\\u0050rivileged\":true}}"), -EBADMSG,
+               "a key spelt with a unicode escape is the same key");
+        is_int(body_error("{\"\\u017fecurityOpt\":[]}"), -EBADMSG, "a non-ASCII key (which Go folds onto ASCII) is 400");
+        is_int(body_error("{\"Privileged\\u0000x\":true}"), -EBADMSG, "a key with an escaped NUL is 400");
+        is_int(body_error("{\"Image\":\"a\\u0000b\"}"), -EBADMSG, "a string with an escaped NUL is 400");
+        is_int(body_error("{\"a\":1"), -EBADMSG, "a truncated body is 400");
+        is_int(body_error("{\"a\":1}x"), -EBADMSG, "trailing garbage is 400");
+        is_int(body_error("{\"a\":1} "), 0, "trailing whitespace is fine");
+        is_int(body_error("{'a':1}"), -EBADMSG, "single quotes are 400");
+        is_int(body_error("{\"a\":\"\xff\"}"), -EBADMSG, "invalid UTF-8 is 400");
+        is_int(body_error("{\"a\":[1,]}"), -EBADMSG, "a trailing comma is 400");
+        is_int(body_error("{\"a\":\"x\\y\"}"), -EBADMSG, "a bad escape is 400");
+        is_int(body_error("{\"a\":\"b\":\"c\"}"), -EBADMSG, "a value where a key belongs is 400");
+        is_int(body_error("{\"s\":\"k\\\":\",\"k\":1}"), 0, "a string value ending in an escaped quote and colon is no key");
+
+        deep = malloc(2 * (PROXY_JSON_DEPTH_MAX + 2) + 1);
+        if (deep) {
+                size_t n = 0;
+                for (int i = 0; i < PROXY_JSON_DEPTH_MAX + 2; i++)
+                        deep[n++] = '[';
+                for (int i = 0; i < PROXY_JSON_DEPTH_MAX + 2; i++)
+                        deep[n++] = ']';
+                deep[n] = 0;
+                is_int(body_error(deep), -EBADMSG, "nesting deeper than the cap is 400");
+        }
+        big = malloc(PROXY_BODY_MAX + 2);
+        if (big) {
+                _cleanup_(json_object_putp) json_object *o = NULL;
+                memset(big, ' ', PROXY_BODY_MAX + 1);
+                big[PROXY_BODY_MAX + 1] = 0;
+                is_int(proxy_body_parse(big, PROXY_BODY_MAX + 1, &o), -EFBIG, "a body over 1 MiB is 413");
+        }
+
+        if (p) {
+                char rule[PROXY_RULE_ID_MAX];
+                is_int(decide(p, "POST", "/containers/create", NULL, "{\"hostconfig\":{\"PRIVILEGED\":true}}", rule),
+                       DECISION_DENY, "keys are matched ignoring case");
+                is_int(decide(p, "POST", "/containers/create", NULL, "{\"HostConfig\":{\"\\u0050rivileged\":true}}", rule),
+                       DECISION_DENY, "a key spelt with a unicode escape is matched");
+                ok(proxy_policy_wants_body(p, "POST", "/containers/create", NULL), "a create body is checked");
+                ok(!proxy_policy_wants_body(p, "GET", "/containers/json", NULL), "a list has no body rule");
+                ok(proxy_path_body_is_stream("POST", "/build"), "a build context is a stream");
+                ok(proxy_path_body_is_stream("PUT", "/containers/x/archive"), "an archive upload is a stream");
+                ok(!proxy_path_body_is_stream("POST", "/containers/create"), "a create body is no stream");
+        }
+}
+
+/* ---- nested containers ---- */
+
+static void test_nested(void) {
+        _cleanup_(json_object_putp) json_object *b = NULL, *q = NULL, *q2 = NULL;
+        json_object *hc, *v;
+
+        b = json_tokener_parse("{\"Image\":\"x\",\"labels\":{\"loop-channel\":\"other\",\"mine\":\"1\"},"
+                               "\"HostConfig\":{\"CapAdd\":[\"NET_RAW\"],\"PidsLimit\":-1}}");
+        is_int(proxy_container_force(b, "web", "loop-web.slice"), 0, "a create body is forced into the channel");
+        ok(json_object_object_get_ex(b, "Labels", &v) && json_object_object_get_ex(v, "mine", NULL) &&
+           !json_object_object_get_ex(b, "labels", NULL), "the agent's labels stay, under one Labels key");
+        ok(json_object_object_get_ex(v, "loop-channel", &v) && streq(json_object_get_string(v), "web"),
+           "loop-channel names the channel, whatever the agent set");
+        json_object_object_get_ex(b, "HostConfig", &hc);
+        ok(json_object_object_get_ex(hc, "SecurityOpt", &v) &&
+           streq(json_object_get_string(json_object_array_get_idx(v, 0)), "no-new-privileges"),
+           "no-new-privileges is set");
+        ok(json_object_object_get_ex(hc, "CapDrop", &v) && json_object_array_length(v) == 3,
+           "MKNOD, AUDIT_WRITE and SETFCAP are dropped, NET_RAW stays as the agent added it");
+        ok(json_object_object_get_ex(hc, "PidsLimit", &v) && json_object_get_int64(v) == PROXY_PIDS_LIMIT,
+           "an unlimited pids limit becomes the proxy's");
+        ok(json_object_object_get_ex(hc, "CgroupParent", &v) && streq(json_object_get_string(v), "loop-web.slice"),
+           "the container goes into the channel's slice");
+        {
+                _cleanup_(json_object_putp) json_object *bad = json_tokener_parse("{\"HostConfig\":[]}");
+                is_int(proxy_container_force(bad, "web", NULL), -EBADMSG, "a HostConfig that is no object is refused");
+        }
+
+        q = json_object_new_object();
+        is_int(proxy_query_scope_to_channel(q, "web"), 0, "a list without filters is scoped");
+        ok(json_object_object_get_ex(q, "filters", &v) &&
+           streq(json_object_get_string(v), "{\"label\":[\"loop-channel=web\",\"loop-type=nested\"]}"),
+           "the filter names the channel and nested containers");
+        q2 = json_tokener_parse("{\"filters\":\"{\\\"label\\\":{\\\"a=b\\\":true},\\\"status\\\":[\\\"exited\\\"]}\"}");
+        is_int(proxy_query_scope_to_channel(q2, "web"), 0, "a list with the map form of filters is scoped");
+        ok(json_object_object_get_ex(q2, "filters", &v) && strstr(json_object_get_string(v), "\"loop-channel=web\":true") &&
+           strstr(json_object_get_string(v), "\"a=b\":true"), "the agent's filters stay and the channel's is added");
+        {
+                _cleanup_(json_object_putp) json_object *q3 = json_tokener_parse("{\"filters\":\"{\\\"Label\\\":[]}\"}");
+                is_int(proxy_query_scope_to_channel(q3, "web"), -EBADMSG, "a label filter spelt in another case is refused");
+                _cleanup_(json_object_putp) json_object *q4 = json_tokener_parse("{\"filters\":\"not json\"}");
+                is_int(proxy_query_scope_to_channel(q4, "web"), -EBADMSG, "filters that are not JSON are refused");
+        }
+        {
+                _cleanup_(json_object_putp) json_object *mine = json_tokener_parse(
+                        "{\"Config\":{\"Labels\":{\"loop-channel\":\"web\",\"loop-type\":\"nested\"}}}");
+                _cleanup_(json_object_putp) json_object *agent = json_tokener_parse(
+                        "{\"Config\":{\"Labels\":{\"loop-channel\":\"web\",\"loop-type\":\"agent\"}}}");
+                ok(proxy_container_is_nested_of(mine, "web"), "a nested container of the channel is recognised");
+                ok(!proxy_container_is_nested_of(mine, "db"), "another channel's is not");
+                ok(!proxy_container_is_nested_of(agent, "web"), "the channel's agent container is not a nested one");
+        }
+}
+
+int main(void) {
+        if (!mkdtemp(tmpdir))
+                return 1;
+        test_paths();
+        test_policy_http();
+        test_policy_compile_errors();
+        test_policy_body();
+        test_bodies();
+        test_nested();
+        {
+                _cleanup_free_ char *cmd = NULL;
+                if (asprintf(&cmd, "rm -rf '%s'", tmpdir) < 0 || system(cmd) != 0)
+                        diag("could not remove the test's directory");
+        }
+        return done_testing();
+}
