@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The egress gateway's pure logic: the policy (rule order, host patterns, ports, methods, paths,
+ * credentials, defaults), the address check and the ClientHello's server name. */
+
+#include <arpa/inet.h>
+#include <openssl/ssl.h>
+
+#include "egress-address.h"
+#include "egress-policy.h"
+#include "tls-sni.h"
+#include "tap.h"
+
+static EgressPolicy *compile(const char *json, const char *api_host, char **ret_error) {
+        _cleanup_(json_object_putp) json_object *o = json ? json_tokener_parse(json) : NULL;
+        EgressPolicy *p = NULL;
+
+        if (json && !o)
+                return NULL;
+        if (egress_policy_compile(o, api_host, &p, ret_error) < 0)
+                return NULL;
+        return p;
+}
+
+static const char *decide(const EgressPolicy *p, const char *host, uint16_t port, const char *method, const char *path) {
+        static char buf[64];
+        const EgressRule *r = egress_policy_match(p, host, port, method, path);
+        snprintf(buf, sizeof buf, "%s %s", egress_decision_to_string(r->decision), r->id);
+        return buf;
+}
+
+static void test_policy_defaults(void) {
+        _cleanup_(egress_policy_freep) EgressPolicy *p = compile(NULL, NULL, NULL);
+
+        ok(p != NULL, "no egress config compiles");
+        if (!p)
+                return;
+        is_str(decide(p, "api.anthropic.com", 443, NULL, NULL), "allow api", "the model API host is allowed on 443 by default");
+        is_str(decide(p, "api.anthropic.com", 80, NULL, NULL), "deny default", "the model API host on port 80 is not");
+        is_str(decide(p, "example.com", 443, NULL, NULL), "deny default", "any other host is denied by default");
+}
+
+static void test_policy_rules(void) {
+        _cleanup_(egress_policy_freep) EgressPolicy *p = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        p = compile("{ \"registries\": [ \"registry.npmjs.org\", \"*.pythonhosted.org\" ],"
+                    "  \"rules\": ["
+                    "    { \"host\": \"evil.example.com\", \"decision\": \"deny\" },"
+                    "    { \"host\": \"*.Example.COM.\", \"ports\": [443, 8443], \"decision\": \"allow\" },"
+                    "    { \"host\": \"docs.test\", \"methods\": [\"GET\", \"HEAD\"], \"paths\": [\"^/pub/\"], \"decision\": \"allow\" },"
+                    "    { \"host\": \"api.github.com\", \"decision\": \"credential\","
+                    "      \"credential\": { \"header\": \"Authorization\", \"dummy\": \"ghp_loopdummy0001\", \"secret\": \"Bearer ghp_realrealreal\" } },"
+                    "    { \"host\": \"api.anthropic.com\", \"decision\": \"deny\" }"
+                    "  ] }", "api.anthropic.com", &error);
+        ok(p != NULL, "a policy with rules and registries compiles");
+        if (!p) {
+                diag(strna(error));
+                return;
+        }
+        is_str(decide(p, "evil.example.com", 443, NULL, NULL), "deny rule[0]", "an earlier deny wins over a later wildcard allow");
+        is_str(decide(p, "a.example.com", 443, NULL, NULL), "allow rule[1]", "*.example.com matches a name below it (pattern normalized)");
+        is_str(decide(p, "a.b.example.com", 8443, NULL, NULL), "allow rule[1]", "*.example.com matches deeper names on a listed port");
+        is_str(decide(p, "a.example.com", 80, NULL, NULL), "deny default", "a port the rule does not list falls through to deny");
+        is_str(decide(p, "example.com", 443, NULL, NULL), "deny default", "*.example.com does not match example.com itself");
+        is_str(decide(p, "badexample.com", 443, NULL, NULL), "deny default", "*.example.com does not match badexample.com");
+        is_str(decide(p, "docs.test", 80, "GET", "/pub/x.tar"), "allow rule[2]", "a method and path rule matches a request that fits");
+        is_str(decide(p, "docs.test", 80, "POST", "/pub/x.tar"), "deny default", "another method falls through");
+        is_str(decide(p, "docs.test", 80, "GET", "/private"), "deny default", "another path falls through");
+        is_str(decide(p, "docs.test", 443, NULL, NULL), "deny default", "an opaque tunnel never matches a method/path rule");
+        is_str(decide(p, "api.github.com", 443, NULL, NULL), "credential rule[3]", "a credential rule matches its host");
+        is_str(decide(p, "api.anthropic.com", 443, NULL, NULL), "deny rule[4]", "the operator's rules come before the API default");
+        is_str(decide(p, "registry.npmjs.org", 443, NULL, NULL), "allow registry[0]", "a listed registry is allowed on 443");
+        is_str(decide(p, "files.pythonhosted.org", 80, NULL, NULL), "allow registry[1]", "a *.suffix registry is allowed on 80");
+        is_str(decide(p, "registry.npmjs.org", 22, NULL, NULL), "deny default", "registries are not allowed on other ports");
+        ok(egress_policy_find_dummy(p, "ghp_loopdummy0001") == &p->rules[3], "the dummy finds its credential rule");
+        ok(egress_policy_find_dummy(p, "ghp_unknown00000") == NULL, "an unknown dummy finds nothing");
+}
+
+static void test_policy_star(void) {
+        _cleanup_(egress_policy_freep) EgressPolicy *p = compile("{ \"rules\": [ { \"host\": \"*\", \"decision\": \"allow\" } ] }", NULL, NULL);
+
+        ok(p && streq(decide(p, "anything.test", 1234, NULL, NULL), "allow rule[0]"), "a * rule opens everything else");
+}
+
+static void test_policy_errors(void) {
+        static const struct {
+                const char *json, *why;
+        } bad[] = {
+                { "{ \"rules\": [ { \"host\": \"a b\", \"decision\": \"allow\" } ] }", "a host with a space" },
+                { "{ \"rules\": [ { \"host\": \"*a.com\", \"decision\": \"allow\" } ] }", "a * not followed by a dot" },
+                { "{ \"rules\": [ { \"host\": \"a.*.com\", \"decision\": \"allow\" } ] }", "a * in the middle" },
+                { "{ \"rules\": [ { \"decision\": \"allow\" } ] }", "a rule without host" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"decision\": \"approve\" } ] }", "an unknown decision" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"ports\": [0], \"decision\": \"allow\" } ] }", "port 0" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"ports\": [65536], \"decision\": \"allow\" } ] }", "port 65536" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"methods\": [\"get\"], \"decision\": \"allow\" } ] }", "a lower-case method" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"paths\": [\"(\"], \"decision\": \"allow\" } ] }", "a bad regex" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"decision\": \"credential\" } ] }", "a credential rule without credential" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"decision\": \"credential\", \"credential\": { \"header\": \"X\", \"dummy\": \"short\", \"secret\": \"longenough1\" } } ] }", "a short dummy" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"decision\": \"credential\", \"credential\": { \"header\": \"X\", \"dummy\": \"dummy0000\", \"secret\": \"dummy0000\" } } ] }", "a secret equal to its dummy" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"decision\": \"allow\", \"credential\": {} } ] }", "a credential on an allow rule" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"decision\": \"allow\", \"hots\": 1 } ] }", "an unknown key" },
+                { "{ \"registries\": [ \"*\" ] }", "a * registry" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *error = NULL;
+                _cleanup_(egress_policy_freep) EgressPolicy *p = compile(bad[i].json, NULL, &error);
+                ok(!p && error, "refused: %s (%s)", bad[i].why, strna(error));
+        }
+}
+
+static void test_host_valid(void) {
+        ok(egress_host_is_valid("a-b.example.com"), "a name is a valid host");
+        ok(egress_host_is_valid("2001:db8::1"), "an IPv6 literal is a valid host");
+        ok(!egress_host_is_valid("a..b"), "an empty label is not");
+        ok(!egress_host_is_valid("a/b"), "a slash is not");
+        ok(!egress_host_is_valid(""), "the empty string is not");
+}
+
+static EgressAddressClass classify(const char *s, const EgressOwnAddresses *own) {
+        struct sockaddr_storage ss = {};
+
+        if (strchr(s, ':')) {
+                struct sockaddr_in6 *a = (struct sockaddr_in6 *) &ss;
+                a->sin6_family = AF_INET6;
+                if (inet_pton(AF_INET6, s, &a->sin6_addr) != 1)
+                        return _EGRESS_ADDRESS_CLASS_MAX;
+        } else {
+                struct sockaddr_in *a = (struct sockaddr_in *) &ss;
+                a->sin_family = AF_INET;
+                if (inet_pton(AF_INET, s, &a->sin_addr) != 1)
+                        return _EGRESS_ADDRESS_CLASS_MAX;
+        }
+        return egress_address_classify((struct sockaddr *) &ss, own);
+}
+
+static void test_addresses(void) {
+        static const struct {
+                const char *addr;
+                EgressAddressClass want;
+        } cases[] = {
+                { "0.0.0.0", EGRESS_ADDRESS_UNSPECIFIED },
+                { "127.0.0.1", EGRESS_ADDRESS_LOOPBACK },
+                { "127.255.1.2", EGRESS_ADDRESS_LOOPBACK },
+                { "10.1.2.3", EGRESS_ADDRESS_PRIVATE },
+                { "172.16.0.1", EGRESS_ADDRESS_PRIVATE },
+                { "172.31.255.255", EGRESS_ADDRESS_PRIVATE },
+                { "192.168.1.1", EGRESS_ADDRESS_PRIVATE },
+                { "169.254.169.254", EGRESS_ADDRESS_LINK_LOCAL },
+                { "100.64.0.1", EGRESS_ADDRESS_CGNAT },
+                { "100.100.100.200", EGRESS_ADDRESS_CGNAT },
+                { "224.0.0.1", EGRESS_ADDRESS_MULTICAST },
+                { "255.255.255.255", EGRESS_ADDRESS_RESERVED },
+                { "192.0.0.170", EGRESS_ADDRESS_RESERVED },
+                { "198.18.0.1", EGRESS_ADDRESS_RESERVED },
+                { "172.32.0.1", EGRESS_ADDRESS_PUBLIC },
+                { "192.0.2.10", EGRESS_ADDRESS_PUBLIC },
+                { "198.51.100.7", EGRESS_ADDRESS_PUBLIC },
+                { "203.0.113.9", EGRESS_ADDRESS_PUBLIC },
+                { "8.8.8.8", EGRESS_ADDRESS_PUBLIC },
+                { "::", EGRESS_ADDRESS_UNSPECIFIED },
+                { "::1", EGRESS_ADDRESS_LOOPBACK },
+                { "::ffff:127.0.0.1", EGRESS_ADDRESS_LOOPBACK },
+                { "::ffff:169.254.169.254", EGRESS_ADDRESS_LINK_LOCAL },
+                { "::ffff:0:10.0.0.1", EGRESS_ADDRESS_PRIVATE },
+                { "::10.0.0.1", EGRESS_ADDRESS_PRIVATE },
+                { "64:ff9b::a9fe:a9fe", EGRESS_ADDRESS_LINK_LOCAL },
+                { "64:ff9b::c000:20a", EGRESS_ADDRESS_PUBLIC },
+                { "64:ff9b:1::1", EGRESS_ADDRESS_RESERVED },
+                { "2002:7f00:1::1", EGRESS_ADDRESS_RESERVED },
+                { "2001:0:4136:e378::1", EGRESS_ADDRESS_RESERVED },
+                { "fd00:ec2::254", EGRESS_ADDRESS_PRIVATE },
+                { "fe80::1", EGRESS_ADDRESS_LINK_LOCAL },
+                { "fec0::1", EGRESS_ADDRESS_PRIVATE },
+                { "ff02::1", EGRESS_ADDRESS_MULTICAST },
+                { "100::1", EGRESS_ADDRESS_RESERVED },
+                { "2001:db8::1", EGRESS_ADDRESS_PUBLIC },
+                { "2606:4700::1111", EGRESS_ADDRESS_PUBLIC },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                is_str(egress_address_class_to_string(classify(cases[i].addr, NULL)),
+                       egress_address_class_to_string(cases[i].want), "%s is %s", cases[i].addr,
+                       egress_address_class_to_string(cases[i].want));
+}
+
+static void test_own_addresses(void) {
+        EgressOwnAddresses own = {};
+        struct sockaddr_in *a = (struct sockaddr_in *) &own.addrs[0];
+
+        a->sin_family = AF_INET;
+        (void) inet_pton(AF_INET, "203.0.113.5", &a->sin_addr);
+        own.n = 1;
+        ok(classify("203.0.113.5", &own) == EGRESS_ADDRESS_OWN, "the host's own public address is refused");
+        ok(classify("::ffff:203.0.113.5", &own) == EGRESS_ADDRESS_OWN, "... also in its IPv4-mapped form");
+        ok(classify("203.0.113.6", &own) == EGRESS_ADDRESS_PUBLIC, "a neighbour's address is not");
+        ok(egress_own_addresses_load(&own) == 0 && own.n > 0, "the host's addresses can be listed");
+}
+
+/* A real ClientHello from OpenSSL, with or without a server name. */
+static size_t client_hello(const char *sni, uint8_t *buf, size_t size) {
+        SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+        SSL *ssl = SSL_new(ctx);
+        BIO *rbio = BIO_new(BIO_s_mem()), *wbio = BIO_new(BIO_s_mem());
+        int n;
+
+        SSL_set_bio(ssl, rbio, wbio);
+        if (sni)
+                SSL_set_tlsext_host_name(ssl, sni);
+        SSL_set_connect_state(ssl);
+        (void) SSL_do_handshake(ssl);
+        n = BIO_read(wbio, buf, (int) size);
+        SSL_free(ssl);
+        SSL_CTX_free(ctx);
+        return n > 0 ? (size_t) n : 0;
+}
+
+static void test_sni(void) {
+        uint8_t hello[4096];
+        size_t n;
+        char *sni = NULL;
+        int r;
+
+        n = client_hello("Upstream.Example.", hello, sizeof hello);
+        ok(n > 0, "OpenSSL made a ClientHello");
+        r = tls_client_hello_sni(hello, n, &sni);
+        ok(r == 1 && sni && streq(sni, "upstream.example"), "its server name is read, lower case, without the trailing dot");
+        sni = mfree(sni);
+        ok(tls_client_hello_sni(hello, n - 1, &sni) == -EAGAIN, "a ClientHello one byte short asks for more");
+        ok(tls_client_hello_sni(hello, 3, &sni) == -EAGAIN, "a partial record header asks for more");
+        n = client_hello(NULL, hello, sizeof hello);
+        ok(tls_client_hello_sni(hello, n, &sni) == 0 && !sni, "a ClientHello without server name says so");
+        ok(tls_client_hello_sni((const uint8_t *) "GET / HTTP/1.1\r\n", 16, &sni) == -EBADMSG, "plain HTTP is not a ClientHello");
+        n = client_hello("a.example", hello, sizeof hello);
+        hello[4] = (uint8_t) (hello[4] - 10);   /* the record ends inside the ClientHello */
+        ok(tls_client_hello_sni(hello, n, &sni) == -EBADMSG, "a ClientHello longer than its record is refused");
+}
+
+int main(void) {
+        test_policy_defaults();
+        test_policy_rules();
+        test_policy_star();
+        test_policy_errors();
+        test_host_valid();
+        test_addresses();
+        test_own_addresses();
+        test_sni();
+        return done_testing();
+}
