@@ -461,3 +461,44 @@ const EgressRule *egress_policy_find_dummy(const EgressPolicy *p, const char *du
                         return &p->rules[i];
         return NULL;
 }
+
+static json_object *egress_object(json_object *config) {
+        json_object *e;
+
+        if (!config || !json_object_object_get_ex(config, "egress", &e) || !json_object_is_type(e, json_type_object))
+                return NULL;
+        return e;
+}
+
+bool egress_config_enabled(json_object *config) {
+        json_object *e = egress_object(config), *v;
+
+        if (!e || !json_object_object_get_ex(e, "enabled", &v) || !json_object_is_type(v, json_type_boolean))
+                return EGRESS_ENABLED_DEFAULT;
+        return json_object_get_boolean(v);
+}
+
+int egress_config_api_host(json_object *config, char **ret) {
+        const char *url = json_string_of(egress_object(config), "api_upstream"), *rest;
+        char *h;
+
+        if (isempty(url))
+                url = EGRESS_API_UPSTREAM_DEFAULT;
+        rest = startswith(url, "https://") ?: startswith(url, "http://");
+        if (!rest)
+                return -EINVAL;
+        if (rest[0] == '[') {
+                size_t n = strcspn(rest + 1, "]");
+                h = strndup(rest + 1, n);
+        } else
+                h = strndup(rest, strcspn(rest, ":/"));
+        if (!h)
+                return -ENOMEM;
+        egress_host_normalize(h);
+        if (!egress_host_is_valid(h)) {
+                free(h);
+                return -EINVAL;
+        }
+        *ret = h;
+        return 0;
+}

@@ -91,3 +91,12 @@ const EgressRule *egress_policy_find_dummy(const EgressPolicy *p, const char *du
 
 /* Normalizes a host in place: lower case, trailing dot removed. */
 void egress_host_normalize(char *host);
+
+/* Whether a channel's agents go out only through the egress gateway: egress.enabled of the merged config
+ * JSON, default EGRESS_ENABLED_DEFAULT. */
+#define EGRESS_ENABLED_DEFAULT true
+bool egress_config_enabled(json_object *config);
+
+/* The host of egress.api_upstream (default EGRESS_API_UPSTREAM_DEFAULT), lower case, in a new string. */
+#define EGRESS_API_UPSTREAM_DEFAULT "https://" EGRESS_API_HOST_DEFAULT
+int egress_config_api_host(json_object *config, char **ret);

@@ -13,6 +13,7 @@
 
 #include "config-build.h"
 #include "audit.h"
+#include "egress-policy.h"
 #include "engine-discover.h"
 #include "gate-policy.h"
 #include "gate-token.h"
@@ -565,6 +566,29 @@ static int gate_prepare(RunContext *ctx, const char *name, GateFiles *g, char **
         return 0;
 }
 
+/* The egress gateway of one agent container (issue: the egress gateway): the container gets no network;
+ * the channel's gateway socket is bind-mounted where `loop relay` (started by the entrypoint) forwards the
+ * agent's connections to. Without the socket (no systemd, or the channel's loop-gateway@.socket is not
+ * running) the agent has no egress at all: fail closed, said once here. */
+#define GATEWAY_CONTAINER_SOCKET "/run/loop/gateway.sock"
+
+static int egress_prepare(RunContext *ctx, char ***env, char ***binds) {
+        _cleanup_free_ char *sock = NULL, *bind = NULL;
+        struct stat st;
+
+        if (asprintf(&sock, "%s/%s/gateway.sock", loop_runtime_dir(), ctx->channel) < 0)
+                return log_oom();
+        if (stat(sock, &st) >= 0 && S_ISSOCK(st.st_mode)) {
+                if (asprintf(&bind, "%s:%s", sock, GATEWAY_CONTAINER_SOCKET) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0)
+                        return log_oom();
+        } else
+                log_warning("No egress gateway socket at %s: the agent of channel %s has no network "
+                            "(start loop-gateway@%s.socket, or set egress.enabled to false).", sock, ctx->channel, ctx->channel);
+        if (strv_extend(env, "LOOP_GATEWAY_SOCKET=" GATEWAY_CONTAINER_SOCKET) < 0)
+                return log_oom();
+        return 0;
+}
+
 /* One container: create, copy in, start, follow the output, wait, schedule its removal. */
 static int run_container(RunContext *ctx, const char *prompt, const char *resume, Attempt *ret) {
         Engine *e = ctx->conn->engine;
@@ -577,7 +601,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         StreamPrinter printer = { .req = ctx->req };
         char **add_dirs = ctx->config.extra_dirs;
         int r, exit_code = -1;
-        bool started = false;
+        bool started = false, egress;
 
         AgentRequest areq = {
                 .bin = ctx->req->agent ?: ctx->config.claude_bin_path,
@@ -601,7 +625,15 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                         return r;
         }
 
+        egress = egress_config_enabled(ctx->config.json);
+        if (egress) {
+                r = egress_prepare(ctx, &extra_env, &binds);
+                if (r < 0)
+                        return r;
+        }
+
         ContainerInput in = {
+                .egress_gateway = egress,
                 .channel = ctx->channel,
                 .type = CONTAINER_AGENT,
                 .name = name,
