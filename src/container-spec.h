@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "egress-policy.h"
 #include "engine.h"
 
 #define CONTAINER_NAME_BASE_MAX 40U
@@ -95,7 +96,7 @@ typedef struct ContainerInput {
 /* The relay's ports on the container's loopback and what the agent is told about them. */
 #define EGRESS_RELAY_PROXY_PORT 3128
 #define EGRESS_RELAY_API_PORT 2376
-#define EGRESS_DUMMY_KEY "sk-proxy"
+#define EGRESS_DUMMY_KEY EGRESS_DUMMY_KEY_BUILTIN
 
 typedef struct ContainerPlan {
         json_object *body;              /* POST /containers/create body */

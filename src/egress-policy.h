@@ -29,6 +29,9 @@
 #define EGRESS_HOST_MAX 253U
 #define EGRESS_RULE_ID_MAX 32U
 #define EGRESS_API_HOST_DEFAULT "api.anthropic.com"
+/* The key the agent holds for the model API (ANTHROPIC_API_KEY / CLAUDE_CODE_OAUTH_TOKEN): a dummy the
+ * API pass-through swaps for the real one, refused anywhere else. */
+#define EGRESS_DUMMY_KEY_BUILTIN "sk-proxy"
 
 typedef enum EgressDecision {
         EGRESS_ALLOW,

@@ -8,6 +8,7 @@
 
 #include "egress-address.h"
 #include "egress-policy.h"
+#include "egress-rewrite.h"
 #include "tls-sni.h"
 #include "tap.h"
 
@@ -238,6 +239,78 @@ static void test_sni(void) {
         ok(tls_client_hello_sni(hello, n, &sni) == -EBADMSG, "a ClientHello longer than its record is refused");
 }
 
+static int head_of(const char *request, const EgressPolicy *p, const EgressApiAuth *api, char **ret_head,
+                   const char **ret_reason) {
+        HttpLimits l = { .proxy_forms = true, .head_only = true };
+        HttpRequest r = {};
+        size_t consumed, size;
+        const EgressRule *rule = NULL;
+        int status, q;
+
+        q = http_request_parse(request, strlen(request), &l, &r, &consumed, &status, NULL);
+        if (q != 1)
+                return -EBADMSG;
+        if (!api)
+                rule = egress_policy_match(p, r.host, r.port, r.method, r.path);
+        q = egress_upstream_head(&r, p, rule, api, api ? "api.test" : r.host, ret_head, &size, ret_reason);
+        http_request_done(&r);
+        return q;
+}
+
+static void test_rewrite(void) {
+        _cleanup_(egress_policy_freep) EgressPolicy *p = compile(
+                "{ \"rules\": [ { \"host\": \"gh.test\", \"decision\": \"credential\","
+                "  \"credential\": { \"header\": \"Authorization\", \"dummy\": \"ghp_dummy0001\", \"secret\": \"ghp_SECRET_1234\" } },"
+                "  { \"host\": \"*\", \"decision\": \"allow\" } ] }", NULL, NULL);
+        EgressApiAuth api = { .dummy = "sk-proxy", .api_key = "sk-ant-REAL-KEY", .oauth_token = NULL };
+        const char *reason = NULL;
+        char *head = NULL;
+        int q;
+
+        ok(p != NULL, "a policy with a credential rule compiles");
+        if (!p)
+                return;
+        q = head_of("GET http://gh.test/repos?page=2 HTTP/1.1\r\nHost: gh.test\r\nAuthorization: token ghp_dummy0001\r\n"
+                    "Proxy-Authorization: Basic eDp5\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nAccept: */*\r\n\r\n",
+                    p, NULL, &head, &reason);
+        ok(q == 0 && head, "a request to a credential host is rewritten");
+        ok(head && startswith(head, "GET /repos?page=2 HTTP/1.1\r\nHost: gh.test\r\n"), "the request line is origin-form, the Host first");
+        ok(head && strstr(head, "Authorization: token ghp_SECRET_1234\r\n") && !strstr(head, "ghp_dummy0001"),
+           "the dummy is replaced by the secret in the credential's header");
+        ok(head && !strstr(head, "Proxy-Authorization") && !strstr(head, "X-Hop") && !strstr(head, "keep-alive"),
+           "proxy and hop-by-hop headers (also those Connection names) are dropped");
+        ok(head && endswith(head, "Accept: */*\r\nConnection: close\r\n\r\n"), "other headers pass; Connection: close ends the head");
+        head = mfree(head);
+
+        q = head_of("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\nAuthorization: token ghp_dummy0001\r\n\r\n",
+                    p, NULL, &head, &reason);
+        ok(q == -EACCES && streq_ptr(reason, "dummy-unbound"), "a dummy sent to a host it is not bound to is refused");
+        q = head_of("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\nX-Token: abc-ghp_dummy0001\r\n\r\n",
+                    p, NULL, &head, &reason);
+        ok(q == -EACCES && streq_ptr(reason, "dummy-unbound"), "... also inside another header");
+        q = head_of("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\nx-api-key: sk-proxy\r\n\r\n",
+                    p, NULL, &head, &reason);
+        ok(q == -EACCES && streq_ptr(reason, "dummy-unbound"), "the API dummy sent through the proxy is refused");
+        q = head_of("GET http://gh.test/ HTTP/1.1\r\nHost: gh.test\r\nAuthorization: token ghp_MINE\r\n\r\n",
+                    p, NULL, &head, &reason);
+        ok(q == -EACCES && streq_ptr(reason, "unknown-dummy"), "a credential host gets no token of the agent's own");
+
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: localhost:2376\r\nx-api-key: sk-proxy\r\nContent-Length: 2\r\n\r\n{}",
+                    p, &api, &head, &reason);
+        ok(q == 0 && head && strstr(head, "x-api-key: sk-ant-REAL-KEY\r\n") && strstr(head, "Host: api.test\r\n") &&
+           !strstr(head, "localhost") && strstr(head, "Content-Length: 2\r\n"),
+           "the API pass-through swaps the dummy key for the real one and the Host for the upstream's");
+        head = mfree(head);
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: sk-ant-agents-own\r\n\r\n", p, &api, &head, &reason);
+        ok(q == -EACCES && streq_ptr(reason, "unknown-dummy"), "the API pass-through refuses a key that is not the dummy");
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-proxy\r\n\r\n", p, &api, &head, &reason);
+        ok(q == -EACCES && streq_ptr(reason, "no-credential"), "the OAuth dummy without an OAuth token configured is refused");
+        api.oauth_token = "oauth-REAL-TOKEN";
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-proxy\r\n\r\n", p, &api, &head, &reason);
+        ok(q == 0 && head && strstr(head, "Authorization: Bearer oauth-REAL-TOKEN\r\n"), "the OAuth dummy becomes the real token");
+        head = mfree(head);
+}
+
 int main(void) {
         test_policy_defaults();
         test_policy_rules();
@@ -247,5 +320,6 @@ int main(void) {
         test_addresses();
         test_own_addresses();
         test_sni();
+        test_rewrite();
         return done_testing();
 }
