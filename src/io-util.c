@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "io-util.h"
@@ -133,4 +135,99 @@ int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid) {
         if (geteuid() == 0 && chown(p, uid, gid) < 0)
                 return -errno;
         return 0;
+}
+
+typedef struct PumpDirection {
+        int from, to;
+        char *buf;
+        size_t start, end;              /* buf[start..end) read, not yet written */
+        bool eof;                       /* read side ended; to's write side shut down once drained */
+        bool shut;
+        uint64_t moved;
+} PumpDirection;
+
+static int pump_step(PumpDirection *d, short revents_from, short revents_to) {
+        ssize_t k;
+
+        if (d->start == d->end && !d->eof && (revents_from & (POLLIN | POLLHUP | POLLERR))) {
+                k = read(d->from, d->buf, IO_PUMP_BUFFER_SIZE);
+                if (k < 0) {
+                        if (errno != EINTR && errno != EAGAIN)
+                                return -errno;
+                } else if (k == 0)
+                        d->eof = true;
+                else {
+                        d->start = 0;
+                        d->end = (size_t) k;
+                }
+        }
+        if (d->start < d->end && (revents_to & (POLLOUT | POLLERR | POLLHUP))) {
+                k = send(d->to, d->buf + d->start, d->end - d->start, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (k < 0) {
+                        if (errno != EINTR && errno != EAGAIN)
+                                return -errno;
+                } else {
+                        d->start += (size_t) k;
+                        d->moved += (uint64_t) k;
+                }
+        }
+        if (d->eof && d->start == d->end && !d->shut) {
+                (void) shutdown(d->to, SHUT_WR);
+                d->shut = true;
+        }
+        return 0;
+}
+
+int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *ret_b_to_a) {
+        _cleanup_free_ char *buf = malloc(2 * IO_PUMP_BUFFER_SIZE);
+        PumpDirection ab = { .from = a, .to = b }, ba = { .from = b, .to = a };
+        int r = 0;
+
+        if (!buf)
+                return -ENOMEM;
+        ab.buf = buf;
+        ba.buf = buf + IO_PUMP_BUFFER_SIZE;
+
+        while (!(ab.shut && ba.shut)) {
+                struct pollfd p[2] = {
+                        { .fd = a, .events = (short) ((!ab.eof && ab.start == ab.end ? POLLIN : 0) | (ba.start < ba.end ? POLLOUT : 0)) },
+                        { .fd = b, .events = (short) ((!ba.eof && ba.start == ba.end ? POLLIN : 0) | (ab.start < ab.end ? POLLOUT : 0)) },
+                };
+                int n = poll(p, 2, idle_timeout_ms);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        break;
+                }
+                if (n == 0) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                r = pump_step(&ab, p[0].revents, p[1].revents);
+                if (r >= 0)
+                        r = pump_step(&ba, p[1].revents, p[0].revents);
+                if (r < 0)
+                        break;
+                if ((p[1].revents & POLLERR) || (p[0].revents & POLLERR)) {
+                        r = -ECONNRESET;
+                        break;
+                }
+                /* A peer that is gone entirely (hung up, and its sending side ended) takes nothing more:
+                 * what was meant for it is dropped, what it sent is still delivered. */
+                if ((p[0].revents & POLLHUP) && ab.eof && !ba.shut) {
+                        ba.eof = ba.shut = true;
+                        ba.start = ba.end = 0;
+                }
+                if ((p[1].revents & POLLHUP) && ba.eof && !ab.shut) {
+                        ab.eof = ab.shut = true;
+                        ab.start = ab.end = 0;
+                }
+        }
+        if (ret_a_to_b)
+                *ret_a_to_b = ab.moved;
+        if (ret_b_to_a)
+                *ret_b_to_a = ba.moved;
+        return r;
 }
