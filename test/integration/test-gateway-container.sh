@@ -45,6 +45,8 @@ UP=/run/egress-up
 cfg=$(mktemp -d "${TMPDIR:-/tmp}/loop-gateway-etc.XXXXXX") || bail_out "mktemp failed"
 atexit "rm -rf '$cfg'"
 mkdir -p "$cfg/channels.d"
+# The gateway runs as a dynamic user and reads egress.ca_file from here.
+chmod 0755 "$cfg"
 build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
 [ -x "$cfg/rootfs/usr/bin/curl" ] || bail_out "the test image has no curl (install curl on the host)"
 
@@ -151,9 +153,17 @@ like "$out" "ANTHROPIC_API_KEY=sk-proxy" "the agent holds the dummy key"
 like "$out" "ANTHROPIC_BASE_URL=http://127.0.0.1:2376" "...and the relay's API port as its base URL"
 like "$out" "HTTPS_PROXY=http://127.0.0.1:3128" "...and the relay as its proxy"
 like "$out" "interfaces=1" "the container has no interface but loopback"
-agent "for d in /etc /usr /bin /home /root /tmp /run /var \$HOME; do grep -r -l -F -e $API_KEY -e $GH_SECRET \$d 2>/dev/null; done;
-       cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | grep -c -F -e $API_KEY -e $GH_SECRET; echo scanned"
-is "$out" $'0\nscanned' "no real credential in the agent's files, environment or /proc"
+# The agent dumps what it can read (its environment, every process's environment and command line, the
+# files of the container) into the work dir; the test looks for the secrets there. The agent itself is
+# never told them.
+agent '{ env; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline;
+         find / -xdev \( -path /proc -o -path /sys -o -path /dev \) -prune -o -type f -print | xargs cat;
+         find $HOME /run /tmp -path /var/lib/loop/demo/work -prune -o -type f -print | xargs cat;
+       } >/var/lib/loop/demo/work/dump 2>/dev/null; echo dumped'
+like "$out" "dumped" "the agent dumps its environment, /proc and its files"
+in_ct grep -q -a sk-proxy "$W/dump"
+ok $? "...which hold the dummy key"
+is "$(in_ct grep -c -a -F -e "$API_KEY" -e "$GH_SECRET" "$W/dump")" 0 "...and no real credential"
 
 # --- allowed, denied, direct ------------------------------------------------------------------------
 agent "$curl_proxy http://up.test/hello; $curl_proxy https://up.test/hello"
