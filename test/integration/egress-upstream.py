@@ -47,20 +47,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def chunk(self, data):
+        self.wfile.write(b'%x\r\n%s\r\n' % (len(data), data))
+        self.wfile.flush()
+
     def sse(self):
+        # Chunked, as the model API sends its streams: a stream cut short is told from a finished one.
         self.send_response(200)
         self.send_header('Content-Type', 'text/event-stream')
         self.send_header('Cache-Control', 'no-cache')
+        self.send_header('Transfer-Encoding', 'chunked')
         self.send_header('Connection', 'close')
         self.end_headers()
-        self.wfile.write(b'data: one\n\n')
-        self.wfile.flush()
+        self.chunk(b'data: one\n\n')
         release = os.path.join(STATE, 'release')
         for _ in range(1200):
             if os.path.exists(release):
                 break
             time.sleep(0.1)
-        self.wfile.write(b'data: two\n\n')
+        self.chunk(b'data: two\n\n')
+        self.wfile.write(b'0\r\n\r\n')
         self.wfile.flush()
         self.close_connection = True
 

@@ -47,8 +47,6 @@ atexit "rm -rf '$cfg'"
 mkdir -p "$cfg/channels.d"
 # The gateway runs as a dynamic user and reads egress.ca_file from here.
 chmod 0755 "$cfg"
-build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
-[ -x "$cfg/rootfs/usr/bin/curl" ] || bail_out "the test image has no curl (install curl on the host)"
 
 # A test CA and one certificate for every upstream name.
 (
@@ -62,6 +60,11 @@ build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test ro
         openssl x509 -req -in up.csr -CA test-ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext -out up.pem
 ) >/dev/null 2>&1 || bail_out "cannot make the test CA"
 cp "$LOOP_SOURCE_DIR/test/integration/egress-upstream.py" "$cfg/"
+build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
+[ -x "$cfg/rootfs/usr/bin/curl" ] || bail_out "the test image has no curl (install curl on the host)"
+# The test CA is the image's trust store, where curl looks by default.
+mkdir -p "$cfg/rootfs/etc/ssl/certs" && cp "$cfg/test-ca.pem" "$cfg/rootfs/etc/ssl/certs/ca-certificates.crt" ||
+        bail_out "cannot put the test CA into the image"
 
 cat >"$cfg/loop.json" <<EOF
 { "container_image": "$IMAGE", "browser": { "enabled": false }, "container_keep_alive_sec": 0,
@@ -103,7 +106,7 @@ agent_bg() {
 }
 has() { in_ct grep -q -- "$2" "$1"; }
 gw_journal() { in_ct journalctl -o export -u 'loop-gateway@*' "$@"; }
-curl_proxy='curl -sS --max-time 60 --cacert /var/lib/loop/demo/work/test-ca.pem'
+curl_proxy='curl -sS --max-time 60'
 
 nspawn_boot "$M" --podman --stage "$LOOP_STAGE" --config "$cfg" || bail_out "could not boot systemd with podman"
 ok 0 "systemd boots with podman inside"
@@ -145,7 +148,6 @@ exposure=$(in_ct systemd-analyze security --no-pager loop-gateway@demo.service 2
 diag "systemd-analyze security: $exposure"
 level=$(sed -n 's/.*: \([0-9.]*\) .*/\1/p' <<<"$exposure")
 ok "$(awk -v l="${level:-99}" 'BEGIN { print (l <= 3.0) ? 0 : 1 }')" "the gateway service's exposure is at most 3.0 (${level:-?})"
-in_ct install -m 0644 /etc/loop/test-ca.pem "$W/test-ca.pem"
 
 # --- what the agent holds ---------------------------------------------------------------------------
 agent 'env; ip=$(cat /proc/net/dev | grep -c :); echo interfaces=$ip'
@@ -206,7 +208,7 @@ has "$W/sse.out" "data: two"
 ok $((!$?)) "...before the second one was sent"
 in_ct touch "$UP/release"
 wait_for 60 has "$W/sse.out" "rc="
-like "$(in_ct cat "$W/sse.out")" "data: two"$'\n'"rc=0" "...which follows once the upstream sends it"
+like "$(in_ct cat "$W/sse.out")" "data: two.*rc=0" "...which follows once the upstream sends it"
 
 # --- mismatches -------------------------------------------------------------------------------------
 agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Host: other.test' http://up.test/hello"
@@ -240,7 +242,7 @@ ok $? "a stream is open through the gateway"
 check "SIGKILL loop-gateway@demo.service" in_ct systemctl kill -s KILL loop-gateway@demo.service
 wait_for 60 has "$W/sse.out" "rc="
 res=$(in_ct cat "$W/sse.out")
-like "$res" "rc=(18|52|56)" "the agent's connection fails cleanly when the gateway is killed" || diag "$res"
+like "$res" "rc=(18|52|56)" "the agent's connection fails cleanly when the gateway is killed (a truncated stream, not a hang)" || diag "$res"
 unlike "$res" "data: two" "...without anything more arriving"
 in_ct touch "$UP/release"
 in_ct systemctl reset-failed loop-gateway@demo.service >/dev/null 2>&1
