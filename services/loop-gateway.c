@@ -52,6 +52,7 @@
 #include "audit.h"
 #include "config.h"
 #include "egress-address.h"
+#include "egress-ca.h"
 #include "egress-policy.h"
 #include "egress-rewrite.h"
 #include "http-server.h"
@@ -72,6 +73,8 @@
 #define GATEWAY_IDLE_SEC_DEFAULT 60U
 #define GATEWAY_STREAM_BUFFER_SIZE (16U * 1024U)
 #define GATEWAY_PROXY_REPLY_MAX (8U * 1024U)
+#define GATEWAY_LEAVES_MAX 256U                             /* cached leaf certificates; then started over */
+#define GATEWAY_CA_PATH "/.loop/ca.pem"                     /* the sandbox CA, for the runner */
 
 typedef struct Upstream {
         bool tls;
@@ -89,6 +92,14 @@ typedef struct Gateway {
         char *api_key, *oauth_token;
         SSL_CTX *tls;
         EgressOwnAddresses own;
+        EgressCa *ca;                   /* NULL: no state directory, no interception */
+
+        pthread_mutex_t leaves_lock;
+        struct {
+                char *host;
+                SSL_CTX *ctx;
+        } leaves[GATEWAY_LEAVES_MAX];
+        size_t n_leaves;
 
         sd_event *event;
         sd_event_source *idle_timer;
@@ -101,6 +112,7 @@ typedef struct Gateway {
 typedef struct Connection {
         Gateway *gw;
         int fd;
+        SSL *client_ssl;                /* intercepted: TLS with the agent, our leaf certificate */
         int up;
         SSL *ssl;
         char *buf;                      /* GATEWAY_HEADER_SIZE_MAX bytes */
@@ -336,27 +348,6 @@ static void connection_journal(Connection *c) {
 
 /* ---- answering the client ---- */
 
-static int reply(Connection *c, int status, const char *why) {
-        _cleanup_free_ char *body = NULL, *out = NULL;
-        size_t size;
-        int r;
-
-        c->status = status;
-        if (asprintf(&body, "loop egress gateway: %s\n", why) < 0)
-                return -ENOMEM;
-        r = http_response_format(status, "text/plain; charset=utf-8", body, strlen(body), false, &out, &size);
-        if (r < 0)
-                return r;
-        return loop_write(c->fd, out, size);
-}
-
-static int refuse(Connection *c, int status, const char *decision, const char *reason, const char *why) {
-        c->decision = decision;
-        c->reason = reason;
-        (void) reply(c, status, why);
-        return -EACCES;
-}
-
 /* Reads until poll says readable or timeout_ms passed. */
 static ssize_t read_timeout(int fd, void *buf, size_t size, int timeout_ms) {
         struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -370,11 +361,65 @@ static ssize_t read_timeout(int fd, void *buf, size_t size, int timeout_ms) {
                         return -errno;
                 if (n == 0)
                         return -ETIMEDOUT;
+                if (size == 0)
+                        return 0;
                 k = read(fd, buf, size);
                 if (k < 0 && (errno == EINTR || errno == EAGAIN))
                         continue;
                 return k < 0 ? -errno : k;
         }
+}
+
+/* The agent's side: the relay's connection, or TLS on it once intercepted. */
+static ssize_t client_read(Connection *c, void *buf, size_t size, int timeout_ms) {
+        int k;
+
+        if (!c->client_ssl)
+                return read_timeout(c->fd, buf, size, timeout_ms);
+        if (SSL_pending(c->client_ssl) == 0) {
+                ssize_t q = read_timeout(c->fd, NULL, 0, timeout_ms);   /* waits for readability only */
+                if (q == -ETIMEDOUT)
+                        return q;
+        }
+        k = SSL_read(c->client_ssl, buf, (int) MIN(size, (size_t) INT_MAX));
+        if (k > 0)
+                return k;
+        return SSL_get_error(c->client_ssl, k) == SSL_ERROR_ZERO_RETURN ? 0 : -ECONNRESET;
+}
+
+static int client_write(Connection *c, const void *buf, size_t n) {
+        if (!c->client_ssl)
+                return loop_write(c->fd, buf, n);
+        while (n > 0) {
+                int k = SSL_write(c->client_ssl, buf, (int) MIN(n, (size_t) INT_MAX));
+                if (k <= 0)
+                        return -EPIPE;
+                buf = (const char *) buf + k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+
+static int reply(Connection *c, int status, const char *why) {
+        _cleanup_free_ char *body = NULL, *out = NULL;
+        size_t size;
+        int r;
+
+        c->status = status;
+        if (asprintf(&body, "loop egress gateway: %s\n", why) < 0)
+                return -ENOMEM;
+        r = http_response_format(status, "text/plain; charset=utf-8", body, strlen(body), false, &out, &size);
+        if (r < 0)
+                return r;
+        return client_write(c, out, size);
+}
+
+static int refuse(Connection *c, int status, const char *decision, const char *reason, const char *why) {
+        c->decision = decision;
+        c->reason = reason;
+        (void) reply(c, status, why);
+        return -EACCES;
 }
 
 static int connection_read_head(Connection *c) {
@@ -402,7 +447,7 @@ static int connection_read_head(Connection *c) {
                         return refuse(c, status, "deny", "bad-request", "the request cannot be parsed");
                 if (c->size >= GATEWAY_HEADER_SIZE_MAX)
                         return refuse(c, 431, "deny", "bad-request", "the request head is too large");
-                k = read_timeout(c->fd, c->buf + c->size, GATEWAY_HEADER_SIZE_MAX - c->size, GATEWAY_HEAD_TIMEOUT_MS);
+                k = client_read(c, c->buf + c->size, GATEWAY_HEADER_SIZE_MAX - c->size, GATEWAY_HEAD_TIMEOUT_MS);
                 if (k == -ETIMEDOUT)
                         return refuse(c, 408, "deny", "timeout", "the request head did not arrive in time");
                 if (k <= 0) {
@@ -680,7 +725,7 @@ static int exchange(Connection *c, const char *head, size_t head_size) {
                 left -= first;
         }
         while (left > 0) {
-                ssize_t k = read_timeout(c->fd, buf, (size_t) MIN(left, (uint64_t) sizeof buf), GATEWAY_IO_TIMEOUT_SEC * 1000);
+                ssize_t k = client_read(c, buf, (size_t) MIN(left, (uint64_t) sizeof buf), GATEWAY_IO_TIMEOUT_SEC * 1000);
                 if (k <= 0) {
                         c->reason = "client-gone";
                         return -ECONNRESET;
@@ -704,7 +749,7 @@ static int exchange(Connection *c, const char *head, size_t head_size) {
                         break;
                 if (c->received == 0 && k >= 12 && startswith(buf, "HTTP/1."))
                         c->status = atoi(buf + 9);
-                q = loop_write(c->fd, buf, (size_t) k);
+                q = client_write(c, buf, (size_t) k);
                 if (q < 0) {
                         c->reason = "client-gone";
                         return q;
@@ -760,6 +805,134 @@ static bool host_header_agrees(const HttpRequest *r, uint16_t default_port) {
 
 /* ---- the three kinds of request ---- */
 
+/* The server context with the leaf certificate of host, made once and cached. */
+static SSL_CTX *leaf_ctx(Gateway *g, const char *host) {
+        SSL_CTX *ctx = NULL;
+        X509 *cert = NULL;
+        EVP_PKEY *key = NULL;
+
+        pthread_mutex_lock(&g->leaves_lock);
+        for (size_t i = 0; i < g->n_leaves; i++)
+                if (streq(g->leaves[i].host, host)) {
+                        ctx = g->leaves[i].ctx;
+                        SSL_CTX_up_ref(ctx);
+                        goto done;
+                }
+        if (egress_ca_issue(g->ca, host, &cert, &key) < 0)
+                goto done;
+        ctx = SSL_CTX_new(TLS_server_method());
+        if (!ctx || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+            SSL_CTX_use_certificate(ctx, cert) != 1 || SSL_CTX_use_PrivateKey(ctx, key) != 1) {
+                SSL_CTX_free(ctx);
+                ctx = NULL;
+                goto done;
+        }
+        /* A full cache starts over: leaves are cheap to make again, and connections hold their own
+         * reference. */
+        if (g->n_leaves >= GATEWAY_LEAVES_MAX) {
+                for (size_t i = 0; i < g->n_leaves; i++) {
+                        free(g->leaves[i].host);
+                        SSL_CTX_free(g->leaves[i].ctx);
+                }
+                g->n_leaves = 0;
+        }
+        g->leaves[g->n_leaves].host = strdup(host);
+        if (g->leaves[g->n_leaves].host) {
+                g->leaves[g->n_leaves++].ctx = ctx;
+                SSL_CTX_up_ref(ctx);
+        }
+done:
+        pthread_mutex_unlock(&g->leaves_lock);
+        X509_free(cert);
+        EVP_PKEY_free(key);
+        return ctx;
+}
+
+/* A host that gets a credential: the gateway ends the agent's TLS with a leaf of the sandbox CA, reads
+ * the request, swaps the dummy for the secret, and sends it on over TLS it verifies itself. */
+static int handle_intercept(Connection *c, const EgressRule *connect_rule) {
+        Gateway *g = c->gw;
+        _cleanup_free_ char *head = NULL, *host_header = NULL;
+        const EgressRule *rule;
+        const char *sni, *reason = NULL;
+        struct timeval tv = { .tv_sec = GATEWAY_HEAD_TIMEOUT_MS / 1000 };
+        struct in6_addr a;
+        bool literal;
+        SSL_CTX *ctx;
+        size_t size = 0;
+        int q;
+
+        if (c->size > 0)
+                return refuse(c, 400, "deny", "early-data", "nothing may follow CONNECT before its answer");
+        ctx = leaf_ctx(g, c->host);
+        if (!ctx)
+                return refuse(c, 500, "error", "leaf-certificate", "no certificate can be made for this host");
+        c->status = 200;
+        q = loop_write(c->fd, "HTTP/1.1 200 Connection Established\r\n\r\n", 39);
+        if (q < 0) {
+                SSL_CTX_free(ctx);
+                c->reason = "client-gone";
+                return q;
+        }
+        (void) setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        (void) setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        c->client_ssl = SSL_new(ctx);
+        SSL_CTX_free(ctx);
+        if (!c->client_ssl || SSL_set_fd(c->client_ssl, c->fd) != 1)
+                return -ENOMEM;
+        if (SSL_accept(c->client_ssl) != 1) {
+                ERR_clear_error();
+                SSL_free(c->client_ssl);
+                c->client_ssl = NULL;
+                c->decision = "deny";
+                c->reason = "client-tls";
+                return -EPROTO;
+        }
+        /* The agent's TLS must ask for the host the CONNECT named. */
+        sni = SSL_get_servername(c->client_ssl, TLSEXT_NAMETYPE_host_name);
+        literal = inet_pton(AF_INET, c->host, &a) == 1 || inet_pton(AF_INET6, c->host, &a) == 1;
+        if (literal ? sni != NULL : !sni || strcasecmp(sni, c->host) != 0)
+                return refuse(c, 421, "deny", "sni-mismatch", "the TLS server name is not the CONNECT target");
+
+        /* The request inside. */
+        http_request_done(&c->req);
+        q = connection_read_head(c);
+        if (q < 0)
+                return q;
+        if (c->req.form != HTTP_TARGET_ORIGIN)
+                return refuse(c, 400, "deny", "bad-request", "a request inside a tunnel names no other server");
+        c->req.host = strdup(c->host);
+        if (!c->req.host)
+                return -ENOMEM;
+        c->req.port = c->port;
+        if (!host_header_agrees(&c->req, 443))
+                return refuse(c, 421, "deny", "host-mismatch", "the Host header is not the CONNECT target");
+        rule = egress_policy_match(g->policy, c->host, c->port, c->req.method, c->req.path);
+        c->rule = rule->id;
+        if (rule->decision == EGRESS_DENY)
+                return refuse(c, 403, "deny", "policy", "the egress policy does not allow this request");
+        (void) connect_rule;
+
+        if ((c->port == 443 ? asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]" : "%s", c->host)
+                            : asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host, c->port)) < 0)
+                return -ENOMEM;
+        q = egress_upstream_head(&c->req, g->policy, rule, NULL, host_header, &head, &size, &reason);
+        if (q == -ENOMEM)
+                return q;
+        if (q < 0)
+                return refuse(c, q == -E2BIG ? 431 : 403, "deny", reason, "the request carries a credential it may not send");
+
+        q = upstream_open(c, c->host, c->port);
+        if (q >= 0)
+                q = upstream_tls(c, c->host);
+        if (q >= 0) {
+                c->decision = rule->decision == EGRESS_CREDENTIAL ? "credential" : "allow";
+                q = exchange(c, head, size);
+        }
+        explicit_bzero(head, size);
+        return q;
+}
+
 static int handle_connect(Connection *c) {
         const EgressRule *rule;
         uint8_t hello[TLS_RECORD_HEADER_SIZE + TLS_RECORD_SIZE_MAX];
@@ -774,11 +947,14 @@ static int handle_connect(Connection *c) {
         c->rule = rule->id;
         if (rule->decision == EGRESS_DENY)
                 return refuse(c, 403, "deny", "policy", "the egress policy does not allow this host and port");
-        if (rule->decision == EGRESS_CREDENTIAL)
-                /* Injecting a credential needs TLS interception, which this gateway does not do yet: the
-                 * host is refused rather than reached without (or with a guessed) credential. */
-                return refuse(c, 403, "deny", "interception-unavailable",
-                              "credential injection over TLS is not available; the host is refused");
+        if (rule->decision == EGRESS_CREDENTIAL) {
+                /* Without a CA (no state directory) the host is refused rather than reached without
+                 * its credential. */
+                if (!c->gw->ca)
+                        return refuse(c, 403, "deny", "interception-unavailable",
+                                      "credential injection over TLS is not available; the host is refused");
+                return handle_intercept(c, rule);
+        }
 
         q = upstream_open(c, c->req.host, c->req.port);
         if (q < 0)
@@ -923,12 +1099,36 @@ finish:
         return q;
 }
 
+/* The sandbox CA's certificate (public), which the runner puts into the agent's trust store. */
+static int handle_ca(Connection *c) {
+        _cleanup_free_ char *out = NULL;
+        size_t size;
+        int q;
+
+        c->kind = "ca";
+        c->rule = "ca";
+        if (!streq(c->req.method, "GET"))
+                return refuse(c, 405, "deny", "bad-request", "only GET");
+        if (!c->gw->ca)
+                return refuse(c, 404, "deny", "no-ca", "this gateway has no sandbox CA (no state directory)");
+        q = http_response_format(200, "application/x-pem-file", c->gw->ca->pem, strlen(c->gw->ca->pem), false, &out, &size);
+        if (q < 0)
+                return q;
+        c->decision = "allow";
+        c->status = 200;
+        return client_write(c, out, size);
+}
+
 static void connection_free(Connection *c) {
         if (!c)
                 return;
         if (c->ssl) {
                 (void) SSL_shutdown(c->ssl);
                 SSL_free(c->ssl);
+        }
+        if (c->client_ssl) {
+                (void) SSL_shutdown(c->client_ssl);
+                SSL_free(c->client_ssl);
         }
         safe_close(c->up);
         safe_close(c->fd);
@@ -955,6 +1155,8 @@ static void *connection_run(void *userdata) {
                 }
                 if (g->config_error)
                         (void) refuse(c, 503, "deny", "misconfigured", "the egress gateway is misconfigured; see its journal");
+                else if (c->req.form == HTTP_TARGET_ORIGIN && streq(c->req.path, GATEWAY_CA_PATH))
+                        (void) handle_ca(c);
                 else if (c->req.form == HTTP_TARGET_AUTHORITY)
                         (void) handle_connect(c);
                 else if (c->req.form == HTTP_TARGET_ABSOLUTE)
@@ -1106,6 +1308,21 @@ static int run(int argc, char *argv[]) {
                                  "The egress gateway of channel %s cannot serve, every request is refused: %s",
                                  g.channel, g.config_error);
         }
+        if (!g.config_error) {
+                const char *state = getenv("STATE_DIRECTORY");
+                _cleanup_free_ char *cn = NULL;
+                _cleanup_close_ int dfd = -EBADF;
+
+                if (isempty(state))
+                        log_info("No $STATE_DIRECTORY: no sandbox CA, credential rules on HTTPS are refused.");
+                else if ((dfd = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+                        log_warning_errno(errno, "Cannot open %s, no sandbox CA: %m", state);
+                else if (asprintf(&cn, "loop egress CA of channel %s", g.channel) < 0)
+                        return log_oom();
+                else if ((r = egress_ca_load_or_create(dfd, cn, &g.ca)) < 0)
+                        log_error_errno(r, "Cannot load or make the sandbox CA in %s, credential rules on HTTPS are refused: %m", state);
+        }
+        (void) pthread_mutex_init(&g.leaves_lock, NULL);
         idle = getenv("LOOP_GATEWAY_IDLE_SEC");
         g.idle_usec = (idle && atoi(idle) > 0 ? (uint64_t) atoi(idle) : GATEWAY_IDLE_SEC_DEFAULT) * 1000000ULL;
 

@@ -4,9 +4,13 @@
  * credentials, defaults), the address check and the ClientHello's server name. */
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <openssl/x509v3.h>
+#include <sys/stat.h>
 #include <openssl/ssl.h>
 
 #include "egress-address.h"
+#include "egress-ca.h"
 #include "egress-policy.h"
 #include "egress-rewrite.h"
 #include "tls-sni.h"
@@ -311,6 +315,54 @@ static void test_rewrite(void) {
         head = mfree(head);
 }
 
+static bool leaf_verifies(const EgressCa *ca, X509 *leaf, const char *host) {
+        X509_STORE *store = X509_STORE_new();
+        X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+        bool good;
+
+        X509_STORE_add_cert(store, ca->cert);
+        X509_STORE_CTX_init(ctx, store, leaf, NULL);
+        X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER);
+        good = X509_verify_cert(ctx) == 1 && X509_check_host(leaf, host, 0, 0, NULL) == 1;
+        X509_STORE_CTX_free(ctx);
+        X509_STORE_free(store);
+        return good;
+}
+
+static void test_ca(void) {
+        char dir[] = "/tmp/test-egress-ca-XXXXXX";
+        _cleanup_(egress_ca_freep) EgressCa *ca = NULL, *again = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        X509 *leaf = NULL;
+        EVP_PKEY *key = NULL;
+        struct stat st;
+
+        if (!mkdtemp(dir))
+                abort();
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ok(egress_ca_load_or_create(fd, "loop egress CA test", &ca) == 0 && ca && ca->pem, "a sandbox CA is made at first start");
+        ok(fstatat(fd, EGRESS_CA_KEY_FILE, &st, 0) == 0 && (st.st_mode & 07777) == 0600, "its key is readable by its owner only");
+        ok(egress_ca_load_or_create(fd, "ignored", &again) == 0 && again && streq(again->pem, ca->pem),
+           "the next start loads the same CA");
+        ok(ca && egress_ca_issue(ca, "api.github.com", &leaf, &key) == 0, "a leaf is issued for a host");
+        ok(leaf && leaf_verifies(ca, leaf, "api.github.com"), "the leaf verifies against the CA for that host");
+        ok(leaf && !leaf_verifies(ca, leaf, "evil.example"), "...and for no other host");
+        ok(key && EVP_PKEY_get_bits(key) == 256 && EVP_PKEY_is_a(key, "EC"), "the leaf's key is ECDSA P-256");
+        X509_free(leaf);
+        EVP_PKEY_free(key);
+        leaf = NULL, key = NULL;
+        ok(ca && egress_ca_issue(ca, "198.51.100.7", &leaf, &key) == 0 && X509_check_ip_asc(leaf, "198.51.100.7", 0) == 1,
+           "a leaf for an IP literal names the address");
+        X509_free(leaf);
+        EVP_PKEY_free(key);
+        (void) unlinkat(fd, EGRESS_CA_CERT_FILE, 0);
+        egress_ca_free(again);
+        again = NULL;
+        ok(egress_ca_load_or_create(fd, "x", &again) == -EBADMSG, "a key without its certificate is refused, not replaced");
+        (void) unlinkat(fd, EGRESS_CA_KEY_FILE, 0);
+        (void) rmdir(dir);
+}
+
 int main(void) {
         test_policy_defaults();
         test_policy_rules();
@@ -321,5 +373,6 @@ int main(void) {
         test_own_addresses();
         test_sni();
         test_rewrite();
+        test_ca();
         return done_testing();
 }
