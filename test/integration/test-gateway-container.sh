@@ -10,8 +10,9 @@
 #
 # Checked from inside the container: allowed hosts over HTTP and HTTPS (TLS end to end, verified by the
 # agent), a denied host, a direct connection without the proxy, names resolving to private and metadata
-# addresses, a credential swapped in on the wire while the agent's environment, files and /proc hold only
-# the dummy, a dummy sent where it is not bound, an unknown key on the API pass-through, server-sent
+# addresses, a credential swapped in on the wire (plain HTTP, and HTTPS through the gateway's TLS
+# interception with its sandbox CA in the agent's trust store) while the agent's environment, files and
+# /proc hold only the dummy, a dummy sent where it is not bound, an unknown key on the API pass-through, server-sent
 # events arriving before the stream ends, Host/CONNECT and SNI/CONNECT mismatches, the relay's answer when
 # the gateway is down, and the gateway killed mid-stream (the agent's connection breaks, the next one
 # starts it again). On the host side: a journal entry per request, no secret anywhere in the journal,
@@ -186,6 +187,16 @@ like "$out" "GET /whoami authorization=True" "a credential host is reached with 
 has "$UP/requests.log" "Authorization: token $GH_SECRET"
 ok $? "...and receives the real token on the wire"
 unlike "$out" "$GH_SECRET" "...which the agent never sees"
+in_ct sh -c ": >$UP/requests.log"
+agent "$curl_proxy -H 'Authorization: token $GH_DUMMY' https://cred.test/whoami; echo CURL_CA_BUNDLE=\$CURL_CA_BUNDLE;
+       grep -c 'BEGIN CERTIFICATE' /run/loop-egress/ca-bundle.pem"
+like "$out" "GET /whoami authorization=True" "over HTTPS too: the gateway ends TLS with a leaf of its sandbox CA, which the agent trusts" || diag "$out"
+has "$UP/requests.log" "Authorization: token $GH_SECRET"
+ok $? "...and the credential host receives the real token over TLS the gateway verified"
+like "$out" "CURL_CA_BUNDLE=/run/loop-egress/ca-bundle.pem"$'\n'"2" "the agent's trust store is the image's bundle plus the sandbox CA"
+is "$(in_ct sh -c 'stat -c %a /var/lib/private/loop-gateway/demo/ca.key')" 600 "the sandbox CA's key is readable by the gateway only"
+agent "curl -sS --max-time 30 --cacert /etc/ssl/certs/ca-certificates.crt -H 'Authorization: token $GH_DUMMY' https://cred.test/whoami; echo rc=\$?"
+like "$out" "rc=60" "a client that does not trust the sandbox CA refuses the intercepted connection (no silent downgrade)"
 agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token $GH_DUMMY' http://up.test/whoami"
 like "$out" "http=403" "a dummy sent to a host it is not bound to is refused" || diag "$out"
 agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token ghp_agents_own_token' http://cred.test/whoami"
