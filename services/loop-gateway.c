@@ -267,8 +267,9 @@ static int gateway_load(Gateway *g, const char *path) {
         s = json_str(egress, "upstream_proxy");
         if (!isempty(s)) {
                 r = upstream_parse(s, true, &g->proxy);
+                /* not echoed: a proxy URL may carry a password */
                 if (r < 0 || g->proxy.tls)
-                        return gateway_fail_config(g, "egress.upstream_proxy \"%s\" is not an http://HOST:PORT URL", s);
+                        return gateway_fail_config(g, "egress.upstream_proxy is not an http://HOST:PORT URL");
         }
 
         g->tls = SSL_CTX_new(TLS_client_method());

@@ -407,6 +407,15 @@ static const char *check_egress_upstream(const char *v) {
         return NULL;
 }
 
+/* The host's own HTTP proxy, which the gateway asks for tunnels: http://HOST:PORT. */
+static const char *check_egress_proxy(const char *v) {
+        if (isempty(v))
+                return NULL;
+        if (!startswith(v, "http://"))
+                return "must be an http://HOST:PORT URL";
+        return check_webhook_url(v);
+}
+
 static const Field egress_credential_fields[] = {
         { .key = "header", .type = FIELD_STRING, .scope = SCOPE_CONFIG, .check = check_nonempty, .required = true },
         { .key = "dummy", .type = FIELD_STRING, .scope = SCOPE_CONFIG, .check = check_single_line, .required = true },
@@ -432,7 +441,7 @@ static const Field egress_fields[] = {
         BOOL("allow_api", SCOPE_CONFIG),
         STRV("registries", SCOPE_CONFIG, check_egress_registry),
         ARRAY("rules", SCOPE_CONFIG, egress_rule_schema),
-        STR("upstream_proxy", SCOPE_CONFIG, check_webhook_url),
+        STR("upstream_proxy", SCOPE_CONFIG, check_egress_proxy),
         STR("ca_file", SCOPE_CONFIG, check_optional_absolute_path),
 };
 static const Schema egress_schema = SCHEMA("egress", egress_fields);

@@ -57,7 +57,7 @@ chmod 0755 "$cfg"
                 -keyout ca.key -out test-ca.pem
         openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=up.test \
                 -keyout up.key -out up.csr
-        printf 'subjectAltName=DNS:up.test,DNS:api.test,DNS:other.test,DNS:cred.test,DNS:denied.test\n' >san.ext
+        printf 'subjectAltName=DNS:up.test,DNS:api.test,DNS:other.test,DNS:cred.test,DNS:denied.test,DNS:far.test\n' >san.ext
         openssl x509 -req -in up.csr -CA test-ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext -out up.pem
 ) >/dev/null 2>&1 || bail_out "cannot make the test CA"
 cp "$LOOP_SOURCE_DIR/test/integration/egress-upstream.py" "$cfg/"
@@ -86,6 +86,11 @@ cat >"$cfg/channels.d/demo.json" <<EOF
     ]
   }
 }
+EOF
+# The same, with the host's own HTTP proxy upstream (mitmdump passing TLS through, in the upstream
+# namespace): far.test's address is routed only from there.
+cat >"$cfg/channels.d/proxied.json" <<EOF
+{ "egress": { "upstream_proxy": "http://198.51.100.2:8080", "rules": [ { "host": "far.test", "decision": "allow" } ] } }
 EOF
 chmod 0644 "$cfg"/*.json "$cfg"/channels.d/*.json "$cfg"/*.pem "$cfg"/*.key "$cfg/egress-upstream.py"
 
@@ -126,10 +131,11 @@ net() {
         ip netns exec up ip link set lo up
         ip netns exec up ip addr add 198.51.100.2/24 dev up0
         for a in 203.0.113.2 10.0.0.5 169.254.169.254; do ip netns exec up ip addr add "$a/32" dev up0; done
+        ip netns exec up ip addr add 203.0.113.50/32 dev lo
         ip netns exec up ip link set up0 up
         ip netns exec up ip route add default dev up0
         printf '%s\n' '198.51.100.2 up.test api.test cred.test denied.test' '203.0.113.2 other.test' \
-                '10.0.0.5 private.test' '169.254.169.254 meta.test' >>/etc/hosts
+                '10.0.0.5 private.test' '169.254.169.254 meta.test' '203.0.113.50 far.test' >>/etc/hosts
         mkdir -p /run/egress-up
 }
 in_ct bash -c "$(declare -f net); net" >/dev/null 2>&1
@@ -137,6 +143,8 @@ ok $? "an upstream network namespace with documentation, private and metadata ad
 check "the upstream servers start in it" in_ct systemd-run --unit=egress-upstream -p NetworkNamespacePath=/run/netns/up \
         python3 /etc/loop/egress-upstream.py /etc/loop/up.pem /etc/loop/up.key "$UP"
 wait_for 30 in_ct test -e "$UP/ready"
+check "the host's HTTP proxy starts there too" in_ct systemd-run --unit=egress-proxy -p NetworkNamespacePath=/run/netns/up \
+        mitmdump -q --listen-host 198.51.100.2 --listen-port 8080 --ignore-hosts '.*' --set confdir=/run/egress-mitm
 in_ct curl -s --max-time 5 http://10.0.0.5/hello | grep -q 'hello from upstream'
 ok $? "...and the private address answers when asked directly from the host (so a refusal is the gateway's)"
 
@@ -259,6 +267,15 @@ in_ct touch "$UP/release"
 in_ct systemctl reset-failed loop-gateway@demo.service >/dev/null 2>&1
 agent "$curl_proxy http://up.test/hello"
 like "$out" "hello from upstream up.test" "the next connection starts the gateway again (socket activation)"
+
+# --- the host's own HTTP proxy upstream ----------------------------------------------------------------
+in_ct curl -s --max-time 5 http://203.0.113.50/hello
+ok $((!$?)) "far.test's address cannot be reached from the host directly"
+wait_for 30 in_ct sh -c 'ip netns exec up ss -ltn | grep -q 198.51.100.2:8080'
+out=$(in_ct loop run -q proxied "scenario:sh $curl_proxy https://far.test/hello" 2>&1)
+like "$out" "hello from upstream far.test" "with egress.upstream_proxy the gateway reaches it through the host's proxy" || diag "$out"
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=far.test)" "LOOP_ADDRESS=203.0.113.50" \
+        "...tunnelling to the address it resolved and checked itself"
 
 # --- no secret in the journal -------------------------------------------------------------------------
 n=$(in_ct journalctl -o export | grep -c -a -F -e "$API_KEY" -e "$GH_SECRET")

@@ -643,6 +643,8 @@ static void test_egress(void) {
                 "a * registry is refused (that is a rule, not a registry)");
         refused("{\"egress\": {\"api_upstream\": \"ftp://api.test\"}}", SCOPE_CHANNEL, "egress.api_upstream", NULL,
                 "an api_upstream that is not http(s) is refused");
+        refused("{\"egress\": {\"upstream_proxy\": \"https://proxy.corp:3128\"}}", SCOPE_CHANNEL, "egress.upstream_proxy", "http://",
+                "an upstream_proxy that is not http:// is refused");
 
         ok(load_json("{\"egress\": {\"rules\": [{\"host\": \"gh.test\", \"decision\": \"credential\","
                      " \"credential\": {\"header\": \"Authorization\", \"dummy\": \"ghp_dummy0001\", \"secret\": \"ghp_topsecret_01\"}}]}}", &c) == 0,
