@@ -946,9 +946,9 @@ static int handle_connect(Connection *c) {
                 return refuse(c, 400, "deny", "host-mismatch", "the Host header does not name the CONNECT target");
         rule = egress_policy_match(c->gw->policy, c->req.host, c->req.port, NULL, NULL);
         c->rule = rule->id;
-        if (rule->decision == EGRESS_DENY)
-                return refuse(c, 403, "deny", "policy", "the egress policy does not allow this host and port");
-        if (rule->decision == EGRESS_CREDENTIAL) {
+        /* A host some credential rule names is intercepted, whatever that rule's methods and paths: the
+         * policy then decides on each request inside. */
+        if (egress_policy_host_has_credential(c->gw->policy, c->req.host, c->req.port)) {
                 /* Without a CA (no state directory) the host is refused rather than reached without
                  * its credential. */
                 if (!c->gw->ca)
@@ -956,6 +956,8 @@ static int handle_connect(Connection *c) {
                                       "credential injection over TLS is not available; the host is refused");
                 return handle_intercept(c, rule);
         }
+        if (rule->decision == EGRESS_DENY)
+                return refuse(c, 403, "deny", "policy", "the egress policy does not allow this host and port");
 
         q = upstream_open(c, c->req.host, c->req.port);
         if (q < 0)

@@ -417,18 +417,21 @@ int egress_policy_compile(json_object *egress, const char *api_host, EgressPolic
         return 0;
 }
 
-static bool rule_matches(const EgressRule *r, const char *host, uint16_t port, const char *method, const char *path) {
-        bool found;
+static bool rule_matches_host_port(const EgressRule *r, const char *host, uint16_t port) {
+        bool found = r->n_ports == 0;
 
         if (!egress_host_match(r->host, host))
                 return false;
-        if (r->n_ports > 0) {
-                found = false;
-                for (size_t i = 0; i < r->n_ports && !found; i++)
-                        found = r->ports[i] == port;
-                if (!found)
-                        return false;
-        }
+        for (size_t i = 0; i < r->n_ports && !found; i++)
+                found = r->ports[i] == port;
+        return found;
+}
+
+static bool rule_matches(const EgressRule *r, const char *host, uint16_t port, const char *method, const char *path) {
+        bool found;
+
+        if (!rule_matches_host_port(r, host, port))
+                return false;
         if (r->methods) {
                 if (!method || !strv_contains(r->methods, method))
                         return false;
@@ -453,6 +456,13 @@ const EgressRule *egress_policy_match(const EgressPolicy *p, const char *host, u
                 if (rule_matches(&p->rules[i], host, port, method, path))
                         return &p->rules[i];
         return &p->rules[p->n_rules - 1];
+}
+
+bool egress_policy_host_has_credential(const EgressPolicy *p, const char *host, uint16_t port) {
+        for (size_t i = 0; i < p->n_rules; i++)
+                if (p->rules[i].decision == EGRESS_CREDENTIAL && rule_matches_host_port(&p->rules[i], host, port))
+                        return true;
+        return false;
 }
 
 const EgressRule *egress_policy_find_dummy(const EgressPolicy *p, const char *dummy) {

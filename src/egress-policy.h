@@ -89,6 +89,10 @@ bool egress_host_match(const char *pattern, const char *host);
 const EgressRule *egress_policy_match(const EgressPolicy *p, const char *host, uint16_t port,
                                       const char *method, const char *path);
 
+/* Whether a credential rule matches host and port, whatever its methods and paths: such a host's TLS is
+ * intercepted, and the policy then decides on each request inside. */
+bool egress_policy_host_has_credential(const EgressPolicy *p, const char *host, uint16_t port);
+
 /* The credential rule that holds dummy as its dummy value, or NULL. */
 const EgressRule *egress_policy_find_dummy(const EgressPolicy *p, const char *dummy);
 

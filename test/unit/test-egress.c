@@ -78,6 +78,8 @@ static void test_policy_rules(void) {
         is_str(decide(p, "registry.npmjs.org", 443, NULL, NULL), "allow registry[0]", "a listed registry is allowed on 443");
         is_str(decide(p, "files.pythonhosted.org", 80, NULL, NULL), "allow registry[1]", "a *.suffix registry is allowed on 80");
         is_str(decide(p, "registry.npmjs.org", 22, NULL, NULL), "deny default", "registries are not allowed on other ports");
+        ok(egress_policy_host_has_credential(p, "api.github.com", 443), "a credential host is one to intercept");
+        ok(!egress_policy_host_has_credential(p, "a.example.com", 443), "an allowed host is not");
         ok(egress_policy_find_dummy(p, "ghp_loopdummy0001") == &p->rules[3], "the dummy finds its credential rule");
         ok(egress_policy_find_dummy(p, "ghp_unknown00000") == NULL, "an unknown dummy finds nothing");
 }
