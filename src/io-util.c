@@ -139,14 +139,46 @@ int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid) {
 
 typedef struct PumpDirection {
         int from, to;
-        char *buf;
+        int pipe[2];                    /* splice(): from -> pipe -> to, no copy through user space */
+        size_t in_pipe;
+        char *buf;                      /* the fallback where splice() is refused */
         size_t start, end;              /* buf[start..end) read, not yet written */
         bool eof;                       /* read side ended; to's write side shut down once drained */
         bool shut;
         uint64_t moved;
 } PumpDirection;
 
-static int pump_step(PumpDirection *d, short revents_from, short revents_to) {
+static size_t pump_pending(const PumpDirection *d) {
+        return d->in_pipe + (d->end - d->start);
+}
+
+static int pump_step_splice(PumpDirection *d, short revents_from, short revents_to) {
+        ssize_t k;
+
+        if (d->in_pipe == 0 && !d->eof && (revents_from & (POLLIN | POLLHUP | POLLERR))) {
+                k = splice(d->from, NULL, d->pipe[1], NULL, IO_PUMP_BUFFER_SIZE, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (k < 0) {
+                        if (errno != EINTR && errno != EAGAIN)
+                                return -errno;
+                } else if (k == 0)
+                        d->eof = true;
+                else
+                        d->in_pipe = (size_t) k;
+        }
+        if (d->in_pipe > 0 && (revents_to & (POLLOUT | POLLERR | POLLHUP))) {
+                k = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (k < 0) {
+                        if (errno != EINTR && errno != EAGAIN)
+                                return -errno;
+                } else {
+                        d->in_pipe -= (size_t) k;
+                        d->moved += (uint64_t) k;
+                }
+        }
+        return 0;
+}
+
+static int pump_step_copy(PumpDirection *d, short revents_from, short revents_to) {
         ssize_t k;
 
         if (d->start == d->end && !d->eof && (revents_from & (POLLIN | POLLHUP | POLLERR))) {
@@ -171,27 +203,51 @@ static int pump_step(PumpDirection *d, short revents_from, short revents_to) {
                         d->moved += (uint64_t) k;
                 }
         }
-        if (d->eof && d->start == d->end && !d->shut) {
+        return 0;
+}
+
+static int pump_step(PumpDirection *d, short revents_from, short revents_to) {
+        int r = d->pipe[0] >= 0 ? pump_step_splice(d, revents_from, revents_to) : pump_step_copy(d, revents_from, revents_to);
+
+        if (r < 0)
+                return r;
+        if (d->eof && pump_pending(d) == 0 && !d->shut) {
                 (void) shutdown(d->to, SHUT_WR);
                 d->shut = true;
         }
         return 0;
 }
 
+static void pump_direction_drop(PumpDirection *d) {
+        d->eof = d->shut = true;
+        d->start = d->end = 0;
+        d->in_pipe = 0;
+}
+
 int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *ret_b_to_a) {
-        _cleanup_free_ char *buf = malloc(2 * IO_PUMP_BUFFER_SIZE);
-        PumpDirection ab = { .from = a, .to = b }, ba = { .from = b, .to = a };
+        _cleanup_free_ char *buf = NULL;
+        PumpDirection ab = { .from = a, .to = b, .pipe = { -EBADF, -EBADF } },
+                      ba = { .from = b, .to = a, .pipe = { -EBADF, -EBADF } };
         int r = 0;
 
-        if (!buf)
-                return -ENOMEM;
-        ab.buf = buf;
-        ba.buf = buf + IO_PUMP_BUFFER_SIZE;
+        /* splice() where both ends allow it (sockets do); a plain copy otherwise. Non-blocking from here
+         * on: poll() decides when to move. */
+        (void) fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK);
+        (void) fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
+        if (pipe2(ab.pipe, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(ba.pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+                ab.pipe[0] = safe_close(ab.pipe[0]);
+                ab.pipe[1] = safe_close(ab.pipe[1]);
+                buf = malloc(2 * IO_PUMP_BUFFER_SIZE);
+                if (!buf)
+                        return -ENOMEM;
+                ab.buf = buf;
+                ba.buf = buf + IO_PUMP_BUFFER_SIZE;
+        }
 
         while (!(ab.shut && ba.shut)) {
                 struct pollfd p[2] = {
-                        { .fd = a, .events = (short) ((!ab.eof && ab.start == ab.end ? POLLIN : 0) | (ba.start < ba.end ? POLLOUT : 0)) },
-                        { .fd = b, .events = (short) ((!ba.eof && ba.start == ba.end ? POLLIN : 0) | (ab.start < ab.end ? POLLOUT : 0)) },
+                        { .fd = a, .events = (short) ((!ab.eof && pump_pending(&ab) == 0 ? POLLIN : 0) | (pump_pending(&ba) > 0 ? POLLOUT : 0)) },
+                        { .fd = b, .events = (short) ((!ba.eof && pump_pending(&ba) == 0 ? POLLIN : 0) | (pump_pending(&ab) > 0 ? POLLOUT : 0)) },
                 };
                 int n = poll(p, 2, idle_timeout_ms);
 
@@ -206,6 +262,22 @@ int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *r
                         break;
                 }
                 r = pump_step(&ab, p[0].revents, p[1].revents);
+                if (r == -EINVAL && ab.pipe[0] >= 0 && ab.moved == 0 && ba.moved == 0 && !buf) {
+                        /* splice() refused these fds: copy instead, nothing was moved yet */
+                        buf = malloc(2 * IO_PUMP_BUFFER_SIZE);
+                        if (!buf) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        ab.buf = buf;
+                        ba.buf = buf + IO_PUMP_BUFFER_SIZE;
+                        ab.pipe[0] = safe_close(ab.pipe[0]);
+                        ab.pipe[1] = safe_close(ab.pipe[1]);
+                        ba.pipe[0] = safe_close(ba.pipe[0]);
+                        ba.pipe[1] = safe_close(ba.pipe[1]);
+                        ab.in_pipe = ba.in_pipe = 0;
+                        continue;
+                }
                 if (r >= 0)
                         r = pump_step(&ba, p[1].revents, p[0].revents);
                 if (r < 0)
@@ -216,15 +288,15 @@ int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *r
                 }
                 /* A peer that is gone entirely (hung up, and its sending side ended) takes nothing more:
                  * what was meant for it is dropped, what it sent is still delivered. */
-                if ((p[0].revents & POLLHUP) && ab.eof && !ba.shut) {
-                        ba.eof = ba.shut = true;
-                        ba.start = ba.end = 0;
-                }
-                if ((p[1].revents & POLLHUP) && ba.eof && !ab.shut) {
-                        ab.eof = ab.shut = true;
-                        ab.start = ab.end = 0;
-                }
+                if ((p[0].revents & POLLHUP) && ab.eof && !ba.shut)
+                        pump_direction_drop(&ba);
+                if ((p[1].revents & POLLHUP) && ba.eof && !ab.shut)
+                        pump_direction_drop(&ab);
         }
+        safe_close(ab.pipe[0]);
+        safe_close(ab.pipe[1]);
+        safe_close(ba.pipe[0]);
+        safe_close(ba.pipe[1]);
         if (ret_a_to_b)
                 *ret_a_to_b = ab.moved;
         if (ret_b_to_a)
