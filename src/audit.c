@@ -64,7 +64,8 @@ static const char * const audit_secret_name_parts[] = {
 static char *audit_secrets[AUDIT_SECRETS_MAX];
 static size_t audit_secret_lengths[AUDIT_SECRETS_MAX];
 static size_t audit_n_secrets;
-static pthread_mutex_t audit_secrets_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: log_internal() redacts through audit_redact(), and audit_log() may log while it holds it. */
+static pthread_mutex_t audit_secrets_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
 const char *audit_event_to_string(AuditEvent e) {
         if (e < 0 || e >= _AUDIT_EVENT_MAX)
@@ -234,6 +235,18 @@ static void audit_entry_done(AuditEntry *e) {
         for (size_t i = 0; i < e->n; i++)
                 e->fields[i].value = mfree(e->fields[i].value);
         e->n = 0;
+}
+
+int audit_redact(const char *value, char **ret) {
+        int r = 0;
+
+        pthread_mutex_lock(&audit_secrets_lock);
+        if (audit_n_secrets > 0) {
+                *ret = redact_dup(value);
+                r = *ret ? 1 : -ENOMEM;
+        }
+        pthread_mutex_unlock(&audit_secrets_lock);
+        return r;
 }
 
 /* Adds a field, redacting its value. Called with audit_secrets_lock held. */

@@ -52,6 +52,10 @@ const char *audit_event_message_id(AuditEvent e);       /* 32 hex chars */
 int audit_add_secret(const char *value);
 void audit_clear_secrets(void);
 
+/* A copy of value with every registered secret replaced by AUDIT_REDACTED, in *ret: returns 1; 0 (and
+ * *ret untouched) when no secret is registered; -ENOMEM. log.c runs every log message through it. */
+int audit_redact(const char *value, char **ret);
+
 /* Whether an extra field's name marks its value as secret (contains TOKEN, KEY, SECRET, PASSWORD or
  * AUTHORIZATION, in any case). */
 bool audit_field_name_is_secret(const char *name);
