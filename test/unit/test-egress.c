@@ -4,6 +4,8 @@
  * credentials, defaults), the address check and the ClientHello's server name. */
 
 #include <arpa/inet.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <openssl/x509v3.h>
 #include <sys/stat.h>
@@ -13,6 +15,7 @@
 #include "egress-ca.h"
 #include "egress-policy.h"
 #include "egress-rewrite.h"
+#include "io-util.h"
 #include "tls-sni.h"
 #include "tap.h"
 
@@ -365,6 +368,57 @@ static void test_ca(void) {
         (void) rmdir(dir);
 }
 
+typedef struct PumpRun {
+        int a, b, r;
+        uint64_t ab, ba;
+} PumpRun;
+
+static void *pump_thread(void *userdata) {
+        PumpRun *p = userdata;
+        p->r = fd_pump(p->a, p->b, 10000, &p->ab, &p->ba);
+        return NULL;
+}
+
+static void *write_big(void *userdata) {
+        int fd = *(int *) userdata;
+        static char chunk[64 * 1024];
+        memset(chunk, 'x', sizeof chunk);
+        for (int i = 0; i < 16; i++)
+                if (loop_write(fd, chunk, sizeof chunk) < 0)
+                        break;
+        (void) shutdown(fd, SHUT_WR);
+        return NULL;
+}
+
+/* The relay's and the tunnel's byte pump, over socket pairs: client <-> a | pump | b <-> server. */
+static void test_pump(void) {
+        int c[2], s2[2];
+        PumpRun run = {};
+        pthread_t pump, writer;
+        char buf[64 * 1024];
+        uint64_t got = 0;
+        ssize_t k;
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s2) < 0)
+                abort();
+        run = (PumpRun) { .a = c[1], .b = s2[0] };
+        pthread_create(&pump, NULL, pump_thread, &run);
+        pthread_create(&writer, NULL, write_big, &c[0]);
+        while ((k = read(s2[1], buf, sizeof buf)) > 0)
+                got += (uint64_t) k;
+        pthread_join(writer, NULL);
+        is_int(got, 16 * 64 * 1024, "1 MiB from the client reaches the server, and then its end of sending");
+        ok(loop_write(s2[1], "pong", 4) == 0 && shutdown(s2[1], SHUT_WR) == 0, "the server answers after the client's half-close");
+        k = loop_read(c[0], buf, sizeof buf);
+        ok(k == 4 && memcmp(buf, "pong", 4) == 0, "...and the answer reaches the client, then its end");
+        pthread_join(pump, NULL);
+        ok(run.r == 0 && run.ab == 16 * 64 * 1024 && run.ba == 4, "the pump ends cleanly and counts both directions");
+        for (int i = 0; i < 2; i++) {
+                safe_close(c[i]);
+                safe_close(s2[i]);
+        }
+}
+
 int main(void) {
         test_policy_defaults();
         test_policy_rules();
@@ -376,5 +430,6 @@ int main(void) {
         test_sni();
         test_rewrite();
         test_ca();
+        test_pump();
         return done_testing();
 }
