@@ -75,6 +75,7 @@
 #define GATEWAY_PROXY_REPLY_MAX (8U * 1024U)
 #define GATEWAY_LEAVES_MAX 256U                             /* cached leaf certificates; then started over */
 #define GATEWAY_CA_PATH "/.loop/ca.pem"                     /* the sandbox CA, for the runner */
+#define GATEWAY_SESSIONS_MAX 256U                           /* upstream TLS sessions kept for resumption */
 
 typedef struct Upstream {
         bool tls;
@@ -93,6 +94,15 @@ typedef struct Gateway {
         SSL_CTX *tls;
         EgressOwnAddresses own;
         EgressCa *ca;                   /* NULL: no state directory, no interception */
+
+        /* Upstream TLS sessions by "host:port", resumed by the next connection there: a full handshake
+         * and certificate check per request would cost more than the request. */
+        pthread_mutex_t sessions_lock;
+        struct {
+                char *key;
+                SSL_SESSION *session;
+        } sessions[GATEWAY_SESSIONS_MAX];
+        size_t n_sessions;
 
         pthread_mutex_t leaves_lock;
         struct {
@@ -195,6 +205,8 @@ fail:
 
 /* ---- configuration ---- */
 
+static int on_new_session(SSL *ssl, SSL_SESSION *session);
+
 static int gateway_fail_config(Gateway *g, const char *format, ...) _printf_(2, 3);
 static int gateway_fail_config(Gateway *g, const char *format, ...) {
         va_list ap;
@@ -279,6 +291,8 @@ static int gateway_load(Gateway *g, const char *path) {
         /* Many servers close without close_notify. The agent's HTTP client sees any truncation in the
          * response's own framing (Content-Length, chunks, SSE), which passes through untouched. */
         SSL_CTX_set_options(g->tls, SSL_OP_IGNORE_UNEXPECTED_EOF);
+        SSL_CTX_set_session_cache_mode(g->tls, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+        SSL_CTX_sess_set_new_cb(g->tls, on_new_session);
         SSL_CTX_set_verify(g->tls, SSL_VERIFY_PEER, NULL);
         if (SSL_CTX_set_default_verify_paths(g->tls) != 1)
                 log_warning("Cannot load the system's trust store; only egress.ca_file is trusted.");
@@ -648,6 +662,61 @@ static int upstream_open(Connection *c, const char *host, uint16_t port) {
         return 0;
 }
 
+static int session_key(const Connection *c, char *buf, size_t size) {
+        int n = snprintf(buf, size, "%s:%u", strempty(c->host), c->port);
+        return n > 0 && (size_t) n < size ? 0 : -ENAMETOOLONG;
+}
+
+static int on_new_session(SSL *ssl, SSL_SESSION *session) {
+        Connection *c = SSL_get_app_data(ssl);
+        Gateway *g;
+        char key[EGRESS_HOST_MAX + 8];
+        size_t i;
+
+        if (!c || session_key(c, key, sizeof key) < 0)
+                return 0;
+        g = c->gw;
+        pthread_mutex_lock(&g->sessions_lock);
+        for (i = 0; i < g->n_sessions; i++)
+                if (streq(g->sessions[i].key, key))
+                        break;
+        if (i == g->n_sessions) {
+                if (g->n_sessions >= GATEWAY_SESSIONS_MAX) {
+                        for (size_t j = 0; j < g->n_sessions; j++) {
+                                free(g->sessions[j].key);
+                                SSL_SESSION_free(g->sessions[j].session);
+                        }
+                        g->n_sessions = i = 0;
+                }
+                g->sessions[i].key = strdup(key);
+                if (!g->sessions[i].key) {
+                        pthread_mutex_unlock(&g->sessions_lock);
+                        return 0;
+                }
+                g->sessions[i].session = NULL;
+                g->n_sessions++;
+        }
+        SSL_SESSION_free(g->sessions[i].session);
+        g->sessions[i].session = session;       /* the reference OpenSSL gave us (return 1) */
+        pthread_mutex_unlock(&g->sessions_lock);
+        return 1;
+}
+
+static void session_resume(Connection *c) {
+        Gateway *g = c->gw;
+        char key[EGRESS_HOST_MAX + 8];
+
+        if (session_key(c, key, sizeof key) < 0)
+                return;
+        pthread_mutex_lock(&g->sessions_lock);
+        for (size_t i = 0; i < g->n_sessions; i++)
+                if (streq(g->sessions[i].key, key) && g->sessions[i].session) {
+                        (void) SSL_set_session(c->ssl, g->sessions[i].session);
+                        break;
+                }
+        pthread_mutex_unlock(&g->sessions_lock);
+}
+
 static int upstream_tls(Connection *c, const char *host) {
         struct in6_addr a6;
         struct in_addr a4;
@@ -655,7 +724,7 @@ static int upstream_tls(Connection *c, const char *host) {
         c->ssl = SSL_new(c->gw->tls);
         if (!c->ssl)
                 return -ENOMEM;
-        if (SSL_set_fd(c->ssl, c->up) != 1)
+        if (SSL_set_fd(c->ssl, c->up) != 1 || SSL_set_app_data(c->ssl, c) != 1)
                 return -EIO;
         /* Names get SNI and a name check, IP literals an address check. */
         if (inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1) {
@@ -663,6 +732,7 @@ static int upstream_tls(Connection *c, const char *host) {
                         return -EIO;
         } else if (SSL_set_tlsext_host_name(c->ssl, host) != 1 || SSL_set1_host(c->ssl, host) != 1)
                 return -EIO;
+        session_resume(c);
         if (SSL_connect(c->ssl) != 1) {
                 unsigned long e = ERR_peek_last_error();
                 log_debug("TLS to %s failed: %s (verify: %s)", host, ERR_reason_error_string(e) ?: "?",
@@ -1326,6 +1396,7 @@ static int run(int argc, char *argv[]) {
                         log_error_errno(r, "Cannot load or make the sandbox CA in %s, credential rules on HTTPS are refused: %m", state);
         }
         (void) pthread_mutex_init(&g.leaves_lock, NULL);
+        (void) pthread_mutex_init(&g.sessions_lock, NULL);
         idle = getenv("LOOP_GATEWAY_IDLE_SEC");
         g.idle_usec = (idle && atoi(idle) > 0 ? (uint64_t) atoi(idle) : GATEWAY_IDLE_SEC_DEFAULT) * 1000000ULL;
 
