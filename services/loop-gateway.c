@@ -743,6 +743,7 @@ static int upstream_tls(Connection *c, const char *host) {
                 (void) reply(c, 502, "the upstream server's TLS certificate cannot be verified");
                 return -EPROTO;
         }
+        log_debug("TLS to %s:%u %s.", host, c->port, SSL_session_reused(c->ssl) ? "resumed" : "with a full handshake");
         return 0;
 }
 
