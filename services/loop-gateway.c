@@ -9,7 +9,11 @@
  *   CONNECT host:port           a TLS tunnel: policy on host and port, then the gateway resolves the name,
  *                               connects (refusing internal addresses, see egress-address.h), answers 200
  *                               and passes bytes through once the ClientHello's server name agrees with
- *                               the CONNECT target;
+ *                               the CONNECT target; for a host a credential rule names, the gateway ends
+ *                               the agent's TLS itself with a leaf of its sandbox CA (egress-ca.h, made in
+ *                               $STATE_DIRECTORY), and treats the request inside as plain HTTP below, sent
+ *                               on over TLS it verifies;
+ *   GET /.loop/ca.pem           the sandbox CA's certificate, for the runner;
  *   GET http://host/path ...    plain HTTP: policy on host, port, method and path; Host must agree with the
  *                               target; the request goes upstream origin-form with credentials swapped
  *                               (egress-rewrite.h) and "Connection: close", the response streams back;
@@ -922,7 +926,7 @@ done:
 
 /* A host that gets a credential: the gateway ends the agent's TLS with a leaf of the sandbox CA, reads
  * the request, swaps the dummy for the secret, and sends it on over TLS it verifies itself. */
-static int handle_intercept(Connection *c, const EgressRule *connect_rule) {
+static int handle_intercept(Connection *c) {
         Gateway *g = c->gw;
         _cleanup_free_ char *head = NULL, *host_header = NULL;
         const EgressRule *rule;
@@ -983,7 +987,6 @@ static int handle_intercept(Connection *c, const EgressRule *connect_rule) {
         c->rule = rule->id;
         if (rule->decision == EGRESS_DENY)
                 return refuse(c, 403, "deny", "policy", "the egress policy does not allow this request");
-        (void) connect_rule;
 
         if ((c->port == 443 ? asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]" : "%s", c->host)
                             : asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host, c->port)) < 0)
@@ -1025,7 +1028,7 @@ static int handle_connect(Connection *c) {
                 if (!c->gw->ca)
                         return refuse(c, 403, "deny", "interception-unavailable",
                                       "credential injection over TLS is not available; the host is refused");
-                return handle_intercept(c, rule);
+                return handle_intercept(c);
         }
         if (rule->decision == EGRESS_DENY)
                 return refuse(c, 403, "deny", "policy", "the egress policy does not allow this host and port");
