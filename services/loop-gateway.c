@@ -21,8 +21,9 @@
  *                               dummy key sk-proxy swapped for the real one, the response streamed back
  *                               unbuffered (server-sent events reach the agent as they come).
  *
- * With the host's HTTP proxy configured (egress.upstream_proxy), upstream connections are CONNECT tunnels
- * through it to the address the gateway resolved and checked itself.
+ * With the host's HTTP proxy configured (egress.upstream_proxy, else the https_proxy/http_proxy variables
+ * of the service's environment), upstream connections are CONNECT tunnels through it to the address the
+ * gateway resolved and checked itself.
  *
  * Configuration and secrets come only as the systemd credential egress.json (LoadCredential=, written by
  * loop-generator): {"egress": {...}, "anthropic_api_key": "...", "claude_code_oauth_token": "..."}. A
@@ -280,12 +281,21 @@ static int gateway_load(Gateway *g, const char *path) {
         r = upstream_parse(isempty(s) ? EGRESS_API_UPSTREAM_DEFAULT : s, true, &g->api);
         if (r < 0)
                 return gateway_fail_config(g, "egress.api_upstream \"%s\" is not an http(s)://HOST[:PORT][/PATH] URL", s);
+        /* Without egress.upstream_proxy, the host's own proxy variables, as the service's environment has
+         * them (DefaultEnvironment= of the manager, or a drop-in): the gateway goes out the way the host
+         * does. */
         s = json_str(egress, "upstream_proxy");
+        if (isempty(s)) {
+                static const char * const proxy_variables[] = { "https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY" };
+                for (size_t i = 0; i < ELEMENTSOF(proxy_variables) && isempty(s); i++)
+                        s = getenv(proxy_variables[i]);
+        }
         if (!isempty(s)) {
                 r = upstream_parse(s, true, &g->proxy);
                 /* not echoed: a proxy URL may carry a password */
                 if (r < 0 || g->proxy.tls)
-                        return gateway_fail_config(g, "egress.upstream_proxy is not an http://HOST:PORT URL");
+                        return gateway_fail_config(g, "the upstream proxy (egress.upstream_proxy, or the service's "
+                                                   "https_proxy/http_proxy) is not an http://HOST:PORT URL");
         }
 
         g->tls = SSL_CTX_new(TLS_client_method());

@@ -92,6 +92,8 @@ EOF
 cat >"$cfg/channels.d/proxied.json" <<EOF
 { "egress": { "upstream_proxy": "http://198.51.100.2:8080", "rules": [ { "host": "far.test", "decision": "allow" } ] } }
 EOF
+# ...and the same proxy taken from the service's environment, as a host behind a proxy sets it.
+echo '{ "egress": { "rules": [ { "host": "far.test", "decision": "allow" } ] } }' >"$cfg/channels.d/envproxy.json"
 chmod 0644 "$cfg"/*.json "$cfg"/channels.d/*.json "$cfg"/*.pem "$cfg"/*.key "$cfg/egress-upstream.py"
 
 in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
@@ -276,6 +278,12 @@ out=$(in_ct loop run -q proxied "scenario:sh $curl_proxy https://far.test/hello"
 like "$out" "hello from upstream far.test" "with egress.upstream_proxy the gateway reaches it through the host's proxy" || diag "$out"
 like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=far.test)" "LOOP_ADDRESS=203.0.113.50" \
         "...tunnelling to the address it resolved and checked itself"
+
+in_ct sh -c 'mkdir -p /run/systemd/system/loop-gateway@envproxy.service.d &&
+             printf "[Service]\nEnvironment=https_proxy=http://198.51.100.2:8080\n" \
+                     >/run/systemd/system/loop-gateway@envproxy.service.d/proxy.conf && systemctl daemon-reload'
+out=$(in_ct loop run -q envproxy "scenario:sh $curl_proxy https://far.test/hello" 2>&1)
+like "$out" "hello from upstream far.test" "without egress.upstream_proxy the gateway uses the https_proxy of its environment" || diag "$out"
 
 # --- no secret in the journal -------------------------------------------------------------------------
 n=$(in_ct journalctl -o export | grep -c -a -F -e "$API_KEY" -e "$GH_SECRET")
