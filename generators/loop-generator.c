@@ -26,6 +26,12 @@
  *                                                 the credential "policy"; the service puts the
  *                                                 built-in rules after them
  *
+ * and, when the channel's egress gateway is on (egress.enabled, the default),
+ *
+ *   loop.target.wants/loop-gateway@NAME.socket    the agents' only way out
+ *   loop-gateway@NAME.service.d/50-channel.conf   LoadCredential= of the file below
+ *   loop-gateway@NAME.service.d/egress.json       the egress policy and the real credentials, 0600
+ *
  * where SNAME is NAME escaped as systemd-escape does (a "-" would otherwise make a sub-slice). With at least
  * one channel generated, also
  *
@@ -40,6 +46,7 @@
 #include "config-build.h"
 #include "config.h"
 #include "dockerproxy-policy.h"
+#include "egress-policy.h"
 #include "log.h"
 #include "unit-name.h"
 
@@ -48,6 +55,7 @@
 #define GATE_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gate@.socket"
 #define GATE_ADMIN_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gate-admin@.socket"
 #define DOCKERPROXY_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-dockerproxy@.socket"
+#define GATEWAY_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gateway@.socket"
 #define RECONCILE_TIMER LOOP_UNITDIR "/loop-reconcile.timer"
 
 /* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. systemd ignores assignments
@@ -468,6 +476,80 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *escape
         return write_wants_symlink(dir_fd, c, "loop-dockerproxy", "socket", DOCKERPROXY_SOCKET_TEMPLATE);
 }
 
+/* The egress gateway gets its policy and the real credentials as one credential file only root can read;
+ * the service sees it under $CREDENTIALS_DIRECTORY, never in its environment. A policy that does not
+ * compile is written anyway: the gateway then refuses everything and journals why (fail closed), which an
+ * operator finds where they look first. */
+static int generate_gateway(int dir_fd, const Channel *c, const char *escaped_path, const char *output_dir) {
+        _cleanup_(json_object_putp) json_object *doc = json_object_new_object();
+        _cleanup_free_ char *dir = NULL, *name = NULL, *cred = NULL, *cred_path = NULL, *escaped = NULL;
+        json_object *egress;
+        const char *text;
+        FILE *f;
+        int r;
+
+        if (string_has_control(output_dir) || !utf8_is_valid(output_dir) || output_dir[0] != '/')
+                return log_error_errno(EINVAL, "Output dir %s cannot be named in a unit file, no egress gateway for %s.",
+                                       output_dir, c->name);
+        if (!doc)
+                return log_oom();
+        if (json_object_object_get_ex(c->config.json, "egress", &egress) &&
+            json_object_object_add(doc, "egress", json_object_get(egress)) < 0)
+                return log_oom();
+        if (!isempty(c->config.claude_code_oauth_token) &&
+            json_object_object_add(doc, "claude_code_oauth_token", json_object_new_string(c->config.claude_code_oauth_token)) < 0)
+                return log_oom();
+        if (!isempty(c->config.anthropic_api_key) &&
+            json_object_object_add(doc, "anthropic_api_key", json_object_new_string(c->config.anthropic_api_key)) < 0)
+                return log_oom();
+        {
+                _cleanup_(egress_policy_freep) EgressPolicy *p = NULL;
+                _cleanup_free_ char *error = NULL, *api_host = NULL;
+                if (egress_config_api_host(c->config.json, &api_host) < 0 ||
+                    egress_policy_compile(json_object_object_get_ex(c->config.json, "egress", &egress) ? egress : NULL,
+                                          api_host, &p, &error) < 0)
+                        log_error("%s: the egress policy does not compile, the gateway of channel %s will refuse every "
+                                  "request: %s", c->path, c->name, strna(error));
+        }
+
+        if (asprintf(&dir, "loop-gateway@%s.service.d", c->name) < 0 ||
+            asprintf(&name, "%s/50-channel.conf", dir) < 0 ||
+            asprintf(&cred, "%s/egress.json", dir) < 0 ||
+            asprintf(&cred_path, "%s/%s", output_dir, cred) < 0)
+                return log_oom();
+        escaped = specifier_escape(cred_path);
+        if (!escaped)
+                return log_oom();
+        r = mkdirat_exist_ok(dir_fd, dir);
+        if (r < 0)
+                return r;
+
+        r = file_create(dir_fd, cred, 0600, &f);
+        if (r < 0)
+                return r;
+        text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        fputs(text, f);
+        r = unit_file_finish(f, cred);
+        if (r < 0)
+                return r;
+
+        r = unit_file_create(dir_fd, name, &f);
+        if (r < 0)
+                return r;
+        fprintf(f,
+                "[Unit]\n"
+                "SourcePath=%s\n"
+                "\n"
+                "[Service]\n"
+                "Environment=LOOP_CHANNEL=%s\n"
+                "LoadCredential=egress.json:%s\n",
+                escaped_path, c->name, escaped);
+        r = unit_file_finish(f, name);
+        if (r < 0)
+                return r;
+        return write_wants_symlink(dir_fd, c, "loop-gateway", "socket", GATEWAY_SOCKET_TEMPLATE);
+}
+
 static int generate_channel(int dir_fd, const Channel *c, const char *config_dir_env, const char *output_dir) {
         _cleanup_free_ char *escaped_path = NULL;
         int r;
@@ -487,6 +569,11 @@ static int generate_channel(int dir_fd, const Channel *c, const char *config_dir
         r = write_wants_symlink(dir_fd, c, "loop-agent", "path", AGENT_PATH_TEMPLATE);
         if (r < 0)
                 return r;
+        if (egress_config_enabled(c->config.json)) {
+                r = generate_gateway(dir_fd, c, escaped_path, output_dir);
+                if (r < 0)
+                        return r;
+        }
         if (c->config.gates.agentgate.enabled) {
                 r = generate_gate(dir_fd, c, escaped_path, output_dir);
                 if (r < 0)

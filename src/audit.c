@@ -46,6 +46,8 @@ static const struct {
         [AUDIT_GATE_DECISION]        = { "gate-decision",        "1c67da5fa187464598968c5d0c4d6ccd" },
         [AUDIT_GATE_AUDIT_DROPPED]   = { "gate-audit-dropped",   "310a10fada534a7d93b9fbe9549b2cf2" },
         [AUDIT_DOCKERPROXY_REQUEST]  = { "dockerproxy-request",  "26a10ae3739a4d5181b59cd9f48a917f" },
+        [AUDIT_GATEWAY_REQUEST]      = { "gateway-request",      "2a348c56c2a442e385ec9c08d6be8992" },
+        [AUDIT_GATEWAY_FAILED]       = { "gateway-failed",       "83d2dd1882844e24bc53aec0a867aff8" },
 };
 
 /* The fields audit_log() fills itself; an extra field may not name one of them. */
@@ -63,7 +65,8 @@ static const char * const audit_secret_name_parts[] = {
 static char *audit_secrets[AUDIT_SECRETS_MAX];
 static size_t audit_secret_lengths[AUDIT_SECRETS_MAX];
 static size_t audit_n_secrets;
-static pthread_mutex_t audit_secrets_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: log_internal() redacts through audit_redact(), and audit_log() may log while it holds it. */
+static pthread_mutex_t audit_secrets_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
 const char *audit_event_to_string(AuditEvent e) {
         if (e < 0 || e >= _AUDIT_EVENT_MAX)
@@ -233,6 +236,18 @@ static void audit_entry_done(AuditEntry *e) {
         for (size_t i = 0; i < e->n; i++)
                 e->fields[i].value = mfree(e->fields[i].value);
         e->n = 0;
+}
+
+int audit_redact(const char *value, char **ret) {
+        int r = 0;
+
+        pthread_mutex_lock(&audit_secrets_lock);
+        if (audit_n_secrets > 0) {
+                *ret = redact_dup(value);
+                r = *ret ? 1 : -ENOMEM;
+        }
+        pthread_mutex_unlock(&audit_secrets_lock);
+        return r;
 }
 
 /* Adds a field, redacting its value. Called with audit_secrets_lock held. */

@@ -19,6 +19,7 @@ typedef enum AuditEvent {
         AUDIT_RUNNER_STARTED, AUDIT_RUNNER_STOPPED,
         AUDIT_GATE_PENDING, AUDIT_GATE_DECISION, AUDIT_GATE_AUDIT_DROPPED,
         AUDIT_DOCKERPROXY_REQUEST,
+        AUDIT_GATEWAY_REQUEST, AUDIT_GATEWAY_FAILED,
         _AUDIT_EVENT_MAX,
         _AUDIT_EVENT_INVALID = -EINVAL,
 } AuditEvent;
@@ -51,6 +52,10 @@ const char *audit_event_message_id(AuditEvent e);       /* 32 hex chars */
  * Returns 1 when added, 0 when ignored or already known, -E2BIG when the table is full, -ENOMEM. */
 int audit_add_secret(const char *value);
 void audit_clear_secrets(void);
+
+/* A copy of value with every registered secret replaced by AUDIT_REDACTED, in *ret: returns 1; 0 (and
+ * *ret untouched) when no secret is registered; -ENOMEM. log.c runs every log message through it. */
+int audit_redact(const char *value, char **ret);
 
 /* Whether an extra field's name marks its value as secret (contains TOKEN, KEY, SECRET, PASSWORD or
  * AUTHORIZATION, in any case). */

@@ -6,6 +6,7 @@
 
 #include "config-build.h"
 #include "config-schema.h"
+#include "egress-policy.h"
 #include "log.h"
 #include "strv.h"
 
@@ -379,6 +380,72 @@ static const char *check_webhook_url(const char *v) {
         return NULL;
 }
 
+static const char *check_egress_host(const char *v) {
+        return egress_host_pattern_is_valid(v) ? NULL : "is not a host name, *.suffix or *";
+}
+
+static const char *check_egress_registry(const char *v) {
+        return egress_host_pattern_is_valid(v) && !streq(v, "*") ? NULL : "is not a host name or *.suffix";
+}
+
+static const char *check_egress_decision(const char *v) {
+        return egress_decision_from_string(v) < 0 ? "must be one of \"allow\", \"deny\", \"credential\"" : NULL;
+}
+
+/* The model API behind the API pass-through: https://HOST[:PORT] (http:// only for tests on loopback). */
+static const char *check_egress_upstream(const char *v) {
+        const char *rest;
+
+        if (isempty(v))
+                return NULL;
+        rest = startswith(v, "https://") ?: startswith(v, "http://");
+        if (!rest || isempty(rest))
+                return "must be an https:// URL";
+        for (const char *p = rest; *p; p++)
+                if (*p <= ' ' || *p == 0x7f || *p == '@' || *p == '?' || *p == '#')
+                        return "must be a plain https://HOST[:PORT][/PATH] URL";
+        return NULL;
+}
+
+/* The host's own HTTP proxy, which the gateway asks for tunnels: http://HOST:PORT. */
+static const char *check_egress_proxy(const char *v) {
+        if (isempty(v))
+                return NULL;
+        if (!startswith(v, "http://"))
+                return "must be an http://HOST:PORT URL";
+        return check_webhook_url(v);
+}
+
+static const Field egress_credential_fields[] = {
+        { .key = "header", .type = FIELD_STRING, .scope = SCOPE_CONFIG, .check = check_nonempty, .required = true },
+        { .key = "dummy", .type = FIELD_STRING, .scope = SCOPE_CONFIG, .check = check_single_line, .required = true },
+        { .key = "secret", .type = FIELD_STRING, .scope = SCOPE_CONFIG, .check = check_single_line, .required = true, .secret = true },
+};
+static const Schema egress_credential_schema = SCHEMA("egress credential", egress_credential_fields);
+
+static const Field egress_rule_fields[] = {
+        { .key = "host", .type = FIELD_STRING, .scope = SCOPE_CONFIG, .check = check_egress_host, .required = true },
+        { .key = "ports", .type = FIELD_UINTV, .scope = SCOPE_CONFIG, .min = 1, .max = 65535 },
+        STRV("methods", SCOPE_CONFIG, check_method),
+        STRV("paths", SCOPE_CONFIG, check_regex),
+        { .key = "decision", .type = FIELD_STRING, .scope = SCOPE_CONFIG, .check = check_egress_decision, .required = true },
+        OBJECT("credential", SCOPE_CONFIG, egress_credential_schema),
+        STR("message", SCOPE_CONFIG, check_single_line),
+};
+static const Schema egress_rule_schema = SCHEMA("egress rule", egress_rule_fields);
+
+/* Not in project files: the agent writes those. */
+static const Field egress_fields[] = {
+        BOOL("enabled", SCOPE_CONFIG),
+        STR("api_upstream", SCOPE_CONFIG, check_egress_upstream),
+        BOOL("allow_api", SCOPE_CONFIG),
+        STRV("registries", SCOPE_CONFIG, check_egress_registry),
+        ARRAY("rules", SCOPE_CONFIG, egress_rule_schema),
+        STR("upstream_proxy", SCOPE_CONFIG, check_egress_proxy),
+        STR("ca_file", SCOPE_CONFIG, check_optional_absolute_path),
+};
+static const Schema egress_schema = SCHEMA("egress", egress_fields);
+
 static const Field gates_fields[] = {
         OBJECT("rate_limits", SCOPE_CONFIG, rate_limits_schema),
         OBJECT("audit", SCOPE_CONFIG, audit_schema),
@@ -452,6 +519,7 @@ static const Field root_fields[] = {
         OBJECT("mcp", SCOPE_ALL, mcp_schema),
         OBJECT("browser", SCOPE_ALL, browser_schema),
         OBJECT("gates", SCOPE_ALL, gates_schema),
+        OBJECT("egress", SCOPE_CONFIG, egress_schema),
         OBJECT("permissions", SCOPE_ALL, permissions_schema),
         OBJECT("engine", SCOPE_CONFIG, engine_schema),
         STR("description", SCOPE_CHANNEL, check_description),
@@ -498,6 +566,7 @@ static const char *field_type_describe(FieldType t) {
         case FIELD_ENV_MAP:  return "an object";
         case FIELD_ARRAY:    return "an array of objects";
         case FIELD_DECISION: return "one of \"allow\", \"deny\", \"approve\"";
+        case FIELD_UINTV:    return "an array of non-negative integers";
         }
         return "?";
 }
@@ -710,6 +779,30 @@ static int validate_value(Validator *v, const Field *f, json_object *val, const 
                                 r = problem(v, true, k, "must be a string, not %s", json_type_describe(e));
                         else
                                 r = validate_string(v, f, e, k);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+
+        case FIELD_UINTV: {
+                size_t n;
+                if (t != json_type_array)
+                        break;
+                n = json_object_array_length(val);
+                if (n > CONFIG_LIST_MAX)
+                        return problem(v, true, key, "has more than %u elements", CONFIG_LIST_MAX);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *e = json_object_array_get_idx(val, i);
+                        _cleanup_free_ char *k = key_index(key, i);
+                        if (!k)
+                                return -ENOMEM;
+                        if (json_object_get_type(e) != json_type_int ||
+                            json_object_get_int64(e) < (int64_t) f->min || json_object_get_int64(e) > (int64_t) f->max)
+                                r = problem(v, true, k, "must be an integer between %llu and %llu",
+                                            (unsigned long long) f->min, (unsigned long long) f->max);
+                        else
+                                r = 0;
                         if (r < 0)
                                 return r;
                 }

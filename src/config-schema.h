@@ -20,6 +20,7 @@ typedef enum FieldType {
         FIELD_ENV_MAP,          /* object of VARIABLE -> any scalar JSON value (envs) */
         FIELD_ARRAY,            /* array of objects with the sub schema (rules) */
         FIELD_DECISION,         /* "allow" | "deny" | "approve" */
+        FIELD_UINTV,            /* array of integers in min..max (egress rule ports) */
 } FieldType;
 
 /* Where a field may appear. */

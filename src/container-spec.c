@@ -1094,6 +1094,32 @@ static int builder_add_config_envs(PlanBuilder *b, char ***env) {
         return 0;
 }
 
+/* The agent behind the egress gateway: it holds only the dummy key, and its one way out is the relay
+ * on its own loopback (the container has no other interface). */
+static int builder_egress_env(const LoopConfig *c, char ***env) {
+        char proxy_url[64], api_url[64];
+        int r = 0;
+
+        (void) snprintf(proxy_url, sizeof proxy_url, "http://127.0.0.1:%d", EGRESS_RELAY_PROXY_PORT);
+        (void) snprintf(api_url, sizeof api_url, "http://127.0.0.1:%d", EGRESS_RELAY_API_PORT);
+
+        if (!isempty(c->claude_code_oauth_token))
+                r = env_push(env, "CLAUDE_CODE_OAUTH_TOKEN", EGRESS_DUMMY_KEY);
+        else
+                r = env_push(env, "ANTHROPIC_API_KEY", EGRESS_DUMMY_KEY);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(proxy_variables); i++)
+                if ((r = env_push(env, proxy_variables[i], proxy_url)) < 0)
+                        return r;
+        for (size_t i = 0; i < ELEMENTSOF(no_proxy_variables); i++)
+                if ((r = env_push(env, no_proxy_variables[i], "localhost,127.0.0.1,::1")) < 0)
+                        return r;
+        if ((r = env_push(env, "ANTHROPIC_BASE_URL", api_url)) < 0)
+                return r;
+        return env_push(env, "LOOP_EGRESS_ENABLED", "1");
+}
+
 static int builder_build_env(PlanBuilder *b, char ***ret) {
         _cleanup_strv_free_ char **env = NULL;
         const ContainerInput *in = b->in;
@@ -1123,7 +1149,11 @@ static int builder_build_env(PlanBuilder *b, char ***ret) {
         }
 
         /* The Chrome sidecar renders untrusted pages: it gets no credential and none of the user's envs. */
-        if (agent) {
+        if (agent && in->egress_gateway) {
+                r = builder_egress_env(c, &env);
+                if (r < 0)
+                        return r;
+        } else if (agent) {
                 r = 0;
                 if (!isempty(c->claude_code_oauth_token))
                         r = env_push(&env, "CLAUDE_CODE_OAUTH_TOKEN", c->claude_code_oauth_token);
@@ -1133,7 +1163,7 @@ static int builder_build_env(PlanBuilder *b, char ***ret) {
                         return r;
         }
 
-        for (size_t i = 0; i < ELEMENTSOF(proxy_variables); i++) {
+        for (size_t i = 0; !(agent && in->egress_gateway) && i < ELEMENTSOF(proxy_variables); i++) {
                 _cleanup_free_ char *v = NULL;
                 const char *host = env_lookup(in->host_env, proxy_variables[i]);
 
@@ -1278,8 +1308,13 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
             (r = json_add(hc, "Init", json_object_new_boolean(false))) < 0)
                 return r;
 
+        /* No interface but loopback: the agent's way out is `loop relay` and the egress gateway. */
+        if (in->egress_gateway && in->type != CONTAINER_CHROME &&
+            (r = json_add(hc, "NetworkMode", json_object_new_string("none"))) < 0)
+                return r;
+
         /* Podman adds host.containers.internal itself, and 4.3 does not know "host-gateway". */
-        if (in->engine == ENGINE_DOCKER) {
+        if (in->engine == ENGINE_DOCKER && !(in->egress_gateway && in->type != CONTAINER_CHROME)) {
                 _cleanup_free_ char *h = NULL;
                 const char *l[1];
 

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "egress-policy.h"
 #include "engine.h"
 
 #define CONTAINER_NAME_BASE_MAX 40U
@@ -88,7 +89,14 @@ typedef struct ContainerInput {
                                                  * agent's sessions live there); NULL: a volume per container */
         const char *cgroup_parent;              /* the channel's slice under systemd, else NULL */
         const char *owner;                      /* label loop-owner: "service" (the channel's runner), "cli" */
+        bool egress_gateway;                    /* agent containers: no network; out only through `loop relay`
+                                                 * and the channel's egress gateway (see container_egress_env) */
 } ContainerInput;
+
+/* The relay's ports on the container's loopback and what the agent is told about them. */
+#define EGRESS_RELAY_PROXY_PORT 3128
+#define EGRESS_RELAY_API_PORT 2376
+#define EGRESS_DUMMY_KEY EGRESS_DUMMY_KEY_BUILTIN
 
 typedef struct ContainerPlan {
         json_object *body;              /* POST /containers/create body */
@@ -105,7 +113,11 @@ typedef struct ContainerPlan {
  * the work dir (or parent_dir when the work dir is inside it), extra dirs, extra_binds. Labels app=loop-agent,
  * loop-channel, loop-type. HostConfig: memory, NanoCpus, PidsLimit, CapDrop ALL plus only what the
  * entrypoint needs to drop privileges (CHOWN, DAC_OVERRIDE, FOWNER, SETUID, SETGID, SETPCAP), no-new-privileges, read-only rootfs with tmpfs /tmp and /run,
- * ExtraHosts for Docker, CgroupParent. */
+ * ExtraHosts for Docker, CgroupParent.
+ * With egress_gateway (agent containers): NetworkMode none and no ExtraHosts; the credential is the dummy
+ * EGRESS_DUMMY_KEY; HTTP_PROXY, HTTPS_PROXY (and lower case) name the relay, NO_PROXY loopback, and
+ * ANTHROPIC_BASE_URL the relay's API port; the host's proxy variables are not forwarded (the gateway uses
+ * them); LOOP_EGRESS_ENABLED=1 tells the entrypoint to start `loop relay`. */
 int container_plan_build(const ContainerInput *in, ContainerPlan **ret);
 ContainerPlan *container_plan_free(ContainerPlan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ContainerPlan *, container_plan_free);

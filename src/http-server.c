@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <arpa/inet.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
 
@@ -11,6 +13,7 @@
 void http_request_done(HttpRequest *r) {
         free(r->method);
         free(r->target);
+        free(r->host);
         free(r->path);
         free(r->query);
         for (size_t i = 0; i < r->n_headers; i++) {
@@ -30,8 +33,8 @@ static bool char_is_tchar(char c) {
 
 /* Visible characters and obs-text (bytes >= 0x80) as a request target may hold them: no space, no
  * controls. Non-ASCII is not valid in a target either. */
-static bool target_is_valid(const char *s, size_t n) {
-        if (n == 0 || s[0] != '/')
+static bool target_is_valid(const char *s, size_t n, bool proxy_forms) {
+        if (n == 0 || (s[0] != '/' && !proxy_forms))
                 return false;
         for (size_t i = 0; i < n; i++)
                 if ((unsigned char) s[i] <= 0x20 || (unsigned char) s[i] >= 0x7f)
@@ -95,7 +98,119 @@ static int parse_content_length(const char *v, size_t *ret) {
         return 0;
 }
 
-static int parse_request_line(const char *line, size_t n, HttpRequest *r, int *ret_status) {
+/* host[:port] with host a reg-name, an IPv4 address or an [IPv6] literal; no userinfo. */
+static int parse_authority(const char *s, size_t n, bool port_required, uint16_t default_port,
+                           HttpRequest *r) {
+        const char *host, *port = NULL, *end = s + n;
+        size_t host_len;
+
+        if (n == 0)
+                return -EBADMSG;
+        if (s[0] == '[') {
+                const char *close = memchr(s, ']', n);
+                if (!close)
+                        return -EBADMSG;
+                host = s + 1;
+                host_len = (size_t) (close - host);
+                if (close + 1 < end) {
+                        if (close[1] != ':')
+                                return -EBADMSG;
+                        port = close + 2;
+                }
+        } else {
+                const char *colon = memchr(s, ':', n);
+                host = s;
+                host_len = colon ? (size_t) (colon - s) : n;
+                if (colon)
+                        port = colon + 1;
+        }
+        if (host_len == 0 || host_len > HTTP_HOST_MAX)
+                return -EBADMSG;
+
+        if (port) {
+                unsigned v = 0;
+                if (port == end || end - port > 5)
+                        return -EBADMSG;
+                for (const char *p = port; p < end; p++) {
+                        if (*p < '0' || *p > '9')
+                                return -EBADMSG;
+                        v = v * 10 + (unsigned) (*p - '0');
+                }
+                if (v == 0 || v > 65535)
+                        return -EBADMSG;
+                r->port = (uint16_t) v;
+        } else if (port_required)
+                return -EBADMSG;
+        else
+                r->port = default_port;
+
+        r->host = strndup(host, host_len);
+        if (!r->host)
+                return -ENOMEM;
+        if (s[0] == '[') {
+                struct in6_addr a;
+                if (inet_pton(AF_INET6, r->host, &a) != 1)
+                        return -EBADMSG;
+        } else
+                for (char *c = r->host; *c; c++) {
+                        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '.' || *c == '_' ||
+                              (*c >= 'A' && *c <= 'Z')))
+                                return -EBADMSG;
+                        if (*c >= 'A' && *c <= 'Z')
+                                *c = (char) (*c - 'A' + 'a');
+                }
+        return 0;
+}
+
+/* Fills r->form, r->host, r->port and the path of a proxy's request target. */
+static int parse_proxy_target(HttpRequest *r, int *ret_status) {
+        const char *t = r->target, *rest, *slash;
+        int q;
+
+        if (streq(r->method, "CONNECT")) {
+                r->form = HTTP_TARGET_AUTHORITY;
+                q = parse_authority(t, strlen(t), true, 0, r);
+                if (q == -ENOMEM)
+                        return fail(500, q, ret_status);
+                if (q < 0)
+                        return fail(400, q, ret_status);
+                r->path = strdup("");
+                return r->path ? 0 : fail(500, -ENOMEM, ret_status);
+        }
+        if (t[0] == '/') {
+                r->form = HTTP_TARGET_ORIGIN;
+                return 0;
+        }
+        /* Only http:// travels as absolute-form; https goes through CONNECT. */
+        rest = startswith(t, "http://");
+        if (!rest)
+                return fail(400, -EBADMSG, ret_status);
+        r->form = HTTP_TARGET_ABSOLUTE;
+        slash = rest + strcspn(rest, "/?#");
+        if (*slash == '#' || memchr(rest, '@', (size_t) (slash - rest)))
+                return fail(400, -EBADMSG, ret_status);
+        q = parse_authority(rest, (size_t) (slash - rest), false, 80, r);
+        if (q == -ENOMEM)
+                return fail(500, q, ret_status);
+        if (q < 0)
+                return fail(400, q, ret_status);
+        if (*slash == '?') {
+                if (asprintf(&r->path, "/") < 0 || !(r->query = strdup(slash + 1)))
+                        return fail(500, -ENOMEM, ret_status);
+                return 0;
+        }
+        if (*slash == 0)
+                r->path = strdup("/");
+        else {
+                const char *qm = strchr(slash, '?');
+                r->path = qm ? strndup(slash, (size_t) (qm - slash)) : strdup(slash);
+                if (r->path && qm && !(r->query = strdup(qm + 1)))
+                        return fail(500, -ENOMEM, ret_status);
+        }
+        return r->path ? 0 : fail(500, -ENOMEM, ret_status);
+}
+
+static int parse_request_line(const char *line, size_t n, HttpRequest *r, bool proxy_forms, int *ret_status) {
         const char *sp1, *sp2, *version;
         size_t version_len;
 
@@ -108,7 +223,7 @@ static int parse_request_line(const char *line, size_t n, HttpRequest *r, int *r
         sp2 = memchr(sp1 + 1, ' ', n - (size_t) (sp1 + 1 - line));
         if (!sp2)
                 return fail(400, -EBADMSG, ret_status);
-        if (!target_is_valid(sp1 + 1, (size_t) (sp2 - sp1 - 1)))
+        if (!target_is_valid(sp1 + 1, (size_t) (sp2 - sp1 - 1), proxy_forms))
                 return fail(400, -EBADMSG, ret_status);
         version = sp2 + 1;
         version_len = n - (size_t) (version - line);
@@ -123,6 +238,12 @@ static int parse_request_line(const char *line, size_t n, HttpRequest *r, int *r
         r->target = strndup(sp1 + 1, (size_t) (sp2 - sp1 - 1));
         if (!r->method || !r->target)
                 return fail(500, -ENOMEM, ret_status);
+
+        if (proxy_forms) {
+                int q = parse_proxy_target(r, ret_status);
+                if (q < 0 || r->form != HTTP_TARGET_ORIGIN)
+                        return q;
+        }
 
         const char *q = strchr(r->target, '?');
         r->path = q ? strndup(r->target, (size_t) (q - r->target)) : strdup(r->target);
@@ -286,6 +407,8 @@ static void limits_fill(const HttpLimits *limits, HttpLimits *l) {
                 .headers_max = limits && limits->headers_max ? limits->headers_max : HTTP_HEADERS_MAX_DEFAULT,
                 .body_size_max = limits && limits->body_size_max ? limits->body_size_max : HTTP_BODY_SIZE_MAX_DEFAULT,
                 .chunked = limits && limits->chunked,
+                .proxy_forms = limits && limits->proxy_forms,
+                .head_only = limits && limits->head_only,
         };
 }
 
@@ -350,7 +473,7 @@ static int parse_head(const char *buf, size_t size, const HttpLimits *l, HttpReq
         }
 
         line_end = memmem(buf, head_size, "\r\n", 2);
-        r_ = parse_request_line(buf, (size_t) (line_end - buf), &r, ret_status);
+        r_ = parse_request_line(buf, (size_t) (line_end - buf), &r, l->proxy_forms, ret_status);
         if (r_ < 0)
                 return r_;
         for (p = line_end + 2; p < end + 2; p = line_end + 2) {
@@ -383,6 +506,7 @@ static int parse_head(const char *buf, size_t size, const HttpLimits *l, HttpReq
                 r.keep_alive = v && token_list_contains(v, "keep-alive");
         r.chunked = chunked;
 
+        r.content_length = body_size;
         *ret = r;
         r = (HttpRequest) {};
         *ret_skipped = skipped;
@@ -430,6 +554,17 @@ int http_request_parse(const char *buf, size_t size, const HttpLimits *limits,
                 return r_;
         buf += skipped;
         size -= skipped;
+
+        if (l.head_only) {
+                /* The body (content_length bytes) stays in the buffer for the caller to stream. */
+                r.body = strdup("");
+                if (!r.body)
+                        return fail(500, -ENOMEM, ret_status);
+                *ret = r;
+                r = (HttpRequest) {};
+                *ret_consumed = skipped + head_size;
+                return 1;
+        }
 
         if (r.chunked) {
                 HttpChunked c = { .data_max = l.body_size_max };

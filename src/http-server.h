@@ -13,7 +13,12 @@
  * "Transfer-Encoding: chunked" on an HTTP/1.1 request without Content-Length is decoded (anything else is
  * 400 or 501: the request smuggling shapes), chunks strictly as RFC 9112 7.1 without extensions or
  * trailers. Everything is capped by HttpLimits; a request over a cap is answered with 413 or 431 instead
- * of being buffered. */
+ * of being buffered.
+ *
+ * For a forward proxy (the egress gateway) HttpLimits.proxy_forms also accepts the authority-form of
+ * CONNECT ("CONNECT host:port") and the absolute-form of http:// targets ("GET http://host[:port]/p"),
+ * which fill HttpRequest.host and .port; and HttpLimits.head_only returns as soon as the head is complete,
+ * leaving the body (content_length bytes) to be streamed by the caller. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,7 +41,17 @@ typedef struct HttpLimits {
         size_t headers_max;
         size_t body_size_max;
         bool chunked;                   /* decode chunked bodies instead of answering 501 */
+        bool proxy_forms;               /* accept CONNECT authority-form and http:// absolute-form targets */
+        bool head_only;                 /* complete once the head is; the body stays in the buffer */
 } HttpLimits;
+
+typedef enum HttpTargetForm {
+        HTTP_TARGET_ORIGIN,             /* "/path?query" */
+        HTTP_TARGET_AUTHORITY,          /* "host:port", CONNECT only */
+        HTTP_TARGET_ABSOLUTE,           /* "http://host[:port]/path?query" */
+} HttpTargetForm;
+
+#define HTTP_HOST_MAX 253U
 
 typedef struct HttpHeader {
         char *name;                     /* as sent */
@@ -45,14 +60,18 @@ typedef struct HttpHeader {
 
 typedef struct HttpRequest {
         char *method;
-        char *target;                   /* origin-form: "/path?query" */
-        char *path;                     /* target without the query */
+        char *target;                   /* as sent */
+        HttpTargetForm form;
+        char *host;                     /* authority and absolute forms: lower case, IPv6 without brackets */
+        uint16_t port;                  /* authority and absolute forms (absolute default: 80) */
+        char *path;                     /* target without the query ("/..." also for the absolute form) */
         char *query;                    /* after "?", or NULL */
         unsigned version_minor;         /* HTTP/1.0 or HTTP/1.1 */
         HttpHeader *headers;
         size_t n_headers;
         char *body;                     /* NUL-terminated for convenience (body_size excludes it); never NULL */
         size_t body_size;
+        size_t content_length;          /* the Content-Length sent (0 if none); with head_only not in body */
         bool keep_alive;                /* the connection may carry another request after the response */
         bool chunked;                   /* the body came chunked (body holds it decoded) */
 } HttpRequest;

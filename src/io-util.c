@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "io-util.h"
@@ -136,4 +138,171 @@ int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid) {
         if (geteuid() == 0 && chown(p, uid, gid) < 0)
                 return -errno;
         return 0;
+}
+
+typedef struct PumpDirection {
+        int from, to;
+        int pipe[2];                    /* splice(): from -> pipe -> to, no copy through user space */
+        size_t in_pipe;
+        char *buf;                      /* the fallback where splice() is refused */
+        size_t start, end;              /* buf[start..end) read, not yet written */
+        bool eof;                       /* read side ended; to's write side shut down once drained */
+        bool shut;
+        uint64_t moved;
+} PumpDirection;
+
+static size_t pump_pending(const PumpDirection *d) {
+        return d->in_pipe + (d->end - d->start);
+}
+
+static int pump_step_splice(PumpDirection *d, short revents_from, short revents_to) {
+        ssize_t k;
+
+        if (d->in_pipe == 0 && !d->eof && (revents_from & (POLLIN | POLLHUP | POLLERR))) {
+                k = splice(d->from, NULL, d->pipe[1], NULL, IO_PUMP_BUFFER_SIZE, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (k < 0) {
+                        if (errno != EINTR && errno != EAGAIN)
+                                return -errno;
+                } else if (k == 0)
+                        d->eof = true;
+                else
+                        d->in_pipe = (size_t) k;
+        }
+        if (d->in_pipe > 0 && (revents_to & (POLLOUT | POLLERR | POLLHUP))) {
+                k = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (k < 0) {
+                        if (errno != EINTR && errno != EAGAIN)
+                                return -errno;
+                } else {
+                        d->in_pipe -= (size_t) k;
+                        d->moved += (uint64_t) k;
+                }
+        }
+        return 0;
+}
+
+static int pump_step_copy(PumpDirection *d, short revents_from, short revents_to) {
+        ssize_t k;
+
+        if (d->start == d->end && !d->eof && (revents_from & (POLLIN | POLLHUP | POLLERR))) {
+                k = read(d->from, d->buf, IO_PUMP_BUFFER_SIZE);
+                if (k < 0) {
+                        if (errno != EINTR && errno != EAGAIN)
+                                return -errno;
+                } else if (k == 0)
+                        d->eof = true;
+                else {
+                        d->start = 0;
+                        d->end = (size_t) k;
+                }
+        }
+        if (d->start < d->end && (revents_to & (POLLOUT | POLLERR | POLLHUP))) {
+                k = send(d->to, d->buf + d->start, d->end - d->start, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (k < 0) {
+                        if (errno != EINTR && errno != EAGAIN)
+                                return -errno;
+                } else {
+                        d->start += (size_t) k;
+                        d->moved += (uint64_t) k;
+                }
+        }
+        return 0;
+}
+
+static int pump_step(PumpDirection *d, short revents_from, short revents_to) {
+        int r = d->pipe[0] >= 0 ? pump_step_splice(d, revents_from, revents_to) : pump_step_copy(d, revents_from, revents_to);
+
+        if (r < 0)
+                return r;
+        if (d->eof && pump_pending(d) == 0 && !d->shut) {
+                (void) shutdown(d->to, SHUT_WR);
+                d->shut = true;
+        }
+        return 0;
+}
+
+static void pump_direction_drop(PumpDirection *d) {
+        d->eof = d->shut = true;
+        d->start = d->end = 0;
+        d->in_pipe = 0;
+}
+
+int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *ret_b_to_a) {
+        _cleanup_free_ char *buf = NULL;
+        PumpDirection ab = { .from = a, .to = b, .pipe = { -EBADF, -EBADF } },
+                      ba = { .from = b, .to = a, .pipe = { -EBADF, -EBADF } };
+        int r = 0;
+
+        /* splice() where both ends allow it (sockets do); a plain copy otherwise. Non-blocking from here
+         * on: poll() decides when to move. */
+        (void) fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK);
+        (void) fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
+        if (pipe2(ab.pipe, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(ba.pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+                ab.pipe[0] = safe_close(ab.pipe[0]);
+                ab.pipe[1] = safe_close(ab.pipe[1]);
+                buf = malloc(2 * IO_PUMP_BUFFER_SIZE);
+                if (!buf)
+                        return -ENOMEM;
+                ab.buf = buf;
+                ba.buf = buf + IO_PUMP_BUFFER_SIZE;
+        }
+
+        while (!(ab.shut && ba.shut)) {
+                struct pollfd p[2] = {
+                        { .fd = a, .events = (short) ((!ab.eof && pump_pending(&ab) == 0 ? POLLIN : 0) | (pump_pending(&ba) > 0 ? POLLOUT : 0)) },
+                        { .fd = b, .events = (short) ((!ba.eof && pump_pending(&ba) == 0 ? POLLIN : 0) | (pump_pending(&ab) > 0 ? POLLOUT : 0)) },
+                };
+                int n = poll(p, 2, idle_timeout_ms);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        break;
+                }
+                if (n == 0) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                r = pump_step(&ab, p[0].revents, p[1].revents);
+                if (r == -EINVAL && ab.pipe[0] >= 0 && ab.moved == 0 && ba.moved == 0 && !buf) {
+                        /* splice() refused these fds: copy instead, nothing was moved yet */
+                        buf = malloc(2 * IO_PUMP_BUFFER_SIZE);
+                        if (!buf) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        ab.buf = buf;
+                        ba.buf = buf + IO_PUMP_BUFFER_SIZE;
+                        ab.pipe[0] = safe_close(ab.pipe[0]);
+                        ab.pipe[1] = safe_close(ab.pipe[1]);
+                        ba.pipe[0] = safe_close(ba.pipe[0]);
+                        ba.pipe[1] = safe_close(ba.pipe[1]);
+                        ab.in_pipe = ba.in_pipe = 0;
+                        continue;
+                }
+                if (r >= 0)
+                        r = pump_step(&ba, p[1].revents, p[0].revents);
+                if (r < 0)
+                        break;
+                if ((p[1].revents & POLLERR) || (p[0].revents & POLLERR)) {
+                        r = -ECONNRESET;
+                        break;
+                }
+                /* A peer that is gone entirely (hung up, and its sending side ended) takes nothing more:
+                 * what was meant for it is dropped, what it sent is still delivered. */
+                if ((p[0].revents & POLLHUP) && ab.eof && !ba.shut)
+                        pump_direction_drop(&ba);
+                if ((p[1].revents & POLLHUP) && ba.eof && !ab.shut)
+                        pump_direction_drop(&ab);
+        }
+        safe_close(ab.pipe[0]);
+        safe_close(ab.pipe[1]);
+        safe_close(ba.pipe[0]);
+        safe_close(ba.pipe[1]);
+        if (ret_a_to_b)
+                *ret_a_to_b = ab.moved;
+        if (ret_b_to_a)
+                *ret_b_to_a = ba.moved;
+        return r;
 }

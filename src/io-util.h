@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Reads exactly nbytes unless EOF comes first; returns the number of bytes read or -errno. */
@@ -24,3 +25,11 @@ int write_file_atomic(const char *path, const void *contents, size_t size, mode_
 /* mkdir -p, the last component owned by uid:gid (when run as root) with mode; parents are created 0755.
  * An existing directory is left as it is. */
 int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid);
+
+/* Moves bytes both ways between two connected stream sockets until both directions have ended (EOF on
+ * one side shuts down writing on the other), an error, or idle_timeout_ms without any traffic (-ETIMEDOUT;
+ * < 0: no timeout). splice() through a pipe per direction, a copy through a buffer where the fds refuse
+ * it; at most IO_PUMP_BUFFER_SIZE in flight per direction, so a slow reader throttles its writer. Leaves
+ * both fds non-blocking. The counts, if given, are the bytes moved a->b and b->a, also on failure. */
+#define IO_PUMP_BUFFER_SIZE (64U * 1024U)
+int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *ret_b_to_a);

@@ -7,6 +7,7 @@
 #include <systemd/sd-journal.h>
 
 #include "io-util.h"
+#include "audit.h"
 #include "log.h"
 
 #define LOG_LINE_MAX 2048
@@ -171,6 +172,14 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         va_start(ap, format);
         (void) vsnprintf(buf, sizeof buf, format, ap);
         va_end(ap);
+
+        /* Secrets registered for the audit stream (audit_add_secret()) never reach a log line either. */
+        _cleanup_free_ char *redacted = NULL;
+        int q = audit_redact(buf, &redacted);
+        if (q > 0)
+                (void) snprintf(buf, sizeof buf, "%s", redacted);
+        else if (q < 0)
+                (void) snprintf(buf, sizeof buf, "[a message was dropped: out of memory while redacting it]");
 
         switch (log_target) {
         case LOG_TARGET_NULL:

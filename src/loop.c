@@ -29,6 +29,7 @@ static const Verb verbs[] = {
         { "shell",    verb_shell },
         { "privdrop", verb_privdrop },
         { "syscallwrap", verb_syscallwrap },
+        { "relay",    verb_relay },
 };
 
 static void help(void) {

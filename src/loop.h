@@ -14,6 +14,7 @@ int verb_config(int argc, char *argv[]);
 int verb_channels(int argc, char *argv[]);
 int verb_privdrop(int argc, char *argv[]);
 int verb_syscallwrap(int argc, char *argv[]);
+int verb_relay(int argc, char *argv[]);
 int verb_run(int argc, char *argv[]);
 int verb_image(int argc, char *argv[]);
 int verb_logs(int argc, char *argv[]);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <curl/curl.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -12,7 +13,9 @@
 #include <systemd/sd-daemon.h>
 
 #include "config-build.h"
+#include "curl-buffer.h"
 #include "audit.h"
+#include "egress-policy.h"
 #include "engine-discover.h"
 #include "gate-policy.h"
 #include "gate-token.h"
@@ -586,6 +589,86 @@ static int dockerproxy_prepare(RunContext *ctx, char ***env, char ***binds) {
         return 0;
 }
 
+/* The egress gateway of one agent container (issue: the egress gateway): the container gets no network;
+ * the channel's gateway socket is bind-mounted where `loop relay` (started by the entrypoint) forwards the
+ * agent's connections to. Without the socket (no systemd, or the channel's loop-gateway@.socket is not
+ * running) the agent has no egress at all: fail closed, said once here. */
+#define GATEWAY_CONTAINER_SOCKET "/run/loop/gateway.sock"
+#define GATEWAY_CONTAINER_CA "/run/loop/egress-ca.pem"
+/* Made by the entrypoint: the image's own bundle plus the sandbox CA. */
+#define GATEWAY_CONTAINER_CA_BUNDLE "/run/loop-egress/ca-bundle.pem"
+#define GATEWAY_CA_MAX (64U * 1024U)
+#define GATEWAY_CA_TIMEOUT_SEC 10L
+
+/* The sandbox CA's certificate, asked of the gateway itself (which makes the CA at its first start). */
+static int egress_fetch_ca(const char *sock, char **ret) {
+        CurlBuffer b = { .max = GATEWAY_CA_MAX };
+        CURL *h = curl_easy_init();
+        long status = 0;
+        CURLcode cc;
+
+        if (!h)
+                return -ENOMEM;
+        if (curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, sock) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_URL, "http://localhost/.loop/ca.pem") != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_TIMEOUT, GATEWAY_CA_TIMEOUT_SEC) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, curl_buffer_write) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_WRITEDATA, &b) != CURLE_OK) {
+                curl_easy_cleanup(h);
+                return -ENOMEM;
+        }
+        cc = curl_easy_perform(h);
+        (void) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_cleanup(h);
+        if (cc != CURLE_OK || status != 200 || !b.data || !startswith(b.data, "-----BEGIN CERTIFICATE-----")) {
+                free(b.data);
+                return cc == CURLE_OK ? -EBADMSG : -ECONNREFUSED;
+        }
+        *ret = b.data;
+        return 0;
+}
+
+static int egress_prepare(RunContext *ctx, char ***env, char ***binds) {
+        _cleanup_free_ char *sock = NULL, *bind = NULL, *ca = NULL, *ca_path = NULL;
+        struct stat st;
+        int r;
+
+        if (asprintf(&sock, "%s/%s/gateway.sock", loop_runtime_dir(), ctx->channel) < 0)
+                return log_oom();
+        if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+                log_warning("No egress gateway socket at %s: the agent of channel %s has no network "
+                            "(start loop-gateway@%s.socket, or set egress.enabled to false).", sock, ctx->channel, ctx->channel);
+                return strv_extend(env, "LOOP_GATEWAY_SOCKET=" GATEWAY_CONTAINER_SOCKET) < 0 ? log_oom() : 0;
+        }
+        if (asprintf(&bind, "%s:%s", sock, GATEWAY_CONTAINER_SOCKET) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
+            strv_extend(env, "LOOP_GATEWAY_SOCKET=" GATEWAY_CONTAINER_SOCKET) < 0)
+                return log_oom();
+
+        /* The sandbox CA goes into the agent's trust store, so the hosts the gateway injects credentials
+         * for verify. Without it those hosts fail the agent's own TLS check: closed, not open. */
+        r = egress_fetch_ca(sock, &ca);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot get the sandbox CA from the egress gateway of channel %s, hosts with a "
+                                  "credential will fail TLS in the agent: %m", ctx->channel);
+                return 0;
+        }
+        if (asprintf(&ca_path, "%s/egress-ca.pem", ctx->state_dir) < 0)
+                return log_oom();
+        r = write_file_atomic(ca_path, ca, strlen(ca), 0644);
+        if (r < 0)
+                return log_error_errno(r, "Failed to write %s: %m", ca_path);
+        if (asprintf(&bind, "%s:%s:ro", ca_path, GATEWAY_CONTAINER_CA) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
+            strv_extend(env, "LOOP_EGRESS_CA=" GATEWAY_CONTAINER_CA) < 0 ||
+            strv_extend(env, "NODE_EXTRA_CA_CERTS=" GATEWAY_CONTAINER_CA) < 0 ||
+            strv_extend(env, "SSL_CERT_FILE=" GATEWAY_CONTAINER_CA_BUNDLE) < 0 ||
+            strv_extend(env, "REQUESTS_CA_BUNDLE=" GATEWAY_CONTAINER_CA_BUNDLE) < 0 ||
+            strv_extend(env, "CURL_CA_BUNDLE=" GATEWAY_CONTAINER_CA_BUNDLE) < 0)
+                return log_oom();
+        return 0;
+}
+
 /* One container: create, copy in, start, follow the output, wait, schedule its removal. */
 static int run_container(RunContext *ctx, const char *prompt, const char *resume, Attempt *ret) {
         Engine *e = ctx->conn->engine;
@@ -598,7 +681,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         StreamPrinter printer = { .req = ctx->req };
         char **add_dirs = ctx->config.extra_dirs;
         int r, exit_code = -1;
-        bool started = false;
+        bool started = false, egress;
 
         AgentRequest areq = {
                 .bin = ctx->req->agent ?: ctx->config.claude_bin_path,
@@ -627,7 +710,15 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 }
         }
 
+        egress = egress_config_enabled(ctx->config.json);
+        if (egress) {
+                r = egress_prepare(ctx, &extra_env, &binds);
+                if (r < 0)
+                        return r;
+        }
+
         ContainerInput in = {
+                .egress_gateway = egress,
                 .channel = ctx->channel,
                 .type = CONTAINER_AGENT,
                 .name = name,

@@ -3,7 +3,8 @@
 #
 # A small agent image for the integration tests, built in a second without a Debian base or a registry:
 #   build_test_rootfs OUTDIR          busybox-static, /usr/local/bin/loop from the build tree with its shared
-#                                     libraries (same paths, dynamic loader included), the real image's
+#                                     libraries (same paths, dynamic loader included), the host's curl (the
+#                                     egress tests' client) with its libraries, the real image's
 #                                     entrypoint and passwd/group symlinks, and a fake agent at
 #                                     /usr/local/bin/claude (see below)
 #   import_test_image SOCK TAG ROOTFS imports ROOTFS through the engine API on SOCK (Podman or Docker) as TAG
@@ -315,6 +316,13 @@ build_test_rootfs() {
                                 _test_image_copy_same_path "$out" "$lib"
                         done
                         install -m 0755 "$probe" usr/local/bin/gate-probe
+                fi
+                # The egress tests' client: the host's curl, when it has one, with its libraries.
+                if [ -x /usr/bin/curl ]; then
+                        for lib in $(_test_image_libs /usr/bin/curl); do
+                                _test_image_copy_same_path "$out" "$lib"
+                        done
+                        install -m 0755 /usr/bin/curl usr/bin/curl
                 fi
                 _test_image_fake_agent >usr/local/bin/claude
                 chmod 0755 usr/local/bin/claude

@@ -361,6 +361,23 @@ static void test_journal_fallback(void) {
         is_str(out, "runner-stopped: Runner stopped.\n", "without journald an event for the journal goes to stderr");
 }
 
+/* Plain log lines are redacted by value too: the egress gateway logs with log_*() and holds secrets. */
+static void test_log_redaction(void) {
+        _cleanup_free_ char *out = NULL, *copy = NULL;
+
+        audit_clear_secrets();
+        ok(audit_redact("nothing to hide", &copy) == 0 && !copy, "with no secret registered nothing is copied");
+        (void) audit_add_secret("gateway-secret-0001");
+        ok(audit_redact("a gateway-secret-0001 b", &copy) == 1 && streq_ptr(copy, "a [REDACTED] b"),
+           "audit_redact() replaces a registered secret");
+        capture_start();
+        log_warning("upstream said: token=%s", "gateway-secret-0001");
+        out = capture_end();
+        ok(out && !strstr(out, "gateway-secret-0001") && strstr(out, "token=[REDACTED]"),
+           "a log_warning() line carrying a registered secret is redacted") || (diag(strna(out)), 0);
+        audit_clear_secrets();
+}
+
 int main(void) {
         /* The environment meson gives unit tests silences logs; this test reads the console. */
         setenv("LOOP_LOG_TARGET", "console", 1);
@@ -377,5 +394,6 @@ int main(void) {
         test_secret_table_capped();
         test_caps();
         test_journal_fallback();
+        test_log_redaction();
         return done_testing();
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "config-schema.h"
+#include "egress-policy.h"
 #include "config.h"
 #include "io-util.h"
 #include "strv.h"
@@ -610,6 +611,49 @@ static void test_redaction(void) {
            "the display form holds no credential, env or MCP env value");
 }
 
+static void test_egress(void) {
+        _cleanup_(loop_config_done) LoopConfig c = {};
+        _cleanup_(json_object_putp) json_object *j = NULL;
+
+        accepted("{\"egress\": {\"enabled\": true, \"api_upstream\": \"https://api.test:8443/base\", \"allow_api\": true,"
+                 " \"registries\": [\"registry.npmjs.org\", \"*.pythonhosted.org\"], \"upstream_proxy\": \"http://proxy.corp:3128\","
+                 " \"ca_file\": \"/etc/loop/ca.pem\", \"rules\": [{\"host\": \"*.example.com\", \"ports\": [443, 8443],"
+                 " \"methods\": [\"GET\"], \"paths\": [\"^/pub/\"], \"decision\": \"allow\"},"
+                 " {\"host\": \"api.github.com\", \"decision\": \"credential\","
+                 "  \"credential\": {\"header\": \"Authorization\", \"dummy\": \"ghp_dummy0001\", \"secret\": \"ghp_real0001\"}}]}}",
+                 SCOPE_CHANNEL, "a full egress section is valid in a channel file");
+        {
+                ConfigProblems p = {};
+                int r = validate("{\"egress\": {\"enabled\": false}}", SCOPE_PROJECT, &p);
+                ok(r == 0 && has_problem(&p, false, "egress", "not allowed in a project config"),
+                   "egress in a project file (the agent writes those) is ignored with a warning");
+                config_problems_done(&p);
+        }
+        refused("{\"egress\": {\"rules\": [{\"host\": \"a b\", \"decision\": \"allow\"}]}}", SCOPE_CHANNEL,
+                "egress.rules[0].host", "host name", "a rule host with a space is refused");
+        refused("{\"egress\": {\"rules\": [{\"host\": \"a.test\", \"decision\": \"approve\"}]}}", SCOPE_CHANNEL,
+                "egress.rules[0].decision", "credential", "an egress decision other than allow, deny, credential is refused");
+        refused("{\"egress\": {\"rules\": [{\"host\": \"a.test\", \"ports\": [0], \"decision\": \"allow\"}]}}", SCOPE_CHANNEL,
+                "egress.rules[0].ports[0]", "between 1 and 65535", "port 0 is refused");
+        refused("{\"egress\": {\"rules\": [{\"host\": \"a.test\", \"ports\": [\"443\"], \"decision\": \"allow\"}]}}", SCOPE_CHANNEL,
+                "egress.rules[0].ports[0]", NULL, "a port given as a string is refused");
+        refused("{\"egress\": {\"rules\": [{\"decision\": \"allow\"}]}}", SCOPE_CHANNEL,
+                "egress.rules[0].host", NULL, "a rule without host is refused");
+        refused("{\"egress\": {\"registries\": [\"*\"]}}", SCOPE_CHANNEL, "egress.registries[0]", NULL,
+                "a * registry is refused (that is a rule, not a registry)");
+        refused("{\"egress\": {\"api_upstream\": \"ftp://api.test\"}}", SCOPE_CHANNEL, "egress.api_upstream", NULL,
+                "an api_upstream that is not http(s) is refused");
+        refused("{\"egress\": {\"upstream_proxy\": \"https://proxy.corp:3128\"}}", SCOPE_CHANNEL, "egress.upstream_proxy", "http://",
+                "an upstream_proxy that is not http:// is refused");
+
+        ok(load_json("{\"egress\": {\"rules\": [{\"host\": \"gh.test\", \"decision\": \"credential\","
+                     " \"credential\": {\"header\": \"Authorization\", \"dummy\": \"ghp_dummy0001\", \"secret\": \"ghp_topsecret_01\"}}]}}", &c) == 0,
+           "setup: a config with an egress credential");
+        j = loop_config_to_json_redacted(&c);
+        ok(j && !strstr(json_object_to_json_string(j), "ghp_topsecret_01"), "the display form holds no egress credential secret");
+        ok(egress_config_enabled(c.json), "egress is on by default");
+}
+
 int main(void) {
         if (!mkdtemp(tmpdir))
                 return 1;
@@ -625,6 +669,7 @@ int main(void) {
         test_load_set();
         test_project();
         test_redaction();
+        test_egress();
 
         {
                 char cmd[4200];

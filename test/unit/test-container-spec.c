@@ -640,6 +640,48 @@ static void test_plan_credentials(void) {
            "no credential variable without credentials");
 }
 
+/* Behind the egress gateway the agent holds the dummy key only and leaves through the relay. */
+static void test_plan_egress(void) {
+        _cleanup_(loop_config_done) LoopConfig both = {}, key = {};
+        _cleanup_(container_plan_freep) ContainerPlan *p1 = NULL, *p2 = NULL, *chrome = NULL;
+        char *host_env[] = { (char *) "HTTPS_PROXY=http://proxy.corp:8080", NULL };
+        ContainerInput in;
+
+        ok(load_config(&both, "\"claude_code_oauth_token\": \"" OAUTH_SECRET "\", \"anthropic_api_key\": \"" API_SECRET "\"") == 0 &&
+           load_config(&key, "\"anthropic_api_key\": \"" API_SECRET "\"") == 0, "configs with credentials load");
+        in = input(&both);
+        in.egress_gateway = true;
+        in.host_env = host_env;
+        p1 = build(&in);
+        is_str(jstr(p1, "HostConfig.NetworkMode"), "none", "behind the gateway the agent container has no network");
+        ok(!body(p1, "HostConfig.ExtraHosts"), "... and no ExtraHosts (Docker refuses them without a network)");
+        is_str(env_get(p1, "CLAUDE_CODE_OAUTH_TOKEN"), EGRESS_DUMMY_KEY, "the OAuth token is replaced by the dummy");
+        ok(env_count(p1, "ANTHROPIC_API_KEY") == 0, "... and no API key variable is set");
+        {
+                bool leaked = false;
+                char **env = jstrv(p1, "Env");
+                STRV_FOREACH(e, env)
+                        leaked = leaked || strstr(*e, OAUTH_SECRET) || strstr(*e, API_SECRET);
+                strv_free(env);
+                ok(!leaked, "no environment entry holds a real credential");
+        }
+        is_str(env_get(p1, "HTTPS_PROXY"), "http://127.0.0.1:3128", "HTTPS_PROXY is the relay, not the host's proxy");
+        is_str(env_get(p1, "http_proxy"), "http://127.0.0.1:3128", "http_proxy is the relay");
+        is_str(env_get(p1, "NO_PROXY"), "localhost,127.0.0.1,::1", "NO_PROXY is loopback");
+        is_str(env_get(p1, "ANTHROPIC_BASE_URL"), "http://127.0.0.1:2376", "ANTHROPIC_BASE_URL is the relay's API port");
+        is_str(env_get(p1, "LOOP_EGRESS_ENABLED"), "1", "the entrypoint is told to start the relay");
+        in = input(&key);
+        in.egress_gateway = true;
+        p2 = build(&in);
+        is_str(env_get(p2, "ANTHROPIC_API_KEY"), EGRESS_DUMMY_KEY, "an API key is replaced by the dummy");
+        in = input(&key);
+        in.egress_gateway = true;
+        in.type = CONTAINER_CHROME;
+        chrome = build(&in);
+        ok(chrome && !body(chrome, "HostConfig.NetworkMode") && env_count(chrome, "ANTHROPIC_API_KEY") == 0,
+           "the Chrome sidecar is not an agent: no relay, no key");
+}
+
 static void test_plan_proxy(void) {
         _cleanup_(loop_config_done) LoopConfig c = {};
         _cleanup_(container_plan_freep) ContainerPlan *p = NULL, *merged = NULL, *present = NULL, *none = NULL,
@@ -1196,6 +1238,7 @@ int main(void) {
         test_plan_env_order();
         test_plan_credentials();
         test_plan_proxy();
+        test_plan_egress();
         test_plan_config_envs();
         test_plan_mounts();
         test_plan_git_excludes();

@@ -350,7 +350,66 @@ static void test_response_head(void) {
         is_int(http_response_head_parse("HTTP/1.1 200 OK\r\nX: y", 22, 16, &h), -E2BIG, "a head beyond the cap is refused");
 }
 
+static int parse_proxy(const char *s, HttpRequest *r, int *status) {
+        HttpLimits l = { .proxy_forms = true, .head_only = true };
+        size_t consumed;
+        return http_request_parse(s, strlen(s), &l, r, &consumed, status, NULL);
+}
+
+static int proxy_status(const char *s) {
+        HttpRequest r = {};
+        int status = 0, q = parse_proxy(s, &r, &status);
+        http_request_done(&r);
+        return q < 0 ? status : 200;
+}
+
+static void test_proxy_forms(void) {
+        HttpRequest r = {};
+        int status = 0;
+
+        ok(parse_proxy("CONNECT Example.COM:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", &r, &status) == 1 &&
+           r.form == HTTP_TARGET_AUTHORITY && streq(r.host, "example.com") && r.port == 443,
+           "CONNECT host:port is the authority form, host in lower case");
+        http_request_done(&r);
+        ok(parse_proxy("CONNECT [2001:db8::1]:8443 HTTP/1.1\r\nHost: x\r\n\r\n", &r, &status) == 1 &&
+           streq(r.host, "2001:db8::1") && r.port == 8443, "CONNECT [IPv6]:port loses its brackets");
+        http_request_done(&r);
+        ok(parse_proxy("GET http://a.test:8080/p/q?x=1 HTTP/1.1\r\nHost: a.test:8080\r\nContent-Length: 5\r\n\r\nhello", &r, &status) == 1 &&
+           r.form == HTTP_TARGET_ABSOLUTE && streq(r.host, "a.test") && r.port == 8080 && streq(r.path, "/p/q") &&
+           streq(r.query, "x=1") && r.content_length == 5 && r.body_size == 0,
+           "an absolute-form target gives host, port, path and query; head_only leaves the body unread");
+        http_request_done(&r);
+        ok(parse_proxy("GET http://a.test HTTP/1.1\r\nHost: a.test\r\n\r\n", &r, &status) == 1 &&
+           r.port == 80 && streq(r.path, "/"), "an absolute-form target without port and path is port 80, path /");
+        http_request_done(&r);
+        ok(parse_proxy("POST /v1/messages HTTP/1.1\r\nHost: localhost\r\n\r\n", &r, &status) == 1 &&
+           r.form == HTTP_TARGET_ORIGIN && !r.host && streq(r.path, "/v1/messages"), "the origin form stays what it was");
+        http_request_done(&r);
+
+        is_int(proxy_status("CONNECT a.test HTTP/1.1\r\nHost: a\r\n\r\n"), 400, "CONNECT without a port is refused");
+        is_int(proxy_status("CONNECT a.test:0 HTTP/1.1\r\nHost: a\r\n\r\n"), 400, "CONNECT to port 0 is refused");
+        is_int(proxy_status("CONNECT a.test:65536 HTTP/1.1\r\nHost: a\r\n\r\n"), 400, "CONNECT to port 65536 is refused");
+        is_int(proxy_status("CONNECT /x HTTP/1.1\r\nHost: a\r\n\r\n"), 400, "CONNECT with an origin-form target is refused");
+        is_int(proxy_status("CONNECT [nope]:443 HTTP/1.1\r\nHost: a\r\n\r\n"), 400, "CONNECT to a bad IPv6 literal is refused");
+        is_int(proxy_status("GET https://a.test/ HTTP/1.1\r\nHost: a\r\n\r\n"), 400, "an https:// absolute form is refused (CONNECT it)");
+        is_int(proxy_status("GET ftp://a.test/ HTTP/1.1\r\nHost: a\r\n\r\n"), 400, "another scheme is refused");
+        is_int(proxy_status("GET http://user:pw@a.test/ HTTP/1.1\r\nHost: a\r\n\r\n"), 400, "userinfo in the target is refused");
+        is_int(proxy_status("GET http://a_b$c/ HTTP/1.1\r\nHost: a\r\n\r\n"), 400, "a host with other characters is refused");
+        is_int(proxy_status("GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n"), 400, "an empty host is refused");
+        is_int(proxy_status("GET http://a.test/#f HTTP/1.1\r\nHost: a\r\n\r\n"), 200, "a fragment after the path is part of the path");
+        is_int(proxy_status("GET http://a.test#f HTTP/1.1\r\nHost: a\r\n\r\n"), 400, "a fragment right after the host is refused");
+        {
+                HttpRequest o = {};
+                size_t consumed;
+                const char *c = "CONNECT a.test:443 HTTP/1.1\r\nHost: a\r\n\r\n";
+                ok(http_request_parse(c, strlen(c), NULL, &o, &consumed, &status, NULL) < 0 &&
+                   status == 400, "without proxy_forms CONNECT host:port stays a bad request");
+                http_request_done(&o);
+        }
+}
+
 int main(void) {
+        test_proxy_forms();
         test_good();
         test_incremental();
         test_pipelined();

@@ -1,0 +1,294 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The egress gateway end to end: a real systemd (PID 1 in nspawn) with rootful Podman inside; the
+# generator enables loop-gateway@demo.socket and hands the gateway its policy and the real credentials
+# as a systemd credential; the agent runs in a real container with no network, `loop relay` started by
+# the entrypoint, and curl as its client. The upstream servers run in a network namespace this test
+# makes inside the machine (198.51.100.2, 203.0.113.2, and, to prove the refusals are the gateway's and
+# not a missing route, 10.0.0.5 and 169.254.169.254 too), HTTP and HTTPS with a test CA.
+#
+# Checked from inside the container: allowed hosts over HTTP and HTTPS (TLS end to end, verified by the
+# agent), a denied host, a direct connection without the proxy, names resolving to private and metadata
+# addresses, a credential swapped in on the wire (plain HTTP, and HTTPS through the gateway's TLS
+# interception with its sandbox CA in the agent's trust store) while the agent's environment, files and
+# /proc hold only the dummy, a dummy sent where it is not bound, an unknown key on the API pass-through, server-sent
+# events arriving before the stream ends, Host/CONNECT and SNI/CONNECT mismatches, the relay's answer when
+# the gateway is down, and the gateway killed mid-stream (the agent's connection breaks, the next one
+# starts it again). On the host side: a journal entry per request, no secret anywhere in the journal,
+# and the service's `systemd-analyze security` exposure.
+set -uo pipefail
+
+lib=$(dirname "$(readlink -f "$0")")/../lib
+# shellcheck source=test/lib/tap.sh
+. "$lib/tap.sh"
+# shellcheck source=test/lib/nspawn.sh
+. "$lib/nspawn.sh"
+# shellcheck source=test/lib/stage.sh
+. "$lib/stage.sh"
+# shellcheck source=test/lib/test-image.sh
+. "$lib/test-image.sh"
+
+: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
+: "${LOOP_SOURCE_DIR:=$(dirname "$(readlink -f "$0")")/../..}"
+export LOOP_BUILD_DIR LOOP_SOURCE_DIR
+
+nspawn_require || bail_out "integration tests need root and systemd-nspawn (see above)"
+stage_install || bail_out "could not build and install the staging tree"
+
+M=loop-gateway-$$
+IMAGE=localhost/loop-test:latest
+API_KEY=sk-ant-REAL-api-key-0001-never-shown
+GH_SECRET=ghp_REAL_secret_0001_never_shown
+GH_DUMMY=ghp_loopdummy0001
+W=/var/lib/loop/demo/work
+UP=/run/egress-up
+cfg=$(mktemp -d "${TMPDIR:-/tmp}/loop-gateway-etc.XXXXXX") || bail_out "mktemp failed"
+atexit "rm -rf '$cfg'"
+mkdir -p "$cfg/channels.d"
+# The gateway runs as a dynamic user and reads egress.ca_file from here.
+chmod 0755 "$cfg"
+
+# A test CA and one certificate for every upstream name.
+(
+        set -e
+        cd "$cfg"
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=loop-test-ca \
+                -keyout ca.key -out test-ca.pem
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=up.test \
+                -keyout up.key -out up.csr
+        printf 'subjectAltName=DNS:up.test,DNS:api.test,DNS:other.test,DNS:cred.test,DNS:denied.test,DNS:far.test\n' >san.ext
+        openssl x509 -req -in up.csr -CA test-ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext -out up.pem
+) >/dev/null 2>&1 || bail_out "cannot make the test CA"
+cp "$LOOP_SOURCE_DIR/test/integration/egress-upstream.py" "$cfg/"
+build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
+[ -x "$cfg/rootfs/usr/bin/curl" ] || bail_out "the test image has no curl (install curl on the host)"
+# The test CA is the image's trust store, where curl looks by default.
+mkdir -p "$cfg/rootfs/etc/ssl/certs" && cp "$cfg/test-ca.pem" "$cfg/rootfs/etc/ssl/certs/ca-certificates.crt" ||
+        bail_out "cannot put the test CA into the image"
+
+cat >"$cfg/loop.json" <<EOF
+{ "container_image": "$IMAGE", "browser": { "enabled": false }, "container_keep_alive_sec": 0,
+  "anthropic_api_key": "$API_KEY" }
+EOF
+cat >"$cfg/channels.d/demo.json" <<EOF
+{
+  "egress": {
+    "api_upstream": "https://api.test",
+    "ca_file": "/etc/loop/test-ca.pem",
+    "rules": [
+      { "host": "cred.test", "decision": "credential",
+        "credential": { "header": "Authorization", "dummy": "$GH_DUMMY", "secret": "$GH_SECRET" } },
+      { "host": "up.test", "decision": "allow" },
+      { "host": "other.test", "decision": "allow" },
+      { "host": "private.test", "decision": "allow" },
+      { "host": "meta.test", "decision": "allow" }
+    ]
+  }
+}
+EOF
+# The same, with the host's own HTTP proxy upstream (mitmdump passing TLS through, in the upstream
+# namespace): far.test's address is routed only from there.
+cat >"$cfg/channels.d/proxied.json" <<EOF
+{ "egress": { "upstream_proxy": "http://198.51.100.2:8080", "rules": [ { "host": "far.test", "decision": "allow" } ] } }
+EOF
+# ...and the same proxy taken from the service's environment, as a host behind a proxy sets it.
+echo '{ "egress": { "rules": [ { "host": "far.test", "decision": "allow" } ] } }' >"$cfg/channels.d/envproxy.json"
+chmod 0644 "$cfg"/*.json "$cfg"/channels.d/*.json "$cfg"/*.pem "$cfg"/*.key "$cfg/egress-upstream.py"
+
+in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
+prop() { in_ct systemctl show -P "$2" -- "$1"; }
+wait_for() {
+        local t=$1 i
+        shift
+        for ((i = 0; i < t * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+        return 1
+}
+# agent CMD: `loop run -q demo "scenario:sh CMD"` in the machine; its output in $out, status in $st.
+agent() {
+        out=$(in_ct loop run -q demo "scenario:sh $1" 2>&1) && st=0 || st=$?
+}
+# agent_bg CMD FILE: the same in the background, output and "status=N" into FILE inside the machine.
+agent_bg() {
+        in_ct sh -c 'loop run -q demo "$1" >"$2" 2>&1; echo status=$? >>"$2"' sh "scenario:sh $1" "$2" &
+}
+has() { in_ct grep -q -- "$2" "$1"; }
+gw_journal() { in_ct journalctl -o export -u 'loop-gateway@*' "$@"; }
+curl_proxy='curl -sS --max-time 60'
+
+nspawn_boot "$M" --podman --stage "$LOOP_STAGE" --config "$cfg" || bail_out "could not boot systemd with podman"
+ok 0 "systemd boots with podman inside"
+import_test_image "$(nspawn_root "$M")/run/podman/podman.sock" "$IMAGE" "$cfg/rootfs" >/dev/null
+ok $? "the test image is imported into the container's podman"
+
+# --- the upstream network, made here ---------------------------------------------------------------
+net() {
+        set -e
+        ip netns add up
+        ip link add gw0 type veth peer name up0
+        ip link set up0 netns up
+        ip addr add 198.51.100.1/24 dev gw0
+        ip link set gw0 up
+        for a in 203.0.113.2 10.0.0.5 169.254.169.254; do ip route add "$a/32" dev gw0; done
+        ip netns exec up ip link set lo up
+        ip netns exec up ip addr add 198.51.100.2/24 dev up0
+        for a in 203.0.113.2 10.0.0.5 169.254.169.254; do ip netns exec up ip addr add "$a/32" dev up0; done
+        ip netns exec up ip addr add 203.0.113.50/32 dev lo
+        ip netns exec up ip link set up0 up
+        ip netns exec up ip route add default dev up0
+        printf '%s\n' '198.51.100.2 up.test api.test cred.test denied.test' '203.0.113.2 other.test' \
+                '10.0.0.5 private.test' '169.254.169.254 meta.test' '203.0.113.50 far.test' >>/etc/hosts
+        mkdir -p /run/egress-up
+}
+in_ct bash -c "$(declare -f net); net" >/dev/null 2>&1
+ok $? "an upstream network namespace with documentation, private and metadata addresses"
+check "the upstream servers start in it" in_ct systemd-run --unit=egress-upstream -p NetworkNamespacePath=/run/netns/up \
+        python3 /etc/loop/egress-upstream.py /etc/loop/up.pem /etc/loop/up.key "$UP"
+wait_for 30 in_ct test -e "$UP/ready"
+check "the host's HTTP proxy starts there too" in_ct systemd-run --unit=egress-proxy -p NetworkNamespacePath=/run/netns/up \
+        mitmdump -q --listen-host 198.51.100.2 --listen-port 8080 --ignore-hosts '.*' --set confdir=/run/egress-mitm
+in_ct curl -s --max-time 5 http://10.0.0.5/hello | grep -q 'hello from upstream'
+ok $? "...and the private address answers when asked directly from the host (so a refusal is the gateway's)"
+
+check "systemd-sysusers creates the loop user" in_ct systemd-sysusers
+check "systemctl start loop.target" in_ct systemctl start loop.target
+is "$(prop loop-gateway@demo.socket ActiveState)" active "the generator enabled the channel's gateway socket"
+in_ct test -S /run/loop/demo/gateway.sock
+ok $? "...listening on /run/loop/demo/gateway.sock"
+exposure=$(in_ct systemd-analyze security --no-pager loop-gateway@demo.service 2>/dev/null | tail -1)
+diag "systemd-analyze security: $exposure"
+level=$(sed -n 's/.*: \([0-9.]*\) .*/\1/p' <<<"$exposure")
+ok "$(awk -v l="${level:-99}" 'BEGIN { print (l <= 3.0) ? 0 : 1 }')" "the gateway service's exposure is at most 3.0 (${level:-?})"
+
+# --- what the agent holds ---------------------------------------------------------------------------
+agent 'env; ip=$(cat /proc/net/dev | grep -c :); echo interfaces=$ip'
+like "$out" "ANTHROPIC_API_KEY=sk-proxy" "the agent holds the dummy key"
+like "$out" "ANTHROPIC_BASE_URL=http://127.0.0.1:2376" "...and the relay's API port as its base URL"
+like "$out" "HTTPS_PROXY=http://127.0.0.1:3128" "...and the relay as its proxy"
+like "$out" "interfaces=1" "the container has no interface but loopback"
+# The agent dumps what it can read (its environment, every process's environment and command line, the
+# files of the container) into the work dir; the test looks for the secrets there. The agent itself is
+# never told them.
+agent '{ env; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline;
+         find / -xdev \( -path /proc -o -path /sys -o -path /dev \) -prune -o -type f -print | xargs cat;
+         find $HOME /run /tmp -path /var/lib/loop/demo/work -prune -o -type f -print | xargs cat;
+       } >/var/lib/loop/demo/work/dump 2>/dev/null; echo dumped'
+like "$out" "dumped" "the agent dumps its environment, /proc and its files"
+in_ct grep -q -a sk-proxy "$W/dump"
+ok $? "...which hold the dummy key"
+is "$(in_ct grep -c -a -F -e "$API_KEY" -e "$GH_SECRET" "$W/dump")" 0 "...and no real credential"
+
+# --- allowed, denied, direct ------------------------------------------------------------------------
+agent "$curl_proxy http://up.test/hello; $curl_proxy https://up.test/hello"
+like "$out" "hello from upstream up.test"$'\n'"hello from upstream up.test" "an allowed host answers over HTTP and over HTTPS (verified end to end)" || diag "$out"
+agent "$curl_proxy -o /dev/null -w 'http=%{http_code}\n' http://denied.test/hello; $curl_proxy https://denied.test/hello; echo rc=\$?"
+like "$out" "http=403" "a host no rule allows is refused over HTTP (403)"
+like "$out" "rc=56" "...and its CONNECT tunnel is refused"
+agent "curl -sS --max-time 10 --noproxy '*' http://198.51.100.2/hello; echo rc=\$?"
+like "$out" "rc=7" "a direct connection without the proxy fails: there is no route out" || diag "$out"
+unlike "$out" "hello from upstream" "...and reaches nothing"
+agent "$curl_proxy -w ' http=%{http_code}\n' http://private.test/hello; $curl_proxy -w ' http=%{http_code}\n' http://meta.test/hello"
+like "$out" "not connect to.*http=403.*not connect to.*http=403" "names resolving to private and metadata addresses are refused" || diag "$out"
+unlike "$out" "hello from upstream" "...although their servers are there"
+
+# --- credentials ------------------------------------------------------------------------------------
+agent "$curl_proxy -H 'Authorization: token $GH_DUMMY' http://cred.test/whoami"
+like "$out" "GET /whoami authorization=True" "a credential host is reached with the dummy" || diag "$out"
+has "$UP/requests.log" "Authorization: token $GH_SECRET"
+ok $? "...and receives the real token on the wire"
+unlike "$out" "$GH_SECRET" "...which the agent never sees"
+in_ct sh -c ": >$UP/requests.log"
+agent "$curl_proxy -H 'Authorization: token $GH_DUMMY' https://cred.test/whoami; echo CURL_CA_BUNDLE=\$CURL_CA_BUNDLE;
+       grep -c 'BEGIN CERTIFICATE' /run/loop-egress/ca-bundle.pem"
+like "$out" "GET /whoami authorization=True" "over HTTPS too: the gateway ends TLS with a leaf of its sandbox CA, which the agent trusts" || diag "$out"
+has "$UP/requests.log" "Authorization: token $GH_SECRET"
+ok $? "...and the credential host receives the real token over TLS the gateway verified"
+like "$out" "CURL_CA_BUNDLE=/run/loop-egress/ca-bundle.pem"$'\n'"2" "the agent's trust store is the image's bundle plus the sandbox CA"
+is "$(in_ct sh -c 'stat -c %a /var/lib/private/loop-gateway/demo/ca.key')" 600 "the sandbox CA's key is readable by the gateway only"
+agent "curl -sS --max-time 30 --cacert /etc/ssl/certs/ca-certificates.crt -H 'Authorization: token $GH_DUMMY' https://cred.test/whoami; echo rc=\$?"
+like "$out" "rc=60" "a client that does not trust the sandbox CA refuses the intercepted connection (no silent downgrade)"
+agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token $GH_DUMMY' http://up.test/whoami"
+like "$out" "http=403" "a dummy sent to a host it is not bound to is refused" || diag "$out"
+agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token ghp_agents_own_token' http://cred.test/whoami"
+like "$out" "http=403" "a token of the agent's own to a credential host is refused"
+
+# --- the model API pass-through ------------------------------------------------------------------------
+in_ct touch "$UP/release"
+agent 'curl -sS --max-time 60 -H "x-api-key: $ANTHROPIC_API_KEY" -d "{}" "$ANTHROPIC_BASE_URL/v1/messages"'
+like "$out" "data: one.*data: two" "the API pass-through reaches the model API over verified TLS" || diag "$out"
+has "$UP/requests.log" "x-api-key: $API_KEY"
+ok $? "...with the real key in place of the dummy"
+agent 'curl -sS --max-time 60 -w " http=%{http_code}\n" -H "x-api-key: sk-ant-agents-own-key" -d "{}" "$ANTHROPIC_BASE_URL/v1/messages"'
+like "$out" "http=403" "a key that is not the dummy is refused by the API pass-through"
+
+in_ct rm -f "$UP/release" "$W/sse.out"
+agent_bg 'curl -sS -N --max-time 120 -H "x-api-key: $ANTHROPIC_API_KEY" -d "{}" "$ANTHROPIC_BASE_URL/v1/messages" >/var/lib/loop/demo/work/sse.out 2>&1; echo rc=$? >>/var/lib/loop/demo/work/sse.out' /tmp/sse.run
+wait_for 90 has "$W/sse.out" "data: one"
+ok $? "the first server-sent event reaches the agent while the upstream holds the stream open (unbuffered)"
+has "$W/sse.out" "data: two"
+ok $((!$?)) "...before the second one was sent"
+in_ct touch "$UP/release"
+wait_for 60 has "$W/sse.out" "rc="
+like "$(in_ct cat "$W/sse.out")" "data: two.*rc=0" "...which follows once the upstream sends it"
+
+# --- mismatches -------------------------------------------------------------------------------------
+agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Host: other.test' http://up.test/hello"
+like "$out" "http=400" "a Host header that disagrees with the request's target is refused" || diag "$out"
+agent "$curl_proxy --connect-to up.test:443:other.test:443 https://up.test/hello; echo rc=\$?"
+like "$out" "rc=(35|56)" "a ClientHello whose server name is not the CONNECT target is refused" || diag "$out"
+unlike "$out" "hello from upstream" "...and no byte of the response comes back"
+
+# --- the journal ------------------------------------------------------------------------------------
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=up.test LOOP_KIND=connect LOOP_DECISION=allow)" \
+        "LOOP_ADDRESS=198.51.100.2" "an allowed tunnel is journaled with the address connected to"
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=meta.test)" "LOOP_REASON=address-blocked:link-local" \
+        "the metadata refusal is journaled with its reason"
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=denied.test LOOP_DECISION=deny)" "LOOP_RULE=default" \
+        "a denied host is journaled with the rule that denied it"
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_KIND=connect LOOP_HOST=other.test LOOP_DECISION=deny)" \
+        "LOOP_REASON=sni-mismatch" "the SNI mismatch is journaled"
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_KIND=api LOOP_DECISION=credential)" "LOOP_BYTES_RECEIVED=[1-9]" \
+        "API requests are journaled with their byte counts"
+
+# --- the gateway down, and killed mid-stream ----------------------------------------------------------------
+check "stop loop-gateway@demo.socket" in_ct systemctl stop loop-gateway@demo.socket loop-gateway@demo.service
+agent "$curl_proxy -w ' http=%{http_code}\n' http://up.test/hello"
+like "$out" "egress gateway is not reachable.*http=503" "with the gateway down nothing leaves: the relay answers 503" || diag "$out"
+check "start loop-gateway@demo.socket" in_ct systemctl start loop-gateway@demo.socket
+
+in_ct rm -f "$UP/release" "$W/sse.out"
+agent_bg 'curl -sS -N --max-time 120 -H "x-api-key: $ANTHROPIC_API_KEY" -d "{}" "$ANTHROPIC_BASE_URL/v1/messages" >/var/lib/loop/demo/work/sse.out 2>&1; echo rc=$? >>/var/lib/loop/demo/work/sse.out' /tmp/sse2.run
+wait_for 90 has "$W/sse.out" "data: one"
+ok $? "a stream is open through the gateway"
+check "SIGKILL loop-gateway@demo.service" in_ct systemctl kill -s KILL loop-gateway@demo.service
+wait_for 60 has "$W/sse.out" "rc="
+res=$(in_ct cat "$W/sse.out")
+like "$res" "rc=(18|52|56)" "the agent's connection fails cleanly when the gateway is killed (a truncated stream, not a hang)" || diag "$res"
+unlike "$res" "data: two" "...without anything more arriving"
+in_ct touch "$UP/release"
+in_ct systemctl reset-failed loop-gateway@demo.service >/dev/null 2>&1
+agent "$curl_proxy http://up.test/hello"
+like "$out" "hello from upstream up.test" "the next connection starts the gateway again (socket activation)"
+
+# --- the host's own HTTP proxy upstream ----------------------------------------------------------------
+in_ct curl -s --max-time 5 http://203.0.113.50/hello
+ok $((!$?)) "far.test's address cannot be reached from the host directly"
+wait_for 30 in_ct sh -c 'ip netns exec up ss -ltn | grep -q 198.51.100.2:8080'
+out=$(in_ct loop run -q proxied "scenario:sh $curl_proxy https://far.test/hello" 2>&1)
+like "$out" "hello from upstream far.test" "with egress.upstream_proxy the gateway reaches it through the host's proxy" || diag "$out"
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=far.test)" "LOOP_ADDRESS=203.0.113.50" \
+        "...tunnelling to the address it resolved and checked itself"
+
+in_ct sh -c 'mkdir -p /run/systemd/system/loop-gateway@envproxy.service.d &&
+             printf "[Service]\nEnvironment=https_proxy=http://198.51.100.2:8080\n" \
+                     >/run/systemd/system/loop-gateway@envproxy.service.d/proxy.conf && systemctl daemon-reload'
+out=$(in_ct loop run -q envproxy "scenario:sh $curl_proxy https://far.test/hello" 2>&1)
+like "$out" "hello from upstream far.test" "without egress.upstream_proxy the gateway uses the https_proxy of its environment" || diag "$out"
+
+# --- no secret in the journal -------------------------------------------------------------------------
+n=$(in_ct journalctl -o export | grep -c -a -F -e "$API_KEY" -e "$GH_SECRET")
+is "$n" 0 "the journal of the whole run holds no secret value"
+
+nspawn_stop "$M"
+ok $? "the container powers off cleanly"
+tap_done

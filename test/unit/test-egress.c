@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The egress gateway's pure logic: the policy (rule order, host patterns, ports, methods, paths,
+ * credentials, defaults), the address check and the ClientHello's server name. */
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <fcntl.h>
+#include <openssl/x509v3.h>
+#include <sys/stat.h>
+#include <openssl/ssl.h>
+
+#include "egress-address.h"
+#include "egress-ca.h"
+#include "egress-policy.h"
+#include "egress-rewrite.h"
+#include "io-util.h"
+#include "tls-sni.h"
+#include "tap.h"
+
+static EgressPolicy *compile(const char *json, const char *api_host, char **ret_error) {
+        _cleanup_(json_object_putp) json_object *o = json ? json_tokener_parse(json) : NULL;
+        EgressPolicy *p = NULL;
+
+        if (json && !o)
+                return NULL;
+        if (egress_policy_compile(o, api_host, &p, ret_error) < 0)
+                return NULL;
+        return p;
+}
+
+static const char *decide(const EgressPolicy *p, const char *host, uint16_t port, const char *method, const char *path) {
+        static char buf[64];
+        const EgressRule *r = egress_policy_match(p, host, port, method, path);
+        snprintf(buf, sizeof buf, "%s %s", egress_decision_to_string(r->decision), r->id);
+        return buf;
+}
+
+static void test_policy_defaults(void) {
+        _cleanup_(egress_policy_freep) EgressPolicy *p = compile(NULL, NULL, NULL);
+
+        ok(p != NULL, "no egress config compiles");
+        if (!p)
+                return;
+        is_str(decide(p, "api.anthropic.com", 443, NULL, NULL), "allow api", "the model API host is allowed on 443 by default");
+        is_str(decide(p, "api.anthropic.com", 80, NULL, NULL), "deny default", "the model API host on port 80 is not");
+        is_str(decide(p, "example.com", 443, NULL, NULL), "deny default", "any other host is denied by default");
+}
+
+static void test_policy_rules(void) {
+        _cleanup_(egress_policy_freep) EgressPolicy *p = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        p = compile("{ \"registries\": [ \"registry.npmjs.org\", \"*.pythonhosted.org\" ],"
+                    "  \"rules\": ["
+                    "    { \"host\": \"evil.example.com\", \"decision\": \"deny\" },"
+                    "    { \"host\": \"*.Example.COM.\", \"ports\": [443, 8443], \"decision\": \"allow\" },"
+                    "    { \"host\": \"docs.test\", \"methods\": [\"GET\", \"HEAD\"], \"paths\": [\"^/pub/\"], \"decision\": \"allow\" },"
+                    "    { \"host\": \"api.github.com\", \"decision\": \"credential\","
+                    "      \"credential\": { \"header\": \"Authorization\", \"dummy\": \"ghp_loopdummy0001\", \"secret\": \"Bearer ghp_realrealreal\" } },"
+                    "    { \"host\": \"api.anthropic.com\", \"decision\": \"deny\" }"
+                    "  ] }", "api.anthropic.com", &error);
+        ok(p != NULL, "a policy with rules and registries compiles");
+        if (!p) {
+                diag(strna(error));
+                return;
+        }
+        is_str(decide(p, "evil.example.com", 443, NULL, NULL), "deny rule[0]", "an earlier deny wins over a later wildcard allow");
+        is_str(decide(p, "a.example.com", 443, NULL, NULL), "allow rule[1]", "*.example.com matches a name below it (pattern normalized)");
+        is_str(decide(p, "a.b.example.com", 8443, NULL, NULL), "allow rule[1]", "*.example.com matches deeper names on a listed port");
+        is_str(decide(p, "a.example.com", 80, NULL, NULL), "deny default", "a port the rule does not list falls through to deny");
+        is_str(decide(p, "example.com", 443, NULL, NULL), "deny default", "*.example.com does not match example.com itself");
+        is_str(decide(p, "badexample.com", 443, NULL, NULL), "deny default", "*.example.com does not match badexample.com");
+        is_str(decide(p, "docs.test", 80, "GET", "/pub/x.tar"), "allow rule[2]", "a method and path rule matches a request that fits");
+        is_str(decide(p, "docs.test", 80, "POST", "/pub/x.tar"), "deny default", "another method falls through");
+        is_str(decide(p, "docs.test", 80, "GET", "/private"), "deny default", "another path falls through");
+        is_str(decide(p, "docs.test", 443, NULL, NULL), "deny default", "an opaque tunnel never matches a method/path rule");
+        is_str(decide(p, "api.github.com", 443, NULL, NULL), "credential rule[3]", "a credential rule matches its host");
+        is_str(decide(p, "api.anthropic.com", 443, NULL, NULL), "deny rule[4]", "the operator's rules come before the API default");
+        is_str(decide(p, "registry.npmjs.org", 443, NULL, NULL), "allow registry[0]", "a listed registry is allowed on 443");
+        is_str(decide(p, "files.pythonhosted.org", 80, NULL, NULL), "allow registry[1]", "a *.suffix registry is allowed on 80");
+        is_str(decide(p, "registry.npmjs.org", 22, NULL, NULL), "deny default", "registries are not allowed on other ports");
+        ok(egress_policy_host_has_credential(p, "api.github.com", 443), "a credential host is one to intercept");
+        ok(!egress_policy_host_has_credential(p, "a.example.com", 443), "an allowed host is not");
+        ok(egress_policy_find_dummy(p, "ghp_loopdummy0001") == &p->rules[3], "the dummy finds its credential rule");
+        ok(egress_policy_find_dummy(p, "ghp_unknown00000") == NULL, "an unknown dummy finds nothing");
+}
+
+static void test_policy_star(void) {
+        _cleanup_(egress_policy_freep) EgressPolicy *p = compile("{ \"rules\": [ { \"host\": \"*\", \"decision\": \"allow\" } ] }", NULL, NULL);
+
+        ok(p && streq(decide(p, "anything.test", 1234, NULL, NULL), "allow rule[0]"), "a * rule opens everything else");
+}
+
+static void test_policy_errors(void) {
+        static const struct {
+                const char *json, *why;
+        } bad[] = {
+                { "{ \"rules\": [ { \"host\": \"a b\", \"decision\": \"allow\" } ] }", "a host with a space" },
+                { "{ \"rules\": [ { \"host\": \"*a.com\", \"decision\": \"allow\" } ] }", "a * not followed by a dot" },
+                { "{ \"rules\": [ { \"host\": \"a.*.com\", \"decision\": \"allow\" } ] }", "a * in the middle" },
+                { "{ \"rules\": [ { \"decision\": \"allow\" } ] }", "a rule without host" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"decision\": \"approve\" } ] }", "an unknown decision" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"ports\": [0], \"decision\": \"allow\" } ] }", "port 0" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"ports\": [65536], \"decision\": \"allow\" } ] }", "port 65536" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"methods\": [\"get\"], \"decision\": \"allow\" } ] }", "a lower-case method" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"paths\": [\"(\"], \"decision\": \"allow\" } ] }", "a bad regex" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"decision\": \"credential\" } ] }", "a credential rule without credential" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"decision\": \"credential\", \"credential\": { \"header\": \"X\", \"dummy\": \"short\", \"secret\": \"longenough1\" } } ] }", "a short dummy" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"decision\": \"credential\", \"credential\": { \"header\": \"X\", \"dummy\": \"dummy0000\", \"secret\": \"dummy0000\" } } ] }", "a secret equal to its dummy" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"decision\": \"allow\", \"credential\": {} } ] }", "a credential on an allow rule" },
+                { "{ \"rules\": [ { \"host\": \"a.com\", \"decision\": \"allow\", \"hots\": 1 } ] }", "an unknown key" },
+                { "{ \"registries\": [ \"*\" ] }", "a * registry" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *error = NULL;
+                _cleanup_(egress_policy_freep) EgressPolicy *p = compile(bad[i].json, NULL, &error);
+                ok(!p && error, "refused: %s (%s)", bad[i].why, strna(error));
+        }
+}
+
+static void test_host_valid(void) {
+        ok(egress_host_is_valid("a-b.example.com"), "a name is a valid host");
+        ok(egress_host_is_valid("2001:db8::1"), "an IPv6 literal is a valid host");
+        ok(!egress_host_is_valid("a..b"), "an empty label is not");
+        ok(!egress_host_is_valid("a/b"), "a slash is not");
+        ok(!egress_host_is_valid(""), "the empty string is not");
+}
+
+static EgressAddressClass classify(const char *s, const EgressOwnAddresses *own) {
+        struct sockaddr_storage ss = {};
+
+        if (strchr(s, ':')) {
+                struct sockaddr_in6 *a = (struct sockaddr_in6 *) &ss;
+                a->sin6_family = AF_INET6;
+                if (inet_pton(AF_INET6, s, &a->sin6_addr) != 1)
+                        return _EGRESS_ADDRESS_CLASS_MAX;
+        } else {
+                struct sockaddr_in *a = (struct sockaddr_in *) &ss;
+                a->sin_family = AF_INET;
+                if (inet_pton(AF_INET, s, &a->sin_addr) != 1)
+                        return _EGRESS_ADDRESS_CLASS_MAX;
+        }
+        return egress_address_classify((struct sockaddr *) &ss, own);
+}
+
+static void test_addresses(void) {
+        static const struct {
+                const char *addr;
+                EgressAddressClass want;
+        } cases[] = {
+                { "0.0.0.0", EGRESS_ADDRESS_UNSPECIFIED },
+                { "127.0.0.1", EGRESS_ADDRESS_LOOPBACK },
+                { "127.255.1.2", EGRESS_ADDRESS_LOOPBACK },
+                { "10.1.2.3", EGRESS_ADDRESS_PRIVATE },
+                { "172.16.0.1", EGRESS_ADDRESS_PRIVATE },
+                { "172.31.255.255", EGRESS_ADDRESS_PRIVATE },
+                { "192.168.1.1", EGRESS_ADDRESS_PRIVATE },
+                { "169.254.169.254", EGRESS_ADDRESS_LINK_LOCAL },
+                { "100.64.0.1", EGRESS_ADDRESS_CGNAT },
+                { "100.100.100.200", EGRESS_ADDRESS_CGNAT },
+                { "224.0.0.1", EGRESS_ADDRESS_MULTICAST },
+                { "255.255.255.255", EGRESS_ADDRESS_RESERVED },
+                { "192.0.0.170", EGRESS_ADDRESS_RESERVED },
+                { "198.18.0.1", EGRESS_ADDRESS_RESERVED },
+                { "172.32.0.1", EGRESS_ADDRESS_PUBLIC },
+                { "192.0.2.10", EGRESS_ADDRESS_PUBLIC },
+                { "198.51.100.7", EGRESS_ADDRESS_PUBLIC },
+                { "203.0.113.9", EGRESS_ADDRESS_PUBLIC },
+                { "8.8.8.8", EGRESS_ADDRESS_PUBLIC },
+                { "::", EGRESS_ADDRESS_UNSPECIFIED },
+                { "::1", EGRESS_ADDRESS_LOOPBACK },
+                { "::ffff:127.0.0.1", EGRESS_ADDRESS_LOOPBACK },
+                { "::ffff:169.254.169.254", EGRESS_ADDRESS_LINK_LOCAL },
+                { "::ffff:0:10.0.0.1", EGRESS_ADDRESS_PRIVATE },
+                { "::10.0.0.1", EGRESS_ADDRESS_PRIVATE },
+                { "64:ff9b::a9fe:a9fe", EGRESS_ADDRESS_LINK_LOCAL },
+                { "64:ff9b::c000:20a", EGRESS_ADDRESS_PUBLIC },
+                { "64:ff9b:1::1", EGRESS_ADDRESS_RESERVED },
+                { "2002:7f00:1::1", EGRESS_ADDRESS_RESERVED },
+                { "2001:0:4136:e378::1", EGRESS_ADDRESS_RESERVED },
+                { "fd00:ec2::254", EGRESS_ADDRESS_PRIVATE },
+                { "fe80::1", EGRESS_ADDRESS_LINK_LOCAL },
+                { "fec0::1", EGRESS_ADDRESS_PRIVATE },
+                { "ff02::1", EGRESS_ADDRESS_MULTICAST },
+                { "100::1", EGRESS_ADDRESS_RESERVED },
+                { "2001:db8::1", EGRESS_ADDRESS_PUBLIC },
+                { "2606:4700::1111", EGRESS_ADDRESS_PUBLIC },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                is_str(egress_address_class_to_string(classify(cases[i].addr, NULL)),
+                       egress_address_class_to_string(cases[i].want), "%s is %s", cases[i].addr,
+                       egress_address_class_to_string(cases[i].want));
+}
+
+static void test_own_addresses(void) {
+        EgressOwnAddresses own = {};
+        struct sockaddr_in *a = (struct sockaddr_in *) &own.addrs[0];
+
+        a->sin_family = AF_INET;
+        (void) inet_pton(AF_INET, "203.0.113.5", &a->sin_addr);
+        own.n = 1;
+        ok(classify("203.0.113.5", &own) == EGRESS_ADDRESS_OWN, "the host's own public address is refused");
+        ok(classify("::ffff:203.0.113.5", &own) == EGRESS_ADDRESS_OWN, "... also in its IPv4-mapped form");
+        ok(classify("203.0.113.6", &own) == EGRESS_ADDRESS_PUBLIC, "a neighbour's address is not");
+        ok(egress_own_addresses_load(&own) == 0 && own.n > 0, "the host's addresses can be listed");
+}
+
+/* A real ClientHello from OpenSSL, with or without a server name. */
+static size_t client_hello(const char *sni, uint8_t *buf, size_t size) {
+        SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+        SSL *ssl = SSL_new(ctx);
+        BIO *rbio = BIO_new(BIO_s_mem()), *wbio = BIO_new(BIO_s_mem());
+        int n;
+
+        SSL_set_bio(ssl, rbio, wbio);
+        if (sni)
+                SSL_set_tlsext_host_name(ssl, sni);
+        SSL_set_connect_state(ssl);
+        (void) SSL_do_handshake(ssl);
+        n = BIO_read(wbio, buf, (int) size);
+        SSL_free(ssl);
+        SSL_CTX_free(ctx);
+        return n > 0 ? (size_t) n : 0;
+}
+
+static void test_sni(void) {
+        uint8_t hello[4096];
+        size_t n;
+        char *sni = NULL;
+        int r;
+
+        n = client_hello("Upstream.Example.", hello, sizeof hello);
+        ok(n > 0, "OpenSSL made a ClientHello");
+        r = tls_client_hello_sni(hello, n, &sni);
+        ok(r == 1 && sni && streq(sni, "upstream.example"), "its server name is read, lower case, without the trailing dot");
+        sni = mfree(sni);
+        ok(tls_client_hello_sni(hello, n - 1, &sni) == -EAGAIN, "a ClientHello one byte short asks for more");
+        ok(tls_client_hello_sni(hello, 3, &sni) == -EAGAIN, "a partial record header asks for more");
+        n = client_hello(NULL, hello, sizeof hello);
+        ok(tls_client_hello_sni(hello, n, &sni) == 0 && !sni, "a ClientHello without server name says so");
+        ok(tls_client_hello_sni((const uint8_t *) "GET / HTTP/1.1\r\n", 16, &sni) == -EBADMSG, "plain HTTP is not a ClientHello");
+        n = client_hello("a.example", hello, sizeof hello);
+        hello[4] = (uint8_t) (hello[4] - 10);   /* the record ends inside the ClientHello */
+        ok(tls_client_hello_sni(hello, n, &sni) == -EBADMSG, "a ClientHello longer than its record is refused");
+}
+
+static int head_of(const char *request, const EgressPolicy *p, const EgressApiAuth *api, char **ret_head,
+                   const char **ret_reason) {
+        HttpLimits l = { .proxy_forms = true, .head_only = true };
+        HttpRequest r = {};
+        size_t consumed, size;
+        const EgressRule *rule = NULL;
+        int status, q;
+
+        q = http_request_parse(request, strlen(request), &l, &r, &consumed, &status, NULL);
+        if (q != 1)
+                return -EBADMSG;
+        if (!api)
+                rule = egress_policy_match(p, r.host, r.port, r.method, r.path);
+        q = egress_upstream_head(&r, p, rule, api, api ? "api.test" : r.host, ret_head, &size, ret_reason);
+        http_request_done(&r);
+        return q;
+}
+
+static void test_rewrite(void) {
+        _cleanup_(egress_policy_freep) EgressPolicy *p = compile(
+                "{ \"rules\": [ { \"host\": \"gh.test\", \"decision\": \"credential\","
+                "  \"credential\": { \"header\": \"Authorization\", \"dummy\": \"ghp_dummy0001\", \"secret\": \"ghp_SECRET_1234\" } },"
+                "  { \"host\": \"*\", \"decision\": \"allow\" } ] }", NULL, NULL);
+        EgressApiAuth api = { .dummy = "sk-proxy", .api_key = "sk-ant-REAL-KEY", .oauth_token = NULL };
+        const char *reason = NULL;
+        char *head = NULL;
+        int q;
+
+        ok(p != NULL, "a policy with a credential rule compiles");
+        if (!p)
+                return;
+        q = head_of("GET http://gh.test/repos?page=2 HTTP/1.1\r\nHost: gh.test\r\nAuthorization: token ghp_dummy0001\r\n"
+                    "Proxy-Authorization: Basic eDp5\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nAccept: */*\r\n\r\n",
+                    p, NULL, &head, &reason);
+        ok(q == 0 && head, "a request to a credential host is rewritten");
+        ok(head && startswith(head, "GET /repos?page=2 HTTP/1.1\r\nHost: gh.test\r\n"), "the request line is origin-form, the Host first");
+        ok(head && strstr(head, "Authorization: token ghp_SECRET_1234\r\n") && !strstr(head, "ghp_dummy0001"),
+           "the dummy is replaced by the secret in the credential's header");
+        ok(head && !strstr(head, "Proxy-Authorization") && !strstr(head, "X-Hop") && !strstr(head, "keep-alive"),
+           "proxy and hop-by-hop headers (also those Connection names) are dropped");
+        ok(head && endswith(head, "Accept: */*\r\nConnection: close\r\n\r\n"), "other headers pass; Connection: close ends the head");
+        head = mfree(head);
+
+        q = head_of("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\nAuthorization: token ghp_dummy0001\r\n\r\n",
+                    p, NULL, &head, &reason);
+        ok(q == -EACCES && streq_ptr(reason, "dummy-unbound"), "a dummy sent to a host it is not bound to is refused");
+        q = head_of("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\nX-Token: abc-ghp_dummy0001\r\n\r\n",
+                    p, NULL, &head, &reason);
+        ok(q == -EACCES && streq_ptr(reason, "dummy-unbound"), "... also inside another header");
+        q = head_of("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\nx-api-key: sk-proxy\r\n\r\n",
+                    p, NULL, &head, &reason);
+        ok(q == -EACCES && streq_ptr(reason, "dummy-unbound"), "the API dummy sent through the proxy is refused");
+        q = head_of("GET http://gh.test/ HTTP/1.1\r\nHost: gh.test\r\nAuthorization: token ghp_MINE\r\n\r\n",
+                    p, NULL, &head, &reason);
+        ok(q == -EACCES && streq_ptr(reason, "unknown-dummy"), "a credential host gets no token of the agent's own");
+
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: localhost:2376\r\nx-api-key: sk-proxy\r\nContent-Length: 2\r\n\r\n{}",
+                    p, &api, &head, &reason);
+        ok(q == 0 && head && strstr(head, "x-api-key: sk-ant-REAL-KEY\r\n") && strstr(head, "Host: api.test\r\n") &&
+           !strstr(head, "localhost") && strstr(head, "Content-Length: 2\r\n"),
+           "the API pass-through swaps the dummy key for the real one and the Host for the upstream's");
+        head = mfree(head);
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: sk-ant-agents-own\r\n\r\n", p, &api, &head, &reason);
+        ok(q == -EACCES && streq_ptr(reason, "unknown-dummy"), "the API pass-through refuses a key that is not the dummy");
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-proxy\r\n\r\n", p, &api, &head, &reason);
+        ok(q == -EACCES && streq_ptr(reason, "no-credential"), "the OAuth dummy without an OAuth token configured is refused");
+        api.oauth_token = "oauth-REAL-TOKEN";
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-proxy\r\n\r\n", p, &api, &head, &reason);
+        ok(q == 0 && head && strstr(head, "Authorization: Bearer oauth-REAL-TOKEN\r\n"), "the OAuth dummy becomes the real token");
+        head = mfree(head);
+}
+
+static bool leaf_verifies(const EgressCa *ca, X509 *leaf, const char *host) {
+        X509_STORE *store = X509_STORE_new();
+        X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+        bool good;
+
+        X509_STORE_add_cert(store, ca->cert);
+        X509_STORE_CTX_init(ctx, store, leaf, NULL);
+        X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER);
+        good = X509_verify_cert(ctx) == 1 && X509_check_host(leaf, host, 0, 0, NULL) == 1;
+        X509_STORE_CTX_free(ctx);
+        X509_STORE_free(store);
+        return good;
+}
+
+static void test_ca(void) {
+        char dir[] = "/tmp/test-egress-ca-XXXXXX";
+        _cleanup_(egress_ca_freep) EgressCa *ca = NULL, *again = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        X509 *leaf = NULL;
+        EVP_PKEY *key = NULL;
+        struct stat st;
+
+        if (!mkdtemp(dir))
+                abort();
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ok(egress_ca_load_or_create(fd, "loop egress CA test", &ca) == 0 && ca && ca->pem, "a sandbox CA is made at first start");
+        ok(fstatat(fd, EGRESS_CA_KEY_FILE, &st, 0) == 0 && (st.st_mode & 07777) == 0600, "its key is readable by its owner only");
+        ok(egress_ca_load_or_create(fd, "ignored", &again) == 0 && again && streq(again->pem, ca->pem),
+           "the next start loads the same CA");
+        ok(ca && egress_ca_issue(ca, "api.github.com", &leaf, &key) == 0, "a leaf is issued for a host");
+        ok(leaf && leaf_verifies(ca, leaf, "api.github.com"), "the leaf verifies against the CA for that host");
+        ok(leaf && !leaf_verifies(ca, leaf, "evil.example"), "...and for no other host");
+        ok(key && EVP_PKEY_get_bits(key) == 256 && EVP_PKEY_is_a(key, "EC"), "the leaf's key is ECDSA P-256");
+        X509_free(leaf);
+        EVP_PKEY_free(key);
+        leaf = NULL, key = NULL;
+        ok(ca && egress_ca_issue(ca, "198.51.100.7", &leaf, &key) == 0 && X509_check_ip_asc(leaf, "198.51.100.7", 0) == 1,
+           "a leaf for an IP literal names the address");
+        X509_free(leaf);
+        EVP_PKEY_free(key);
+        (void) unlinkat(fd, EGRESS_CA_CERT_FILE, 0);
+        egress_ca_free(again);
+        again = NULL;
+        ok(egress_ca_load_or_create(fd, "x", &again) == -EBADMSG, "a key without its certificate is refused, not replaced");
+        (void) unlinkat(fd, EGRESS_CA_KEY_FILE, 0);
+        (void) rmdir(dir);
+}
+
+typedef struct PumpRun {
+        int a, b, r;
+        uint64_t ab, ba;
+} PumpRun;
+
+static void *pump_thread(void *userdata) {
+        PumpRun *p = userdata;
+        p->r = fd_pump(p->a, p->b, 10000, &p->ab, &p->ba);
+        return NULL;
+}
+
+static void *write_big(void *userdata) {
+        int fd = *(int *) userdata;
+        static char chunk[64 * 1024];
+        memset(chunk, 'x', sizeof chunk);
+        for (int i = 0; i < 16; i++)
+                if (loop_write(fd, chunk, sizeof chunk) < 0)
+                        break;
+        (void) shutdown(fd, SHUT_WR);
+        return NULL;
+}
+
+/* The relay's and the tunnel's byte pump, over socket pairs: client <-> a | pump | b <-> server. */
+static void test_pump(void) {
+        int c[2], s2[2];
+        PumpRun run = {};
+        pthread_t pump, writer;
+        char buf[64 * 1024];
+        uint64_t got = 0;
+        ssize_t k;
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s2) < 0)
+                abort();
+        run = (PumpRun) { .a = c[1], .b = s2[0] };
+        pthread_create(&pump, NULL, pump_thread, &run);
+        pthread_create(&writer, NULL, write_big, &c[0]);
+        while ((k = read(s2[1], buf, sizeof buf)) > 0)
+                got += (uint64_t) k;
+        pthread_join(writer, NULL);
+        is_int(got, 16 * 64 * 1024, "1 MiB from the client reaches the server, and then its end of sending");
+        ok(loop_write(s2[1], "pong", 4) == 0 && shutdown(s2[1], SHUT_WR) == 0, "the server answers after the client's half-close");
+        k = loop_read(c[0], buf, sizeof buf);
+        ok(k == 4 && memcmp(buf, "pong", 4) == 0, "...and the answer reaches the client, then its end");
+        pthread_join(pump, NULL);
+        ok(run.r == 0 && run.ab == 16 * 64 * 1024 && run.ba == 4, "the pump ends cleanly and counts both directions");
+        for (int i = 0; i < 2; i++) {
+                safe_close(c[i]);
+                safe_close(s2[i]);
+        }
+}
+
+int main(void) {
+        test_policy_defaults();
+        test_policy_rules();
+        test_policy_star();
+        test_policy_errors();
+        test_host_valid();
+        test_addresses();
+        test_own_addresses();
+        test_sni();
+        test_rewrite();
+        test_ca();
+        test_pump();
+        return done_testing();
+}
