@@ -1221,12 +1221,19 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
         const LoopConfig *c = in->config;
         bool chrome = in->type == CONTAINER_CHROME;
         uint64_t memory_mb = chrome ? c->browser.memory_mb : c->container_memory_mb;
-        static const char * const all[] = { "ALL" }, * const nnp[] = { "no-new-privileges" };
+        static const char * const all[] = { "ALL" };
+        const char *security_opt[] = { "no-new-privileges", NULL };
         int64_t nano_cpus;
         int r;
 
         if (!hc)
                 return -ENOMEM;
+        /* The workload profile is for the agent's containers; Chrome's sandbox needs namespaces. */
+        if (in->seccomp_option && !chrome) {
+                if (!startswith(in->seccomp_option, "seccomp="))
+                        return -EINVAL;
+                security_opt[1] = in->seccomp_option;
+        }
         /* Memory=0 or NanoCpus=0 mean "unlimited" to the engine: refuse rather than run unlimited. */
         if (memory_mb == 0 || memory_mb > (uint64_t) (INT64_MAX / MIB))
                 return -EINVAL;
@@ -1272,7 +1279,7 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
             (r = json_add(hc, "PidsLimit", json_object_new_int64(CONTAINER_PIDS_LIMIT))) < 0 ||
             (r = json_add(hc, "CapDrop", json_string_array(all, ELEMENTSOF(all)))) < 0 ||
             (r = json_add(hc, "CapAdd", json_string_array(entrypoint_caps, ELEMENTSOF(entrypoint_caps)))) < 0 ||
-            (r = json_add(hc, "SecurityOpt", json_string_array(nnp, ELEMENTSOF(nnp)))) < 0 ||
+            (r = json_add(hc, "SecurityOpt", json_string_array(security_opt, security_opt[1] ? 2 : 1))) < 0 ||
             (r = json_add(hc, "ReadonlyRootfs", json_object_new_boolean(true))) < 0 ||
             (r = json_add(hc, "Tmpfs", TAKE_PTR(tmpfs))) < 0 ||
             (r = json_add(hc, "Init", json_object_new_boolean(false))) < 0)

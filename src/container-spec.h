@@ -88,6 +88,8 @@ typedef struct ContainerInput {
                                                  * agent's sessions live there); NULL: a volume per container */
         const char *cgroup_parent;              /* the channel's slice under systemd, else NULL */
         const char *owner;                      /* label loop-owner: "service" (the channel's runner), "cli" */
+        const char *seccomp_option;             /* SecurityOpt "seccomp=..." (seccomp-profile.h) for agent and
+                                                 * shell containers; NULL: the engine's default profile */
 } ContainerInput;
 
 typedef struct ContainerPlan {

@@ -29,6 +29,7 @@ static const Verb verbs[] = {
         { "shell",    verb_shell },
         { "privdrop", verb_privdrop },
         { "syscallwrap", verb_syscallwrap },
+        { "profile",  verb_profile },
 };
 
 static void help(void) {
@@ -56,7 +57,9 @@ static void help(void) {
                "  reconcile [NAME...]    Sync the container registry with the engine\n"
                "  shell NAME [-- CMD...] A shell in the channel's shell container\n"
                "  runner NAME            Process the channel's queue (loop-agent@NAME.service)\n"
-               "  image build|list|rm    Build the agent image (no registry needed), list, remove\n\n"
+               "  image build|list|rm    Build the agent image (no registry needed), list, remove\n"
+               "  profile seccomp [--arch ARCH]\n"
+               "                         Print the containers' seccomp workload profile\n\n"
                "Options:\n"
                "  -h --help              Show this help\n"
                "     --version           Show the version\n\n"

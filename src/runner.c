@@ -16,6 +16,7 @@
 #include "engine-discover.h"
 #include "gate-policy.h"
 #include "gate-token.h"
+#include "seccomp-profile.h"
 #include "io-util.h"
 #include "log.h"
 #include "registry.h"
@@ -565,6 +566,15 @@ static int gate_prepare(RunContext *ctx, const char *name, GateFiles *g, char **
         return 0;
 }
 
+/* The seccomp workload profile for the channel's containers; without it nothing runs. */
+static int runner_seccomp_option(RunContext *ctx, char **ret) {
+        int r = seccomp_profile_security_opt(engine_kind(ctx->conn->engine), ctx->state_dir, ret);
+        if (r < 0)
+                return log_error_errno(r, "Failed to prepare the seccomp workload profile in %s, not running: %m",
+                                       ctx->state_dir);
+        return 0;
+}
+
 /* One container: create, copy in, start, follow the output, wait, schedule its removal. */
 static int run_container(RunContext *ctx, const char *prompt, const char *resume, Attempt *ret) {
         Engine *e = ctx->conn->engine;
@@ -572,7 +582,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         _cleanup_(container_plan_freep) ContainerPlan *plan = NULL;
         _cleanup_(stream_parser_freep) StreamParser *parser = NULL;
         _cleanup_strv_free_ char **argv = NULL, **extra_env = NULL, **binds = NULL;
-        _cleanup_free_ char *name = NULL, *id = NULL;
+        _cleanup_free_ char *name = NULL, *id = NULL, *seccomp = NULL;
         _cleanup_(gate_files_done) GateFiles gate = {};
         StreamPrinter printer = { .req = ctx->req };
         char **add_dirs = ctx->config.extra_dirs;
@@ -600,6 +610,9 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 if (r < 0)
                         return r;
         }
+        r = runner_seccomp_option(ctx, &seccomp);
+        if (r < 0)
+                return r;
 
         ContainerInput in = {
                 .channel = ctx->channel,
@@ -617,6 +630,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 .home_dir = ctx->home_dir,
                 .cgroup_parent = ctx->slice,
                 .owner = ctx->req->owner ?: "cli",
+                .seccomp_option = seccomp,
         };
         r = container_plan_build(&in, &plan);
         if (r < 0)
@@ -948,9 +962,12 @@ static int shell_find(Engine *e, const char *channel, char **ret_id, char **ret_
 static int shell_create(RunContext *ctx, char **ret_id, char **ret_name) {
         Engine *e = ctx->conn->engine;
         _cleanup_(container_plan_freep) ContainerPlan *plan = NULL;
-        _cleanup_free_ char *base = NULL, *name = NULL, *id = NULL;
+        _cleanup_free_ char *base = NULL, *name = NULL, *id = NULL, *seccomp = NULL;
         int r;
 
+        r = runner_seccomp_option(ctx, &seccomp);
+        if (r < 0)
+                return r;
         base = container_name_sanitize(ctx->channel);
         if (!base || asprintf(&name, "loop-shell-%s", base) < 0)
                 return log_oom();
@@ -968,6 +985,7 @@ static int shell_create(RunContext *ctx, char **ret_id, char **ret_name) {
                 .home_dir = ctx->home_dir,
                 .cgroup_parent = ctx->slice,
                 .owner = "shell",
+                .seccomp_option = seccomp,
         };
         r = container_plan_build(&in, &plan);
         if (r < 0)

@@ -1083,6 +1083,27 @@ static void test_plan_host_config(void) {
         unknown = build(&in);
         ok(unknown && !body(unknown, "HostConfig.ExtraHosts"), "an unknown engine gets no ExtraHosts");
 
+        {
+                _cleanup_(container_plan_freep) ContainerPlan *sec = NULL, *chrome = NULL, *bad = NULL;
+                _cleanup_strv_free_ char **opts = NULL, **chrome_opts = NULL;
+
+                in = input(&c);
+                in.seccomp_option = "seccomp=/var/lib/loop/chan/seccomp-workload.json";
+                sec = build(&in);
+                opts = jstrv(sec, "HostConfig.SecurityOpt");
+                ok(strv_equal_list(opts, (const char *[]) { "no-new-privileges", in.seccomp_option }, 2),
+                   "the seccomp workload profile joins no-new-privileges in SecurityOpt");
+                in.type = CONTAINER_CHROME;
+                chrome = build(&in);
+                chrome_opts = jstrv(chrome, "HostConfig.SecurityOpt");
+                ok(strv_equal_list(chrome_opts, (const char *[]) { "no-new-privileges" }, 1),
+                   "chrome keeps the engine's profile (its sandbox needs namespaces)");
+                in.type = CONTAINER_AGENT;
+                in.seccomp_option = "label=disable";
+                ok(container_plan_build(&in, &bad) == -EINVAL && !bad,
+                   "a seccomp option that is not seccomp=... is refused");
+        }
+
         in = input(&small);
         s = build(&in);
         is_int(jint(s, "HostConfig.Memory"), 1024LL * 1024 * 1024, "the default memory is 1024 MiB");
