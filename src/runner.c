@@ -63,6 +63,7 @@ typedef struct RunContext {
         HostUser user;
         char *state_dir;                /* where the channel's home lives on the host */
         char *home_dir;                 /* host dir bind-mounted at the user's HOME */
+        char *empty_dir;                /* host dir, empty and root's, bound over masked directories */
         char *timezone;
         char *git_excludes;
         char *mcp_path;                 /* the MCP config, inside the work dir */
@@ -75,6 +76,7 @@ static void run_context_done(RunContext *ctx) {
         host_user_done(&ctx->user);
         free(ctx->state_dir);
         free(ctx->home_dir);
+        free(ctx->empty_dir);
         free(ctx->timezone);
         free(ctx->git_excludes);
         free(ctx->mcp_path);
@@ -631,6 +633,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 .cgroup_parent = ctx->slice,
                 .owner = ctx->req->owner ?: "cli",
                 .seccomp_option = seccomp,
+                .empty_dir = ctx->empty_dir,
         };
         r = container_plan_build(&in, &plan);
         if (r < 0)
@@ -769,6 +772,11 @@ static int runner_prepare(const RunRequest *req, RunContext *ctx) {
         r = mkdir_owned(ctx->home_dir, 0700, ctx->user.uid, ctx->user.gid);
         if (r < 0)
                 return log_error_errno(r, "Failed to create the agent's home %s: %m", ctx->home_dir);
+        if (asprintf(&ctx->empty_dir, "%s/empty", ctx->state_dir) < 0)
+                return log_oom();
+        r = mkdir_owned(ctx->empty_dir, 0555, 0, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create %s: %m", ctx->empty_dir);
 
         /* The default work dir is ours to create; a configured one must exist. */
         if (!json_object_object_get_ex(ch->config.json, "work_dir", NULL)) {
@@ -986,6 +994,7 @@ static int shell_create(RunContext *ctx, char **ret_id, char **ret_name) {
                 .cgroup_parent = ctx->slice,
                 .owner = "shell",
                 .seccomp_option = seccomp,
+                .empty_dir = ctx->empty_dir,
         };
         r = container_plan_build(&in, &plan);
         if (r < 0)

@@ -316,6 +316,13 @@ build_test_rootfs() {
                         done
                         install -m 0755 "$probe" usr/local/bin/gate-probe
                 fi
+                probe=$LOOP_BUILD_DIR/test/security/escape-probe
+                if [ -x "$probe" ]; then
+                        for lib in $(_test_image_libs "$probe"); do
+                                _test_image_copy_same_path "$out" "$lib"
+                        done
+                        install -m 0755 "$probe" usr/local/bin/escape-probe
+                fi
                 _test_image_fake_agent >usr/local/bin/claude
                 chmod 0755 usr/local/bin/claude
 
