@@ -30,6 +30,7 @@ static const Verb verbs[] = {
         { "privdrop", verb_privdrop },
         { "syscallwrap", verb_syscallwrap },
         { "profile",  verb_profile },
+        { "seal",     verb_seal },
 };
 
 static void help(void) {
@@ -58,6 +59,8 @@ static void help(void) {
                "  shell NAME [-- CMD...] A shell in the channel's shell container\n"
                "  runner NAME            Process the channel's queue (loop-agent@NAME.service)\n"
                "  image build|list|rm    Build the agent image (no registry needed), list, remove\n"
+               "  seal [--work-dir DIR] -- COMMAND...\n"
+               "                         Run COMMAND under Landlock (in the container's entrypoint)\n"
                "  profile seccomp [--arch ARCH]\n"
                "                         Print the containers' seccomp workload profile\n\n"
                "Options:\n"

@@ -64,6 +64,10 @@ make_work_dir() {
         mkdir -p "$T/hostdir"
         chmod 0755 "$T/hostdir"
         ln -sfn /run/systemd "$T/hostdir/journal-link"
+        rm -rf "$T/shared"
+        mkdir -p "$T/shared"
+        chmod 1777 "$T/shared"
+        install -m 0755 "$PROBE" "$T/shared/tool"
 }
 
 write_config() {
@@ -79,8 +83,11 @@ write_config() {
   "browser": { "enabled": false }
 }
 EOF
-        echo "{ \"work_dir\": \"$W\" }" >"$T/etc/channels.d/gated.json"
-        echo "{ \"work_dir\": \"$W\", \"gates\": { \"agentgate\": { \"enabled\": false } } }" >"$T/etc/channels.d/ungated.json"
+        # /run/shared: writable for everyone and mounted read-write, but /run is not a tier Landlock lets
+        # anyone write to or execute from, so only the seal stands in the way there.
+        echo "{ \"work_dir\": \"$W\", \"mounts\": [ \"$T/shared:/run/shared\" ] }" >"$T/etc/channels.d/gated.json"
+        echo "{ \"work_dir\": \"$W\", \"mounts\": [ \"$T/shared:/run/shared\" ], \"gates\": { \"agentgate\": { \"enabled\": false } } }" \
+                >"$T/etc/channels.d/ungated.json"
         # Host services named in mounts are refused: the journal, systemd, and the engine's own socket.
         cat >"$T/etc/channels.d/services.json" <<EOF
 { "work_dir": "$W", "gates": { "agentgate": { "enabled": false } },
@@ -184,6 +191,18 @@ for eng in podman docker; do
                 blocked swapoff EPERM "swapoff is denied"
                 blocked write-rootfs "" "writing to the read-only root file system fails"
                 blocked exec-dev-shm EACCES "a binary copied to /dev/shm (noexec) does not run"
+
+                # Landlock on its own: a writable mount outside the write tiers.
+                run "$mode" "scenario:sh echo x >/run/shared/planted; echo rc=\$?; /run/shared/tool ids; echo rc=\$?"
+                like "$out" "rc=[1-9].*rc=[1-9]" "$eng/$mode: Landlock refuses writing to and executing from a writable mount under /run" ||
+                        diag "$out"
+                [ ! -e "$T/shared/planted" ]
+                ok $? "$eng/$mode: ...nothing was planted there"
+                unlike "$out" "euid=" "$eng/$mode: ...and the binary there did not run"
+                run "$mode" "scenario:sh loop seal --print"
+                like "$out" "landlock_abi [3-9]" "$eng/$mode: the container's kernel has Landlock ABI 3 or later"
+                like "$out" "write_exec $W" "$eng/$mode: the work dir is in the write_exec tier"
+                unlike "$out" "write_[a-z]* /run" "$eng/$mode: nothing under /run is writable for the agent"
 
                 run "$mode" "scenario:sh $W/suid-probe ids"
                 like "$out" "euid=$UID_T\$" "$eng/$mode: a setuid-root binary runs with the agent's uid (no-new-privileges)" || diag "$out $err"
