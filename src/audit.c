@@ -45,6 +45,7 @@ static const struct {
         [AUDIT_GATE_PENDING]         = { "gate-pending",         "ac51ea316b31483ba54348f5beb30dbc" },
         [AUDIT_GATE_DECISION]        = { "gate-decision",        "1c67da5fa187464598968c5d0c4d6ccd" },
         [AUDIT_GATE_AUDIT_DROPPED]   = { "gate-audit-dropped",   "310a10fada534a7d93b9fbe9549b2cf2" },
+        [AUDIT_TAMPER]               = { "tamper",               "dd6b4d5c384b4f3ea77851055307439a" },
 };
 
 /* The fields audit_log() fills itself; an extra field may not name one of them. */

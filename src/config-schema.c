@@ -452,6 +452,7 @@ static const Field root_fields[] = {
         STRV("protect_paths", SCOPE_CONFIG, protected_path_check_entry),
         STRV("mask_paths", SCOPE_CONFIG, protected_path_check_entry),
         STRV("unmask_paths", SCOPE_CONFIG, protected_path_check_unmask_entry),
+        BOOL("tripwire", SCOPE_CONFIG),
         { .key = "envs", .type = FIELD_ENV_MAP, .scope = SCOPE_ALL },
         OBJECT("mcp", SCOPE_ALL, mcp_schema),
         OBJECT("browser", SCOPE_ALL, browser_schema),
@@ -1209,6 +1210,7 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
                 c.parent_dir = mfree(c.parent_dir);
 
         c.keep_mcp_configs = load_bool(obj, "keep_mcp_configs", false);
+        c.tripwire = load_bool(obj, "tripwire", true);
         c.container_timeout_sec = load_uint(obj, "container_timeout_sec", 3600);
         c.container_memory_mb = load_uint(obj, "container_memory_mb", 1024);
         cpus = get(obj, "container_cpus");

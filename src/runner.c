@@ -16,7 +16,9 @@
 #include "engine-discover.h"
 #include "gate-policy.h"
 #include "gate-token.h"
+#include "protected-paths.h"
 #include "seccomp-profile.h"
+#include "tripwire.h"
 #include "io-util.h"
 #include "log.h"
 #include "registry.h"
@@ -577,6 +579,53 @@ static int runner_seccomp_option(RunContext *ctx, char **ret) {
         return 0;
 }
 
+/* The tripwire over the work dir's protected paths (tripwire.h): a snapshot before the container exists. */
+static int runner_tripwire_new(RunContext *ctx, Tripwire **ret) {
+        _cleanup_strv_free_ char **paths = NULL;
+        int r;
+
+        *ret = NULL;
+        if (!ctx->config.tripwire)
+                return 0;
+        r = protected_paths_list(&ctx->config, PROTECTED_READ_ONLY, &paths);
+        if (r < 0)
+                return log_oom();
+        r = tripwire_new(ctx->config.work_dir, paths, ret);
+        if (r < 0)
+                return log_error_errno(r, "Cannot take the tripwire's snapshot of the protected paths in %s (%m); "
+                                       "not running (\"tripwire\": false runs without it).", ctx->config.work_dir);
+        return 0;
+}
+
+/* A protected path changed: the container is stopped (the watch thread killed it already when it knew
+ * its pid), the change journaled and the snapshot restored. */
+static int runner_tripwire_tripped(RunContext *ctx, Engine *e, const char *id, const char *name, Tripwire *tw,
+                                   const char *path) {
+        _cleanup_free_ char *f_path = NULL, *f_work = NULL, *f_restored = NULL;
+        int restored;
+
+        (void) engine_container_stop(e, id, 0);
+        restored = tripwire_restore(tw);
+        if (asprintf(&f_path, "LOOP_PATH=%s", path) < 0 || asprintf(&f_work, "LOOP_WORK_DIR=%s", ctx->config.work_dir) < 0 ||
+            asprintf(&f_restored, "LOOP_RESTORED=%d", restored) < 0)
+                return log_oom();
+        char *extra[] = { f_path, f_work, f_restored, NULL };
+        AuditFields f = {
+                .channel = ctx->channel,
+                .container = id,
+                .container_name = name,
+                .container_type = "agent",
+                .extra = extra,
+        };
+        (void) audit_log(AUDIT_TAMPER, LOG_CRIT, &f, "Protected path %s/%s changed during the run of %s; container "
+                         "killed, protected paths restored.", ctx->config.work_dir, path, name);
+        if (restored < 0)
+                log_error_errno(restored, "Failed to restore every protected path of %s: %m", ctx->config.work_dir);
+        return log_error_errno(EPERM, "The protected path %s/%s changed during the run: container %s was killed and "
+                               "the protected paths restored. Check the work dir before running again.",
+                               ctx->config.work_dir, path, name);
+}
+
 /* One container: create, copy in, start, follow the output, wait, schedule its removal. */
 static int run_container(RunContext *ctx, const char *prompt, const char *resume, Attempt *ret) {
         Engine *e = ctx->conn->engine;
@@ -585,6 +634,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         _cleanup_(stream_parser_freep) StreamParser *parser = NULL;
         _cleanup_strv_free_ char **argv = NULL, **extra_env = NULL, **binds = NULL;
         _cleanup_free_ char *name = NULL, *id = NULL, *seccomp = NULL;
+        _cleanup_(tripwire_freep) Tripwire *tripwire = NULL;
         _cleanup_(gate_files_done) GateFiles gate = {};
         StreamPrinter printer = { .req = ctx->req };
         char **add_dirs = ctx->config.extra_dirs;
@@ -645,6 +695,9 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         if (r < 0)
                 return log_oom();
         printer.parser = parser;
+        r = runner_tripwire_new(ctx, &tripwire);
+        if (r < 0)
+                return r;
 
         r = engine_container_create(e, name, plan->body, &id);
         if (r < 0)
@@ -669,6 +722,11 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 if (pid > 0 && ctx->slice)
                         (void) scope_of_pid(pid, &scope);
                 container_registered(ctx, id, name, scope, pid);
+                if (tripwire && (r = tripwire_arm(tripwire, pid)) < 0) {
+                        log_error_errno(r, "Failed to start the tripwire: %m");
+                        (void) engine_container_stop(e, id, 0);
+                        goto finish;
+                }
                 if (hooks && hooks->started)
                         hooks->started(id, name, pid, scope, hooks->userdata);
         }
@@ -688,6 +746,10 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         }
         alarm(0);
 
+        if (tripwire && tripwire_disarm(tripwire)) {
+                r = runner_tripwire_tripped(ctx, e, id, name, tripwire, tripwire_disarm(tripwire));
+                goto finish;
+        }
         if (run_interrupted || run_timed_out) {
                 /* The stream was cut on purpose: stop what runs, then report why. */
                 (void) engine_container_stop(e, id, 5);

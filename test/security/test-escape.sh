@@ -229,6 +229,18 @@ for eng in podman docker; do
                 run "$mode" "scenario:sh echo made >$W/src/new.c && cat $W/src/new.c"
                 like "$out" "made" "$eng/$mode: the rest of the work dir is writable"
                 rm -f "$W/src/new.c"
+
+                # Around the read-only mounts: .git renamed away and a new one with a planted hook. The
+                # tripwire kills the run, journals it and restores the hooks.
+                run "$mode" "scenario:sh mv $W/.git $W/.git-moved && mkdir -p $W/.git/hooks && echo evil >$W/.git/hooks/pre-commit && sleep 60; echo survived"
+                [ "$st" != 0 ]
+                ok $? "$eng/$mode: renaming .git and planting a hook fails the run (tripwire)"
+                unlike "$out" "survived" "$eng/$mode: ...the container is killed at once"
+                like "$err" "protected path $W/\.git changed during the run" "$eng/$mode: ...saying which path changed"
+                like "$err" "tamper|Protected path" "$eng/$mode: ...and records a tamper event"
+                is "$(cat "$W/.git/hooks/pre-commit" 2>/dev/null)" '#!/bin/sh' "$eng/$mode: the hook is restored from the snapshot"
+                is "$(cat "$W/.git/config" 2>/dev/null)" "$(printf '[core]\n\tbare = false')" "$eng/$mode: ...and .git/config"
+                rm -rf "$W/.git-moved"
         done
 
         # Host services are never mounted in, whatever the config says.

@@ -1166,7 +1166,7 @@ static void test_plan_protection(void) {
         _cleanup_(loop_config_done) LoopConfig c = {}, tuned = {}, conflict = {};
         _cleanup_(container_plan_freep) ContainerPlan *p = NULL, *podman = NULL, *t = NULL, *bad = NULL, *services = NULL;
         _cleanup_strv_free_ char **masked = NULL, **secopt = NULL;
-        char bind[PATH_MAX * 2 + 8];
+        char bind[PATH_MAX * 3];
         char *link = tpath("work/.idea");
 
         write_file(tpath("work/.git/hooks/pre-commit"), "#!/bin/sh\n");
