@@ -308,6 +308,10 @@ build_test_rootfs() {
                 done
                 install -m 0755 "$loop" usr/local/bin/loop
                 install -m 0755 "$entrypoint" usr/local/bin/loop-entrypoint
+                # The sandbox guidance, as image/agent/Containerfile installs it.
+                install -m 0755 "$LOOP_SOURCE_DIR/image/agent/loop-agent-init" "$LOOP_SOURCE_DIR/image/agent/loop-explain" \
+                        usr/local/bin/
+                install -D -m 0644 "$LOOP_SOURCE_DIR/image/agent/loop-sandbox-skill.md" usr/local/share/loop/loop-sandbox-skill.md
                 # The security suites' attacker, when it is built: what an agent would try on the gate.
                 probe=$LOOP_BUILD_DIR/test/integration/gate-probe
                 if [ -x "$probe" ]; then

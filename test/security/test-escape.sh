@@ -204,6 +204,11 @@ for eng in podman docker; do
                 like "$out" "write_exec $W" "$eng/$mode: the work dir is in the write_exec tier"
                 unlike "$out" "write_[a-z]* /run" "$eng/$mode: nothing under /run is writable for the agent"
 
+                # Guidance: the skill in the agent's home, the shell helper; words, no permissions.
+                run "$mode" "scenario:sh head -2 \$HOME/.claude/skills/loop-sandbox/SKILL.md; loop-explain 'touch: x: Read-only file system'"
+                like "$out" "name: loop-sandbox" "$eng/$mode: the sandbox skill is installed in the agent's home"
+                like "$out" "EROFS: .*protected" "$eng/$mode: loop-explain explains a refusal and what to do instead"
+
                 run "$mode" "scenario:sh $W/suid-probe ids"
                 like "$out" "euid=$UID_T\$" "$eng/$mode: a setuid-root binary runs with the agent's uid (no-new-privileges)" || diag "$out $err"
                 run "$mode" "scenario:sh /usr/local/bin/escape-probe pids"
