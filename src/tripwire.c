@@ -2,14 +2,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 #include "io-util.h"
 #include "log.h"
@@ -58,15 +56,35 @@ struct Tripwire {
                          IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
 #define WATCH_ANCESTOR (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
 
-/* Opens rel below dir_fd, refusing symlinks anywhere (the last one is opened as a link with O_PATH |
- * O_NOFOLLOW) and anything that would leave dir_fd. */
+/* Opens rel (clean, relative) below dir_fd one component at a time with O_NOFOLLOW: a symlink anywhere is
+ * refused (-ELOOP or -ENOTDIR), except as the last component with O_PATH, where the link itself is
+ * opened. A walk rather than openat2(RESOLVE_NO_SYMLINKS), which service sandboxes' syscall filters may
+ * not allow. */
 static int open_beneath(int dir_fd, const char *rel, int flags) {
-        struct open_how how = {
-                .flags = (uint64_t) (flags | O_NOFOLLOW | O_CLOEXEC),
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-        };
-        int fd = (int) syscall(SYS_openat2, dir_fd, isempty(rel) ? "." : rel, &how, sizeof(how));
-        return fd < 0 ? -errno : fd;
+        _cleanup_free_ char *copy = strdup(isempty(rel) ? "." : rel);
+        _cleanup_close_ int cur = -EBADF;
+        char *c, *next;
+
+        if (!copy)
+                return -ENOMEM;
+        cur = openat(dir_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cur < 0)
+                return -errno;
+        for (c = copy; c; c = next) {
+                int fd;
+
+                next = strchr(c, '/');
+                if (next)
+                        *next++ = 0;
+                if (streq(c, ".."))
+                        return -EPERM;
+                fd = openat(cur, c, next ? O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC : flags | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                safe_close(cur);
+                cur = fd;
+        }
+        return TAKE_FD(cur);
 }
 
 static char *rel_join(const char *a, const char *b) {

@@ -107,13 +107,20 @@ static void test_schema(void) {
         is_int(errors("{ \"unmask_paths\": [ \"/proc/version\", \".env\" ], \"protect_paths\": [ \"docs/api\" ] }", SCOPE_GLOBAL), 0,
                "good entries are accepted in loop.json");
         {
+                _cleanup_(loop_config_done) LoopConfig def = {}, off = {};
+                ok(load("{}", &def) == 0 && def.tripwire, "the tripwire is on by default");
+                ok(load("{ \"tripwire\": false }", &off) == 0 && !off.tripwire, "\"tripwire\": false turns it off");
+                is_int(errors("{ \"tripwire\": \"no\" }", SCOPE_CHANNEL), 1, "tripwire must be a boolean");
+        }
+        {
                 _cleanup_(json_object_putp) json_object *o = NULL;
                 _cleanup_free_ char *reason = NULL;
                 ConfigProblems p = {};
-                const char *t = "{ \"unmask_paths\": [ \".env\" ] }";
+                const char *t = "{ \"unmask_paths\": [ \".env\" ], \"tripwire\": false }";
                 ok(config_parse_text(t, strlen(t), &o, &reason) == 0 &&
-                   schema_validate(&config_schema_root, o, SCOPE_PROJECT, "t", &p) == 0 && p.n == 1 && !p.items[0].error,
-                   "a project config (the agent's to write) cannot unmask anything: the key is ignored with a warning");
+                   schema_validate(&config_schema_root, o, SCOPE_PROJECT, "t", &p) == 0 && p.n == 2 && !p.items[0].error &&
+                   !p.items[1].error,
+                   "a project config (the agent's to write) can neither unmask nor turn the tripwire off: ignored with warnings");
                 config_problems_done(&p);
         }
 }

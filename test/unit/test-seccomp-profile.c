@@ -186,6 +186,25 @@ int main(void) {
                    "a call the architecture lacks (ioperm on aarch64) is left out there");
         }
 
+        /* What `loop profile seccomp` prints is the same profile. */
+        if (getenv("LOOP_BIN")) {
+                _cleanup_(json_object_putp) json_object *want = NULL, *got = NULL;
+                _cleanup_free_ char *cmd = NULL, *text = NULL;
+                size_t size = 0;
+                FILE *f;
+
+                ok(asprintf(&cmd, "'%s' profile seccomp --arch aarch64", getenv("LOOP_BIN")) > 0 && (f = popen(cmd, "r")) &&
+                   getdelim(&text, &size, 0, f) > 0 && pclose(f) == 0, "loop profile seccomp --arch aarch64 runs");
+                got = json_tokener_parse(text ?: "");
+                ok(seccomp_profile_json(SCMP_ARCH_AARCH64, &want) == 0 && got && json_object_equal(want, got),
+                   "...and prints the table's aarch64 profile");
+                free(text);
+                text = NULL;
+                free(cmd);
+                ok(asprintf(&cmd, "'%s' profile seccomp --arch sparc 2>/dev/null", getenv("LOOP_BIN")) > 0 && (f = popen(cmd, "r")) &&
+                   pclose(f) != 0, "an unknown --arch is an error");
+        }
+
         /* What the engines get. */
         if (seccomp_profile_arch_native(&arch) == 0) {
                 _cleanup_free_ char *docker = NULL, *podman = NULL, *json = NULL, *written = NULL, *path = NULL, *none = NULL;
