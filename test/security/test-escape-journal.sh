@@ -83,7 +83,7 @@ like "$rec" "MESSAGE_ID=$TAMPER_ID" "...with the catalog's message id"
 like "$rec" "PRIORITY=2" "...at priority crit"
 like "$rec" "LOOP_CHANNEL=demo" "...naming the channel"
 like "$rec" "LOOP_CONTAINER=[0-9a-f]{12}" "...and the container"
-like "$(in_ct journalctl -x -o cat LOOP_EVENT=tamper)" "The tripwire saw" "journalctl -x explains it from the catalog"
+like "$(in_ct journalctl -x --no-pager LOOP_EVENT=tamper)" "The tripwire saw" "journalctl -x explains it from the catalog"
 
 nspawn_stop "$M"
 ok $? "the container powers off cleanly"
