@@ -1343,7 +1343,7 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
         bool chrome = in->type == CONTAINER_CHROME;
         uint64_t memory_mb = chrome ? c->browser.memory_mb : c->container_memory_mb;
         static const char * const all[] = { "ALL" };
-        const char *security_opt[4] = { "no-new-privileges" };
+        const char *security_opt[5] = { "no-new-privileges" };
         _cleanup_free_ char *podman_mask = NULL, *podman_unmask = NULL;
         size_t n_security_opt = 1;
         int64_t nano_cpus;
@@ -1371,6 +1371,9 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
                         security_opt[n_security_opt++] = podman_mask;
                 if (podman_unmask)
                         security_opt[n_security_opt++] = podman_unmask;
+                /* The agent sees only its own processes (the gate's supervisor is root's); Docker has no
+                 * option for it. */
+                security_opt[n_security_opt++] = "proc-opts=hidepid=2";
         } else if (b->kernel_masks && (r = json_add(hc, "MaskedPaths", json_strv(b->kernel_masks))) < 0)
                 return r;
         /* Memory=0 or NanoCpus=0 mean "unlimited" to the engine: refuse rather than run unlimited. */

@@ -204,6 +204,15 @@ for eng in podman docker; do
                 like "$out" "write_exec $W" "$eng/$mode: the work dir is in the write_exec tier"
                 unlike "$out" "write_[a-z]* /run" "$eng/$mode: nothing under /run is writable for the agent"
 
+                # /proc with hidepid=2 (Podman; Docker has no option for it): root's processes, the gate's
+                # supervisor at PID 1 among them, are out of the agent's sight. (Not /proc/1/status by
+                # name: the supervisor performs the agent's opens, and a process always sees itself.)
+                if [ "$eng/$mode" = podman/gated ]; then
+                        run "$mode" "scenario:sh ls /proc | grep -qx 1 && echo pid1-listed || echo pid1-hidden; grep -o 'hidepid=[a-z0-9]*' /proc/mounts | head -1"
+                        like "$out" "pid1-hidden" "$eng/$mode: the supervisor (PID 1, root) is not listed in the agent's /proc"
+                        like "$out" "hidepid=(2|invisible)" "$eng/$mode: .../proc is mounted with hidepid"
+                fi
+
                 # Guidance: the skill in the agent's home, the shell helper; words, no permissions.
                 run "$mode" "scenario:sh head -2 \$HOME/.claude/skills/loop-sandbox/SKILL.md; loop-explain 'touch: x: Read-only file system'"
                 like "$out" "name: loop-sandbox" "$eng/$mode: the sandbox skill is installed in the agent's home"
