@@ -48,6 +48,7 @@ static const struct {
         [AUDIT_DOCKERPROXY_REQUEST]  = { "dockerproxy-request",  "26a10ae3739a4d5181b59cd9f48a917f" },
         [AUDIT_GATEWAY_REQUEST]      = { "gateway-request",      "2a348c56c2a442e385ec9c08d6be8992" },
         [AUDIT_GATEWAY_FAILED]       = { "gateway-failed",       "83d2dd1882844e24bc53aec0a867aff8" },
+        [AUDIT_TAMPER]               = { "tamper",               "dd6b4d5c384b4f3ea77851055307439a" },
 };
 
 /* The fields audit_log() fills itself; an extra field may not name one of them. */

@@ -8,6 +8,7 @@
 #include "config-schema.h"
 #include "egress-policy.h"
 #include "log.h"
+#include "protected-paths.h"
 #include "strv.h"
 
 #define CONFIG_DEPTH_MAX 32             /* nesting accepted in config JSON */
@@ -515,6 +516,10 @@ static const Field root_fields[] = {
         STRV("mounts", SCOPE_ALL, check_mount),
         STRV("copy_files", SCOPE_ALL, check_host_path),
         STRV("extra_dirs", SCOPE_ALL, check_host_path),
+        STRV("protect_paths", SCOPE_CONFIG, protected_path_check_entry),
+        STRV("mask_paths", SCOPE_CONFIG, protected_path_check_entry),
+        STRV("unmask_paths", SCOPE_CONFIG, protected_path_check_unmask_entry),
+        BOOL("tripwire", SCOPE_CONFIG),
         { .key = "envs", .type = FIELD_ENV_MAP, .scope = SCOPE_ALL },
         OBJECT("mcp", SCOPE_ALL, mcp_schema),
         OBJECT("browser", SCOPE_ALL, browser_schema),
@@ -1267,6 +1272,9 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
             (r = load_string(obj, "api_addr", ":8222", &c.api_addr)) < 0 ||
             (r = load_strv(obj, "mounts", &c.mounts)) < 0 ||
             (r = load_strv(obj, "extra_dirs", &c.extra_dirs)) < 0 ||
+            (r = load_strv(obj, "protect_paths", &c.protect_paths)) < 0 ||
+            (r = load_strv(obj, "mask_paths", &c.mask_paths)) < 0 ||
+            (r = load_strv(obj, "unmask_paths", &c.unmask_paths)) < 0 ||
             (r = env_map_to_strv(get(obj, "envs"), &c.envs)) < 0 ||
             (r = load_mcp_servers(get(get(obj, "mcp"), "servers"), &c)) < 0 ||
             (r = load_string(browser, "chrome_image", "loop-chrome:latest", &c.browser.chrome_image)) < 0 ||
@@ -1295,6 +1303,7 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
                 c.parent_dir = mfree(c.parent_dir);
 
         c.keep_mcp_configs = load_bool(obj, "keep_mcp_configs", false);
+        c.tripwire = load_bool(obj, "tripwire", true);
         c.container_timeout_sec = load_uint(obj, "container_timeout_sec", 3600);
         c.container_memory_mb = load_uint(obj, "container_memory_mb", 1024);
         cpus = get(obj, "container_cpus");

@@ -9,6 +9,7 @@
 #include "config-schema.h"
 #include "io-util.h"
 #include "log.h"
+#include "protected-paths.h"
 #include "strv.h"
 
 static const char * const decision_table[_DECISION_MAX] = {
@@ -165,6 +166,9 @@ void loop_config_done(LoopConfig *c) {
         strv_free(c->copy_files);
         strv_free(c->extra_dirs);
         strv_free(c->envs);
+        strv_free(c->protect_paths);
+        strv_free(c->mask_paths);
+        strv_free(c->unmask_paths);
         for (size_t i = 0; i < c->n_mcp_servers; i++) {
                 free(c->mcp_servers[i].name);
                 free(c->mcp_servers[i].command);
@@ -503,6 +507,19 @@ static int config_load_channels(ConfigSet *s, json_object *global) {
                 r = loop_config_from_json(merged, c->name, &c->config);
                 if (r < 0)
                         return r;
+                {
+                        _cleanup_free_ char *reason = NULL;
+
+                        r = protected_paths_check_config(&c->config, &reason);
+                        if (r < 0)
+                                return r;
+                        if (reason) {
+                                if (config_problem_add(&s->problems, true, c->path, "protect_paths", "%s", reason) < 0 ||
+                                    channel_invalidate(c, "protect_paths: %s", reason) < 0)
+                                        return -ENOMEM;
+                                continue;
+                        }
+                }
                 c->valid = true;
         }
 

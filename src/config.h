@@ -191,6 +191,10 @@ typedef struct LoopConfig {
         char **copy_files;
         char **extra_dirs;
         char **envs;                    /* KEY=VALUE, non-strings stringified, in file order */
+        char **protect_paths;           /* below the work dir, read-only in addition to the defaults */
+        char **mask_paths;              /* below the work dir, masked in addition to the defaults */
+        char **unmask_paths;            /* defaults of either list (or /proc, /sys paths) not applied */
+        bool tripwire;                  /* watch the protected paths during a run (tripwire.h) */
 
         McpServer *mcp_servers;         /* sorted by name */
         size_t n_mcp_servers;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "container-spec.h"
+#include "protected-paths.h"
 #include "io-util.h"
 #include "log.h"
 #include "strv.h"
@@ -30,6 +31,7 @@
 #define TMPFS_TMP_OPTIONS "rw,nosuid,nodev,size=1g"
 #define TMPFS_RUN "/run"
 #define TMPFS_RUN_OPTIONS "rw,nosuid,nodev,mode=0755,size=64m"
+#define TMPFS_MASK_OPTIONS "ro,nosuid,nodev,noexec,mode=0555,size=4k"
 
 static const char * const container_type_table[_CONTAINER_TYPE_MAX] = {
         [CONTAINER_AGENT] = "agent",
@@ -621,6 +623,9 @@ typedef struct PlanBuilder {
         bool tmpfs_tmp, tmpfs_run;
         bool home_volume;
         bool home_dir;                  /* HOME is the channel's persistent home dir from the runner */
+        char **mask_dirs;               /* masked directories below the work dir: empty read-only tmpfs */
+        char **kernel_masks;            /* /proc and /sys paths the engine masks */
+        char **kernel_unmasks;          /* the engine's own defaults unmask_paths names (Podman) */
         ContainerPlan *plan;
 } PlanBuilder;
 
@@ -632,6 +637,9 @@ static void plan_builder_done(PlanBuilder *b) {
         free(b->binds);
         free(b->home);
         free(b->work_dir);
+        strv_free(b->mask_dirs);
+        strv_free(b->kernel_masks);
+        strv_free(b->kernel_unmasks);
 }
 
 ContainerPlan *container_plan_free(ContainerPlan *p) {
@@ -948,6 +956,119 @@ static int builder_add_copy_files(PlanBuilder *b) {
 
 /* Named volumes arrive root-owned, copied files carry the archive's owner: both are fixed by the
  * entrypoint. Bind mounts are never listed: that would chown the host's files. */
+/* ---- protection (protected-paths.h) ---- */
+
+static bool bind_is_read_only(const Bind *bind) {
+        const char *c1 = strchr(bind->spec, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+        for (const char *o = c2 ? c2 + 1 : NULL; o && *o;) {
+                size_t n = strcspn(o, ",");
+                if (n == 2 && strncmp(o, "ro", 2) == 0)
+                        return true;
+                o += n;
+                o += *o == ',';
+        }
+        return false;
+}
+
+/* The host's service sockets never enter the container, whatever a config mount or extra dir says: such
+ * binds are dropped with a notice (symlinks resolved, so a link to /run/systemd is seen through). The
+ * work dir is the agent's whole job: one that would expose a service stops the run. */
+static int builder_drop_host_services(PlanBuilder *b) {
+        const char *engine_socket = b->in->config->engine.socket;
+        int r;
+
+        for (size_t i = 0; i < b->n_binds;) {
+                Bind *bind = &b->binds[i];
+                _cleanup_free_ char *source = NULL, *resolved = NULL;
+                const char *what;
+
+                if (bind->named_volume) {
+                        i++;
+                        continue;
+                }
+                source = strndup(bind->spec, strcspn(bind->spec, ":"));
+                if (!source)
+                        return -ENOMEM;
+                resolved = realpath(source, NULL);
+                what = protected_host_service_exposed(source, engine_socket) ?:
+                       protected_host_service_exposed(resolved, engine_socket);
+                if (!what) {
+                        i++;
+                        continue;
+                }
+                if (b->work_dir && (streq(bind->target, b->work_dir) || path_is_inside(b->work_dir, bind->target)))
+                        return log_error_errno(EPERM, "The work dir mount %s would expose %s to the agent, not running.",
+                                               bind->spec, what);
+                r = plan_skip(b->plan, "mount %s: would expose %s to the agent, refused", bind->spec, what);
+                if (r < 0)
+                        return r;
+                free(bind->spec);
+                free(bind->target);
+                memmove(b->binds + i, b->binds + i + 1, (b->n_binds - i - 1) * sizeof(Bind));
+                b->n_binds--;
+        }
+        return 0;
+}
+
+/* Protected paths below the work dir are bound read-only over themselves, masked ones get /dev/null (a
+ * file) or an empty read-only tmpfs (a directory); both only when they exist (a bind would create the
+ * missing path on the host). A symbolic link is not followed: the engine would resolve it on its own. */
+static int builder_add_protected_paths(PlanBuilder *b) {
+        _cleanup_strv_free_ char **protect = NULL, **mask = NULL;
+        int r;
+
+        if ((r = protected_paths_list(b->in->config, PROTECTED_READ_ONLY, &protect)) < 0 ||
+            (r = protected_paths_list(b->in->config, PROTECTED_MASKED, &mask)) < 0)
+                return r;
+
+        for (unsigned k = 0; k < 2; k++)
+                STRV_FOREACH(rel, k == 0 ? protect : mask) {
+                        _cleanup_free_ char *path = path_join_clean(b->work_dir, *rel);
+                        struct stat st;
+
+                        if (!path)
+                                return -ENOMEM;
+                        if (lstat(path, &st) < 0) {
+                                if (errno == ENOENT || errno == ENOTDIR)
+                                        continue;
+                                r = plan_skip(b->plan, "%s path %s cannot be accessed (%s): not %s", k == 0 ? "protected" : "masked",
+                                              path, strerror(errno), k == 0 ? "read-only" : "masked");
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        if (S_ISLNK(st.st_mode)) {
+                                r = plan_skip(b->plan, "%s path %s is a symbolic link: not %s", k == 0 ? "protected" : "masked",
+                                              path, k == 0 ? "read-only" : "masked");
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        /* A path cannot be both writable and protected (the config check says so first). */
+                        for (size_t i = 0; i < b->n_binds; i++)
+                                if (path_is_inside(b->binds[i].target, path) && !bind_is_read_only(&b->binds[i]))
+                                        return log_error_errno(EINVAL, "Mount %s is writable but %s is %s, not running.",
+                                                               b->binds[i].spec, path, k == 0 ? "protected" : "masked");
+                        if (k == 1 && S_ISDIR(st.st_mode) && b->in->empty_dir)
+                                r = builder_add_bind(b, bind_spec(b->in->empty_dir, path, "ro"), path, false);
+                        else if (k == 1 && S_ISDIR(st.st_mode))
+                                r = strv_extend(&b->mask_dirs, path);
+                        else
+                                r = builder_add_bind(b, bind_spec(k == 0 ? path : "/dev/null", path, "ro"), path, false);
+                        if (r < 0)
+                                return r;
+                }
+
+        r = protected_paths_list(b->in->config, PROTECTED_KERNEL, &b->kernel_masks);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(u, b->in->config->unmask_paths)
+                if ((startswith(*u, "/proc/") || startswith(*u, "/sys/")) && (r = strv_extend(&b->kernel_unmasks, *u)) < 0)
+                        return r;
+        return 0;
+}
+
 static int builder_collect_chown_paths(PlanBuilder *b) {
         int r;
 
@@ -1251,12 +1372,40 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
         const LoopConfig *c = in->config;
         bool chrome = in->type == CONTAINER_CHROME;
         uint64_t memory_mb = chrome ? c->browser.memory_mb : c->container_memory_mb;
-        static const char * const all[] = { "ALL" }, * const nnp[] = { "no-new-privileges" };
+        static const char * const all[] = { "ALL" };
+        const char *security_opt[5] = { "no-new-privileges" };
+        _cleanup_free_ char *podman_mask = NULL, *podman_unmask = NULL;
+        size_t n_security_opt = 1;
         int64_t nano_cpus;
         int r;
 
         if (!hc)
                 return -ENOMEM;
+        /* The workload profile is for the agent's containers; Chrome's sandbox needs namespaces. */
+        if (in->seccomp_option && !chrome) {
+                if (!startswith(in->seccomp_option, "seccomp="))
+                        return -EINVAL;
+                security_opt[n_security_opt++] = in->seccomp_option;
+        }
+        /* Docker replaces its default list with MaskedPaths (ours repeats it); Podman adds "mask=" to its
+         * own and takes "unmask=" for what the channel wants back. */
+        if (b->kernel_masks && in->engine == ENGINE_PODMAN) {
+                _cleanup_free_ char *m = strv_join(b->kernel_masks, ":"), *u = strv_join(b->kernel_unmasks, ":");
+                if (!m || !u)
+                        return -ENOMEM;
+                if (*m && asprintf(&podman_mask, "mask=%s", m) < 0)
+                        return -ENOMEM;
+                if (*u && asprintf(&podman_unmask, "unmask=%s", u) < 0)
+                        return -ENOMEM;
+                if (podman_mask)
+                        security_opt[n_security_opt++] = podman_mask;
+                if (podman_unmask)
+                        security_opt[n_security_opt++] = podman_unmask;
+                /* The agent sees only its own processes (the gate's supervisor is root's); Docker has no
+                 * option for it. */
+                security_opt[n_security_opt++] = "proc-opts=hidepid=2";
+        } else if (b->kernel_masks && (r = json_add(hc, "MaskedPaths", json_strv(b->kernel_masks))) < 0)
+                return r;
         /* Memory=0 or NanoCpus=0 mean "unlimited" to the engine: refuse rather than run unlimited. */
         if (memory_mb == 0 || memory_mb > (uint64_t) (INT64_MAX / MIB))
                 return -EINVAL;
@@ -1294,6 +1443,9 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
                 return r;
         if (b->tmpfs_run && (r = json_add(tmpfs, TMPFS_RUN, json_object_new_string(TMPFS_RUN_OPTIONS))) < 0)
                 return r;
+        STRV_FOREACH(d, b->mask_dirs)
+                if ((r = json_add(tmpfs, *d, json_object_new_string(TMPFS_MASK_OPTIONS))) < 0)
+                        return r;
 
         if ((r = json_add(hc, "Binds", TAKE_PTR(binds))) < 0 ||
             (r = json_add(hc, "Memory", json_object_new_int64((int64_t) memory_mb * MIB))) < 0 ||
@@ -1302,7 +1454,7 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
             (r = json_add(hc, "PidsLimit", json_object_new_int64(CONTAINER_PIDS_LIMIT))) < 0 ||
             (r = json_add(hc, "CapDrop", json_string_array(all, ELEMENTSOF(all)))) < 0 ||
             (r = json_add(hc, "CapAdd", json_string_array(entrypoint_caps, ELEMENTSOF(entrypoint_caps)))) < 0 ||
-            (r = json_add(hc, "SecurityOpt", json_string_array(nnp, ELEMENTSOF(nnp)))) < 0 ||
+            (r = json_add(hc, "SecurityOpt", json_string_array(security_opt, n_security_opt))) < 0 ||
             (r = json_add(hc, "ReadonlyRootfs", json_object_new_boolean(true))) < 0 ||
             (r = json_add(hc, "Tmpfs", TAKE_PTR(tmpfs))) < 0 ||
             (r = json_add(hc, "Init", json_object_new_boolean(false))) < 0)
@@ -1447,8 +1599,12 @@ int container_plan_build(const ContainerInput *in, ContainerPlan **ret) {
                         return r;
                 b.home_dir = true;
         }
+        if (!chrome && (r = builder_drop_host_services(&b)) < 0)
+                return r;
         r = builder_add_extra_binds(&b);
         if (r < 0)
+                return r;
+        if (!chrome && (r = builder_add_protected_paths(&b)) < 0)
                 return r;
 
         b.tmpfs_tmp = !builder_has_bind_at(&b, TMPFS_TMP);

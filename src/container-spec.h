@@ -91,6 +91,11 @@ typedef struct ContainerInput {
         const char *owner;                      /* label loop-owner: "service" (the channel's runner), "cli" */
         bool egress_gateway;                    /* agent containers: no network; out only through `loop relay`
                                                  * and the channel's egress gateway (see container_egress_env) */
+        const char *seccomp_option;             /* SecurityOpt "seccomp=..." (seccomp-profile.h) for agent and
+                                                 * shell containers; NULL: the engine's default profile */
+        const char *empty_dir;                  /* host dir, empty and not the agent's, bound read-only over
+                                                 * masked directories; NULL: an empty read-only tmpfs (which
+                                                 * Podman 4.3 mounts before the binds, under the work dir) */
 } ContainerInput;
 
 /* The relay's ports on the container's loopback and what the agent is told about them. */

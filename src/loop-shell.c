@@ -152,6 +152,9 @@ static int exec_exit_code(Engine *e, const char *exec_id) {
         return log_error_errno(ETIMEDOUT, "The shell's exec still runs after its stream ended.");
 }
 
+/* Where the agent image keeps loop (image/agent/Containerfile, test/lib/test-image.sh). */
+#define LOOP_IMAGE_BINARY "/usr/local/bin/loop"
+
 int verb_shell(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -164,7 +167,7 @@ int verb_shell(int argc, char *argv[]) {
         };
         _cleanup_(shell_target_done) ShellTarget t = {};
         _cleanup_free_ char *exec_id = NULL, *pending = NULL, *term = NULL;
-        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_strv_free_ char **env = NULL, **sealed = NULL;
         _cleanup_close_ int fd = -EBADF;
         struct termios saved;
         bool tty, raw = false;
@@ -210,7 +213,15 @@ int verb_shell(int argc, char *argv[]) {
                         return log_oom(), EXIT_FAILURE;
         }
 
-        EngineExecSpec spec = { .argv = cmd, .env = env, .user = t.user, .tty = tty, .attach_stdin = true };
+        /* The session is not the entrypoint's child: it gets the same Landlock seal itself. */
+        if (strv_extend(&sealed, LOOP_IMAGE_BINARY) < 0 || strv_extend(&sealed, "seal") < 0 ||
+            strv_extend(&sealed, "--") < 0)
+                return log_oom(), EXIT_FAILURE;
+        for (char * const *a = cmd; *a; a++)
+                if (strv_extend(&sealed, *a) < 0)
+                        return log_oom(), EXIT_FAILURE;
+
+        EngineExecSpec spec = { .argv = sealed, .env = env, .user = t.user, .tty = tty, .attach_stdin = true };
         r = engine_exec_create_spec(t.conn->engine, t.id, &spec, &exec_id);
         if (r < 0) {
                 log_error_errno(r, "Failed to create the shell session: %s", engine_last_error(t.conn->engine));

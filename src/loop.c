@@ -30,6 +30,8 @@ static const Verb verbs[] = {
         { "privdrop", verb_privdrop },
         { "syscallwrap", verb_syscallwrap },
         { "relay",    verb_relay },
+        { "profile",  verb_profile },
+        { "seal",     verb_seal },
 };
 
 static void help(void) {
@@ -57,7 +59,11 @@ static void help(void) {
                "  reconcile [NAME...]    Sync the container registry with the engine\n"
                "  shell NAME [-- CMD...] A shell in the channel's shell container\n"
                "  runner NAME            Process the channel's queue (loop-agent@NAME.service)\n"
-               "  image build|list|rm    Build the agent image (no registry needed), list, remove\n\n"
+               "  image build|list|rm    Build the agent image (no registry needed), list, remove\n"
+               "  seal [--work-dir DIR] -- COMMAND...\n"
+               "                         Run COMMAND under Landlock (in the container's entrypoint)\n"
+               "  profile seccomp [--arch ARCH]\n"
+               "                         Print the containers' seccomp workload profile\n\n"
                "Options:\n"
                "  -h --help              Show this help\n"
                "     --version           Show the version\n\n"

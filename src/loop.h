@@ -27,3 +27,5 @@ int verb_gate(int argc, char *argv[]);
 int verb_cleanup(int argc, char *argv[]);
 int verb_reconcile(int argc, char *argv[]);
 int verb_shell(int argc, char *argv[]);
+int verb_profile(int argc, char *argv[]);
+int verb_seal(int argc, char *argv[]);

@@ -19,6 +19,9 @@
 #include "engine-discover.h"
 #include "gate-policy.h"
 #include "gate-token.h"
+#include "protected-paths.h"
+#include "seccomp-profile.h"
+#include "tripwire.h"
 #include "io-util.h"
 #include "log.h"
 #include "registry.h"
@@ -65,6 +68,7 @@ typedef struct RunContext {
         HostUser user;
         char *state_dir;                /* where the channel's home lives on the host */
         char *home_dir;                 /* host dir bind-mounted at the user's HOME */
+        char *empty_dir;                /* host dir, empty and root's, bound over masked directories */
         char *timezone;
         char *git_excludes;
         char *mcp_path;                 /* the MCP config, inside the work dir */
@@ -77,6 +81,7 @@ static void run_context_done(RunContext *ctx) {
         host_user_done(&ctx->user);
         free(ctx->state_dir);
         free(ctx->home_dir);
+        free(ctx->empty_dir);
         free(ctx->timezone);
         free(ctx->git_excludes);
         free(ctx->mcp_path);
@@ -669,6 +674,62 @@ static int egress_prepare(RunContext *ctx, char ***env, char ***binds) {
         return 0;
 }
 
+/* The seccomp workload profile for the channel's containers; without it nothing runs. */
+static int runner_seccomp_option(RunContext *ctx, char **ret) {
+        int r = seccomp_profile_security_opt(engine_kind(ctx->conn->engine), ctx->state_dir, ret);
+        if (r < 0)
+                return log_error_errno(r, "Failed to prepare the seccomp workload profile in %s, not running: %m",
+                                       ctx->state_dir);
+        return 0;
+}
+
+/* The tripwire over the work dir's protected paths (tripwire.h): a snapshot before the container exists. */
+static int runner_tripwire_new(RunContext *ctx, Tripwire **ret) {
+        _cleanup_strv_free_ char **paths = NULL;
+        int r;
+
+        *ret = NULL;
+        if (!ctx->config.tripwire)
+                return 0;
+        r = protected_paths_list(&ctx->config, PROTECTED_READ_ONLY, &paths);
+        if (r < 0)
+                return log_oom();
+        r = tripwire_new(ctx->config.work_dir, paths, ret);
+        if (r < 0)
+                return log_error_errno(r, "Cannot take the tripwire's snapshot of the protected paths in %s (%m); "
+                                       "not running (\"tripwire\": false runs without it).", ctx->config.work_dir);
+        return 0;
+}
+
+/* A protected path changed: the container is stopped (the watch thread killed it already when it knew
+ * its pid), the change journaled and the snapshot restored. */
+static int runner_tripwire_tripped(RunContext *ctx, Engine *e, const char *id, const char *name, Tripwire *tw,
+                                   const char *path) {
+        _cleanup_free_ char *f_path = NULL, *f_work = NULL, *f_restored = NULL;
+        int restored;
+
+        (void) engine_container_stop(e, id, 0);
+        restored = tripwire_restore(tw);
+        if (asprintf(&f_path, "LOOP_PATH=%s", path) < 0 || asprintf(&f_work, "LOOP_WORK_DIR=%s", ctx->config.work_dir) < 0 ||
+            asprintf(&f_restored, "LOOP_RESTORED=%d", restored) < 0)
+                return log_oom();
+        char *extra[] = { f_path, f_work, f_restored, NULL };
+        AuditFields f = {
+                .channel = ctx->channel,
+                .container = id,
+                .container_name = name,
+                .container_type = "agent",
+                .extra = extra,
+        };
+        (void) audit_log(AUDIT_TAMPER, LOG_CRIT, &f, "Protected path %s/%s changed during the run of %s; container "
+                         "killed, protected paths restored.", ctx->config.work_dir, path, name);
+        if (restored < 0)
+                log_error_errno(restored, "Failed to restore every protected path of %s: %m", ctx->config.work_dir);
+        return log_error_errno(EPERM, "The protected path %s/%s changed during the run: container %s was killed and "
+                               "the protected paths restored. Check the work dir before running again.",
+                               ctx->config.work_dir, path, name);
+}
+
 /* One container: create, copy in, start, follow the output, wait, schedule its removal. */
 static int run_container(RunContext *ctx, const char *prompt, const char *resume, Attempt *ret) {
         Engine *e = ctx->conn->engine;
@@ -676,7 +737,8 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         _cleanup_(container_plan_freep) ContainerPlan *plan = NULL;
         _cleanup_(stream_parser_freep) StreamParser *parser = NULL;
         _cleanup_strv_free_ char **argv = NULL, **extra_env = NULL, **binds = NULL;
-        _cleanup_free_ char *name = NULL, *id = NULL;
+        _cleanup_free_ char *name = NULL, *id = NULL, *seccomp = NULL;
+        _cleanup_(tripwire_freep) Tripwire *tripwire = NULL;
         _cleanup_(gate_files_done) GateFiles gate = {};
         StreamPrinter printer = { .req = ctx->req };
         char **add_dirs = ctx->config.extra_dirs;
@@ -716,6 +778,9 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 if (r < 0)
                         return r;
         }
+        r = runner_seccomp_option(ctx, &seccomp);
+        if (r < 0)
+                return r;
 
         ContainerInput in = {
                 .egress_gateway = egress,
@@ -734,6 +799,8 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 .home_dir = ctx->home_dir,
                 .cgroup_parent = ctx->slice,
                 .owner = ctx->req->owner ?: "cli",
+                .seccomp_option = seccomp,
+                .empty_dir = ctx->empty_dir,
         };
         r = container_plan_build(&in, &plan);
         if (r < 0)
@@ -745,6 +812,9 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         if (r < 0)
                 return log_oom();
         printer.parser = parser;
+        r = runner_tripwire_new(ctx, &tripwire);
+        if (r < 0)
+                return r;
 
         r = engine_container_create(e, name, plan->body, &id);
         if (r < 0)
@@ -769,6 +839,11 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 if (pid > 0 && ctx->slice)
                         (void) scope_of_pid(pid, &scope);
                 container_registered(ctx, id, name, scope, pid);
+                if (tripwire && (r = tripwire_arm(tripwire, pid)) < 0) {
+                        log_error_errno(r, "Failed to start the tripwire: %m");
+                        (void) engine_container_stop(e, id, 0);
+                        goto finish;
+                }
                 if (hooks && hooks->started)
                         hooks->started(id, name, pid, scope, hooks->userdata);
         }
@@ -788,6 +863,10 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         }
         alarm(0);
 
+        if (tripwire && tripwire_disarm(tripwire)) {
+                r = runner_tripwire_tripped(ctx, e, id, name, tripwire, tripwire_disarm(tripwire));
+                goto finish;
+        }
         if (run_interrupted || run_timed_out) {
                 /* The stream was cut on purpose: stop what runs, then report why. */
                 (void) engine_container_stop(e, id, 5);
@@ -872,6 +951,11 @@ static int runner_prepare(const RunRequest *req, RunContext *ctx) {
         r = mkdir_owned(ctx->home_dir, 0700, ctx->user.uid, ctx->user.gid);
         if (r < 0)
                 return log_error_errno(r, "Failed to create the agent's home %s: %m", ctx->home_dir);
+        if (asprintf(&ctx->empty_dir, "%s/empty", ctx->state_dir) < 0)
+                return log_oom();
+        r = mkdir_owned(ctx->empty_dir, 0555, 0, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create %s: %m", ctx->empty_dir);
 
         /* The default work dir is ours to create; a configured one must exist. */
         if (!json_object_object_get_ex(ch->config.json, "work_dir", NULL)) {
@@ -1065,9 +1149,12 @@ static int shell_find(Engine *e, const char *channel, char **ret_id, char **ret_
 static int shell_create(RunContext *ctx, char **ret_id, char **ret_name) {
         Engine *e = ctx->conn->engine;
         _cleanup_(container_plan_freep) ContainerPlan *plan = NULL;
-        _cleanup_free_ char *base = NULL, *name = NULL, *id = NULL;
+        _cleanup_free_ char *base = NULL, *name = NULL, *id = NULL, *seccomp = NULL;
         int r;
 
+        r = runner_seccomp_option(ctx, &seccomp);
+        if (r < 0)
+                return r;
         base = container_name_sanitize(ctx->channel);
         if (!base || asprintf(&name, "loop-shell-%s", base) < 0)
                 return log_oom();
@@ -1085,6 +1172,8 @@ static int shell_create(RunContext *ctx, char **ret_id, char **ret_name) {
                 .home_dir = ctx->home_dir,
                 .cgroup_parent = ctx->slice,
                 .owner = "shell",
+                .seccomp_option = seccomp,
+                .empty_dir = ctx->empty_dir,
         };
         r = container_plan_build(&in, &plan);
         if (r < 0)

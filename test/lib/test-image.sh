@@ -309,6 +309,10 @@ build_test_rootfs() {
                 done
                 install -m 0755 "$loop" usr/local/bin/loop
                 install -m 0755 "$entrypoint" usr/local/bin/loop-entrypoint
+                # The sandbox guidance, as image/agent/Containerfile installs it.
+                install -m 0755 "$LOOP_SOURCE_DIR/image/agent/loop-agent-init" "$LOOP_SOURCE_DIR/image/agent/loop-explain" \
+                        usr/local/bin/
+                install -D -m 0644 "$LOOP_SOURCE_DIR/image/agent/loop-sandbox-skill.md" usr/local/share/loop/loop-sandbox-skill.md
                 # The security suites' attacker, when it is built: what an agent would try on the gate.
                 probe=$LOOP_BUILD_DIR/test/integration/gate-probe
                 if [ -x "$probe" ]; then
@@ -323,6 +327,14 @@ build_test_rootfs() {
                                 _test_image_copy_same_path "$out" "$lib"
                         done
                         install -m 0755 /usr/bin/curl usr/bin/curl
+                fi
+                # The escape suite's probe, when it is built: the raw syscalls of an agent trying to get out.
+                probe=$LOOP_BUILD_DIR/test/security/escape-probe
+                if [ -x "$probe" ]; then
+                        for lib in $(_test_image_libs "$probe"); do
+                                _test_image_copy_same_path "$out" "$lib"
+                        done
+                        install -m 0755 "$probe" usr/local/bin/escape-probe
                 fi
                 _test_image_fake_agent >usr/local/bin/claude
                 chmod 0755 usr/local/bin/claude

@@ -1125,6 +1125,27 @@ static void test_plan_host_config(void) {
         unknown = build(&in);
         ok(unknown && !body(unknown, "HostConfig.ExtraHosts"), "an unknown engine gets no ExtraHosts");
 
+        {
+                _cleanup_(container_plan_freep) ContainerPlan *sec = NULL, *chrome = NULL, *bad = NULL;
+                _cleanup_strv_free_ char **opts = NULL, **chrome_opts = NULL;
+
+                in = input(&c);
+                in.seccomp_option = "seccomp=/var/lib/loop/chan/seccomp-workload.json";
+                sec = build(&in);
+                opts = jstrv(sec, "HostConfig.SecurityOpt");
+                ok(strv_equal_list(opts, (const char *[]) { "no-new-privileges", in.seccomp_option }, 2),
+                   "the seccomp workload profile joins no-new-privileges in SecurityOpt");
+                in.type = CONTAINER_CHROME;
+                chrome = build(&in);
+                chrome_opts = jstrv(chrome, "HostConfig.SecurityOpt");
+                ok(strv_equal_list(chrome_opts, (const char *[]) { "no-new-privileges" }, 1),
+                   "chrome keeps the engine's profile (its sandbox needs namespaces)");
+                in.type = CONTAINER_AGENT;
+                in.seccomp_option = "label=disable";
+                ok(container_plan_build(&in, &bad) == -EINVAL && !bad,
+                   "a seccomp option that is not seccomp=... is refused");
+        }
+
         in = input(&small);
         s = build(&in);
         is_int(jint(s, "HostConfig.Memory"), 1024LL * 1024 * 1024, "the default memory is 1024 MiB");
@@ -1168,6 +1189,116 @@ static void test_plan_chrome(void) {
         ok(p && !body(p, "WorkingDir") && strv_length(p->copy_sources) == 0,
            "chrome has no WorkingDir and nothing to copy");
         ok(jbool_is(p, "HostConfig.ReadonlyRootfs", true), "chrome is hardened like the agent");
+}
+
+/* Whether some bind's target is target. */
+static bool has_bind_target(const ContainerPlan *p, const char *target) {
+        _cleanup_strv_free_ char **binds = jstrv(p, "HostConfig.Binds");
+
+        STRV_FOREACH(b, binds) {
+                const char *t = strchr(*b, ':');
+                size_t n = strlen(target);
+                if (t && strncmp(t + 1, target, n) == 0 && (t[1 + n] == 0 || t[1 + n] == ':'))
+                        return true;
+        }
+        return false;
+}
+
+static void test_plan_protection(void) {
+        _cleanup_(loop_config_done) LoopConfig c = {}, tuned = {}, conflict = {};
+        _cleanup_(container_plan_freep) ContainerPlan *p = NULL, *podman = NULL, *t = NULL, *bad = NULL, *services = NULL;
+        _cleanup_strv_free_ char **masked = NULL, **secopt = NULL;
+        char bind[PATH_MAX * 3];
+        char *link = tpath("work/.idea");
+
+        write_file(tpath("work/.git/hooks/pre-commit"), "#!/bin/sh\n");
+        write_file(tpath("work/.git/config"), "[core]\n");
+        write_file(tpath("work/.mcp.json"), "{}");
+        write_file(tpath("work/.env"), "SECRET=1\n");
+        write_file(tpath("work/.aws/credentials"), "x\n");
+        write_file(tpath("work/src/main.c"), "int main;\n");
+        ok(symlink("/etc", link) == 0, "setup: a protected path that is a symbolic link");
+
+        ok(load_config(&c, "%s", "") == 0, "a plain config loads");
+        ContainerInput in = input(&c);
+        in.empty_dir = "/var/lib/loop/chan/empty";
+        p = build(&in);
+        snprintf(bind, sizeof bind, "%s/.git/hooks:%s/.git/hooks:ro", work, work);
+        ok(bound(p, bind), ".git/hooks is bound read-only over itself");
+        snprintf(bind, sizeof bind, "%s/.git/config:%s/.git/config:ro", work, work);
+        ok(bound(p, bind), ".git/config is bound read-only over itself");
+        snprintf(bind, sizeof bind, "%s/.mcp.json:%s/.mcp.json:ro", work, work);
+        ok(bound(p, bind), ".mcp.json is bound read-only over itself");
+        snprintf(bind, sizeof bind, "/dev/null:%s/.env:ro", work);
+        ok(bound(p, bind), ".env is masked with /dev/null");
+        snprintf(bind, sizeof bind, "/var/lib/loop/chan/empty:%s/.aws:ro", work);
+        ok(bound(p, bind), "the .aws directory is masked with the empty dir");
+        snprintf(bind, sizeof bind, "%s/.claude:%s/.claude:ro", work, work);
+        ok(p && !has_bind(p, bind), "a protected path that does not exist is not bound (the engine would create it)");
+        ok(skipped_has(p, ".idea", "symbolic link"), "a protected path that is a symbolic link is skipped with a notice");
+        {
+                int i, w;
+                snprintf(bind, sizeof bind, "/dev/null:%s/.env:ro", work);
+                i = bind_index(p, bind);
+                snprintf(bind, sizeof bind, "%s:%s:rw", work, work);
+                w = bind_index(p, bind);
+                ok(w >= 0 && i > w, "the protections come after the work dir, so they are mounted on top of it");
+        }
+        masked = jstrv(p, "HostConfig.MaskedPaths");
+        ok(strv_contains(masked, "/proc/kcore") && strv_contains(masked, "/proc/kallsyms") &&
+           strv_contains(masked, "/sys/kernel/debug") && strv_contains(masked, "/proc/sched_debug"),
+           "Docker gets MaskedPaths: the reference's kernel paths and its own defaults");
+
+        in.engine = ENGINE_PODMAN;
+        podman = build(&in);
+        secopt = jstrv(podman, "HostConfig.SecurityOpt");
+        ok(podman && !body(podman, "HostConfig.MaskedPaths") && secopt && secopt[1] && startswith(secopt[1], "mask=/proc/") &&
+           strstr(secopt[1], ":/proc/kallsyms:"), "Podman gets them as a mask= security option");
+
+        ok(load_config(&tuned, "\"unmask_paths\": [ \".env\", \"/proc/version\" ], \"protect_paths\": [ \"src\" ]") == 0,
+           "a config with unmask_paths and protect_paths loads");
+        in = input(&tuned);
+        in.engine = ENGINE_PODMAN;
+        t = build(&in);
+        snprintf(bind, sizeof bind, "/dev/null:%s/.env:ro", work);
+        ok(t && !has_bind(t, bind), "unmask_paths takes .env off the list");
+        snprintf(bind, sizeof bind, "%s/src:%s/src:ro", work, work);
+        ok(bound(t, bind), "protect_paths adds src");
+        {
+                _cleanup_strv_free_ char **o = jstrv(t, "HostConfig.SecurityOpt");
+                ok(strv_contains(o, "unmask=/proc/version"), "a kernel path in unmask_paths becomes Podman's unmask=");
+                ok(o && o[1] && !strstr(o[1], "/proc/version"), "...and is not masked");
+        }
+
+        /* A writable mount over a protected path, as a project config could ask: refused at run time. */
+        snprintf(bind, sizeof bind, "\"mounts\": [ \"%s:%s/.git/hooks\" ]", home, work);
+        ok(load_config(&conflict, "%s", bind) == 0, "a config with a writable mount at .git/hooks loads (the config check is elsewhere)");
+        in = input(&conflict);
+        ok(container_plan_build(&in, &bad) == -EINVAL && !bad, "a writable mount at a protected path stops the plan");
+
+        /* Host services never go in; symlinks are seen through. */
+        {
+                _cleanup_(loop_config_done) LoopConfig sc = {};
+                char *jl = tpath("journal-link");
+                ok(symlink("/run/systemd", jl) == 0, "setup: a symlink to /run/systemd");
+                snprintf(bind, sizeof bind, "\"mounts\": [ \"%s:/j\", \"/:/host:ro\", \"%s:/h\" ]", jl, home);
+                ok(load_config(&sc, "%s", bind) == 0, "a config with host mounts loads");
+                in = input(&sc);
+                services = build(&in);
+                ok(services && !has_bind_target(services, "/j") && skipped_has(services, "journal-link", "systemd"),
+                   "a mount through a symlink to /run/systemd is refused with a notice");
+                ok(services && !has_bind_target(services, "/host") && skipped_has(services, "/:/host", "would expose"),
+                   "a mount of / is refused (it holds every host socket)");
+                ok(services && has_bind_target(services, "/h"), "an ordinary host dir is still mounted");
+                remove_path(jl);
+        }
+
+        remove_path(link);
+        remove_path(tpath("work/.git"));
+        remove_path(tpath("work/.aws"));
+        remove_path(tpath("work/src"));
+        remove_path(tpath("work/.mcp.json"));
+        remove_path(tpath("work/.env"));
 }
 
 static void test_plan_invalid(void) {
@@ -1249,6 +1380,7 @@ int main(void) {
         test_plan_home_dir();
         test_plan_host_config();
         test_plan_chrome();
+        test_plan_protection();
         test_plan_invalid();
 
         remove_path(tmpdir);

