@@ -47,7 +47,8 @@ struct seal_net_port_attr {
          LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
 
 static const char * const base_read_only[] = { "/" };
-static const char * const base_read_exec[] = { "/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32" };
+/* /opt: add-on software, as operators mount tools read-only into the container (the Docker CLI, say). */
+static const char * const base_read_exec[] = { "/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/opt" };
 static const char * const base_write_noexec[] = { "/dev", "/proc" };
 static const char * const base_write_exec[] = { "/tmp", "/var/tmp", "/home" };
 

@@ -63,6 +63,7 @@ static void test_policy(void) {
         ok(seal_policy_from_mountinfo(mountinfo, "/srv/work", "/home/u", &p) == 0, "a container's mountinfo gives a policy");
         is_int(tier_of(&p, "/"), SEAL_READ_ONLY, "/ is read_only");
         is_int(tier_of(&p, "/usr"), SEAL_READ_EXEC, "/usr is read_exec");
+        is_int(tier_of(&p, "/opt"), SEAL_READ_EXEC, "/opt (tools mounted read-only) is read_exec");
         is_int(tier_of(&p, "/dev"), SEAL_WRITE_NOEXEC, "/dev is write_noexec");
         is_int(tier_of(&p, "/proc"), SEAL_WRITE_NOEXEC, "/proc is write_noexec");
         is_int(tier_of(&p, "/tmp"), SEAL_WRITE_EXEC, "/tmp is write_exec");
