@@ -264,6 +264,11 @@ for eng in podman docker; do
                 is "$(cat "$W/.git/hooks/pre-commit" 2>/dev/null)" '#!/bin/sh' "$eng/$mode: the hook is restored from the snapshot"
                 is "$(cat "$W/.git/config" 2>/dev/null)" "$(printf '[core]\n\tbare = false')" "$eng/$mode: ...and .git/config"
                 rm -rf "$W/.git-moved"
+                # A protected path that was missing stays missing.
+                run "$mode" "scenario:sh mkdir $W/.devcontainer && echo '{}' >$W/.devcontainer/devcontainer.json && sleep 60; echo survived"
+                unlike "$out" "survived" "$eng/$mode: creating the missing .devcontainer kills the run (tripwire)"
+                [ ! -e "$W/.devcontainer" ]
+                ok $? "$eng/$mode: ...and it is removed again"
         done
 
         # Host services are never mounted in, whatever the config says.
