@@ -18,6 +18,7 @@ typedef enum EntryType {
         ENTRY_DIR,
         ENTRY_FILE,
         ENTRY_SYMLINK,
+        ENTRY_ABSENT,                   /* a protected path that did not exist: it must not appear */
 } EntryType;
 
 typedef struct Entry {
@@ -263,8 +264,33 @@ int tripwire_new(const char *work_dir, char * const *rel_paths, Tripwire **ret) 
                 _cleanup_free_ char *copy = NULL;
                 struct stat st;
 
-                if (fd == -ENOENT || fd == -ENOTDIR)
+                if (fd == -ENOENT || fd == -ENOTDIR) {
+                        /* Missing: watched for its creation when its directory exists (a protected
+                         * .mcp.json or .git/hooks made by the agent would be run by the host's tools);
+                         * below a missing directory (.git/hooks without .git) it is the agent's own. */
+                        _cleanup_free_ char *dir = strdup(*p);
+                        char *slash;
+                        _cleanup_close_ int dfd = -EBADF;
+
+                        if (!dir) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        slash = strrchr(dir, '/');
+                        if (slash)
+                                *slash = 0;
+                        dfd = open_beneath(t->work_fd, slash ? dir : "", O_PATH | O_DIRECTORY);
+                        if (dfd < 0)
+                                continue;
+                        r = entry_add(t, (Entry) { .rel = strdup(*p), .type = ENTRY_ABSENT });
+                        if (r >= 0 && !t->entries[t->n_entries - 1].rel)
+                                r = -ENOMEM;
+                        if (r >= 0)
+                                r = watch_add(t, slash ? dir : "", slash ? slash + 1 : *p, WATCH_ANCESTOR);
+                        if (r < 0)
+                                goto fail;
                         continue;
+                }
                 if (fd < 0) {
                         r = fd;
                         goto fail;
@@ -467,6 +493,21 @@ static int restore_entry(Tripwire *t, const Entry *e, unsigned *changed) {
                 *slash = 0;
         else
                 parent[0] = 0;
+        if (e->type == ENTRY_ABSENT) {
+                /* What appeared goes; the directory it appeared in is left as it is. */
+                int k;
+
+                pfd = open_beneath(t->work_fd, parent, O_RDONLY | O_DIRECTORY);
+                if (pfd < 0)
+                        return pfd == -ENOENT || pfd == -ENOTDIR ? 0 : pfd;
+                if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        return errno == ENOENT ? 0 : -errno;
+                k = remove_tree(pfd, name);
+                if (k < 0)
+                        return k;
+                (*changed)++;
+                return 0;
+        }
         pfd = ensure_dir(t, parent, changed);
         if (pfd < 0)
                 return pfd;
@@ -546,6 +587,9 @@ static int restore_entry(Tripwire *t, const Entry *e, unsigned *changed) {
                 (*changed)++;
                 return 0;
         }
+
+        case ENTRY_ABSENT:
+                return 0;       /* handled above */
         }
 
         if (fchmod(fd, e->mode) < 0 || (fchown(fd, e->uid, e->gid) < 0 && errno != EPERM))

@@ -18,8 +18,8 @@
 
 typedef struct Tripwire Tripwire;
 
-/* Snapshots rel_paths (relative to work_dir, clean; missing ones and symbolic links are skipped) and
- * prepares the watches. -EFBIG / -E2BIG beyond the caps, -ELOOP when a component above a path is a
+/* Snapshots rel_paths (relative to work_dir, clean; symbolic links are skipped; a missing one is recorded
+ * as absent when its directory exists, so its creation trips the wire) and prepares the watches. -EFBIG / -E2BIG beyond the caps, -ELOOP when a component above a path is a
  * symbolic link. Nothing protected is fine: the tripwire then watches nothing. */
 int tripwire_new(const char *work_dir, char * const *rel_paths, Tripwire **ret);
 /* Watches in a thread; on a change it sends SIGKILL to pid (the container's main process, > 0) once. */

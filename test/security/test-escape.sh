@@ -34,6 +34,9 @@ T=$(mktemp -d /var/tmp/loop-test-escape.XXXXXX) || bail_out "mktemp failed"
 atexit "rm -rf '$T'"
 chmod 0755 "$T"
 export LOOP_STATE_DIR=$T/state LOOP_LOG_TARGET=console LOOP_CONFIG_DIR=$T/etc
+# In the runner's environment, never in a container's: a container that could read a host process's
+# environment would find it.
+export LOOP_ESCAPE_HOST_MARKER=host-only
 
 if ! getent passwd "$TEST_USER" >/dev/null; then
         useradd --system --create-home --home-dir "/var/lib/loop-test/$TEST_USER" --shell /usr/sbin/nologin \
@@ -192,6 +195,12 @@ for eng in podman docker; do
                 blocked write-rootfs "" "writing to the read-only root file system fails"
                 blocked exec-dev-shm EACCES "a binary copied to /dev/shm (noexec) does not run"
 
+                # The host's PID 1 (and its /proc/1/environ) is out of reach: another PID namespace.
+                run "$mode" "scenario:sh readlink /proc/self/ns/pid; tr '\\0' '\\n' </proc/1/environ 2>&1 | grep -c '^LOOP_ESCAPE_HOST_MARKER=' | sed 's/^/marker=/'; true"
+                like "$out" "pid:\\[[0-9]+\\]" "$eng/$mode: the agent reads its own PID namespace" || diag "$out $err"
+                unlike "$out" "$(readlink /proc/self/ns/pid | sed 's/[][]/\\&/g')" "$eng/$mode: ...which is not the host's (the host's PID 1 is not there)"
+                unlike "$out" "marker=[1-9]" "$eng/$mode: ...and /proc/1/environ is not the host's (nor the runner's)"
+
                 # Landlock on its own: a writable mount outside the write tiers.
                 run "$mode" "scenario:sh echo x >/run/shared/planted; echo rc=\$?; /run/shared/tool ids; echo rc=\$?"
                 like "$out" "rc=[1-9].*rc=[1-9]" "$eng/$mode: Landlock refuses writing to and executing from a writable mount under /run" ||
@@ -255,6 +264,11 @@ for eng in podman docker; do
                 is "$(cat "$W/.git/hooks/pre-commit" 2>/dev/null)" '#!/bin/sh' "$eng/$mode: the hook is restored from the snapshot"
                 is "$(cat "$W/.git/config" 2>/dev/null)" "$(printf '[core]\n\tbare = false')" "$eng/$mode: ...and .git/config"
                 rm -rf "$W/.git-moved"
+                # A protected path that was missing stays missing.
+                run "$mode" "scenario:sh mkdir $W/.devcontainer && echo '{}' >$W/.devcontainer/devcontainer.json && sleep 60; echo survived"
+                unlike "$out" "survived" "$eng/$mode: creating the missing .devcontainer kills the run (tripwire)"
+                [ ! -e "$W/.devcontainer" ]
+                ok $? "$eng/$mode: ...and it is removed again"
         done
 
         # Host services are never mounted in, whatever the config says.

@@ -79,7 +79,7 @@ int main(void) {
 
         /* Ordinary work does not trip it. */
         ok(tripwire_new(work, protected, &t) == 0, "a snapshot of .git/hooks, .git/config and .mcp.json is taken (.claude is missing)");
-        is_int(tripwire_count(t), 4, "...four entries: the hooks dir, its file, the config and .mcp.json");
+        is_int(tripwire_count(t), 5, "...five entries: the hooks dir, its file, the config, .mcp.json and the absent .claude");
         pid = sleeper();
         ok(tripwire_arm(t, pid) == 0, "the tripwire is armed");
         put("main.c", "int main(void) { return 0; }\n");
@@ -114,6 +114,24 @@ int main(void) {
                 is_str(config, "[core]\n\tbare = false\n", ".git/config is back");
         }
         t = tripwire_free(t);
+
+        /* A protected path that was missing must stay missing: .claude with settings made by the agent. */
+        ok(tripwire_new(work, protected, &t) == 0, "a snapshot with .claude absent");
+        pid = sleeper();
+        ok(tripwire_arm(t, pid) == 0, "armed");
+        (void) mkdir(wpath(".claude"), 0755);
+        put(".claude/settings.json", "{\"hooks\": {}}\n");
+        usleep(100000);
+        is_str(tripwire_disarm(t), ".claude", "creating the missing .claude trips the wire");
+        ok(was_killed(pid), "...the watched process is killed");
+        ok(tripwire_restore(t) > 0 && access(wpath(".claude"), F_OK) < 0, "...and .claude is removed again");
+        t = tripwire_free(t);
+        {
+                char *none[] = { (char *) "nodir/hooks", NULL };
+                ok(tripwire_new(work, none, &t) == 0 && tripwire_count(t) == 0,
+                   "a path below a missing directory is not watched (the agent may create that directory)");
+                t = tripwire_free(t);
+        }
 
         /* A symlink planted where a protected directory was: removed, not followed. */
         {
