@@ -913,13 +913,49 @@ static unsigned resolve_flags(const GateCall *c) {
 
 /* Checks every operation of ops on res; an object with no path (a caller's pipe reached through
  * /proc/self/fd) is the caller's already: nothing to check. */
+/* Whether path lies in the supervisor's own /proc/PID (or one of its threads' /proc/TID): the kernel lets
+ * a process into every entry of its own, so opened by the supervisor for the agent these would show the
+ * agent the supervisor (its status, its maps), whatever its non-dumpable flag keeps the agent from. */
+static bool path_is_supervisors_proc(const char *path) {
+        const char *p = startswith(path, "/proc/"), *t;
+        _cleanup_close_ int fd = -EBADF;
+        char buf[256], status[64];
+        unsigned long n;
+        char *end;
+        ssize_t k;
+
+        if (!p || *p < '0' || *p > '9')
+                return false;
+        errno = 0;
+        n = strtoul(p, &end, 10);
+        if (errno != 0 || (*end != 0 && *end != '/') || n > INT_MAX)
+                return false;
+        if ((pid_t) n == getpid())
+                return true;
+        /* A thread of ours, named by its own id: its Tgid says so. */
+        (void) snprintf(status, sizeof(status), "/proc/%lu/status", n);
+        fd = open(status, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;           /* no such task: the resolution says ENOENT */
+        k = pread(fd, buf, sizeof(buf) - 1, 0);
+        if (k <= 0)
+                return true;            /* cannot tell: treated as ours, which denies */
+        buf[k] = 0;
+        t = strstr(buf, "\nTgid:");
+        return !t || (pid_t) strtol(t + 6, NULL, 10) == getpid();
+}
+
 static void check_file(Request *q, const GateResolved *res, const FileOp *ops, size_t n, bool *first) {
         for (size_t i = 0; i < n; i++) {
                 GateVerdict v;
 
                 if (!res->path)
                         continue;
-                gate_policy_check_file(q->s->config->policy, ops[i], res->path, &v);
+                if (path_is_supervisors_proc(res->path)) {
+                        v = (GateVerdict) { .decision = DECISION_DENY, .message = "the gate's own /proc entries" };
+                        (void) snprintf(v.rule_id, sizeof(v.rule_id), "%s", "supervisor");
+                } else
+                        gate_policy_check_file(q->s->config->policy, ops[i], res->path, &v);
                 if (*first || decision_rank(v.decision) > decision_rank(q->verdict.decision))
                         q->op = file_op_to_string(ops[i]);
                 verdict_merge(&q->verdict, &v, first);
@@ -1126,6 +1162,8 @@ static bool open_fast(Request *q, const char *path) {
         clean = gate_path_clean(joined ?: path);
         if (!clean)
                 return false;
+        if (startswith(clean, "/proc/"))
+                return false;   /* the full resolution sees /proc for what it is */
         gate_policy_check_file(q->s->config->policy, op, clean, &v);
         if (v.decision != DECISION_ALLOW)
                 return false;

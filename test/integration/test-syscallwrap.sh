@@ -119,7 +119,11 @@ is "$out" 0 "the agent holds no seccomp listener fd"
 out=$(cd "$H" && LOOP_GATE_TOKEN=tok-0123456789abcdef timeout 60 "$LOOP" syscallwrap --uid "$U" --gid "$G" -- \
         sh -c 'echo "[$LOOP_GATE_TOKEN]"; cat /proc/$PPID/environ; echo " env=$?"' 2>&1)
 like "$out" '^\[\]' "LOOP_GATE_TOKEN is not in the agent's environment"
-like "$out" "Permission denied.* env=1" "the agent cannot read the supervisor's /proc/PID/environ"
+like "$out" "(Permission denied|Operation not permitted).* env=1" "the agent cannot read the supervisor's /proc/PID/environ"
+wrap sh -c 'cat /proc/$PPID/status >/dev/null; echo "rc=$?"; grep -c "^Uid" /proc/self/status'
+is "$(tr '\n' ' ' <<<"$out")" "rc=1 1 " "the agent cannot read even the supervisor's /proc/PID/status, while its own /proc/self works"
+record_has '"target":"/proc/[0-9]+/status".*"rule_id":"supervisor".*"decision":"deny"' && r=0 || r=1
+is "$r" 0 "  ... denied by the gate (rule supervisor) and recorded"
 # As root, while the supervisor runs: its environ block no longer holds the token either.
 (cd "$H" && LOOP_GATE_TOKEN=tok-0123456789abcdef exec "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sleep 3 \
         >/dev/null 2>&1) &
@@ -237,7 +241,7 @@ is "$out" EPERM "the agent cannot signal the supervisor"
 wrap "$PROBE" ptrace-parent
 is "$out" EPERM "the agent cannot ptrace the supervisor"
 wrap "$PROBE" mem-parent
-is "$out" EACCES "the agent cannot open the supervisor's memory"
+is "$out" EPERM "the agent cannot open the supervisor's memory (the gate denies its own /proc entries)"
 
 wrap "$PROBE" race-path "$H/allowed.txt" "$T/secret/denied.txt" 10000
 like "$out" "opened-b=0 " "a sibling thread swapping the path during checks never gets the denied file"

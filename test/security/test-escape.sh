@@ -214,8 +214,13 @@ for eng in podman docker; do
                 unlike "$out" "write_[a-z]* /run" "$eng/$mode: nothing under /run is writable for the agent"
 
                 # /proc with hidepid=2 (Podman; Docker has no option for it): root's processes, the gate's
-                # supervisor at PID 1 among them, are out of the agent's sight. (Not /proc/1/status by
-                # name: the supervisor performs the agent's opens, and a process always sees itself.)
+                # supervisor at PID 1 among them, are out of the agent's sight. By name, /proc/1/... would
+                # still open (the supervisor performs the agent's opens, and a process always sees itself),
+                # so the gate denies its own /proc entries.
+                if [ "$mode" = gated ]; then
+                        run "$mode" "scenario:sh cat /proc/1/status >/dev/null 2>&1 && echo pid1-status-read || echo pid1-status-denied"
+                        like "$out" "pid1-status-denied" "$eng/$mode: the supervisor's /proc/1/status cannot be read by name"
+                fi
                 if [ "$eng/$mode" = podman/gated ]; then
                         run "$mode" "scenario:sh ls /proc | grep -qx 1 && echo pid1-listed || echo pid1-hidden; grep -o 'hidepid=[a-z0-9]*' /proc/mounts | head -1"
                         like "$out" "pid1-hidden" "$eng/$mode: the supervisor (PID 1, root) is not listed in the agent's /proc"
