@@ -265,8 +265,13 @@ int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *r
                         break;
                 }
                 r = pump_step(&ab, p[0].revents, p[1].revents);
-                if (r == -EINVAL && ab.pipe[0] >= 0 && ab.moved == 0 && ba.moved == 0 && !buf) {
-                        /* splice() refused these fds: copy instead, nothing was moved yet */
+                if (r >= 0)
+                        r = pump_step(&ba, p[1].revents, p[0].revents);
+                /* splice() refused: EINVAL for fds that cannot splice, ENOSYS or EPERM where a seccomp
+                 * profile takes it away (loop's workload profile does, for the relay in the container). */
+                if ((r == -EINVAL || r == -ENOSYS || r == -EPERM) && ab.pipe[0] >= 0 && ab.moved == 0 && ba.moved == 0 &&
+                    ab.in_pipe == 0 && ba.in_pipe == 0 && !buf) {
+                        /* copy instead, nothing was moved yet */
                         buf = malloc(2 * IO_PUMP_BUFFER_SIZE);
                         if (!buf) {
                                 r = -ENOMEM;
@@ -281,8 +286,6 @@ int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *r
                         ab.in_pipe = ba.in_pipe = 0;
                         continue;
                 }
-                if (r >= 0)
-                        r = pump_step(&ba, p[1].revents, p[0].revents);
                 if (r < 0)
                         break;
                 if ((p[1].revents & POLLERR) || (p[0].revents & POLLERR)) {

@@ -5,6 +5,8 @@
 
 #include <arpa/inet.h>
 #include <pthread.h>
+#include <seccomp.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <fcntl.h>
 #include <openssl/x509v3.h>
@@ -371,10 +373,21 @@ static void test_ca(void) {
 typedef struct PumpRun {
         int a, b, r;
         uint64_t ab, ba;
+        bool no_splice;
 } PumpRun;
 
 static void *pump_thread(void *userdata) {
         PumpRun *p = userdata;
+
+        if (p->no_splice) {
+                /* As loop's workload profile has it in the container: splice() is ENOSYS (this thread only). */
+                scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+
+                if (!ctx || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+                    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(splice), 0) < 0 || seccomp_load(ctx) < 0)
+                        abort();
+                seccomp_release(ctx);
+        }
         p->r = fd_pump(p->a, p->b, 10000, &p->ab, &p->ba);
         return NULL;
 }
@@ -390,8 +403,10 @@ static void *write_big(void *userdata) {
         return NULL;
 }
 
-/* The relay's and the tunnel's byte pump, over socket pairs: client <-> a | pump | b <-> server. */
-static void test_pump(void) {
+/* The relay's and the tunnel's byte pump, over socket pairs: client <-> a | pump | b <-> server; also
+ * where splice() is not to be had. */
+static void test_pump(bool no_splice) {
+        const char *how = no_splice ? " (splice ENOSYS: copied)" : "";
         int c[2], s2[2];
         PumpRun run = {};
         pthread_t pump, writer;
@@ -401,18 +416,18 @@ static void test_pump(void) {
 
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s2) < 0)
                 abort();
-        run = (PumpRun) { .a = c[1], .b = s2[0] };
+        run = (PumpRun) { .a = c[1], .b = s2[0], .no_splice = no_splice };
         pthread_create(&pump, NULL, pump_thread, &run);
         pthread_create(&writer, NULL, write_big, &c[0]);
         while ((k = read(s2[1], buf, sizeof buf)) > 0)
                 got += (uint64_t) k;
         pthread_join(writer, NULL);
-        is_int(got, 16 * 64 * 1024, "1 MiB from the client reaches the server, and then its end of sending");
-        ok(loop_write(s2[1], "pong", 4) == 0 && shutdown(s2[1], SHUT_WR) == 0, "the server answers after the client's half-close");
+        is_int(got, 16 * 64 * 1024, "1 MiB from the client reaches the server, and then its end of sending%s", how);
+        ok(loop_write(s2[1], "pong", 4) == 0 && shutdown(s2[1], SHUT_WR) == 0, "the server answers after the client's half-close%s", how);
         k = loop_read(c[0], buf, sizeof buf);
-        ok(k == 4 && memcmp(buf, "pong", 4) == 0, "...and the answer reaches the client, then its end");
+        ok(k == 4 && memcmp(buf, "pong", 4) == 0, "...and the answer reaches the client, then its end%s", how);
         pthread_join(pump, NULL);
-        ok(run.r == 0 && run.ab == 16 * 64 * 1024 && run.ba == 4, "the pump ends cleanly and counts both directions");
+        ok(run.r == 0 && run.ab == 16 * 64 * 1024 && run.ba == 4, "the pump ends cleanly and counts both directions%s", how);
         for (int i = 0; i < 2; i++) {
                 safe_close(c[i]);
                 safe_close(s2[i]);
@@ -430,6 +445,7 @@ int main(void) {
         test_sni();
         test_rewrite();
         test_ca();
-        test_pump();
+        test_pump(false);
+        test_pump(true);
         return done_testing();
 }
