@@ -36,7 +36,9 @@ build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test ro
 cat >"$cfg/loop.json" <<EOF
 { "container_image": "$IMAGE", "browser": { "enabled": false }, "container_keep_alive_sec": 0 }
 EOF
-echo '{}' >"$cfg/channels.d/demo.json"
+# No Docker API proxy at /var/run/docker.sock: the probe asserts that no engine socket answers there at
+# all (the proxy's own refusals are test-dockerproxy-service's and test-dockerproxy-cli's).
+echo '{ "gates": { "docker_proxy": { "enabled": false } } }' >"$cfg/channels.d/demo.json"
 chmod 0644 "$cfg/loop.json" "$cfg/channels.d/demo.json"
 
 in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
