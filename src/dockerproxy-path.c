@@ -12,16 +12,6 @@ void proxy_target_done(ProxyTarget *t) {
         *t = (ProxyTarget) {};
 }
 
-static int unhex(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* Decodes s[0..n) into a new string. plus: '+' is a space (query strings). A byte is refused when
  * refuse() says so; the escape must be two hex digits. */
 static int percent_decode(const char *s, size_t n, bool plus, bool (*refuse)(unsigned char c), char **ret) {
@@ -37,8 +27,8 @@ static int percent_decode(const char *s, size_t n, bool plus, bool (*refuse)(uns
                         int hi, lo;
                         if (i + 2 >= n)
                                 return -EBADMSG;
-                        hi = unhex(s[i + 1]);
-                        lo = unhex(s[i + 2]);
+                        hi = unhexchar(s[i + 1]);
+                        lo = unhexchar(s[i + 2]);
                         if (hi < 0 || lo < 0)
                                 return -EBADMSG;
                         c = (unsigned char) (hi << 4 | lo);

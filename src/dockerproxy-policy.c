@@ -13,6 +13,7 @@
 
 #include "config-schema.h"
 #include "dockerproxy-policy.h"
+#include "gate-policy.h"
 #include "io-util.h"
 #include "strv.h"
 
@@ -602,40 +603,8 @@ static void capability_normalize(char *s) {
         s[i] = 0;
 }
 
-/* Lexical: "//", "/./", "/x/../" and a trailing '/' removed. In place; the path is absolute. */
-static void path_clean_in_place(char *s) {
-        size_t o = 0, starts[PATH_MAX / 2 + 1], n = 0;
-        char *p = s;
-
-        while (*p) {
-                size_t len;
-                p += strspn(p, "/");
-                len = strcspn(p, "/");
-                if (len == 0)
-                        break;
-                if (len == 1 && p[0] == '.') {
-                        p += len;
-                        continue;
-                }
-                if (len == 2 && p[0] == '.' && p[1] == '.') {
-                        if (n > 0)
-                                o = starts[--n];
-                        p += len;
-                        continue;
-                }
-                if (n < ELEMENTSOF(starts))
-                        starts[n++] = o;
-                s[o++] = '/';
-                memmove(s + o, p, len);
-                o += len;
-                p += len;
-        }
-        if (o == 0)
-                s[o++] = '/';
-        s[o] = 0;
-}
-
 static int compile_check(Compiler *c, json_object *o, const char *where, Check *k) {
+        char *clean;
         json_object *v;
         int r;
 
@@ -659,12 +628,16 @@ static int compile_check(Compiler *c, json_object *o, const char *where, Check *
         if (k->op == JSON_CHECK_SOURCE_PATH_IN || k->op == JSON_CHECK_SOURCE_PATH_NOT_IN) {
                 char **lists[] = { k->values, k->except };
                 for (size_t l = 0; l < ELEMENTSOF(lists); l++)
-                        STRV_FOREACH(s, lists[l]) {
+                        for (char **s = lists[l]; s && *s; s++) {
                                 if ((*s)[0] != '/')
                                         return compile_fail(c, "%s: \"%s\" is not an absolute path", where, *s);
                                 if (strlen(*s) >= PATH_MAX)
                                         return compile_fail(c, "%s: a path is too long", where);
-                                path_clean_in_place(*s);
+                                clean = gate_path_clean(*s);
+                                if (!clean)
+                                        return -ENOMEM;
+                                free(*s);
+                                *s = clean;
                         }
         }
         return 0;

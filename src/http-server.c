@@ -318,16 +318,6 @@ enum {
         CHUNK_DONE,
 };
 
-static int hex_value(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, size_t *ret_out_size,
                         size_t *ret_consumed) {
         size_t i = 0, o = 0;
@@ -351,7 +341,7 @@ int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, 
                 i++;
                 switch (c->state) {
                 case CHUNK_SIZE: {
-                        int v = hex_value(ch);
+                        int v = unhexchar(ch);
                         if (v >= 0) {
                                 if (++c->digits > HTTP_CHUNK_SIZE_DIGITS_MAX || c->remaining > (UINT64_MAX >> 4))
                                         return -EBADMSG;

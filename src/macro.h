@@ -92,6 +92,17 @@ static inline const char *strna(const char *s) {
 static inline bool isempty(const char *s) {
         return !s || !*s;
 }
+/* The value of one hex digit, or -1. */
+static inline int unhexchar(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
 static inline const char *startswith(const char *s, const char *prefix) {
         size_t l = strlen(prefix);
         return strncmp(s, prefix, l) == 0 ? s + l : NULL;
