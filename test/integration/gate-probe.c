@@ -260,6 +260,11 @@ static long floor_run(const char *path, long n, bool addfd) {
                 ns = time_opens(path, n);
                 _exit(write(sv[1], &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
         }
+        /* Only the child holds its end: its death ends every wait below. */
+        close(sv[1]);
+        sv[1] = -1;
+        if (child < 0)
+                goto out;
         {
                 char cbuf[CMSG_SPACE(sizeof(int))] = {}, b;
                 struct iovec io = { .iov_base = &b, .iov_len = 1 };
@@ -283,6 +288,8 @@ static long floor_run(const char *path, long n, bool addfd) {
                                 result = -1;
                         break;
                 }
+                if ((p[0].revents & POLLHUP) && !(p[0].revents & POLLIN))
+                        break;          /* the child went away without its result */
                 if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_RECV, &no) < 0)
                         continue;
                 if (addfd) {
@@ -302,8 +309,8 @@ static long floor_run(const char *path, long n, bool addfd) {
         close(nfd);
 out:
         close(sv[0]);
-        close(sv[1]);
-        (void) waitpid(child, NULL, 0);
+        if (child > 0)
+                (void) waitpid(child, NULL, 0);
         return result;
 }
 
