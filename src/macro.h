@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,3 +118,6 @@ static inline void *mfree(void *p) {
 
 /* Replace *dst with a copy of src (NULL allowed). */
 int free_and_strdup(char **dst, const char *src);
+/* A helper's numeric setting from its unit's Environment=: def when unset or empty; a value that is not a
+ * number in [0, max] is refused with a message naming the variable (-EINVAL). */
+int env_uint(const char *name, uint64_t def, uint64_t max, uint64_t *ret);
