@@ -56,6 +56,8 @@ typedef struct GateGlob {
         char *pattern;
         bool plain;                     /* no wildcard, no escape: strcmp() */
         char *literal;                  /* for a pattern starting with a wildcard: a run every match contains */
+        size_t prefix_len;              /* the pattern's first prefix_len bytes begin every match */
+        size_t suffix_len;              /* its last suffix_len bytes end every match */
 } GateGlob;
 
 typedef struct GatePathRule {
@@ -422,25 +424,67 @@ static int glob_literal(const char *pattern, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* The plain characters a pattern starts and ends with, which every path it matches starts and ends with:
+ * most rules are then refused by two comparisons. The prefix ends at the first wildcard, and before a '/'
+ * that a star follows (a "**" after "/etc/" may stand for nothing: it matches "/etc" too); the suffix
+ * starts after the last wildcard (a star, a '?' or a bracket expression). A pattern with escapes gets
+ * neither. */
+static void glob_ends(const char *pattern, size_t *ret_prefix, size_t *ret_suffix) {
+        size_t n = strlen(pattern), prefix = n, wild_end = 0;
+
+        *ret_prefix = *ret_suffix = 0;
+        if (strchr(pattern, '\\'))
+                return;
+        for (size_t i = 0; i < n; i++) {
+                bool m;
+
+                if (pattern[i] == '*' || pattern[i] == '?' || (pattern[i] == '/' && pattern[i + 1] == '*'))
+                        prefix = MIN(prefix, i);
+                if (pattern[i] == '*' || pattern[i] == '?')
+                        wild_end = i + 1;
+                else if (pattern[i] == '[') {
+                        const char *e = glob_bracket(pattern + i, 'a', &m);
+
+                        prefix = MIN(prefix, i);
+                        if (e) {
+                                wild_end = (size_t) (e - pattern);
+                                i = wild_end - 1;
+                        }
+                }
+        }
+        *ret_prefix = prefix;
+        *ret_suffix = n - wild_end;
+}
+
 static int glob_compile(const char *pattern, GateGlob *ret) {
         _cleanup_free_ char *copy = strdup(pattern), *literal = NULL;
+        size_t prefix, suffix;
 
         if (!copy)
                 return -ENOMEM;
         /* Only a leading wildcard needs the hint: otherwise the first characters already decide. */
         if (strchr("*?[", pattern[0]) && glob_literal(pattern, &literal) < 0)
                 return -ENOMEM;
+        glob_ends(pattern, &prefix, &suffix);
         *ret = (GateGlob) {
                 .plain = !strpbrk(pattern, "*?[\\"),
                 .pattern = TAKE_PTR(copy),
                 .literal = TAKE_PTR(literal),
+                .prefix_len = prefix,
+                .suffix_len = suffix,
         };
         return 0;
 }
 
-static bool glob_matches(const GateGlob *g, const char *path) {
+static bool glob_matches(const GateGlob *g, const char *path, size_t path_len) {
         if (g->plain)
                 return streq(g->pattern, path);
+        if (g->prefix_len > 0 && strncmp(path, g->pattern, g->prefix_len) != 0)
+                return false;
+        if (g->suffix_len > 0 &&
+            (path_len < g->suffix_len ||
+             memcmp(path + path_len - g->suffix_len, g->pattern + strlen(g->pattern) - g->suffix_len, g->suffix_len) != 0))
+                return false;
         if (g->literal && !strstr(path, g->literal))
                 return false;
         return glob_match_at(g->pattern, path) == GLOB_MATCH;
@@ -875,6 +919,7 @@ void gate_policy_check_connect(const GatePolicy *p, const char *socket_path, Gat
 
 void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, GateVerdict *ret) {
         char stack[GATE_STACK_BUF], *clean;
+        size_t clean_len;
         _cleanup_free_ char *heap = NULL;
 
         assert(p);
@@ -886,12 +931,13 @@ void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, Ga
         if (path_resolve(NULL, path, stack, sizeof stack, &clean, &heap) < 0)
                 { verdict_error(ret); return; }
 
+        clean_len = strlen(clean);
         for (size_t i = 0; i < p->n_file_rules; i++) {
                 const GateFileRule *f = &p->file_rules[i];
                 if (f->operations != 0 && !(f->operations & (1U << op)))
                         continue;
                 for (size_t j = 0; j < f->n_paths; j++)
-                        if (glob_matches(&f->paths[j], clean))
+                        if (glob_matches(&f->paths[j], clean, clean_len))
                                 { verdict_set(ret, f->decision, f->id, f->message); return; }
         }
         verdict_default(p, ret);
