@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <sys/un.h>
@@ -53,6 +54,16 @@ typedef struct RecentDeny {
         char actor[64];
 } RecentDeny;
 
+/* A caller whose umask, chdir or fchdir call was continued: its new mask or cwd may not be in force yet,
+ * until the same task is seen again (its next trapped call comes after that call returned) or has exited
+ * (pidfd readable). */
+typedef struct FsChange {
+        pid_t tid;
+        int pidfd;                      /* PIDFD_THREAD */
+} FsChange;
+
+#define GATE_FS_CHANGES_MAX 64U
+
 struct GateSupervisor {
         const GateSupervisorConfig *config;
         RecentDeny recent[GATE_RECENT_DENIES_MAX];
@@ -62,14 +73,18 @@ struct GateSupervisor {
         int root_fd;
         atomic_uint pending_approvals;
         atomic_uint_fast64_t exec_epoch;        /* bumped before every exec is continued */
+        atomic_uint_fast64_t fs_epoch;  /* bumped before every umask, chdir and fchdir is continued */
+        atomic_uint fs_changes;         /* entries in fs_changing[] */
+        atomic_bool fs_uncached;        /* fs_changing[] could not track one: keep no umask or cwd */
         atomic_uint_fast64_t stat_local, stat_approvals;
-        atomic_uint_fast64_t stat_latency_us[GATE_LATENCY_BUCKETS];
+        atomic_uint_fast64_t stat_decision[GATE_LATENCY_BUCKETS], stat_answer[GATE_LATENCY_BUCKETS];
         _Atomic uint32_t call_seq;      /* odd while the receiver handles a call (a futex word) */
         atomic_uint standbys_asleep;    /* standbys waiting on call_seq with FUTEX_WAIT */
         pthread_mutex_t lock;
         unsigned workers;               /* under lock, like the rest below */
         unsigned standbys;
         uint64_t receiver;              /* which worker receives: its generation */
+        FsChange fs_changing[GATE_FS_CHANGES_MAX];
 };
 
 #define GATE_CALLER_CACHE_MAX 16U       /* per worker: callers whose /proc/PID handles stay open */
@@ -81,6 +96,13 @@ typedef struct CallerHandles {
         int mem_fd;                     /* /proc/TID/mem, kept for emulated calls while mem_epoch holds */
         uint64_t mem_epoch;
         int status_fd;                  /* /proc/TID/status, opened on the first create */
+        mode_t umask;                   /* what status said, while umask_kept and umask_epoch hold */
+        bool umask_kept;
+        uint64_t umask_epoch;
+        char *cwd;                      /* the path of the cwd, while cwd_epoch holds and it names cwd_ino */
+        uint64_t cwd_epoch;
+        dev_t cwd_dev;
+        ino_t cwd_ino;
         uint64_t used;
 } CallerHandles;
 
@@ -109,6 +131,7 @@ typedef struct Request {
         bool mem_kept;                  /* mem_fd is caller->mem_fd: the cache owns it */
         mode_t umask;
         GateResolveContext rctx;
+        uint64_t decided_ns;            /* when the verdict was there (CLOCK_MONOTONIC); 0: at the answer */
 
         /* the decision, for the record */
         GateKind kind;
@@ -210,6 +233,8 @@ static void caller_handles_forget(CallerHandles *h) {
         h->pidfd = safe_close(h->pidfd);
         h->mem_fd = safe_close(h->mem_fd);
         h->status_fd = safe_close(h->status_fd);
+        h->umask_kept = false;
+        h->cwd = mfree(h->cwd);
         h->tid = 0;
         h->used = 0;
 }
@@ -306,6 +331,103 @@ static int read_umask(Request *q, mode_t *ret) {
         return 0;
 }
 
+/* ---- umask and cwd changes ----
+ * Reading a caller's umask costs a /proc/PID/status, which procfs generates anew with all its fields: more
+ * than the rest of a create; reading its cwd costs a readlink of /proc/PID/cwd, with procfs's access
+ * check: more than the rest of a relative open. A caller's mask and cwd change only by its own umask(2),
+ * chdir(2) and fchdir(2) (it has no capability for chroot, and no user namespace), which are trapped and
+ * continued unchecked, so what was read stays true until one of them is continued: every one bumps
+ * fs_epoch first, which retires everything kept, and the caller is listed as changing until its call has
+ * surely returned. A value is kept only when it was read while nothing was changing and the epoch held
+ * across the read; it is used only for a caller whose pidfd shows the same task alive. A directory can
+ * also move without any call of the caller's (a rename by anyone): a kept cwd is used only while its path
+ * still names the same directory. */
+
+static void fs_change_drop_locked(GateSupervisor *s, size_t i) {
+        unsigned n = atomic_load(&s->fs_changes);
+
+        safe_close(s->fs_changing[i].pidfd);
+        s->fs_changing[i] = s->fs_changing[n - 1];
+        atomic_store(&s->fs_changes, n - 1);
+}
+
+/* A trapped call from tid: any umask it made before has returned. */
+static void fs_change_seen(GateSupervisor *s, pid_t tid) {
+        if (atomic_load(&s->fs_changes) == 0)
+                return;
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < atomic_load(&s->fs_changes);)
+                if (s->fs_changing[i].tid == tid)
+                        fs_change_drop_locked(s, i);
+                else
+                        i++;
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* A umask, chdir or fchdir call from tid, about to be continued. */
+static void fs_change_begin(GateSupervisor *s, pid_t tid) {
+        int pidfd = (int) syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+        unsigned n;
+
+        pthread_mutex_lock(&s->lock);
+        n = atomic_load(&s->fs_changes);
+        if (pidfd < 0 || n >= GATE_FS_CHANGES_MAX) {
+                /* Without a way to see it end, no mask is kept any more: slower, never wrong. */
+                if (!atomic_exchange(&s->fs_uncached, true))
+                        log_debug("Cannot follow the umask or cwd change of %i, keeping neither from now on.", tid);
+                safe_close(pidfd);
+        } else {
+                s->fs_changing[n] = (FsChange) { .tid = tid, .pidfd = pidfd };
+                atomic_store(&s->fs_changes, n + 1);
+        }
+        atomic_fetch_add(&s->fs_epoch, 1);
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* Whether some umask, chdir or fchdir call may still be under way; forgets callers that have exited. */
+static bool fs_changing_now(GateSupervisor *s) {
+        bool changing;
+
+        if (atomic_load(&s->fs_uncached))
+                return true;
+        if (atomic_load(&s->fs_changes) == 0)
+                return false;
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < atomic_load(&s->fs_changes);) {
+                struct pollfd p = { .fd = s->fs_changing[i].pidfd, .events = POLLIN };
+
+                if (poll(&p, 1, 0) > 0)
+                        fs_change_drop_locked(s, i);
+                else
+                        i++;
+        }
+        changing = atomic_load(&s->fs_changes) > 0;
+        pthread_mutex_unlock(&s->lock);
+        return changing;
+}
+
+/* The caller's umask: kept, or read (and kept when nothing could change it meanwhile). */
+static int caller_umask(Request *q, mode_t *ret) {
+        CallerHandles *h = q->caller;
+        uint64_t epoch = atomic_load(&q->s->fs_epoch);
+        bool settled = !fs_changing_now(q->s);
+        int r;
+
+        if (settled && h->umask_kept && h->umask_epoch == epoch && h->pidfd >= 0) {
+                *ret = h->umask;
+                return 0;
+        }
+        r = read_umask(q, ret);
+        if (r < 0)
+                return r;
+        if (settled && h->pidfd >= 0 && atomic_load(&q->s->fs_epoch) == epoch) {
+                h->umask = *ret;
+                h->umask_epoch = epoch;
+                h->umask_kept = true;
+        }
+        return 0;
+}
+
 static bool needs_umask(const GateCall *c) {
         return c->action == GATE_ACTION_MKDIR || c->action == GATE_ACTION_MKNOD ||
                (c->action == GATE_ACTION_OPEN && ((c->flags & O_CREAT) || (c->flags & O_TMPFILE) == O_TMPFILE));
@@ -369,7 +491,7 @@ static int open_caller(Request *q) {
                 caller_handles_forget(q->caller);
         }
         if (needs_umask(&q->call)) {
-                r = read_umask(q, &q->umask);
+                r = caller_umask(q, &q->umask);
                 if (r < 0)
                         return r;
         }
@@ -438,18 +560,23 @@ static int caller_dir(Request *q, int dirfd, int *cache) {
         return *cache;
 }
 
-/* The caller's cwd as a path: from its fd when that was opened (a relative path was resolved from it),
- * otherwise read from /proc/TID/cwd directly, one syscall instead of an open, a readlink and a close. */
-static int caller_cwd_path(Request *q, char **ret) {
+/* What the caller's cwd (AT_FDCWD) or dirfd is a path of, read from /proc/TID/cwd or /proc/TID/fd/N
+ * directly: one syscall instead of an open, a readlink and a close. Not always a path: "pipe:[N]", or one
+ * ending in " (deleted)"; the caller decides what it accepts. */
+static int caller_dir_path(Request *q, int dirfd, char **ret) {
         _cleanup_free_ char *buf = NULL;
+        char what[32] = "cwd";
         ssize_t n;
 
-        if (q->cwd_fd >= 0)
-                return gate_fd_path(q->cwd_fd, ret);
+        if (dirfd != AT_FDCWD) {
+                if (dirfd < 0)
+                        return -EBADF;
+                (void) snprintf(what, sizeof(what), "fd/%i", dirfd);
+        }
         buf = malloc(PATH_MAX + 1);
         if (!buf)
                 return -ENOMEM;
-        n = readlinkat(q->caller->dir_fd, "cwd", buf, PATH_MAX + 1);
+        n = readlinkat(q->caller->dir_fd, what, buf, PATH_MAX + 1);
         if (n < 0)
                 return -errno;
         if (n > PATH_MAX)
@@ -457,6 +584,58 @@ static int caller_cwd_path(Request *q, char **ret) {
         buf[n] = 0;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+static bool statx_same_dir(const struct statx *a, dev_t dev, ino_t ino) {
+        return S_ISDIR(a->stx_mode) && a->stx_ino == ino && makedev(a->stx_dev_major, a->stx_dev_minor) == dev;
+}
+
+/* The path of the caller's cwd: kept (see "umask and cwd changes"), or read from /proc/TID/cwd and kept
+ * when nothing could have changed it meanwhile. -ENOENT when the cwd is not on a path (deleted, or out of
+ * our root). */
+static int caller_cwd_kept(Request *q, char **ret) {
+        CallerHandles *h = q->caller;
+        uint64_t epoch = atomic_load(&q->s->fs_epoch);
+        bool settled = !fs_changing_now(q->s);
+        _cleanup_free_ char *path = NULL;
+        struct statx at, cwd;
+        int r;
+
+        if (settled && h->cwd && h->cwd_epoch == epoch && h->pidfd >= 0 &&
+            statx(AT_FDCWD, h->cwd, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO, &at) == 0 &&
+            statx_same_dir(&at, h->cwd_dev, h->cwd_ino)) {
+                path = strdup(h->cwd);
+                if (!path)
+                        return -ENOMEM;
+                *ret = TAKE_PTR(path);
+                return 0;
+        }
+        r = caller_dir_path(q, AT_FDCWD, &path);
+        if (r < 0)
+                return r;
+        if (path[0] != '/' || endswith(path, " (deleted)"))
+                return -ENOENT;
+        if (settled && h->pidfd >= 0 &&
+            statx(h->dir_fd, "cwd", 0, STATX_TYPE | STATX_INO, &cwd) == 0 &&
+            statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO, &at) == 0 &&
+            statx_same_dir(&at, makedev(cwd.stx_dev_major, cwd.stx_dev_minor), cwd.stx_ino) &&
+            atomic_load(&q->s->fs_epoch) == epoch) {
+                free(h->cwd);
+                h->cwd = strdup(path);
+                h->cwd_epoch = epoch;
+                h->cwd_dev = makedev(cwd.stx_dev_major, cwd.stx_dev_minor);
+                h->cwd_ino = cwd.stx_ino;
+        }
+        *ret = TAKE_PTR(path);
+        return 0;
+}
+
+/* The caller's cwd as a path: from its fd when that was opened (a relative path was resolved from it),
+ * otherwise as kept or read from /proc/TID/cwd. */
+static int caller_cwd_path(Request *q, char **ret) {
+        if (q->cwd_fd >= 0)
+                return gate_fd_path(q->cwd_fd, ret);
+        return caller_cwd_kept(q, ret);
 }
 
 static void request_done(Request *q) {
@@ -548,8 +727,10 @@ static void settle(Request *q, const char *cache_key) {
         int r;
 
         q->event = "local";
-        if (q->verdict.decision != DECISION_APPROVE)
+        if (q->verdict.decision != DECISION_APPROVE) {
+                q->decided_ns = now_ns(CLOCK_MONOTONIC);
                 return;
+        }
 
         q->event = "approval";
         if (cache_key && recent_deny_find(s, pid, cache_key, q->actor)) {
@@ -1130,7 +1311,10 @@ static int resolve_arg(Request *q, uint64_t addr, int dirfd, int *dirfd_cache, u
 /* Most opens name a path with no symlink on it, which the policy simply allows. Such a path is checked as
  * written (made absolute and cleaned, which is what the resolution would report for it) and then opened
  * by the kernel with every symlink refused, so what is opened is what sits at the checked path now: no
- * O_PATH handles, no reopening. A symlink on the way (even one swapped in after the check: ELOOP), any
+ * O_PATH handles, no reopening. A relative path is made absolute with the path of the caller's cwd or
+ * dirfd (one readlink of /proc/TID/cwd or fd/N) and opened as that absolute path from the root, so the
+ * object opened is the one at the path checked even if the directory moves meanwhile. A symlink on the
+ * way (even one swapped in after the check: ELOOP), a directory that is not a path (deleted, a pipe), any
  * verdict but allow, O_PATH, O_TMPFILE, openat2() or a path ending in "/", "." or ".." take the full
  * resolution instead, which checks again. Returns true when the call is decided. */
 static bool open_fast(Request *q, const char *path) {
@@ -1143,20 +1327,21 @@ static bool open_fast(Request *q, const char *path) {
         const char *name = strrchr(path, '/');
         FileOp op = gate_open_op(f);
         GateVerdict v;
-        int start, fd, error;
+        uint64_t decided;
+        int start, fd, error, r;
 
         if (q->call.sys == GATE_SYS_OPENAT2 || (f & O_PATH) || (f & O_TMPFILE) == O_TMPFILE)
                 return false;
         name = name ? name + 1 : path;
         if (isempty(name) || streq(name, ".") || streq(name, "..") || strlen(name) > NAME_MAX)
                 return false;
-        start = path_start(q, path, q->call.dirfd, &q->dir_fd, 0);
-        if (start < 0)
-                return false;   /* the full resolution says why */
+        start = q->s->root_fd;
         if (path[0] != '/') {
-                if (gate_fd_path(start, &base) < 0 || base[0] != '/')
+                /* the full resolution says why when there is no such directory */
+                r = q->call.dirfd == AT_FDCWD ? caller_cwd_kept(q, &base) : caller_dir_path(q, q->call.dirfd, &base);
+                if (r < 0 || base[0] != '/' || endswith(base, " (deleted)"))
                         return false;
-                if (asprintf(&joined, "%s/%s", base, path) < 0)
+                if (asprintf(&joined, "%s/%s", streq(base, "/") ? "" : base, path) < 0)
                         return false;
         }
         clean = gate_path_clean(joined ?: path);
@@ -1167,17 +1352,20 @@ static bool open_fast(Request *q, const char *path) {
         gate_policy_check_file(q->s->config->policy, op, clean, &v);
         if (v.decision != DECISION_ALLOW)
                 return false;
+        decided = now_ns(CLOCK_MONOTONIC);
 
         if (f & O_CREAT)
                 how.mode = caller_mode(q, (mode_t) (q->call.mode & 07777));
-        fd = (int) syscall(SYS_openat2, start, path, &how, sizeof(how));
+        fd = (int) syscall(SYS_openat2, start, joined ?: path, &how, sizeof(how));
         error = fd < 0 ? errno : 0;
-        if (error == ELOOP || error == EXDEV || error == EAGAIN || error == ENOSYS || error == EINVAL || error == E2BIG)
+        if (error == ELOOP || error == EXDEV || error == EAGAIN || error == ENOSYS || error == EINVAL || error == E2BIG ||
+            (error == ENAMETOOLONG && joined))
                 return false;
 
         q->verdict = v;
         q->op = file_op_to_string(op);
         q->event = "local";
+        q->decided_ns = decided;
         q->target = TAKE_PTR(clean);
         if (fd < 0)
                 result_errno(q, error);         /* the caller's own: ENOENT, EACCES, EEXIST, ... */
@@ -1206,7 +1394,7 @@ static void handle_file(Request *q) {
                 if (q->call.dev & RESOLVE_NO_XDEV)
                         return fail_closed(q, -EOPNOTSUPP, "RESOLVE_NO_XDEV is not supported by the gate");
                 if (needs_umask(&q->call)) {
-                        r = read_umask(q, &q->umask);
+                        r = caller_umask(q, &q->umask);
                         if (r < 0 || !notif_id_valid(q->s->notify_fd, q->n->id))
                                 return fail_closed(q, r < 0 ? r : -ESRCH, "cannot read the caller's umask");
                 }
@@ -1305,6 +1493,10 @@ static void record(Request *q, uint64_t latency_ns) {
 
 /* ---- workers ---- */
 
+static size_t latency_bucket(uint64_t ns) {
+        return (size_t) MIN(ns / GATE_LATENCY_STEP_NS, (uint64_t) GATE_LATENCY_BUCKETS - 1);
+}
+
 static void handle(Worker *w, const struct seccomp_notif *n) {
         GateSupervisor *s = w->s;
         Request q = {
@@ -1317,10 +1509,18 @@ static void handle(Worker *w, const struct seccomp_notif *n) {
         uint64_t t0 = now_ns(CLOCK_MONOTONIC), latency;
         int r;
 
+        fs_change_seen(s, (pid_t) n->pid);
         r = gate_call_decode(n->data.nr, (const uint64_t *) n->data.args, &q.call);
         if (r < 0 || n->data.arch != seccomp_arch_native()) {
                 fail_closed(&q, r < 0 ? r : -EINVAL, "unexpected syscall");
                 goto answer;
+        }
+        if (q.call.action == GATE_ACTION_FS_CHANGE) {
+                /* Nothing to decide: a umask or a cwd is the caller's own business; only what is kept of
+                 * them is retired. */
+                fs_change_begin(s, (pid_t) n->pid);
+                (void) notif_send(s->notify_fd, n->id, 0, 0, true);
+                return;
         }
         r = open_caller(&q);
         if (r == -ESRCH) {
@@ -1351,9 +1551,11 @@ answer:
         latency = now_ns(CLOCK_MONOTONIC) - t0;
         record(&q, latency);
         if (q.event && streq(q.event, "local")) {
+                uint64_t decision = q.decided_ns > t0 ? q.decided_ns - t0 : latency;
+
                 atomic_fetch_add_explicit(&s->stat_local, 1, memory_order_relaxed);
-                atomic_fetch_add_explicit(&s->stat_latency_us[MIN(latency / 1000, (uint64_t) GATE_LATENCY_BUCKETS - 1)],
-                                          1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&s->stat_decision[latency_bucket(decision)], 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&s->stat_answer[latency_bucket(latency)], 1, memory_order_relaxed);
         } else if (q.event)
                 atomic_fetch_add_explicit(&s->stat_approvals, 1, memory_order_relaxed);
         switch (q.result) {
@@ -1602,24 +1804,26 @@ void gate_supervisor_stats(GateSupervisor *s, GateSupervisorStats *ret) {
                 .approvals = atomic_load(&s->stat_approvals),
         };
 
-        for (size_t i = 0; i < GATE_LATENCY_BUCKETS; i++)
-                st.latency_us[i] = atomic_load(&s->stat_latency_us[i]);
+        for (size_t i = 0; i < GATE_LATENCY_BUCKETS; i++) {
+                st.decision[i] = atomic_load(&s->stat_decision[i]);
+                st.answer[i] = atomic_load(&s->stat_answer[i]);
+        }
         *ret = st;
 }
 
-unsigned gate_stats_latency_permille(const GateSupervisorStats *st, unsigned permille) {
+uint64_t gate_stats_permille_ns(const uint64_t histogram[static GATE_LATENCY_BUCKETS], unsigned permille) {
         uint64_t total = 0, seen = 0;
 
         for (size_t i = 0; i < GATE_LATENCY_BUCKETS; i++)
-                total += st->latency_us[i];
+                total += histogram[i];
         if (total == 0)
                 return 0;
         for (size_t i = 0; i < GATE_LATENCY_BUCKETS; i++) {
-                seen += st->latency_us[i];
+                seen += histogram[i];
                 if (seen * 1000 >= total * permille)
-                        return (unsigned) i + 1;        /* bucket i holds [i, i+1) us */
+                        return (i + 1) * GATE_LATENCY_STEP_NS;  /* step i holds [i, i+1) steps */
         }
-        return GATE_LATENCY_BUCKETS;
+        return GATE_LATENCY_BUCKETS * GATE_LATENCY_STEP_NS;
 }
 
 int gate_supervisor_probe(const GateSupervisorConfig *c, pid_t pid) {

@@ -46,19 +46,23 @@ typedef struct GateSupervisorConfig {
 typedef struct GateSupervisor GateSupervisor;
 
 /* What the supervisor decided, for the summary line it leaves when the agent ends: calls decided locally
- * (by policy, no human) and their decision latency, from receiving the call to answering it, in 1 us
- * steps up to GATE_LATENCY_BUCKETS us (the last step counts everything slower). */
-#define GATE_LATENCY_BUCKETS 200U
+ * (by policy, no human), and for them two latencies from receiving the call: until the verdict (reading
+ * the arguments, resolving the paths, the policy) and until the answer (the verdict plus what the
+ * supervisor performs for the caller: the open it emulates, say). Histograms of GATE_LATENCY_STEP_NS
+ * steps; the last step counts everything slower. */
+#define GATE_LATENCY_STEP_NS 100U
+#define GATE_LATENCY_BUCKETS 2000U      /* up to 200 us */
 
 typedef struct GateSupervisorStats {
         uint64_t local;                 /* calls decided by policy */
         uint64_t approvals;             /* calls a human (or the approval timeout) decided */
-        uint64_t latency_us[GATE_LATENCY_BUCKETS];
+        uint64_t decision[GATE_LATENCY_BUCKETS];
+        uint64_t answer[GATE_LATENCY_BUCKETS];
 } GateSupervisorStats;
 
 void gate_supervisor_stats(GateSupervisor *s, GateSupervisorStats *ret);
-/* The latency below which the given per mille of local decisions fall, in microseconds. */
-unsigned gate_stats_latency_permille(const GateSupervisorStats *st, unsigned permille);
+/* The latency below which the given per mille of a histogram's calls fall, in nanoseconds (to a step). */
+uint64_t gate_stats_permille_ns(const uint64_t histogram[static GATE_LATENCY_BUCKETS], unsigned permille);
 
 /* In the agent's process, after dropping privileges: installs the filter (TSYNC, a new listener) and
  * returns the listener fd. */

@@ -65,6 +65,9 @@ static const GateSyscallInfo syscall_table[_GATE_SYS_MAX] = {
         [GATE_SYS_LCHOWN]    = { "lchown",    -1 },
 #endif
         [GATE_SYS_TRUNCATE]  = { "truncate",  __NR_truncate },
+        [GATE_SYS_UMASK]     = { "umask",     __NR_umask },
+        [GATE_SYS_CHDIR]     = { "chdir",     __NR_chdir },
+        [GATE_SYS_FCHDIR]    = { "fchdir",    __NR_fchdir },
 };
 
 const char *gate_syscall_name(GateSyscall s) {
@@ -261,6 +264,14 @@ int gate_call_decode(long nr, const uint64_t a[6], GateCall *ret) {
                 c.action = GATE_ACTION_TRUNCATE;
                 c.path = a[0];
                 c.size = a[1];
+                break;
+        case GATE_SYS_UMASK:
+                c.action = GATE_ACTION_FS_CHANGE;
+                c.mode = (uint32_t) a[0] & 0777;       /* the kernel keeps these bits */
+                break;
+        case GATE_SYS_CHDIR:
+        case GATE_SYS_FCHDIR:
+                c.action = GATE_ACTION_FS_CHANGE;
                 break;
         default:
                 return -EINVAL;

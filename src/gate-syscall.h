@@ -8,7 +8,10 @@
  * The reference traps the twelve *at-style syscalls. A static binary can call the old path syscalls
  * directly (open, creat, rename, unlink, rmdir, mkdir, mknod, link, symlink, chmod, chown, lchown, and
  * truncate, which writes without any open), so where the architecture has them they are trapped too and
- * handled as their *at counterpart. fchmodat2 (Linux 6.6) is trapped by number. */
+ * handled as their *at counterpart. fchmodat2 (Linux 6.6) is trapped by number. umask, chdir and fchdir
+ * are trapped but never checked: the supervisor creates files with the caller's umask and resolves
+ * relative paths against its cwd, and keeps what it read of both until one of these calls says they
+ * change, instead of reading /proc/PID/status and /proc/PID/cwd for every call. */
 
 #include <limits.h>
 #include <stdint.h>
@@ -47,6 +50,10 @@ typedef enum GateSyscall {
         GATE_SYS_CHOWN,
         GATE_SYS_LCHOWN,
         GATE_SYS_TRUNCATE,
+        /* not checked: they only tell the supervisor that the caller's umask or cwd changes */
+        GATE_SYS_UMASK,
+        GATE_SYS_CHDIR,
+        GATE_SYS_FCHDIR,
         _GATE_SYS_MAX,
         _GATE_SYS_INVALID = -EINVAL,
 } GateSyscall;
@@ -75,6 +82,7 @@ typedef enum GateAction {
         GATE_ACTION_CHMOD,
         GATE_ACTION_CHOWN,
         GATE_ACTION_TRUNCATE,
+        GATE_ACTION_FS_CHANGE,  /* continued unchecked: the supervisor keeps callers' umask and cwd */
         _GATE_ACTION_MAX,
         _GATE_ACTION_INVALID = -EINVAL,
 } GateAction;
@@ -92,7 +100,7 @@ typedef struct GateCall {
         uint64_t how;           /* openat2: struct open_how */
         uint64_t size;          /* connect: addrlen; openat2: sizeof(struct open_how); truncate: length */
         uint64_t flags;         /* open flags, AT_* flags (unlinkat's AT_REMOVEDIR too), RENAME_* flags */
-        uint32_t mode;          /* open, mkdir, mknod, chmod */
+        uint32_t mode;          /* open, mkdir, mknod, chmod; umask: the new mask */
         uint64_t dev;           /* mknod */
         uint32_t uid, gid;      /* chown; (uint32_t) -1 is "unchanged" */
         bool follow;            /* whether the last component of path is followed when it is a symlink */

@@ -171,14 +171,19 @@ static int parse_env_id(const char *name, uint32_t *ret, bool *have) {
 
 /* One line in the container's log when the agent ends: what the gate decided and how fast. */
 static void log_gate_summary(GateSupervisor *s) {
-        GateSupervisorStats st;
+        _cleanup_free_ GateSupervisorStats *st = malloc(sizeof(*st));
 
-        gate_supervisor_stats(s, &st);
-        log_notice("Gate: %" PRIu64 " calls decided by policy, decision latency median %u us, 90th percentile %u us%s; "
-                   "%" PRIu64 " by approval.",
-                   st.local, gate_stats_latency_permille(&st, 500), gate_stats_latency_permille(&st, 900),
-                   st.latency_us[GATE_LATENCY_BUCKETS - 1] > 0 ? " (the slowest over the scale)" : "",
-                   st.approvals);
+        if (!st)
+                return (void) log_oom();
+        gate_supervisor_stats(s, st);
+#define US(h, pm) gate_stats_permille_ns(st->h, pm) / 1000, gate_stats_permille_ns(st->h, pm) % 1000 / 100
+        log_notice("Gate: %" PRIu64 " calls decided by policy, decision latency median %" PRIu64 ".%" PRIu64
+                   " us, 90th percentile %" PRIu64 ".%" PRIu64 " us; answered with the call performed: median %"
+                   PRIu64 ".%" PRIu64 " us, 90th percentile %" PRIu64 ".%" PRIu64 " us%s; %" PRIu64 " by approval.",
+                   st->local, US(decision, 500), US(decision, 900), US(answer, 500), US(answer, 900),
+                   st->answer[GATE_LATENCY_BUCKETS - 1] > 0 ? " (the slowest over the scale)" : "",
+                   st->approvals);
+#undef US
 }
 
 /* Waits for the agent, reaping orphans meanwhile and passing termination signals on. */

@@ -190,6 +190,86 @@ static int thread_exec(const char *self, const char *path) {
         }
 }
 
+/* umask-race DIR N: N rounds of one thread changing the process's umask while the main thread creates
+ * files. A create that starts after the umask call has returned must get the new mask, whatever the
+ * supervisor kept of the old one. Prints "ok", or how many creates got a stale mask. */
+static atomic_bool umask_done;
+
+static void *umask_thread(void *unused) {
+        (void) unused;
+        (void) umask(077);
+        atomic_store(&umask_done, true);
+        return NULL;
+}
+
+static int umask_race(const char *dir, long n) {
+        long stale = 0;
+
+        for (long round = 0; round < n; round++) {
+                char path[4096];
+                pthread_t t;
+                int after = 0;
+
+                (void) umask(022);
+                atomic_store(&umask_done, false);
+                for (int i = 0; i < 2; i++) {   /* the supervisor keeps 022 */
+                        (void) snprintf(path, sizeof(path), "%s/keep%d", dir, i);
+                        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+                        if (fd < 0)
+                                return report(-1);
+                        close(fd);
+                }
+                if (pthread_create(&t, NULL, umask_thread, NULL) != 0)
+                        return report(-1);
+                for (int i = 0; after < 3; i++) {
+                        bool done = atomic_load(&umask_done);
+                        struct stat st;
+
+                        (void) snprintf(path, sizeof(path), "%s/f%d", dir, i % 64);
+                        (void) unlink(path);
+                        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+                        if (fd < 0 || fstat(fd, &st) < 0)
+                                return report(-1);
+                        close(fd);
+                        if (done) {
+                                after++;
+                                if ((st.st_mode & 0777) != 0600)
+                                        stale++;
+                        }
+                }
+                pthread_join(t, NULL);
+        }
+        if (stale > 0)
+                printf("stale=%ld\n", stale);
+        else
+                printf("ok\n");
+        return 0;
+}
+
+/* fchdir-cat DIR FILE: FILE read relative to the cwd, then again after fchdir(DIR): both first lines. */
+static int fchdir_cat(const char *dir, const char *file) {
+        char a[256] = {}, b[256] = {};
+        int fd, dfd;
+
+        for (int round = 0; round < 2; round++) {
+                char *buf = round == 0 ? a : b;
+
+                if (round == 1) {
+                        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        if (dfd < 0 || fchdir(dfd) < 0)
+                                return report(-1);
+                        close(dfd);
+                }
+                fd = open(file, O_RDONLY | O_CLOEXEC);
+                if (fd < 0 || read(fd, buf, 255) < 0)
+                        return report(-1);
+                close(fd);
+                buf[strcspn(buf, "\n")] = 0;
+        }
+        printf("%s %s\n", a, b);
+        return 0;
+}
+
 /* The first line of a file. */
 static int cat(const char *path) {
         char buf[256] = {};
@@ -407,6 +487,10 @@ int main(int argc, char *argv[]) {
                 return thread_exec(argv[0], a1);
         if (!strcmp(cmd, "cat"))
                 return cat(a1);
+        if (!strcmp(cmd, "fchdir-cat") && argc > 3)       /* fchdir-cat DIR FILE */
+                return fchdir_cat(a1, argv[3]);
+        if (!strcmp(cmd, "umask-race") && argc > 3)       /* umask-race DIR N */
+                return umask_race(a1, atol(argv[3]));
         if (!strcmp(cmd, "bench") && argc > 3)
                 return bench(a1, atol(argv[3]));
         if (!strcmp(cmd, "floor") && argc > 3)      /* floor PATH N */

@@ -86,8 +86,8 @@ record_has() { grep -E '^\{.*\}$' <<<"$err" | grep -qE "$1"; }
 # --- setup and refusals -----------------------------------------------------------------------------
 wrap true
 is "$st" 0 "an allowed command runs and its status is passed on"
-like "$err" "Gate: [0-9]+ calls decided by policy, decision latency median [0-9]+ us, 90th percentile [0-9]+ us; 0 by approval" \
-        "when the agent ends, the gate logs how many calls it decided and how fast"
+like "$err" "Gate: [0-9]+ calls decided by policy, decision latency median [0-9.]+ us, 90th percentile [0-9.]+ us; answered with the call performed: median [0-9.]+ us, 90th percentile [0-9.]+ us( \\(the slowest over the scale\\))?; 0 by approval" \
+        "when the agent ends, the gate logs how many calls it decided, how fast, and how fast it answered"
 wrap sh -c 'exit 7'
 is "$st" 7 "the agent's exit status is passed on"
 
@@ -174,6 +174,25 @@ like "$err" "Permission denied" "creating in a directory the agent cannot write 
 wrap sh -c 'umask 077; echo x >made.txt; mkdir madedir; ls -ln made.txt; stat -c %a madedir'
 like "$out" "^-rw------- 1 $U $G " "a created file belongs to the agent and has the agent's umask"
 like "$out" "700$" "  ... as does a created directory"
+# The supervisor keeps a caller's umask between creates; a umask call must retire it at once, in the
+# process that made it and not in another, and a child starts with its parent's.
+wrap sh -c 'umask 022; : >u1; : >u2; umask 077; : >u3; umask 027; : >u4; (: >u5; umask 002; : >u6); : >u7;
+        (umask 077; sh -c ": >u8"); stat -c %a u1 u2 u3 u4 u5 u6 u7 u8 | tr "\n" " "'
+is "$out" "644 644 600 640 640 664 640 600 " "files made after each umask call get that mask, in that process and its children only"
+# Relative paths are opened against the cwd, which the supervisor keeps between calls: a chdir, an
+# fchdir, and a move of the cwd itself (with a new directory at its old path) must all be seen.
+mkdir -p "$H/cwd/d1" "$H/cwd/d2" && echo one >"$H/cwd/d1/f" && echo two >"$H/cwd/d2/f" && chown -R "$U:$G" "$H/cwd"
+# (read is a builtin: the shell's own opens, from one caller whose cwd the supervisor keeps)
+wrap sh -c 'r() { read v <f; echo $v; }; cd cwd/d1; r; r; cd ../d2; r; cd ..; mv d2 d3; cd d3; r; mv ../d3 ../d4;
+        mkdir ../d3; echo new >../d3/f; r; read v <../d4/f; echo $v'
+is "$(tr '\n' ' ' <<<"$out")" "one one two two two two " \
+        "relative opens follow each cd, and the cwd itself when it is moved and its old path taken by another"
+echo home >"$H/f" && chown "$U:$G" "$H/f"
+wrap "$PROBE" fchdir-cat "$H/cwd/d1" f
+is "$out" "home one" "  ... and an fchdir, after a relative open was served from the kept cwd"
+mkdir -p "$H/umask-race" && chown "$U:$G" "$H/umask-race"
+wrap "$PROBE" umask-race "$H/umask-race" 200
+is "$out" ok "a create that starts after a sibling thread's umask call returned gets the new mask (200 rounds)"
 wrap sh -c 'echo one >a; ln -s a s; mv s s2; ln a h; chmod 600 h; cat s2 h; stat -c %a a; rm a h s2; ls a h s2 2>/dev/null | wc -l'
 is "$out" $'one\none\n600\n0' "allowed creates, renames, links, chmods and unlinks work as usual"
 wrap sh -c 'echo x | cat /dev/stdin; cat /proc/self/status | grep -c "^Pid:"; ls /dev/fd/ >/dev/null && echo fd'

@@ -44,6 +44,16 @@ static void test_table(void) {
         ok(gate_syscall_from_nr(__NR_truncate) == GATE_SYS_TRUNCATE, "truncate(2), a write without open, is trapped");
         ok(gate_syscall_from_nr(__NR_read) == _GATE_SYS_INVALID, "read(2) is not trapped");
         ok(gate_call_decode(__NR_read, a, &c) == -EINVAL, "decoding a syscall that is not trapped fails");
+        a[0] = 0177022;
+        ok(gate_call_decode(__NR_umask, a, &c) == 0 && c.action == GATE_ACTION_FS_CHANGE && c.mode == 022,
+           "umask(2) is trapped, unchecked, and keeps only the permission bits of its mask");
+        ok(gate_call_decode(__NR_umask, a, &c) == 0 && c.path == 0 && c.path2 == 0,
+           "umask(2) names no path for the policy");
+        a[0] = 0x1000;
+        ok(gate_call_decode(__NR_chdir, a, &c) == 0 && c.action == GATE_ACTION_FS_CHANGE && c.path == 0,
+           "chdir(2) is trapped and unchecked: the policy sees no path of it");
+        ok(gate_call_decode(__NR_fchdir, a, &c) == 0 && c.action == GATE_ACTION_FS_CHANGE,
+           "fchdir(2) is trapped and unchecked");
 }
 
 static void test_decode(void) {
