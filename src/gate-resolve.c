@@ -157,8 +157,11 @@ static int finish(GateResolved *res, const char *name) {
 }
 
 /* Most paths have no symlink at all: one openat2() refusing symlinks gets the directory, the path is the
- * lexically cleaned one. Returns -EAGAIN when the path needs the component walk; when only its last
- * component is a symlink to follow, the walk can go on from the directory, returned in ret_dir_fd. */
+ * lexically cleaned one. Many others have one only among their directories (/lib -> usr/lib on a merged
+ * /usr): then the kernel follows them, as it would for the caller, and the path is the directory's real
+ * one, unless the walk ended in procfs, where "self" would have meant the supervisor. Returns -EAGAIN
+ * when the path needs the component walk; when only its last component is a symlink to follow, the walk
+ * can go on from the directory, returned in ret_dir_fd. */
 static int resolve_fast(int start_fd, const char *path, unsigned flags, GateResolved *ret, int *ret_dir_fd,
                         int *ret_link_fd) {
         struct open_how how = {
@@ -169,6 +172,7 @@ static int resolve_fast(int start_fd, const char *path, unsigned flags, GateReso
         _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
         GateResolved res = GATE_RESOLVED_NULL;
         const char *name = strrchr(path, '/');
+        bool dir_followed = false;
         struct stat st;
         int r;
 
@@ -187,6 +191,15 @@ static int resolve_fast(int start_fd, const char *path, unsigned flags, GateReso
                 return -ENOMEM;
 
         dfd = (int) syscall(SYS_openat2, start_fd, dir, &how, sizeof(how));
+        if (dfd < 0 && errno == ELOOP && !(flags & GATE_RESOLVE_NO_SYMLINKS)) {
+                struct statfs sf;
+
+                how.resolve = RESOLVE_NO_MAGICLINKS;
+                dfd = (int) syscall(SYS_openat2, start_fd, dir, &how, sizeof(how));
+                if (dfd >= 0 && (fstatfs(dfd, &sf) < 0 || sf.f_type == PROC_SUPER_MAGIC))
+                        return -EAGAIN;
+                dir_followed = true;
+        }
         if (dfd < 0)
                 return errno == ELOOP || errno == EXDEV || errno == ENOSYS || errno == EAGAIN ? -EAGAIN : -errno;
         fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -202,7 +215,15 @@ static int resolve_fast(int start_fd, const char *path, unsigned flags, GateReso
                 }
         }
 
-        if (path[0] != '/') {
+        if (dir_followed) {
+                r = dir_path(dfd, &base);
+                if (r < 0)
+                        return r;
+                if (base[0] != '/')
+                        return -EAGAIN;
+                if (asprintf(&joined, "%s/%s", base, name) < 0)
+                        return -ENOMEM;
+        } else if (path[0] != '/') {
                 r = gate_fd_path(start_fd, &base);
                 if (r < 0)
                         return r;

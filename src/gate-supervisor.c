@@ -106,12 +106,19 @@ typedef struct CallerHandles {
         uint64_t used;
 } CallerHandles;
 
+/* Handles of callers that are gone, closed once the current call is answered: the last close of a dead
+ * process's /proc handles frees what they pinned (its struct pid, its mm), which its successor, a new
+ * process making its first call, should not wait for. */
+#define GATE_DEFERRED_CLOSE_MAX 16U
+
 /* One worker thread and what it keeps between calls (only it uses these: no locking, no sharing). */
 typedef struct Worker {
         GateSupervisor *s;
         uint64_t receiver;              /* the generation it received as; 0: a standby */
         CallerHandles callers[GATE_CALLER_CACHE_MAX];
         uint64_t clock;
+        int deferred_close[GATE_DEFERRED_CLOSE_MAX];
+        size_t n_deferred_close;
 } Worker;
 
 typedef enum ResultType {
@@ -228,11 +235,28 @@ static int open_proc(pid_t pid, const char *what, int flags) {
         return fd < 0 ? -errno : fd;
 }
 
-static void caller_handles_forget(CallerHandles *h) {
-        h->dir_fd = safe_close(h->dir_fd);
-        h->pidfd = safe_close(h->pidfd);
-        h->mem_fd = safe_close(h->mem_fd);
-        h->status_fd = safe_close(h->status_fd);
+/* Closes fd after the current call's answer (at once when too many wait). Returns -EBADF. */
+static int close_later(Worker *w, int fd) {
+        if (fd < 0)
+                return -EBADF;
+        if (w->n_deferred_close < GATE_DEFERRED_CLOSE_MAX)
+                w->deferred_close[w->n_deferred_close++] = fd;
+        else
+                safe_close(fd);
+        return -EBADF;
+}
+
+static void close_deferred(Worker *w) {
+        for (size_t i = 0; i < w->n_deferred_close; i++)
+                safe_close(w->deferred_close[i]);
+        w->n_deferred_close = 0;
+}
+
+static void caller_handles_forget(Worker *w, CallerHandles *h) {
+        h->dir_fd = close_later(w, h->dir_fd);
+        h->pidfd = close_later(w, h->pidfd);
+        h->mem_fd = close_later(w, h->mem_fd);
+        h->status_fd = close_later(w, h->status_fd);
         h->umask_kept = false;
         h->cwd = mfree(h->cwd);
         h->tid = 0;
@@ -272,7 +296,7 @@ static CallerHandles *caller_handles(Worker *w, pid_t tid, bool *ret_cached) {
         fd = open_proc(tid, "", O_PATH | O_DIRECTORY);
         if (fd < 0)
                 return NULL;
-        caller_handles_forget(h);
+        caller_handles_forget(w, h);
         h->tid = tid;
         h->dir_fd = fd;
         h->used = ++w->clock;
@@ -471,7 +495,7 @@ static int open_caller(Request *q) {
                         return -errno;
                 if (cached && q->caller->pidfd >= 0) {
                         if (!caller_alive(q->caller)) {
-                                caller_handles_forget(q->caller);
+                                caller_handles_forget(q->w, q->caller);
                                 continue;       /* a new task with the number of one we knew */
                         }
                         if (keeps_memory(&q->call) && q->caller->mem_fd >= 0 &&
@@ -488,7 +512,7 @@ static int open_caller(Request *q) {
                 if (!cached || (q->mem_fd != -ENOENT && q->mem_fd != -ESRCH))
                         return q->mem_fd;
                 /* The process we kept the handles of is gone: this caller merely got its number. */
-                caller_handles_forget(q->caller);
+                caller_handles_forget(q->w, q->caller);
         }
         if (needs_umask(&q->call)) {
                 r = caller_umask(q, &q->umask);
@@ -515,7 +539,7 @@ static int open_caller(Request *q) {
         if (!notif_id_valid(q->s->notify_fd, q->n->id))
                 return -ESRCH;
         if (keeps_memory(&q->call) && q->caller->pidfd >= 0) {
-                safe_close(q->caller->mem_fd);
+                close_later(q->w, q->caller->mem_fd);
                 q->caller->mem_fd = q->mem_fd;
                 q->caller->mem_epoch = epoch;
                 q->mem_kept = true;
@@ -530,7 +554,7 @@ static bool caller_memory_refresh(Request *q) {
 
         if (!q->mem_kept)
                 return false;
-        q->caller->mem_fd = safe_close(q->caller->mem_fd);
+        q->caller->mem_fd = close_later(q->w, q->caller->mem_fd);
         q->mem_fd = -EBADF;
         q->mem_kept = false;
         fd = caller_openat(q, "mem", O_RDONLY);
@@ -1525,6 +1549,7 @@ static void handle(Worker *w, const struct seccomp_notif *n) {
         r = open_caller(&q);
         if (r == -ESRCH) {
                 request_done(&q);
+                close_deferred(w);
                 return;         /* the caller is gone */
         }
         if (r < 0) {
@@ -1580,6 +1605,7 @@ answer:
                 break;
         }
         request_done(&q);
+        close_deferred(w);
 }
 
 /* One worker receives the notifications and handles them one after the other; the next caller waits in
@@ -1650,7 +1676,8 @@ static void spawn_worker_locked(GateSupervisor *s, bool receiver) {
 
 static void worker_free(Worker *w) {
         for (size_t i = 0; i < GATE_CALLER_CACHE_MAX; i++)
-                caller_handles_forget(&w->callers[i]);
+                caller_handles_forget(w, &w->callers[i]);
+        close_deferred(w);
         free(w);
 }
 

@@ -32,6 +32,7 @@ static void make_tree(void) {
                 { "mix", "link-d/sub/../f" },
                 { "d/sub/up", "../f" },
                 { "proc-status", "/proc/self/status" },
+                { "proc-dir", "/proc/self" },
         };
         char p[PATH_MAX * 2];
 
@@ -157,6 +158,11 @@ static void test_proc_self(void) {
                 _cleanup_free_ char *p = resolve(child, "proc-status", GATE_RESOLVE_FOLLOW, NULL);
 
                 is_str(p, want, "  ... also when a symlink leads there");
+        }
+        {
+                _cleanup_free_ char *p = resolve(child, "proc-dir/status", GATE_RESOLVE_FOLLOW, NULL);
+
+                is_str(p, want, "  ... and when a symlinked directory on the way leads there");
         }
         kill(child, SIGKILL);
         (void) waitpid(child, NULL, 0);
