@@ -1549,7 +1549,7 @@ static int args_join(char * const *args, char *stack, size_t stack_size, char **
 }
 
 /* 1 when every operand of args, resolved against cwd, is strictly inside rule->within and there is at
- * least one; 0 when not; -ENOMEM. */
+ * least one; 0 when not; -EAGAIN when not for want of a cwd (NULL) for a relative operand; -ENOMEM. */
 static int args_within(const GateCommandRule *rule, char * const *args, const char *cwd) {
         bool options_done = false;
         unsigned operands = 0;
@@ -1569,7 +1569,7 @@ static int args_within(const GateCommandRule *rule, char * const *args, const ch
                         return 0;
                 r = path_resolve(cwd, *a, stack, sizeof stack, &path, &heap);
                 if (r == -EINVAL)
-                        return 0;       /* relative, no cwd: cannot be shown to be inside */
+                        return cwd ? 0 : -EAGAIN;       /* relative, no cwd: cannot be shown to be inside */
                 if (r < 0)
                         return r;
                 if (strncmp(path, rule->within, rule->within_len) != 0 || path[rule->within_len] != '/')
@@ -1585,6 +1585,7 @@ static void check_exec_candidate(const GatePolicy *p, char * const *argv, size_t
         char stack[GATE_STACK_BUF], *joined = NULL;
         _cleanup_free_ char *heap = NULL;
 
+        ret->needs_cwd = false;
         for (size_t i = 0; i < p->n_command_rules; i++) {
                 const GateCommandRule *c = &p->command_rules[i];
                 bool match = c->n_commands == 0;
@@ -1605,6 +1606,10 @@ static void check_exec_candidate(const GatePolicy *p, char * const *argv, size_t
                 }
                 if (c->within) {
                         int r = args_within(c, argv + index + 1, cwd);
+                        if (r == -EAGAIN) {
+                                ret->needs_cwd = true;
+                                r = 0;
+                        }
                         if (r < 0)
                                 { verdict_error(ret); return; }
                         if (r == 0)
@@ -1617,8 +1622,10 @@ static void check_exec_candidate(const GatePolicy *p, char * const *argv, size_t
 
 /* The strictest verdict over every reading of argv; on a tie the earlier reading's rule. */
 static void check_exec_all(const GatePolicy *p, char * const *argv, const char *cwd, GateVerdict *ret) {
+        bool needs_cwd = false;
         Unwrap u;
 
+        ret->needs_cwd = false;
         unwrap_all(&u, argv, false);
         if (u.error < 0) {
                 unwrap_done(&u);
@@ -1627,11 +1634,13 @@ static void check_exec_all(const GatePolicy *p, char * const *argv, const char *
         for (size_t i = 0; i < u.n; i++) {
                 GateVerdict v;
                 check_exec_candidate(p, u.items[i].argv, u.items[i].index, cwd, &v);
+                needs_cwd = needs_cwd || v.needs_cwd;
                 if (i == 0 || decision_rank(v.decision) > decision_rank(ret->decision))
                         *ret = v;
                 if (streq(ret->rule_id, GATE_RULE_ID_ERROR))
                         break;
         }
+        ret->needs_cwd = needs_cwd;
         unwrap_done(&u);
 }
 
@@ -1645,6 +1654,7 @@ void gate_policy_check_execve(const GatePolicy *p, const char *path, char * cons
                               GateVerdict *ret) {
         _cleanup_free_ char **copy = NULL;
         GateVerdict v;
+        bool needs_cwd;
         size_t n;
 
         assert(p);
@@ -1665,8 +1675,10 @@ void gate_policy_check_execve(const GatePolicy *p, const char *path, char * cons
                 copy[i] = argv[i];
         copy[MAX(n, 1U)] = NULL;
         check_exec_all(p, copy, cwd, &v);
+        needs_cwd = ret->needs_cwd || v.needs_cwd;
         if (decision_rank(v.decision) > decision_rank(ret->decision))
                 *ret = v;
+        ret->needs_cwd = needs_cwd;
 }
 
 /* ---- cache keys ---- */

@@ -46,6 +46,7 @@ typedef struct GateVerdict {
         Decision decision;
         char rule_id[GATE_RULE_ID_MAX]; /* "path[0]", "cmd[3]", "file[12]", "default", "error" */
         const char *message;            /* the rule's message (owned by the policy), or NULL */
+        bool needs_cwd;                 /* exec checked with no cwd: a rule wanted it for a relative operand */
 } GateVerdict;
 
 typedef struct GatePolicy GatePolicy;
@@ -94,6 +95,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(GatePolicy *, gate_policy_free);
  * inputs are what the supervisor resolved:
  *   connect: the absolute socket path, or "@name" for an abstract socket;
  *   exec:    argv as the caller passed it (wrappers are unwrapped here) and the caller's cwd, absolute;
+ *            with a NULL cwd a relative operand is never inside an args_within directory, and the
+ *            verdict says needs_cwd when that made a difference to a rule: a supervisor may check
+ *            without the cwd first and read it only then;
  *   file:    the cleaned absolute path with symlinks resolved (the last component not followed for
  *            delete and link, see the reference), and one operation. */
 void gate_policy_check_connect(const GatePolicy *p, const char *socket_path, GateVerdict *ret);

@@ -926,17 +926,19 @@ static const char *base_name(const char *p) {
 
 /* The command rules see argv[0]'s name, which the caller chooses freely: check the command also under
  * the name it was executed by and under the name of the file it really is. */
-static void check_exec_as(Request *q, char **argv, const char *as, const char *cwd, bool *first) {
+/* Returns whether the check wanted the cwd it was not given (see GateVerdict.needs_cwd). */
+static bool check_exec_as(Request *q, char **argv, const char *as, const char *cwd, bool *first) {
         GateVerdict v;
         char *saved;
 
         if (!as || !argv[0] || streq(base_name(as), base_name(argv[0])))
-                return;
+                return false;
         saved = argv[0];
         argv[0] = (char *) as;
         gate_policy_check_exec(q->s->config->policy, argv, cwd, &v);
         argv[0] = saved;
         verdict_merge(&q->verdict, &v, first);
+        return v.needs_cwd;
 }
 
 static int read_exec(Request *q, char **ret_file, char ***ret_argv) {
@@ -1014,7 +1016,9 @@ static void handle_exec(Request *q) {
                 return result_errno(q, GATE_DENY_ERRNO);
         }
 
-        r = caller_cwd_path(q, &cwd);
+        /* The cwd is read only when needed: for a relative filename, or when a rule wants it for a relative
+         * operand (rm inside the workspace); most commands are checked without it. */
+        r = file[0] != '/' && file[0] != 0 ? caller_cwd_path(q, &cwd) : 0;
         if (r >= 0) {
                 /* The path the kernel is asked to execute, absolute, its symlinks not resolved. */
                 _cleanup_free_ char *base = NULL, *joined = NULL;
@@ -1033,14 +1037,23 @@ static void handle_exec(Request *q) {
                 if (r >= 0 && !exec_path)
                         r = -ENOMEM;
         }
-        if (r < 0) {
-                gate_resolved_done(&res);
-                return fail_closed(q, r, "cannot read the caller's working directory");
+        for (;;) {
+                bool needs_cwd;
+
+                if (r < 0) {
+                        gate_resolved_done(&res);
+                        return fail_closed(q, r, "cannot read the caller's working directory");
+                }
+                first = true;
+                gate_policy_check_execve(policy, exec_path, argv, cwd, &v);
+                verdict_merge(&q->verdict, &v, &first);
+                needs_cwd = v.needs_cwd;
+                /* And as the file it really is, symlinks resolved (/usr/bin/foo -> /bin/rm). */
+                needs_cwd = check_exec_as(q, argv, res.path, cwd, &first) || needs_cwd;
+                if (!needs_cwd || cwd)
+                        break;
+                r = caller_cwd_path(q, &cwd);
         }
-        gate_policy_check_execve(policy, exec_path, argv, cwd, &v);
-        verdict_merge(&q->verdict, &v, &first);
-        /* And as the file it really is, symlinks resolved (/usr/bin/foo -> /bin/rm). */
-        check_exec_as(q, argv, res.path, cwd, &first);
         gate_resolved_done(&res);
 
         key = gate_cache_key_exec(argv);

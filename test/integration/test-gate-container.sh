@@ -109,6 +109,11 @@ agent 'rm -rf /var/lib/loop/demo/work/victim; echo rc=$?'
 like "$out" "rc=0" "rm -rf inside the work dir is allowed"
 in_ct test ! -e /var/lib/loop/demo/work/victim
 ok $? "...and removes the directory"
+in_ct mkdir -p /var/lib/loop/demo/work/victim2
+agent 'cd /var/lib/loop/demo/work && /bin/rm -rf victim2; echo rc=$?'
+like "$out" "rc=0" "rm -rf of a relative path inside the work dir is allowed (the cwd is read for that rule)"
+in_ct test ! -e /var/lib/loop/demo/work/victim2
+ok $? "...and removes the directory"
 shadow_journaled() { gate_journal LOOP_DECISION=deny | grep -q '^LOOP_TARGET=/etc/shadow$'; }
 wait_for 10 shadow_journaled
 ok $? "the local deny of /etc/shadow is journaled by loop-gate@demo"

@@ -451,6 +451,16 @@ static void test_command_rules(void) {
         expect(exec_in(p, "/w", ARGV("mkdir", "--", "-x")), DECISION_APPROVE, "cmd[6]", "after -- every argument is an operand");
         expect(exec_in(p, NULL, ARGV("mkdir", "a")), DECISION_ALLOW, "default",
                "a relative operand without a cwd is not inside");
+        ok(exec_in(p, NULL, ARGV("mkdir", "a")).needs_cwd && exec_in(p, NULL, ARGV("env", "mkdir", "a")).needs_cwd,
+           "  ... and the verdict says the cwd was wanted, also through a wrapper");
+        ok(!exec_in(p, NULL, ARGV("mkdir", "/w/a")).needs_cwd && !exec_in(p, NULL, ARGV("git", "add", "a")).needs_cwd &&
+           !exec_in(p, "/w", ARGV("mkdir", "a")).needs_cwd,
+           "  ... but not for absolute operands, for commands no args_within rule names, nor when a cwd was given");
+        {
+                GateVerdict v;
+                gate_policy_check_execve(p, "/usr/bin/mkdir", ARGV("ls", "a"), NULL, &v);
+                ok(v.needs_cwd, "  ... also when only the reading as the executed path (mkdir run as ls) wanted the cwd");
+        }
         expect(exec_(p, ARGV("")), DECISION_ALLOW, "default", "an empty argv[0] matches no command glob");
         expect(exec_(p, (char *[]) { NULL }), DECISION_ALLOW, "default", "an empty argv is checked, not crashed on");
 }
