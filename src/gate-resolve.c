@@ -215,21 +215,14 @@ static int resolve_fast(int start_fd, const char *path, unsigned flags, GateReso
                 }
         }
 
-        if (dir_followed) {
-                r = dir_path(dfd, &base);
+        /* The path: a followed directory's real one plus the name, or a relative path made absolute. */
+        if (dir_followed || path[0] != '/') {
+                r = dir_followed ? dir_path(dfd, &base) : gate_fd_path(start_fd, &base);
                 if (r < 0)
                         return r;
                 if (base[0] != '/')
-                        return -EAGAIN;
-                if (asprintf(&joined, "%s/%s", base, name) < 0)
-                        return -ENOMEM;
-        } else if (path[0] != '/') {
-                r = gate_fd_path(start_fd, &base);
-                if (r < 0)
-                        return r;
-                if (base[0] != '/')
-                        return -ENOENT;
-                if (asprintf(&joined, "%s/%s", base, path) < 0)
+                        return dir_followed ? -EAGAIN : -ENOENT;
+                if (asprintf(&joined, "%s/%s", base, dir_followed ? name : path) < 0)
                         return -ENOMEM;
         }
         res.path = gate_path_clean(joined ?: path);
