@@ -390,13 +390,15 @@ static void fs_change_seen(GateSupervisor *s, pid_t tid) {
 
 /* A umask, chdir or fchdir call from tid, about to be continued. */
 static void fs_change_begin(GateSupervisor *s, pid_t tid) {
-        int pidfd = (int) syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+        int pidfd = (int) syscall(SYS_pidfd_open, tid, PIDFD_THREAD), error = pidfd < 0 ? errno : 0;
         unsigned n;
 
         pthread_mutex_lock(&s->lock);
         n = atomic_load(&s->fs_changes);
-        if (pidfd < 0 || n >= GATE_FS_CHANGES_MAX) {
-                /* Without a way to see it end, no mask is kept any more: slower, never wrong. */
+        if (error == ESRCH)
+                ;       /* gone before its call was continued: nothing of it can change any more */
+        else if (pidfd < 0 || n >= GATE_FS_CHANGES_MAX) {
+                /* Without a way to see it end, nothing is kept any more: slower, never wrong. */
                 if (!atomic_exchange(&s->fs_uncached, true))
                         log_debug("Cannot follow the umask or cwd change of %i, keeping neither from now on.", tid);
                 safe_close(pidfd);
