@@ -29,6 +29,8 @@ TEST_USER=looptest
 
 [ "$(id -u)" -eq 0 ] || bail_out "test-escape needs root (it starts engines)"
 [ -x "$LOOP" ] && [ -x "$PROBE" ] || bail_out "$LOOP or $PROBE is not built"
+NR_SYSLOG=$(printf '#include <sys/syscall.h>\nSYS_syslog\n' | cpp -P - | tail -1)
+[[ $NR_SYSLOG =~ ^[0-9]+$ ]] || bail_out "cannot find syslog's system call number (cpp: $NR_SYSLOG)"
 
 T=$(mktemp -d /var/tmp/loop-test-escape.XXXXXX) || bail_out "mktemp failed"
 atexit "rm -rf '$T'"
@@ -46,6 +48,21 @@ UID_T=$(id -u "$TEST_USER")
 GID_T=$(id -g "$TEST_USER")
 
 build_test_rootfs "$T/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
+
+wait_for() {
+        local t=$1 i
+        shift
+        for ((i = 0; i < t * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+        return 1
+}
+# The kernel's audit records, as journald would collect them. Landlock writes them only while auditing
+# is enabled (auditd or `auditctl -e 1` does that on a real host): on for the test, then as it was.
+AUDIT_LOG=$T/kernel-audit.log
+audit_was=$("$lib/kernel-audit" enabled 1) || bail_out "cannot enable kernel auditing"
+atexit "'$lib/kernel-audit' enabled '$audit_was' >/dev/null"
+"$lib/kernel-audit" listen "$AUDIT_LOG" &
+atexit "kill $!"
+wait_for 10 grep -q '^listening' "$AUDIT_LOG" || bail_out "the audit listener does not start"
 
 W=$T/work
 # The work dir as a project has it: git hooks and config, agent settings, secrets next to the code.
@@ -208,6 +225,26 @@ for eng in podman docker; do
                 [ ! -e "$T/shared/planted" ]
                 ok $? "$eng/$mode: ...nothing was planted there"
                 unlike "$out" "euid=" "$eng/$mode: ...and the binary there did not run"
+                # Refusals leave a trace: the workload profile is loaded with SECCOMP_FILTER_FLAG_LOG and the
+                # seal asks Landlock to log after exec, so the kernel writes audit records (journald keeps
+                # them with _TRANSPORT=audit). A name of its own (a symlink's name is the process's comm)
+                # tells this run's records from any other.
+                tag=lpa$RANDOM$RANDOM
+                echo original >"$T/shared/$tag.txt"
+                chmod 0666 "$T/shared/$tag.txt"
+                run "$mode" "scenario:sh ln -s /usr/local/bin/escape-probe /tmp/$tag && /tmp/$tag syslog; echo x >>/run/shared/$tag.txt; echo rc=\$?"
+                like "$out" "syslog blocked EPERM.*rc=[1-9]" "$eng/$mode: syslog and the write under /run are refused" || diag "$out $err"
+                wait_for 10 grep -Eq "^type=1326 .*comm=\"$tag\" .*syscall=$NR_SYSLOG .*code=0x50000" "$AUDIT_LOG"
+                ok $? "$eng/$mode: ...the seccomp refusal leaves a SECCOMP audit record (type 1326) naming the process and call" ||
+                        diag "$(grep -c . "$AUDIT_LOG") records; $(grep -m3 "$tag" "$AUDIT_LOG")"
+                wait_for 10 grep -Eq "^type=1423 .*blockers=fs\.write_file path=\"/run/shared/$tag\.txt\"" "$AUDIT_LOG"
+                ok $? "$eng/$mode: ...the Landlock refusal leaves a LANDLOCK_ACCESS audit record (type 1423) naming the path" ||
+                        diag "$(grep -m3 "$tag" "$AUDIT_LOG")"
+                dom=$(sed -n "s|^type=1423 .*domain=\([0-9a-f]*\) blockers=fs\.write_file path=\"/run/shared/$tag\.txt\".*|\1|p" "$AUDIT_LOG" | head -1)
+                grep -Eq "^type=1424 .*domain=${dom:-none} status=allocated .*exe=\"/usr/local/bin/loop\"" "$AUDIT_LOG"
+                ok $? "$eng/$mode: ...and its domain's record names loop seal as the program that sealed it" ||
+                        diag "$(grep -m3 "domain=${dom:-none}" "$AUDIT_LOG")"
+
                 run "$mode" "scenario:sh loop seal --print"
                 like "$out" "landlock_abi [3-9]" "$eng/$mode: the container's kernel has Landlock ABI 3 or later"
                 like "$out" "write_exec $W" "$eng/$mode: the work dir is in the write_exec tier"
