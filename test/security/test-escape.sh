@@ -118,6 +118,8 @@ EOF
 { "work_dir": "$W", "gates": { "agentgate": { "enabled": false } },
   "unmask_paths": [ ".env" ], "protect_paths": [ "src" ] }
 EOF
+        # A work dir without a repository yet: its .git/hooks is protected below a missing .git.
+        echo "{ \"work_dir\": \"$T/fresh\", \"gates\": { \"agentgate\": { \"enabled\": false } } }" >"$T/etc/channels.d/fresh.json"
         # A path cannot be both writable and protected.
         cat >"$T/etc/channels.d/conflict.json" <<EOF
 { "work_dir": "$W", "mounts": [ "$T/hostdir:$W/.git/hooks" ] }
@@ -312,6 +314,30 @@ for eng in podman docker; do
                 [ ! -e "$W/.devcontainer" ]
                 ok $? "$eng/$mode: ...and it is removed again"
         done
+
+        # .git/hooks below a missing .git: what `git init` makes (git is not in the test image; these are
+        # the same directories and files) trips the wire like a hook planted in an existing repository.
+        rm -rf "$T/fresh"
+        mkdir -p "$T/fresh/src"
+        chown -R "$UID_T:$GID_T" "$T/fresh"
+        run fresh "scenario:sh mkdir -p $T/fresh/.git/objects $T/fresh/.git/refs && mkdir $T/fresh/.git/hooks && echo evil >$T/fresh/.git/hooks/pre-commit && sleep 60; echo survived"
+        [ "$st" != 0 ]
+        ok $? "$eng: in a work dir without a repository, making .git/hooks (git init) fails the run (tripwire)"
+        unlike "$out" "survived" "$eng: ...the container is killed at once"
+        like "$err" "protected path $T/fresh/\.git/hooks changed during the run" "$eng: ...saying which path appeared"
+        [ ! -e "$T/fresh/.git/hooks" ] && [ -d "$T/fresh/.git/objects" ]
+        ok $? "$eng: ...and .git/hooks is removed again, the rest of .git left for a human to look at"
+
+        # The shell container is watched too, for the life of each session.
+        sh_out=$("$LOOP" shell ungated -- sh -c "mkdir $W/.devcontainer && echo made && sleep 60; echo survived" 2>"$T/shell.err") && st=0 || st=$?
+        [ "$st" != 0 ]
+        ok $? "$eng: creating the missing .devcontainer in a loop shell session fails it (tripwire)" || diag "$sh_out $(cat "$T/shell.err")"
+        unlike "$sh_out" "survived" "$eng: ...the shell container is killed at once"
+        like "$(cat "$T/shell.err")" "protected path $W/\.devcontainer changed" "$eng: ...saying which path changed"
+        [ ! -e "$W/.devcontainer" ]
+        ok $? "$eng: ...and it is removed again"
+        is "$("$LOOP" shell ungated -- sh -c 'echo fine' 2>/dev/null)" fine "$eng: a later shell session runs normally"
+        "$LOOP" cleanup ungated >/dev/null 2>&1
 
         # Host services are never mounted in, whatever the config says.
         run services "scenario:sh ls /run/systemd /host-run /j 2>&1; echo done"
