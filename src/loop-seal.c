@@ -29,7 +29,8 @@ static void seal_help(void) {
                "Options:\n"
                "  -h --help              Show this help\n"
                "     --work-dir DIR      The work dir, writable (default: the current directory)\n"
-               "     --connect-tcp PORTS Allow TCP connect() only to these ports (e.g. 443,8080; ABI 4+)\n"
+               "     --connect-tcp PORTS Allow TCP connect() only to these ports (e.g. 443,8080, or none;\n"
+               "                         ABI 4+; default: $" SEAL_CONNECT_TCP_ENV ", else unrestricted)\n"
                "     --print             Print the Landlock ABI and the tiers, and exit\n\n"
                "Exit status: COMMAND's; 125 when the seal cannot be applied (no Landlock, ABI below 3),\n"
                "126 when COMMAND cannot be executed, 127 when it is not found.\n",
@@ -98,9 +99,11 @@ int verb_seal(int argc, char *argv[]) {
                 log_error_errno(r, "Failed to derive the Landlock policy from the mounts: %m");
                 return EXIT_SEAL_FAILED;
         }
+        if (!ports)
+                ports = getenv(SEAL_CONNECT_TCP_ENV);
         if (ports && seal_parse_tcp_ports(ports, &policy) < 0) {
-                log_error("Invalid --connect-tcp \"%s\": expected up to %u ports (1-65535) separated by commas.",
-                          ports, SEAL_TCP_PORTS_MAX);
+                log_error("Invalid --connect-tcp (or $" SEAL_CONNECT_TCP_ENV ") \"%s\": expected \"none\" or up to %u "
+                          "ports (1-65535) separated by commas.", ports, SEAL_TCP_PORTS_MAX);
                 return EXIT_SEAL_FAILED;
         }
 
@@ -111,6 +114,8 @@ int verb_seal(int argc, char *argv[]) {
                                 printf("%s %s\n", seal_tier_to_string(t), *p);
                 for (size_t i = 0; i < policy.n_tcp_ports; i++)
                         printf("connect_tcp %u\n", (unsigned) policy.tcp_ports[i]);
+                if (policy.restrict_tcp && policy.n_tcp_ports == 0)
+                        printf("connect_tcp none\n");
                 return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
         }
 

@@ -265,6 +265,10 @@ int seal_policy_from_mountinfo(const char *mountinfo, const char *work_dir, cons
 int seal_parse_tcp_ports(const char *s, SealPolicy *p) {
         if (isempty(s))
                 return -EINVAL;
+        if (streq(s, "none")) {
+                p->restrict_tcp = true;
+                return 0;
+        }
         for (const char *c = s; *c;) {
                 char *end;
                 unsigned long v;
