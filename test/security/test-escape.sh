@@ -120,6 +120,9 @@ EOF
 EOF
         # A work dir without a repository yet: its .git/hooks is protected below a missing .git.
         echo "{ \"work_dir\": \"$T/fresh\", \"gates\": { \"agentgate\": { \"enabled\": false } } }" >"$T/etc/channels.d/fresh.json"
+        # TCP connect() restricted by the seal to one port.
+        echo "{ \"work_dir\": \"$W\", \"gates\": { \"agentgate\": { \"enabled\": false } }, \"connect_tcp\": \"8081\" }" \
+                >"$T/etc/channels.d/tcp.json"
         # A path cannot be both writable and protected.
         cat >"$T/etc/channels.d/conflict.json" <<EOF
 { "work_dir": "$W", "mounts": [ "$T/hostdir:$W/.git/hooks" ] }
@@ -338,6 +341,16 @@ for eng in podman docker; do
         ok $? "$eng: ...and it is removed again"
         is "$("$LOOP" shell ungated -- sh -c 'echo fine' 2>/dev/null)" fine "$eng: a later shell session runs normally"
         "$LOOP" cleanup ungated >/dev/null 2>&1
+
+        # "connect_tcp": Landlock (ABI 4) lets the agent connect() to the listed TCP ports only. Nobody
+        # listens on either port: an allowed port answers "refused", the other is stopped before that.
+        run tcp "scenario:sh loop seal --print | grep connect_tcp; echo A; nc 127.0.0.1 8081 </dev/null 2>&1; echo B; nc 127.0.0.1 8082 </dev/null 2>&1; true"
+        like "$out" "connect_tcp 8081" "$eng: connect_tcp reaches the seal" || diag "$out $err"
+        like "$out" "A.*Connection refused.*B" "$eng: ...a connection to the listed port goes out (refused only by nobody listening)"
+        like "$out" "B.*Permission denied" "$eng: ...a connection to another port is refused by Landlock"
+        sh_out=$("$LOOP" shell tcp -- sh -c 'nc 127.0.0.1 8082 </dev/null 2>&1; true' 2>/dev/null)
+        like "$sh_out" "Permission denied" "$eng: ...in loop shell sessions too"
+        "$LOOP" cleanup tcp >/dev/null 2>&1
 
         # Host services are never mounted in, whatever the config says.
         run services "scenario:sh ls /run/systemd /host-run /j 2>&1; echo done"
