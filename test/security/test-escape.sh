@@ -154,9 +154,12 @@ for eng in podman docker; do
         write_config
 
         for mode in gated ungated; do
-                run "$mode" "scenario:sh grep -E '^(Seccomp|NoNewPrivs|CapBnd):' /proc/self/status"
+                run "$mode" "scenario:sh grep -E '^(Seccomp|Seccomp_filters|NoNewPrivs|CapBnd):' /proc/self/status"
                 is "$st" 0 "$eng/$mode: the agent runs" || diag "$err"
                 like "$out" "Seccomp:[[:space:]]+2" "$eng/$mode: the agent runs under a seccomp filter (the workload profile)"
+                # The engine's copy of the profile, the seal's logged copy and, with the gate, the gate's.
+                like "$out" "Seccomp_filters:[[:space:]]+$([ "$mode" = gated ] && echo 3 || echo 2)" \
+                        "$eng/$mode: ...the engine's, the seal's logged copy$([ "$mode" = gated ] && echo " and the gate's")"
 
                 run "$mode" "scenario:sh /usr/local/bin/escape-probe all 2>&1; true"
                 [ "$st" = 0 ] || diag "$err"
@@ -340,6 +343,12 @@ for eng in podman docker; do
         [ ! -e "$W/.devcontainer" ]
         ok $? "$eng: ...and it is removed again"
         is "$("$LOOP" shell ungated -- sh -c 'echo fine' 2>/dev/null)" fine "$eng: a later shell session runs normally"
+
+        # A loop shell session gets the same container hardening: the probe escapes nowhere there either.
+        sh_out=$("$LOOP" shell ungated -- sh -c '/usr/local/bin/escape-probe all 2>&1; grep "^Seccomp_filters:" /proc/self/status' 2>/dev/null)
+        like "$sh_out" "kcore blocked" "$eng: the probe runs in a loop shell session" || diag "$sh_out"
+        is "$(grep ' ESCAPED ' <<<"$sh_out")" "" "$eng: ...and no attempt escapes"
+        like "$sh_out" "Seccomp_filters:[[:space:]]+2" "$eng: ...under the engine's workload profile and the seal's logged copy"
         "$LOOP" cleanup ungated >/dev/null 2>&1
 
         # "connect_tcp": Landlock (ABI 4) lets the agent connect() to the listed TCP ports only. Nobody
