@@ -9,6 +9,7 @@
 #include "egress-policy.h"
 #include "log.h"
 #include "protected-paths.h"
+#include "seal.h"
 #include "strv.h"
 
 #define CONFIG_DEPTH_MAX 32             /* nesting accepted in config JSON */
@@ -31,6 +32,15 @@ static const char *check_nonempty(const char *v) {
 
 static const char *check_single_line(const char *v) {
         return has_control_chars(v) ? "must not contain control characters" : NULL;
+}
+
+/* The seal's TCP connect restriction; room is left for the egress relay's two ports. */
+static const char *check_connect_tcp(const char *v) {
+        SealPolicy p = {};
+
+        if (seal_parse_tcp_ports(v, &p) < 0 || p.n_tcp_ports > SEAL_TCP_PORTS_MAX - 2)
+                return "must be \"none\" or up to 62 TCP ports (1-65535) separated by commas";
+        return NULL;
 }
 
 static const char *check_description(const char *v) {
@@ -520,6 +530,7 @@ static const Field root_fields[] = {
         STRV("mask_paths", SCOPE_CONFIG, protected_path_check_entry),
         STRV("unmask_paths", SCOPE_CONFIG, protected_path_check_unmask_entry),
         BOOL("tripwire", SCOPE_CONFIG),
+        STR("connect_tcp", SCOPE_CONFIG, check_connect_tcp),
         { .key = "envs", .type = FIELD_ENV_MAP, .scope = SCOPE_ALL },
         OBJECT("mcp", SCOPE_ALL, mcp_schema),
         OBJECT("browser", SCOPE_ALL, browser_schema),
@@ -1286,7 +1297,8 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
             (r = load_string(obj, "description", NULL, &c.description)) < 0 ||
             (r = load_string(obj, "work_dir", default_work_dir, &c.work_dir)) < 0 ||
             (r = load_string(obj, "parent_dir", NULL, &c.parent_dir)) < 0 ||
-            (r = load_string(obj, "user", NULL, &c.user)) < 0)
+            (r = load_string(obj, "user", NULL, &c.user)) < 0 ||
+            (r = load_string(obj, "connect_tcp", NULL, &c.connect_tcp)) < 0)
                 return r;
 
         /* ~/.claude.json is always copied, as upstream does. */

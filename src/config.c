@@ -167,6 +167,7 @@ void loop_config_done(LoopConfig *c) {
         strv_free(c->extra_dirs);
         strv_free(c->envs);
         strv_free(c->protect_paths);
+        free(c->connect_tcp);
         strv_free(c->mask_paths);
         strv_free(c->unmask_paths);
         for (size_t i = 0; i < c->n_mcp_servers; i++) {

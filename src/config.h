@@ -195,6 +195,7 @@ typedef struct LoopConfig {
         char **mask_paths;              /* below the work dir, masked in addition to the defaults */
         char **unmask_paths;            /* defaults of either list (or /proc, /sys paths) not applied */
         bool tripwire;                  /* watch the protected paths during a run (tripwire.h) */
+        char *connect_tcp;              /* the seal's TCP connect ports ("443,8080", "none"); NULL: any */
 
         McpServer *mcp_servers;         /* sorted by name */
         size_t n_mcp_servers;

@@ -18,6 +18,7 @@
 #include "container-spec.h"
 #include "protected-paths.h"
 #include "io-util.h"
+#include "seal.h"
 #include "log.h"
 #include "strv.h"
 
@@ -603,6 +604,7 @@ static const char * const entrypoint_caps[] = { "CHOWN", "DAC_OVERRIDE", "FOWNER
  * CHOWN_PATHS as root) or to the agent. */
 static const char * const env_owned_by_loop[] = {
         "CHANNEL_ID", "HOME", "HOST_USER", "AGENT_UID", "AGENT_GID", "CHOWN_PATHS",
+        SEAL_CONNECT_TCP_ENV,           /* a project's envs must not widen the channel's connect_tcp */
 };
 
 static const char * const proxy_variables[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy" };
@@ -1267,6 +1269,23 @@ static int builder_build_env(PlanBuilder *b, char ***ret) {
                 _cleanup_free_ char *joined = strv_join(b->plan->chown_paths, ":");
                 if (!joined || (r = env_push(&env, "CHOWN_PATHS", joined)) < 0)
                         return -ENOMEM;
+        }
+
+        /* The seal's TCP connect ports (loop seal reads them); behind the egress gateway the relay's two
+         * loopback ports are always among them, or the agent would have no way out at all. */
+        if (agent && c->connect_tcp) {
+                const char *own = streq(c->connect_tcp, "none") ? NULL : c->connect_tcp;
+
+                if (in->egress_gateway) {
+                        if (asprintf(&s, "%s%s%d,%d", strempty(own), own ? "," : "", EGRESS_RELAY_PROXY_PORT,
+                                     EGRESS_RELAY_API_PORT) < 0)
+                                return -ENOMEM;
+                } else if (!(s = strdup(c->connect_tcp)))
+                        return -ENOMEM;
+                r = env_push(&env, SEAL_CONNECT_TCP_ENV, s);
+                free(s);
+                if (r < 0)
+                        return r;
         }
 
         /* The Chrome sidecar renders untrusted pages: it gets no credential and none of the user's envs. */

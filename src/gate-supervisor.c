@@ -23,6 +23,7 @@
 #include "gate-syscall.h"
 #include "io-util.h"
 #include "log.h"
+#include "seccomp-profile.h"
 #include "strv.h"
 
 /* Linux 6.6: the supervisor is woken on the caller's CPU, which halves a round trip. Debian 12's headers
@@ -1891,11 +1892,6 @@ int gate_supervisor_probe(const GateSupervisorConfig *c, pid_t pid) {
 #else
 #define CLONE_FLAGS_ARG SCMP_A0
 #endif
-
-static void seccomp_releasep(scmp_filter_ctx *ctx) {
-        if (*ctx)
-                seccomp_release(*ctx);
-}
 
 int gate_filter_install(int *ret_notify_fd) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* `loop seal -- COMMAND`: put COMMAND in a Landlock domain derived from the container's mounts (see
- * seal.h), mark stray fds close-on-exec and exec it. The agent image's entrypoint runs it around the
- * security gate (`loop seal -- loop syscallwrap ... -- AGENT`), so the gate's supervisor, which performs
- * the agent's opens for it, works inside the same domain. */
+ * seal.h), under a logged copy of the seccomp workload profile (seccomp-profile.h), mark stray fds
+ * close-on-exec and exec it. Landlock (ABI 7) and seccomp refusals after that leave kernel audit records.
+ * The agent image's entrypoint runs it around the security gate (`loop seal -- loop syscallwrap ... --
+ * AGENT`), so the gate's supervisor, which performs the agent's opens for it, works inside the same
+ * domain. */
 
 #include <fcntl.h>
 #include <getopt.h>
@@ -12,6 +14,7 @@
 #include "log.h"
 #include "loop.h"
 #include "seal.h"
+#include "seccomp-profile.h"
 #include "strv.h"
 
 #define EXIT_SEAL_FAILED   125
@@ -21,11 +24,13 @@
 static void seal_help(void) {
         printf("%s seal [--work-dir DIR] [--connect-tcp PORTS] [--print] -- COMMAND [ARGS...]\n\n"
                "Confine COMMAND with Landlock (ABI 3 or newer) in four tiers derived from the mounts of this\n"
-               "mount namespace, mark inherited fds above 2 close-on-exec and execute COMMAND.\n\n"
+               "mount namespace and with the seccomp workload profile (refusals logged by the kernel), mark\n"
+               "inherited fds above 2 close-on-exec and execute COMMAND.\n\n"
                "Options:\n"
                "  -h --help              Show this help\n"
                "     --work-dir DIR      The work dir, writable (default: the current directory)\n"
-               "     --connect-tcp PORTS Allow TCP connect() only to these ports (e.g. 443,8080; ABI 4+)\n"
+               "     --connect-tcp PORTS Allow TCP connect() only to these ports (e.g. 443,8080, or none;\n"
+               "                         ABI 4+; default: $" SEAL_CONNECT_TCP_ENV ", else unrestricted)\n"
                "     --print             Print the Landlock ABI and the tiers, and exit\n\n"
                "Exit status: COMMAND's; 125 when the seal cannot be applied (no Landlock, ABI below 3),\n"
                "126 when COMMAND cannot be executed, 127 when it is not found.\n",
@@ -94,9 +99,11 @@ int verb_seal(int argc, char *argv[]) {
                 log_error_errno(r, "Failed to derive the Landlock policy from the mounts: %m");
                 return EXIT_SEAL_FAILED;
         }
+        if (!ports)
+                ports = getenv(SEAL_CONNECT_TCP_ENV);
         if (ports && seal_parse_tcp_ports(ports, &policy) < 0) {
-                log_error("Invalid --connect-tcp \"%s\": expected up to %u ports (1-65535) separated by commas.",
-                          ports, SEAL_TCP_PORTS_MAX);
+                log_error("Invalid --connect-tcp (or $" SEAL_CONNECT_TCP_ENV ") \"%s\": expected \"none\" or up to %u "
+                          "ports (1-65535) separated by commas.", ports, SEAL_TCP_PORTS_MAX);
                 return EXIT_SEAL_FAILED;
         }
 
@@ -107,12 +114,26 @@ int verb_seal(int argc, char *argv[]) {
                                 printf("%s %s\n", seal_tier_to_string(t), *p);
                 for (size_t i = 0; i < policy.n_tcp_ports; i++)
                         printf("connect_tcp %u\n", (unsigned) policy.tcp_ports[i]);
+                if (policy.restrict_tcp && policy.n_tcp_ports == 0)
+                        printf("connect_tcp none\n");
                 return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
         }
 
         r = seal_apply(&policy, abi);
         if (r < 0)
                 return EXIT_SEAL_FAILED;    /* logged */
+        /* The workload profile once more, as a filter of the container's own that the kernel logs. */
+        {
+                bool logged = false;
+
+                r = seccomp_profile_load_logged(&logged);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to load the logged copy of the seccomp workload profile: %m");
+                        return EXIT_SEAL_FAILED;
+                }
+                if (!logged)
+                        log_notice("The kernel cannot log seccomp refusals (SECCOMP_FILTER_FLAG_LOG); they stay silent.");
+        }
         r = seal_close_stray_fds();
         if (r < 0) {
                 log_error_errno(r, "Failed to mark inherited fds close-on-exec: %m");

@@ -256,7 +256,7 @@ int verb_shell(int argc, char *argv[]) {
 
         status = exec_exit_code(t.conn->engine, exec_id);
         (void) runner_shell_release(&t);
-        if (r < 0 || status < 0)
+        if (r < 0 || status < 0 || t.tampered)
                 return EXIT_FAILURE;
         return status;
 }

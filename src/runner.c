@@ -703,31 +703,31 @@ static int runner_tripwire_new(RunContext *ctx, Tripwire **ret) {
 
 /* A protected path changed: the container is stopped (the watch thread killed it already when it knew
  * its pid), the change journaled and the snapshot restored. */
-static int runner_tripwire_tripped(RunContext *ctx, Engine *e, const char *id, const char *name, Tripwire *tw,
-                                   const char *path) {
+static int runner_tripwire_tripped(const char *channel, const char *work_dir, Engine *e, const char *id, const char *name,
+                                   const char *container_type, Tripwire *tw, const char *path) {
         _cleanup_free_ char *f_path = NULL, *f_work = NULL, *f_restored = NULL;
         int restored;
 
         (void) engine_container_stop(e, id, 0);
         restored = tripwire_restore(tw);
-        if (asprintf(&f_path, "LOOP_PATH=%s", path) < 0 || asprintf(&f_work, "LOOP_WORK_DIR=%s", ctx->config.work_dir) < 0 ||
+        if (asprintf(&f_path, "LOOP_PATH=%s", path) < 0 || asprintf(&f_work, "LOOP_WORK_DIR=%s", work_dir) < 0 ||
             asprintf(&f_restored, "LOOP_RESTORED=%d", restored) < 0)
                 return log_oom();
         char *extra[] = { f_path, f_work, f_restored, NULL };
         AuditFields f = {
-                .channel = ctx->channel,
+                .channel = channel,
                 .container = id,
                 .container_name = name,
-                .container_type = "agent",
+                .container_type = container_type,
                 .extra = extra,
         };
         (void) audit_log(AUDIT_TAMPER, LOG_CRIT, &f, "Protected path %s/%s changed during the run of %s; container "
-                         "killed, protected paths restored.", ctx->config.work_dir, path, name);
+                         "killed, protected paths restored.", work_dir, path, name);
         if (restored < 0)
-                log_error_errno(restored, "Failed to restore every protected path of %s: %m", ctx->config.work_dir);
+                log_error_errno(restored, "Failed to restore every protected path of %s: %m", work_dir);
         return log_error_errno(EPERM, "The protected path %s/%s changed during the run: container %s was killed and "
                                "the protected paths restored. Check the work dir before running again.",
-                               ctx->config.work_dir, path, name);
+                               work_dir, path, name);
 }
 
 /* One container: create, copy in, start, follow the output, wait, schedule its removal. */
@@ -864,7 +864,8 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         alarm(0);
 
         if (tripwire && tripwire_disarm(tripwire)) {
-                r = runner_tripwire_tripped(ctx, e, id, name, tripwire, tripwire_disarm(tripwire));
+                r = runner_tripwire_tripped(ctx->channel, ctx->config.work_dir, e, id, name, "agent", tripwire,
+                                            tripwire_disarm(tripwire));
                 goto finish;
         }
         if (run_interrupted || run_timed_out) {
@@ -1110,6 +1111,8 @@ static char * const shell_idle_cmd[] = {
 };
 
 void shell_target_done(ShellTarget *t) {
+        tripwire_free(t->tripwire);
+        free(t->work_dir);
         engine_connection_free(t->conn);
         free(t->id);
         free(t->name);
@@ -1198,6 +1201,7 @@ int runner_shell_open(const char *channel, ShellTarget *ret) {
         _cleanup_(run_context_done) RunContext ctx = { .channel = channel };
         _cleanup_(registry_freep) Registry *reg = NULL;
         _cleanup_free_ char *id = NULL, *name = NULL, *scope = NULL;
+        _cleanup_(tripwire_freep) Tripwire *tripwire = NULL;
         RunRequest req = { .channel = channel, .owner = "shell" };
         bool running = false;
         pid_t pid;
@@ -1215,6 +1219,10 @@ int runner_shell_open(const char *channel, ShellTarget *ret) {
                 return log_error_errno(r, "Cannot open the registry of channel %s: %m", channel);
         (void) registry_sync(reg, ctx.conn->engine, ctx.config.container_keep_alive_sec);
 
+        /* The session's tripwire, its snapshot taken before the session can change anything. */
+        r = runner_tripwire_new(&ctx, &tripwire);
+        if (r < 0)
+                return r;
         r = shell_find(ctx.conn->engine, channel, &id, &name, &running);
         if (r < 0)
                 return r;
@@ -1236,15 +1244,19 @@ int runner_shell_open(const char *channel, ShellTarget *ret) {
         if (r < 0)
                 log_warning_errno(r, "Failed to record the shell container in the registry, ignoring: %m");
         (void) registry_close(TAKE_PTR(reg));
+        /* A change kills the container's main process, every session in it with it. */
+        if (tripwire && (r = tripwire_arm(tripwire, pid)) < 0)
+                return log_error_errno(r, "Failed to start the tripwire: %m");
 
         *ret = (ShellTarget) {
                 .conn = TAKE_PTR(ctx.conn),
                 .id = TAKE_PTR(id),
                 .name = TAKE_PTR(name),
                 .keep_alive_sec = ctx.config.container_keep_alive_sec,
+                .tripwire = TAKE_PTR(tripwire),
         };
         if (asprintf(&ret->user, "%u:%u", (unsigned) ctx.user.uid, (unsigned) ctx.user.gid) < 0 ||
-            !(ret->channel = strdup(channel))) {
+            !(ret->channel = strdup(channel)) || !(ret->work_dir = strdup(ctx.config.work_dir))) {
                 shell_target_done(ret);
                 return log_oom();
         }
@@ -1256,8 +1268,13 @@ int runner_shell_release(ShellTarget *t) {
         _cleanup_(json_object_putp) json_object *j = NULL;
         Engine *e = t->conn->engine;
         json_object *execs;
+        const char *changed = t->tripwire ? tripwire_disarm(t->tripwire) : NULL;
         int r;
 
+        if (changed) {
+                t->tampered = true;
+                (void) runner_tripwire_tripped(t->channel, t->work_dir, e, t->id, t->name, "shell", t->tripwire, changed);
+        }
         r = registry_open(t->channel, &reg);
         if (r < 0)
                 return log_warning_errno(r, "Cannot open the registry of channel %s: %m", t->channel);

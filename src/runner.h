@@ -14,6 +14,7 @@
 #include "config.h"
 #include "container-spec.h"
 #include "engine-discover.h"
+#include "tripwire.h"
 
 #define RUNNER_STDERR_TAIL 4096U        /* the end of the agent's stderr kept for error messages */
 #define RUNNER_LOOP_BIN "/usr/local/bin/loop"
@@ -71,10 +72,15 @@ typedef struct ShellTarget {
         char *name;
         char *user;                     /* "uid:gid" of the agent user, for the exec */
         uint64_t keep_alive_sec;
+        char *work_dir;
+        Tripwire *tripwire;             /* the session's; NULL with "tripwire": false */
+        bool tampered;                  /* set by runner_shell_release(): the tripwire fired */
 } ShellTarget;
 
 int runner_shell_open(const char *channel, ShellTarget *ret);
-/* After a session: when no other session runs in it, stops the container and schedules its removal after
- * container_keep_alive_sec (a shell opened before then starts it again and cancels the removal). */
+/* After a session: its tripwire is disarmed; if it fired, the container is stopped, the change journaled
+ * (tamper) and the snapshot restored (t->tampered). Then, when no other session runs in it, stops the
+ * container and schedules its removal after container_keep_alive_sec (a shell opened before then starts
+ * it again and cancels the removal). */
 int runner_shell_release(ShellTarget *t);
 void shell_target_done(ShellTarget *t);

@@ -16,6 +16,11 @@
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
 #define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
 #endif
+#ifndef LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
+#define SEAL_RESTRICT_SELF_LOG_NEW_EXEC_ON (1U << 1)
+#else
+#define SEAL_RESTRICT_SELF_LOG_NEW_EXEC_ON LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
+#endif
 #ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
 #define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
 #endif
@@ -260,6 +265,10 @@ int seal_policy_from_mountinfo(const char *mountinfo, const char *work_dir, cons
 int seal_parse_tcp_ports(const char *s, SealPolicy *p) {
         if (isempty(s))
                 return -EINVAL;
+        if (streq(s, "none")) {
+                p->restrict_tcp = true;
+                return 0;
+        }
         for (const char *c = s; *c;) {
                 char *end;
                 unsigned long v;
@@ -335,7 +344,8 @@ int seal_apply(const SealPolicy *p, int abi) {
         /* Landlock needs no_new_privs without CAP_SYS_ADMIN; the engine sets it already. */
         if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return log_error_errno(errno, "Failed to set no_new_privs: %m");
-        if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
+        /* ABI 7: without this flag the kernel's audit records of denials stop at the exec of the agent. */
+        if (syscall(SYS_landlock_restrict_self, ruleset, abi >= 7 ? SEAL_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0) < 0)
                 return log_error_errno(errno, "Failed to enforce the Landlock ruleset: %m");
         return 0;
 }

@@ -23,6 +23,9 @@
 #define SEAL_ABI_REQUIRED 3
 /* Ports in --connect-tcp, at most. */
 #define SEAL_TCP_PORTS_MAX 64U
+/* The environment variable `loop seal` takes the ports from when --connect-tcp is not given (the runner
+ * sets it from the channel's "connect_tcp"; `loop shell` sessions inherit it from the container). */
+#define SEAL_CONNECT_TCP_ENV "LOOP_SEAL_CONNECT_TCP"
 /* Paths per tier, at most: a container with more mounts than this is refused rather than half sealed. */
 #define SEAL_TIER_PATHS_MAX 1024U
 /* /proc/self/mountinfo is read up to this size. */
@@ -59,7 +62,8 @@ uint64_t seal_handled_access_fs(int abi);
  * tiers above plus work_dir and home (may be NULL) and each read-write mount outside /dev, /proc, /sys
  * and /run in write_exec. Pure: no file is looked at. */
 int seal_policy_from_mountinfo(const char *mountinfo, const char *work_dir, const char *home, SealPolicy *ret);
-/* "443,8080" -> ports; -EINVAL for anything else (0, > 65535, junk, more than SEAL_TCP_PORTS_MAX). */
+/* "443,8080" -> ports, "none" -> no port at all; -EINVAL for anything else (0, > 65535, junk, more than
+ * SEAL_TCP_PORTS_MAX). */
 int seal_parse_tcp_ports(const char *s, SealPolicy *p);
 
 /* Builds the ruleset for abi (paths that do not exist are skipped; a file gets the file rights of its

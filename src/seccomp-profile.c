@@ -312,3 +312,54 @@ int seccomp_profile_security_opt(EngineKind engine, const char *dir, char **ret)
         *ret = opt;
         return 0;
 }
+
+int seccomp_profile_load_logged(bool *ret_log) {
+        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+        uint32_t arch;
+        bool logged;
+        int r;
+
+        r = seccomp_profile_arch_native(&arch);
+        if (r < 0)
+                return r;
+        ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (!ctx)
+                return -ENOMEM;
+        /* Other ABIs are not listed in the engine's copy either: a call through one kills the process. */
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+        if (r < 0)
+                return r;
+        /* A kernel without it (before 4.14) still gets the filter, without the log. */
+        logged = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_LOG, 1) >= 0;
+        /* A binary tree over the call numbers instead of a list: the calls with argument rules (ioctl,
+         * mmap, socket, send and recv, clone) are the ones the kernel's verdict cache cannot skip, and
+         * they would otherwise walk past every rule before theirs. */
+        (void) seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+
+        for (size_t i = 0; i < ELEMENTSOF(workload_rules); i++) {
+                const SeccompProfileRule *rule = &workload_rules[i];
+                struct scmp_arg_cmp cmp = {
+                        .arg = rule->arg_index,
+                        .op = rule->op,
+                        .datum_a = rule->value,
+                        .datum_b = rule->value_two,
+                };
+
+                for (const char * const *n = rule->names; *n; n++) {
+                        int nr = seccomp_syscall_resolve_name(*n);
+
+                        if (nr < 0)
+                                continue;       /* not a call of this architecture, as in the JSON */
+                        r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO((uint32_t) rule->errno_value), nr,
+                                                   rule->has_arg ? 1 : 0, rule->has_arg ? &cmp : NULL);
+                        if (r < 0)
+                                return log_debug_errno(r, "Failed to add the rule for %s: %m", *n);
+                }
+        }
+        r = seccomp_load(ctx);
+        if (r < 0)
+                return r;
+        if (ret_log)
+                *ret_log = logged;
+        return 0;
+}

@@ -17,6 +17,11 @@
 
 #include "engine.h"
 
+static inline void seccomp_releasep(scmp_filter_ctx *ctx) {
+        if (*ctx)
+                seccomp_release(*ctx);
+}
+
 /* A profile the runner hands to Podman is a file (its compat API opens the value as a path). */
 #define SECCOMP_PROFILE_FILENAME "seccomp-workload.json"
 
@@ -49,6 +54,14 @@ const char *seccomp_compare_to_string(enum scmp_compare op);
  * that has a name on arch, in table order. */
 int seccomp_profile_json(uint32_t arch, json_object **ret);
 int seccomp_profile_to_string(uint32_t arch, char **ret);
+
+/* Loads the native profile into the calling thread's process as a filter of its own, built from the same
+ * table with libseccomp and the SECCOMP_FILTER_FLAG_LOG flag (ret_log: whether the kernel took it), so
+ * every refusal leaves a kernel audit record (type SECCOMP, 1326) naming the process and the call. The
+ * engine's copy of the profile applies already; this one adds the log, which the engines cannot give (runc
+ * 1.1 refuses the profile's "flags", Docker drops them). Equal verdicts of stacked filters are taken from
+ * the newest, this one. Needs no_new_privs or CAP_SYS_ADMIN. */
+int seccomp_profile_load_logged(bool *ret_log);
 
 /* The HostConfig.SecurityOpt entry applying the native profile: "seccomp=<JSON>" for Docker (it takes
  * the profile inline); for Podman the profile is written to dir/SECCOMP_PROFILE_FILENAME (0644, atomic)

@@ -35,6 +35,9 @@ typedef struct Watch {
         int wd;
         char *rel;                      /* what the watch is on ("" for the work dir) */
         char *only_name;                /* an ancestor: only events about this name matter; NULL: all */
+        char *pending;                  /* on the way to a missing protected path: what is left of it below
+                                         * rel (only_name is its first component); its appearance is
+                                         * followed down, not a change by itself */
 } Watch;
 
 struct Tripwire {
@@ -115,11 +118,13 @@ static const Entry *entry_find(const Tripwire *t, const char *rel) {
         return NULL;
 }
 
-static int watch_add(Tripwire *t, const char *rel, const char *only_name, uint32_t mask) {
+static int watch_add_pending(Tripwire *t, const char *rel, const char *only_name, const char *pending, uint32_t mask) {
         _cleanup_free_ char *path = NULL;
         Watch *n;
         int wd;
 
+        if (t->n_watches >= TRIPWIRE_WATCHES_MAX)
+                return -E2BIG;
         if (asprintf(&path, "%s%s%s", t->work_dir, isempty(rel) ? "" : "/", rel) < 0)
                 return -ENOMEM;
         wd = inotify_add_watch(t->inotify_fd, path, mask | IN_DONT_FOLLOW | IN_MASK_ADD);
@@ -129,11 +134,141 @@ static int watch_add(Tripwire *t, const char *rel, const char *only_name, uint32
         if (!n)
                 return -ENOMEM;
         t->watches = n;
-        t->watches[t->n_watches] = (Watch) { .wd = wd, .rel = strdup(rel), .only_name = only_name ? strdup(only_name) : NULL };
-        if (!t->watches[t->n_watches].rel || (only_name && !t->watches[t->n_watches].only_name))
-                return -ENOMEM;
+        t->watches[t->n_watches] = (Watch) {
+                .wd = wd,
+                .rel = strdup(rel),
+                .only_name = only_name ? strdup(only_name) : NULL,
+                .pending = pending ? strdup(pending) : NULL,
+        };
         t->n_watches++;
+        if (!t->watches[t->n_watches - 1].rel || (only_name && !t->watches[t->n_watches - 1].only_name) ||
+            (pending && !t->watches[t->n_watches - 1].pending))
+                return -ENOMEM;
         return 0;
+}
+
+static int watch_add(Tripwire *t, const char *rel, const char *only_name, uint32_t mask) {
+        return watch_add_pending(t, rel, only_name, NULL, mask);
+}
+
+/* Splits "a/b/c" into "a" (returned, allocated) and "b/c" (*ret_rest, inside path; NULL for the last). */
+static char *first_component(const char *path, const char **ret_rest) {
+        const char *slash = strchr(path, '/');
+
+        *ret_rest = slash ? slash + 1 : NULL;
+        return slash ? strndup(path, (size_t) (slash - path)) : strdup(path);
+}
+
+/* Watches each directory above rel (and rel's own name in its parent), up to the work dir: a rename
+ * there moves the protection away. */
+static int watch_ancestors(Tripwire *t, const char *rel) {
+        _cleanup_free_ char *copy = strdup(rel);
+        int r;
+
+        if (!copy)
+                return -ENOMEM;
+        if (isempty(copy))
+                return 0;
+        for (;;) {
+                char *slash = strrchr(copy, '/');
+                const char *name = slash ? slash + 1 : copy;
+
+                if (slash)
+                        *slash = 0;
+                r = watch_add(t, slash ? copy : "", name, WATCH_ANCESTOR);
+                if (r < 0)
+                        return r;
+                if (!slash)
+                        return 0;
+        }
+}
+
+/* A missing protected path: rel_dir exists and is watched for the first component of pending. Follows
+ * what has appeared since, one directory at a time, watching each before looking into it (so nothing
+ * created in between is missed). Returns 1 with the path in *ret_path when the protected path itself
+ * exists now, or something other than a directory stands where a directory of its path belongs (a
+ * symlink or a file would redirect it); 0 when it is still missing. */
+static int pending_follow(Tripwire *t, const char *rel_dir, const char *pending, char **ret_path) {
+        _cleanup_free_ char *dir = strdup(rel_dir);
+        int r;
+
+        if (!dir)
+                return -ENOMEM;
+        for (;;) {
+                _cleanup_free_ char *first = NULL, *child = NULL, *next = NULL;
+                _cleanup_close_ int fd = -EBADF;
+                const char *rest;
+                struct stat st;
+
+                first = first_component(pending, &rest);
+                child = first ? rel_join(dir, first) : NULL;
+                if (!child)
+                        return -ENOMEM;
+                fd = open_beneath(t->work_fd, child, O_PATH);
+                if (fd == -ENOENT)
+                        return 0;
+                if (fd >= 0 && fstat(fd, &st) < 0)
+                        return -errno;
+                if (fd < 0 || !rest || !S_ISDIR(st.st_mode)) {
+                        *ret_path = TAKE_PTR(child);
+                        return 1;
+                }
+                next = first_component(rest, &(const char *) { NULL });
+                if (!next)
+                        return -ENOMEM;
+                r = watch_add_pending(t, child, next, rest, WATCH_ANCESTOR);
+                if (r < 0)
+                        return r;
+                free(dir);
+                dir = TAKE_PTR(child);
+                pending = t->watches[t->n_watches - 1].pending;
+        }
+}
+
+/* A protected path that does not exist: recorded as absent and watched from its nearest existing
+ * directory, whose own name is watched like any protected path's ancestors. A file or a symlink on the
+ * way (a .git file of a worktree, say) is not ours to follow: nothing is watched then. */
+static int absent_add(Tripwire *t, const char *rel) {
+        _cleanup_free_ char *have = strdup(""), *first = NULL;
+        const char *pending = rel, *rest;
+        int r;
+
+        if (!have)
+                return -ENOMEM;
+        for (;;) {
+                _cleanup_free_ char *child = NULL;
+                _cleanup_close_ int fd = -EBADF;
+                struct stat st;
+
+                free(first);
+                first = first_component(pending, &rest);
+                child = first ? rel_join(have, first) : NULL;
+                if (!child)
+                        return -ENOMEM;
+                fd = open_beneath(t->work_fd, child, O_PATH);
+                if (fd == -ENOENT)
+                        break;
+                if (fd == -ENOTDIR || fd == -ELOOP)
+                        return 0;
+                if (fd < 0)
+                        return fd;
+                if (fstat(fd, &st) < 0)
+                        return -errno;
+                if (!S_ISDIR(st.st_mode) || !rest)
+                        return 0;
+                free(have);
+                have = TAKE_PTR(child);
+                pending = rest;
+        }
+
+        r = entry_add(t, (Entry) { .rel = strdup(rel), .type = ENTRY_ABSENT });
+        if (r >= 0 && !t->entries[t->n_entries - 1].rel)
+                r = -ENOMEM;
+        if (r >= 0)
+                r = watch_add_pending(t, have, first, pending, WATCH_ANCESTOR);
+        if (r >= 0)
+                r = watch_ancestors(t, have);
+        return r;
 }
 
 static int snapshot(Tripwire *t, int fd, const char *rel, const struct stat *st);
@@ -261,32 +396,13 @@ int tripwire_new(const char *work_dir, char * const *rel_paths, Tripwire **ret) 
 
         for (char * const *p = rel_paths; p && *p; p++) {
                 _cleanup_close_ int fd = open_beneath(t->work_fd, *p, O_PATH);
-                _cleanup_free_ char *copy = NULL;
                 struct stat st;
 
                 if (fd == -ENOENT || fd == -ENOTDIR) {
-                        /* Missing: watched for its creation when its directory exists (a protected
-                         * .mcp.json or .git/hooks made by the agent would be run by the host's tools);
-                         * below a missing directory (.git/hooks without .git) it is the agent's own. */
-                        _cleanup_free_ char *dir = strdup(*p);
-                        char *slash;
-                        _cleanup_close_ int dfd = -EBADF;
-
-                        if (!dir) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        slash = strrchr(dir, '/');
-                        if (slash)
-                                *slash = 0;
-                        dfd = open_beneath(t->work_fd, slash ? dir : "", O_PATH | O_DIRECTORY);
-                        if (dfd < 0)
-                                continue;
-                        r = entry_add(t, (Entry) { .rel = strdup(*p), .type = ENTRY_ABSENT });
-                        if (r >= 0 && !t->entries[t->n_entries - 1].rel)
-                                r = -ENOMEM;
-                        if (r >= 0)
-                                r = watch_add(t, slash ? dir : "", slash ? slash + 1 : *p, WATCH_ANCESTOR);
+                        /* Missing: watched for its creation (a protected .mcp.json or .git/hooks made
+                         * by the agent would be run by the host's tools), also below directories that
+                         * are missing too (.git/hooks before `git init`). */
+                        r = absent_add(t, *p);
                         if (r < 0)
                                 goto fail;
                         continue;
@@ -305,24 +421,9 @@ int tripwire_new(const char *work_dir, char * const *rel_paths, Tripwire **ret) 
                 if (r < 0)
                         goto fail;
 
-                /* Every directory above it, up to the work dir: a rename there moves the protection away. */
-                copy = strdup(*p);
-                if (!copy) {
-                        r = -ENOMEM;
+                r = watch_ancestors(t, *p);
+                if (r < 0)
                         goto fail;
-                }
-                for (;;) {
-                        char *slash = strrchr(copy, '/');
-                        const char *name = slash ? slash + 1 : copy;
-
-                        if (slash)
-                                *slash = 0;
-                        r = watch_add(t, slash ? copy : "", name, WATCH_ANCESTOR);
-                        if (r < 0)
-                                goto fail;
-                        if (!slash)
-                                break;
-                }
         }
         *ret = t;
         return 0;
@@ -372,6 +473,7 @@ static void *tripwire_thread(void *userdata) {
                                         tripwire_fire(t, "(too many changes to follow)", NULL);
                                         continue;
                                 }
+                                /* By index: following a pending path adds watches. */
                                 for (size_t i = 0; i < t->n_watches; i++) {
                                         const Watch *w = &t->watches[i];
                                         bool self = ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED);
@@ -380,11 +482,27 @@ static void *tripwire_thread(void *userdata) {
                                                 continue;
                                         if (w->only_name && !self && !(ev->len > 0 && streq(ev->name, w->only_name)))
                                                 continue;
+                                        if (w->pending) {
+                                                _cleanup_free_ char *rel = NULL, *pending = NULL, *path = NULL;
+                                                int k;
+
+                                                /* Its directory going away, or the name leaving: nothing
+                                                 * protected was there yet. */
+                                                if (self || !(ev->mask & (IN_CREATE | IN_MOVED_TO)))
+                                                        continue;
+                                                rel = strdup(w->rel);
+                                                pending = strdup(w->pending);
+                                                k = rel && pending ? pending_follow(t, rel, pending, &path) : -ENOMEM;
+                                                if (k < 0)
+                                                        tripwire_fire(t, "(too many changes to follow)", NULL);
+                                                else if (k > 0)
+                                                        tripwire_fire(t, path, NULL);
+                                                continue;
+                                        }
                                         if (w->only_name && !self)
                                                 tripwire_fire(t, w->rel, w->only_name);
                                         else
                                                 tripwire_fire(t, w->rel, !self && ev->len > 0 ? ev->name : NULL);
-                                        break;
                                 }
                         }
                 if (p[1].revents)
@@ -494,12 +612,34 @@ static int restore_entry(Tripwire *t, const Entry *e, unsigned *changed) {
         else
                 parent[0] = 0;
         if (e->type == ENTRY_ABSENT) {
-                /* What appeared goes; the directory it appeared in is left as it is. */
+                /* What appeared goes, and a file or symlink standing where a directory of its path
+                 * belongs (all were directories or missing at the snapshot); directories that appeared
+                 * on the way are left as they are. */
+                _cleanup_free_ char *walk = strdup(parent);
+                char *save = NULL;
                 int k;
 
-                pfd = open_beneath(t->work_fd, parent, O_RDONLY | O_DIRECTORY);
+                if (!walk)
+                        return -ENOMEM;
+                pfd = open_beneath(t->work_fd, "", O_PATH | O_DIRECTORY);
                 if (pfd < 0)
-                        return pfd == -ENOENT || pfd == -ENOTDIR ? 0 : pfd;
+                        return pfd;
+                for (char *c = strtok_r(walk, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                        int dfd = open_beneath(pfd, c, O_PATH | O_DIRECTORY);
+
+                        if (dfd == -ENOENT)
+                                return 0;
+                        if (dfd == -ENOTDIR || dfd == -ELOOP) {
+                                if (unlinkat(pfd, c, 0) < 0)
+                                        return -errno;
+                                (*changed)++;
+                                return 0;
+                        }
+                        if (dfd < 0)
+                                return dfd;
+                        safe_close(pfd);
+                        pfd = dfd;
+                }
                 if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         return errno == ENOENT ? 0 : -errno;
                 k = remove_tree(pfd, name);
@@ -652,6 +792,7 @@ Tripwire *tripwire_free(Tripwire *t) {
         for (size_t i = 0; i < t->n_watches; i++) {
                 free(t->watches[i].rel);
                 free(t->watches[i].only_name);
+                free(t->watches[i].pending);
         }
         free(t->watches);
         safe_close(t->work_fd);

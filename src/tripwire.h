@@ -15,11 +15,15 @@
 /* Caps on what one snapshot holds; a work dir beyond them is refused rather than half watched. */
 #define TRIPWIRE_ENTRIES_MAX 4096U
 #define TRIPWIRE_BYTES_MAX (16U * 1024U * 1024U)
+/* Watches, those added while following missing paths as they appear included; beyond it the wire trips
+ * (an agent creating and removing directories in a loop must not grow the runner without bound). */
+#define TRIPWIRE_WATCHES_MAX 8192U
 
 typedef struct Tripwire Tripwire;
 
 /* Snapshots rel_paths (relative to work_dir, clean; symbolic links are skipped; a missing one is recorded
- * as absent when its directory exists, so its creation trips the wire) and prepares the watches. -EFBIG / -E2BIG beyond the caps, -ELOOP when a component above a path is a
+ * as absent and watched from its nearest existing directory, following directories of its path as they
+ * appear, so its creation trips the wire, .git/hooks by `git init` too) and prepares the watches. -EFBIG / -E2BIG beyond the caps, -ELOOP when a component above a path is a
  * symbolic link. Nothing protected is fine: the tripwire then watches nothing. */
 int tripwire_new(const char *work_dir, char * const *rel_paths, Tripwire **ret);
 /* Watches in a thread; on a change it sends SIGKILL to pid (the container's main process, > 0) once. */

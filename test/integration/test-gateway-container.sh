@@ -94,6 +94,9 @@ cat >"$cfg/channels.d/proxied.json" <<EOF
 EOF
 # ...and the same proxy taken from the service's environment, as a host behind a proxy sets it.
 echo '{ "egress": { "rules": [ { "host": "far.test", "decision": "allow" } ] } }' >"$cfg/channels.d/envproxy.json"
+# The seal's TCP restriction at its tightest: no port of the agent's own, only the relay's.
+echo '{ "connect_tcp": "none", "egress": { "rules": [ { "host": "up.test", "decision": "allow" } ] } }' \
+        >"$cfg/channels.d/sealed.json"
 chmod 0644 "$cfg"/*.json "$cfg"/channels.d/*.json "$cfg"/*.pem "$cfg"/*.key "$cfg/egress-upstream.py"
 
 in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
@@ -187,6 +190,11 @@ like "$out" "rc=56" "...and its CONNECT tunnel is refused"
 agent "curl -sS --max-time 10 --noproxy '*' http://198.51.100.2/hello; echo rc=\$?"
 like "$out" "rc=7" "a direct connection without the proxy fails: there is no route out" || diag "$out"
 unlike "$out" "hello from upstream" "...and reaches nothing"
+# "connect_tcp": "none" behind the gateway: the relay's two ports stay open, every other is Landlock's.
+out=$(in_ct loop run -q sealed "scenario:sh loop seal --print | grep connect_tcp; $curl_proxy http://up.test/hello; nc 127.0.0.1 8081 </dev/null 2>&1; true" 2>&1)
+like "$out" "connect_tcp 3128"$'\n'"connect_tcp 2376" "connect_tcp none behind the gateway leaves the relay's ports 3128 and 2376" || diag "$out"
+like "$out" "hello from upstream up.test" "...through which an allowed host answers"
+like "$out" "Permission denied" "...while a connection to any other loopback port is refused by Landlock"
 agent "$curl_proxy -w ' http=%{http_code}\n' http://private.test/hello; $curl_proxy -w ' http=%{http_code}\n' http://meta.test/hello"
 like "$out" "not connect to.*http=403.*not connect to.*http=403" "names resolving to private and metadata addresses are refused" || diag "$out"
 unlike "$out" "hello from upstream" "...although their servers are there"

@@ -4,7 +4,8 @@
  * `escape-probe all` makes every attempt and prints one line each: "NAME blocked ERRNO" when the call
  * failed (with the errno's name, or "empty" for a masked file that reads as nothing) or "NAME ESCAPED
  * DETAIL" when it worked. The shell test asserts each line. Other subcommands: `ids` (uid and euid, for
- * the setuid test), `pids` (how many threads could be started before the pids limit said no). Every
+ * the setuid test), `pids` (how many threads could be started before the pids limit said no), `syslog`
+ * (one call the workload profile refuses, for its audit record). Every
  * attempt is harmless if it succeeds: nothing is mounted over anything that matters, the reboot command
  * is "disable Ctrl-Alt-Del", the clock is set to what it already is. */
 
@@ -329,6 +330,11 @@ int main(int argc, char *argv[]) {
                 count_threads();
                 return 0;
         }
-        fprintf(stderr, "usage: escape-probe all|ids|pids\n");
+        if (argc >= 2 && strcmp(argv[1], "syslog") == 0) {
+                /* One refusal alone, for the kernel's audit record of it. */
+                result("syslog", syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0), NULL);
+                return 0;
+        }
+        fprintf(stderr, "usage: escape-probe all|ids|pids|syslog\n");
         return 2;
 }

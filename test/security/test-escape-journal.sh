@@ -4,8 +4,9 @@
 # The escape suite's journal side, on a real systemd (PID 1 in nspawn) with rootful Podman inside: the
 # agent's attempts fail and leave the entries the design promises. The gate journals what its policy
 # denies (LOOP_SOURCE=local, through loop-gate@NAME); the tripwire journals a tamper record (priority
-# crit, MESSAGE_ID in the catalog) when .git is renamed to plant a hook. Seccomp, Landlock and the mounts
-# refuse silently: the kernel answers those with an errno and writes nothing (see the README).
+# crit, MESSAGE_ID in the catalog) when .git is renamed to plant a hook. Seccomp and Landlock refusals go
+# to the kernel's audit stream, which belongs to the host and never reaches a journald in a container:
+# test-escape.sh checks those records on the host; read-only mounts leave no record (see the README).
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib

@@ -29,6 +29,8 @@ TEST_USER=looptest
 
 [ "$(id -u)" -eq 0 ] || bail_out "test-escape needs root (it starts engines)"
 [ -x "$LOOP" ] && [ -x "$PROBE" ] || bail_out "$LOOP or $PROBE is not built"
+NR_SYSLOG=$(printf '#include <sys/syscall.h>\nSYS_syslog\n' | cpp -P - | tail -1)
+[[ $NR_SYSLOG =~ ^[0-9]+$ ]] || bail_out "cannot find syslog's system call number (cpp: $NR_SYSLOG)"
 
 T=$(mktemp -d /var/tmp/loop-test-escape.XXXXXX) || bail_out "mktemp failed"
 atexit "rm -rf '$T'"
@@ -46,6 +48,21 @@ UID_T=$(id -u "$TEST_USER")
 GID_T=$(id -g "$TEST_USER")
 
 build_test_rootfs "$T/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
+
+wait_for() {
+        local t=$1 i
+        shift
+        for ((i = 0; i < t * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+        return 1
+}
+# The kernel's audit records, as journald would collect them. Landlock writes them only while auditing
+# is enabled (auditd or `auditctl -e 1` does that on a real host): on for the test, then as it was.
+AUDIT_LOG=$T/kernel-audit.log
+audit_was=$("$lib/kernel-audit" enabled 1) || bail_out "cannot enable kernel auditing"
+atexit "'$lib/kernel-audit' enabled '$audit_was' >/dev/null"
+"$lib/kernel-audit" listen "$AUDIT_LOG" &
+atexit "kill $!"
+wait_for 10 grep -q '^listening' "$AUDIT_LOG" || bail_out "the audit listener does not start"
 
 W=$T/work
 # The work dir as a project has it: git hooks and config, agent settings, secrets next to the code.
@@ -101,6 +118,11 @@ EOF
 { "work_dir": "$W", "gates": { "agentgate": { "enabled": false } },
   "unmask_paths": [ ".env" ], "protect_paths": [ "src" ] }
 EOF
+        # A work dir without a repository yet: its .git/hooks is protected below a missing .git.
+        echo "{ \"work_dir\": \"$T/fresh\", \"gates\": { \"agentgate\": { \"enabled\": false } } }" >"$T/etc/channels.d/fresh.json"
+        # TCP connect() restricted by the seal to one port.
+        echo "{ \"work_dir\": \"$W\", \"gates\": { \"agentgate\": { \"enabled\": false } }, \"connect_tcp\": \"8081\" }" \
+                >"$T/etc/channels.d/tcp.json"
         # A path cannot be both writable and protected.
         cat >"$T/etc/channels.d/conflict.json" <<EOF
 { "work_dir": "$W", "mounts": [ "$T/hostdir:$W/.git/hooks" ] }
@@ -132,9 +154,12 @@ for eng in podman docker; do
         write_config
 
         for mode in gated ungated; do
-                run "$mode" "scenario:sh grep -E '^(Seccomp|NoNewPrivs|CapBnd):' /proc/self/status"
+                run "$mode" "scenario:sh grep -E '^(Seccomp|Seccomp_filters|NoNewPrivs|CapBnd):' /proc/self/status"
                 is "$st" 0 "$eng/$mode: the agent runs" || diag "$err"
                 like "$out" "Seccomp:[[:space:]]+2" "$eng/$mode: the agent runs under a seccomp filter (the workload profile)"
+                # The engine's copy of the profile, the seal's logged copy and, with the gate, the gate's.
+                like "$out" "Seccomp_filters:[[:space:]]+$([ "$mode" = gated ] && echo 3 || echo 2)" \
+                        "$eng/$mode: ...the engine's, the seal's logged copy$([ "$mode" = gated ] && echo " and the gate's")"
 
                 run "$mode" "scenario:sh /usr/local/bin/escape-probe all 2>&1; true"
                 [ "$st" = 0 ] || diag "$err"
@@ -208,6 +233,26 @@ for eng in podman docker; do
                 [ ! -e "$T/shared/planted" ]
                 ok $? "$eng/$mode: ...nothing was planted there"
                 unlike "$out" "euid=" "$eng/$mode: ...and the binary there did not run"
+                # Refusals leave a trace: the workload profile is loaded with SECCOMP_FILTER_FLAG_LOG and the
+                # seal asks Landlock to log after exec, so the kernel writes audit records (journald keeps
+                # them with _TRANSPORT=audit). A name of its own (a symlink's name is the process's comm)
+                # tells this run's records from any other.
+                tag=lpa$RANDOM$RANDOM
+                echo original >"$T/shared/$tag.txt"
+                chmod 0666 "$T/shared/$tag.txt"
+                run "$mode" "scenario:sh ln -s /usr/local/bin/escape-probe /tmp/$tag && /tmp/$tag syslog; echo x >>/run/shared/$tag.txt; echo rc=\$?"
+                like "$out" "syslog blocked EPERM.*rc=[1-9]" "$eng/$mode: syslog and the write under /run are refused" || diag "$out $err"
+                wait_for 10 grep -Eq "^type=1326 .*comm=\"$tag\" .*syscall=$NR_SYSLOG .*code=0x50000" "$AUDIT_LOG"
+                ok $? "$eng/$mode: ...the seccomp refusal leaves a SECCOMP audit record (type 1326) naming the process and call" ||
+                        diag "$(grep -c . "$AUDIT_LOG") records; $(grep -m3 "$tag" "$AUDIT_LOG")"
+                wait_for 10 grep -Eq "^type=1423 .*blockers=fs\.write_file path=\"/run/shared/$tag\.txt\"" "$AUDIT_LOG"
+                ok $? "$eng/$mode: ...the Landlock refusal leaves a LANDLOCK_ACCESS audit record (type 1423) naming the path" ||
+                        diag "$(grep -m3 "$tag" "$AUDIT_LOG")"
+                dom=$(sed -n "s|^type=1423 .*domain=\([0-9a-f]*\) blockers=fs\.write_file path=\"/run/shared/$tag\.txt\".*|\1|p" "$AUDIT_LOG" | head -1)
+                grep -Eq "^type=1424 .*domain=${dom:-none} status=allocated .*exe=\"/usr/local/bin/loop\"" "$AUDIT_LOG"
+                ok $? "$eng/$mode: ...and its domain's record names loop seal as the program that sealed it" ||
+                        diag "$(grep -m3 "domain=${dom:-none}" "$AUDIT_LOG")"
+
                 run "$mode" "scenario:sh loop seal --print"
                 like "$out" "landlock_abi [3-9]" "$eng/$mode: the container's kernel has Landlock ABI 3 or later"
                 like "$out" "write_exec $W" "$eng/$mode: the work dir is in the write_exec tier"
@@ -275,6 +320,46 @@ for eng in podman docker; do
                 [ ! -e "$W/.devcontainer" ]
                 ok $? "$eng/$mode: ...and it is removed again"
         done
+
+        # .git/hooks below a missing .git: what `git init` makes (git is not in the test image; these are
+        # the same directories and files) trips the wire like a hook planted in an existing repository.
+        rm -rf "$T/fresh"
+        mkdir -p "$T/fresh/src"
+        chown -R "$UID_T:$GID_T" "$T/fresh"
+        run fresh "scenario:sh mkdir -p $T/fresh/.git/objects $T/fresh/.git/refs && mkdir $T/fresh/.git/hooks && echo evil >$T/fresh/.git/hooks/pre-commit && sleep 60; echo survived"
+        [ "$st" != 0 ]
+        ok $? "$eng: in a work dir without a repository, making .git/hooks (git init) fails the run (tripwire)"
+        unlike "$out" "survived" "$eng: ...the container is killed at once"
+        like "$err" "protected path $T/fresh/\.git/hooks changed during the run" "$eng: ...saying which path appeared"
+        [ ! -e "$T/fresh/.git/hooks" ] && [ -d "$T/fresh/.git/objects" ]
+        ok $? "$eng: ...and .git/hooks is removed again, the rest of .git left for a human to look at"
+
+        # The shell container is watched too, for the life of each session.
+        sh_out=$("$LOOP" shell ungated -- sh -c "mkdir $W/.devcontainer && echo made && sleep 60; echo survived" 2>"$T/shell.err") && st=0 || st=$?
+        [ "$st" != 0 ]
+        ok $? "$eng: creating the missing .devcontainer in a loop shell session fails it (tripwire)" || diag "$sh_out $(cat "$T/shell.err")"
+        unlike "$sh_out" "survived" "$eng: ...the shell container is killed at once"
+        like "$(cat "$T/shell.err")" "protected path $W/\.devcontainer changed" "$eng: ...saying which path changed"
+        [ ! -e "$W/.devcontainer" ]
+        ok $? "$eng: ...and it is removed again"
+        is "$("$LOOP" shell ungated -- sh -c 'echo fine' 2>/dev/null)" fine "$eng: a later shell session runs normally"
+
+        # A loop shell session gets the same container hardening: the probe escapes nowhere there either.
+        sh_out=$("$LOOP" shell ungated -- sh -c '/usr/local/bin/escape-probe all 2>&1; grep "^Seccomp_filters:" /proc/self/status' 2>/dev/null)
+        like "$sh_out" "kcore blocked" "$eng: the probe runs in a loop shell session" || diag "$sh_out"
+        is "$(grep ' ESCAPED ' <<<"$sh_out")" "" "$eng: ...and no attempt escapes"
+        like "$sh_out" "Seccomp_filters:[[:space:]]+2" "$eng: ...under the engine's workload profile and the seal's logged copy"
+        "$LOOP" cleanup ungated >/dev/null 2>&1
+
+        # "connect_tcp": Landlock (ABI 4) lets the agent connect() to the listed TCP ports only. Nobody
+        # listens on either port: an allowed port answers "refused", the other is stopped before that.
+        run tcp "scenario:sh loop seal --print | grep connect_tcp; echo A; nc 127.0.0.1 8081 </dev/null 2>&1; echo B; nc 127.0.0.1 8082 </dev/null 2>&1; true"
+        like "$out" "connect_tcp 8081" "$eng: connect_tcp reaches the seal" || diag "$out $err"
+        like "$out" "A.*Connection refused.*B" "$eng: ...a connection to the listed port goes out (refused only by nobody listening)"
+        like "$out" "B.*Permission denied" "$eng: ...a connection to another port is refused by Landlock"
+        sh_out=$("$LOOP" shell tcp -- sh -c 'nc 127.0.0.1 8082 </dev/null 2>&1; true' 2>/dev/null)
+        like "$sh_out" "Permission denied" "$eng: ...in loop shell sessions too"
+        "$LOOP" cleanup tcp >/dev/null 2>&1
 
         # Host services are never mounted in, whatever the config says.
         run services "scenario:sh ls /run/systemd /host-run /j 2>&1; echo done"

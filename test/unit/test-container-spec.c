@@ -15,6 +15,7 @@
 #include "container-spec.h"
 #include "io-util.h"
 #include "strv.h"
+#include "seal.h"
 #include "tap.h"
 
 static char tmpdir[] = "/tmp/test-container-spec-XXXXXX";
@@ -1301,6 +1302,54 @@ static void test_plan_protection(void) {
         remove_path(tpath("work/.env"));
 }
 
+/* "connect_tcp": the seal's TCP restriction reaches the container as LOOP_SEAL_CONNECT_TCP; behind the
+ * egress gateway the relay's ports are added. */
+static void test_plan_connect_tcp(void) {
+        _cleanup_(loop_config_done) LoopConfig none = {}, some = {}, unset = {}, overridden = {};
+        _cleanup_(container_plan_freep) ContainerPlan *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL, *p5 = NULL,
+                *chrome = NULL, *p6 = NULL;
+        LoopConfig bad = {};
+        ContainerInput in;
+
+        ok(load_config(&none, "\"connect_tcp\": \"none\"") == 0 && load_config(&some, "\"connect_tcp\": \"443,8080\"") == 0 &&
+           load_config(&unset, "%s", "") == 0, "connect_tcp \"none\" and \"443,8080\" load");
+        ok(load_config(&bad, "\"connect_tcp\": \"0\"") < 0 && load_config(&bad, "\"connect_tcp\": \"443;rm\"") < 0 &&
+           load_config(&bad, "\"connect_tcp\": \"\"") < 0, "port 0, junk and an empty string are refused");
+        in = input(&unset);
+        p1 = build(&in);
+        ok(p1 && env_count(p1, SEAL_CONNECT_TCP_ENV) == 0, "without connect_tcp TCP connections are not restricted");
+        in = input(&none);
+        p2 = build(&in);
+        is_str(env_get(p2, SEAL_CONNECT_TCP_ENV), "none", "\"none\" reaches the seal as none");
+        in = input(&some);
+        p3 = build(&in);
+        is_str(env_get(p3, SEAL_CONNECT_TCP_ENV), "443,8080", "a port list reaches the seal as it is");
+        in = input(&none);
+        in.egress_gateway = true;
+        p4 = build(&in);
+        is_str(env_get(p4, SEAL_CONNECT_TCP_ENV), "3128,2376", "behind the egress gateway \"none\" leaves the relay's two ports");
+        in = input(&some);
+        in.egress_gateway = true;
+        p5 = build(&in);
+        is_str(env_get(p5, SEAL_CONNECT_TCP_ENV), "443,8080,3128,2376", "...and a list gets them added");
+        in = input(&none);
+        in.type = CONTAINER_SHELL;
+        p6 = build(&in);
+        is_str(env_get(p6, SEAL_CONNECT_TCP_ENV), "none", "the shell container gets it too (its sessions are sealed alike)");
+        in = input(&none);
+        in.type = CONTAINER_CHROME;
+        chrome = build(&in);
+        ok(chrome && env_count(chrome, SEAL_CONNECT_TCP_ENV) == 0, "the Chrome sidecar is not sealed and does not get it");
+        ok(load_config(&overridden, "\"connect_tcp\": \"none\", \"envs\": { \"" SEAL_CONNECT_TCP_ENV "\": \"1,2,3\" }") == 0,
+           "a config whose envs name " SEAL_CONNECT_TCP_ENV " loads");
+        {
+                _cleanup_(container_plan_freep) ContainerPlan *p = NULL;
+                in = input(&overridden);
+                p = build(&in);
+                is_str(env_get(p, SEAL_CONNECT_TCP_ENV), "none", "...but envs cannot widen connect_tcp");
+        }
+}
+
 static void test_plan_invalid(void) {
         _cleanup_(loop_config_done) LoopConfig c = {}, colon = {};
         ContainerPlan *p = NULL;
@@ -1381,6 +1430,7 @@ int main(void) {
         test_plan_host_config();
         test_plan_chrome();
         test_plan_protection();
+        test_plan_connect_tcp();
         test_plan_invalid();
 
         remove_path(tmpdir);

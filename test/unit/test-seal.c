@@ -86,6 +86,11 @@ static void test_ports(void) {
         ok(seal_parse_tcp_ports("443,8080", &p) == 0 && p.n_tcp_ports == 2 && p.tcp_ports[1] == 8080 && p.restrict_tcp,
            "--connect-tcp 443,8080 restricts TCP to two ports");
         p = (SealPolicy) {};
+        {
+                SealPolicy n = {};
+                ok(seal_parse_tcp_ports("none", &n) == 0 && n.restrict_tcp && n.n_tcp_ports == 0,
+                   "--connect-tcp none restricts TCP connect to no port at all");
+        }
         ok(seal_parse_tcp_ports("0", &p) < 0, "port 0 is refused");
         p = (SealPolicy) {};
         ok(seal_parse_tcp_ports("70000", &p) < 0, "a port above 65535 is refused");

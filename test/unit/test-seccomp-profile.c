@@ -10,7 +10,11 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "io-util.h"
 #include "macro.h"
@@ -226,6 +230,37 @@ int main(void) {
                    "Podman without a directory for the file is an error, not an unconfined container");
                 (void) unlink(path);
                 (void) rmdir(dir);
+        }
+
+        /* The logged copy `loop seal` loads: the same verdicts, in a child (a filter is for life). */
+        if (seccomp_profile_arch_native(&arch) == 0) {
+                int pipefd[2];
+                pid_t pid;
+                char res[5] = "????";
+
+                ok(pipe2(pipefd, O_CLOEXEC) == 0, "a pipe for the child's results");
+                pid = fork();
+                if (pid == 0) {
+                        bool logged = false;
+                        char out[5];
+
+                        (void) prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                        out[0] = seccomp_profile_load_logged(&logged) == 0 ? 'L' : 'x';
+                        out[1] = logged ? 'G' : 'x';
+                        out[2] = syscall(SYS_syslog, 10, NULL, 0) < 0 && errno == EPERM ? 'S' : 'x';
+                        out[3] = unshare(CLONE_NEWUSER) < 0 && errno == EPERM ? 'U' : 'x';
+                        out[4] = socket(AF_PACKET, SOCK_RAW, 0) < 0 && errno == EAFNOSUPPORT && getpid() > 0 ? 'P' : 'x';
+                        (void) !write(pipefd[1], out, sizeof out);
+                        _exit(0);
+                }
+                close(pipefd[1]);
+                ok(pid > 0 && read(pipefd[0], res, 5) == 5 && waitpid(pid, NULL, 0) == pid, "the child reports");
+                close(pipefd[0]);
+                ok(res[0] == 'L', "seccomp_profile_load_logged() loads the profile as a filter");
+                ok(res[1] == 'G', "...with SECCOMP_FILTER_FLAG_LOG, so the kernel logs its refusals");
+                ok(res[2] == 'S', "...syslog is refused with EPERM");
+                ok(res[3] == 'U', "...unshare(CLONE_NEWUSER) with EPERM (an argument rule)");
+                ok(res[4] == 'P', "...AF_PACKET with EAFNOSUPPORT, and what is not listed still works");
         }
 
         return done_testing();

@@ -126,11 +126,105 @@ int main(void) {
         ok(was_killed(pid), "...the watched process is killed");
         ok(tripwire_restore(t) > 0 && access(wpath(".claude"), F_OK) < 0, "...and .claude is removed again");
         t = tripwire_free(t);
+
+        /* Below a missing directory: .git/hooks and .git/config before `git init`, deeper paths too. */
         {
-                char *none[] = { (char *) "nodir/hooks", NULL };
-                ok(tripwire_new(work, none, &t) == 0 && tripwire_count(t) == 0,
-                   "a path below a missing directory is not watched (the agent may create that directory)");
+                char *fresh[] = { (char *) "repo/.git/hooks", (char *) "repo/.git/config", (char *) "x/y/z", NULL };
+                struct stat st;
+
+                (void) mkdir(wpath("repo"), 0755);
+                ok(tripwire_new(work, fresh, &t) == 0 && tripwire_count(t) == 3,
+                   "paths below missing directories are recorded as absent");
+                pid = sleeper();
+                ok(tripwire_arm(t, pid) == 0, "armed");
+                (void) mkdir(wpath("repo/.git"), 0755);
+                (void) mkdir(wpath("repo/.git/objects"), 0755);
+                put("repo/.git/HEAD", "ref: refs/heads/main\n");
+                (void) mkdir(wpath("x"), 0755);
+                (void) mkdir(wpath("x/y"), 0755);
+                (void) rmdir(wpath("x/y"));
+                usleep(100000);
+                ok(kill(pid, 0) == 0, "creating .git and the directories on the way does not trip it");
+                (void) mkdir(wpath("repo/.git/hooks"), 0755);
+                put("repo/.git/hooks/pre-commit", "#!/bin/sh\n");
+                usleep(100000);
+                is_str(tripwire_disarm(t), "repo/.git/hooks", "...the hooks directory `git init` makes in it does");
+                ok(was_killed(pid), "...the watched process is killed");
+                ok(tripwire_restore(t) > 0 && access(wpath("repo/.git/hooks"), F_OK) < 0 &&
+                   access(wpath("repo/.git/HEAD"), F_OK) == 0, "...and .git/hooks is removed again, the rest of .git stays");
                 t = tripwire_free(t);
+
+                ok(tripwire_new(work, fresh, &t) == 0, "a snapshot with x/y/z three levels down from what exists");
+                pid = sleeper();
+                ok(tripwire_arm(t, pid) == 0, "armed");
+                (void) mkdir(wpath("x/y"), 0755);
+                put("x/y/z", "planted\n");
+                usleep(100000);
+                is_str(tripwire_disarm(t), "x/y/z", "creating x/y and then x/y/z trips the wire");
+                ok(was_killed(pid), "...the watched process is killed");
+                ok(tripwire_restore(t) > 0 && access(wpath("x/y/z"), F_OK) < 0, "...and x/y/z is removed again");
+                t = tripwire_free(t);
+
+                /* A directory moved in with the path inside it already. */
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", wpath("repo/.git"));
+                ok(system(cmd) == 0, "setup: no .git");
+                ok(tripwire_new(work, fresh, &t) == 0, "a snapshot again");
+                pid = sleeper();
+                ok(tripwire_arm(t, pid) == 0, "armed");
+                (void) mkdir(wpath("prepared"), 0755);
+                (void) mkdir(wpath("prepared/hooks"), 0755);
+                ok(rename(wpath("prepared"), wpath("repo/.git")) == 0, "setup: a .git with hooks moved into place");
+                usleep(100000);
+                is_str(tripwire_disarm(t), "repo/.git/hooks", "...trips the wire");
+                ok(was_killed(pid), "...the watched process is killed");
+                ok(tripwire_restore(t) > 0 && access(wpath("repo/.git/hooks"), F_OK) < 0, "...and the hooks are removed");
+                t = tripwire_free(t);
+
+                /* A symlink where a directory of the path belongs would redirect it. */
+                ok(rmdir(wpath("repo/.git")) == 0, "setup: no .git");
+                ok(tripwire_new(work, fresh, &t) == 0, "a snapshot without .git");
+                pid = sleeper();
+                ok(tripwire_arm(t, pid) == 0, "armed");
+                ok(symlink("/tmp", wpath("repo/.git")) == 0, "setup: .git made a symlink");
+                usleep(100000);
+                is_str(tripwire_disarm(t), "repo/.git", "...trips the wire");
+                ok(was_killed(pid), "...the watched process is killed");
+                ok(tripwire_restore(t) > 0 && lstat(wpath("repo/.git"), &st) < 0, "...and the symlink is removed");
+                t = tripwire_free(t);
+
+                /* Watches are capped: directories appearing again and again trip it rather than grow it. */
+                ok(tripwire_new(work, fresh, &t) == 0, "a snapshot without .git once more");
+                for (unsigned i = 0; i <= TRIPWIRE_WATCHES_MAX; i++) {
+                        char name[64];
+                        snprintf(name, sizeof name, "old/%u", i);
+                        if (i == 0)
+                                (void) mkdir(wpath("old"), 0755);
+                        if (mkdir(wpath("repo/.git"), 0755) < 0 || rename(wpath("repo/.git"), wpath(name)) < 0)
+                                abort();
+                }
+                (void) mkdir(wpath("repo/.git"), 0755);
+                pid = sleeper();
+                ok(tripwire_arm(t, pid) == 0, "armed after .git was made and moved away more than TRIPWIRE_WATCHES_MAX times");
+                ok(was_killed(pid), "...the watched process is killed");
+                is_str(tripwire_disarm(t), "(too many changes to follow)", "...for too many changes to follow");
+                t = tripwire_free(t);
+                snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s'", wpath("old"), wpath("repo"), wpath("x"));
+                if (system(cmd) != 0)
+                        abort();
+        }
+
+        /* A .git file (a worktree's) on the way is not followed: nothing to watch below it. */
+        {
+                char *wt[] = { (char *) "wt/.git/hooks", NULL };
+
+                (void) mkdir(wpath("wt"), 0755);
+                put("wt/.git", "gitdir: /elsewhere\n");
+                ok(tripwire_new(work, wt, &t) == 0 && tripwire_count(t) == 0,
+                   "a path below a file (a worktree's .git) is not watched");
+                t = tripwire_free(t);
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", wpath("wt"));
+                if (system(cmd) != 0)
+                        abort();
         }
 
         /* A symlink planted where a protected directory was: removed, not followed. */
