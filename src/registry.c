@@ -468,9 +468,14 @@ int registry_reconcile(Registry *r, const EngineContainerState *observed, size_t
                         set_status(r, e, CONTAINER_STATUS_RUNNING,
                                    e->status == CONTAINER_STATUS_PENDING_REMOVAL ? "removal-cancelled" : NULL);
                 else if (e->status == CONTAINER_STATUS_RUNNING || e->status == CONTAINER_STATUS_STOPPED) {
-                        if (e->status == CONTAINER_STATUS_RUNNING)
+                        uint64_t keep = keep_alive_sec;
+
+                        if (e->status == CONTAINER_STATUS_RUNNING) {
                                 set_status(r, e, CONTAINER_STATUS_STOPPED, "exited");
-                        e->remove_at_usec = now_usec + keep_alive_sec * 1000000ULL;
+                                /* Its run may still be about to wait for it and read its output. */
+                                keep = MAX(keep, (uint64_t) REGISTRY_EXIT_GRACE_SEC);
+                        }
+                        e->remove_at_usec = now_usec + keep * 1000000ULL;
                         set_status(r, e, CONTAINER_STATUS_PENDING_REMOVAL, "stopped");
                 }
 

@@ -28,6 +28,9 @@
 #define REGISTRY_ENTRIES_MAX 4096U              /* entries kept per channel; more are not recorded */
 #define REGISTRY_FILE_MAX (4U * 1024U * 1024U)
 #define REGISTRY_RECONCILE_INTERVAL_SEC 30U     /* loop-reconcile.timer's period */
+/* A container seen running and then exited is left at least this long to the run that started it, which
+ * may not have read its output and exit status yet; that run removes it itself when it is done. */
+#define REGISTRY_EXIT_GRACE_SEC 60U
 
 typedef enum ContainerStatus {
         CONTAINER_STATUS_RUNNING,
@@ -100,8 +103,8 @@ int registry_remove(Registry *r, Engine *e, const char *id, const char *reason);
 /* Pure: applies an observation of the engine to the registry and lists the ids whose removal time has
  * come. Stale entries (not in observed) are dropped; observed containers unknown to the registry are
  * added (silently when !r->existed: the restore); statuses are synced; a container that is not running
- * and not yet pending gets remove_at = now + keep_alive_sec; a pending one that runs again is taken off the
- * schedule. Every change is emitted as an audit event. *ret_remove: NULL-terminated, may be NULL. */
+ * and not yet pending gets remove_at = now + keep_alive_sec (at least REGISTRY_EXIT_GRACE_SEC when it was
+ * last seen running); a pending one that runs again is taken off the schedule. Every change is emitted as an audit event. *ret_remove: NULL-terminated, may be NULL. */
 int registry_reconcile(Registry *r, const EngineContainerState *observed, size_t n_observed, uint64_t now_usec,
                        uint64_t keep_alive_sec, char ***ret_remove);
 

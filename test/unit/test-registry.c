@@ -110,11 +110,16 @@ static void test_reconcile(void) {
         ok(registry_reconcile(r, &seen[1], 2, now + 500 * SEC, 300, NULL) == 0 && !registry_find(r, ID_A) && r->n == 2,
            "a container gone from the engine is dropped from the registry");
 
-        /* B stops: running -> pending-removal in one pass. */
+        /* B stops: running -> pending-removal in one pass, but not under the run that waits for it. */
         seen[2].running = false;
-        ok(registry_reconcile(r, &seen[1], 2, now + 600 * SEC, 0, &remove) == 0 && strv_length(remove) == 1 &&
-           streq(remove[0], ID_B), "with container_keep_alive_sec 0 a stopped container is due at once");
+        ok(registry_reconcile(r, &seen[1], 2, now + 600 * SEC, 0, &remove) == 0 && strv_length(remove) == 0 &&
+           registry_find(r, ID_B)->status == CONTAINER_STATUS_PENDING_REMOVAL,
+           "with container_keep_alive_sec 0 a container seen exiting is left to its run for a grace period");
         remove = strv_free(remove);
+        ok(registry_reconcile(r, &seen[1], 2, now + 600 * SEC + REGISTRY_EXIT_GRACE_SEC * SEC, 0, &remove) == 0 &&
+           strv_length(remove) == 1 && streq(remove[0], ID_B), "  ... and is due once the grace period is over");
+        remove = strv_free(remove);
+        /* S, found stopped and pending at once, is due at once with keep-alive 0 (no run waits for it). */
         (void) registry_close(r);
 }
 
