@@ -252,7 +252,7 @@ static void test_sni(void) {
 
 static int head_of(const char *request, const EgressPolicy *p, const EgressApiAuth *api, char **ret_head,
                    const char **ret_reason) {
-        HttpLimits l = { .proxy_forms = true, .head_only = true };
+        HttpLimits l = { .proxy_forms = true, .head_only = true, .chunked = true };
         HttpRequest r = {};
         size_t consumed, size;
         const EgressRule *rule = NULL;
@@ -290,7 +290,15 @@ static void test_rewrite(void) {
            "the dummy is replaced by the secret in the credential's header");
         ok(head && !strstr(head, "Proxy-Authorization") && !strstr(head, "X-Hop") && !strstr(head, "keep-alive"),
            "proxy and hop-by-hop headers (also those Connection names) are dropped");
-        ok(head && endswith(head, "Accept: */*\r\nConnection: close\r\n\r\n"), "other headers pass; Connection: close ends the head");
+        ok(head && endswith(head, "Accept: */*\r\n\r\n") && !strstr(head, "Connection"),
+           "other headers pass; no Connection header: the upstream connection is kept for the next request");
+        head = mfree(head);
+
+        q = head_of("POST http://up.test/upload HTTP/1.1\r\nHost: up.test\r\nTransfer-Encoding: chunked\r\n"
+                    "Expect: 100-continue\r\n\r\n", p, NULL, &head, &reason);
+        ok(q == 0 && head && endswith(head, "Host: up.test\r\nTransfer-Encoding: chunked\r\n\r\n"),
+           "a body sent chunked goes on chunked (the gateway re-chunks it), with one Transfer-Encoding");
+        ok(head && !strstr(head, "Expect"), "Expect is dropped: the gateway answers 100-continue itself");
         head = mfree(head);
 
         q = head_of("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\nAuthorization: token ghp_dummy0001\r\n\r\n",
@@ -320,6 +328,52 @@ static void test_rewrite(void) {
         q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-proxy\r\n\r\n", p, &api, &head, &reason);
         ok(q == 0 && head && strstr(head, "Authorization: Bearer oauth-REAL-TOKEN\r\n"), "the OAuth dummy becomes the real token");
         head = mfree(head);
+}
+
+static int framing(const char *response, const char *method, EgressResponseFraming *ret) {
+        return egress_response_framing(response, strlen(response), method, ret);
+}
+
+static void test_response_framing(void) {
+        EgressResponseFraming f;
+        char big[EGRESS_RESPONSE_HEAD_MAX + 16];
+
+        ok(framing("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", "GET", &f) == 1 && f.status == 200 &&
+           f.length == 5 && !f.chunked && !f.until_close && f.reusable && f.head_size == 38,
+           "Content-Length frames a response; the upstream connection is kept");
+        ok(framing("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n", "GET", &f) == 0, "an incomplete head asks for more");
+        ok(framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "GET", &f) == 1 && f.chunked && f.reusable,
+           "a chunked response ends with its last chunk");
+        ok(framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "GET", &f) == 1 && f.chunked,
+           "...also after another coding");
+        ok(framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", "GET", &f) == 1 && !f.chunked &&
+           f.until_close && !f.reusable, "a final coding other than chunked: the body ends at the close");
+        ok(framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", "GET", &f) == 1 &&
+           f.chunked && !f.reusable, "chunked and Content-Length together: chunked wins, the connection is not kept");
+        ok(framing("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n", "GET", &f) == 1 && f.until_close && !f.reusable,
+           "no length: the body ends when the server closes");
+        ok(framing("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n", "GET", &f) == 1 &&
+           f.length == 5 && !f.reusable, "Connection: close: the upstream connection is not kept");
+        ok(framing("HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\n", "GET", &f) == 1 && !f.reusable,
+           "HTTP/1.0 without keep-alive is not kept");
+        ok(framing("HTTP/1.0 200 OK\r\nContent-Length: 5\r\nConnection: Keep-Alive\r\n\r\n", "GET", &f) == 1 && f.reusable,
+           "...with it, it is");
+        ok(framing("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", "HEAD", &f) == 1 && f.length == 0 && !f.until_close && f.reusable,
+           "a response to HEAD has no body, whatever its Content-Length");
+        ok(framing("HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n", "GET", &f) == 1 && f.length == 0 && f.reusable,
+           "...nor has a 304");
+        ok(framing("HTTP/1.1 204 No Content\r\n\r\n", "DELETE", &f) == 1 && f.length == 0 && !f.until_close,
+           "...nor a 204");
+        ok(framing("HTTP/1.1 100 Continue\r\n\r\n", "POST", &f) == 1 && f.interim && f.status == 100,
+           "a 100 Continue is interim: the response's head follows");
+        ok(framing("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n", "GET", &f) == 1 && !f.interim && f.until_close &&
+           !f.reusable, "a 101 is not interim: bytes until the close, never kept");
+        ok(framing("HTTP/1.1 200 OK\r\nContent-Length: 5x\r\n\r\n", "GET", &f) == -EBADMSG, "a bad Content-Length is refused");
+        ok(framing("SSH-2.0-OpenSSH\r\n\r\n", "GET", &f) == -EBADMSG, "what is not HTTP/1.x is refused");
+        memset(big, 'a', sizeof big - 1);
+        big[sizeof big - 1] = 0;
+        memcpy(big, "HTTP/1.1 200 OK\r\nX: ", 20);
+        ok(framing(big, "GET", &f) == -E2BIG, "a head larger than EGRESS_RESPONSE_HEAD_MAX is refused");
 }
 
 static bool leaf_verifies(const EgressCa *ca, X509 *leaf, const char *host) {
@@ -444,6 +498,7 @@ int main(void) {
         test_own_addresses();
         test_sni();
         test_rewrite();
+        test_response_framing();
         test_ca();
         test_pump(false);
         test_pump(true);
