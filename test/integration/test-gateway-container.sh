@@ -12,7 +12,9 @@
 # agent), a denied host, a direct connection without the proxy, names resolving to private and metadata
 # addresses, a credential swapped in on the wire (plain HTTP, and HTTPS through the gateway's TLS
 # interception with its sandbox CA in the agent's trust store) while the agent's environment, files and
-# /proc hold only the dummy, a dummy sent where it is not bound, an unknown key on the API pass-through, server-sent
+# /proc hold only the dummy, a dummy sent where it is not bound, kept-alive connections whose every request
+# is checked on its own, pooled upstream connections, chunked request bodies (whole, and refused when
+# malformed), an unknown key on the API pass-through, server-sent
 # events arriving before the stream ends, Host/CONNECT and SNI/CONNECT mismatches, the relay's answer when
 # the gateway is down, and the gateway killed mid-stream (the agent's connection breaks, the next one
 # starts it again). On the host side: a journal entry per request, no secret anywhere in the journal,
@@ -211,6 +213,30 @@ agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token $GH_DUMMY'
 like "$out" "http=403" "a dummy sent to a host it is not bound to is refused" || diag "$out"
 agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token ghp_agents_own_token' http://cred.test/whoami"
 like "$out" "http=403" "a token of the agent's own to a credential host is refused"
+
+# --- keep-alive, the upstream pool, chunked bodies -----------------------------------------------------
+opts='-sS --max-time 60'
+agent "curl $opts -H 'Authorization: token $GH_DUMMY' -w ' connects=%{num_connects}\n' https://cred.test/whoami \
+       --next $opts -H 'Authorization: token ghp_agents_own_token' -w ' http=%{http_code} connects=%{num_connects}\n' https://cred.test/whoami"
+like "$out" "authorization=True x-api-key=False"$'\n'" connects=1" "an intercepted connection is kept alive after a request" || diag "$out"
+like "$out" "http=403 connects=0" "...and its next request is checked on its own: the agent's own token is refused on it" || diag "$out"
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_KIND=connect LOOP_HOST=cred.test LOOP_REASON=unknown-dummy)" "LOOP_PATH=/whoami" \
+        "...and journaled as a request of its own"
+in_ct sh -c ": >$UP/requests.log"
+agent "for i in 1 2; do $curl_proxy -H 'Authorization: token $GH_DUMMY' https://cred.test/whoami; done
+       for i in 1 2; do $curl_proxy http://up.test/hello; done"
+is "$(in_ct sh -c "grep -A1 '^cred.test GET /whoami' $UP/requests.log | grep -c peer:")" 2 "two agent connections to a credential host reach it" || diag "$out"
+is "$(in_ct sh -c "grep -A1 '^cred.test GET /whoami' $UP/requests.log | grep peer: | sort -u | wc -l")" 1 \
+        "...over one pooled upstream connection (TCP and TLS, verified, once)"
+is "$(in_ct sh -c "grep -A1 '^up.test GET /hello' $UP/requests.log | grep peer: | sort -u | wc -l")" 1 \
+        "plain HTTP requests of two connections share a pooled upstream connection too"
+want="echo $(seq 1 20000 | wc -c) $(seq 1 20000 | md5sum | cut -d' ' -f1)"
+agent "seq 1 20000 >/tmp/body; $curl_proxy -H 'Transfer-Encoding: chunked' --data-binary @/tmp/body http://up.test/echo
+       $curl_proxy -H 'Transfer-Encoding: chunked' -H 'Authorization: token $GH_DUMMY' --data-binary @/tmp/body https://cred.test/echo"
+like "$out" "$want"$'\n'"$want" "a chunked request body reaches the upstream whole, over plain HTTP and through interception" || diag "$out"
+agent "printf 'POST http://up.test/echo HTTP/1.1\\r\\nHost: up.test\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\nzz\\r\\n' |
+       nc -w 10 127.0.0.1 3128 | head -1"
+like "$out" "HTTP/1.1 400 " "a malformed chunked body is refused (400)" || diag "$out"
 
 # --- the model API pass-through ------------------------------------------------------------------------
 in_ct touch "$UP/release"
