@@ -87,6 +87,7 @@
 #define GATEWAY_POOL_MAX 64U                                /* idle upstream connections kept */
 #define GATEWAY_POOL_IDLE_SEC 20U                           /* below the keep-alive timeout of most servers */
 #define GATEWAY_PROXY_REPLY_MAX (8U * 1024U)
+#define GATEWAY_PROXY_USERINFO_MAX 1024U                    /* user:password of the host's proxy */
 #define GATEWAY_LEAVES_MAX 256U                             /* cached leaf certificates; then started over */
 #define GATEWAY_CA_PATH "/.loop/ca.pem"                     /* the sandbox CA, for the runner */
 #define GATEWAY_SESSIONS_MAX 256U                           /* upstream TLS sessions kept for resumption */
@@ -96,6 +97,7 @@ typedef struct Upstream {
         char *host;                     /* NULL: not configured */
         uint16_t port;
         char *base_path;                /* "" or "/prefix" without a trailing slash */
+        char *authorization;            /* "Basic ..." from user:password@ in the URL, or NULL */
 } Upstream;
 
 typedef struct Gateway {
@@ -177,13 +179,51 @@ typedef struct Connection {
 static void upstream_done(Upstream *u) {
         free(u->host);
         free(u->base_path);
+        if (u->authorization) {
+                explicit_bzero(u->authorization, strlen(u->authorization));
+                free(u->authorization);
+        }
         *u = (Upstream) {};
 }
 
-/* scheme://host[:port][/path], scheme http or https; IPv6 in brackets. */
+/* "Basic base64(user:password)" of the percent-encoded userinfo[0..size) (RFC 3986 3.2.1, RFC 7617). */
+static int basic_authorization(const char *userinfo, size_t size, char **ret) {
+        _cleanup_free_ char *plain = NULL, *out = NULL;
+        size_t n = 0;
+        int l;
+
+        if (size > GATEWAY_PROXY_USERINFO_MAX || !memchr(userinfo, ':', size))
+                return -EINVAL;
+        plain = malloc(size + 1);
+        out = malloc(strlen("Basic ") + 4 * ((size + 2) / 3) + 1);
+        if (!plain || !out)
+                return -ENOMEM;
+        for (size_t i = 0; i < size; i++) {
+                if (userinfo[i] == '%') {
+                        int a = i + 2 < size ? unhexchar(userinfo[i + 1]) : -1, b = i + 2 < size ? unhexchar(userinfo[i + 2]) : -1;
+                        if (a < 0 || b < 0 || (a == 0 && b == 0))
+                                goto fail;
+                        plain[n++] = (char) (a << 4 | b);
+                        i += 2;
+                } else
+                        plain[n++] = userinfo[i];
+        }
+        memcpy(out, "Basic ", 6);
+        l = EVP_EncodeBlock((unsigned char *) out + 6, (const unsigned char *) plain, (int) n);
+        explicit_bzero(plain, size + 1);
+        if (l < 0)
+                return -EINVAL;
+        *ret = TAKE_PTR(out);
+        return 0;
+fail:
+        explicit_bzero(plain, size + 1);
+        return -EINVAL;
+}
+
+/* scheme://[user:password@]host[:port][/path], scheme http or https; IPv6 in brackets. */
 static int upstream_parse(const char *url, bool allow_path, Upstream *ret) {
         Upstream u = {};
-        const char *rest, *end, *colon = NULL;
+        const char *rest, *end, *colon = NULL, *at;
         size_t host_len;
 
         if ((rest = startswith(url, "https://")))
@@ -191,6 +231,13 @@ static int upstream_parse(const char *url, bool allow_path, Upstream *ret) {
         else if (!(rest = startswith(url, "http://")))
                 return -EINVAL;
         end = rest + strcspn(rest, "/");
+        at = memrchr(rest, '@', (size_t) (end - rest));
+        if (at) {
+                int r = basic_authorization(rest, (size_t) (at - rest), &u.authorization);
+                if (r < 0)
+                        return r;
+                rest = at + 1;
+        }
         if (rest[0] == '[') {
                 const char *close = memchr(rest, ']', (size_t) (end - rest));
                 if (!close)
@@ -206,8 +253,10 @@ static int upstream_parse(const char *url, bool allow_path, Upstream *ret) {
                 host_len = colon ? (size_t) (colon - rest) : (size_t) (end - rest);
                 u.host = strndup(rest, host_len);
         }
-        if (!u.host)
+        if (!u.host) {
+                upstream_done(&u);
                 return -ENOMEM;
+        }
         egress_host_normalize(u.host);
         if (!egress_host_is_valid(u.host))
                 goto fail;
@@ -263,7 +312,7 @@ static int gateway_load(Gateway *g, const char *path) {
         _cleanup_(json_object_putp) json_object *doc = NULL;
         _cleanup_free_ char *text = NULL, *error = NULL, *api_host = NULL, *config_path = NULL;
         json_object *egress = NULL;
-        const char *s, *dir;
+        const char *s, *dir, *from_env = NULL;
         size_t size;
         int r;
 
@@ -306,6 +355,8 @@ static int gateway_load(Gateway *g, const char *path) {
 
         s = json_str(egress, "api_upstream");
         r = upstream_parse(isempty(s) ? EGRESS_API_UPSTREAM_DEFAULT : s, true, &g->api);
+        if (r >= 0 && g->api.authorization)
+                r = -EINVAL;
         if (r < 0)
                 return gateway_fail_config(g, "egress.api_upstream \"%s\" is not an http(s)://HOST[:PORT][/PATH] URL", s);
         /* Without egress.upstream_proxy, the host's own proxy variables, as the service's environment has
@@ -315,14 +366,30 @@ static int gateway_load(Gateway *g, const char *path) {
         if (isempty(s)) {
                 static const char * const proxy_variables[] = { "https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY" };
                 for (size_t i = 0; i < ELEMENTSOF(proxy_variables) && isempty(s); i++)
-                        s = getenv(proxy_variables[i]);
+                        if (!isempty(s = getenv(proxy_variables[i])))
+                                from_env = proxy_variables[i];
         }
         if (!isempty(s)) {
                 r = upstream_parse(s, true, &g->proxy);
+                if (r == -ENOMEM)
+                        return log_oom();
                 /* not echoed: a proxy URL may carry a password */
                 if (r < 0 || g->proxy.tls)
                         return gateway_fail_config(g, "the upstream proxy (egress.upstream_proxy, or the service's "
-                                                   "https_proxy/http_proxy) is not an http://HOST:PORT URL");
+                                                   "https_proxy/http_proxy) is not an http://[USER:PASSWORD@]HOST:PORT URL");
+                if (g->proxy.authorization) {
+                        /* redacted by value from every log line, in the forms it could take */
+                        const char *at = strrchr(s, '@'), *userinfo = strstr(s, "://") + 3;
+                        _cleanup_free_ char *raw = strndup(userinfo, (size_t) (at - userinfo));
+                        const char *password = raw ? strchr(raw, ':') : NULL;
+                        if (!raw || audit_add_secret(raw) < 0 || (password && !isempty(password + 1) && audit_add_secret(password + 1) < 0) ||
+                            audit_add_secret(g->proxy.authorization + strlen("Basic ")) < 0)
+                                return log_oom();
+                        explicit_bzero(raw, strlen(raw));
+                        if (from_env)
+                                log_warning("The upstream proxy's password comes from $%s, which `systemctl show` displays; "
+                                            "egress.upstream_proxy keeps it in the gateway's credential only.", from_env);
+                }
         }
 
         g->tls = SSL_CTX_new(TLS_client_method());
@@ -657,11 +724,13 @@ static int proxy_tunnel(Connection *c, const struct sockaddr_storage *target) {
         (void) egress_address_format((const struct sockaddr *) target, ip, sizeof ip);
         port = ntohs(target->ss_family == AF_INET ? ((const struct sockaddr_in *) target)->sin_port
                                                    : ((const struct sockaddr_in6 *) target)->sin6_port);
-        if (asprintf(&request, target->ss_family == AF_INET6 ? "CONNECT [%s]:%u HTTP/1.1\r\nHost: [%s]:%u\r\n\r\n"
-                                                             : "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n",
-                     ip, port, ip, port) < 0)
+        if (asprintf(&request, target->ss_family == AF_INET6 ? "CONNECT [%s]:%u HTTP/1.1\r\nHost: [%s]:%u\r\n%s%s%s\r\n"
+                                                             : "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n%s%s%s\r\n",
+                     ip, port, ip, port, p->authorization ? "Proxy-Authorization: " : "", strempty(p->authorization),
+                     p->authorization ? "\r\n" : "") < 0)
                 return -ENOMEM;
         q = loop_write(fd, request, strlen(request));
+        explicit_bzero(request, strlen(request));
         if (q < 0)
                 return q;
         /* Byte by byte up to the blank line: what follows belongs to the tunnel. */
@@ -674,6 +743,8 @@ static int proxy_tunnel(Connection *c, const struct sockaddr_storage *target) {
                         break;
         }
         reply_buf[got] = 0;
+        if (startswith(reply_buf, "HTTP/1.1 407") || startswith(reply_buf, "HTTP/1.0 407"))
+                return -EKEYREJECTED;   /* the proxy wants (other) credentials */
         if (!(startswith(reply_buf, "HTTP/1.1 200") || startswith(reply_buf, "HTTP/1.0 200")))
                 return -ECONNREFUSED;
         memcpy(c->address, ip, sizeof ip);
@@ -692,8 +763,14 @@ static int upstream_open(Connection *c, const char *host, uint16_t port) {
                 return q;
         if (c->gw->proxy.host) {
                 q = -ECONNREFUSED;
-                for (size_t i = 0; i < n && q < 0; i++)
+                for (size_t i = 0; i < n && q < 0 && q != -EKEYREJECTED; i++)
                         q = proxy_tunnel(c, &addrs[i]);
+                if (q == -EKEYREJECTED) {
+                        c->decision = "error";
+                        c->reason = "upstream-proxy-auth";
+                        (void) reply(c, 502, "the host's proxy refused the gateway's credentials (407)");
+                        return q;
+                }
         } else
                 q = tcp_connect_any(c, addrs, lens, n);
         if (q == -EACCES)

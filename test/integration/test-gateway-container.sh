@@ -17,7 +17,8 @@
 # malformed), an unknown key on the API pass-through, server-sent
 # events arriving before the stream ends, Host/CONNECT and SNI/CONNECT mismatches, the relay's answer when
 # the gateway is down, and the gateway killed mid-stream (the agent's connection breaks, the next one
-# starts it again). On the host side: a journal entry per request, no secret anywhere in the journal,
+# starts it again), the host's own proxy (also one asking for a password, and refusing a wrong one). On the
+# host side: a journal entry per request, no secret anywhere in the journal,
 # and the service's `systemd-analyze security` exposure.
 set -uo pipefail
 
@@ -43,6 +44,9 @@ IMAGE=localhost/loop-test:latest
 API_KEY=sk-ant-REAL-api-key-0001-never-shown
 GH_SECRET=ghp_REAL_secret_0001_never_shown
 GH_DUMMY=ghp_loopdummy0001
+PROXY_USER=loopproxy
+PROXY_PASS=pr0xy-REAL-pass@0001-never-shown
+PROXY_BASIC=$(printf '%s:%s' "$PROXY_USER" "$PROXY_PASS" | base64 -w0)
 W=/var/lib/loop/demo/work
 UP=/run/egress-up
 cfg=$(mktemp -d "${TMPDIR:-/tmp}/loop-gateway-etc.XXXXXX") || bail_out "mktemp failed"
@@ -93,6 +97,16 @@ EOF
 # namespace): far.test's address is routed only from there.
 cat >"$cfg/channels.d/proxied.json" <<EOF
 { "egress": { "upstream_proxy": "http://198.51.100.2:8080", "rules": [ { "host": "far.test", "decision": "allow" } ] } }
+EOF
+# The host's proxy asking for a password (a second mitmdump, with --proxyauth): user:password@ in the URL,
+# which reaches the gateway only inside its credential; and the same with a wrong password.
+cat >"$cfg/channels.d/authproxy.json" <<EOF
+{ "egress": { "upstream_proxy": "http://$PROXY_USER:${PROXY_PASS//@/%40}@198.51.100.2:8081",
+              "rules": [ { "host": "far.test", "decision": "allow" } ] } }
+EOF
+cat >"$cfg/channels.d/badproxy.json" <<EOF
+{ "egress": { "upstream_proxy": "http://$PROXY_USER:not-the-password@198.51.100.2:8081",
+              "rules": [ { "host": "far.test", "decision": "allow" } ] } }
 EOF
 # ...and the same proxy taken from the service's environment, as a host behind a proxy sets it.
 echo '{ "egress": { "rules": [ { "host": "far.test", "decision": "allow" } ] } }' >"$cfg/channels.d/envproxy.json"
@@ -149,6 +163,10 @@ check "the upstream servers start in it" in_ct systemd-run --unit=egress-upstrea
 wait_for 30 in_ct test -e "$UP/ready"
 check "the host's HTTP proxy starts there too" in_ct systemd-run --unit=egress-proxy -p NetworkNamespacePath=/run/netns/up \
         mitmdump -q --listen-host 198.51.100.2 --listen-port 8080 --ignore-hosts '.*' --set confdir=/run/egress-mitm
+# (its password in its config.yaml, not on a command line the journal would keep)
+in_ct sh -c "mkdir -p /run/egress-mitm-auth && printf 'proxyauth: \"%s\"\\n' '$PROXY_USER:$PROXY_PASS' >/run/egress-mitm-auth/config.yaml"
+check "...and one that asks for a password" in_ct systemd-run --unit=egress-authproxy -p NetworkNamespacePath=/run/netns/up \
+        mitmdump -q --listen-host 198.51.100.2 --listen-port 8081 --ignore-hosts '.*' --set confdir=/run/egress-mitm-auth
 in_ct curl -s --max-time 5 http://10.0.0.5/hello | grep -q 'hello from upstream'
 ok $? "...and the private address answers when asked directly from the host (so a refusal is the gateway's)"
 
@@ -311,9 +329,23 @@ in_ct sh -c 'mkdir -p /run/systemd/system/loop-gateway@envproxy.service.d &&
 out=$(in_ct loop run -q envproxy "scenario:sh $curl_proxy https://far.test/hello" 2>&1)
 like "$out" "hello from upstream far.test" "without egress.upstream_proxy the gateway uses the https_proxy of its environment" || diag "$out"
 
+wait_for 30 in_ct sh -c 'ip netns exec up ss -ltn | grep -q 198.51.100.2:8081'
+out=$(in_ct loop run -q authproxy "scenario:sh $curl_proxy https://far.test/hello; $curl_proxy http://far.test/hello" 2>&1)
+like "$out" "hello from upstream far.test"$'\n'"hello from upstream far.test" \
+        "a host proxy that asks for a password is passed user:password@ from egress.upstream_proxy (HTTPS and HTTP)" || diag "$out"
+out=$(in_ct loop run -q authproxy "scenario:sh env; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline" 2>&1)
+like "$out" "HTTPS_PROXY=http://127.0.0.1:3128" "...while the agent's proxy is the relay"
+is "$(grep -c -F -e "$PROXY_USER" -e "$PROXY_PASS" -e "$PROXY_BASIC" <<<"$out")" 0 \
+        "...and its environment and command lines hold neither the proxy's user nor its password"
+out=$(in_ct loop run -q badproxy "scenario:sh $curl_proxy -w ' http=%{http_code}\n' http://far.test/hello" 2>&1)
+like "$out" "refused the gateway's credentials.*http=502" "a password the host's proxy refuses is a 502 saying so" || diag "$out"
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_CHANNEL=badproxy)" "LOOP_REASON=upstream-proxy-auth" \
+        "...journaled as upstream-proxy-auth"
+
 # --- no secret in the journal -------------------------------------------------------------------------
-n=$(in_ct journalctl -o export | grep -c -a -F -e "$API_KEY" -e "$GH_SECRET")
-is "$n" 0 "the journal of the whole run holds no secret value"
+n=$(in_ct journalctl -o export | grep -c -a -F -e "$API_KEY" -e "$GH_SECRET" -e "$PROXY_PASS" -e "$PROXY_BASIC" \
+        -e "${PROXY_PASS//@/%40}")
+is "$n" 0 "the journal of the whole run holds no secret value (API key, credential, the host proxy's password in any form)"
 
 nspawn_stop "$M"
 ok $? "the container powers off cleanly"
