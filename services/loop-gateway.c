@@ -3,8 +3,9 @@
 /* loop-gateway: the egress gateway of one channel (loop-gateway@NAME.service), started by
  * loop-gateway@NAME.socket on /run/loop/NAME/gateway.sock, which the runner bind-mounts into the channel's
  * agent containers. Those containers have no network; `loop relay` inside forwards every connection the
- * agent makes to 127.0.0.1:3128 (its HTTP proxy) or 127.0.0.1:2376 (its model API) to this socket.
- * Requests are told apart by their target:
+ * agent makes to 127.0.0.1:3128 (its HTTP proxy) or 127.0.0.1:2376 (its model API) to this socket,
+ * handing the connection itself over (egress-handover.h): the gateway reads and writes the agent's TCP
+ * connection directly. Requests are told apart by their target:
  *
  *   CONNECT host:port           a TLS tunnel: policy on host and port, then the gateway resolves the name,
  *                               connects (refusing internal addresses, see egress-address.h), answers 200
@@ -64,6 +65,7 @@
 #include "config.h"
 #include "egress-address.h"
 #include "egress-ca.h"
+#include "egress-handover.h"
 #include "egress-policy.h"
 #include "egress-rewrite.h"
 #include "http-server.h"
@@ -1664,12 +1666,35 @@ static void connection_dispatch(Connection *c) {
                 (void) handle_api(c);
 }
 
+/* A connection from the relay is the agent's own, handed over: from then on c->fd is that. */
+static int connection_take_over(Connection *c) {
+        int fd = -EBADF, q;
+
+        q = (int) read_timeout(c->fd, NULL, 0, GATEWAY_HEAD_TIMEOUT_MS);
+        if (q < 0)
+                return q;
+        q = egress_handover_receive(c->fd, &fd);
+        if (q <= 0)
+                return q;
+        safe_close(c->fd);
+        c->fd = fd;
+        return 0;
+}
+
 static void *connection_run(void *userdata) {
         Connection *c = userdata;
         Gateway *g = c->gw;
         uint64_t one = 1;
+        int q;
 
-        for (;;) {
+        q = connection_take_over(c);
+        if (q == -EBADMSG || q == -EPROTONOSUPPORT) {
+                c->kind = "handover";
+                c->decision = "deny";
+                c->reason = "bad-handover";
+        } else if (q < 0)
+                c->quiet = true;        /* gone (or silent) before a byte */
+        for (; q >= 0;) {
                 if (connection_read_head(c) < 0) {
                         /* a connection that sent nothing (more) is not worth a record */
                         if (!c->decision && streq_ptr(c->reason, "client-gone") && c->size == 0)

@@ -9,8 +9,9 @@
 # not a missing route, 10.0.0.5 and 169.254.169.254 too), HTTP and HTTPS with a test CA.
 #
 # Checked from inside the container: allowed hosts over HTTP and HTTPS (TLS end to end, verified by the
-# agent), a denied host, a direct connection without the proxy, names resolving to private and metadata
-# addresses, a credential swapped in on the wire (plain HTTP, and HTTPS through the gateway's TLS
+# agent), a denied host, a direct connection without the proxy, names resolving to private, metadata,
+# loopback, the host's own and IPv4-mapped addresses, method and path rules, an intercepted upstream
+# whose certificate fails the gateway's check, a credential swapped in on the wire (plain HTTP, and HTTPS through the gateway's TLS
 # interception with its sandbox CA in the agent's trust store) while the agent's environment, files and
 # /proc hold only the dummy, a dummy sent where it is not bound, kept-alive connections whose every request
 # is checked on its own, pooled upstream connections, chunked request bodies (whole, and refused when
@@ -18,7 +19,8 @@
 # events arriving before the stream ends, Host/CONNECT and SNI/CONNECT mismatches, the relay's answer when
 # the gateway is down, and the gateway killed mid-stream (the agent's connection breaks, the next one
 # starts it again), the host's own proxy (also one asking for a password, and refusing a wrong one). On the
-# host side: a journal entry per request, no secret anywhere in the journal,
+# host side: a journal entry per request, no secret anywhere in the journal or the gateway's environment,
+# a misconfigured gateway refusing everything and saying why,
 # and the service's `systemd-analyze security` exposure.
 set -uo pipefail
 
@@ -44,6 +46,7 @@ IMAGE=localhost/loop-test:latest
 API_KEY=sk-ant-REAL-api-key-0001-never-shown
 GH_SECRET=ghp_REAL_secret_0001_never_shown
 GH_DUMMY=ghp_loopdummy0001
+GH_SECRET2=ghp_REAL_secret_0002_never_shown
 PROXY_USER=loopproxy
 PROXY_PASS=pr0xy-REAL-pass@0001-never-shown
 PROXY_BASIC=$(printf '%s:%s' "$PROXY_USER" "$PROXY_PASS" | base64 -w0)
@@ -85,10 +88,16 @@ cat >"$cfg/channels.d/demo.json" <<EOF
     "rules": [
       { "host": "cred.test", "decision": "credential",
         "credential": { "header": "Authorization", "dummy": "$GH_DUMMY", "secret": "$GH_SECRET" } },
+      { "host": "badcert.test", "decision": "credential",
+        "credential": { "header": "Authorization", "dummy": "ghp_loopdummy0002", "secret": "$GH_SECRET2" } },
+      { "host": "paths.test", "methods": [ "GET" ], "paths": [ "^/hello\$" ], "decision": "allow" },
       { "host": "up.test", "decision": "allow" },
       { "host": "other.test", "decision": "allow" },
       { "host": "private.test", "decision": "allow" },
-      { "host": "meta.test", "decision": "allow" }
+      { "host": "meta.test", "decision": "allow" },
+      { "host": "loop.test", "decision": "allow" },
+      { "host": "self.test", "decision": "allow" },
+      { "host": "mapped.test", "decision": "allow" }
     ]
   }
 }
@@ -108,6 +117,9 @@ cat >"$cfg/channels.d/badproxy.json" <<EOF
 { "egress": { "upstream_proxy": "http://$PROXY_USER:not-the-password@198.51.100.2:8081",
               "rules": [ { "host": "far.test", "decision": "allow" } ] } }
 EOF
+# A gateway that cannot load its configuration (a CA file that is not there): it must refuse everything.
+echo '{ "egress": { "ca_file": "/nonexistent/ca.pem", "rules": [ { "host": "up.test", "decision": "allow" } ] } }' \
+        >"$cfg/channels.d/broken.json"
 # ...and the same proxy taken from the service's environment, as a host behind a proxy sets it.
 echo '{ "egress": { "rules": [ { "host": "far.test", "decision": "allow" } ] } }' >"$cfg/channels.d/envproxy.json"
 chmod 0644 "$cfg"/*.json "$cfg"/channels.d/*.json "$cfg"/*.pem "$cfg"/*.key "$cfg/egress-upstream.py"
@@ -152,8 +164,9 @@ net() {
         ip netns exec up ip addr add 203.0.113.50/32 dev lo
         ip netns exec up ip link set up0 up
         ip netns exec up ip route add default dev up0
-        printf '%s\n' '198.51.100.2 up.test api.test cred.test denied.test' '203.0.113.2 other.test' \
-                '10.0.0.5 private.test' '169.254.169.254 meta.test' '203.0.113.50 far.test' >>/etc/hosts
+        printf '%s\n' '198.51.100.2 up.test api.test cred.test denied.test paths.test badcert.test' '203.0.113.2 other.test' \
+                '10.0.0.5 private.test' '169.254.169.254 meta.test' '203.0.113.50 far.test' '127.0.0.1 loop.test' \
+                '198.51.100.1 self.test' '::ffff:10.0.0.5 mapped.test' >>/etc/hosts
         mkdir -p /run/egress-up
 }
 in_ct bash -c "$(declare -f net); net" >/dev/null 2>&1
@@ -198,6 +211,16 @@ in_ct grep -q -a sk-proxy "$W/dump"
 ok $? "...which hold the dummy key"
 is "$(in_ct grep -c -a -F -e "$API_KEY" -e "$GH_SECRET" "$W/dump")" 0 "...and no real credential"
 
+agent 'env'
+like "$out" "NODE_EXTRA_CA_CERTS=" "the agent's Node trusts the sandbox CA (NODE_EXTRA_CA_CERTS)"
+like "$out" "SSL_CERT_FILE=/run/loop-egress/ca-bundle.pem" "...and OpenSSL (SSL_CERT_FILE)"
+like "$out" "REQUESTS_CA_BUNDLE=/run/loop-egress/ca-bundle.pem" "...and Python requests (REQUESTS_CA_BUNDLE)"
+in_ct curl -s --unix-socket /run/loop/demo/gateway.sock -o /dev/null http://gateway/.loop/ca.pem
+gw_env=$(in_ct sh -c 'tr "\0" "\n" </proc/$(systemctl show -P MainPID loop-gateway@demo.service)/environ; systemctl show loop-gateway@demo.service')
+like "$gw_env" "CREDENTIALS_DIRECTORY=" "the gateway runs with its credentials directory"
+is "$(grep -c -F -e "$API_KEY" -e "$GH_SECRET" <<<"$gw_env")" 0 \
+        "...and its environment and unit properties hold no secret (they come as a credential)"
+
 # --- allowed, denied, direct ------------------------------------------------------------------------
 agent "$curl_proxy http://up.test/hello; $curl_proxy https://up.test/hello"
 like "$out" "hello from upstream up.test"$'\n'"hello from upstream up.test" "an allowed host answers over HTTP and over HTTPS (verified end to end)" || diag "$out"
@@ -210,6 +233,18 @@ unlike "$out" "hello from upstream" "...and reaches nothing"
 agent "$curl_proxy -w ' http=%{http_code}\n' http://private.test/hello; $curl_proxy -w ' http=%{http_code}\n' http://meta.test/hello"
 like "$out" "not connect to.*http=403.*not connect to.*http=403" "names resolving to private and metadata addresses are refused" || diag "$out"
 unlike "$out" "hello from upstream" "...although their servers are there"
+agent "for h in loop.test self.test mapped.test; do $curl_proxy -o /dev/null -w \"\$h http=%{http_code}\n\" http://\$h/hello; done"
+like "$out" "loop.test http=403"$'\n'"self.test http=403"$'\n'"mapped.test http=403" \
+        "names resolving to loopback, the host's own address and an IPv4-mapped private address are refused" || diag "$out"
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=loop.test)" "LOOP_REASON=address-blocked:loopback" "...journaled as loopback"
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=self.test)" "LOOP_REASON=address-blocked:own-address" "...the host's own address"
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=mapped.test)" "LOOP_REASON=address-blocked:private" "...and private"
+
+# --- method and path rules ---------------------------------------------------------------------------
+agent "$curl_proxy -w ' http=%{http_code}\n' http://paths.test/hello; $curl_proxy -o /dev/null -w 'http=%{http_code}\n' http://paths.test/whoami
+       $curl_proxy -o /dev/null -w 'http=%{http_code}\n' -d x http://paths.test/hello"
+like "$out" "hello from upstream paths.test"$'\n'" http=200"$'\n'"http=403"$'\n'"http=403" \
+        "a rule with methods and paths allows GET /hello and refuses another path and another method" || diag "$out"
 
 # --- credentials ------------------------------------------------------------------------------------
 agent "$curl_proxy -H 'Authorization: token $GH_DUMMY' http://cred.test/whoami"
@@ -255,6 +290,12 @@ like "$out" "$want"$'\n'"$want" "a chunked request body reaches the upstream who
 agent "printf 'POST http://up.test/echo HTTP/1.1\\r\\nHost: up.test\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\nzz\\r\\n' |
        nc -w 10 127.0.0.1 3128 | head -1"
 like "$out" "HTTP/1.1 400 " "a malformed chunked body is refused (400)" || diag "$out"
+
+agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token ghp_loopdummy0002' https://badcert.test/whoami"
+like "$out" "cannot be verified.*http=502" "an intercepted upstream whose certificate does not name the host is refused (502)" || diag "$out"
+like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=badcert.test)" "LOOP_REASON=upstream-tls" "...journaled as upstream-tls"
+has "$UP/requests.log" "ghp_loopdummy0002\|$GH_SECRET2"
+ok $((!$?)) "...and the upstream never saw the request"
 
 # --- the model API pass-through ------------------------------------------------------------------------
 in_ct touch "$UP/release"
@@ -312,7 +353,8 @@ unlike "$res" "data: two" "...without anything more arriving"
 in_ct touch "$UP/release"
 in_ct systemctl reset-failed loop-gateway@demo.service >/dev/null 2>&1
 agent "$curl_proxy http://up.test/hello"
-like "$out" "hello from upstream up.test" "the next connection starts the gateway again (socket activation)"
+like "$out" "hello from upstream up.test" "the next connection starts the gateway again (socket activation)" ||
+        diag "$(in_ct systemctl status --no-pager loop-gateway@demo.socket loop-gateway@demo.service 2>&1 | tail -30)"
 
 # --- the host's own HTTP proxy upstream ----------------------------------------------------------------
 in_ct curl -s --max-time 5 http://203.0.113.50/hello
@@ -342,8 +384,14 @@ like "$out" "refused the gateway's credentials.*http=502" "a password the host's
 like "$(gw_journal LOOP_EVENT=gateway-request LOOP_CHANNEL=badproxy)" "LOOP_REASON=upstream-proxy-auth" \
         "...journaled as upstream-proxy-auth"
 
+# --- misconfigured ------------------------------------------------------------------------------------
+out=$(in_ct loop run -q broken "scenario:sh $curl_proxy -w ' http=%{http_code}\n' http://up.test/hello" 2>&1)
+like "$out" "misconfigured.*http=503" "a gateway that cannot load its configuration refuses everything (503)" || diag "$out"
+like "$(in_ct journalctl -o export -u loop-gateway@broken.service LOOP_EVENT=gateway-failed)" "LOOP_REASON=egress.ca_file /nonexistent/ca.pem cannot be loaded" \
+        "...and its journal says why"
+
 # --- no secret in the journal -------------------------------------------------------------------------
-n=$(in_ct journalctl -o export | grep -c -a -F -e "$API_KEY" -e "$GH_SECRET" -e "$PROXY_PASS" -e "$PROXY_BASIC" \
+n=$(in_ct journalctl -o export | grep -c -a -F -e "$API_KEY" -e "$GH_SECRET" -e "$GH_SECRET2" -e "$PROXY_PASS" -e "$PROXY_BASIC" \
         -e "${PROXY_PASS//@/%40}")
 is "$n" 0 "the journal of the whole run holds no secret value (API key, credential, the host proxy's password in any form)"
 

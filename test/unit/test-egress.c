@@ -15,6 +15,7 @@
 
 #include "egress-address.h"
 #include "egress-ca.h"
+#include "egress-handover.h"
 #include "egress-policy.h"
 #include "egress-rewrite.h"
 #include "io-util.h"
@@ -488,6 +489,71 @@ static void test_pump(bool no_splice) {
         }
 }
 
+/* A connected TCP pair on loopback: *ret_client and *ret_server. */
+static void tcp_pair(int *ret_client, int *ret_server) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof sa;
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (l < 0 || bind(l, (struct sockaddr *) &sa, sizeof sa) < 0 || listen(l, 1) < 0 ||
+            getsockname(l, (struct sockaddr *) &sa, &len) < 0)
+                abort();
+        *ret_client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (*ret_client < 0 || connect(*ret_client, (struct sockaddr *) &sa, sizeof sa) < 0)
+                abort();
+        *ret_server = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        if (*ret_server < 0)
+                abort();
+        safe_close(l);
+}
+
+static void test_handover(void) {
+        int u[2], client, server, got = -EBADF, file;
+        char buf[8];
+
+        /* the relay's side passes the accepted connection; the gateway's side talks on it */
+        tcp_pair(&client, &server);
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u) < 0)
+                abort();
+        ok(egress_handover_send(u[0], server) == 0, "the relay hands an accepted TCP connection over");
+        safe_close(server);
+        safe_close(u[0]);       /* the relay is done with both before the gateway reads */
+        ok(egress_handover_receive(u[1], &got) == 1 && got >= 0, "the gateway receives it, after the relay closed its end");
+        ok(got >= 0 && fcntl(got, F_GETFD) == FD_CLOEXEC, "...close-on-exec");
+        ok(got >= 0 && write(client, "ping", 4) == 4 && read(got, buf, sizeof buf) == 4 && memcmp(buf, "ping", 4) == 0,
+           "...and reads what the agent sent on its own connection");
+        safe_close(got);
+        safe_close(u[1]);
+        safe_close(client);
+
+        /* an HTTP client on the socket itself */
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u) < 0)
+                abort();
+        if (loop_write(u[0], "GET / HTTP/1.1\r\n", 16) < 0)
+                abort();
+        got = -EBADF;
+        ok(egress_handover_receive(u[1], &got) == 0 && got < 0, "an HTTP request is no hand-over");
+        ok(recv(u[1], buf, 3, MSG_DONTWAIT) == 3 && memcmp(buf, "GET", 3) == 0, "...and nothing of it was consumed");
+        safe_close(u[0]);
+        safe_close(u[1]);
+
+        /* what else a client could pass */
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u) < 0)
+                abort();
+        file = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+        if (file < 0)
+                file = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ok(egress_handover_send(u[0], file) == 0 && egress_handover_receive(u[1], &got) == -EPROTONOSUPPORT,
+           "a file passed instead of a connection is refused (and closed)");
+        safe_close(file);
+        ok(egress_handover_send(u[0], u[0]) == 0 && egress_handover_receive(u[1], &got) == -EPROTONOSUPPORT,
+           "...as is a unix socket");
+        ok(write(u[0], "\0", 1) == 1 && egress_handover_receive(u[1], &got) == -EBADMSG, "a marker without an fd is refused");
+        safe_close(u[0]);
+        ok(egress_handover_receive(u[1], &got) == -ECONNRESET, "a socket that ends before a byte says so");
+        safe_close(u[1]);
+}
+
 int main(void) {
         test_policy_defaults();
         test_policy_rules();
@@ -500,6 +566,7 @@ int main(void) {
         test_rewrite();
         test_response_framing();
         test_ca();
+        test_handover();
         test_pump(false);
         test_pump(true);
         return done_testing();
