@@ -207,7 +207,7 @@ int egress_response_framing(const char *buf, size_t size, const char *request_me
         HttpResponseHead h;
         EgressResponseFraming f = {};
         char value[256];
-        bool te = false, close;
+        bool te = false, te_chunked = false, close;
         int q;
 
         q = http_response_head_parse(buf, size, EGRESS_RESPONSE_HEAD_MAX, &h);
@@ -225,7 +225,7 @@ int egress_response_framing(const char *buf, size_t size, const char *request_me
                 last = last ? last + 1 : value;
                 last += strspn(last, " \t");
                 te = true;
-                f.chunked = strcasecmp(last, "chunked") == 0;
+                te_chunked = strcasecmp(last, "chunked") == 0;
         }
 
         if (h.status >= 100 && h.status < 200 && h.status != 101) {
@@ -240,8 +240,9 @@ int egress_response_framing(const char *buf, size_t size, const char *request_me
         } else if (te) {
                 /* RFC 9112 6.3: Transfer-Encoding wins over Content-Length; a final coding other than
                  * chunked (or both headers, a smuggling shape) means the body ends at the close */
-                f.until_close = !f.chunked;
-                f.reusable = f.chunked && !h.has_length && !close;
+                f.chunked = te_chunked;
+                f.until_close = !te_chunked;
+                f.reusable = te_chunked && !h.has_length && !close;
         } else if (h.has_length) {
                 f.length = h.length;
                 f.reusable = !close;

@@ -369,6 +369,10 @@ static void test_response_framing(void) {
            "a 100 Continue is interim: the response's head follows");
         ok(framing("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n", "GET", &f) == 1 && !f.interim && f.until_close &&
            !f.reusable, "a 101 is not interim: bytes until the close, never kept");
+        ok(framing("HTTP/1.1 101 Switching Protocols\r\nTransfer-Encoding: chunked\r\n\r\n", "GET", &f) == 1 && !f.chunked &&
+           f.until_close, "...also when it claims chunks");
+        ok(framing("HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n", "GET", &f) == 1 && !f.chunked &&
+           f.length == 0 && !f.until_close, "a 204 has no body, whatever its Transfer-Encoding");
         ok(framing("HTTP/1.1 200 OK\r\nContent-Length: 5x\r\n\r\n", "GET", &f) == -EBADMSG, "a bad Content-Length is refused");
         ok(framing("SSH-2.0-OpenSSH\r\n\r\n", "GET", &f) == -EBADMSG, "what is not HTTP/1.x is refused");
         memset(big, 'a', sizeof big - 1);
