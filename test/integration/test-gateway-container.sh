@@ -142,6 +142,19 @@ agent_bg() {
 }
 has() { in_ct grep -q -- "$2" "$1"; }
 gw_journal() { in_ct journalctl -o export -u 'loop-gateway@*' "$@"; }
+# gw_record REGEX FILTER...: the gateway's records matching FILTER, once one of them matches REGEX (a
+# tunnel's record is written when it closes, and journald stores it a moment later: after the client
+# returned); what there is after ten seconds otherwise.
+gw_record() {
+        local re=$1 i rec
+        shift
+        for ((i = 0; i < 50; i++)); do
+                rec=$(gw_journal "$@")
+                [[ $rec =~ $re ]] && break
+                sleep 0.2
+        done
+        printf '%s' "$rec"
+}
 curl_proxy='curl -sS --max-time 60'
 
 nspawn_boot "$M" --podman --stage "$LOOP_STAGE" --config "$cfg" || bail_out "could not boot systemd with podman"
@@ -236,9 +249,9 @@ unlike "$out" "hello from upstream" "...although their servers are there"
 agent "for h in loop.test self.test mapped.test; do $curl_proxy -o /dev/null -w \"\$h http=%{http_code}\n\" http://\$h/hello; done"
 like "$out" "loop.test http=403"$'\n'"self.test http=403"$'\n'"mapped.test http=403" \
         "names resolving to loopback, the host's own address and an IPv4-mapped private address are refused" || diag "$out"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=loop.test)" "LOOP_REASON=address-blocked:loopback" "...journaled as loopback"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=self.test)" "LOOP_REASON=address-blocked:own-address" "...the host's own address"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=mapped.test)" "LOOP_REASON=address-blocked:private" "...and private"
+like "$(gw_record "LOOP_REASON=address-blocked:loopback" LOOP_EVENT=gateway-request LOOP_HOST=loop.test)" "LOOP_REASON=address-blocked:loopback" "...journaled as loopback"
+like "$(gw_record "LOOP_REASON=address-blocked:own-address" LOOP_EVENT=gateway-request LOOP_HOST=self.test)" "LOOP_REASON=address-blocked:own-address" "...the host's own address"
+like "$(gw_record "LOOP_REASON=address-blocked:private" LOOP_EVENT=gateway-request LOOP_HOST=mapped.test)" "LOOP_REASON=address-blocked:private" "...and private"
 
 # --- method and path rules ---------------------------------------------------------------------------
 agent "$curl_proxy -w ' http=%{http_code}\n' http://paths.test/hello; $curl_proxy -o /dev/null -w 'http=%{http_code}\n' http://paths.test/whoami
@@ -273,7 +286,7 @@ agent "curl $opts -H 'Authorization: token $GH_DUMMY' -w ' connects=%{num_connec
        --next $opts -H 'Authorization: token ghp_agents_own_token' -w ' http=%{http_code} connects=%{num_connects}\n' https://cred.test/whoami"
 like "$out" "authorization=True x-api-key=False"$'\n'" connects=1" "an intercepted connection is kept alive after a request" || diag "$out"
 like "$out" "http=403 connects=0" "...and its next request is checked on its own: the agent's own token is refused on it" || diag "$out"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_KIND=connect LOOP_HOST=cred.test LOOP_REASON=unknown-dummy)" "LOOP_PATH=/whoami" \
+like "$(gw_record "LOOP_PATH=/whoami" LOOP_EVENT=gateway-request LOOP_KIND=connect LOOP_HOST=cred.test LOOP_REASON=unknown-dummy)" "LOOP_PATH=/whoami" \
         "...and journaled as a request of its own"
 in_ct sh -c ": >$UP/requests.log"
 agent "for i in 1 2; do $curl_proxy -H 'Authorization: token $GH_DUMMY' https://cred.test/whoami; done
@@ -293,7 +306,7 @@ like "$out" "HTTP/1.1 400 " "a malformed chunked body is refused (400)" || diag 
 
 agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token ghp_loopdummy0002' https://badcert.test/whoami"
 like "$out" "cannot be verified.*http=502" "an intercepted upstream whose certificate does not name the host is refused (502)" || diag "$out"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=badcert.test)" "LOOP_REASON=upstream-tls" "...journaled as upstream-tls"
+like "$(gw_record "LOOP_REASON=upstream-tls" LOOP_EVENT=gateway-request LOOP_HOST=badcert.test)" "LOOP_REASON=upstream-tls" "...journaled as upstream-tls"
 has "$UP/requests.log" "ghp_loopdummy0002\|$GH_SECRET2"
 ok $((!$?)) "...and the upstream never saw the request"
 
@@ -324,15 +337,15 @@ like "$out" "rc=(35|56)" "a ClientHello whose server name is not the CONNECT tar
 unlike "$out" "hello from upstream" "...and no byte of the response comes back"
 
 # --- the journal ------------------------------------------------------------------------------------
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=up.test LOOP_KIND=connect LOOP_DECISION=allow)" \
+like "$(gw_record "LOOP_ADDRESS=198.51.100.2" LOOP_EVENT=gateway-request LOOP_HOST=up.test LOOP_KIND=connect LOOP_DECISION=allow)" \
         "LOOP_ADDRESS=198.51.100.2" "an allowed tunnel is journaled with the address connected to"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=meta.test)" "LOOP_REASON=address-blocked:link-local" \
+like "$(gw_record "LOOP_REASON=address-blocked:link-local" LOOP_EVENT=gateway-request LOOP_HOST=meta.test)" "LOOP_REASON=address-blocked:link-local" \
         "the metadata refusal is journaled with its reason"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=denied.test LOOP_DECISION=deny)" "LOOP_RULE=default" \
+like "$(gw_record "LOOP_RULE=default" LOOP_EVENT=gateway-request LOOP_HOST=denied.test LOOP_DECISION=deny)" "LOOP_RULE=default" \
         "a denied host is journaled with the rule that denied it"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_KIND=connect LOOP_HOST=other.test LOOP_DECISION=deny)" \
+like "$(gw_record "LOOP_REASON=sni-mismatch" LOOP_EVENT=gateway-request LOOP_KIND=connect LOOP_HOST=other.test LOOP_DECISION=deny)" \
         "LOOP_REASON=sni-mismatch" "the SNI mismatch is journaled"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_KIND=api LOOP_DECISION=credential)" "LOOP_BYTES_RECEIVED=[1-9]" \
+like "$(gw_record "LOOP_BYTES_RECEIVED=[1-9]" LOOP_EVENT=gateway-request LOOP_KIND=api LOOP_DECISION=credential)" "LOOP_BYTES_RECEIVED=[1-9]" \
         "API requests are journaled with their byte counts"
 
 # --- the gateway down, and killed mid-stream ----------------------------------------------------------------
@@ -362,7 +375,7 @@ ok $((!$?)) "far.test's address cannot be reached from the host directly"
 wait_for 30 in_ct sh -c 'ip netns exec up ss -ltn | grep -q 198.51.100.2:8080'
 out=$(in_ct loop run -q proxied "scenario:sh $curl_proxy https://far.test/hello" 2>&1)
 like "$out" "hello from upstream far.test" "with egress.upstream_proxy the gateway reaches it through the host's proxy" || diag "$out"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=far.test)" "LOOP_ADDRESS=203.0.113.50" \
+like "$(gw_record "LOOP_ADDRESS=203.0.113.50" LOOP_EVENT=gateway-request LOOP_HOST=far.test)" "LOOP_ADDRESS=203.0.113.50" \
         "...tunnelling to the address it resolved and checked itself"
 
 in_ct sh -c 'mkdir -p /run/systemd/system/loop-gateway@envproxy.service.d &&
@@ -381,13 +394,14 @@ is "$(grep -c -F -e "$PROXY_USER" -e "$PROXY_PASS" -e "$PROXY_BASIC" <<<"$out")"
         "...and its environment and command lines hold neither the proxy's user nor its password"
 out=$(in_ct loop run -q badproxy "scenario:sh $curl_proxy -w ' http=%{http_code}\n' http://far.test/hello" 2>&1)
 like "$out" "refused the gateway's credentials.*http=502" "a password the host's proxy refuses is a 502 saying so" || diag "$out"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_CHANNEL=badproxy)" "LOOP_REASON=upstream-proxy-auth" \
+like "$(gw_record "LOOP_REASON=upstream-proxy-auth" LOOP_EVENT=gateway-request LOOP_CHANNEL=badproxy)" "LOOP_REASON=upstream-proxy-auth" \
         "...journaled as upstream-proxy-auth"
 
 # --- misconfigured ------------------------------------------------------------------------------------
 out=$(in_ct loop run -q broken "scenario:sh $curl_proxy -w ' http=%{http_code}\n' http://up.test/hello" 2>&1)
 like "$out" "misconfigured.*http=503" "a gateway that cannot load its configuration refuses everything (503)" || diag "$out"
-like "$(in_ct journalctl -o export -u loop-gateway@broken.service LOOP_EVENT=gateway-failed)" "LOOP_REASON=egress.ca_file /nonexistent/ca.pem cannot be loaded" \
+like "$(gw_record "LOOP_REASON=egress.ca_file /nonexistent/ca.pem cannot be loaded" LOOP_EVENT=gateway-failed LOOP_CHANNEL=broken)" \
+        "LOOP_REASON=egress.ca_file /nonexistent/ca.pem cannot be loaded" \
         "...and its journal says why"
 
 # --- no secret in the journal -------------------------------------------------------------------------
