@@ -1184,7 +1184,7 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
         }
         /* bytes after the end of a response: the server is confused, its connection is not kept */
         *ret_upstream_reusable = f.reusable && !extra;
-        *ret_client_reusable = c->req.keep_alive && !f.until_close;
+        *ret_client_reusable = c->req.keep_alive && !f.until_close && !f.ambiguous;
         return 0;
 }
 

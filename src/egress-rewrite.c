@@ -243,6 +243,7 @@ int egress_response_framing(const char *buf, size_t size, const char *request_me
                 f.chunked = te_chunked;
                 f.until_close = !te_chunked;
                 f.reusable = te_chunked && !h.has_length && !close;
+                f.ambiguous = h.has_length;
         } else if (h.has_length) {
                 f.length = h.length;
                 f.reusable = !close;

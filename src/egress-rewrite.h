@@ -44,6 +44,8 @@ typedef struct EgressResponseFraming {
         bool until_close;               /* the body ends when the server closes (101, no length) */
         uint64_t length;                /* otherwise: the body's Content-Length (0: none, HEAD, 204, 304) */
         bool reusable;                  /* the upstream connection can carry another request after it */
+        bool ambiguous;                 /* framed two ways (Transfer-Encoding and Content-Length): the
+                                         * client might read it the other way, its connection is closed */
 } EgressResponseFraming;
 
 /* Returns 1 with *ret when buf starts with a complete response head (request_method: the request's), 0

@@ -350,7 +350,10 @@ static void test_response_framing(void) {
         ok(framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", "GET", &f) == 1 && !f.chunked &&
            f.until_close && !f.reusable, "a final coding other than chunked: the body ends at the close");
         ok(framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", "GET", &f) == 1 &&
-           f.chunked && !f.reusable, "chunked and Content-Length together: chunked wins, the connection is not kept");
+           f.chunked && !f.reusable && f.ambiguous,
+           "chunked and Content-Length together: chunked wins, neither the upstream's nor the client's connection is kept");
+        ok(framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "GET", &f) == 1 && !f.ambiguous,
+           "...one of them alone is no ambiguity");
         ok(framing("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n", "GET", &f) == 1 && f.until_close && !f.reusable,
            "no length: the body ends when the server closes");
         ok(framing("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n", "GET", &f) == 1 &&
