@@ -233,13 +233,6 @@ static int pump_step(PumpDirection *d, short revents_from, short revents_to) {
         return 0;
 }
 
-static size_t pump_pipe_grow(int fd) {
-        int n = fcntl(fd, F_SETPIPE_SZ, (int) IO_PUMP_BUFFER_SIZE);
-        if (n < 0)
-                n = fcntl(fd, F_GETPIPE_SZ);
-        return n > 0 ? (size_t) n : 64U * 1024U;
-}
-
 static void pump_direction_drop(PumpDirection *d) {
         d->eof = d->shut = true;
         d->start = d->end = 0;
@@ -264,11 +257,11 @@ int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *r
                         return -ENOMEM;
                 ab.buf = buf;
                 ba.buf = buf + IO_PUMP_COPY_BUFFER_SIZE;
-        } else {
-                /* larger pipes, fewer splice() calls; the default (64 KiB) where the kernel says no */
-                ab.pipe_size = pump_pipe_grow(ab.pipe[1]);
-                ba.pipe_size = pump_pipe_grow(ba.pipe[1]);
-        }
+        } else
+                /* The default pipe size: larger ones would save few splice() calls (a socket rarely has
+                 * more queued), and count against the user's pipe-user-pages-soft, past which the kernel
+                 * makes every new pipe of that user tiny: a gateway with many tunnels would crawl. */
+                ab.pipe_size = ba.pipe_size = IO_PUMP_BUFFER_SIZE;
 
         while (!(ab.shut && ba.shut)) {
                 struct pollfd p[2] = {
