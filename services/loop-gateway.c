@@ -82,6 +82,7 @@
 #define GATEWAY_CONNECT_TIMEOUT_MS (10 * 1000)
 #define GATEWAY_IO_TIMEOUT_SEC 300                          /* silence on an upstream exchange */
 #define GATEWAY_TUNNEL_IDLE_MS (600 * 1000)
+#define GATEWAY_TUNNEL_HALF_CLOSED_MS (5 * 1000)            /* silence after one side of a tunnel closed */
 #define GATEWAY_ADDRESSES_MAX 16U                           /* of a name, tried in order */
 #define GATEWAY_IDLE_SEC_DEFAULT 60U
 #define GATEWAY_STREAM_BUFFER_SIZE (64U * 1024U)            /* per connection, for responses */
@@ -1522,7 +1523,7 @@ static int handle_connect(Connection *c) {
         c->sent += got;
         {
                 uint64_t up = 0, down = 0;
-                q = fd_pump(c->fd, c->up, GATEWAY_TUNNEL_IDLE_MS, &up, &down);
+                q = fd_pump(c->fd, c->up, GATEWAY_TUNNEL_IDLE_MS, GATEWAY_TUNNEL_HALF_CLOSED_MS, &up, &down);
                 c->sent += up;
                 c->received += down;
         }

@@ -239,7 +239,7 @@ static void pump_direction_drop(PumpDirection *d) {
         d->in_pipe = 0;
 }
 
-int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *ret_b_to_a) {
+int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, uint64_t *ret_a_to_b, uint64_t *ret_b_to_a) {
         _cleanup_free_ char *buf = NULL;
         PumpDirection ab = { .from = a, .to = b, .pipe = { -EBADF, -EBADF } },
                       ba = { .from = b, .to = a, .pipe = { -EBADF, -EBADF } };
@@ -268,7 +268,8 @@ int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *r
                         { .fd = a, .events = (short) ((!ab.eof && pump_pending(&ab) == 0 ? POLLIN : 0) | (pump_pending(&ba) > 0 ? POLLOUT : 0)) },
                         { .fd = b, .events = (short) ((!ba.eof && pump_pending(&ba) == 0 ? POLLIN : 0) | (pump_pending(&ab) > 0 ? POLLOUT : 0)) },
                 };
-                int n = poll(p, 2, idle_timeout_ms);
+                bool half_closed = (ab.eof || ba.eof) && half_closed_timeout_ms >= 0;
+                int n = poll(p, 2, half_closed ? half_closed_timeout_ms : idle_timeout_ms);
 
                 if (n < 0) {
                         if (errno == EINTR)
@@ -277,7 +278,7 @@ int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *r
                         break;
                 }
                 if (n == 0) {
-                        r = -ETIMEDOUT;
+                        r = half_closed ? 0 : -ETIMEDOUT;
                         break;
                 }
                 r = pump_step(&ab, p[0].revents, p[1].revents);

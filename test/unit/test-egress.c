@@ -436,6 +436,7 @@ typedef struct PumpRun {
         int a, b, r;
         uint64_t ab, ba;
         bool no_splice;
+        int half_closed_ms;
 } PumpRun;
 
 static void *pump_thread(void *userdata) {
@@ -450,7 +451,7 @@ static void *pump_thread(void *userdata) {
                         abort();
                 seccomp_release(ctx);
         }
-        p->r = fd_pump(p->a, p->b, 10000, &p->ab, &p->ba);
+        p->r = fd_pump(p->a, p->b, 10000, p->half_closed_ms, &p->ab, &p->ba);
         return NULL;
 }
 
@@ -478,7 +479,7 @@ static void test_pump(bool no_splice) {
 
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s2) < 0)
                 abort();
-        run = (PumpRun) { .a = c[1], .b = s2[0], .no_splice = no_splice };
+        run = (PumpRun) { .a = c[1], .b = s2[0], .no_splice = no_splice, .half_closed_ms = -1 };
         pthread_create(&pump, NULL, pump_thread, &run);
         pthread_create(&writer, NULL, write_big, &c[0]);
         while ((k = read(s2[1], buf, sizeof buf)) > 0)
@@ -561,6 +562,27 @@ static void test_handover(void) {
         safe_close(u[1]);
 }
 
+/* A client that closes while the server stays silent and open (a kept-alive server behind a tunnel). */
+static void test_pump_half_closed(void) {
+        int c[2], s2[2];
+        PumpRun run;
+        pthread_t pump;
+        char buf[8];
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s2) < 0)
+                abort();
+        run = (PumpRun) { .a = c[1], .b = s2[0], .half_closed_ms = 100 };
+        pthread_create(&pump, NULL, pump_thread, &run);
+        ok(loop_write(c[0], "bye", 3) == 0 && shutdown(c[0], SHUT_WR) == 0, "the client sends and closes its side");
+        ok(loop_read(s2[1], buf, sizeof buf) == 3, "...the server gets it and the end of it, and says nothing");
+        pthread_join(pump, NULL);
+        ok(run.r == 0 && run.ab == 3 && run.ba == 0, "the pump ends on its own once the half-closed tunnel is silent");
+        for (int i = 0; i < 2; i++) {
+                safe_close(c[i]);
+                safe_close(s2[i]);
+        }
+}
+
 int main(void) {
         test_policy_defaults();
         test_policy_rules();
@@ -576,5 +598,6 @@ int main(void) {
         test_handover();
         test_pump(false);
         test_pump(true);
+        test_pump_half_closed();
         return done_testing();
 }
