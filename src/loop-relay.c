@@ -22,7 +22,6 @@
 #include <sys/un.h>
 
 #include "egress-handover.h"
-#include "io-util.h"
 #include "log.h"
 #include "loop.h"
 
@@ -95,8 +94,8 @@ static void relay_accept(Relay *r, int lfd) {
 
 static void help(void) {
         printf("%s relay [--socket PATH] [--proxy-port PORT] [--api-port PORT] [--background]\n\n"
-               "Forward every connection to 127.0.0.1:PROXY-PORT and 127.0.0.1:API-PORT to the egress gateway's\n"
-               "unix socket. Runs inside agent containers, started by the entrypoint.\n\n"
+               "Hand every connection to 127.0.0.1:PROXY-PORT and 127.0.0.1:API-PORT over to the egress gateway\n"
+               "through its unix socket. Runs inside agent containers, started by the entrypoint.\n\n"
                "Options:\n"
                "  -h --help              Show this help\n"
                "     --socket PATH       The gateway socket (default $LOOP_GATEWAY_SOCKET, else " RELAY_SOCKET_DEFAULT ")\n"
