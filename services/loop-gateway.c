@@ -3,8 +3,9 @@
 /* loop-gateway: the egress gateway of one channel (loop-gateway@NAME.service), started by
  * loop-gateway@NAME.socket on /run/loop/NAME/gateway.sock, which the runner bind-mounts into the channel's
  * agent containers. Those containers have no network; `loop relay` inside forwards every connection the
- * agent makes to 127.0.0.1:3128 (its HTTP proxy) or 127.0.0.1:2376 (its model API) to this socket. One
- * request per connection, told apart by its target:
+ * agent makes to 127.0.0.1:3128 (its HTTP proxy) or 127.0.0.1:2376 (its model API) to this socket,
+ * handing the connection itself over (egress-handover.h): the gateway reads and writes the agent's TCP
+ * connection directly. Requests are told apart by their target:
  *
  *   CONNECT host:port           a TLS tunnel: policy on host and port, then the gateway resolves the name,
  *                               connects (refusing internal addresses, see egress-address.h), answers 200
@@ -16,7 +17,7 @@
  *   GET /.loop/ca.pem           the sandbox CA's certificate, for the runner;
  *   GET http://host/path ...    plain HTTP: policy on host, port, method and path; Host must agree with the
  *                               target; the request goes upstream origin-form with credentials swapped
- *                               (egress-rewrite.h) and "Connection: close", the response streams back;
+ *                               (egress-rewrite.h), the response streams back;
  *   POST /v1/messages ...       the model API pass-through: to egress.api_upstream over verified TLS, the
  *                               dummy key sk-proxy swapped for the real one, the response streamed back
  *                               unbuffered (server-sent events reach the agent as they come).
@@ -30,6 +31,12 @@
  * configuration that cannot be loaded does not stop the service: it answers 503 to everything (the agent
  * has no egress) and says why in the journal. Each connection is one gateway-request journal entry; every
  * secret the gateway holds is redacted from every log line by value.
+ *
+ * Connections are kept alive: the gateway reads every request itself (inside an intercepted tunnel too),
+ * checks, rewrites and journals each on its own, re-chunks bodies sent chunked, and finds the end of each
+ * response from its framing while streaming it on. Upstream connections are kept in a pool per scheme,
+ * host and port (GATEWAY_POOL_MAX, GATEWAY_POOL_IDLE_SEC) for the next request there, from this client
+ * or another: one TCP and TLS handshake (verified) serves many requests.
  *
  * One thread per connection (at most GATEWAY_CONNECTIONS_MAX), blocking I/O with timeouts; the main thread
  * runs the sd-event loop that accepts and exits after LOOP_GATEWAY_IDLE_SEC without connections. */
@@ -58,6 +65,7 @@
 #include "config.h"
 #include "egress-address.h"
 #include "egress-ca.h"
+#include "egress-handover.h"
 #include "egress-policy.h"
 #include "egress-rewrite.h"
 #include "http-server.h"
@@ -74,10 +82,15 @@
 #define GATEWAY_CONNECT_TIMEOUT_MS (10 * 1000)
 #define GATEWAY_IO_TIMEOUT_SEC 300                          /* silence on an upstream exchange */
 #define GATEWAY_TUNNEL_IDLE_MS (600 * 1000)
+#define GATEWAY_TUNNEL_HALF_CLOSED_MS (5 * 1000)            /* silence after one side of a tunnel closed */
 #define GATEWAY_ADDRESSES_MAX 16U                           /* of a name, tried in order */
 #define GATEWAY_IDLE_SEC_DEFAULT 60U
-#define GATEWAY_STREAM_BUFFER_SIZE (16U * 1024U)
+#define GATEWAY_STREAM_BUFFER_SIZE (64U * 1024U)            /* per connection, for responses */
+#define GATEWAY_CHUNK_LINE_MAX 24U                          /* "%zx\r\n" before a re-chunked piece */
+#define GATEWAY_POOL_MAX 64U                                /* idle upstream connections kept */
+#define GATEWAY_POOL_IDLE_SEC 20U                           /* below the keep-alive timeout of most servers */
 #define GATEWAY_PROXY_REPLY_MAX (8U * 1024U)
+#define GATEWAY_PROXY_USERINFO_MAX 1024U                    /* user:password of the host's proxy */
 #define GATEWAY_LEAVES_MAX 256U                             /* cached leaf certificates; then started over */
 #define GATEWAY_CA_PATH "/.loop/ca.pem"                     /* the sandbox CA, for the runner */
 #define GATEWAY_SESSIONS_MAX 256U                           /* upstream TLS sessions kept for resumption */
@@ -87,6 +100,7 @@ typedef struct Upstream {
         char *host;                     /* NULL: not configured */
         uint16_t port;
         char *base_path;                /* "" or "/prefix" without a trailing slash */
+        char *authorization;            /* "Basic ..." from user:password@ in the URL, or NULL */
 } Upstream;
 
 typedef struct Gateway {
@@ -109,6 +123,17 @@ typedef struct Gateway {
         } sessions[GATEWAY_SESSIONS_MAX];
         size_t n_sessions;
 
+        /* Idle upstream connections, oldest first, by "scheme host port". */
+        pthread_mutex_t pool_lock;
+        struct {
+                char *key;
+                int fd;
+                SSL *ssl;
+                char address[INET6_ADDRSTRLEN];
+                uint64_t since;         /* CLOCK_MONOTONIC, µs */
+        } pool[GATEWAY_POOL_MAX];
+        size_t n_pool;
+
         pthread_mutex_t leaves_lock;
         struct {
                 char *host;
@@ -130,8 +155,15 @@ typedef struct Connection {
         SSL *client_ssl;                /* intercepted: TLS with the agent, our leaf certificate */
         int up;
         SSL *ssl;
-        char *buf;                      /* GATEWAY_HEADER_SIZE_MAX bytes */
+        char *up_key;                   /* the pool's key of c->up */
+        bool up_pooled;                 /* c->up came from the pool (it may have gone stale) */
+        char *buf;                      /* GATEWAY_HEADER_SIZE_MAX bytes: request heads, request bodies */
         size_t size;
+        char *rbuf;                     /* GATEWAY_STREAM_BUFFER_SIZE bytes: responses */
+        char *scratch;                  /* GATEWAY_STREAM_BUFFER_SIZE + GATEWAY_CHUNK_LINE_MAX bytes */
+        unsigned requests;              /* answered on this connection so far */
+        bool again;                     /* the client connection can carry another request */
+        bool quiet;                     /* ended between requests: no journal record */
         HttpRequest req;
         struct timespec start;
 
@@ -150,13 +182,51 @@ typedef struct Connection {
 static void upstream_done(Upstream *u) {
         free(u->host);
         free(u->base_path);
+        if (u->authorization) {
+                explicit_bzero(u->authorization, strlen(u->authorization));
+                free(u->authorization);
+        }
         *u = (Upstream) {};
 }
 
-/* scheme://host[:port][/path], scheme http or https; IPv6 in brackets. */
+/* "Basic base64(user:password)" of the percent-encoded userinfo[0..size) (RFC 3986 3.2.1, RFC 7617). */
+static int basic_authorization(const char *userinfo, size_t size, char **ret) {
+        _cleanup_free_ char *plain = NULL, *out = NULL;
+        size_t n = 0;
+        int l;
+
+        if (size > GATEWAY_PROXY_USERINFO_MAX || !memchr(userinfo, ':', size))
+                return -EINVAL;
+        plain = malloc(size + 1);
+        out = malloc(strlen("Basic ") + 4 * ((size + 2) / 3) + 1);
+        if (!plain || !out)
+                return -ENOMEM;
+        for (size_t i = 0; i < size; i++) {
+                if (userinfo[i] == '%') {
+                        int a = i + 2 < size ? unhexchar(userinfo[i + 1]) : -1, b = i + 2 < size ? unhexchar(userinfo[i + 2]) : -1;
+                        if (a < 0 || b < 0 || (a == 0 && b == 0))
+                                goto fail;
+                        plain[n++] = (char) (a << 4 | b);
+                        i += 2;
+                } else
+                        plain[n++] = userinfo[i];
+        }
+        memcpy(out, "Basic ", 6);
+        l = EVP_EncodeBlock((unsigned char *) out + 6, (const unsigned char *) plain, (int) n);
+        explicit_bzero(plain, size + 1);
+        if (l < 0)
+                return -EINVAL;
+        *ret = TAKE_PTR(out);
+        return 0;
+fail:
+        explicit_bzero(plain, size + 1);
+        return -EINVAL;
+}
+
+/* scheme://[user:password@]host[:port][/path], scheme http or https; IPv6 in brackets. */
 static int upstream_parse(const char *url, bool allow_path, Upstream *ret) {
         Upstream u = {};
-        const char *rest, *end, *colon = NULL;
+        const char *rest, *end, *colon = NULL, *at;
         size_t host_len;
 
         if ((rest = startswith(url, "https://")))
@@ -164,6 +234,13 @@ static int upstream_parse(const char *url, bool allow_path, Upstream *ret) {
         else if (!(rest = startswith(url, "http://")))
                 return -EINVAL;
         end = rest + strcspn(rest, "/");
+        at = memrchr(rest, '@', (size_t) (end - rest));
+        if (at) {
+                int r = basic_authorization(rest, (size_t) (at - rest), &u.authorization);
+                if (r < 0)
+                        return r;
+                rest = at + 1;
+        }
         if (rest[0] == '[') {
                 const char *close = memchr(rest, ']', (size_t) (end - rest));
                 if (!close)
@@ -179,8 +256,10 @@ static int upstream_parse(const char *url, bool allow_path, Upstream *ret) {
                 host_len = colon ? (size_t) (colon - rest) : (size_t) (end - rest);
                 u.host = strndup(rest, host_len);
         }
-        if (!u.host)
+        if (!u.host) {
+                upstream_done(&u);
                 return -ENOMEM;
+        }
         egress_host_normalize(u.host);
         if (!egress_host_is_valid(u.host))
                 goto fail;
@@ -236,7 +315,7 @@ static int gateway_load(Gateway *g, const char *path) {
         _cleanup_(json_object_putp) json_object *doc = NULL;
         _cleanup_free_ char *text = NULL, *error = NULL, *api_host = NULL, *config_path = NULL;
         json_object *egress = NULL;
-        const char *s, *dir;
+        const char *s, *dir, *from_env = NULL;
         size_t size;
         int r;
 
@@ -279,6 +358,8 @@ static int gateway_load(Gateway *g, const char *path) {
 
         s = json_str(egress, "api_upstream");
         r = upstream_parse(isempty(s) ? EGRESS_API_UPSTREAM_DEFAULT : s, true, &g->api);
+        if (r >= 0 && g->api.authorization)
+                r = -EINVAL;
         if (r < 0)
                 return gateway_fail_config(g, "egress.api_upstream \"%s\" is not an http(s)://HOST[:PORT][/PATH] URL", s);
         /* Without egress.upstream_proxy, the host's own proxy variables, as the service's environment has
@@ -288,14 +369,30 @@ static int gateway_load(Gateway *g, const char *path) {
         if (isempty(s)) {
                 static const char * const proxy_variables[] = { "https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY" };
                 for (size_t i = 0; i < ELEMENTSOF(proxy_variables) && isempty(s); i++)
-                        s = getenv(proxy_variables[i]);
+                        if (!isempty(s = getenv(proxy_variables[i])))
+                                from_env = proxy_variables[i];
         }
         if (!isempty(s)) {
                 r = upstream_parse(s, true, &g->proxy);
+                if (r == -ENOMEM)
+                        return log_oom();
                 /* not echoed: a proxy URL may carry a password */
                 if (r < 0 || g->proxy.tls)
                         return gateway_fail_config(g, "the upstream proxy (egress.upstream_proxy, or the service's "
-                                                   "https_proxy/http_proxy) is not an http://HOST:PORT URL");
+                                                   "https_proxy/http_proxy) is not an http://[USER:PASSWORD@]HOST:PORT URL");
+                if (g->proxy.authorization) {
+                        /* redacted by value from every log line, in the forms it could take */
+                        const char *at = strrchr(s, '@'), *userinfo = strstr(s, "://") + 3;
+                        _cleanup_free_ char *raw = strndup(userinfo, (size_t) (at - userinfo));
+                        const char *password = raw ? strchr(raw, ':') : NULL;
+                        if (!raw || audit_add_secret(raw) < 0 || (password && !isempty(password + 1) && audit_add_secret(password + 1) < 0) ||
+                            audit_add_secret(g->proxy.authorization + strlen("Basic ")) < 0)
+                                return log_oom();
+                        explicit_bzero(raw, strlen(raw));
+                        if (from_env)
+                                log_warning("The upstream proxy's password comes from $%s, which `systemctl show` displays; "
+                                            "egress.upstream_proxy keeps it in the gateway's credential only.", from_env);
+                }
         }
 
         g->tls = SSL_CTX_new(TLS_client_method());
@@ -456,6 +553,7 @@ static int connection_read_head(Connection *c) {
                 .header_size_max = GATEWAY_HEADER_SIZE_MAX,
                 .headers_max = GATEWAY_HEADERS_MAX,
                 .body_size_max = GATEWAY_BODY_MAX,
+                .chunked = true,                /* streamed by request_body_relay() */
                 .proxy_forms = true,
                 .head_only = true,
         };
@@ -477,6 +575,10 @@ static int connection_read_head(Connection *c) {
                 if (c->size >= GATEWAY_HEADER_SIZE_MAX)
                         return refuse(c, 431, "deny", "bad-request", "the request head is too large");
                 k = client_read(c, c->buf + c->size, GATEWAY_HEADER_SIZE_MAX - c->size, GATEWAY_HEAD_TIMEOUT_MS);
+                if (k == -ETIMEDOUT && c->size == 0 && c->requests > 0) {
+                        c->reason = "client-gone";      /* an idle kept-alive connection, closed */
+                        return -ECONNRESET;
+                }
                 if (k == -ETIMEDOUT)
                         return refuse(c, 408, "deny", "timeout", "the request head did not arrive in time");
                 if (k <= 0) {
@@ -625,11 +727,13 @@ static int proxy_tunnel(Connection *c, const struct sockaddr_storage *target) {
         (void) egress_address_format((const struct sockaddr *) target, ip, sizeof ip);
         port = ntohs(target->ss_family == AF_INET ? ((const struct sockaddr_in *) target)->sin_port
                                                    : ((const struct sockaddr_in6 *) target)->sin6_port);
-        if (asprintf(&request, target->ss_family == AF_INET6 ? "CONNECT [%s]:%u HTTP/1.1\r\nHost: [%s]:%u\r\n\r\n"
-                                                             : "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n",
-                     ip, port, ip, port) < 0)
+        if (asprintf(&request, target->ss_family == AF_INET6 ? "CONNECT [%s]:%u HTTP/1.1\r\nHost: [%s]:%u\r\n%s%s%s\r\n"
+                                                             : "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n%s%s%s\r\n",
+                     ip, port, ip, port, p->authorization ? "Proxy-Authorization: " : "", strempty(p->authorization),
+                     p->authorization ? "\r\n" : "") < 0)
                 return -ENOMEM;
         q = loop_write(fd, request, strlen(request));
+        explicit_bzero(request, strlen(request));
         if (q < 0)
                 return q;
         /* Byte by byte up to the blank line: what follows belongs to the tunnel. */
@@ -642,6 +746,8 @@ static int proxy_tunnel(Connection *c, const struct sockaddr_storage *target) {
                         break;
         }
         reply_buf[got] = 0;
+        if (startswith(reply_buf, "HTTP/1.1 407") || startswith(reply_buf, "HTTP/1.0 407"))
+                return -EKEYREJECTED;   /* the proxy wants (other) credentials */
         if (!(startswith(reply_buf, "HTTP/1.1 200") || startswith(reply_buf, "HTTP/1.0 200")))
                 return -ECONNREFUSED;
         memcpy(c->address, ip, sizeof ip);
@@ -660,8 +766,14 @@ static int upstream_open(Connection *c, const char *host, uint16_t port) {
                 return q;
         if (c->gw->proxy.host) {
                 q = -ECONNREFUSED;
-                for (size_t i = 0; i < n && q < 0; i++)
+                for (size_t i = 0; i < n && q < 0 && q != -EKEYREJECTED; i++)
                         q = proxy_tunnel(c, &addrs[i]);
+                if (q == -EKEYREJECTED) {
+                        c->decision = "error";
+                        c->reason = "upstream-proxy-auth";
+                        (void) reply(c, 502, "the host's proxy refused the gateway's credentials (407)");
+                        return q;
+                }
         } else
                 q = tcp_connect_any(c, addrs, lens, n);
         if (q == -EACCES)
@@ -791,65 +903,360 @@ static ssize_t up_read(Connection *c, void *buf, size_t n) {
         return SSL_get_error(c->ssl, k) == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 ? 0 : -EIO;
 }
 
-/* The request body (content_length bytes: what was read with the head first), then the response, chunk by
- * chunk as it arrives: nothing is held back, so server-sent events reach the agent at once. */
-static int exchange(Connection *c, const char *head, size_t head_size) {
-        char buf[GATEWAY_STREAM_BUFFER_SIZE];
-        uint64_t left = c->req.content_length;
-        size_t first = MIN((uint64_t) c->size, left);
+/* ---- the upstream connection pool ---- */
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
+}
+
+static void pool_entry_free(Gateway *g, size_t i) {
+        free(g->pool[i].key);
+        SSL_free(g->pool[i].ssl);
+        safe_close(g->pool[i].fd);
+        memmove(&g->pool[i], &g->pool[i + 1], (g->n_pool - i - 1) * sizeof g->pool[0]);
+        g->n_pool--;
+}
+
+/* An idle connection to key, the newest first. One the server closed (or that has bytes nobody asked
+ * for) is readable: it is dropped, as are those idle too long. */
+static bool pool_take(Connection *c, const char *key) {
+        Gateway *g = c->gw;
+        uint64_t now = now_usec();
+        bool found = false;
+
+        pthread_mutex_lock(&g->pool_lock);
+        for (size_t i = g->n_pool; i > 0 && !found; i--) {
+                struct pollfd p = { .fd = g->pool[i - 1].fd, .events = POLLIN };
+
+                if (now - g->pool[i - 1].since > GATEWAY_POOL_IDLE_SEC * 1000000ULL) {
+                        pool_entry_free(g, i - 1);
+                        continue;
+                }
+                if (!streq(g->pool[i - 1].key, key))
+                        continue;
+                if (poll(&p, 1, 0) != 0) {
+                        pool_entry_free(g, i - 1);
+                        continue;
+                }
+                c->up = g->pool[i - 1].fd;
+                c->ssl = g->pool[i - 1].ssl;
+                memcpy(c->address, g->pool[i - 1].address, sizeof c->address);
+                g->pool[i - 1].fd = -EBADF;
+                g->pool[i - 1].ssl = NULL;
+                pool_entry_free(g, i - 1);
+                found = true;
+        }
+        pthread_mutex_unlock(&g->pool_lock);
+        if (found && c->ssl)
+                (void) SSL_set_app_data(c->ssl, c);
+        return found;
+}
+
+/* Hands c->up to the pool (reusable) or closes it. */
+static void upstream_release(Connection *c, bool reusable) {
+        Gateway *g = c->gw;
+
+        if (c->up < 0)
+                return;
+        if (reusable && c->up_key) {
+                char *key = strdup(c->up_key);
+                if (key) {
+                        if (c->ssl)
+                                (void) SSL_set_app_data(c->ssl, NULL);
+                        pthread_mutex_lock(&g->pool_lock);
+                        if (g->n_pool >= GATEWAY_POOL_MAX)
+                                pool_entry_free(g, 0);
+                        g->pool[g->n_pool].key = key;
+                        g->pool[g->n_pool].fd = TAKE_FD(c->up);
+                        g->pool[g->n_pool].ssl = TAKE_PTR(c->ssl);
+                        memcpy(g->pool[g->n_pool].address, c->address, sizeof c->address);
+                        g->pool[g->n_pool].since = now_usec();
+                        g->n_pool++;
+                        pthread_mutex_unlock(&g->pool_lock);
+                        return;
+                }
+        }
+        if (c->ssl) {
+                (void) SSL_shutdown(c->ssl);
+                SSL_free(TAKE_PTR(c->ssl));
+        }
+        c->up = safe_close(c->up);
+}
+
+/* c->up to host:port, TLS verified when tls: from the pool, or a new connection (which refuses or
+ * answers the client itself on failure). */
+static int upstream_get(Connection *c, const char *host, uint16_t port, bool tls) {
         int q;
 
-        q = up_write(c, head, head_size);
-        if (q < 0)
-                goto upstream_failed;
-        c->sent += head_size;
-        if (first > 0) {
-                q = up_write(c, c->buf, first);
-                if (q < 0)
-                        goto upstream_failed;
-                c->sent += first;
-                left -= first;
+        free(c->up_key);
+        if (asprintf(&c->up_key, "%s %s %u", tls ? "https" : "http", host, port) < 0) {
+                c->up_key = NULL;
+                return -ENOMEM;
         }
-        while (left > 0) {
-                ssize_t k = client_read(c, buf, (size_t) MIN(left, (uint64_t) sizeof buf), GATEWAY_IO_TIMEOUT_SEC * 1000);
-                if (k <= 0) {
-                        c->reason = "client-gone";
-                        return -ECONNRESET;
+        c->up_pooled = pool_take(c, c->up_key);
+        if (c->up_pooled)
+                return 0;
+        q = upstream_open(c, host, port);
+        if (q >= 0 && tls)
+                q = upstream_tls(c, host);
+        return q;
+}
+
+/* ---- one exchange: the request's body up, the response down ---- */
+
+/* data[GATEWAY_CHUNK_LINE_MAX..+n) goes upstream as one chunk, in one write. */
+static int up_write_chunk(Connection *c, char *data, size_t n) {
+        char line[GATEWAY_CHUNK_LINE_MAX];
+        int l = snprintf(line, sizeof line, "%zx\r\n", n);
+        char *start = data + GATEWAY_CHUNK_LINE_MAX - l;
+
+        memcpy(start, line, (size_t) l);
+        memcpy(data + GATEWAY_CHUNK_LINE_MAX + n, "\r\n", 2);
+        return up_write(c, start, (size_t) l + n + 2);
+}
+
+/* The request body: Content-Length bytes, or a chunked body decoded (strictly, capped by
+ * GATEWAY_BODY_MAX) and sent on re-chunked, so the upstream never sees the client's framing. What
+ * follows the body (a pipelined request) stays in c->buf. Returns -ECONNRESET (client), -EIO
+ * (upstream), -EBADMSG or -EFBIG (a bad chunked body). */
+static int request_body_relay(Connection *c) {
+        if (!c->req.chunked) {
+                uint64_t left = c->req.content_length;
+                size_t first = (size_t) MIN((uint64_t) c->size, left);
+
+                if (first > 0) {
+                        if (up_write(c, c->buf, first) < 0)
+                                return -EIO;
+                        memmove(c->buf, c->buf + first, c->size - first);
+                        c->size -= first;
+                        c->sent += first;
+                        left -= first;
                 }
-                q = up_write(c, buf, (size_t) k);
-                if (q < 0)
-                        goto upstream_failed;
-                c->sent += (uint64_t) k;
-                left -= (uint64_t) k;
+                while (left > 0) {
+                        ssize_t k = client_read(c, c->rbuf, (size_t) MIN(left, (uint64_t) GATEWAY_STREAM_BUFFER_SIZE),
+                                                GATEWAY_IO_TIMEOUT_SEC * 1000);
+                        if (k <= 0)
+                                return -ECONNRESET;
+                        if (up_write(c, c->rbuf, (size_t) k) < 0)
+                                return -EIO;
+                        c->sent += (uint64_t) k;
+                        left -= (uint64_t) k;
+                }
+                return 0;
         }
+
+        HttpChunked d = { .data_max = GATEWAY_BODY_MAX, .framing_unlimited = true };
+        for (;;) {
+                size_t n = 0, consumed = 0;
+                int q;
+
+                if (c->size == 0) {
+                        ssize_t k = client_read(c, c->buf, GATEWAY_HEADER_SIZE_MAX, GATEWAY_IO_TIMEOUT_SEC * 1000);
+                        if (k <= 0)
+                                return -ECONNRESET;
+                        c->size = (size_t) k;
+                }
+                q = http_chunked_decode(&d, c->buf, c->size, c->scratch + GATEWAY_CHUNK_LINE_MAX, &n, &consumed);
+                if (q < 0)
+                        return q;
+                if (q == 0)
+                        consumed = c->size;
+                if (n > 0) {
+                        if (up_write_chunk(c, c->scratch, n) < 0)
+                                return -EIO;
+                        c->sent += n;
+                }
+                memmove(c->buf, c->buf + consumed, c->size - consumed);
+                c->size -= consumed;
+                if (q == 1)
+                        return up_write(c, "0\r\n\r\n", 5) < 0 ? -EIO : 0;
+        }
+}
+
+static int client_send_response(Connection *c, const char *buf, size_t n) {
+        int q = client_write(c, buf, n);
+        if (q < 0) {
+                c->reason = "client-gone";
+                return q;
+        }
+        c->received += n;
+        return 0;
+}
+
+/* The response, passed on as it arrives (server-sent events are not held back), its end found from its
+ * framing. Returns -ECONNABORTED when the upstream ended before any byte of an answer (a pooled
+ * connection the server had closed), other errors with c->reason set. */
+static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_client_reusable) {
+        char *buf = c->rbuf;
+        size_t have = 0;
+        EgressResponseFraming f;
+        bool extra = false;
+        int q;
 
         for (;;) {
-                ssize_t k = up_read(c, buf, sizeof buf);
-                if (k < 0) {
-                        if (c->received == 0)
-                                goto upstream_failed;
-                        c->reason = "upstream-broke";
-                        return (int) k;
-                }
-                if (k == 0)
-                        break;
-                if (c->received == 0 && k >= 12 && startswith(buf, "HTTP/1."))
-                        c->status = atoi(buf + 9);
-                q = client_write(c, buf, (size_t) k);
+                q = egress_response_framing(buf, have, c->req.method, &f);
                 if (q < 0) {
-                        c->reason = "client-gone";
-                        return q;
+                        c->reason = "upstream-bad-response";
+                        return -EBADMSG;
                 }
-                c->received += (uint64_t) k;
+                if (q == 0) {
+                        ssize_t k = up_read(c, buf + have, GATEWAY_STREAM_BUFFER_SIZE - have);
+                        if (k <= 0 && have == 0 && c->received == 0)
+                                return -ECONNABORTED;
+                        if (k <= 0) {
+                                c->reason = "upstream-broke";
+                                return k < 0 ? (int) k : -ECONNRESET;
+                        }
+                        have += (size_t) k;
+                        continue;
+                }
+                if (!f.interim)
+                        c->status = f.status;
+                q = client_send_response(c, buf, f.head_size);
+                if (q < 0)
+                        return q;
+                memmove(buf, buf + f.head_size, have - f.head_size);
+                have -= f.head_size;
+                if (!f.interim)
+                        break;
         }
-        return 0;
 
-upstream_failed:
-        c->decision = "error";
-        c->reason = "upstream-failed";
-        if (c->received == 0)
+        if (f.chunked) {
+                HttpChunked d = { .framing_unlimited = true };
+                for (;;) {
+                        size_t n = 0, consumed = 0;
+
+                        if (have == 0) {
+                                ssize_t k = up_read(c, buf, GATEWAY_STREAM_BUFFER_SIZE);
+                                if (k <= 0) {
+                                        c->reason = "upstream-broke";
+                                        return k < 0 ? (int) k : -ECONNRESET;
+                                }
+                                have = (size_t) k;
+                        }
+                        q = http_chunked_decode(&d, buf, have, c->scratch, &n, &consumed);
+                        if (q < 0) {
+                                /* framing we cannot follow (extensions, trailers): its end is unknown */
+                                c->reason = "upstream-bad-chunks";
+                                return q;
+                        }
+                        if (client_send_response(c, buf, q == 1 ? consumed : have) < 0)
+                                return -ECONNRESET;
+                        if (q == 1) {
+                                extra = consumed < have;
+                                break;
+                        }
+                        have = 0;
+                }
+        } else if (f.until_close) {
+                if (have > 0 && client_send_response(c, buf, have) < 0)
+                        return -ECONNRESET;
+                for (;;) {
+                        ssize_t k = up_read(c, buf, GATEWAY_STREAM_BUFFER_SIZE);
+                        if (k < 0) {
+                                c->reason = "upstream-broke";
+                                return (int) k;
+                        }
+                        if (k == 0)
+                                break;
+                        if (client_send_response(c, buf, (size_t) k) < 0)
+                                return -ECONNRESET;
+                }
+        } else {
+                uint64_t left = f.length;
+                size_t first = (size_t) MIN((uint64_t) have, left);
+
+                if (first > 0 && client_send_response(c, buf, first) < 0)
+                        return -ECONNRESET;
+                extra = have > first;
+                left -= first;
+                while (left > 0) {
+                        ssize_t k = up_read(c, buf, (size_t) MIN(left, (uint64_t) GATEWAY_STREAM_BUFFER_SIZE));
+                        if (k <= 0) {
+                                c->reason = "upstream-broke";
+                                return k < 0 ? (int) k : -ECONNRESET;
+                        }
+                        if (client_send_response(c, buf, (size_t) k) < 0)
+                                return -ECONNRESET;
+                        left -= (uint64_t) k;
+                }
+        }
+        /* bytes after the end of a response: the server is confused, its connection is not kept */
+        *ret_upstream_reusable = f.reusable && !extra;
+        *ret_client_reusable = c->req.keep_alive && !f.until_close && !f.ambiguous;
+        return 0;
+}
+
+/* What follows the head: the body (after a "100 Continue" of our own when the client waits for one: the
+ * gateway dropped its Expect), then the response. */
+static int exchange(Connection *c, bool body, const char *expect, bool *ret_upstream_reusable, bool *ret_client_reusable) {
+        int q;
+
+        if (body) {
+                if (expect && strcasecmp(expect, "100-continue") == 0 &&
+                    client_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
+                        return -ECONNRESET;
+                q = request_body_relay(c);
+                if (q < 0)
+                        return q;
+        }
+        return response_relay(c, ret_upstream_reusable, ret_client_reusable);
+}
+
+/* Sends head (and the body) to host:port and the response back. A pooled connection the server closed
+ * meanwhile is replaced once, when nothing of the request but its head was sent. Sets c->again when
+ * the client connection can carry another request. */
+static int forward(Connection *c, const char *host, uint16_t port, bool tls, const char *head, size_t head_size) {
+        bool body = c->req.chunked || c->req.content_length > 0;
+        const char *expect = http_request_header(&c->req, "Expect");
+        bool up_ok = false, client_ok = false;
+        int q;
+
+        for (unsigned attempt = 0;; attempt++) {
+                q = upstream_get(c, host, port, tls);
+                if (q < 0)
+                        return q;
+                c->sent = 0;
+                q = up_write(c, head, head_size);
+                if (q >= 0) {
+                        c->sent += head_size;
+                        q = exchange(c, body, expect, &up_ok, &client_ok);
+                }
+                if ((q == -EIO || q == -ECONNABORTED) && c->up_pooled && !body && attempt == 0 && c->received == 0) {
+                        log_debug("A pooled connection to %s:%u was closed by the server, opening another.", host, port);
+                        upstream_release(c, false);
+                        c->address[0] = 0;
+                        continue;
+                }
+                break;
+        }
+        if (q >= 0) {
+                upstream_release(c, up_ok);
+                c->again = client_ok;
+                return 0;
+        }
+        upstream_release(c, false);
+        if ((q == -EBADMSG || q == -EFBIG) && !c->reason) {
+                /* the client's chunked body */
+                c->decision = "deny";
+                c->reason = "bad-request";
+                if (c->received == 0)
+                        (void) reply(c, q == -EFBIG ? 413 : 400, "the request body's chunks cannot be read");
+                return q;
+        }
+        if (q == -ECONNRESET && !c->reason)
+                c->reason = "client-gone";
+        if (c->reason && !startswith(c->reason, "upstream"))
+                return q;
+        if (!c->reason)
+                c->reason = "upstream-failed";
+        if (c->received == 0) {
+                c->decision = "error";
                 (void) reply(c, 502, "the upstream server failed");
-        return -EIO;
+        }
+        return q;
 }
 
 /* Whether the Host header (if any; HTTP/1.1 requires one) names the target host:port. */
@@ -934,18 +1341,62 @@ done:
         return ctx;
 }
 
+static void request_reset(Connection *c) {
+        http_request_done(&c->req);
+        c->decision = c->rule = c->reason = NULL;
+        c->status = 0;
+        c->sent = c->received = 0;
+        c->address[0] = 0;
+        c->again = false;
+        (void) clock_gettime(CLOCK_MONOTONIC, &c->start);
+}
+
+/* One request inside an intercepted tunnel. */
+static int intercept_request(Connection *c, bool literal) {
+        Gateway *g = c->gw;
+        _cleanup_free_ char *head = NULL, *host_header = NULL;
+        const EgressRule *rule;
+        const char *reason = NULL;
+        size_t size = 0;
+        int q;
+
+        if (c->req.form != HTTP_TARGET_ORIGIN)
+                return refuse(c, 400, "deny", "bad-request", "a request inside a tunnel names no other server");
+        c->req.host = strdup(c->host);
+        if (!c->req.host)
+                return -ENOMEM;
+        c->req.port = c->port;
+        if (!host_header_agrees(&c->req, 443))
+                return refuse(c, 421, "deny", "host-mismatch", "the Host header is not the CONNECT target");
+        rule = egress_policy_match(g->policy, c->host, c->port, c->req.method, c->req.path);
+        c->rule = rule->id;
+        if (rule->decision == EGRESS_DENY)
+                return refuse(c, 403, "deny", "policy", "the egress policy does not allow this request");
+
+        if ((c->port == 443 ? asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]" : "%s", c->host)
+                            : asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host, c->port)) < 0)
+                return -ENOMEM;
+        q = egress_upstream_head(&c->req, g->policy, rule, NULL, host_header, &head, &size, &reason);
+        if (q == -ENOMEM)
+                return q;
+        if (q < 0)
+                return refuse(c, q == -E2BIG ? 431 : 403, "deny", reason, "the request carries a credential it may not send");
+
+        c->decision = rule->decision == EGRESS_CREDENTIAL ? "credential" : "allow";
+        q = forward(c, c->host, c->port, true, head, size);
+        explicit_bzero(head, size);
+        return q;
+}
+
 /* A host that gets a credential: the gateway ends the agent's TLS with a leaf of the sandbox CA, reads
  * the request, swaps the dummy for the secret, and sends it on over TLS it verifies itself. */
 static int handle_intercept(Connection *c) {
         Gateway *g = c->gw;
-        _cleanup_free_ char *head = NULL, *host_header = NULL;
-        const EgressRule *rule;
-        const char *sni, *reason = NULL;
+        const char *sni;
         struct timeval tv = { .tv_sec = GATEWAY_HEAD_TIMEOUT_MS / 1000 };
         struct in6_addr a;
         bool literal;
         SSL_CTX *ctx;
-        size_t size = 0;
         int q;
 
         if (c->size > 0)
@@ -980,42 +1431,22 @@ static int handle_intercept(Connection *c) {
         if (literal ? sni != NULL : !sni || strcasecmp(sni, c->host) != 0)
                 return refuse(c, 421, "deny", "sni-mismatch", "the TLS server name is not the CONNECT target");
 
-        /* The request inside. */
-        http_request_done(&c->req);
-        q = connection_read_head(c);
-        if (q < 0)
-                return q;
-        if (c->req.form != HTTP_TARGET_ORIGIN)
-                return refuse(c, 400, "deny", "bad-request", "a request inside a tunnel names no other server");
-        c->req.host = strdup(c->host);
-        if (!c->req.host)
-                return -ENOMEM;
-        c->req.port = c->port;
-        if (!host_header_agrees(&c->req, 443))
-                return refuse(c, 421, "deny", "host-mismatch", "the Host header is not the CONNECT target");
-        rule = egress_policy_match(g->policy, c->host, c->port, c->req.method, c->req.path);
-        c->rule = rule->id;
-        if (rule->decision == EGRESS_DENY)
-                return refuse(c, 403, "deny", "policy", "the egress policy does not allow this request");
-
-        if ((c->port == 443 ? asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]" : "%s", c->host)
-                            : asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host, c->port)) < 0)
-                return -ENOMEM;
-        q = egress_upstream_head(&c->req, g->policy, rule, NULL, host_header, &head, &size, &reason);
-        if (q == -ENOMEM)
-                return q;
-        if (q < 0)
-                return refuse(c, q == -E2BIG ? 431 : 403, "deny", reason, "the request carries a credential it may not send");
-
-        q = upstream_open(c, c->host, c->port);
-        if (q >= 0)
-                q = upstream_tls(c, c->host);
-        if (q >= 0) {
-                c->decision = rule->decision == EGRESS_CREDENTIAL ? "credential" : "allow";
-                q = exchange(c, head, size);
+        /* The requests inside, each checked, rewritten and journaled on its own. */
+        for (;;) {
+                http_request_done(&c->req);
+                q = connection_read_head(c);
+                if (q < 0) {
+                        if (c->requests > 0 && c->size == 0 && !c->decision && streq_ptr(c->reason, "client-gone"))
+                                c->quiet = true;
+                        return q;
+                }
+                q = intercept_request(c, literal);
+                c->requests++;
+                if (q < 0 || !c->again)
+                        return q;
+                connection_journal(c);
+                request_reset(c);
         }
-        explicit_bzero(head, size);
-        return q;
 }
 
 static int handle_connect(Connection *c) {
@@ -1092,7 +1523,7 @@ static int handle_connect(Connection *c) {
         c->sent += got;
         {
                 uint64_t up = 0, down = 0;
-                q = fd_pump(c->fd, c->up, GATEWAY_TUNNEL_IDLE_MS, &up, &down);
+                q = fd_pump(c->fd, c->up, GATEWAY_TUNNEL_IDLE_MS, GATEWAY_TUNNEL_HALF_CLOSED_MS, &up, &down);
                 c->sent += up;
                 c->received += down;
         }
@@ -1128,12 +1559,8 @@ static int handle_http(Connection *c) {
         if (q < 0)
                 return refuse(c, q == -E2BIG ? 431 : 403, "deny", reason, "the request carries a credential it may not send");
 
-        q = upstream_open(c, c->req.host, c->req.port);
-        if (q < 0)
-                goto finish;
         c->decision = rule->decision == EGRESS_CREDENTIAL ? "credential" : "allow";
-        q = exchange(c, head, size);
-finish:
+        q = forward(c, c->req.host, c->req.port, false, head, size);
         explicit_bzero(head, size);
         return q;
 }
@@ -1171,17 +1598,8 @@ static int handle_api(Connection *c) {
                 return refuse(c, q == -E2BIG ? 431 : 403, "deny", reason,
                               "the API pass-through only accepts the dummy key it gave the agent");
 
-        q = upstream_open(c, g->api.host, g->api.port);
-        if (q < 0)
-                goto finish;
-        if (g->api.tls) {
-                q = upstream_tls(c, g->api.host);
-                if (q < 0)
-                        goto finish;
-        }
         c->decision = "credential";
-        q = exchange(c, head, size);
-finish:
+        q = forward(c, g->api.host, g->api.port, g->api.tls, head, size);
         explicit_bzero(head, size);
         return q;
 }
@@ -1209,10 +1627,8 @@ static int handle_ca(Connection *c) {
 static void connection_free(Connection *c) {
         if (!c)
                 return;
-        if (c->ssl) {
-                (void) SSL_shutdown(c->ssl);
-                SSL_free(c->ssl);
-        }
+        upstream_release(c, false);
+        free(c->up_key);
         if (c->client_ssl) {
                 (void) SSL_shutdown(c->client_ssl);
                 SSL_free(c->client_ssl);
@@ -1224,8 +1640,46 @@ static void connection_free(Connection *c) {
                 explicit_bzero(c->buf, GATEWAY_HEADER_SIZE_MAX);
                 free(c->buf);
         }
+        if (c->scratch) {
+                explicit_bzero(c->scratch, GATEWAY_STREAM_BUFFER_SIZE + GATEWAY_CHUNK_LINE_MAX);
+                free(c->scratch);
+        }
+        free(c->rbuf);
         free(c->host);
         free(c);
+}
+
+static void connection_dispatch(Connection *c) {
+        Gateway *g = c->gw;
+
+        free(c->host);
+        c->host = c->req.host ? strdup(c->req.host) : NULL;
+        c->port = c->req.host ? c->req.port : 0;
+        if (g->config_error)
+                (void) refuse(c, 503, "deny", "misconfigured", "the egress gateway is misconfigured; see its journal");
+        else if (c->req.form == HTTP_TARGET_ORIGIN && streq(c->req.path, GATEWAY_CA_PATH))
+                (void) handle_ca(c);
+        else if (c->req.form == HTTP_TARGET_AUTHORITY)
+                (void) handle_connect(c);
+        else if (c->req.form == HTTP_TARGET_ABSOLUTE)
+                (void) handle_http(c);
+        else
+                (void) handle_api(c);
+}
+
+/* A connection from the relay is the agent's own, handed over: from then on c->fd is that. */
+static int connection_take_over(Connection *c) {
+        int fd = -EBADF, q;
+
+        q = (int) read_timeout(c->fd, NULL, 0, GATEWAY_HEAD_TIMEOUT_MS);
+        if (q < 0)
+                return q;
+        q = egress_handover_receive(c->fd, &fd);
+        if (q <= 0)
+                return q;
+        safe_close(c->fd);
+        c->fd = fd;
+        return 0;
 }
 
 static void *connection_run(void *userdata) {
@@ -1234,32 +1688,34 @@ static void *connection_run(void *userdata) {
         uint64_t one = 1;
         int q;
 
-        q = connection_read_head(c);
-        if (q >= 0) {
-                if (c->req.host) {
-                        c->host = strdup(c->req.host);
-                        c->port = c->req.port;
+        q = connection_take_over(c);
+        if (q == -EBADMSG || q == -EPROTONOSUPPORT) {
+                c->kind = "handover";
+                c->decision = "deny";
+                c->reason = "bad-handover";
+        } else if (q < 0)
+                c->quiet = true;        /* gone (or silent) before a byte */
+        for (; q >= 0;) {
+                if (connection_read_head(c) < 0) {
+                        /* a connection that sent nothing (more) is not worth a record */
+                        if (!c->decision && streq_ptr(c->reason, "client-gone") && c->size == 0)
+                                c->quiet = true;
+                        break;
                 }
-                if (g->config_error)
-                        (void) refuse(c, 503, "deny", "misconfigured", "the egress gateway is misconfigured; see its journal");
-                else if (c->req.form == HTTP_TARGET_ORIGIN && streq(c->req.path, GATEWAY_CA_PATH))
-                        (void) handle_ca(c);
-                else if (c->req.form == HTTP_TARGET_AUTHORITY)
-                        (void) handle_connect(c);
-                else if (c->req.form == HTTP_TARGET_ABSOLUTE)
-                        (void) handle_http(c);
-                else
-                        (void) handle_api(c);
-        } else if (!c->decision && c->reason && streq(c->reason, "client-gone") && c->size == 0) {
-                /* a connection that sent nothing is not worth a record */
-                connection_free(c);
-                goto done;
+                connection_dispatch(c);
+                c->requests++;
+                /* a CONNECT took the connection over, with its own requests inside */
+                if (!c->again || streq_ptr(c->kind, "connect"))
+                        break;
+                connection_journal(c);
+                request_reset(c);
         }
-        if (!c->decision)
-                c->decision = "error";
-        connection_journal(c);
+        if (!c->quiet) {
+                if (!c->decision)
+                        c->decision = "error";
+                connection_journal(c);
+        }
         connection_free(c);
-done:
         atomic_fetch_sub(&g->active, 1);
         if (write(g->done_fd, &one, sizeof one) < 0)
                 log_debug_errno(errno, "Waking the event loop failed, ignoring: %m");
@@ -1318,7 +1774,12 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         }
 
         c = calloc(1, sizeof(Connection));
-        if (!c || !(c->buf = malloc(GATEWAY_HEADER_SIZE_MAX))) {
+        if (!c || !(c->buf = malloc(GATEWAY_HEADER_SIZE_MAX)) || !(c->rbuf = malloc(GATEWAY_STREAM_BUFFER_SIZE)) ||
+            !(c->scratch = malloc(GATEWAY_STREAM_BUFFER_SIZE + GATEWAY_CHUNK_LINE_MAX))) {
+                if (c) {
+                        free(c->buf);
+                        free(c->rbuf);
+                }
                 free(c);
                 log_oom();
                 return 0;
@@ -1411,6 +1872,7 @@ static int run(int argc, char *argv[]) {
         }
         (void) pthread_mutex_init(&g.leaves_lock, NULL);
         (void) pthread_mutex_init(&g.sessions_lock, NULL);
+        (void) pthread_mutex_init(&g.pool_lock, NULL);
         idle = getenv("LOOP_GATEWAY_IDLE_SEC");
         g.idle_usec = (idle && atoi(idle) > 0 ? (uint64_t) atoi(idle) : GATEWAY_IDLE_SEC_DEFAULT) * 1000000ULL;
 

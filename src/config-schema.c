@@ -452,7 +452,8 @@ static const Field egress_fields[] = {
         BOOL("allow_api", SCOPE_CONFIG),
         STRV("registries", SCOPE_CONFIG, check_egress_registry),
         ARRAY("rules", SCOPE_CONFIG, egress_rule_schema),
-        STR("upstream_proxy", SCOPE_CONFIG, check_egress_proxy),
+        /* secret: an error never echoes it, the URL may carry user:password@ */
+        { .key = "upstream_proxy", .type = FIELD_STRING, .scope = SCOPE_CONFIG, .check = check_egress_proxy, .secret = true },
         STR("ca_file", SCOPE_CONFIG, check_optional_absolute_path),
 };
 static const Schema egress_schema = SCHEMA("egress", egress_fields);

@@ -10,6 +10,7 @@ static bool header_is_hop_by_hop(const char *name) {
         static const char * const hop[] = {
                 "Host", "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authorization", "Proxy-Authenticate",
                 "TE", "Trailer", "Upgrade", "Transfer-Encoding",
+                "Expect",       /* the gateway answers 100-continue itself */
         };
         for (size_t i = 0; i < ELEMENTSOF(hop); i++)
                 if (strcasecmp(hop[i], name) == 0)
@@ -138,8 +139,11 @@ int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const Egre
                 if (v)
                         explicit_bzero(v, strlen(v));
         }
+        /* The body goes on re-chunked by the gateway, never as the client framed it. No "Connection:
+         * close": the upstream connection is kept for the next request (the gateway frames every
+         * message itself, so nothing of the client's reaches an upstream connection unchecked). */
         if (q >= 0)
-                fputs("Connection: close\r\n\r\n", f);
+                fputs(r->chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "\r\n", f);
         if (fclose(f) != 0 && q >= 0)
                 q = -ENOMEM;
         if (q < 0) {
@@ -154,4 +158,97 @@ int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const Egre
         *ret_head = TAKE_PTR(buf);
         *ret_size = size;
         return 0;
+}
+
+/* The value of header name in a response head (the first), without surrounding whitespace, into buf. */
+static bool response_header(const char *head, size_t head_size, const char *name, char *buf, size_t size) {
+        size_t n = strlen(name);
+        const char *end = head + head_size, *p = memmem(head, head_size, "\r\n", 2);
+
+        for (; p && p + 2 < end; p = memmem(p + 2, (size_t) (end - p - 2), "\r\n", 2)) {
+                const char *line = p + 2, *line_end = memmem(line, (size_t) (end - line), "\r\n", 2), *v;
+                size_t vl;
+
+                if (!line_end || line_end == line)
+                        break;
+                if ((size_t) (line_end - line) <= n || line[n] != ':' || strncasecmp(line, name, n) != 0)
+                        continue;
+                for (v = line + n + 1; v < line_end && (*v == ' ' || *v == '\t'); v++)
+                        ;
+                vl = (size_t) (line_end - v);
+                while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+                        vl--;
+                if (vl >= size)
+                        vl = size - 1;
+                memcpy(buf, v, vl);
+                buf[vl] = 0;
+                return true;
+        }
+        return false;
+}
+
+static bool token_list_has(const char *list, const char *token) {
+        size_t n = strlen(token);
+
+        for (const char *p = list; *p;) {
+                size_t len, l;
+                p += strspn(p, " \t,");
+                len = l = strcspn(p, ",");
+                while (l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'))
+                        l--;
+                if (l == n && strncasecmp(p, token, n) == 0)
+                        return true;
+                p += len;
+        }
+        return false;
+}
+
+int egress_response_framing(const char *buf, size_t size, const char *request_method, EgressResponseFraming *ret) {
+        HttpResponseHead h;
+        EgressResponseFraming f = {};
+        char value[256];
+        bool te = false, te_chunked = false, close;
+        int q;
+
+        q = http_response_head_parse(buf, size, EGRESS_RESPONSE_HEAD_MAX, &h);
+        if (q <= 0)
+                return q;
+        f.head_size = h.head_size;
+        f.status = h.status;
+        /* HTTP/1.0 closes unless it says "keep-alive"; 1.1 keeps unless it says "close" */
+        if (response_header(buf, h.head_size, "Connection", value, sizeof value))
+                close = token_list_has(value, "close") || (buf[7] == '0' && !token_list_has(value, "keep-alive"));
+        else
+                close = buf[7] == '0';
+        if (response_header(buf, h.head_size, "Transfer-Encoding", value, sizeof value)) {
+                const char *last = strrchr(value, ',');
+                last = last ? last + 1 : value;
+                last += strspn(last, " \t");
+                te = true;
+                te_chunked = strcasecmp(last, "chunked") == 0;
+        }
+
+        if (h.status >= 100 && h.status < 200 && h.status != 101) {
+                f.interim = true;
+                f.reusable = true;
+        } else if (h.status == 101) {
+                /* another protocol from here on (the gateway forwards no Upgrade, so this is the
+                 * server's doing): bytes until it closes */
+                f.until_close = true;
+        } else if (streq(request_method, "HEAD") || h.status == 204 || h.status == 304) {
+                f.reusable = !close;
+        } else if (te) {
+                /* RFC 9112 6.3: Transfer-Encoding wins over Content-Length; a final coding other than
+                 * chunked (or both headers, a smuggling shape) means the body ends at the close */
+                f.chunked = te_chunked;
+                f.until_close = !te_chunked;
+                f.reusable = te_chunked && !h.has_length && !close;
+                f.ambiguous = h.has_length;
+        } else if (h.has_length) {
+                f.length = h.length;
+                f.reusable = !close;
+        } else
+                f.until_close = true;
+        *ret = f;
+        return 1;
 }

@@ -3,8 +3,9 @@
 
 /* The head the egress gateway sends upstream for a request it can read (plain HTTP through the proxy, the
  * API pass-through): origin-form request line, the Host it was checked against, no hop-by-hop or proxy
- * headers, "Connection: close" (one request per upstream connection, so a second request on the same
- * client connection can never skip the policy), and credentials swapped in:
+ * headers (Expect too: the gateway answers 100-continue itself), "Transfer-Encoding: chunked" for a body
+ * the client sent chunked (the gateway re-chunks it), no "Connection: close" (the upstream connection is
+ * kept: every message on it is framed by the gateway), and credentials swapped in:
  *
  *   - a credential rule's dummy in its header, on a host that rule matched: replaced by the secret;
  *   - any known dummy anywhere else (another header, another host): refused, 403 "dummy-unbound";
@@ -31,3 +32,23 @@ typedef struct EgressApiAuth {
  * with *ret_reason a static word for the journal; -ENOMEM. */
 int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const EgressRule *rule, const EgressApiAuth *api,
                          const char *host_header, char **ret_head, size_t *ret_size, const char **ret_reason);
+
+#define EGRESS_RESPONSE_HEAD_MAX (32U * 1024U)
+
+/* How an upstream response is framed, so the gateway knows where it ends while it streams it on. */
+typedef struct EgressResponseFraming {
+        size_t head_size;
+        int status;
+        bool interim;                   /* 1xx (not 101): another head follows */
+        bool chunked;                   /* the body is chunked: it ends with the last chunk */
+        bool until_close;               /* the body ends when the server closes (101, no length) */
+        uint64_t length;                /* otherwise: the body's Content-Length (0: none, HEAD, 204, 304) */
+        bool reusable;                  /* the upstream connection can carry another request after it */
+        bool ambiguous;                 /* framed two ways (Transfer-Encoding and Content-Length): the
+                                         * client might read it the other way, its connection is closed */
+} EgressResponseFraming;
+
+/* Returns 1 with *ret when buf starts with a complete response head (request_method: the request's), 0
+ * when more is needed, -E2BIG when EGRESS_RESPONSE_HEAD_MAX bytes hold none, -EBADMSG when it is not an
+ * HTTP/1.x response. */
+int egress_response_framing(const char *buf, size_t size, const char *request_method, EgressResponseFraming *ret);

@@ -144,6 +144,7 @@ typedef struct PumpDirection {
         int from, to;
         int pipe[2];                    /* splice(): from -> pipe -> to, no copy through user space */
         size_t in_pipe;
+        size_t pipe_size;               /* what one splice() takes in */
         char *buf;                      /* the fallback where splice() is refused */
         size_t start, end;              /* buf[start..end) read, not yet written */
         bool eof;                       /* read side ended; to's write side shut down once drained */
@@ -155,57 +156,68 @@ static size_t pump_pending(const PumpDirection *d) {
         return d->in_pipe + (d->end - d->start);
 }
 
+/* Each step moves as much as the sockets take without blocking: read (or splice in), write out at once
+ * without a poll() in between, again, up to IO_PUMP_ROUNDS_MAX rounds before the other direction gets
+ * its turn. A poll() per buffer each way would cost more system calls than the bytes are worth. */
 static int pump_step_splice(PumpDirection *d, short revents_from, short revents_to) {
+        bool readable = revents_from & (POLLIN | POLLHUP | POLLERR);
         ssize_t k;
 
-        if (d->in_pipe == 0 && !d->eof && (revents_from & (POLLIN | POLLHUP | POLLERR))) {
-                k = splice(d->from, NULL, d->pipe[1], NULL, IO_PUMP_BUFFER_SIZE, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                if (k < 0) {
-                        if (errno != EINTR && errno != EAGAIN)
-                                return -errno;
-                } else if (k == 0)
-                        d->eof = true;
-                else
-                        d->in_pipe = (size_t) k;
-        }
-        if (d->in_pipe > 0 && (revents_to & (POLLOUT | POLLERR | POLLHUP))) {
-                k = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                if (k < 0) {
-                        if (errno != EINTR && errno != EAGAIN)
-                                return -errno;
-                } else {
-                        d->in_pipe -= (size_t) k;
-                        d->moved += (uint64_t) k;
+        for (unsigned i = 0; i < IO_PUMP_ROUNDS_MAX; i++) {
+                if (d->in_pipe == 0 && !d->eof && readable) {
+                        k = splice(d->from, NULL, d->pipe[1], NULL, d->pipe_size, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                        if (k < 0) {
+                                if (errno != EINTR && errno != EAGAIN)
+                                        return -errno;
+                                readable = false;
+                        } else if (k == 0)
+                                d->eof = true;
+                        else
+                                d->in_pipe = (size_t) k;
                 }
+                if (d->in_pipe == 0)
+                        return 0;
+                k = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (k < 0)
+                        return errno == EINTR || errno == EAGAIN ? 0 : -errno;
+                d->in_pipe -= (size_t) k;
+                d->moved += (uint64_t) k;
+                if (d->in_pipe > 0 || !readable)
+                        return 0;
         }
+        (void) revents_to;
         return 0;
 }
 
 static int pump_step_copy(PumpDirection *d, short revents_from, short revents_to) {
+        bool readable = revents_from & (POLLIN | POLLHUP | POLLERR);
         ssize_t k;
 
-        if (d->start == d->end && !d->eof && (revents_from & (POLLIN | POLLHUP | POLLERR))) {
-                k = read(d->from, d->buf, IO_PUMP_BUFFER_SIZE);
-                if (k < 0) {
-                        if (errno != EINTR && errno != EAGAIN)
-                                return -errno;
-                } else if (k == 0)
-                        d->eof = true;
-                else {
-                        d->start = 0;
-                        d->end = (size_t) k;
+        for (unsigned i = 0; i < IO_PUMP_ROUNDS_MAX; i++) {
+                if (d->start == d->end && !d->eof && readable) {
+                        k = read(d->from, d->buf, IO_PUMP_COPY_BUFFER_SIZE);
+                        if (k < 0) {
+                                if (errno != EINTR && errno != EAGAIN)
+                                        return -errno;
+                                readable = false;
+                        } else if (k == 0)
+                                d->eof = true;
+                        else {
+                                d->start = 0;
+                                d->end = (size_t) k;
+                        }
                 }
-        }
-        if (d->start < d->end && (revents_to & (POLLOUT | POLLERR | POLLHUP))) {
+                if (d->start == d->end)
+                        return 0;
                 k = send(d->to, d->buf + d->start, d->end - d->start, MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (k < 0) {
-                        if (errno != EINTR && errno != EAGAIN)
-                                return -errno;
-                } else {
-                        d->start += (size_t) k;
-                        d->moved += (uint64_t) k;
-                }
+                if (k < 0)
+                        return errno == EINTR || errno == EAGAIN ? 0 : -errno;
+                d->start += (size_t) k;
+                d->moved += (uint64_t) k;
+                if (d->start < d->end || !readable)
+                        return 0;
         }
+        (void) revents_to;
         return 0;
 }
 
@@ -227,7 +239,7 @@ static void pump_direction_drop(PumpDirection *d) {
         d->in_pipe = 0;
 }
 
-int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *ret_b_to_a) {
+int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, uint64_t *ret_a_to_b, uint64_t *ret_b_to_a) {
         _cleanup_free_ char *buf = NULL;
         PumpDirection ab = { .from = a, .to = b, .pipe = { -EBADF, -EBADF } },
                       ba = { .from = b, .to = a, .pipe = { -EBADF, -EBADF } };
@@ -240,19 +252,24 @@ int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *r
         if (pipe2(ab.pipe, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(ba.pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
                 ab.pipe[0] = safe_close(ab.pipe[0]);
                 ab.pipe[1] = safe_close(ab.pipe[1]);
-                buf = malloc(2 * IO_PUMP_BUFFER_SIZE);
+                buf = malloc(2 * IO_PUMP_COPY_BUFFER_SIZE);
                 if (!buf)
                         return -ENOMEM;
                 ab.buf = buf;
-                ba.buf = buf + IO_PUMP_BUFFER_SIZE;
-        }
+                ba.buf = buf + IO_PUMP_COPY_BUFFER_SIZE;
+        } else
+                /* The default pipe size: larger ones would save few splice() calls (a socket rarely has
+                 * more queued), and count against the user's pipe-user-pages-soft, past which the kernel
+                 * makes every new pipe of that user tiny: a gateway with many tunnels would crawl. */
+                ab.pipe_size = ba.pipe_size = IO_PUMP_BUFFER_SIZE;
 
         while (!(ab.shut && ba.shut)) {
                 struct pollfd p[2] = {
                         { .fd = a, .events = (short) ((!ab.eof && pump_pending(&ab) == 0 ? POLLIN : 0) | (pump_pending(&ba) > 0 ? POLLOUT : 0)) },
                         { .fd = b, .events = (short) ((!ba.eof && pump_pending(&ba) == 0 ? POLLIN : 0) | (pump_pending(&ab) > 0 ? POLLOUT : 0)) },
                 };
-                int n = poll(p, 2, idle_timeout_ms);
+                bool half_closed = (ab.eof || ba.eof) && half_closed_timeout_ms >= 0;
+                int n = poll(p, 2, half_closed ? half_closed_timeout_ms : idle_timeout_ms);
 
                 if (n < 0) {
                         if (errno == EINTR)
@@ -261,7 +278,7 @@ int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *r
                         break;
                 }
                 if (n == 0) {
-                        r = -ETIMEDOUT;
+                        r = half_closed ? 0 : -ETIMEDOUT;
                         break;
                 }
                 r = pump_step(&ab, p[0].revents, p[1].revents);
@@ -272,13 +289,13 @@ int fd_pump(int a, int b, int idle_timeout_ms, uint64_t *ret_a_to_b, uint64_t *r
                 if ((r == -EINVAL || r == -ENOSYS || r == -EPERM) && ab.pipe[0] >= 0 && ab.moved == 0 && ba.moved == 0 &&
                     ab.in_pipe == 0 && ba.in_pipe == 0 && !buf) {
                         /* copy instead, nothing was moved yet */
-                        buf = malloc(2 * IO_PUMP_BUFFER_SIZE);
+                        buf = malloc(2 * IO_PUMP_COPY_BUFFER_SIZE);
                         if (!buf) {
                                 r = -ENOMEM;
                                 break;
                         }
                         ab.buf = buf;
-                        ba.buf = buf + IO_PUMP_BUFFER_SIZE;
+                        ba.buf = buf + IO_PUMP_COPY_BUFFER_SIZE;
                         ab.pipe[0] = safe_close(ab.pipe[0]);
                         ab.pipe[1] = safe_close(ab.pipe[1]);
                         ba.pipe[0] = safe_close(ba.pipe[0]);

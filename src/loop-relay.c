@@ -2,9 +2,11 @@
 
 /* `loop relay`: the agent container's only way out. The container has no network interface but loopback;
  * the relay listens on 127.0.0.1 on the proxy port (HTTP_PROXY/HTTPS_PROXY) and the API port
- * (ANTHROPIC_BASE_URL) and carries each connection, byte for byte, to the channel's egress gateway socket,
- * bind-mounted from the host. It decides nothing: policy, names, addresses and credentials are the
- * gateway's. When the gateway cannot be reached the client gets a 503 saying so and nothing leaves.
+ * (ANTHROPIC_BASE_URL) and hands each connection it accepts to the channel's egress gateway over the
+ * gateway socket, bind-mounted from the host: the socket itself, passed with SCM_RIGHTS
+ * (egress-handover.h), so no byte is copied here. It decides nothing: policy, names, addresses and
+ * credentials are the gateway's. When the gateway cannot be reached the client gets a 503 saying so and
+ * nothing leaves.
  *
  * The entrypoint starts it as root before the privilege drop, so the agent (another uid, no capabilities)
  * can neither signal nor trace it; --background returns once both ports listen, so the agent never races
@@ -15,32 +17,22 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "io-util.h"
+#include "egress-handover.h"
 #include "log.h"
 #include "loop.h"
 
 #define RELAY_SOCKET_DEFAULT "/run/loop/gateway.sock"
 #define RELAY_PROXY_PORT_DEFAULT 3128
 #define RELAY_API_PORT_DEFAULT 2376
-#define RELAY_CONNECTIONS_MAX 512U
-#define RELAY_IDLE_TIMEOUT_MS (660 * 1000)      /* a little longer than the gateway's own */
 #define RELAY_BACKLOG 128
 
 typedef struct Relay {
         const char *socket_path;
-        atomic_uint active;
 } Relay;
-
-typedef struct RelayConnection {
-        Relay *relay;
-        int fd;
-} RelayConnection;
 
 static const char relay_unavailable[] =
         "HTTP/1.1 503 Service Unavailable\r\n"
@@ -57,32 +49,13 @@ static int gateway_connect(const char *path) {
         if (strlen(path) >= sizeof sa.sun_path)
                 return -ENAMETOOLONG;
         strcpy(sa.sun_path, path);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        /* non-blocking: a full backlog is a 503 now, not a relay that stops accepting */
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
         if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
                 return -errno;
         return TAKE_FD(fd);
-}
-
-static void *relay_connection_run(void *userdata) {
-        RelayConnection *c = userdata;
-        _cleanup_close_ int up = -EBADF;
-        int q;
-
-        up = gateway_connect(c->relay->socket_path);
-        if (up < 0) {
-                log_warning_errno(up, "Cannot reach the egress gateway at %s: %m", c->relay->socket_path);
-                (void) send(c->fd, relay_unavailable, sizeof relay_unavailable - 1, MSG_NOSIGNAL);
-        } else {
-                q = fd_pump(c->fd, up, RELAY_IDLE_TIMEOUT_MS, NULL, NULL);
-                if (q < 0 && q != -EPIPE && q != -ECONNRESET)
-                        log_debug_errno(q, "A relayed connection ended: %m");
-        }
-        safe_close(c->fd);
-        atomic_fetch_sub(&c->relay->active, 1);
-        free(c);
-        return NULL;
 }
 
 static int listen_loopback(uint16_t port) {
@@ -99,46 +72,30 @@ static int listen_loopback(uint16_t port) {
         return TAKE_FD(fd);
 }
 
+/* Hands one accepted connection over; the gateway holds it from then on, the relay closes its copy. The
+ * gateway's socket is systemd's (socket activation), so connecting and sending do not wait for the
+ * gateway to start. */
 static void relay_accept(Relay *r, int lfd) {
-        pthread_attr_t attr;
-        pthread_t t;
-        RelayConnection *c;
-        int fd, q;
+        _cleanup_close_ int fd = -EBADF, up = -EBADF;
+        int q;
 
         fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
                 return;
-        /* A relay must not hold back small writes (Nagle against the client's delayed ACK costs 40 ms a
-         * round trip). */
+        /* Nagle against the client's delayed ACK would cost 40 ms a round trip */
         (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int) { 1 }, sizeof(int));
-        if (atomic_load(&r->active) >= RELAY_CONNECTIONS_MAX) {
+        up = gateway_connect(r->socket_path);
+        q = up < 0 ? up : egress_handover_send(up, fd);
+        if (q < 0) {
+                log_warning_errno(q, "Cannot reach the egress gateway at %s: %m", r->socket_path);
                 (void) send(fd, relay_unavailable, sizeof relay_unavailable - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-                safe_close(fd);
-                return;
-        }
-        c = malloc(sizeof *c);
-        if (!c) {
-                safe_close(fd);
-                return;
-        }
-        *c = (RelayConnection) { .relay = r, .fd = fd };
-        atomic_fetch_add(&r->active, 1);
-        (void) pthread_attr_init(&attr);
-        (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        (void) pthread_attr_setstacksize(&attr, 256U * 1024U);
-        q = pthread_create(&t, &attr, relay_connection_run, c);
-        (void) pthread_attr_destroy(&attr);
-        if (q != 0) {
-                safe_close(fd);
-                free(c);
-                atomic_fetch_sub(&r->active, 1);
         }
 }
 
 static void help(void) {
         printf("%s relay [--socket PATH] [--proxy-port PORT] [--api-port PORT] [--background]\n\n"
-               "Forward every connection to 127.0.0.1:PROXY-PORT and 127.0.0.1:API-PORT to the egress gateway's\n"
-               "unix socket. Runs inside agent containers, started by the entrypoint.\n\n"
+               "Hand every connection to 127.0.0.1:PROXY-PORT and 127.0.0.1:API-PORT over to the egress gateway\n"
+               "through its unix socket. Runs inside agent containers, started by the entrypoint.\n\n"
                "Options:\n"
                "  -h --help              Show this help\n"
                "     --socket PATH       The gateway socket (default $LOOP_GATEWAY_SOCKET, else " RELAY_SOCKET_DEFAULT ")\n"

@@ -9,10 +9,15 @@ usage: egress-upstream.py CERT KEY STATE_DIR
   /whoami         what arrived: method, path, and whether an Authorization / x-api-key header was
                   present; the headers themselves go to STATE_DIR/requests.log only (the agent must never
                   be shown a credential, so the test reads them here)
+  /echo           the request body's length and MD5, read by its Content-Length or decoded from chunks
   /v1/messages    the model API: server-sent events "one", then (once STATE_DIR/release exists) "two"
   /stream         the same, for the tunnel
-Every request is appended to STATE_DIR/requests.log as "HOST METHOD PATH" and its headers.
+Every request is appended to STATE_DIR/requests.log as "HOST METHOD PATH", the client's port ("peer:
+PORT": two requests with the same one came on one kept-alive connection) and its headers. Connections
+are kept alive except after the streams.
 """
+
+import hashlib
 
 import http.server
 import os
@@ -35,6 +40,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def record(self):
         with LOCK, open(os.path.join(STATE, 'requests.log'), 'a') as f:
             f.write(f'{self.headers.get("Host")} {self.command} {self.path}\n')
+            f.write(f'  peer: {self.client_address[1]}\n')
             for k, v in self.headers.items():
                 f.write(f'  {k}: {v}\n')
 
@@ -43,7 +49,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header('Content-Type', 'text/plain')
         self.send_header('Content-Length', str(len(data)))
-        self.send_header('Connection', 'close')
         self.end_headers()
         self.wfile.write(data)
 
@@ -70,10 +75,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
 
-    def handle_any(self):
+    def read_body(self):
+        if self.headers.get('Transfer-Encoding', '').lower() == 'chunked':
+            data = b''
+            while True:
+                size = int(self.rfile.readline().strip(), 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
         n = int(self.headers.get('Content-Length') or 0)
-        if n:
-            self.rfile.read(n)
+        return self.rfile.read(n) if n else b''
+
+    def handle_any(self):
+        data = self.read_body()
         self.record()
         path = self.path.split('?')[0]
         if path == '/hello':
@@ -81,6 +97,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif path == '/whoami':
             self.body(200, f'{self.command} {path} authorization={"Authorization" in self.headers} '
                            f'x-api-key={"x-api-key" in self.headers}\n')
+        elif path == '/echo':
+            self.body(200, f'echo {len(data)} {hashlib.md5(data).hexdigest()}\n')
         elif path in ('/v1/messages', '/stream'):
             self.sse()
         else:

@@ -9,13 +9,18 @@
 # not a missing route, 10.0.0.5 and 169.254.169.254 too), HTTP and HTTPS with a test CA.
 #
 # Checked from inside the container: allowed hosts over HTTP and HTTPS (TLS end to end, verified by the
-# agent), a denied host, a direct connection without the proxy, names resolving to private and metadata
-# addresses, a credential swapped in on the wire (plain HTTP, and HTTPS through the gateway's TLS
+# agent), a denied host, a direct connection without the proxy, names resolving to private, metadata,
+# loopback, the host's own and IPv4-mapped addresses, method and path rules, an intercepted upstream
+# whose certificate fails the gateway's check, a credential swapped in on the wire (plain HTTP, and HTTPS through the gateway's TLS
 # interception with its sandbox CA in the agent's trust store) while the agent's environment, files and
-# /proc hold only the dummy, a dummy sent where it is not bound, an unknown key on the API pass-through, server-sent
+# /proc hold only the dummy, a dummy sent where it is not bound, kept-alive connections whose every request
+# is checked on its own, pooled upstream connections, chunked request bodies (whole, and refused when
+# malformed), an unknown key on the API pass-through, server-sent
 # events arriving before the stream ends, Host/CONNECT and SNI/CONNECT mismatches, the relay's answer when
 # the gateway is down, and the gateway killed mid-stream (the agent's connection breaks, the next one
-# starts it again). On the host side: a journal entry per request, no secret anywhere in the journal,
+# starts it again), the host's own proxy (also one asking for a password, and refusing a wrong one). On the
+# host side: a journal entry per request, no secret anywhere in the journal or the gateway's environment,
+# a misconfigured gateway refusing everything and saying why,
 # and the service's `systemd-analyze security` exposure.
 set -uo pipefail
 
@@ -41,6 +46,10 @@ IMAGE=localhost/loop-test:latest
 API_KEY=sk-ant-REAL-api-key-0001-never-shown
 GH_SECRET=ghp_REAL_secret_0001_never_shown
 GH_DUMMY=ghp_loopdummy0001
+GH_SECRET2=ghp_REAL_secret_0002_never_shown
+PROXY_USER=loopproxy
+PROXY_PASS=pr0xy-REAL-pass@0001-never-shown
+PROXY_BASIC=$(printf '%s:%s' "$PROXY_USER" "$PROXY_PASS" | base64 -w0)
 W=/var/lib/loop/demo/work
 UP=/run/egress-up
 cfg=$(mktemp -d "${TMPDIR:-/tmp}/loop-gateway-etc.XXXXXX") || bail_out "mktemp failed"
@@ -79,10 +88,16 @@ cat >"$cfg/channels.d/demo.json" <<EOF
     "rules": [
       { "host": "cred.test", "decision": "credential",
         "credential": { "header": "Authorization", "dummy": "$GH_DUMMY", "secret": "$GH_SECRET" } },
+      { "host": "badcert.test", "decision": "credential",
+        "credential": { "header": "Authorization", "dummy": "ghp_loopdummy0002", "secret": "$GH_SECRET2" } },
+      { "host": "paths.test", "methods": [ "GET" ], "paths": [ "^/hello\$" ], "decision": "allow" },
       { "host": "up.test", "decision": "allow" },
       { "host": "other.test", "decision": "allow" },
       { "host": "private.test", "decision": "allow" },
-      { "host": "meta.test", "decision": "allow" }
+      { "host": "meta.test", "decision": "allow" },
+      { "host": "loop.test", "decision": "allow" },
+      { "host": "self.test", "decision": "allow" },
+      { "host": "mapped.test", "decision": "allow" }
     ]
   }
 }
@@ -92,6 +107,19 @@ EOF
 cat >"$cfg/channels.d/proxied.json" <<EOF
 { "egress": { "upstream_proxy": "http://198.51.100.2:8080", "rules": [ { "host": "far.test", "decision": "allow" } ] } }
 EOF
+# The host's proxy asking for a password (a second mitmdump, with --proxyauth): user:password@ in the URL,
+# which reaches the gateway only inside its credential; and the same with a wrong password.
+cat >"$cfg/channels.d/authproxy.json" <<EOF
+{ "egress": { "upstream_proxy": "http://$PROXY_USER:${PROXY_PASS//@/%40}@198.51.100.2:8081",
+              "rules": [ { "host": "far.test", "decision": "allow" } ] } }
+EOF
+cat >"$cfg/channels.d/badproxy.json" <<EOF
+{ "egress": { "upstream_proxy": "http://$PROXY_USER:not-the-password@198.51.100.2:8081",
+              "rules": [ { "host": "far.test", "decision": "allow" } ] } }
+EOF
+# A gateway that cannot load its configuration (a CA file that is not there): it must refuse everything.
+echo '{ "egress": { "ca_file": "/nonexistent/ca.pem", "rules": [ { "host": "up.test", "decision": "allow" } ] } }' \
+        >"$cfg/channels.d/broken.json"
 # ...and the same proxy taken from the service's environment, as a host behind a proxy sets it.
 echo '{ "egress": { "rules": [ { "host": "far.test", "decision": "allow" } ] } }' >"$cfg/channels.d/envproxy.json"
 # The seal's TCP restriction at its tightest: no port of the agent's own, only the relay's.
@@ -117,6 +145,19 @@ agent_bg() {
 }
 has() { in_ct grep -q -- "$2" "$1"; }
 gw_journal() { in_ct journalctl -o export -u 'loop-gateway@*' "$@"; }
+# gw_record REGEX FILTER...: the gateway's records matching FILTER, once one of them matches REGEX (a
+# tunnel's record is written when it closes, and journald stores it a moment later: after the client
+# returned); what there is after ten seconds otherwise.
+gw_record() {
+        local re=$1 i rec
+        shift
+        for ((i = 0; i < 50; i++)); do
+                rec=$(gw_journal "$@")
+                [[ $rec =~ $re ]] && break
+                sleep 0.2
+        done
+        printf '%s' "$rec"
+}
 curl_proxy='curl -sS --max-time 60'
 
 nspawn_boot "$M" --podman --stage "$LOOP_STAGE" --config "$cfg" || bail_out "could not boot systemd with podman"
@@ -139,8 +180,9 @@ net() {
         ip netns exec up ip addr add 203.0.113.50/32 dev lo
         ip netns exec up ip link set up0 up
         ip netns exec up ip route add default dev up0
-        printf '%s\n' '198.51.100.2 up.test api.test cred.test denied.test' '203.0.113.2 other.test' \
-                '10.0.0.5 private.test' '169.254.169.254 meta.test' '203.0.113.50 far.test' >>/etc/hosts
+        printf '%s\n' '198.51.100.2 up.test api.test cred.test denied.test paths.test badcert.test' '203.0.113.2 other.test' \
+                '10.0.0.5 private.test' '169.254.169.254 meta.test' '203.0.113.50 far.test' '127.0.0.1 loop.test' \
+                '198.51.100.1 self.test' '::ffff:10.0.0.5 mapped.test' >>/etc/hosts
         mkdir -p /run/egress-up
 }
 in_ct bash -c "$(declare -f net); net" >/dev/null 2>&1
@@ -150,6 +192,10 @@ check "the upstream servers start in it" in_ct systemd-run --unit=egress-upstrea
 wait_for 30 in_ct test -e "$UP/ready"
 check "the host's HTTP proxy starts there too" in_ct systemd-run --unit=egress-proxy -p NetworkNamespacePath=/run/netns/up \
         mitmdump -q --listen-host 198.51.100.2 --listen-port 8080 --ignore-hosts '.*' --set confdir=/run/egress-mitm
+# (its password in its config.yaml, not on a command line the journal would keep)
+in_ct sh -c "mkdir -p /run/egress-mitm-auth && printf 'proxyauth: \"%s\"\\n' '$PROXY_USER:$PROXY_PASS' >/run/egress-mitm-auth/config.yaml"
+check "...and one that asks for a password" in_ct systemd-run --unit=egress-authproxy -p NetworkNamespacePath=/run/netns/up \
+        mitmdump -q --listen-host 198.51.100.2 --listen-port 8081 --ignore-hosts '.*' --set confdir=/run/egress-mitm-auth
 in_ct curl -s --max-time 5 http://10.0.0.5/hello | grep -q 'hello from upstream'
 ok $? "...and the private address answers when asked directly from the host (so a refusal is the gateway's)"
 
@@ -181,6 +227,16 @@ in_ct grep -q -a sk-proxy "$W/dump"
 ok $? "...which hold the dummy key"
 is "$(in_ct grep -c -a -F -e "$API_KEY" -e "$GH_SECRET" "$W/dump")" 0 "...and no real credential"
 
+agent 'env'
+like "$out" "NODE_EXTRA_CA_CERTS=" "the agent's Node trusts the sandbox CA (NODE_EXTRA_CA_CERTS)"
+like "$out" "SSL_CERT_FILE=/run/loop-egress/ca-bundle.pem" "...and OpenSSL (SSL_CERT_FILE)"
+like "$out" "REQUESTS_CA_BUNDLE=/run/loop-egress/ca-bundle.pem" "...and Python requests (REQUESTS_CA_BUNDLE)"
+in_ct curl -s --unix-socket /run/loop/demo/gateway.sock -o /dev/null http://gateway/.loop/ca.pem
+gw_env=$(in_ct sh -c 'tr "\0" "\n" </proc/$(systemctl show -P MainPID loop-gateway@demo.service)/environ; systemctl show loop-gateway@demo.service')
+like "$gw_env" "CREDENTIALS_DIRECTORY=" "the gateway runs with its credentials directory"
+is "$(grep -c -F -e "$API_KEY" -e "$GH_SECRET" <<<"$gw_env")" 0 \
+        "...and its environment and unit properties hold no secret (they come as a credential)"
+
 # --- allowed, denied, direct ------------------------------------------------------------------------
 agent "$curl_proxy http://up.test/hello; $curl_proxy https://up.test/hello"
 like "$out" "hello from upstream up.test"$'\n'"hello from upstream up.test" "an allowed host answers over HTTP and over HTTPS (verified end to end)" || diag "$out"
@@ -198,6 +254,18 @@ like "$out" "Permission denied" "...while a connection to any other loopback por
 agent "$curl_proxy -w ' http=%{http_code}\n' http://private.test/hello; $curl_proxy -w ' http=%{http_code}\n' http://meta.test/hello"
 like "$out" "not connect to.*http=403.*not connect to.*http=403" "names resolving to private and metadata addresses are refused" || diag "$out"
 unlike "$out" "hello from upstream" "...although their servers are there"
+agent "for h in loop.test self.test mapped.test; do $curl_proxy -o /dev/null -w \"\$h http=%{http_code}\n\" http://\$h/hello; done"
+like "$out" "loop.test http=403"$'\n'"self.test http=403"$'\n'"mapped.test http=403" \
+        "names resolving to loopback, the host's own address and an IPv4-mapped private address are refused" || diag "$out"
+like "$(gw_record "LOOP_REASON=address-blocked:loopback" LOOP_EVENT=gateway-request LOOP_HOST=loop.test)" "LOOP_REASON=address-blocked:loopback" "...journaled as loopback"
+like "$(gw_record "LOOP_REASON=address-blocked:own-address" LOOP_EVENT=gateway-request LOOP_HOST=self.test)" "LOOP_REASON=address-blocked:own-address" "...the host's own address"
+like "$(gw_record "LOOP_REASON=address-blocked:private" LOOP_EVENT=gateway-request LOOP_HOST=mapped.test)" "LOOP_REASON=address-blocked:private" "...and private"
+
+# --- method and path rules ---------------------------------------------------------------------------
+agent "$curl_proxy -w ' http=%{http_code}\n' http://paths.test/hello; $curl_proxy -o /dev/null -w 'http=%{http_code}\n' http://paths.test/whoami
+       $curl_proxy -o /dev/null -w 'http=%{http_code}\n' -d x http://paths.test/hello"
+like "$out" "hello from upstream paths.test"$'\n'" http=200"$'\n'"http=403"$'\n'"http=403" \
+        "a rule with methods and paths allows GET /hello and refuses another path and another method" || diag "$out"
 
 # --- credentials ------------------------------------------------------------------------------------
 agent "$curl_proxy -H 'Authorization: token $GH_DUMMY' http://cred.test/whoami"
@@ -219,6 +287,36 @@ agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token $GH_DUMMY'
 like "$out" "http=403" "a dummy sent to a host it is not bound to is refused" || diag "$out"
 agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token ghp_agents_own_token' http://cred.test/whoami"
 like "$out" "http=403" "a token of the agent's own to a credential host is refused"
+
+# --- keep-alive, the upstream pool, chunked bodies -----------------------------------------------------
+opts='-sS --max-time 60'
+agent "curl $opts -H 'Authorization: token $GH_DUMMY' -w ' connects=%{num_connects}\n' https://cred.test/whoami \
+       --next $opts -H 'Authorization: token ghp_agents_own_token' -w ' http=%{http_code} connects=%{num_connects}\n' https://cred.test/whoami"
+like "$out" "authorization=True x-api-key=False"$'\n'" connects=1" "an intercepted connection is kept alive after a request" || diag "$out"
+like "$out" "http=403 connects=0" "...and its next request is checked on its own: the agent's own token is refused on it" || diag "$out"
+like "$(gw_record "LOOP_PATH=/whoami" LOOP_EVENT=gateway-request LOOP_KIND=connect LOOP_HOST=cred.test LOOP_REASON=unknown-dummy)" "LOOP_PATH=/whoami" \
+        "...and journaled as a request of its own"
+in_ct sh -c ": >$UP/requests.log"
+agent "for i in 1 2; do $curl_proxy -H 'Authorization: token $GH_DUMMY' https://cred.test/whoami; done
+       for i in 1 2; do $curl_proxy http://up.test/hello; done"
+is "$(in_ct sh -c "grep -A1 '^cred.test GET /whoami' $UP/requests.log | grep -c peer:")" 2 "two agent connections to a credential host reach it" || diag "$out"
+is "$(in_ct sh -c "grep -A1 '^cred.test GET /whoami' $UP/requests.log | grep peer: | sort -u | wc -l")" 1 \
+        "...over one pooled upstream connection (TCP and TLS, verified, once)"
+is "$(in_ct sh -c "grep -A1 '^up.test GET /hello' $UP/requests.log | grep peer: | sort -u | wc -l")" 1 \
+        "plain HTTP requests of two connections share a pooled upstream connection too"
+want="echo $(seq 1 20000 | wc -c) $(seq 1 20000 | md5sum | cut -d' ' -f1)"
+agent "seq 1 20000 >/tmp/body; $curl_proxy -H 'Transfer-Encoding: chunked' --data-binary @/tmp/body http://up.test/echo
+       $curl_proxy -H 'Transfer-Encoding: chunked' -H 'Authorization: token $GH_DUMMY' --data-binary @/tmp/body https://cred.test/echo"
+like "$out" "$want"$'\n'"$want" "a chunked request body reaches the upstream whole, over plain HTTP and through interception" || diag "$out"
+agent "printf 'POST http://up.test/echo HTTP/1.1\\r\\nHost: up.test\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\nzz\\r\\n' |
+       nc -w 10 127.0.0.1 3128 | head -1"
+like "$out" "HTTP/1.1 400 " "a malformed chunked body is refused (400)" || diag "$out"
+
+agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token ghp_loopdummy0002' https://badcert.test/whoami"
+like "$out" "cannot be verified.*http=502" "an intercepted upstream whose certificate does not name the host is refused (502)" || diag "$out"
+like "$(gw_record "LOOP_REASON=upstream-tls" LOOP_EVENT=gateway-request LOOP_HOST=badcert.test)" "LOOP_REASON=upstream-tls" "...journaled as upstream-tls"
+has "$UP/requests.log" "ghp_loopdummy0002\|$GH_SECRET2"
+ok $((!$?)) "...and the upstream never saw the request"
 
 # --- the model API pass-through ------------------------------------------------------------------------
 in_ct touch "$UP/release"
@@ -247,15 +345,15 @@ like "$out" "rc=(35|56)" "a ClientHello whose server name is not the CONNECT tar
 unlike "$out" "hello from upstream" "...and no byte of the response comes back"
 
 # --- the journal ------------------------------------------------------------------------------------
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=up.test LOOP_KIND=connect LOOP_DECISION=allow)" \
+like "$(gw_record "LOOP_ADDRESS=198.51.100.2" LOOP_EVENT=gateway-request LOOP_HOST=up.test LOOP_KIND=connect LOOP_DECISION=allow)" \
         "LOOP_ADDRESS=198.51.100.2" "an allowed tunnel is journaled with the address connected to"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=meta.test)" "LOOP_REASON=address-blocked:link-local" \
+like "$(gw_record "LOOP_REASON=address-blocked:link-local" LOOP_EVENT=gateway-request LOOP_HOST=meta.test)" "LOOP_REASON=address-blocked:link-local" \
         "the metadata refusal is journaled with its reason"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=denied.test LOOP_DECISION=deny)" "LOOP_RULE=default" \
+like "$(gw_record "LOOP_RULE=default" LOOP_EVENT=gateway-request LOOP_HOST=denied.test LOOP_DECISION=deny)" "LOOP_RULE=default" \
         "a denied host is journaled with the rule that denied it"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_KIND=connect LOOP_HOST=other.test LOOP_DECISION=deny)" \
+like "$(gw_record "LOOP_REASON=sni-mismatch" LOOP_EVENT=gateway-request LOOP_KIND=connect LOOP_HOST=other.test LOOP_DECISION=deny)" \
         "LOOP_REASON=sni-mismatch" "the SNI mismatch is journaled"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_KIND=api LOOP_DECISION=credential)" "LOOP_BYTES_RECEIVED=[1-9]" \
+like "$(gw_record "LOOP_BYTES_RECEIVED=[1-9]" LOOP_EVENT=gateway-request LOOP_KIND=api LOOP_DECISION=credential)" "LOOP_BYTES_RECEIVED=[1-9]" \
         "API requests are journaled with their byte counts"
 
 # --- the gateway down, and killed mid-stream ----------------------------------------------------------------
@@ -276,7 +374,8 @@ unlike "$res" "data: two" "...without anything more arriving"
 in_ct touch "$UP/release"
 in_ct systemctl reset-failed loop-gateway@demo.service >/dev/null 2>&1
 agent "$curl_proxy http://up.test/hello"
-like "$out" "hello from upstream up.test" "the next connection starts the gateway again (socket activation)"
+like "$out" "hello from upstream up.test" "the next connection starts the gateway again (socket activation)" ||
+        diag "$(in_ct systemctl status --no-pager loop-gateway@demo.socket loop-gateway@demo.service 2>&1 | tail -30)"
 
 # --- the host's own HTTP proxy upstream ----------------------------------------------------------------
 in_ct curl -s --max-time 5 http://203.0.113.50/hello
@@ -284,7 +383,7 @@ ok $((!$?)) "far.test's address cannot be reached from the host directly"
 wait_for 30 in_ct sh -c 'ip netns exec up ss -ltn | grep -q 198.51.100.2:8080'
 out=$(in_ct loop run -q proxied "scenario:sh $curl_proxy https://far.test/hello" 2>&1)
 like "$out" "hello from upstream far.test" "with egress.upstream_proxy the gateway reaches it through the host's proxy" || diag "$out"
-like "$(gw_journal LOOP_EVENT=gateway-request LOOP_HOST=far.test)" "LOOP_ADDRESS=203.0.113.50" \
+like "$(gw_record "LOOP_ADDRESS=203.0.113.50" LOOP_EVENT=gateway-request LOOP_HOST=far.test)" "LOOP_ADDRESS=203.0.113.50" \
         "...tunnelling to the address it resolved and checked itself"
 
 in_ct sh -c 'mkdir -p /run/systemd/system/loop-gateway@envproxy.service.d &&
@@ -293,9 +392,30 @@ in_ct sh -c 'mkdir -p /run/systemd/system/loop-gateway@envproxy.service.d &&
 out=$(in_ct loop run -q envproxy "scenario:sh $curl_proxy https://far.test/hello" 2>&1)
 like "$out" "hello from upstream far.test" "without egress.upstream_proxy the gateway uses the https_proxy of its environment" || diag "$out"
 
+wait_for 30 in_ct sh -c 'ip netns exec up ss -ltn | grep -q 198.51.100.2:8081'
+out=$(in_ct loop run -q authproxy "scenario:sh $curl_proxy https://far.test/hello; $curl_proxy http://far.test/hello" 2>&1)
+like "$out" "hello from upstream far.test"$'\n'"hello from upstream far.test" \
+        "a host proxy that asks for a password is passed user:password@ from egress.upstream_proxy (HTTPS and HTTP)" || diag "$out"
+out=$(in_ct loop run -q authproxy "scenario:sh env; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline" 2>&1)
+like "$out" "HTTPS_PROXY=http://127.0.0.1:3128" "...while the agent's proxy is the relay"
+is "$(grep -c -F -e "$PROXY_USER" -e "$PROXY_PASS" -e "$PROXY_BASIC" <<<"$out")" 0 \
+        "...and its environment and command lines hold neither the proxy's user nor its password"
+out=$(in_ct loop run -q badproxy "scenario:sh $curl_proxy -w ' http=%{http_code}\n' http://far.test/hello" 2>&1)
+like "$out" "refused the gateway's credentials.*http=502" "a password the host's proxy refuses is a 502 saying so" || diag "$out"
+like "$(gw_record "LOOP_REASON=upstream-proxy-auth" LOOP_EVENT=gateway-request LOOP_CHANNEL=badproxy)" "LOOP_REASON=upstream-proxy-auth" \
+        "...journaled as upstream-proxy-auth"
+
+# --- misconfigured ------------------------------------------------------------------------------------
+out=$(in_ct loop run -q broken "scenario:sh $curl_proxy -w ' http=%{http_code}\n' http://up.test/hello" 2>&1)
+like "$out" "misconfigured.*http=503" "a gateway that cannot load its configuration refuses everything (503)" || diag "$out"
+like "$(gw_record "LOOP_REASON=egress.ca_file /nonexistent/ca.pem cannot be loaded" LOOP_EVENT=gateway-failed LOOP_CHANNEL=broken)" \
+        "LOOP_REASON=egress.ca_file /nonexistent/ca.pem cannot be loaded" \
+        "...and its journal says why"
+
 # --- no secret in the journal -------------------------------------------------------------------------
-n=$(in_ct journalctl -o export | grep -c -a -F -e "$API_KEY" -e "$GH_SECRET")
-is "$n" 0 "the journal of the whole run holds no secret value"
+n=$(in_ct journalctl -o export | grep -c -a -F -e "$API_KEY" -e "$GH_SECRET" -e "$GH_SECRET2" -e "$PROXY_PASS" -e "$PROXY_BASIC" \
+        -e "${PROXY_PASS//@/%40}")
+is "$n" 0 "the journal of the whole run holds no secret value (API key, credential, the host proxy's password in any form)"
 
 nspawn_stop "$M"
 ok $? "the container powers off cleanly"

@@ -645,6 +645,15 @@ static void test_egress(void) {
                 "an api_upstream that is not http(s) is refused");
         refused("{\"egress\": {\"upstream_proxy\": \"https://proxy.corp:3128\"}}", SCOPE_CHANNEL, "egress.upstream_proxy", "http://",
                 "an upstream_proxy that is not http:// is refused");
+        {
+                ConfigProblems p = {};
+                ok(validate("{\"egress\": {\"upstream_proxy\": \"https://user:pw-SECRET-01@proxy.corp:3128\"}}", SCOPE_CHANNEL, &p) > 0 &&
+                   p.n == 1 && !strstr(p.items[0].message, "pw-SECRET-01"),
+                   "...and its error does not echo the URL, which may carry a password");
+                config_problems_done(&p);
+        }
+        accepted("{\"egress\": {\"upstream_proxy\": \"http://user:p%40ss@proxy.corp:3128\"}}", SCOPE_CHANNEL,
+                 "an upstream_proxy with user:password@ is accepted");
 
         ok(load_json("{\"egress\": {\"rules\": [{\"host\": \"gh.test\", \"decision\": \"credential\","
                      " \"credential\": {\"header\": \"Authorization\", \"dummy\": \"ghp_dummy0001\", \"secret\": \"ghp_topsecret_01\"}}]}}", &c) == 0,

@@ -15,6 +15,7 @@
 
 #include "egress-address.h"
 #include "egress-ca.h"
+#include "egress-handover.h"
 #include "egress-policy.h"
 #include "egress-rewrite.h"
 #include "io-util.h"
@@ -252,7 +253,7 @@ static void test_sni(void) {
 
 static int head_of(const char *request, const EgressPolicy *p, const EgressApiAuth *api, char **ret_head,
                    const char **ret_reason) {
-        HttpLimits l = { .proxy_forms = true, .head_only = true };
+        HttpLimits l = { .proxy_forms = true, .head_only = true, .chunked = true };
         HttpRequest r = {};
         size_t consumed, size;
         const EgressRule *rule = NULL;
@@ -290,7 +291,15 @@ static void test_rewrite(void) {
            "the dummy is replaced by the secret in the credential's header");
         ok(head && !strstr(head, "Proxy-Authorization") && !strstr(head, "X-Hop") && !strstr(head, "keep-alive"),
            "proxy and hop-by-hop headers (also those Connection names) are dropped");
-        ok(head && endswith(head, "Accept: */*\r\nConnection: close\r\n\r\n"), "other headers pass; Connection: close ends the head");
+        ok(head && endswith(head, "Accept: */*\r\n\r\n") && !strstr(head, "Connection"),
+           "other headers pass; no Connection header: the upstream connection is kept for the next request");
+        head = mfree(head);
+
+        q = head_of("POST http://up.test/upload HTTP/1.1\r\nHost: up.test\r\nTransfer-Encoding: chunked\r\n"
+                    "Expect: 100-continue\r\n\r\n", p, NULL, &head, &reason);
+        ok(q == 0 && head && endswith(head, "Host: up.test\r\nTransfer-Encoding: chunked\r\n\r\n"),
+           "a body sent chunked goes on chunked (the gateway re-chunks it), with one Transfer-Encoding");
+        ok(head && !strstr(head, "Expect"), "Expect is dropped: the gateway answers 100-continue itself");
         head = mfree(head);
 
         q = head_of("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\nAuthorization: token ghp_dummy0001\r\n\r\n",
@@ -320,6 +329,59 @@ static void test_rewrite(void) {
         q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-proxy\r\n\r\n", p, &api, &head, &reason);
         ok(q == 0 && head && strstr(head, "Authorization: Bearer oauth-REAL-TOKEN\r\n"), "the OAuth dummy becomes the real token");
         head = mfree(head);
+}
+
+static int framing(const char *response, const char *method, EgressResponseFraming *ret) {
+        return egress_response_framing(response, strlen(response), method, ret);
+}
+
+static void test_response_framing(void) {
+        EgressResponseFraming f;
+        char big[EGRESS_RESPONSE_HEAD_MAX + 16];
+
+        ok(framing("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", "GET", &f) == 1 && f.status == 200 &&
+           f.length == 5 && !f.chunked && !f.until_close && f.reusable && f.head_size == 38,
+           "Content-Length frames a response; the upstream connection is kept");
+        ok(framing("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n", "GET", &f) == 0, "an incomplete head asks for more");
+        ok(framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "GET", &f) == 1 && f.chunked && f.reusable,
+           "a chunked response ends with its last chunk");
+        ok(framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "GET", &f) == 1 && f.chunked,
+           "...also after another coding");
+        ok(framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", "GET", &f) == 1 && !f.chunked &&
+           f.until_close && !f.reusable, "a final coding other than chunked: the body ends at the close");
+        ok(framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", "GET", &f) == 1 &&
+           f.chunked && !f.reusable && f.ambiguous,
+           "chunked and Content-Length together: chunked wins, neither the upstream's nor the client's connection is kept");
+        ok(framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "GET", &f) == 1 && !f.ambiguous,
+           "...one of them alone is no ambiguity");
+        ok(framing("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n", "GET", &f) == 1 && f.until_close && !f.reusable,
+           "no length: the body ends when the server closes");
+        ok(framing("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n", "GET", &f) == 1 &&
+           f.length == 5 && !f.reusable, "Connection: close: the upstream connection is not kept");
+        ok(framing("HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\n", "GET", &f) == 1 && !f.reusable,
+           "HTTP/1.0 without keep-alive is not kept");
+        ok(framing("HTTP/1.0 200 OK\r\nContent-Length: 5\r\nConnection: Keep-Alive\r\n\r\n", "GET", &f) == 1 && f.reusable,
+           "...with it, it is");
+        ok(framing("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", "HEAD", &f) == 1 && f.length == 0 && !f.until_close && f.reusable,
+           "a response to HEAD has no body, whatever its Content-Length");
+        ok(framing("HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n", "GET", &f) == 1 && f.length == 0 && f.reusable,
+           "...nor has a 304");
+        ok(framing("HTTP/1.1 204 No Content\r\n\r\n", "DELETE", &f) == 1 && f.length == 0 && !f.until_close,
+           "...nor a 204");
+        ok(framing("HTTP/1.1 100 Continue\r\n\r\n", "POST", &f) == 1 && f.interim && f.status == 100,
+           "a 100 Continue is interim: the response's head follows");
+        ok(framing("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n", "GET", &f) == 1 && !f.interim && f.until_close &&
+           !f.reusable, "a 101 is not interim: bytes until the close, never kept");
+        ok(framing("HTTP/1.1 101 Switching Protocols\r\nTransfer-Encoding: chunked\r\n\r\n", "GET", &f) == 1 && !f.chunked &&
+           f.until_close, "...also when it claims chunks");
+        ok(framing("HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n", "GET", &f) == 1 && !f.chunked &&
+           f.length == 0 && !f.until_close, "a 204 has no body, whatever its Transfer-Encoding");
+        ok(framing("HTTP/1.1 200 OK\r\nContent-Length: 5x\r\n\r\n", "GET", &f) == -EBADMSG, "a bad Content-Length is refused");
+        ok(framing("SSH-2.0-OpenSSH\r\n\r\n", "GET", &f) == -EBADMSG, "what is not HTTP/1.x is refused");
+        memset(big, 'a', sizeof big - 1);
+        big[sizeof big - 1] = 0;
+        memcpy(big, "HTTP/1.1 200 OK\r\nX: ", 20);
+        ok(framing(big, "GET", &f) == -E2BIG, "a head larger than EGRESS_RESPONSE_HEAD_MAX is refused");
 }
 
 static bool leaf_verifies(const EgressCa *ca, X509 *leaf, const char *host) {
@@ -374,6 +436,7 @@ typedef struct PumpRun {
         int a, b, r;
         uint64_t ab, ba;
         bool no_splice;
+        int half_closed_ms;
 } PumpRun;
 
 static void *pump_thread(void *userdata) {
@@ -388,7 +451,7 @@ static void *pump_thread(void *userdata) {
                         abort();
                 seccomp_release(ctx);
         }
-        p->r = fd_pump(p->a, p->b, 10000, &p->ab, &p->ba);
+        p->r = fd_pump(p->a, p->b, 10000, p->half_closed_ms, &p->ab, &p->ba);
         return NULL;
 }
 
@@ -416,7 +479,7 @@ static void test_pump(bool no_splice) {
 
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s2) < 0)
                 abort();
-        run = (PumpRun) { .a = c[1], .b = s2[0], .no_splice = no_splice };
+        run = (PumpRun) { .a = c[1], .b = s2[0], .no_splice = no_splice, .half_closed_ms = -1 };
         pthread_create(&pump, NULL, pump_thread, &run);
         pthread_create(&writer, NULL, write_big, &c[0]);
         while ((k = read(s2[1], buf, sizeof buf)) > 0)
@@ -434,6 +497,92 @@ static void test_pump(bool no_splice) {
         }
 }
 
+/* A connected TCP pair on loopback: *ret_client and *ret_server. */
+static void tcp_pair(int *ret_client, int *ret_server) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof sa;
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (l < 0 || bind(l, (struct sockaddr *) &sa, sizeof sa) < 0 || listen(l, 1) < 0 ||
+            getsockname(l, (struct sockaddr *) &sa, &len) < 0)
+                abort();
+        *ret_client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (*ret_client < 0 || connect(*ret_client, (struct sockaddr *) &sa, sizeof sa) < 0)
+                abort();
+        *ret_server = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        if (*ret_server < 0)
+                abort();
+        safe_close(l);
+}
+
+static void test_handover(void) {
+        int u[2], client, server, got = -EBADF, file;
+        char buf[8];
+
+        /* the relay's side passes the accepted connection; the gateway's side talks on it */
+        tcp_pair(&client, &server);
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u) < 0)
+                abort();
+        ok(egress_handover_send(u[0], server) == 0, "the relay hands an accepted TCP connection over");
+        safe_close(server);
+        safe_close(u[0]);       /* the relay is done with both before the gateway reads */
+        ok(egress_handover_receive(u[1], &got) == 1 && got >= 0, "the gateway receives it, after the relay closed its end");
+        ok(got >= 0 && fcntl(got, F_GETFD) == FD_CLOEXEC, "...close-on-exec");
+        ok(got >= 0 && write(client, "ping", 4) == 4 && read(got, buf, sizeof buf) == 4 && memcmp(buf, "ping", 4) == 0,
+           "...and reads what the agent sent on its own connection");
+        safe_close(got);
+        safe_close(u[1]);
+        safe_close(client);
+
+        /* an HTTP client on the socket itself */
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u) < 0)
+                abort();
+        if (loop_write(u[0], "GET / HTTP/1.1\r\n", 16) < 0)
+                abort();
+        got = -EBADF;
+        ok(egress_handover_receive(u[1], &got) == 0 && got < 0, "an HTTP request is no hand-over");
+        ok(recv(u[1], buf, 3, MSG_DONTWAIT) == 3 && memcmp(buf, "GET", 3) == 0, "...and nothing of it was consumed");
+        safe_close(u[0]);
+        safe_close(u[1]);
+
+        /* what else a client could pass */
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u) < 0)
+                abort();
+        file = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+        if (file < 0)
+                file = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ok(egress_handover_send(u[0], file) == 0 && egress_handover_receive(u[1], &got) == -EPROTONOSUPPORT,
+           "a file passed instead of a connection is refused (and closed)");
+        safe_close(file);
+        ok(egress_handover_send(u[0], u[0]) == 0 && egress_handover_receive(u[1], &got) == -EPROTONOSUPPORT,
+           "...as is a unix socket");
+        ok(write(u[0], "\0", 1) == 1 && egress_handover_receive(u[1], &got) == -EBADMSG, "a marker without an fd is refused");
+        safe_close(u[0]);
+        ok(egress_handover_receive(u[1], &got) == -ECONNRESET, "a socket that ends before a byte says so");
+        safe_close(u[1]);
+}
+
+/* A client that closes while the server stays silent and open (a kept-alive server behind a tunnel). */
+static void test_pump_half_closed(void) {
+        int c[2], s2[2];
+        PumpRun run;
+        pthread_t pump;
+        char buf[8];
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s2) < 0)
+                abort();
+        run = (PumpRun) { .a = c[1], .b = s2[0], .half_closed_ms = 100 };
+        pthread_create(&pump, NULL, pump_thread, &run);
+        ok(loop_write(c[0], "bye", 3) == 0 && shutdown(c[0], SHUT_WR) == 0, "the client sends and closes its side");
+        ok(loop_read(s2[1], buf, sizeof buf) == 3, "...the server gets it and the end of it, and says nothing");
+        pthread_join(pump, NULL);
+        ok(run.r == 0 && run.ab == 3 && run.ba == 0, "the pump ends on its own once the half-closed tunnel is silent");
+        for (int i = 0; i < 2; i++) {
+                safe_close(c[i]);
+                safe_close(s2[i]);
+        }
+}
+
 int main(void) {
         test_policy_defaults();
         test_policy_rules();
@@ -444,8 +593,11 @@ int main(void) {
         test_own_addresses();
         test_sni();
         test_rewrite();
+        test_response_framing();
         test_ca();
+        test_handover();
         test_pump(false);
         test_pump(true);
+        test_pump_half_closed();
         return done_testing();
 }
