@@ -4,8 +4,12 @@
  * started by loop-dockerproxy@NAME.socket on /run/loop/NAME/docker.sock, which the runner bind-mounts
  * into the channel's agent containers as /var/run/docker.sock.
  *
- * Every connection carries one request (the response says "Connection: close"; clients open the next
- * one themselves), handled by a thread of its own:
+ * A connection is served by a thread of its own and carries requests one after the other (HTTP/1.1
+ * keep-alive, as the docker CLI and Testcontainers use it), each read, checked and journaled on its own;
+ * the caller is identified once per connection (SO_PEERCRED is fixed at connect), and one engine
+ * connection is kept per client connection while the engine's answers are framed. A hijacked stream,
+ * a streamed body, an unframed answer or "Connection: close" ends the connection after its request.
+ * Per request:
  *   1. the head is read (at most PROXY_HEAD_TIMEOUT_USEC for the whole request: slow clients are cut off)
  *      and parsed strictly (src/http-server.h): smuggling shapes, bad bytes and oversize heads never get
  *      further; the target is normalised (src/dockerproxy-path.h) and only the normalised one is used;
@@ -34,6 +38,7 @@
  *   LOOP_RUNTIME_DIR                 where the channel's gate socket and tokens are (default /run/loop) */
 
 #include <curl/curl.h>
+#include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -66,6 +71,7 @@
 #define PROXY_HEADER_SIZE_MAX (16U * 1024U)
 #define PROXY_HEADERS_MAX 64U
 #define PROXY_HEAD_TIMEOUT_USEC (30ULL * 1000000ULL)    /* to send a whole request (slowloris) */
+#define PROXY_KEEPALIVE_IDLE_USEC (30ULL * 1000000ULL)  /* a kept connection without a next request */
 #define PROXY_BODY_IDLE_TIMEOUT_MS 60000                /* a streamed body that stalls this long is cut */
 #define PROXY_RESPONSE_HEAD_MAX (64U * 1024U)
 #define PROXY_IO_BUFFER (64U * 1024U)           /* below malloc's mmap threshold: no mmap per request */
@@ -99,8 +105,17 @@ typedef struct Conn {
         pid_t peer_pid;
         uid_t peer_uid;
         char *peer_name;                        /* the calling container's name, NULL for the host */
+        bool peer_known;                        /* peer_check() said yes for this connection */
+        int up;                                 /* the engine connection kept from the last request */
+        unsigned n_requests;                    /* requests this connection carried before this one */
         uint64_t start_usec;
         uint64_t deadline_usec;
+        bool complete;                          /* the whole request is read: consumed bytes of in */
+        size_t consumed;
+        bool keep_alive;                        /* another request may follow the answer */
+        /* I/O buffers (PROXY_IO_BUFFER each, the response head's PROXY_RESPONSE_HEAD_MAX), allocated at
+         * the first use and kept for the connection's next requests */
+        char *io, *io_scratch, *response_head;
         /* the request as read */
         char *in;
         size_t in_size, in_allocated;
@@ -247,7 +262,10 @@ static int conn_reply(Conn *c, int status, const char *rule, const char *message
                 return -ENOMEM;
         json_object_object_add(o, "message", json_object_new_string(text));
         const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-        r = http_response_format(status, "application/json", body, strlen(body), false, &buf, &size);
+        /* a request answered before its body was read ends its connection: the rest is not a request */
+        if (!c->complete)
+                c->keep_alive = false;
+        r = http_response_format(status, "application/json", body, strlen(body), c->keep_alive, &buf, &size);
         if (r < 0)
                 return r;
         if (!c->reason)
@@ -721,8 +739,9 @@ static int format_upstream_head(Conn *c, bool hijack, uint64_t body_size, bool h
                         fprintf(f, "%s: %s\r\n", c->head.headers[i].name, c->head.headers[i].value);
         if (hijack && http_request_header(&c->head, "Upgrade"))
                 fputs("Connection: Upgrade\r\nUpgrade: tcp\r\n", f);
-        else
+        else if (hijack)
                 fputs("Connection: close\r\n", f);
+        /* else HTTP/1.1's default: the engine connection is kept for the client's next request */
         if (body_size == UINT64_MAX)
                 fputs("Transfer-Encoding: chunked\r\n", f);
         else if (has_body || body_size > 0)
@@ -756,13 +775,11 @@ static int engine_connect_socket(Proxy *p) {
 /* Streams the rest of a request body from the client to the engine: Content-Length bytes, or chunks
  * (decoded and re-encoded, so the engine sees only framing we checked). pending are bytes already read. */
 static int stream_request_body(Conn *c, int up, const char *pending, size_t n_pending) {
-        _cleanup_free_ char *buf = malloc(PROXY_IO_BUFFER), *dec = malloc(PROXY_IO_BUFFER);
         HttpChunked ch = { .framing_unlimited = true };         /* passed on, never buffered */
         uint64_t left = c->content_length;
+        char *buf = c->io, *dec = c->io_scratch;
         int r;
 
-        if (!buf || !dec)
-                return -ENOMEM;
         for (;;) {
                 const char *data;
                 size_t size;
@@ -810,165 +827,242 @@ static int stream_request_body(Conn *c, int up, const char *pending, size_t n_pe
         }
 }
 
-/* Both ways until the engine is done: what the client sends goes to the engine (a hijacked stream's
- * stdin), or is dropped when the stream is not hijacked (nothing after the request may reach the engine
- * as a request). Returns when the engine closes, the client goes away, or (not hijacked) the response's
- * framing says it ended. */
-static int relay(Conn *c, int up, bool hijack, HttpResponseHead *h, bool head_request) {
-        _cleanup_free_ char *buf = malloc(PROXY_IO_BUFFER), *scratch = malloc(PROXY_IO_BUFFER);
+/* Both ways until the engine is done: what the client sends goes to the engine when the stream is
+ * hijacked (its stdin); otherwise the client is only watched for hanging up, and what it sends stays in the
+ * socket (its next request, read after this answer; nothing after a request reaches the engine as part
+ * of it). initial are response bytes that came with the head. Returns 1 when the response ended where
+ * its framing says and nothing followed it (both connections may carry another request), 0 when it
+ * ended otherwise (the engine closed, the client left). */
+static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool head_request,
+                 const char *initial, size_t n_initial) {
         HttpChunked ch = { .framing_unlimited = true };
-        uint64_t left = h ? h->length : 0;
-        bool framed = !hijack && h && (h->chunked || h->has_length || head_request || h->status == 204 ||
-                                       h->status == 304 || h->status < 200);
-        bool client_open = true, up_open = true;
+        uint64_t left = h->length;
+        char *buf = c->io, *scratch = c->io_scratch;
+        bool framed = !hijack && (h->chunked || h->has_length || head_request || h->status == 204 ||
+                                  h->status == 304 || h->status < 200);
+        bool client_open = true;
+        int r;
 
-        if (!buf || !scratch)
-                return -ENOMEM;
         if (framed && !h->chunked && (head_request || h->status == 204 || h->status == 304 || h->status < 200 || left == 0))
-                return 0;
+                return n_initial == 0;
 
-        while (up_open) {
-                struct pollfd p[2] = {
-                        { .fd = up, .events = POLLIN },
-                        { .fd = client_open ? c->fd : -1, .events = POLLIN | POLLRDHUP },
-                };
-                if (poll(p, 2, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (p[1].revents) {
-                        ssize_t k = recv(c->fd, buf, PROXY_IO_BUFFER, 0);
-                        if (k <= 0) {
-                                if (k < 0 && errno == EINTR)
+        for (;;) {
+                const char *data;
+                size_t n;
+
+                if (n_initial > 0) {
+                        data = initial;
+                        n = MIN(n_initial, (size_t) PROXY_IO_BUFFER);
+                        initial += n;
+                        n_initial -= n;
+                } else {
+                        struct pollfd p[2] = {
+                                { .fd = up, .events = POLLIN },
+                                { .fd = client_open ? c->fd : -1, .events = (hijack ? POLLIN : 0) | POLLRDHUP },
+                        };
+                        if (poll(p, 2, -1) < 0) {
+                                if (errno == EINTR)
                                         continue;
+                                return -errno;
+                        }
+                        if (p[1].revents && !hijack) {
+                                /* gone (a follow stream ends here), or only done sending: it still reads */
+                                if (p[1].revents & (POLLHUP | POLLERR))
+                                        return 0;
                                 client_open = false;
-                                if (!hijack)
-                                        return 0;               /* nobody reads the rest */
-                                (void) shutdown(up, SHUT_WR);
-                        } else if (hijack) {
-                                int r = send_all(up, buf, (size_t) k);
-                                if (r < 0)
+                        } else if (p[1].revents) {
+                                ssize_t k = recv(c->fd, buf, PROXY_IO_BUFFER, 0);
+                                if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                                        continue;
+                                if (k <= 0) {
+                                        client_open = false;
+                                        (void) shutdown(up, SHUT_WR);
+                                } else if ((r = send_all(up, buf, (size_t) k)) < 0)
                                         return r;
                         }
-                }
-                if (p[0].revents) {
-                        ssize_t k = recv(up, buf, PROXY_IO_BUFFER, 0);
-                        if (k < 0 && errno == EINTR)
+                        if (!p[0].revents)
                                 continue;
-                        if (k <= 0) {
-                                up_open = false;
+                        ssize_t k = recv(up, buf, PROXY_IO_BUFFER, 0);
+                        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                                continue;
+                        if (k <= 0)
                                 break;
-                        }
-                        size_t n = (size_t) k;
-                        bool done = false;
-                        if (framed && h->chunked) {
-                                size_t out, used;
-                                int r = http_chunked_decode(&ch, buf, n, scratch, &out, &used);
-                                if (r < 0)
-                                        return r;
-                                if (r == 1) {
-                                        n = used;
-                                        done = true;
-                                }
-                        } else if (framed) {
-                                n = (size_t) MIN((uint64_t) n, left);
-                                left -= n;
-                                done = left == 0;
-                        }
-                        int r = send_all(c->fd, buf, n);
+                        data = buf;
+                        n = (size_t) k;
+                }
+
+                bool done = false, surplus = false;
+                if (framed && h->chunked) {
+                        size_t out, used;
+                        r = http_chunked_decode(&ch, data, n, scratch, &out, &used);
                         if (r < 0)
                                 return r;
-                        if (done)
-                                return 0;
+                        if (r == 1) {
+                                surplus = used < n || n_initial > 0;
+                                n = used;
+                                done = true;
+                        }
+                } else if (framed) {
+                        surplus = n > left || (n == left && n_initial > 0);
+                        n = (size_t) MIN((uint64_t) n, left);
+                        left -= n;
+                        done = left == 0;
                 }
+                r = send_all(c->fd, data, n);
+                if (r < 0)
+                        return r;
+                if (done)
+                        return !surplus;        /* an engine that says more than it framed is not reused */
         }
         (void) shutdown(c->fd, SHUT_WR);
         return 0;
 }
 
+static bool header_line_is(const char *line, size_t len, const char *name) {
+        size_t n = strlen(name);
+        return len > n && line[n] == ':' && strncasecmp(line, name, n) == 0;
+}
+
+/* The engine's response head as the client gets it: the engine's Connection and Keep-Alive headers
+ * (about the engine connection) replaced by one about the client's. */
+static int response_head_for_client(const char *head, size_t size, bool keep_alive, char **ret, size_t *ret_size) {
+        const char *end = head + size - 2, *line = head, *eol;  /* end: the empty line */
+        char *buf, *p;
+
+        buf = malloc(size + sizeof("Connection: keep-alive\r\n"));
+        if (!buf)
+                return -ENOMEM;
+        p = buf;
+        for (bool status_line = true; line < end; line = eol + 2, status_line = false) {
+                eol = memmem(line, (size_t) (end + 2 - line), "\r\n", 2);
+                size_t len = (size_t) (eol - line);
+                if (status_line || !(header_line_is(line, len, "Connection") || header_line_is(line, len, "Keep-Alive") ||
+                                     header_line_is(line, len, "Proxy-Connection")))
+                        p = mempcpy(p, line, len + 2);
+        }
+        p = stpcpy(p, keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n");
+        *ret = buf;
+        *ret_size = (size_t) (p - buf);
+        return 0;
+}
+
+/* Whether a kept engine connection is still usable: idle, it has nothing to say; readable means the
+ * engine closed it (or broke the protocol). */
+static bool upstream_is_idle(int fd) {
+        struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+        return poll(&p, 1, 0) == 0;
+}
+
 /* Sends the request to the engine and streams the answer back. body NULL: the body is streamed from
- * the client (pending bytes first). */
+ * the client (pending bytes first). The engine connection kept in c->up is used when it is still idle
+ * and the request is not streamed (so that it can be sent again when the engine closed the kept
+ * connection just then); one whose answer ended cleanly is kept for the next request. */
 static int conn_forward(Conn *c, const char *body, size_t body_size, const char *pending, size_t n_pending) {
-        _cleanup_close_ int up = -EBADF;
-        _cleanup_free_ char *head = NULL, *rbuf = NULL;
+        _cleanup_close_ int up = TAKE_FD(c->up);
+        _cleanup_free_ char *head = NULL, *client_head = NULL;
+        char *rbuf;
         bool hijack = path_is_hijack(c->head.method, c->target.unversioned);
-        bool streamed = !body;
+        bool streamed = !body, head_request = streq(c->head.method, "HEAD");
+        bool reused, may_resend = streq(c->head.method, "GET") || head_request;
         HttpResponseHead h = {};
-        size_t head_size, rsize = 0;
+        size_t head_size, rsize = 0, client_head_size;
         int r;
 
-        up = engine_connect_socket(c->proxy);
-        if (up < 0) {
-                log_warning_errno(up, "Cannot connect to the engine at %s: %m", c->proxy->engine_socket);
-                return conn_reply(c, 502, NULL, "the engine is not reachable");
-        }
-
+        if (up >= 0 && (streamed || hijack || !upstream_is_idle(up)))
+                up = safe_close(up);
         r = format_upstream_head(c, hijack, streamed ? (c->head.chunked ? UINT64_MAX : c->content_length) : body_size,
                                  !streamed && (body_size > 0 || c->content_length > 0 || c->head.chunked), &head, &head_size);
         if (r < 0)
                 return conn_reply(c, 500, NULL, "out of memory");
-        r = send_all(up, head, head_size);
-        if (r >= 0 && !streamed && body_size > 0)
-                r = send_all(up, body, body_size);
-        if (r >= 0 && streamed)
-                r = stream_request_body(c, up, pending, n_pending);
-        if (r == -EBADMSG || r == -EFBIG)
-                return conn_reply(c, 400, "parse", "malformed chunked body");
-        if (r == -ETIMEDOUT)
-                return conn_reply(c, 408, "parse", "the request body stalled");
-        if (r < 0) {
-                c->status = 502;
-                c->reason = strdup("the request could not be sent to the engine");
-                return r;
-        }
+        if (!c->io)
+                c->io = malloc(PROXY_IO_BUFFER);
+        if (!c->io_scratch)
+                c->io_scratch = malloc(PROXY_IO_BUFFER);
+        if (!c->response_head)
+                c->response_head = malloc(PROXY_RESPONSE_HEAD_MAX);
+        if (!c->io || !c->io_scratch || !c->response_head)
+                return conn_reply(c, 500, NULL, "out of memory");
+        rbuf = c->response_head;
 
-        /* the response head, as the engine sends it */
-        rbuf = malloc(PROXY_RESPONSE_HEAD_MAX);
-        if (!rbuf)
-                return -ENOMEM;
         for (;;) {
-                ssize_t k = recv_some(up, rbuf + rsize, PROXY_RESPONSE_HEAD_MAX - rsize, UINT64_MAX);
-                if (k <= 0)
-                        return conn_reply(c, 502, NULL, "the engine closed the connection without an answer");
-                rsize += (size_t) k;
-                r = http_response_head_parse(rbuf, rsize, PROXY_RESPONSE_HEAD_MAX, &h);
-                if (r < 0)
-                        return conn_reply(c, 502, NULL, "the engine's answer is malformed");
+                reused = up >= 0;
+                if (!reused) {
+                        up = engine_connect_socket(c->proxy);
+                        if (up < 0) {
+                                log_warning_errno(up, "Cannot connect to the engine at %s: %m", c->proxy->engine_socket);
+                                return conn_reply(c, 502, NULL, "the engine is not reachable");
+                        }
+                }
+                r = send_all(up, head, head_size);
+                if (r >= 0 && !streamed && body_size > 0)
+                        r = send_all(up, body, body_size);
+                if (r < 0 && reused) {          /* the engine closed the kept connection: a new one */
+                        up = safe_close(up);
+                        continue;
+                }
+                if (r >= 0 && streamed)
+                        r = stream_request_body(c, up, pending, n_pending);
+                if (r == -EBADMSG || r == -EFBIG)
+                        return conn_reply(c, 400, "parse", "malformed chunked body");
+                if (r == -ETIMEDOUT)
+                        return conn_reply(c, 408, "parse", "the request body stalled");
+                if (r < 0) {
+                        c->status = 502;
+                        c->reason = strdup("the request could not be sent to the engine");
+                        return r;
+                }
+
+                /* the response head, as the engine sends it */
+                for (;;) {
+                        ssize_t k = recv_some(up, rbuf + rsize, PROXY_RESPONSE_HEAD_MAX - rsize, UINT64_MAX);
+                        if (k <= 0) {
+                                r = -EPIPE;
+                                break;
+                        }
+                        rsize += (size_t) k;
+                        r = http_response_head_parse(rbuf, rsize, PROXY_RESPONSE_HEAD_MAX, &h);
+                        if (r < 0)
+                                return conn_reply(c, 502, NULL, "the engine's answer is malformed");
+                        if (r > 0)
+                                break;
+                }
                 if (r > 0)
                         break;
+                /* closed without a byte of answer: a kept connection the engine dropped as we sent on it;
+                 * only a request without side effects is sent again */
+                if (reused && rsize == 0 && may_resend) {
+                        up = safe_close(up);
+                        continue;
+                }
+                return conn_reply(c, 502, NULL, "the engine closed the connection without an answer");
         }
         c->status = h.status;
         conn_record(c);         /* the decision and the status are known: journal now, streams may be long */
         c->rule = NULL;         /* recorded */
 
-        r = send_all(c->fd, rbuf, rsize);
+        hijack = hijack && (h.status == 101 || (h.status == 200 && h.stream_type));
+        bool framed = !hijack && (h.chunked || h.has_length || head_request || h.status == 204 || h.status == 304 ||
+                                  h.status < 200);
+        if (!framed)
+                c->keep_alive = false;          /* the answer ends where the connection does */
+        if (hijack)
+                r = send_all(c->fd, rbuf, h.head_size);
+        else {
+                r = response_head_for_client(rbuf, h.head_size, c->keep_alive, &client_head, &client_head_size);
+                if (r >= 0)
+                        r = send_all(c->fd, client_head, client_head_size);
+        }
         if (r < 0)
                 return r;
-        hijack = hijack && (h.status == 101 || (h.status == 200 && h.stream_type));
 
-        /* body bytes that came with the head */
-        size_t extra = rsize - h.head_size;
-        if (!hijack && extra > 0) {
-                if (h.chunked) {
-                        HttpChunked ch = { .framing_unlimited = true };
-                        _cleanup_free_ char *scratch = malloc(extra);
-                        size_t out, used;
-                        if (!scratch)
-                                return -ENOMEM;
-                        r = http_chunked_decode(&ch, rbuf + h.head_size, extra, scratch, &out, &used);
-                        if (r != 0)
-                                return r < 0 ? r : 0;   /* the whole body came with the head */
-                        /* the relay's decoder starts fresh mid-stream: fall back to reading until close */
-                        h.chunked = false;
-                        h.has_length = false;
-                } else if (h.has_length) {
-                        if (extra >= h.length)
-                                return 0;
-                        h.length -= extra;
-                }
-        }
-        return relay(c, up, hijack, &h, streq(c->head.method, "HEAD"));
+        r = relay(c, up, hijack, &h, head_request, rbuf + h.head_size, rsize - h.head_size);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                c->keep_alive = false;
+        else if (!h.close)
+                c->up = TAKE_FD(up);
+        return 0;
 }
 
 /* ---- one request ---- */
@@ -988,12 +1082,18 @@ static int conn_handle(Conn *c) {
 
         /* the head */
         for (;;) {
+                if (c->start_usec == 0 && c->in_size > 0) {     /* a kept connection's next request began */
+                        c->start_usec = now_usec();
+                        c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
+                }
                 r = http_request_parse_head(c->in, c->in_size, &limits, &c->head, &c->head_size, &c->content_length, &status);
                 if (r < 0)
                         return conn_reply(c, status, "parse", "malformed request");
                 if (r > 0)
                         break;
                 ssize_t k = conn_read_more(c);
+                if (k == -ETIMEDOUT && c->in_size == 0 && c->n_requests > 0)
+                        return 0;               /* a kept connection left idle: closed without a word */
                 if (k == -ETIMEDOUT)
                         return conn_reply(c, 408, "parse", "the request took too long");
                 if (k == -EFBIG)
@@ -1010,11 +1110,15 @@ static int conn_handle(Conn *c) {
                 }
         }
 
-        r = peer_check(c, c->peer_uid, &c->peer_name);
-        if (r == -EPERM)
-                return conn_reply(c, 403, "caller", "only the channel's own containers may use its Docker API");
-        if (r < 0)
-                return conn_reply(c, 502, "engine", "the engine cannot be asked who is calling");
+        /* once per connection: its peer is fixed at connect, and a container's labels never change */
+        if (!c->peer_known) {
+                r = peer_check(c, c->peer_uid, &c->peer_name);
+                if (r == -EPERM)
+                        return conn_reply(c, 403, "caller", "only the channel's own containers may use its Docker API");
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked who is calling");
+                c->peer_known = true;
+        }
 
         r = proxy_target_parse(c->head.path, c->head.query, &c->target);
         if (r == -ENOMEM)
@@ -1023,7 +1127,12 @@ static int conn_handle(Conn *c) {
                 return conn_reply(c, 400, "parse", "the request target cannot be read unambiguously");
 
         stream = proxy_path_body_is_stream(c->head.method, c->target.unversioned);
-        if (!stream) {
+        if (stream && c->content_length == 0 && !c->head.chunked) {
+                /* nothing to stream (a pull): a request like any other */
+                c->complete = true;
+                c->consumed = c->head_size;
+                c->keep_alive = c->head.keep_alive;
+        } else if (!stream) {
                 size_t max = PROXY_BODY_MAX;
                 HttpParseInfo info;
                 size_t consumed;
@@ -1034,8 +1143,12 @@ static int conn_handle(Conn *c) {
                         r = http_request_parse(c->in, c->in_size, &limits, &full, &consumed, &status, &info);
                         if (r < 0)
                                 return conn_reply(c, status, "parse", status == 413 ? "request body too large" : "malformed request body");
-                        if (r > 0)
+                        if (r > 0) {
+                                c->complete = true;
+                                c->consumed = consumed;
+                                c->keep_alive = full.keep_alive;
                                 break;
+                        }
                         if (info.expect_continue && !sent_continue) {
                                 static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
                                 if (send_all(c->fd, cont, sizeof(cont) - 1) < 0)
@@ -1107,6 +1220,8 @@ static int conn_handle(Conn *c) {
                         return conn_reply(c, 400, "parse", "the filters parameter cannot be read");
         }
 
+        if (stream && c->complete)
+                return conn_forward(c, "", 0, NULL, 0);
         if (stream) {
                 size_t pending = c->in_size - c->head_size;
                 const char *expect = http_request_header(&c->head, "Expect");
@@ -1173,25 +1288,59 @@ static void lingering_close(int fd) {
         }
 }
 
+/* Ready for the connection's next request: what this one left in the buffer (a pipelined request)
+ * moves to its start, the rest of the per-request state is cleared. */
+static void conn_next_request(Conn *c) {
+        assert(c->complete && c->consumed <= c->in_size);
+        memmove(c->in, c->in + c->consumed, c->in_size - c->consumed);
+        c->in_size -= c->consumed;
+        http_request_done(&c->head);
+        c->head = (HttpRequest) {};
+        proxy_target_done(&c->target);
+        c->head_size = 0;
+        c->content_length = 0;
+        c->complete = false;
+        c->consumed = 0;
+        c->keep_alive = false;
+        c->rule = NULL;
+        c->decision = NULL;
+        c->actor = NULL;
+        c->actor_owned = mfree(c->actor_owned);
+        c->reason = mfree(c->reason);
+        c->status = 0;
+        c->n_requests++;
+        c->start_usec = 0;      /* set when the next request's first byte is in */
+        c->deadline_usec = now_usec() + PROXY_KEEPALIVE_IDLE_USEC;
+}
+
 static void conn_run(Conn *c) {
         Proxy *p = c->proxy;
 
         c->in_allocated = PROXY_IN_INITIAL;
         c->in = malloc(c->in_allocated);
-        if (c->in)
-                (void) conn_handle(c);
-        if (c->rule)            /* not recorded yet */
-                conn_record(c);
+        while (c->in) {
+                int r = conn_handle(c);
+                if (c->rule)            /* not recorded yet */
+                        conn_record(c);
+                atomic_store(&p->last_activity_usec, now_usec());
+                if (r < 0 || !c->keep_alive)
+                        break;
+                conn_next_request(c);
+        }
 
-        if (c->status >= 400 && (c->content_length > 0 || c->head.chunked))
+        if (c->status >= 400 && !c->complete && (c->content_length > 0 || c->head.chunked))
                 lingering_close(c->fd);
         safe_close(c->fd);
+        safe_close(c->up);
         http_request_done(&c->head);
         proxy_target_done(&c->target);
         free(c->reason);
         free(c->peer_name);
         free(c->actor_owned);
         free(c->in);
+        free(c->io);
+        free(c->io_scratch);
+        free(c->response_head);
         free(c);
         atomic_store(&p->last_activity_usec, now_usec());
         atomic_fetch_sub(&p->n_connections, 1);
@@ -1250,6 +1399,7 @@ static void *worker_main(void *userdata) {
                 }
                 c->proxy = p;
                 c->fd = cfd;
+                c->up = -EBADF;
                 c->peer_pid = len == sizeof(cred) ? cred.pid : 0;
                 c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
                 c->start_usec = now_usec();

@@ -144,6 +144,8 @@ typedef struct HttpResponseHead {
         bool has_length;
         uint64_t length;                /* Content-Length, when has_length */
         bool stream_type;               /* application/vnd.docker.raw-stream or multiplexed-stream */
+        bool close;                     /* "Connection: close", or HTTP/1.0 without keep-alive: the
+                                         * connection carries no other response */
 } HttpResponseHead;
 
 /* Returns 1 with *ret when buf starts with a complete head, 0 when more is needed, -E2BIG when head_max

@@ -338,6 +338,15 @@ static void test_response_head(void) {
            "its status, length and size are read");
         is_int(head_of("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", &h), 1, "a chunked response parses");
         ok(h.chunked && !h.has_length, "it is known to be chunked");
+        ok(!h.close, "an HTTP/1.1 response keeps its connection by default");
+        is_int(head_of("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", &h), 1,
+               "a response that ends its connection parses");
+        ok(h.close, "Connection: close wins over keep-alive");
+        is_int(head_of("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", &h), 1, "an HTTP/1.0 response parses");
+        ok(h.close, "an HTTP/1.0 response without keep-alive ends its connection");
+        is_int(head_of("HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n", &h), 1,
+               "an HTTP/1.0 keep-alive response parses");
+        ok(!h.close, "an HTTP/1.0 response with keep-alive keeps its connection");
         is_int(head_of("HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\n\r\n", &h),
                1, "a switch to a raw stream parses");
         ok(h.status == 101 && h.stream_type, "it is known to be a raw stream");
