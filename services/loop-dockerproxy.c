@@ -33,7 +33,13 @@
  *                                    http_rules, body_rules), whose rules go before the built-in ones;
  *                                    default: $CREDENTIALS_DIRECTORY/policy, else the built-in rules alone
  *   LOOP_DOCKERPROXY_WORK_DIR        the channel's work dir, for the built-in rules
- *   LOOP_DOCKERPROXY_CONTAINERS_MAX  nested containers the channel may have (default 16)
+ *   LOOP_DOCKERPROXY_CONTAINERS_MAX  nested containers the channel may have (default 16;
+ *                                    gates.docker_proxy.containers_max)
+ *   LOOP_DOCKERPROXY_NETWORK         "none": nested containers get no network (the agent has none and
+ *                                    gates.docker_proxy.nested_network is off); "engine" (default): as asked
+ *   LOOP_DOCKERPROXY_MASKED_PATHS    the channel's masked /proc and /sys paths, ':'-separated
+ *   RUNTIME_DIRECTORY                where the seccomp profile is written for Podman (default
+ *                                    $LOOP_RUNTIME_DIR/NAME/dockerproxy)
  *   LOOP_DOCKERPROXY_IDLE_SEC        how long to linger without connections (default 60)
  *   LOOP_RUNTIME_DIR                 where the channel's gate socket and tokens are (default /run/loop) */
 
@@ -47,6 +53,7 @@
 #include <stdatomic.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -59,6 +66,7 @@
 #include "dockerproxy-path.h"
 #include "dockerproxy-policy.h"
 #include "engine.h"
+#include "seccomp-profile.h"
 #include "gate-token.h"
 #include "http-server.h"
 #include "io-util.h"
@@ -87,6 +95,11 @@ typedef struct Proxy {
         char *engine_socket;
         char *gate_socket;
         char *cgroup_parent;                    /* the channel's slice when the engine uses systemd's cgroups */
+        char *state_dir;                        /* the seccomp profile's file, for Podman */
+        char **masked_paths;
+        bool network_none;
+        EngineKind engine_kind;                 /* found at start, or at the first create */
+        char *seccomp_option;                   /* for engine_kind, made with it */
         ProxyPolicy *policy;
         uint64_t containers_max;
         uint64_t idle_usec;
@@ -132,6 +145,8 @@ typedef struct Conn {
         char *reason;
         int status;
 } Conn;
+
+static int proxy_seccomp_option(Proxy *p);
 
 static uint64_t now_usec(void) {
         struct timespec ts;
@@ -1239,7 +1254,17 @@ static int conn_handle(Conn *c) {
                 _cleanup_(engine_freep) Engine *e = NULL;
                 uint64_t n = 0;
 
-                r = proxy_container_force(body, p->channel, p->cgroup_parent);
+                pthread_mutex_lock(&p->create_lock);
+                r = proxy_seccomp_option(p);
+                pthread_mutex_unlock(&p->create_lock);
+                if (r < 0)      /* fail closed: no nested container without the workload profile */
+                        return conn_reply(c, 502, "engine", "the seccomp profile for the engine cannot be made");
+                ProxyNestedPolicy nested = {
+                        .channel = p->channel, .cgroup_parent = p->cgroup_parent, .seccomp_option = p->seccomp_option,
+                        .masked_paths = p->masked_paths, .podman = p->engine_kind == ENGINE_PODMAN,
+                        .network_none = p->network_none,
+                };
+                r = proxy_container_force(body, &nested);
                 if (r < 0)
                         return conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
                 forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
@@ -1464,6 +1489,28 @@ static int proxy_settings(Proxy *p) {
                 return r;
         p->idle_usec = MAX(p->idle_usec, 1U) * 1000000ULL;
 
+        const char *network = getenv("LOOP_DOCKERPROXY_NETWORK"), *masks = getenv("LOOP_DOCKERPROXY_MASKED_PATHS");
+        if (!isempty(network) && !streq(network, "none") && !streq(network, "engine"))
+                return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_NETWORK=%s is neither \"none\" nor \"engine\".", network);
+        p->network_none = streq_ptr(network, "none");
+        for (const char *m = strempty(masks); *m;) {
+                size_t n = strcspn(m, ":");
+                _cleanup_free_ char *path = strndup(m, n);
+                if (!path)
+                        return log_oom();
+                if (!(startswith(path, "/proc/") || startswith(path, "/sys/")) || strstr(path, "/../") || endswith(path, "/.."))
+                        return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_MASKED_PATHS: %s is not a /proc or /sys path.", path);
+                if (strv_consume(&p->masked_paths, TAKE_PTR(path)) < 0)
+                        return log_oom();
+                m += n + (m[n] == ':');
+        }
+        const char *rt = getenv("RUNTIME_DIRECTORY");
+        if (!isempty(rt) && !strchr(rt, ':')) {         /* one directory (RuntimeDirectory= names one) */
+                if (!(p->state_dir = strdup(rt)))
+                        return log_oom();
+        } else if (asprintf(&p->state_dir, "%s/%s/dockerproxy", loop_runtime_dir(), p->channel) < 0)
+                return log_oom();
+
         if (isempty(sock))
                 sock = access("/run/podman/podman.sock", F_OK) >= 0 ? "/run/podman/podman.sock" : "/var/run/docker.sock";
         if (sock[0] != '/')
@@ -1496,18 +1543,53 @@ static int proxy_settings(Proxy *p) {
         return 0;
 }
 
-/* Containers go into the channel's slice when the engine manages cgroups through systemd. */
-static void proxy_find_cgroup_parent(Proxy *p) {
+/* Which engine it is (the seccomp profile is given differently), and whether it manages cgroups through
+ * systemd (then containers go into the channel's slice). An engine down at start is asked again at the
+ * first create. */
+static void proxy_probe_engine(Proxy *p) {
         _cleanup_(engine_freep) Engine *e = NULL;
         _cleanup_(json_object_putp) json_object *info = NULL;
         json_object *driver;
 
-        if (sd_booted() <= 0 || engine_open(p, &e) < 0)
+        if (engine_open(p, &e) < 0)
                 return;
         engine_set_timeout(e, 5);
-        if (engine_info(e, &info) >= 0 && json_object_object_get_ex(info, "CgroupDriver", &driver) &&
+        if (engine_info(e, &info) < 0)
+                return;
+        p->engine_kind = engine_kind(e);
+        if (sd_booted() > 0 && !p->cgroup_parent && json_object_object_get_ex(info, "CgroupDriver", &driver) &&
             streq(strempty(json_object_get_string(driver)), "systemd"))
                 p->cgroup_parent = channel_slice_name(p->channel);
+}
+
+/* The workload profile's security option for the engine (seccomp-profile.h), made once; under
+ * create_lock. */
+static int proxy_seccomp_option(Proxy *p) {
+        int r;
+
+        if (p->seccomp_option)
+                return 0;
+        if (p->engine_kind == ENGINE_UNKNOWN)
+                proxy_probe_engine(p);
+        if (p->engine_kind == ENGINE_UNKNOWN)
+                return -EHOSTDOWN;
+        if (p->engine_kind == ENGINE_PODMAN)
+                /* the directory and what is missing above it, readable by the engine */
+                for (char *s = p->state_dir + 1;; s++)
+                        if (*s == '/' || !*s) {
+                                char saved = *s;
+                                *s = 0;
+                                int k = mkdir(p->state_dir, 0755) < 0 && errno != EEXIST ? -errno : 0;
+                                *s = saved;
+                                if (k < 0)
+                                        return log_warning_errno(k, "Cannot make %s for the seccomp profile: %m", p->state_dir);
+                                if (!saved)
+                                        break;
+                        }
+        r = seccomp_profile_security_opt(p->engine_kind, p->state_dir, &p->seccomp_option);
+        if (r < 0)
+                return log_warning_errno(r, "Cannot make the seccomp workload profile for nested containers: %m");
+        return 0;
 }
 
 static int proxy_listen(Proxy *p) {
@@ -1557,7 +1639,7 @@ static int run(int argc, char *argv[]) {
                 return r;
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
                 return log_error_errno(ENOMEM, "Cannot initialise libcurl.");
-        proxy_find_cgroup_parent(&p);
+        proxy_probe_engine(&p);
         atomic_store(&p.last_activity_usec, now_usec());
 
         sigemptyset(&mask);

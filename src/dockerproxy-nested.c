@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "dockerproxy-nested.h"
+#include "strv.h"
 
 static const char * const dropped_capabilities[] = { "NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP" };
 
@@ -103,8 +104,67 @@ static bool array_has_capability(json_object *a, const char *cap) {
         return false;
 }
 
-int proxy_container_force(json_object *body, const char *channel, const char *cgroup_parent) {
-        json_object *labels, *hc, *secopt, *capdrop, *capadd, *pids;
+/* Adds the strings of add (n of them) to the array a that it lacks. */
+static int array_add_missing(json_object *a, const char * const *add, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                bool found = false;
+                for (size_t j = 0; !found && j < json_object_array_length(a); j++)
+                        found = streq_ptr(json_object_get_string(json_object_array_get_idx(a, j)), add[i]);
+                if (!found && json_object_array_add(a, json_object_new_string(add[i])) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* A security option the channel decides: "seccomp=..." / "seccomp:..." and Podman's "unmask=...". */
+static bool security_opt_is_forced(const char *s) {
+        size_t n = strcspn(s, "=:");
+        return (n == 7 && strncasecmp(s, "seccomp", 7) == 0) || (n == 6 && strncasecmp(s, "unmask", 6) == 0);
+}
+
+static int force_security_opt(json_object *secopt, const ProxyNestedPolicy *policy) {
+        _cleanup_(json_object_putp) json_object *kept = json_object_new_array();
+        int r;
+
+        if (!kept)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(secopt); i++) {
+                json_object *e = json_object_array_get_idx(secopt, i);
+                if (!json_object_is_type(e, json_type_string))
+                        return -EBADMSG;
+                if (!security_opt_is_forced(json_object_get_string(e)) &&
+                    json_object_array_add(kept, json_object_get(e)) < 0)
+                        return -ENOMEM;
+        }
+        /* the array is the body's: emptied and refilled in place */
+        if (json_object_array_length(secopt) > 0 &&
+            json_object_array_del_idx(secopt, 0, json_object_array_length(secopt)) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(kept); i++)
+                if (json_object_array_add(secopt, json_object_get(json_object_array_get_idx(kept, i))) < 0)
+                        return -ENOMEM;
+
+        const char *nnp = "no-new-privileges";
+        if ((r = array_add_missing(secopt, &nnp, 1)) < 0)
+                return r;
+        if (policy->seccomp_option && (r = array_add_missing(secopt, &policy->seccomp_option, 1)) < 0)
+                return r;
+        if (policy->podman && policy->masked_paths && policy->masked_paths[0]) {
+                _cleanup_free_ char *joined = strv_join(policy->masked_paths, ":"), *mask = NULL;
+                if (!joined || asprintf(&mask, "mask=%s", joined) < 0)
+                        return -ENOMEM;
+                const char *m = mask;
+                if ((r = array_add_missing(secopt, &m, 1)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int proxy_container_force(json_object *body, const ProxyNestedPolicy *policy) {
+        static const char * const docker_masked[] = { PROXY_DOCKER_MASKED_PATHS };
+        static const char * const docker_readonly[] = { PROXY_DOCKER_READONLY_PATHS };
+        json_object *labels, *hc, *secopt, *capdrop, *capadd, *pids, *masked, *readonly;
+        const char *channel = policy->channel, *cgroup_parent = policy->cgroup_parent;
         int r;
 
         if (!json_object_is_type(body, json_type_object))
@@ -118,8 +178,25 @@ int proxy_container_force(json_object *body, const char *channel, const char *cg
             (r = child_array(hc, "SecurityOpt", &secopt)) < 0 ||
             (r = child_array(hc, "CapDrop", &capdrop)) < 0)
                 return r;
-        if (json_object_array_add(secopt, json_object_new_string("no-new-privileges")) < 0)
-                return -ENOMEM;
+        if ((r = force_security_opt(secopt, policy)) < 0)
+                return r;
+        if ((r = child_array(hc, "MaskedPaths", &masked)) < 0 ||
+            (r = array_add_missing(masked, docker_masked, ELEMENTSOF(docker_masked))) < 0 ||
+            (r = array_add_missing(masked, (const char * const *) policy->masked_paths, strv_length(policy->masked_paths))) < 0 ||
+            (r = child_array(hc, "ReadonlyPaths", &readonly)) < 0 ||
+            (r = array_add_missing(readonly, docker_readonly, ELEMENTSOF(docker_readonly))) < 0)
+                return r;
+        if (policy->network_none) {
+                const char *spelt = NULL;
+                if (get_icase(body, "NetworkingConfig", &spelt)) {
+                        _cleanup_free_ char *copy = strdup(spelt);
+                        if (!copy)
+                                return -ENOMEM;
+                        json_object_object_del(body, copy);
+                }
+                if ((r = set_icase(hc, "NetworkMode", json_object_new_string("none"))) < 0)
+                        return r;
+        }
         capadd = get_icase(hc, "CapAdd", NULL);
         if (capadd && !json_object_is_type(capadd, json_type_array))
                 capadd = NULL;

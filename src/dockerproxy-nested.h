@@ -15,12 +15,32 @@
 #define PROXY_PIDS_LIMIT 1024           /* when the agent sets none (or "unlimited") */
 #define PROXY_FILTERS_MAX (16U * 1024U) /* bytes of a filters query parameter */
 
+/* Docker's own masked and read-only paths: a MaskedPaths or ReadonlyPaths the agent sets replaces them
+ * (an empty one removes them all), so they are always added. */
+#define PROXY_DOCKER_MASKED_PATHS "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", \
+        "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", \
+        "/sys/devices/virtual/powercap"
+#define PROXY_DOCKER_READONLY_PATHS "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"
+
+/* What of the channel's policy a nested container gets. */
+typedef struct ProxyNestedPolicy {
+        const char *channel;
+        const char *cgroup_parent;      /* the channel's slice; NULL: left to the engine */
+        const char *seccomp_option;     /* "seccomp=..." (seccomp_profile_security_opt()); NULL: none */
+        char **masked_paths;            /* the channel's masked /proc and /sys paths */
+        bool podman;                    /* Podman takes masks as SecurityOpt "mask=" */
+        bool network_none;              /* NetworkMode "none" whatever was asked (the agent has no network) */
+} ProxyNestedPolicy;
+
 /* Forces onto a container create body (an object, as proxy_body_parse() gave it): labels loop-channel=
  * channel and loop-type=nested, no-new-privileges, NET_RAW, MKNOD, AUDIT_WRITE and SETFCAP dropped unless
- * added explicitly, a pids limit, and cgroup_parent (the channel's slice; NULL: left to the engine) as
- * CgroupParent. Keys are found ignoring case, as the engine does. -EBADMSG when a field it must change
- * has the wrong type (the engine would refuse the body anyway), -ENOMEM. */
-int proxy_container_force(json_object *body, const char *channel, const char *cgroup_parent);
+ * added explicitly, a pids limit, the channel's slice as CgroupParent, the workload seccomp profile
+ * (any "seccomp" or "unmask" security option the agent gave is dropped), MaskedPaths and ReadonlyPaths
+ * that only grow (the channel's masks, Docker's read-only paths, added to what was asked), and
+ * NetworkMode "none" (NetworkingConfig dropped) when policy says so. Keys are found ignoring case, as
+ * the engine does. -EBADMSG when a field it must change has the wrong type (the engine would refuse the
+ * body anyway), -ENOMEM. */
+int proxy_container_force(json_object *body, const ProxyNestedPolicy *policy);
 
 /* Adds label=loop-channel=channel and label=loop-type=nested to the "filters" parameter of a query (an object of strings, as
  * dockerproxy-path.h makes it), so that a list or a prune sees only the channel's nested containers.

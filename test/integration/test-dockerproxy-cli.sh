@@ -7,7 +7,9 @@
 # logs, execs into and builds through the proxy; every forbidden form is refused with 403 and its rule,
 # in the answer and in the proxy's record; containers are forced into the channel; a bind swapped for a
 # symlink after create is refused at start; other containers are out of reach; a caller that is neither
-# root nor one of the channel's containers is refused; a dead engine is a 502.
+# root nor one of the channel's containers is refused; a dead engine is a 502. The channel has no network
+# for nested containers (LOOP_DOCKERPROXY_NETWORK=none, as for an agent behind the egress gateway) and
+# masks /proc/version beyond the engines' defaults.
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
@@ -42,7 +44,9 @@ PROXY_PID=
 start_proxy() {         # SOCKET ENGINE_SOCKET LOG [CONTAINERS_MAX]
         LOOP_DOCKERPROXY_ENGINE_SOCKET=$2 LOOP_DOCKERPROXY_WORK_DIR=$WORK LOOP_DOCKERPROXY_POLICY=$T/policy.json \
         LOOP_DOCKERPROXY_CONTAINERS_MAX=${4:-6} LOOP_LOG_TARGET=console LOOP_DOCKERPROXY_IDLE_SEC=3600 LOOP_RUNTIME_DIR=$T/run \
+        LOOP_DOCKERPROXY_NETWORK=none LOOP_DOCKERPROXY_MASKED_PATHS=/proc/version:/proc/kcore \
                 systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR \
+                -E LOOP_DOCKERPROXY_NETWORK -E LOOP_DOCKERPROXY_MASKED_PATHS \
                 -E LOOP_DOCKERPROXY_POLICY -E LOOP_DOCKERPROXY_CONTAINERS_MAX -E LOOP_LOG_TARGET -E LOOP_DOCKERPROXY_IDLE_SEC -E LOOP_RUNTIME_DIR \
                 -l "$1" "$PROXY" "$CHANNEL" >>"$3" 2>&1 &
         PROXY_PID=$!
@@ -158,6 +162,26 @@ for kind in podman docker; do
         like "$inspect" "\"loop-type\": ?\"nested\"" "$kind: the container carries loop-type=nested"
         like "$inspect" "no-new-privileges" "$kind: the container has no-new-privileges"
         like "$inspect" "\"CapDrop\": ?\[[^]]*MKNOD" "$kind: the container has MKNOD dropped"
+        if [ $kind = docker ]; then
+                like "$inspect" "seccomp=.*kernel keyrings" "$kind: the container has the channel's seccomp profile"
+        else
+                like "$inspect" "\"seccomp=$T/run/$CHANNEL/dockerproxy/seccomp-workload.json\"" \
+                        "$kind: the container has the channel's seccomp profile (a file: Podman reads a path)"
+                like "$(cat "$T/run/$CHANNEL/dockerproxy/seccomp-workload.json")" "kernel keyrings" \
+                        "$kind: ...which holds the workload profile"
+        fi
+        out=$(timeout 60 "$DOCKER" run --rm --network bridge "$IMAGE" sh -c 'ls /sys/class/net | tr "\n" " "' 2>&1)
+        is "$out" "lo " "$kind: a nested container has no network but loopback, though it asked for the bridge"
+        out=$(timeout 60 "$DOCKER" run --rm "$IMAGE" sh -c 'wc -c < /proc/version' 2>&1)
+        is "$out" 0 "$kind: the channel's masked /proc paths are masked in a nested container"
+        out=$(timeout 60 "$DOCKER" run --rm --security-opt unmask=/proc/version "$IMAGE" sh -c 'wc -c < /proc/version' 2>&1)
+        is "$out" 0 "$kind: ...also when it asks to unmask them"
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' \
+                -d "{\"Image\":\"$IMAGE\",\"Cmd\":[\"sh\",\"-c\",\"wc -c < /proc/timer_list\"],\"HostConfig\":{\"MaskedPaths\":[\"/proc/version\"]}}" \
+                "http://d/v1.41/containers/create?name=masks-$kind")
+        out=$(timeout 60 "$DOCKER" start -a "masks-$kind" 2>&1)
+        is "$out" 0 "$kind: a MaskedPaths the agent sets only grows (the engine's own masks stay)"
+        timeout 60 "$DOCKER" rm -f "masks-$kind" >/dev/null 2>&1
 
         # --- other containers are out of reach ---
         refused "exec into a container the agent did not make" "not one of channel" "ownership" exec "foreign-$kind" true

@@ -404,7 +404,8 @@ static void test_nested(void) {
 
         b = json_tokener_parse("{\"Image\":\"x\",\"labels\":{\"loop-channel\":\"other\",\"mine\":\"1\"},"
                                "\"HostConfig\":{\"CapAdd\":[\"NET_RAW\"],\"PidsLimit\":-1}}");
-        is_int(proxy_container_force(b, "web", "loop-web.slice"), 0, "a create body is forced into the channel");
+        ProxyNestedPolicy web = { .channel = "web", .cgroup_parent = "loop-web.slice" };
+        is_int(proxy_container_force(b, &web), 0, "a create body is forced into the channel");
         ok(json_object_object_get_ex(b, "Labels", &v) && json_object_object_get_ex(v, "mine", NULL) &&
            !json_object_object_get_ex(b, "labels", NULL), "the agent's labels stay, under one Labels key");
         ok(json_object_object_get_ex(v, "loop-channel", &v) && streq(json_object_get_string(v), "web"),
@@ -421,7 +422,67 @@ static void test_nested(void) {
            "the container goes into the channel's slice");
         {
                 _cleanup_(json_object_putp) json_object *bad = json_tokener_parse("{\"HostConfig\":[]}");
-                is_int(proxy_container_force(bad, "web", NULL), -EBADMSG, "a HostConfig that is no object is refused");
+                ProxyNestedPolicy plain = { .channel = "web" };
+                is_int(proxy_container_force(bad, &plain), -EBADMSG, "a HostConfig that is no object is refused");
+        }
+        {
+                char *masks[] = { (char *) "/proc/version", (char *) "/proc/kcore", NULL };
+                ProxyNestedPolicy strict = { .channel = "web", .seccomp_option = "seccomp={\"defaultAction\":\"SCMP_ACT_ALLOW\"}",
+                                             .masked_paths = masks, .network_none = true };
+                _cleanup_(json_object_putp) json_object *c = json_tokener_parse(
+                        "{\"Image\":\"x\",\"NetworkingConfig\":{\"EndpointsConfig\":{\"br\":{}}},"
+                        "\"HostConfig\":{\"SecurityOpt\":[\"Seccomp=unconfined\",\"seccomp:/tmp/p.json\",\"unmask=ALL\",\"label=disable\"],"
+                        "\"MaskedPaths\":[\"/proc/mine\"],\"ReadonlyPaths\":[],\"networkmode\":\"host\"}}");
+                json_object *h, *a, *n;
+                bool has_ours = false, has_theirs = false, has_version = false, has_mine = false, has_sys = false;
+
+                is_int(proxy_container_force(c, &strict), 0, "a create body is forced into a strict channel's policy");
+                json_object_object_get_ex(c, "HostConfig", &h);
+                json_object_object_get_ex(h, "SecurityOpt", &a);
+                for (size_t i = 0; i < json_object_array_length(a); i++) {
+                        const char *s = json_object_get_string(json_object_array_get_idx(a, i));
+                        has_ours |= streq(s, strict.seccomp_option);
+                        has_theirs |= strncasecmp(s, "seccomp", 7) == 0 && !streq(s, strict.seccomp_option);
+                        has_theirs |= strncasecmp(s, "unmask", 6) == 0;
+                }
+                ok(has_ours && !has_theirs, "the channel's seccomp profile replaces the agent's, and unmask= is dropped");
+                ok(json_object_array_length(a) == 3, "other security options stay, no-new-privileges is added");
+                json_object_object_get_ex(h, "MaskedPaths", &a);
+                for (size_t i = 0; i < json_object_array_length(a); i++) {
+                        const char *s = json_object_get_string(json_object_array_get_idx(a, i));
+                        has_version |= streq(s, "/proc/version");
+                        has_mine |= streq(s, "/proc/mine");
+                }
+                ok(has_version && has_mine, "MaskedPaths grows by the channel's masks and keeps the agent's");
+                json_object_object_get_ex(h, "ReadonlyPaths", &a);
+                for (size_t i = 0; i < json_object_array_length(a); i++)
+                        has_sys |= streq(json_object_get_string(json_object_array_get_idx(a, i)), "/proc/sys");
+                ok(has_sys, "an empty ReadonlyPaths gets Docker's read-only paths back");
+                ok(json_object_object_get_ex(h, "NetworkMode", &n) && streq(json_object_get_string(n), "none") &&
+                   !json_object_object_get_ex(h, "networkmode", NULL), "the network mode is none, however it was spelt");
+                ok(!json_object_object_get_ex(c, "NetworkingConfig", NULL), "the networks the agent named are dropped");
+        }
+        {
+                ProxyNestedPolicy pod = { .channel = "web", .podman = true,
+                                          .masked_paths = (char *[]) { (char *) "/proc/version", NULL } };
+                _cleanup_(json_object_putp) json_object *c = json_tokener_parse("{\"Image\":\"x\"}");
+                json_object *h, *a, *n;
+                bool mask = false;
+                is_int(proxy_container_force(c, &pod), 0, "a create body is forced for Podman");
+                json_object_object_get_ex(c, "HostConfig", &h);
+                json_object_object_get_ex(h, "SecurityOpt", &a);
+                for (size_t i = 0; i < json_object_array_length(a); i++)
+                        mask |= streq(json_object_get_string(json_object_array_get_idx(a, i)), "mask=/proc/version");
+                ok(mask, "Podman gets the channel's masks as mask=");
+                ok(!json_object_object_get_ex(h, "NetworkMode", &n), "a channel that allows a network leaves the mode alone");
+                is_int(proxy_container_force(c, &pod), 0, "forcing twice works");
+                json_object_object_get_ex(h, "SecurityOpt", &a);
+                is_int((int) json_object_array_length(a), 2, "and adds nothing twice");
+        }
+        {
+                _cleanup_(json_object_putp) json_object *c = json_tokener_parse("{\"HostConfig\":{\"SecurityOpt\":[1]}}");
+                ProxyNestedPolicy plain = { .channel = "web" };
+                is_int(proxy_container_force(c, &plain), -EBADMSG, "a security option that is no string is refused");
         }
 
         q = json_object_new_object();
