@@ -307,11 +307,13 @@ static bool ref_is_valid(const char *s, size_t n) {
         return s[0] != '.' && s[0] != '-';
 }
 
-typedef enum RefKind { REF_NONE, REF_CONTAINER, REF_EXEC } RefKind;
+typedef enum RefKind { REF_NONE, REF_CONTAINER, REF_EXEC, REF_VOLUME, REF_NETWORK } RefKind;
 
-/* The container or exec a path names: /containers/REF[/...], /exec/REF/... */
-static RefKind path_ref(const char *path, char **ret) {
-        static const char * const collections[] = { "create", "json", "prune" };
+/* The container, exec, volume or network a path names: /containers/REF[/...], /exec/REF/...,
+ * /volumes/REF, /networks/REF[/...]. The collections' own endpoints (POST .../create and .../prune,
+ * GET /containers/json) name none; anything else under them names one, exactly as the engine's router
+ * (case-sensitive) reads it: GET /volumes/create is the inspect of a volume called "create". */
+static RefKind path_ref(const char *method, const char *path, char **ret) {
         const char *rest;
         RefKind kind;
         size_t n;
@@ -321,12 +323,17 @@ static RefKind path_ref(const char *path, char **ret) {
                 kind = REF_CONTAINER;
         else if ((rest = startswith(path, "/exec/")))
                 kind = REF_EXEC;
+        else if ((rest = startswith(path, "/volumes/")))
+                kind = REF_VOLUME;
+        else if ((rest = startswith(path, "/networks/")))
+                kind = REF_NETWORK;
         else
                 return REF_NONE;
         n = strcspn(rest, "/");
-        for (size_t i = 0; kind == REF_CONTAINER && i < ELEMENTSOF(collections); i++)
-                if (strlen(collections[i]) == n && strncasecmp(rest, collections[i], n) == 0 && !rest[n])
-                        return REF_NONE;
+        if (kind != REF_EXEC && !rest[n] &&
+            ((streq(method, "POST") && (streq(rest, "create") || streq(rest, "prune"))) ||
+             (streq(method, "GET") && kind == REF_CONTAINER && streq(rest, "json"))))
+                return REF_NONE;
         *ret = strndup(rest, n);
         return *ret ? kind : REF_NONE;
 }
@@ -358,24 +365,43 @@ static RefKind other_ref(Conn *c, json_object *body, char **ret) {
         return *ret ? REF_CONTAINER : REF_NONE;
 }
 
-static int conn_check_ownership(Conn *c, json_object *body) {
+/* Whether the container, exec, volume or network ref belongs to the channel. Replies itself (404, 403,
+ * 502, 400) and returns < 0 when it does not. */
+static const char *json_get_string_or_null(json_object *o) {
+        return json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
+}
+
+static int conn_check_ref(Conn *c, RefKind kind, const char *ref) {
         _cleanup_(engine_freep) Engine *e = NULL;
         _cleanup_(json_object_putp) json_object *inspect = NULL, *exec = NULL;
-        _cleanup_free_ char *ref = NULL, *msg = NULL;
-        RefKind kind;
+        _cleanup_free_ char *msg = NULL;
         int r;
 
-        kind = path_ref(c->target.unversioned, &ref);
-        if (kind == REF_NONE)
-                kind = other_ref(c, body, &ref);
-        if (kind == REF_NONE)
-                return 0;
         if (!ref_is_valid(ref, strlen(ref)))
-                return conn_reply(c, 400, "parse", "not a container or exec id"), -EINVAL;
+                return conn_reply(c, 400, "parse", "not a valid name or id"), -EINVAL;
         r = engine_open(c->proxy, &e);
         if (r < 0)
                 return conn_reply(c, 500, "engine", "out of memory"), r;
         engine_set_timeout(e, 10);
+
+        if (kind == REF_VOLUME || kind == REF_NETWORK) {
+                const char *what = kind == REF_VOLUME ? "volume" : "network";
+                r = kind == REF_VOLUME ? engine_volume_inspect(e, ref, &inspect) : engine_network_inspect(e, ref, &inspect);
+                if (r == -ENOENT) {
+                        if (asprintf(&msg, "no such %s", what) < 0)
+                                return -ENOMEM;
+                        return conn_reply(c, 404, "ownership", msg), r;
+                }
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked about the volume or network"), r;
+                if (!proxy_object_is_nested_of(inspect, c->proxy->channel)) {
+                        if (asprintf(&msg, "the %s is not one of channel %s's own (created through this proxy)",
+                                     what, c->proxy->channel) < 0)
+                                return -ENOMEM;
+                        return conn_reply(c, 403, "ownership", msg), -EPERM;
+                }
+                return 0;
+        }
 
         if (kind == REF_EXEC) {
                 json_object *id;
@@ -386,10 +412,9 @@ static int conn_check_ownership(Conn *c, json_object *body) {
                         return conn_reply(c, 502, "engine", "the engine cannot be asked about the exec instance"), r;
                 if (!json_object_object_get_ex(exec, "ContainerID", &id) || !json_object_get_string(id))
                         return conn_reply(c, 502, "engine", "the engine did not say whose exec instance this is"), -EBADMSG;
-                free(ref);
-                ref = strdup(json_object_get_string(id));
+                ref = json_get_string_or_null(id);
                 if (!ref)
-                        return -ENOMEM;
+                        return conn_reply(c, 502, "engine", "the engine did not say whose exec instance this is"), -EBADMSG;
         }
         r = engine_container_inspect(e, ref, &inspect);
         if (r == -ENOENT)
@@ -402,6 +427,66 @@ static int conn_check_ownership(Conn *c, json_object *body) {
                         return -ENOMEM;
                 return conn_reply(c, 403, "ownership", msg), -EPERM;
         }
+        return 0;
+}
+
+/* What the path names, and a container named in the query or body, must be the channel's. */
+static int conn_check_ownership(Conn *c, json_object *body) {
+        _cleanup_free_ char *ref = NULL, *other = NULL;
+        RefKind kind;
+        int r;
+
+        kind = path_ref(c->head.method, c->target.unversioned, &ref);
+        if (kind != REF_NONE && (r = conn_check_ref(c, kind, ref)) < 0)
+                return r;
+        kind = other_ref(c, body, &other);
+        if (kind != REF_NONE && (r = conn_check_ref(c, kind, other)) < 0)
+                return r;
+        return 0;
+}
+
+/* A container create's named volumes, networks and namespace-sharing containers must be the channel's.
+ * A named volume that does not exist yet is made here, with the channel's labels, rather than by the
+ * engine without them. Replies itself when refused. */
+static int conn_check_references(Conn *c, json_object *body) {
+        _cleanup_(proxy_references_done) ProxyReferences refs = {};
+        _cleanup_(engine_freep) Engine *e = NULL;
+        int r;
+
+        r = proxy_container_references(body, &refs);
+        if (r == -ENOMEM)
+                return conn_reply(c, 500, NULL, "out of memory"), r;
+        if (r < 0)
+                return conn_reply(c, 400, "parse", "the create body names volumes or networks unreadably"), r;
+        STRV_FOREACH(v, refs.volumes) {
+                _cleanup_(json_object_putp) json_object *inspect = NULL, *create = NULL, *made = NULL;
+                if (!ref_is_valid(*v, strlen(*v)))
+                        return conn_reply(c, 400, "parse", "not a valid volume name"), -EINVAL;
+                if (!e) {
+                        if (engine_open(c->proxy, &e) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                        engine_set_timeout(e, 10);
+                }
+                r = engine_volume_inspect(e, *v, &inspect);
+                if (r != -ENOENT) {
+                        if ((r = conn_check_ref(c, REF_VOLUME, *v)) < 0)
+                                return r;
+                        continue;
+                }
+                create = json_object_new_object();
+                if (!create || json_object_object_add(create, "Name", json_object_new_string(*v)) < 0 ||
+                    proxy_labels_force(create, c->proxy->channel) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                r = engine_volume_create(e, create, &made);
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot create the named volume"), r;
+        }
+        STRV_FOREACH(n, refs.networks)
+                if ((r = conn_check_ref(c, REF_NETWORK, *n)) < 0)
+                        return r;
+        STRV_FOREACH(n, refs.containers)
+                if ((r = conn_check_ref(c, REF_CONTAINER, *n)) < 0)
+                        return r;
         return 0;
 }
 
@@ -595,7 +680,7 @@ static char *approval_cache_key(const Conn *c) {
         const char *path = c->target.unversioned;
         char *key = NULL;
 
-        if (path_ref(path, &ref) != REF_NONE && ref) {
+        if (path_ref(c->head.method, path, &ref) != REF_NONE && ref) {
                 const char *after = strchr(path + 1, '/');
                 size_t prefix = (size_t) (after - path) + 1;
                 const char *tail = after + 1 + strlen(ref);
@@ -1205,7 +1290,7 @@ static int conn_handle(Conn *c) {
                 return 0;       /* answered */
         {
                 _cleanup_free_ char *ref = NULL;
-                if (streq(c->head.method, "POST") && path_ref(c->target.unversioned, &ref) == REF_CONTAINER &&
+                if (streq(c->head.method, "POST") && path_ref(c->head.method, c->target.unversioned, &ref) == REF_CONTAINER &&
                     endswith(c->target.unversioned, "/start") &&
                     strcasecmp(c->target.unversioned + strlen("/containers/") + strlen(ref), "/start") == 0 &&
                     conn_recheck_start(c, ref) < 0)
@@ -1227,12 +1312,26 @@ static int conn_handle(Conn *c) {
         }
         c->decision = "allow";
 
-        if (streq(c->head.method, "GET") && strcasecmp(c->target.unversioned, "/containers/json") == 0) {
+        /* lists and prunes see only the channel's containers, volumes and networks */
+        if ((streq(c->head.method, "GET") && (strcasecmp(c->target.unversioned, "/containers/json") == 0 ||
+                                               strcasecmp(c->target.unversioned, "/volumes") == 0 ||
+                                               strcasecmp(c->target.unversioned, "/networks") == 0)) ||
+            (streq(c->head.method, "POST") && (strcasecmp(c->target.unversioned, "/containers/prune") == 0 ||
+                                                strcasecmp(c->target.unversioned, "/volumes/prune") == 0 ||
+                                                strcasecmp(c->target.unversioned, "/networks/prune") == 0))) {
                 if (proxy_query_scope_to_channel(c->target.query, p->channel) < 0)
                         return conn_reply(c, 400, "parse", "the filters parameter cannot be read");
-        } else if (streq(c->head.method, "POST") && strcasecmp(c->target.unversioned, "/containers/prune") == 0) {
-                if (proxy_query_scope_to_channel(c->target.query, p->channel) < 0)
-                        return conn_reply(c, 400, "parse", "the filters parameter cannot be read");
+        }
+
+        /* volumes and networks made through the proxy are the channel's */
+        if (streq(c->head.method, "POST") && (strcasecmp(c->target.unversioned, "/volumes/create") == 0 ||
+                                              strcasecmp(c->target.unversioned, "/networks/create") == 0)) {
+                if (proxy_labels_force(body, p->channel) < 0)
+                        return conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
+                forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+                if (!forced)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                return conn_forward(c, forced, strlen(forced), NULL, 0);
         }
 
         if (stream && c->complete)
@@ -1267,6 +1366,10 @@ static int conn_handle(Conn *c) {
                 r = proxy_container_force(body, &nested);
                 if (r < 0)
                         return conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
+                c->decision = NULL;     /* not allowed until what it uses is the channel's too */
+                if (conn_check_references(c, body) < 0)
+                        return 0;       /* answered */
+                c->decision = "allow";
                 forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
                 if (!forced || engine_open(p, &e) < 0)
                         return conn_reply(c, 500, NULL, "out of memory");

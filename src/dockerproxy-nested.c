@@ -299,3 +299,110 @@ bool proxy_container_is_nested_of(json_object *inspect, const char *channel) {
         return streq_ptr(json_object_get_string(c), channel) &&
                 streq_ptr(json_object_get_string(t), PROXY_TYPE_NESTED);
 }
+
+int proxy_labels_force(json_object *body, const char *channel) {
+        json_object *labels;
+        int r;
+
+        if (!json_object_is_type(body, json_type_object))
+                return -EBADMSG;
+        if ((r = child_object(body, "Labels", &labels)) < 0 ||
+            (r = set_icase(labels, PROXY_LABEL_CHANNEL, json_object_new_string(channel))) < 0 ||
+            (r = set_icase(labels, PROXY_LABEL_TYPE, json_object_new_string(PROXY_TYPE_NESTED))) < 0)
+                return r;
+        return 0;
+}
+
+bool proxy_object_is_nested_of(json_object *inspect, const char *channel) {
+        json_object *labels, *c, *t;
+
+        if (!json_object_object_get_ex(inspect, "Labels", &labels) ||
+            !json_object_is_type(labels, json_type_object) ||
+            !json_object_object_get_ex(labels, PROXY_LABEL_CHANNEL, &c) ||
+            !json_object_object_get_ex(labels, PROXY_LABEL_TYPE, &t))
+                return false;
+        return streq_ptr(json_object_get_string(c), channel) &&
+                streq_ptr(json_object_get_string(t), PROXY_TYPE_NESTED);
+}
+
+void proxy_references_done(ProxyReferences *r) {
+        r->volumes = strv_free(r->volumes);
+        r->networks = strv_free(r->networks);
+        r->containers = strv_free(r->containers);
+}
+
+static int reference_add(char ***l, const char *name, size_t n) {
+        _cleanup_free_ char *s = strndup(name, n);
+
+        if (!s)
+                return -ENOMEM;
+        if (strv_contains(*l, s))
+                return 0;
+        if (strv_length(*l) >= PROXY_REFERENCES_MAX)
+                return -EBADMSG;
+        return strv_consume(l, TAKE_PTR(s));
+}
+
+static bool network_is_default(const char *n) {
+        return streq(n, "bridge") || streq(n, "default") || streq(n, "podman") || streq(n, "none");
+}
+
+static int network_reference(ProxyReferences *r, const char *mode) {
+        const char *c;
+
+        if (isempty(mode) || network_is_default(mode))
+                return 0;
+        if ((c = startswith(mode, "container:")))
+                return reference_add(&r->containers, c, strlen(c));
+        return reference_add(&r->networks, mode, strlen(mode));
+}
+
+int proxy_container_references(json_object *body, ProxyReferences *ret) {
+        _cleanup_(proxy_references_done) ProxyReferences r = {};
+        json_object *hc, *binds, *mounts, *mode, *nc, *endpoints;
+        int k;
+
+        if (!json_object_is_type(body, json_type_object))
+                return -EBADMSG;
+        hc = get_icase(body, "HostConfig", NULL);
+        if (hc && !json_object_is_type(hc, json_type_object) && !json_object_is_type(hc, json_type_null))
+                return -EBADMSG;
+        binds = hc ? get_icase(hc, "Binds", NULL) : NULL;
+        for (size_t i = 0; json_object_is_type(binds, json_type_array) && i < json_object_array_length(binds); i++) {
+                const char *b = json_object_get_string(json_object_array_get_idx(binds, i));
+                if (!json_object_is_type(json_object_array_get_idx(binds, i), json_type_string))
+                        return -EBADMSG;
+                /* "source:target[:options]": a source that is not a path names a volume */
+                if (b[0] != '/' && strchr(b, ':') && (k = reference_add(&r.volumes, b, strcspn(b, ":"))) < 0)
+                        return k;
+        }
+        mounts = hc ? get_icase(hc, "Mounts", NULL) : NULL;
+        for (size_t i = 0; json_object_is_type(mounts, json_type_array) && i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i), *type, *source;
+                if (!json_object_is_type(m, json_type_object))
+                        return -EBADMSG;
+                type = get_icase(m, "Type", NULL);
+                source = get_icase(m, "Source", NULL);
+                if (json_object_is_type(type, json_type_string) && strcasecmp(json_object_get_string(type), "volume") == 0 &&
+                    json_object_is_type(source, json_type_string) && !isempty(json_object_get_string(source)) &&
+                    (k = reference_add(&r.volumes, json_object_get_string(source), strlen(json_object_get_string(source)))) < 0)
+                        return k;
+        }
+        mode = hc ? get_icase(hc, "NetworkMode", NULL) : NULL;
+        if (mode && !json_object_is_type(mode, json_type_string) && !json_object_is_type(mode, json_type_null))
+                return -EBADMSG;
+        if (json_object_is_type(mode, json_type_string) && (k = network_reference(&r, json_object_get_string(mode))) < 0)
+                return k;
+        nc = get_icase(body, "NetworkingConfig", NULL);
+        endpoints = json_object_is_type(nc, json_type_object) ? get_icase(nc, "EndpointsConfig", NULL) : NULL;
+        if (json_object_is_type(endpoints, json_type_object)) {
+                json_object_object_foreach(endpoints, name, e) {
+                        (void) e;
+                        if (!network_is_default(name) && (k = reference_add(&r.networks, name, strlen(name))) < 0)
+                                return k;
+                }
+        }
+        *ret = r;
+        r = (ProxyReferences) {};
+        return 0;
+}

@@ -50,3 +50,22 @@ int proxy_query_scope_to_channel(json_object *query, const char *channel);
 
 /* Whether an inspect reply's Config.Labels mark a container as a nested container of channel. */
 bool proxy_container_is_nested_of(json_object *inspect, const char *channel);
+
+/* Volumes and networks made through the proxy are the channel's too: labels loop-channel=channel and
+ * loop-type=nested forced onto a volume or network create body (an object). -EBADMSG, -ENOMEM. */
+int proxy_labels_force(json_object *body, const char *channel);
+/* Whether a volume or network inspect reply (Labels at its top) marks it as channel's. */
+bool proxy_object_is_nested_of(json_object *inspect, const char *channel);
+
+/* What else a container create body uses by name: named volumes (Binds sources that are not paths,
+ * Mounts of type volume), networks (NetworkMode, NetworkingConfig.EndpointsConfig; not the engines'
+ * default networks "bridge", "default", "podman" and "none") and containers (NetworkMode "container:X").
+ * Each must be the channel's own. Keys ignoring case; -EBADMSG for fields of the wrong type. */
+typedef struct ProxyReferences {
+        char **volumes;
+        char **networks;
+        char **containers;
+} ProxyReferences;
+#define PROXY_REFERENCES_MAX 256U       /* names one create may use */
+void proxy_references_done(ProxyReferences *r);
+int proxy_container_references(json_object *body, ProxyReferences *ret);

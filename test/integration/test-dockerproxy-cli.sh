@@ -190,6 +190,46 @@ for kind in podman docker; do
         refused "copying out of a container without a human (approve, no approver)" "not approved" 'http\[[0-9]+\]' \
                 cp "long-$kind:/etc/passwd" "$T/passwd-$kind"
 
+        # --- volumes and networks: the channel's own only ---
+        engine_api "$sock" -X POST -H 'Content-Type: application/json' -d "{\"Name\":\"foreignvol-$kind\"}" \
+                http://d/v1.41/volumes/create >/dev/null
+        engine_api "$sock" -X POST -H 'Content-Type: application/json' -d "{\"Name\":\"foreignnet-$kind\"}" \
+                http://d/v1.41/networks/create >/dev/null
+        check "$kind: docker volume create makes a volume" timeout 60 "$DOCKER" volume create "ownvol-$kind"
+        like "$(engine_api "$sock" "http://d/v1.41/volumes/ownvol-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
+                "$kind: the volume carries loop-channel=$CHANNEL"
+        out=$(timeout 60 "$DOCKER" volume ls --format '{{.Name}}' 2>&1)
+        like "$out" "ownvol-$kind" "$kind: docker volume ls lists the channel's volume"
+        unlike "$out" "foreignvol-$kind" "$kind: ...and not another's"
+        refused "inspecting a volume the agent did not make" "not one of channel" "ownership" volume inspect "foreignvol-$kind"
+        refused "removing a volume the agent did not make" "not one of channel" "ownership" volume rm "foreignvol-$kind"
+        refused "-v with a volume the agent did not make" "not one of channel" "ownership" \
+                run --rm -v "foreignvol-$kind:/x" "$IMAGE" true
+        refused "--mount of a volume the agent did not make" "not one of channel" "ownership" \
+                run --rm --mount "type=volume,src=foreignvol-$kind,dst=/x" "$IMAGE" true
+        out=$(timeout 60 "$DOCKER" run --rm -v "autovol-$kind:/x" "$IMAGE" sh -c 'echo kept > /x/f; cat /x/f' 2>&1)
+        is "$out" kept "$kind: a named volume that does not exist yet is made on docker run"
+        like "$(engine_api "$sock" "http://d/v1.41/volumes/autovol-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
+                "$kind: ...with the channel's label"
+        check "$kind: docker network create makes a network" timeout 60 "$DOCKER" network create "ownnet-$kind"
+        like "$(engine_api "$sock" "http://d/v1.41/networks/ownnet-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
+                "$kind: the network carries loop-channel=$CHANNEL"
+        out=$(timeout 60 "$DOCKER" network ls --format '{{.Name}}' 2>&1)
+        like "$out" "ownnet-$kind" "$kind: docker network ls lists the channel's network"
+        unlike "$out" "foreignnet-$kind" "$kind: ...and not another's"
+        refused "inspecting a network the agent did not make" "not one of channel" "ownership" network inspect "foreignnet-$kind"
+        refused "removing a network the agent did not make" "not one of channel" "ownership" network rm "foreignnet-$kind"
+        refused "connecting to a network the agent did not make" "not one of channel" "ownership" \
+                network connect "foreignnet-$kind" "long-$kind"
+        engine_api "$sock" -X POST -H 'Content-Type: application/json' -d '{"Name":"create"}' http://d/v1.41/volumes/create >/dev/null
+        refused "inspecting another's volume named like an endpoint (create)" "not one of channel" "ownership" \
+                volume inspect create
+        engine_api "$sock" -X DELETE "http://d/v1.41/volumes/create" >/dev/null
+        check "$kind: docker volume rm removes the channel's volumes" timeout 60 "$DOCKER" volume rm "ownvol-$kind" "autovol-$kind"
+        check "$kind: docker network rm removes the channel's network" timeout 60 "$DOCKER" network rm "ownnet-$kind"
+        engine_api "$sock" -X DELETE "http://d/v1.41/volumes/foreignvol-$kind" >/dev/null
+        engine_api "$sock" -X DELETE "http://d/v1.41/networks/foreignnet-$kind" >/dev/null
+
         # --- the forbidden forms ---
         refused "--privileged" "privileged containers are refused" 'body\[[0-9]+\]' run --rm --privileged "$IMAGE" true
         refused "-v /:/host" "bind mounts of host system paths" 'body\[[0-9]+\]' run --rm -v /:/host "$IMAGE" true

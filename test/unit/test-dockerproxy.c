@@ -10,6 +10,7 @@
 #include "dockerproxy-path.h"
 #include "dockerproxy-policy.h"
 #include "macro.h"
+#include "strv.h"
 #include "tap.h"
 
 static char tmpdir[] = "/tmp/test-dockerproxy-XXXXXX";
@@ -478,6 +479,45 @@ static void test_nested(void) {
                 is_int(proxy_container_force(c, &pod), 0, "forcing twice works");
                 json_object_object_get_ex(h, "SecurityOpt", &a);
                 is_int((int) json_object_array_length(a), 2, "and adds nothing twice");
+        }
+        {
+                _cleanup_(json_object_putp) json_object *c = json_tokener_parse(
+                        "{\"Image\":\"x\",\"HostConfig\":{\"Binds\":[\"/srv/w:/w\",\"data:/d:ro\",\"data:/e\"],"
+                        "\"mounts\":[{\"type\":\"Volume\",\"Source\":\"cache\",\"Target\":\"/c\"},{\"Type\":\"volume\",\"Target\":\"/anon\"},"
+                        "{\"Type\":\"bind\",\"Source\":\"/srv/x\",\"Target\":\"/x\"}],\"NetworkMode\":\"container:db\"},"
+                        "\"NetworkingConfig\":{\"EndpointsConfig\":{\"backend\":{},\"bridge\":{}}}}");
+                _cleanup_(proxy_references_done) ProxyReferences refs = {};
+                is_int(proxy_container_references(c, &refs), 0, "a create body's references are read");
+                ok(strv_length(refs.volumes) == 2 && streq(refs.volumes[0], "data") && streq(refs.volumes[1], "cache"),
+                   "named volumes of Binds and Mounts are found once each; paths and anonymous volumes are not volumes");
+                ok(strv_length(refs.networks) == 1 && streq(refs.networks[0], "backend"),
+                   "networks named in NetworkingConfig are found, the default bridge is not");
+                ok(strv_length(refs.containers) == 1 && streq(refs.containers[0], "db"),
+                   "a container whose network namespace is joined is found");
+        }
+        {
+                _cleanup_(json_object_putp) json_object *c = json_tokener_parse("{\"HostConfig\":{\"NetworkMode\":\"shared\"}}");
+                _cleanup_(json_object_putp) json_object *bad = json_tokener_parse("{\"HostConfig\":{\"Binds\":[7]}}");
+                _cleanup_(proxy_references_done) ProxyReferences refs = {}, none = {};
+                is_int(proxy_container_references(c, &refs), 0, "a create body with a network mode is read");
+                ok(strv_length(refs.networks) == 1 && streq(refs.networks[0], "shared"), "a network named as the mode is found");
+                is_int(proxy_container_references(bad, &none), -EBADMSG, "a bind that is no string is refused");
+        }
+        {
+                _cleanup_(json_object_putp) json_object *vol = json_tokener_parse("{\"Name\":\"data\",\"labels\":{\"loop-channel\":\"other\"}}");
+                _cleanup_(json_object_putp) json_object *mine = json_tokener_parse(
+                        "{\"Name\":\"data\",\"Labels\":{\"loop-channel\":\"web\",\"loop-type\":\"nested\"}}");
+                _cleanup_(json_object_putp) json_object *theirs = json_tokener_parse(
+                        "{\"Name\":\"data\",\"Labels\":{\"loop-channel\":\"db\",\"loop-type\":\"nested\"}}");
+                _cleanup_(json_object_putp) json_object *bare = json_tokener_parse("{\"Name\":\"data\",\"Labels\":null}");
+                json_object *l, *x;
+                is_int(proxy_labels_force(vol, "web"), 0, "a volume create body is labelled");
+                ok(json_object_object_get_ex(vol, "Labels", &l) && json_object_object_get_ex(l, "loop-channel", &x) &&
+                   streq(json_object_get_string(x), "web") && !json_object_object_get_ex(vol, "labels", NULL),
+                   "it carries the channel's label, whatever the agent set, under one Labels key");
+                ok(proxy_object_is_nested_of(mine, "web"), "a volume of the channel is recognised");
+                ok(!proxy_object_is_nested_of(theirs, "web"), "another channel's is not");
+                ok(!proxy_object_is_nested_of(bare, "web"), "nor one without labels");
         }
         {
                 _cleanup_(json_object_putp) json_object *c = json_tokener_parse("{\"HostConfig\":{\"SecurityOpt\":[1]}}");
