@@ -525,6 +525,19 @@ static int conn_recheck_start(Conn *c, const char *ref) {
         r = engine_container_inspect(e, ref, &inspect);
         if (r < 0)
                 return conn_reply(c, 502, "engine", "the engine cannot be asked about the container"), r;
+        {
+                _cleanup_free_ char *changed = NULL, *msg = NULL, *shown = NULL;
+                r = proxy_binds_verify(inspect, &changed);
+                if (r == -EXDEV) {
+                        shown = text_escape_display(changed, PROXY_DISPLAY_MAX);
+                        if (!shown || asprintf(&msg, "the bind source %s changed since the container was created "
+                                               "(checked again at start)", shown) < 0)
+                                return -ENOMEM;
+                        return conn_reply(c, 403, "bind-pin", msg), -EPERM;
+                }
+                if (r < 0)
+                        return conn_reply(c, 403, "bind-pin", "the container's bind pins cannot be read"), r;
+        }
         doc = json_object_new_object();
         if (!doc)
                 return -ENOMEM;
@@ -1369,6 +1382,20 @@ static int conn_handle(Conn *c) {
                 c->decision = NULL;     /* not allowed until what it uses is the channel's too */
                 if (conn_check_references(c, body) < 0)
                         return 0;       /* answered */
+                const char *why = NULL;
+                r = proxy_tmpfs_check(body, &why);
+                if (r == -EPERM)
+                        return conn_reply(c, 403, "tmpfs", why);
+                if (r < 0)
+                        return conn_reply(c, 400, "parse", "the create body's tmpfs mounts cannot be read");
+                /* bind sources resolved now and pinned (checked again at start) */
+                r = proxy_binds_pin(body);
+                if (r == -ENOMEM)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                if (r == -EBADMSG)
+                        return conn_reply(c, 400, "parse", "the create body's binds cannot be read");
+                if (r < 0)
+                        return conn_reply(c, 403, "bind-pin", "a bind source cannot be resolved to a path a bind can name");
                 c->decision = "allow";
                 forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
                 if (!forced || engine_open(p, &e) < 0)

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <ctype.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "dockerproxy-nested.h"
 #include "strv.h"
@@ -383,7 +387,8 @@ int proxy_container_references(json_object *body, ProxyReferences *ret) {
                         return -EBADMSG;
                 type = get_icase(m, "Type", NULL);
                 source = get_icase(m, "Source", NULL);
-                if (json_object_is_type(type, json_type_string) && strcasecmp(json_object_get_string(type), "volume") == 0 &&
+                /* no Type is a volume, as the policy reads it */
+                if ((!type || (json_object_is_type(type, json_type_string) && strcasecmp(json_object_get_string(type), "volume") == 0)) &&
                     json_object_is_type(source, json_type_string) && !isempty(json_object_get_string(source)) &&
                     (k = reference_add(&r.volumes, json_object_get_string(source), strlen(json_object_get_string(source)))) < 0)
                         return k;
@@ -404,5 +409,295 @@ int proxy_container_references(json_object *body, ProxyReferences *ret) {
         }
         *ret = r;
         r = (ProxyReferences) {};
+        return 0;
+}
+
+/* Resolves src (n bytes) and records the pin in pins; *ret the resolved path. */
+static int pin_one(const char *src, size_t n, json_object *pins, char **ret) {
+        _cleanup_free_ char *path = strndup(src, n);
+        char resolved[PATH_MAX];
+        json_object *pin;
+        struct stat st;
+
+        if (!path)
+                return -ENOMEM;
+        if (!realpath(path, resolved) || stat(resolved, &st) < 0)
+                return -errno;
+        if (strchr(resolved, ':') || strchr(resolved, ','))     /* would end the bind's source early */
+                return -EINVAL;
+        if (json_object_array_length(pins) >= PROXY_REFERENCES_MAX)
+                return -EBADMSG;
+        pin = json_object_new_array();
+        if (!pin || json_object_array_add(pins, pin) < 0) {
+                json_object_put(pin);
+                return -ENOMEM;
+        }
+        if (json_object_array_add(pin, json_object_new_uint64((uint64_t) st.st_dev)) < 0 ||
+            json_object_array_add(pin, json_object_new_uint64((uint64_t) st.st_ino)) < 0 ||
+            json_object_array_add(pin, json_object_new_string(resolved)) < 0)
+                return -ENOMEM;
+        *ret = strdup(resolved);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int proxy_binds_pin(json_object *body) {
+        _cleanup_(json_object_putp) json_object *pins = json_object_new_array();
+        json_object *hc, *binds, *mounts, *labels;
+        int r;
+
+        if (!pins)
+                return -ENOMEM;
+        if (!json_object_is_type(body, json_type_object))
+                return -EBADMSG;
+        hc = get_icase(body, "HostConfig", NULL);
+        if (hc && !json_object_is_type(hc, json_type_object) && !json_object_is_type(hc, json_type_null))
+                return -EBADMSG;
+        binds = hc ? get_icase(hc, "Binds", NULL) : NULL;
+        for (size_t i = 0; json_object_is_type(binds, json_type_array) && i < json_object_array_length(binds); i++) {
+                json_object *e = json_object_array_get_idx(binds, i);
+                _cleanup_free_ char *resolved = NULL, *spec = NULL;
+                if (!json_object_is_type(e, json_type_string))
+                        return -EBADMSG;
+                const char *b = json_object_get_string(e);
+                if (b[0] != '/')
+                        continue;       /* a named volume */
+                size_t n = strcspn(b, ":");
+                if ((r = pin_one(b, n, pins, &resolved)) < 0)
+                        return r;
+                if (asprintf(&spec, "%s%s", resolved, b + n) < 0 ||
+                    json_object_array_put_idx(binds, i, json_object_new_string(spec)) < 0)
+                        return -ENOMEM;
+        }
+        mounts = hc ? get_icase(hc, "Mounts", NULL) : NULL;
+        for (size_t i = 0; json_object_is_type(mounts, json_type_array) && i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i), *type, *source;
+                _cleanup_free_ char *resolved = NULL;
+                const char *spelt = NULL;
+                if (!json_object_is_type(m, json_type_object))
+                        return -EBADMSG;
+                type = get_icase(m, "Type", NULL);
+                if (!json_object_is_type(type, json_type_string) || strcasecmp(json_object_get_string(type), "bind") != 0)
+                        continue;
+                source = get_icase(m, "Source", &spelt);
+                if (!json_object_is_type(source, json_type_string))
+                        return -EBADMSG;
+                if ((r = pin_one(json_object_get_string(source), strlen(json_object_get_string(source)), pins, &resolved)) < 0)
+                        return r;
+                if ((r = set_icase(m, "Source", json_object_new_string(resolved))) < 0)
+                        return r;
+        }
+        if ((r = child_object(body, "Labels", &labels)) < 0)
+                return r;
+        return set_icase(labels, PROXY_LABEL_PINS,
+                         json_object_new_string(json_object_to_json_string_ext(pins, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
+}
+
+int proxy_binds_verify(json_object *inspect, char **ret_path) {
+        _cleanup_(json_object_putp) json_object *pins = NULL;
+        json_object *config, *labels, *label;
+
+        if (!json_object_object_get_ex(inspect, "Config", &config) ||
+            !json_object_object_get_ex(config, "Labels", &labels) ||
+            !json_object_object_get_ex(labels, PROXY_LABEL_PINS, &label))
+                return 0;
+        if (!json_object_is_type(label, json_type_string))
+                return -EBADMSG;
+        pins = json_tokener_parse(json_object_get_string(label));
+        if (!json_object_is_type(pins, json_type_array))
+                return -EBADMSG;
+        for (size_t i = 0; i < json_object_array_length(pins); i++) {
+                json_object *pin = json_object_array_get_idx(pins, i);
+                char resolved[PATH_MAX];
+                struct stat st;
+                const char *path;
+
+                if (!json_object_is_type(pin, json_type_array) || json_object_array_length(pin) != 3 ||
+                    !json_object_is_type(json_object_array_get_idx(pin, 2), json_type_string))
+                        return -EBADMSG;
+                path = json_object_get_string(json_object_array_get_idx(pin, 2));
+                if (!realpath(path, resolved) || !streq(resolved, path) || stat(resolved, &st) < 0 ||
+                    (uint64_t) st.st_dev != json_object_get_uint64(json_object_array_get_idx(pin, 0)) ||
+                    (uint64_t) st.st_ino != json_object_get_uint64(json_object_array_get_idx(pin, 1))) {
+                        *ret_path = strdup(path);
+                        return *ret_path ? -EXDEV : -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+/* "size=" of tmpfs options: bytes, with k, m or g. */
+static int tmpfs_size_parse(const char *v, uint64_t *ret) {
+        char *end;
+        uint64_t n, mult = 1;
+
+        if (!isdigit((unsigned char) v[0]))
+                return -EINVAL;
+        errno = 0;
+        n = strtoull(v, &end, 10);
+        if (errno != 0)
+                return -EINVAL;
+        switch (tolower((unsigned char) *end)) {
+        case 0:
+                break;
+        case 'k':
+                mult = 1024ULL;
+                break;
+        case 'm':
+                mult = 1024ULL * 1024ULL;
+                break;
+        case 'g':
+                mult = 1024ULL * 1024ULL * 1024ULL;
+                break;
+        default:
+                return -EINVAL;         /* "%" (of memory) and anything else */
+        }
+        if (*end && end[1])
+                return -EINVAL;
+        if (n > UINT64_MAX / mult)
+                return -EINVAL;
+        *ret = n * mult;
+        return 0;
+}
+
+/* One tmpfs's flags (comma-separated options, or the words of TmpfsOptions.Options). */
+typedef struct TmpfsFlags {
+        bool exec, suid, dev, has_size;
+        uint64_t size;
+        bool bad_size, bad_mode;
+} TmpfsFlags;
+
+static void tmpfs_flag(TmpfsFlags *f, const char *o, size_t n) {
+        if (n == 4 && strncmp(o, "exec", 4) == 0)
+                f->exec = true;
+        else if (n == 4 && strncmp(o, "suid", 4) == 0)
+                f->suid = true;
+        else if (n == 3 && strncmp(o, "dev", 3) == 0)
+                f->dev = true;
+        else if (n > 5 && strncmp(o, "size=", 5) == 0) {
+                _cleanup_free_ char *s = strndup(o + 5, n - 5);
+                f->has_size = true;
+                if (!s || tmpfs_size_parse(s, &f->size) < 0 || f->size > PROXY_TMPFS_SIZE_MAX)
+                        f->bad_size = true;
+        } else if (n > 5 && strncmp(o, "mode=", 5) == 0) {
+                _cleanup_free_ char *s = strndup(o + 5, n - 5);
+                char *end;
+                unsigned long m;
+                errno = 0;
+                m = s ? strtoul(s, &end, 8) : 0;
+                if (!s || errno != 0 || *end || end == s || (m & ~01777UL))
+                        f->bad_mode = true;
+        }
+}
+
+static const char *tmpfs_flags_refusal(const TmpfsFlags *f) {
+        if (f->exec && f->suid)
+                return "a tmpfs with both exec and suid is refused";
+        if (f->dev)
+                return "a tmpfs with device files (dev) is refused";
+        if (f->bad_size)
+                return "a tmpfs size beyond 4 GiB, or relative to memory, is refused";
+        if (f->bad_mode)
+                return "a tmpfs mode beyond 01777 is refused";
+        return NULL;
+}
+
+int proxy_tmpfs_check(json_object *body, const char **ret_reason) {
+        json_object *hc, *tmpfs, *mounts;
+        const char *why;
+        int r;
+
+        *ret_reason = NULL;
+        if (!json_object_is_type(body, json_type_object))
+                return -EBADMSG;
+        hc = get_icase(body, "HostConfig", NULL);
+        if (!json_object_is_type(hc, json_type_object))
+                return json_object_is_type(hc, json_type_null) || !hc ? 0 : -EBADMSG;
+
+        tmpfs = get_icase(hc, "Tmpfs", NULL);
+        if (tmpfs && !json_object_is_type(tmpfs, json_type_object) && !json_object_is_type(tmpfs, json_type_null))
+                return -EBADMSG;
+        if (json_object_is_type(tmpfs, json_type_object)) {
+                json_object_object_foreach(tmpfs, target, opts) {
+                        TmpfsFlags f = {};
+                        if (!json_object_is_type(opts, json_type_string))
+                                return -EBADMSG;
+                        const char *o = json_object_get_string(opts);
+                        for (const char *p = o; *p;) {
+                                size_t n = strcspn(p, ",");
+                                tmpfs_flag(&f, p, n);
+                                p += n + (p[n] == ',');
+                        }
+                        if ((why = tmpfs_flags_refusal(&f))) {
+                                *ret_reason = why;
+                                return -EPERM;
+                        }
+                        if (!f.has_size) {
+                                _cleanup_free_ char *capped = NULL;
+                                if (asprintf(&capped, "%s%ssize=%" PRIu64 "k", o, *o ? "," : "",
+                                             (uint64_t) (PROXY_TMPFS_SIZE_DEFAULT / 1024U)) < 0)
+                                        return -ENOMEM;
+                                if (json_object_object_add(tmpfs, target, json_object_new_string(capped)) < 0)
+                                        return -ENOMEM;
+                        }
+                }
+        }
+
+        mounts = get_icase(hc, "Mounts", NULL);
+        for (size_t i = 0; json_object_is_type(mounts, json_type_array) && i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i), *type, *to, *size, *mode, *options;
+                TmpfsFlags f = {};
+                if (!json_object_is_type(m, json_type_object))
+                        return -EBADMSG;
+                type = get_icase(m, "Type", NULL);
+                if (!json_object_is_type(type, json_type_string) || strcasecmp(json_object_get_string(type), "tmpfs") != 0)
+                        continue;
+                to = get_icase(m, "TmpfsOptions", NULL);
+                if (to && !json_object_is_type(to, json_type_object) && !json_object_is_type(to, json_type_null))
+                        return -EBADMSG;
+                if (!json_object_is_type(to, json_type_object)) {
+                        to = NULL;
+                        if ((r = child_object(m, "TmpfsOptions", &to)) < 0)
+                                return r;
+                }
+                size = get_icase(to, "SizeBytes", NULL);
+                mode = get_icase(to, "Mode", NULL);
+                options = get_icase(to, "Options", NULL);
+                if ((size && !json_object_is_type(size, json_type_int) && !json_object_is_type(size, json_type_null)) ||
+                    (mode && !json_object_is_type(mode, json_type_int) && !json_object_is_type(mode, json_type_null)) ||
+                    (options && !json_object_is_type(options, json_type_array) && !json_object_is_type(options, json_type_null)))
+                        return -EBADMSG;
+                if (json_object_is_type(size, json_type_int) && json_object_get_int64(size) > 0) {
+                        f.has_size = true;
+                        f.bad_size = (uint64_t) json_object_get_int64(size) > PROXY_TMPFS_SIZE_MAX;
+                }
+                if (json_object_is_type(size, json_type_int) && json_object_get_int64(size) < 0)
+                        f.bad_size = true;
+                if (json_object_is_type(mode, json_type_int) && (json_object_get_int64(mode) < 0 ||
+                                                                 (json_object_get_int64(mode) & ~(int64_t) 01777)))
+                        f.bad_mode = true;
+                for (size_t j = 0; json_object_is_type(options, json_type_array) && j < json_object_array_length(options); j++) {
+                        json_object *o = json_object_array_get_idx(options, j), *w;
+                        /* [["exec"], ["size", "1g"]]: a flag, or a key and its value */
+                        if (!json_object_is_type(o, json_type_array) || json_object_array_length(o) == 0 ||
+                            !json_object_is_type((w = json_object_array_get_idx(o, 0)), json_type_string))
+                                return -EBADMSG;
+                        if (json_object_array_length(o) == 1)
+                                tmpfs_flag(&f, json_object_get_string(w), strlen(json_object_get_string(w)));
+                        else {
+                                json_object *val = json_object_array_get_idx(o, 1);
+                                _cleanup_free_ char *kv = NULL;
+                                if (!json_object_is_type(val, json_type_string) ||
+                                    asprintf(&kv, "%s=%s", json_object_get_string(w), json_object_get_string(val)) < 0)
+                                        return -EBADMSG;
+                                tmpfs_flag(&f, kv, strlen(kv));
+                        }
+                }
+                if ((why = tmpfs_flags_refusal(&f))) {
+                        *ret_reason = why;
+                        return -EPERM;
+                }
+                if (!f.has_size && (r = set_icase(to, "SizeBytes", json_object_new_int64((int64_t) PROXY_TMPFS_SIZE_DEFAULT))) < 0)
+                        return r;
+        }
         return 0;
 }

@@ -66,6 +66,27 @@ typedef struct ProxyReferences {
         char **networks;
         char **containers;
 } ProxyReferences;
-#define PROXY_REFERENCES_MAX 256U       /* names one create may use */
+#define PROXY_REFERENCES_MAX 256U       /* names (and bind sources) one create may use */
 void proxy_references_done(ProxyReferences *r);
 int proxy_container_references(json_object *body, ProxyReferences *ret);
+
+/* Bind sources pinned at create: each absolute source of Binds and of Mounts of type bind is resolved
+ * with symlinks and rewritten to the result, and the result's device and inode are recorded in the
+ * container's label PROXY_LABEL_PINS (replacing any the agent set): [[dev, ino, "path"], ...]. At start
+ * proxy_binds_verify() refuses a container whose source now resolves elsewhere or is another file, so
+ * a swap between create and start cannot widen the bind. -ENOENT (or another errno) when a source
+ * cannot be resolved, -EINVAL when it resolves to a path a bind cannot name (with ':'), -EBADMSG for
+ * fields of the wrong type. */
+#define PROXY_LABEL_PINS "loop-bind-pins"
+int proxy_binds_pin(json_object *body);
+/* 0 when the pins in an inspect reply's Config.Labels still hold (or it has none), -EXDEV with the path
+ * in *ret_path when one does not, -EBADMSG when the label is malformed. */
+int proxy_binds_verify(json_object *inspect, char **ret_path);
+
+/* tmpfs mounts (HostConfig.Tmpfs, Mounts of type tmpfs) checked and capped: refused with -EPERM and a
+ * reason when they ask for exec and suid together, device files, a mode beyond 01777, a size beyond
+ * PROXY_TMPFS_SIZE_MAX or a size relative to memory ("50%"); one without a size gets
+ * PROXY_TMPFS_SIZE_DEFAULT. -EBADMSG for fields of the wrong type. */
+#define PROXY_TMPFS_SIZE_MAX (4ULL * 1024ULL * 1024ULL * 1024ULL)
+#define PROXY_TMPFS_SIZE_DEFAULT (64ULL * 1024ULL * 1024ULL)
+int proxy_tmpfs_check(json_object *body, const char **ret_reason);

@@ -280,8 +280,34 @@ for kind in podman docker; do
                 timeout 60 "$DOCKER" create --name "swap-$kind" -v "$WORK/swap:/data" "$IMAGE" cat /data/passwd
         rm -rf "$WORK/swap"
         ln -s /etc "$WORK/swap"
-        refused "start after its bind source became a symlink to /etc" "checked again at start" 'body\[[0-9]+\]' start -a "swap-$kind"
+        refused "start after its bind source became a symlink to /etc" "checked again at start" 'bind-pin' start -a "swap-$kind"
         rm -f "$WORK/swap"
+        # a directory of the work dir swapped for another one: the policy cannot tell, the pin can
+        mkdir -p "$WORK/swap2"
+        check "$kind: a container binding another workspace directory is created" \
+                timeout 60 "$DOCKER" create --name "swap2-$kind" -v "$WORK/swap2:/data" "$IMAGE" true
+        mv "$WORK/swap2" "$WORK/swap2-old"
+        mkdir "$WORK/swap2"
+        refused "start after its bind source was replaced by another directory" "changed since the container was created" \
+                'bind-pin' start -a "swap2-$kind"
+        rm -rf "$WORK/swap2" "$WORK/swap2-old"
+        # bind sources are sent to the engine resolved
+        ln -sfn data "$WORK/data-link"
+        check "$kind: a container binding a workspace symlink is created" \
+                timeout 60 "$DOCKER" create --name "link-$kind" -v "$WORK/data-link:/data" "$IMAGE" true
+        like "$(engine_api "$sock" "http://d/v1.41/containers/link-$kind/json")" "\"$WORK/data:/data[:\"]" \
+                "$kind: its bind source is the symlink's target, resolved at create"
+        check "$kind: ...and it starts" timeout 60 "$DOCKER" start -a "link-$kind"
+        timeout 60 "$DOCKER" rm -f "swap2-$kind" "link-$kind" >/dev/null 2>&1
+
+        # --- tmpfs mounts ---
+        refused "--tmpfs with exec and suid" "both exec and suid" 'tmpfs' run --rm --tmpfs /x:exec,suid "$IMAGE" true
+        refused "--tmpfs with device files" "device files" 'tmpfs' run --rm --tmpfs /x:dev "$IMAGE" true
+        refused "--tmpfs of 8 GiB" "beyond 4 GiB" 'tmpfs' run --rm --tmpfs /x:size=8g "$IMAGE" true
+        refused "--mount type=tmpfs with a setuid mode" "mode beyond 01777" 'tmpfs' \
+                run --rm --mount type=tmpfs,dst=/x,tmpfs-mode=4777 "$IMAGE" true
+        out=$(timeout 60 "$DOCKER" run --rm --tmpfs /x "$IMAGE" sh -c 'grep " /x " /proc/mounts' 2>&1)
+        like "$out" "size=65536k" "$kind: a tmpfs without a size gets 64 MiB"
 
         # --- the channel's count ---
         n=$(engine_api "$sock" "http://d/v1.41/containers/json?all=1&filters=%7B%22label%22%3A%5B%22loop-channel%3D$CHANNEL%22%5D%7D" |

@@ -551,6 +551,111 @@ static void test_nested(void) {
         }
 }
 
+/* Bind pins and tmpfs limits: what a create gets and what start checks. */
+static void test_pins_and_tmpfs(void) {
+        _cleanup_free_ char *dir = NULL, *link = NULL, *body_text = NULL, *expect = NULL, *moved = NULL, *changed = NULL;
+        _cleanup_(json_object_putp) json_object *body = NULL, *inspect = NULL;
+        json_object *hc, *binds, *mounts, *labels, *pins;
+        const char *why;
+
+        if (asprintf(&dir, "%s/pin-src", tmpdir) < 0 || asprintf(&link, "%s/pin-link", tmpdir) < 0 ||
+            asprintf(&moved, "%s/pin-moved", tmpdir) < 0 || mkdir(dir, 0755) < 0 || symlink("pin-src", link) < 0) {
+                ok(false, "the pin test's directories are made");
+                return;
+        }
+        if (asprintf(&body_text, "{\"Image\":\"x\",\"Labels\":{\"loop-bind-pins\":\"[]\"},\"HostConfig\":{\"Binds\":[\"%s:/a:ro\",\"vol:/v\"],"
+                     "\"Mounts\":[{\"Type\":\"bind\",\"Source\":\"%s\",\"Target\":\"/b\"},{\"Type\":\"tmpfs\",\"Target\":\"/t\"}]}}",
+                     link, link) < 0 || asprintf(&expect, "%s:/a:ro", dir) < 0)
+                return;
+        body = json_tokener_parse(body_text);
+        is_int(proxy_binds_pin(body), 0, "a create body's bind sources are pinned");
+        json_object_object_get_ex(body, "HostConfig", &hc);
+        json_object_object_get_ex(hc, "Binds", &binds);
+        json_object_object_get_ex(hc, "Mounts", &mounts);
+        ok(streq(json_object_get_string(json_object_array_get_idx(binds, 0)), expect),
+           "a bind through a symlink is sent resolved, with its target and options");
+        ok(streq(json_object_get_string(json_object_array_get_idx(binds, 1)), "vol:/v"), "a named volume is left alone");
+        {
+                json_object *src;
+                ok(json_object_object_get_ex(json_object_array_get_idx(mounts, 0), "Source", &src) &&
+                   streq(json_object_get_string(src), dir), "a bind mount's source is sent resolved");
+        }
+        json_object_object_get_ex(body, "Labels", &labels);
+        ok(json_object_object_get_ex(labels, PROXY_LABEL_PINS, &pins) &&
+           strstr(json_object_get_string(pins), dir) && !streq(json_object_get_string(pins), "[]"),
+           "the pins replace the label the agent set");
+
+        /* the engine's inspect carries the labels under Config */
+        inspect = json_object_new_object();
+        json_object *config = json_object_new_object();
+        json_object_object_add(config, "Labels", json_object_get(labels));
+        json_object_object_add(inspect, "Config", config);
+        is_int(proxy_binds_verify(inspect, &changed), 0, "the pins hold while nothing changed");
+        if (rename(dir, moved) < 0 || mkdir(dir, 0755) < 0) {
+                ok(false, "the source is swapped");
+                return;
+        }
+        is_int(proxy_binds_verify(inspect, &changed), -EXDEV, "a source replaced by another directory breaks its pin");
+        ok(streq_ptr(changed, dir), "...and the changed path is named");
+        changed = mfree(changed);
+        if (rmdir(dir) < 0 || symlink(moved, dir) < 0) {
+                ok(false, "the source is swapped for a symlink");
+                return;
+        }
+        is_int(proxy_binds_verify(inspect, &changed), -EXDEV, "a source replaced by a symlink to the same directory breaks its pin");
+        {
+                _cleanup_(json_object_putp) json_object *bad = json_tokener_parse(
+                        "{\"Config\":{\"Labels\":{\"loop-bind-pins\":\"[[1,2]]\"}}}");
+                _cleanup_(json_object_putp) json_object *missing = json_tokener_parse(
+                        "{\"HostConfig\":{\"Binds\":[\"/nonexistent-loop-test/x:/x\"]}}");
+                _cleanup_free_ char *p = NULL;
+                is_int(proxy_binds_verify(bad, &p), -EBADMSG, "a malformed pin label is refused");
+                is_int(proxy_binds_pin(missing), -ENOENT, "a bind source that does not exist cannot be pinned");
+        }
+
+        /* tmpfs */
+        {
+                _cleanup_(json_object_putp) json_object *t = json_tokener_parse(
+                        "{\"HostConfig\":{\"Tmpfs\":{\"/a\":\"\",\"/b\":\"rw,noexec,size=1g\"},"
+                        "\"Mounts\":[{\"Type\":\"tmpfs\",\"Target\":\"/c\"},{\"Type\":\"tmpfs\",\"Target\":\"/d\",\"TmpfsOptions\":{\"SizeBytes\":1024,\"Mode\":1023}}]}}");
+                json_object *h, *tm, *v, *m, *to;
+                is_int(proxy_tmpfs_check(t, &why), 0, "sane tmpfs mounts pass");
+                json_object_object_get_ex(t, "HostConfig", &h);
+                json_object_object_get_ex(h, "Tmpfs", &tm);
+                ok(json_object_object_get_ex(tm, "/a", &v) && streq(json_object_get_string(v), "size=65536k"),
+                   "a tmpfs without a size gets 64 MiB");
+                ok(json_object_object_get_ex(tm, "/b", &v) && streq(json_object_get_string(v), "rw,noexec,size=1g"),
+                   "one with a size keeps it");
+                json_object_object_get_ex(h, "Mounts", &m);
+                ok(json_object_object_get_ex(json_object_array_get_idx(m, 0), "TmpfsOptions", &to) &&
+                   json_object_object_get_ex(to, "SizeBytes", &v) && json_object_get_int64(v) == (int64_t) PROXY_TMPFS_SIZE_DEFAULT,
+                   "a tmpfs mount without a size gets 64 MiB");
+        }
+        static const struct {
+                const char *body, *name;
+        } refused[] = {
+                { "{\"HostConfig\":{\"Tmpfs\":{\"/a\":\"exec,suid\"}}}", "exec and suid together" },
+                { "{\"HostConfig\":{\"Tmpfs\":{\"/a\":\"dev\"}}}", "device files" },
+                { "{\"HostConfig\":{\"Tmpfs\":{\"/a\":\"size=5g\"}}}", "a size beyond the cap" },
+                { "{\"HostConfig\":{\"Tmpfs\":{\"/a\":\"size=50%\"}}}", "a size relative to memory" },
+                { "{\"HostConfig\":{\"Tmpfs\":{\"/a\":\"mode=4777\"}}}", "a setuid mode" },
+                { "{\"HostConfig\":{\"Mounts\":[{\"Type\":\"tmpfs\",\"TmpfsOptions\":{\"SizeBytes\":5368709120}}]}}", "a mount beyond the cap" },
+                { "{\"HostConfig\":{\"Mounts\":[{\"Type\":\"tmpfs\",\"TmpfsOptions\":{\"Mode\":2559}}]}}", "a mount with a setuid mode" },
+                { "{\"HostConfig\":{\"Mounts\":[{\"Type\":\"tmpfs\",\"TmpfsOptions\":{\"Options\":[[\"exec\"],[\"suid\"]]}}]}}", "mount options exec and suid" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                _cleanup_(json_object_putp) json_object *t = json_tokener_parse(refused[i].body);
+                _cleanup_free_ char *name = NULL;
+                if (asprintf(&name, "a tmpfs with %s is refused", refused[i].name) < 0)
+                        return;
+                is_int(proxy_tmpfs_check(t, &why), -EPERM, "%s", name);
+        }
+        {
+                _cleanup_(json_object_putp) json_object *t = json_tokener_parse("{\"HostConfig\":{\"Tmpfs\":{\"/a\":1}}}");
+                is_int(proxy_tmpfs_check(t, &why), -EBADMSG, "tmpfs options that are no string are refused");
+        }
+}
+
 int main(void) {
         if (!mkdtemp(tmpdir))
                 return 1;
@@ -560,6 +665,7 @@ int main(void) {
         test_policy_body();
         test_bodies();
         test_nested();
+        test_pins_and_tmpfs();
         {
                 _cleanup_free_ char *cmd = NULL;
                 if (asprintf(&cmd, "rm -rf '%s'", tmpdir) < 0 || system(cmd) != 0)
