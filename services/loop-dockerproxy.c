@@ -54,6 +54,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -221,6 +222,32 @@ static int send_all(int fd, const void *data, size_t size) {
                         return -errno;
                 p += k;
                 size -= (size_t) k;
+        }
+        return 0;
+}
+
+/* Two buffers in one sendmsg() where the socket takes them: a response head and the body that came with
+ * it reach the client in one wake-up, not two. */
+static int send_two(int fd, const void *a, size_t a_size, const void *b, size_t b_size) {
+        struct iovec iov[2] = { { .iov_base = (void *) a, .iov_len = a_size }, { .iov_base = (void *) b, .iov_len = b_size } };
+        struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+
+        while (iov[0].iov_len + iov[1].iov_len > 0) {
+                ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                for (size_t i = 0; i < 2; i++) {
+                        size_t n = MIN((size_t) k, iov[i].iov_len);
+                        iov[i].iov_base = (char *) iov[i].iov_base + n;
+                        iov[i].iov_len -= n;
+                        k -= (ssize_t) n;
+                }
+                if (iov[0].iov_len == 0) {      /* sendmsg() takes the first entry first */
+                        m.msg_iov = &iov[1];
+                        m.msg_iovlen = 1;
+                }
         }
         return 0;
 }
@@ -950,7 +977,7 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
                  const char *initial, size_t n_initial) {
         HttpChunked ch = { .framing_unlimited = true };
         uint64_t left = h->length;
-        char *buf = c->io, *scratch = c->io_scratch;
+        char *buf = c->io;
         bool framed = !hijack && (h->chunked || h->has_length || head_request || h->status == 204 ||
                                   h->status == 304 || h->status < 200);
         bool client_open = true;
@@ -1007,7 +1034,8 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
                 bool done = false, surplus = false;
                 if (framed && h->chunked) {
                         size_t out, used;
-                        r = http_chunked_decode(&ch, data, n, scratch, &out, &used);
+                        /* only the framing: the bytes go on as they came */
+                        r = http_chunked_decode(&ch, data, n, NULL, &out, &used);
                         if (r < 0)
                                 return r;
                         if (r == 1) {
@@ -1150,25 +1178,34 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
                 return conn_reply(c, 502, NULL, "the engine closed the connection without an answer");
         }
         c->status = h.status;
-        conn_record(c);         /* the decision and the status are known: journal now, streams may be long */
-        c->rule = NULL;         /* recorded */
 
         hijack = hijack && (h.status == 101 || (h.status == 200 && h.stream_type));
         bool framed = !hijack && (h.chunked || h.has_length || head_request || h.status == 204 || h.status == 304 ||
                                   h.status < 200);
+        bool bodyless = head_request || h.status == 204 || h.status == 304 || h.status < 200;
+        size_t extra = rsize - h.head_size, with_head = 0;
         if (!framed)
                 c->keep_alive = false;          /* the answer ends where the connection does */
         if (hijack)
                 r = send_all(c->fd, rbuf, h.head_size);
         else {
                 r = response_head_for_client(rbuf, h.head_size, c->keep_alive, &client_head, &client_head_size);
+                /* a body of known length that came (part or whole) with the head goes out with it */
+                if (framed && !bodyless && !h.chunked && h.has_length && extra <= h.length)
+                        with_head = extra;
                 if (r >= 0)
-                        r = send_all(c->fd, client_head, client_head_size);
+                        r = send_two(c->fd, client_head, client_head_size, rbuf + h.head_size, with_head);
         }
+        /* journaled once the engine acted and the client has the head: the decision was made (and a
+         * refusal journaled) before the request went to the engine; streams may be long */
+        conn_record(c);
+        c->rule = NULL;         /* recorded */
         if (r < 0)
                 return r;
 
-        r = relay(c, up, hijack, &h, head_request, rbuf + h.head_size, rsize - h.head_size);
+        HttpResponseHead rest = h;
+        rest.length -= with_head;
+        r = relay(c, up, hijack, &rest, head_request, rbuf + h.head_size + with_head, extra - with_head);
         if (r < 0)
                 return r;
         if (r == 0)

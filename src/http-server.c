@@ -327,7 +327,8 @@ int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, 
 
                 if (c->state == CHUNK_DATA) {
                         size_t n = (size_t) MIN((uint64_t) (size - i), c->remaining);
-                        memcpy(out + o, in + i, n);
+                        if (out)
+                                memcpy(out + o, in + i, n);
                         o += n;
                         i += n;
                         c->remaining -= n;

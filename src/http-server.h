@@ -128,7 +128,8 @@ typedef struct HttpChunked {
         bool framing_unlimited;         /* a stream passed on, not buffered: no HTTP_CHUNKED_FRAMING_MAX */
 } HttpChunked;
 
-/* Decodes in[0..size) into out (room for size bytes). Returns 1 when the body ended (*ret_consumed
+/* Decodes in[0..size) into out (room for size bytes; NULL: only follows the framing, for a stream passed
+ * on as it is). Returns 1 when the body ended (*ret_consumed
  * bytes of in were part of it), 0 when all of in was consumed and more is needed, -EBADMSG for a
  * malformed body, -EFBIG when the data exceeds data_max or the framing HTTP_CHUNKED_FRAMING_MAX (unless
  * framing_unlimited). */

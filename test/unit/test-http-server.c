@@ -321,6 +321,14 @@ static void test_chunked_caps(void) {
                 ok(fine && done && total == 5 && memcmp(out, "abcde", 5) == 0,
                    "the decoder reassembles a body fed one byte at a time");
         }
+        {
+                static const char body[] = "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\nNEXT";
+                HttpChunked c = {};
+                size_t out = 0, used = 0;
+                is_int(http_chunked_decode(&c, body, sizeof(body) - 1, NULL, &out, &used), 1,
+                       "the decoder follows the framing without an output buffer");
+                ok(out == 5 && used == sizeof(body) - 1 - 4, "...and says where the body ended");
+        }
 }
 
 /* What the proxy reads of the engine's answers. */
