@@ -1340,9 +1340,11 @@ static int conn_handle(Conn *c) {
                 return 0;       /* answered */
         {
                 _cleanup_free_ char *ref = NULL;
+                const char *tail;
+                /* a restart mounts the binds again too */
                 if (streq(c->head.method, "POST") && path_ref(c->head.method, c->target.unversioned, &ref) == REF_CONTAINER &&
-                    endswith(c->target.unversioned, "/start") &&
-                    strcasecmp(c->target.unversioned + strlen("/containers/") + strlen(ref), "/start") == 0 &&
+                    (tail = c->target.unversioned + strlen("/containers/") + strlen(ref)) &&
+                    (strcasecmp(tail, "/start") == 0 || strcasecmp(tail, "/restart") == 0) &&
                     conn_recheck_start(c, ref) < 0)
                         return 0;       /* answered */
         }

@@ -486,6 +486,16 @@ int proxy_binds_pin(json_object *body) {
                 if ((r = set_icase(m, "Source", json_object_new_string(resolved))) < 0)
                         return r;
         }
+        /* the engine restarting it on its own would mount the binds again by path, unchecked */
+        if (json_object_array_length(pins) > 0) {
+                json_object *policy = json_object_new_object();
+                if (!policy || json_object_object_add(policy, "Name", json_object_new_string("no")) < 0) {
+                        json_object_put(policy);
+                        return -ENOMEM;
+                }
+                if ((r = set_icase(hc, "RestartPolicy", policy)) < 0)
+                        return r;
+        }
         if ((r = child_object(body, "Labels", &labels)) < 0)
                 return r;
         return set_icase(labels, PROXY_LABEL_PINS,

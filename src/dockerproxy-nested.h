@@ -74,7 +74,8 @@ int proxy_container_references(json_object *body, ProxyReferences *ret);
  * with symlinks and rewritten to the result, and the result's device and inode are recorded in the
  * container's label PROXY_LABEL_PINS (replacing any the agent set): [[dev, ino, "path"], ...]. At start
  * proxy_binds_verify() refuses a container whose source now resolves elsewhere or is another file, so
- * a swap between create and start cannot widen the bind. -ENOENT (or another errno) when a source
+ * a swap between create and start cannot widen the bind. A container with pinned binds gets the restart
+ * policy "no": the engine restarting it on its own would mount them again unchecked. -ENOENT (or another errno) when a source
  * cannot be resolved, -EINVAL when it resolves to a path a bind cannot name (with ':'), -EBADMSG for
  * fields of the wrong type. */
 #define PROXY_LABEL_PINS "loop-bind-pins"

@@ -286,10 +286,13 @@ for kind in podman docker; do
         mkdir -p "$WORK/swap2"
         check "$kind: a container binding another workspace directory is created" \
                 timeout 60 "$DOCKER" create --name "swap2-$kind" -v "$WORK/swap2:/data" "$IMAGE" true
+        check "$kind: ...and it runs" timeout 60 "$DOCKER" start -a "swap2-$kind"
         mv "$WORK/swap2" "$WORK/swap2-old"
         mkdir "$WORK/swap2"
         refused "start after its bind source was replaced by another directory" "changed since the container was created" \
                 'bind-pin' start -a "swap2-$kind"
+        refused "restart after its bind source was replaced by another directory" "changed since the container was created" \
+                'bind-pin' restart "swap2-$kind"
         rm -rf "$WORK/swap2" "$WORK/swap2-old"
         # bind sources are sent to the engine resolved
         ln -sfn data "$WORK/data-link"

@@ -576,6 +576,11 @@ static void test_pins_and_tmpfs(void) {
            "a bind through a symlink is sent resolved, with its target and options");
         ok(streq(json_object_get_string(json_object_array_get_idx(binds, 1)), "vol:/v"), "a named volume is left alone");
         {
+                json_object *rp, *name;
+                ok(json_object_object_get_ex(hc, "RestartPolicy", &rp) && json_object_object_get_ex(rp, "Name", &name) &&
+                   streq(json_object_get_string(name), "no"), "a container with pinned binds is not restarted by the engine");
+        }
+        {
                 json_object *src;
                 ok(json_object_object_get_ex(json_object_array_get_idx(mounts, 0), "Source", &src) &&
                    streq(json_object_get_string(src), dir), "a bind mount's source is sent resolved");
