@@ -4,8 +4,12 @@
  * started by loop-dockerproxy@NAME.socket on /run/loop/NAME/docker.sock, which the runner bind-mounts
  * into the channel's agent containers as /var/run/docker.sock.
  *
- * Every connection carries one request (the response says "Connection: close"; clients open the next
- * one themselves), handled by a thread of its own:
+ * A connection is served by a thread of its own and carries requests one after the other (HTTP/1.1
+ * keep-alive, as the docker CLI and Testcontainers use it), each read, checked and journaled on its own;
+ * the caller is identified once per connection (SO_PEERCRED is fixed at connect), and one engine
+ * connection is kept per client connection while the engine's answers are framed. A hijacked stream,
+ * a streamed body, an unframed answer or "Connection: close" ends the connection after its request.
+ * Per request:
  *   1. the head is read (at most PROXY_HEAD_TIMEOUT_USEC for the whole request: slow clients are cut off)
  *      and parsed strictly (src/http-server.h): smuggling shapes, bad bytes and oversize heads never get
  *      further; the target is normalised (src/dockerproxy-path.h) and only the normalised one is used;
@@ -29,11 +33,18 @@
  *                                    http_rules, body_rules), whose rules go before the built-in ones;
  *                                    default: $CREDENTIALS_DIRECTORY/policy, else the built-in rules alone
  *   LOOP_DOCKERPROXY_WORK_DIR        the channel's work dir, for the built-in rules
- *   LOOP_DOCKERPROXY_CONTAINERS_MAX  nested containers the channel may have (default 16)
+ *   LOOP_DOCKERPROXY_CONTAINERS_MAX  nested containers the channel may have (default 16;
+ *                                    gates.docker_proxy.containers_max)
+ *   LOOP_DOCKERPROXY_NETWORK         "none": nested containers get no network (the agent has none and
+ *                                    gates.docker_proxy.nested_network is off); "engine" (default): as asked
+ *   LOOP_DOCKERPROXY_MASKED_PATHS    the channel's masked /proc and /sys paths, ':'-separated
+ *   RUNTIME_DIRECTORY                where the seccomp profile is written for Podman (default
+ *                                    $LOOP_RUNTIME_DIR/NAME/dockerproxy)
  *   LOOP_DOCKERPROXY_IDLE_SEC        how long to linger without connections (default 60)
  *   LOOP_RUNTIME_DIR                 where the channel's gate socket and tokens are (default /run/loop) */
 
 #include <curl/curl.h>
+#include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -42,6 +53,8 @@
 #include <stdatomic.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -54,6 +67,7 @@
 #include "dockerproxy-path.h"
 #include "dockerproxy-policy.h"
 #include "engine.h"
+#include "seccomp-profile.h"
 #include "gate-token.h"
 #include "http-server.h"
 #include "io-util.h"
@@ -66,6 +80,7 @@
 #define PROXY_HEADER_SIZE_MAX (16U * 1024U)
 #define PROXY_HEADERS_MAX 64U
 #define PROXY_HEAD_TIMEOUT_USEC (30ULL * 1000000ULL)    /* to send a whole request (slowloris) */
+#define PROXY_KEEPALIVE_IDLE_USEC (30ULL * 1000000ULL)  /* a kept connection without a next request */
 #define PROXY_BODY_IDLE_TIMEOUT_MS 60000                /* a streamed body that stalls this long is cut */
 #define PROXY_RESPONSE_HEAD_MAX (64U * 1024U)
 #define PROXY_IO_BUFFER (64U * 1024U)           /* below malloc's mmap threshold: no mmap per request */
@@ -81,6 +96,11 @@ typedef struct Proxy {
         char *engine_socket;
         char *gate_socket;
         char *cgroup_parent;                    /* the channel's slice when the engine uses systemd's cgroups */
+        char *state_dir;                        /* the seccomp profile's file, for Podman */
+        char **masked_paths;
+        bool network_none;
+        EngineKind engine_kind;                 /* found at start, or at the first create */
+        char *seccomp_option;                   /* for engine_kind, made with it */
         ProxyPolicy *policy;
         uint64_t containers_max;
         uint64_t idle_usec;
@@ -99,8 +119,17 @@ typedef struct Conn {
         pid_t peer_pid;
         uid_t peer_uid;
         char *peer_name;                        /* the calling container's name, NULL for the host */
+        bool peer_known;                        /* peer_check() said yes for this connection */
+        int up;                                 /* the engine connection kept from the last request */
+        unsigned n_requests;                    /* requests this connection carried before this one */
         uint64_t start_usec;
         uint64_t deadline_usec;
+        bool complete;                          /* the whole request is read: consumed bytes of in */
+        size_t consumed;
+        bool keep_alive;                        /* another request may follow the answer */
+        /* I/O buffers (PROXY_IO_BUFFER each, the response head's PROXY_RESPONSE_HEAD_MAX), allocated at
+         * the first use and kept for the connection's next requests */
+        char *io, *io_scratch, *response_head;
         /* the request as read */
         char *in;
         size_t in_size, in_allocated;
@@ -117,6 +146,8 @@ typedef struct Conn {
         char *reason;
         int status;
 } Conn;
+
+static int proxy_seccomp_option(Proxy *p);
 
 static uint64_t now_usec(void) {
         struct timespec ts;
@@ -195,6 +226,32 @@ static int send_all(int fd, const void *data, size_t size) {
         return 0;
 }
 
+/* Two buffers in one sendmsg() where the socket takes them: a response head and the body that came with
+ * it reach the client in one wake-up, not two. */
+static int send_two(int fd, const void *a, size_t a_size, const void *b, size_t b_size) {
+        struct iovec iov[2] = { { .iov_base = (void *) a, .iov_len = a_size }, { .iov_base = (void *) b, .iov_len = b_size } };
+        struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+
+        while (iov[0].iov_len + iov[1].iov_len > 0) {
+                ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                for (size_t i = 0; i < 2; i++) {
+                        size_t n = MIN((size_t) k, iov[i].iov_len);
+                        iov[i].iov_base = (char *) iov[i].iov_base + n;
+                        iov[i].iov_len -= n;
+                        k -= (ssize_t) n;
+                }
+                if (iov[0].iov_len == 0) {      /* sendmsg() takes the first entry first */
+                        m.msg_iov = &iov[1];
+                        m.msg_iovlen = 1;
+                }
+        }
+        return 0;
+}
+
 static ssize_t recv_some(int fd, void *buf, size_t size, uint64_t deadline) {
         for (;;) {
                 int r = wait_fd(fd, POLLIN, deadline);
@@ -247,7 +304,10 @@ static int conn_reply(Conn *c, int status, const char *rule, const char *message
                 return -ENOMEM;
         json_object_object_add(o, "message", json_object_new_string(text));
         const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-        r = http_response_format(status, "application/json", body, strlen(body), false, &buf, &size);
+        /* a request answered before its body was read ends its connection: the rest is not a request */
+        if (!c->complete)
+                c->keep_alive = false;
+        r = http_response_format(status, "application/json", body, strlen(body), c->keep_alive, &buf, &size);
         if (r < 0)
                 return r;
         if (!c->reason)
@@ -274,11 +334,13 @@ static bool ref_is_valid(const char *s, size_t n) {
         return s[0] != '.' && s[0] != '-';
 }
 
-typedef enum RefKind { REF_NONE, REF_CONTAINER, REF_EXEC } RefKind;
+typedef enum RefKind { REF_NONE, REF_CONTAINER, REF_EXEC, REF_VOLUME, REF_NETWORK } RefKind;
 
-/* The container or exec a path names: /containers/REF[/...], /exec/REF/... */
-static RefKind path_ref(const char *path, char **ret) {
-        static const char * const collections[] = { "create", "json", "prune" };
+/* The container, exec, volume or network a path names: /containers/REF[/...], /exec/REF/...,
+ * /volumes/REF, /networks/REF[/...]. The collections' own endpoints (POST .../create and .../prune,
+ * GET /containers/json) name none; anything else under them names one, exactly as the engine's router
+ * (case-sensitive) reads it: GET /volumes/create is the inspect of a volume called "create". */
+static RefKind path_ref(const char *method, const char *path, char **ret) {
         const char *rest;
         RefKind kind;
         size_t n;
@@ -288,12 +350,17 @@ static RefKind path_ref(const char *path, char **ret) {
                 kind = REF_CONTAINER;
         else if ((rest = startswith(path, "/exec/")))
                 kind = REF_EXEC;
+        else if ((rest = startswith(path, "/volumes/")))
+                kind = REF_VOLUME;
+        else if ((rest = startswith(path, "/networks/")))
+                kind = REF_NETWORK;
         else
                 return REF_NONE;
         n = strcspn(rest, "/");
-        for (size_t i = 0; kind == REF_CONTAINER && i < ELEMENTSOF(collections); i++)
-                if (strlen(collections[i]) == n && strncasecmp(rest, collections[i], n) == 0 && !rest[n])
-                        return REF_NONE;
+        if (kind != REF_EXEC && !rest[n] &&
+            ((streq(method, "POST") && (streq(rest, "create") || streq(rest, "prune"))) ||
+             (streq(method, "GET") && kind == REF_CONTAINER && streq(rest, "json"))))
+                return REF_NONE;
         *ret = strndup(rest, n);
         return *ret ? kind : REF_NONE;
 }
@@ -325,24 +392,43 @@ static RefKind other_ref(Conn *c, json_object *body, char **ret) {
         return *ret ? REF_CONTAINER : REF_NONE;
 }
 
-static int conn_check_ownership(Conn *c, json_object *body) {
+/* Whether the container, exec, volume or network ref belongs to the channel. Replies itself (404, 403,
+ * 502, 400) and returns < 0 when it does not. */
+static const char *json_get_string_or_null(json_object *o) {
+        return json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
+}
+
+static int conn_check_ref(Conn *c, RefKind kind, const char *ref) {
         _cleanup_(engine_freep) Engine *e = NULL;
         _cleanup_(json_object_putp) json_object *inspect = NULL, *exec = NULL;
-        _cleanup_free_ char *ref = NULL, *msg = NULL;
-        RefKind kind;
+        _cleanup_free_ char *msg = NULL;
         int r;
 
-        kind = path_ref(c->target.unversioned, &ref);
-        if (kind == REF_NONE)
-                kind = other_ref(c, body, &ref);
-        if (kind == REF_NONE)
-                return 0;
         if (!ref_is_valid(ref, strlen(ref)))
-                return conn_reply(c, 400, "parse", "not a container or exec id"), -EINVAL;
+                return conn_reply(c, 400, "parse", "not a valid name or id"), -EINVAL;
         r = engine_open(c->proxy, &e);
         if (r < 0)
                 return conn_reply(c, 500, "engine", "out of memory"), r;
         engine_set_timeout(e, 10);
+
+        if (kind == REF_VOLUME || kind == REF_NETWORK) {
+                const char *what = kind == REF_VOLUME ? "volume" : "network";
+                r = kind == REF_VOLUME ? engine_volume_inspect(e, ref, &inspect) : engine_network_inspect(e, ref, &inspect);
+                if (r == -ENOENT) {
+                        if (asprintf(&msg, "no such %s", what) < 0)
+                                return -ENOMEM;
+                        return conn_reply(c, 404, "ownership", msg), r;
+                }
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked about the volume or network"), r;
+                if (!proxy_object_is_nested_of(inspect, c->proxy->channel)) {
+                        if (asprintf(&msg, "the %s is not one of channel %s's own (created through this proxy)",
+                                     what, c->proxy->channel) < 0)
+                                return -ENOMEM;
+                        return conn_reply(c, 403, "ownership", msg), -EPERM;
+                }
+                return 0;
+        }
 
         if (kind == REF_EXEC) {
                 json_object *id;
@@ -353,10 +439,9 @@ static int conn_check_ownership(Conn *c, json_object *body) {
                         return conn_reply(c, 502, "engine", "the engine cannot be asked about the exec instance"), r;
                 if (!json_object_object_get_ex(exec, "ContainerID", &id) || !json_object_get_string(id))
                         return conn_reply(c, 502, "engine", "the engine did not say whose exec instance this is"), -EBADMSG;
-                free(ref);
-                ref = strdup(json_object_get_string(id));
+                ref = json_get_string_or_null(id);
                 if (!ref)
-                        return -ENOMEM;
+                        return conn_reply(c, 502, "engine", "the engine did not say whose exec instance this is"), -EBADMSG;
         }
         r = engine_container_inspect(e, ref, &inspect);
         if (r == -ENOENT)
@@ -369,6 +454,66 @@ static int conn_check_ownership(Conn *c, json_object *body) {
                         return -ENOMEM;
                 return conn_reply(c, 403, "ownership", msg), -EPERM;
         }
+        return 0;
+}
+
+/* What the path names, and a container named in the query or body, must be the channel's. */
+static int conn_check_ownership(Conn *c, json_object *body) {
+        _cleanup_free_ char *ref = NULL, *other = NULL;
+        RefKind kind;
+        int r;
+
+        kind = path_ref(c->head.method, c->target.unversioned, &ref);
+        if (kind != REF_NONE && (r = conn_check_ref(c, kind, ref)) < 0)
+                return r;
+        kind = other_ref(c, body, &other);
+        if (kind != REF_NONE && (r = conn_check_ref(c, kind, other)) < 0)
+                return r;
+        return 0;
+}
+
+/* A container create's named volumes, networks and namespace-sharing containers must be the channel's.
+ * A named volume that does not exist yet is made here, with the channel's labels, rather than by the
+ * engine without them. Replies itself when refused. */
+static int conn_check_references(Conn *c, json_object *body) {
+        _cleanup_(proxy_references_done) ProxyReferences refs = {};
+        _cleanup_(engine_freep) Engine *e = NULL;
+        int r;
+
+        r = proxy_container_references(body, &refs);
+        if (r == -ENOMEM)
+                return conn_reply(c, 500, NULL, "out of memory"), r;
+        if (r < 0)
+                return conn_reply(c, 400, "parse", "the create body names volumes or networks unreadably"), r;
+        STRV_FOREACH(v, refs.volumes) {
+                _cleanup_(json_object_putp) json_object *inspect = NULL, *create = NULL, *made = NULL;
+                if (!ref_is_valid(*v, strlen(*v)))
+                        return conn_reply(c, 400, "parse", "not a valid volume name"), -EINVAL;
+                if (!e) {
+                        if (engine_open(c->proxy, &e) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                        engine_set_timeout(e, 10);
+                }
+                r = engine_volume_inspect(e, *v, &inspect);
+                if (r != -ENOENT) {
+                        if ((r = conn_check_ref(c, REF_VOLUME, *v)) < 0)
+                                return r;
+                        continue;
+                }
+                create = json_object_new_object();
+                if (!create || json_object_object_add(create, "Name", json_object_new_string(*v)) < 0 ||
+                    proxy_labels_force(create, c->proxy->channel) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                r = engine_volume_create(e, create, &made);
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot create the named volume"), r;
+        }
+        STRV_FOREACH(n, refs.networks)
+                if ((r = conn_check_ref(c, REF_NETWORK, *n)) < 0)
+                        return r;
+        STRV_FOREACH(n, refs.containers)
+                if ((r = conn_check_ref(c, REF_CONTAINER, *n)) < 0)
+                        return r;
         return 0;
 }
 
@@ -407,6 +552,19 @@ static int conn_recheck_start(Conn *c, const char *ref) {
         r = engine_container_inspect(e, ref, &inspect);
         if (r < 0)
                 return conn_reply(c, 502, "engine", "the engine cannot be asked about the container"), r;
+        {
+                _cleanup_free_ char *changed = NULL, *msg = NULL, *shown = NULL;
+                r = proxy_binds_verify(inspect, &changed);
+                if (r == -EXDEV) {
+                        shown = text_escape_display(changed, PROXY_DISPLAY_MAX);
+                        if (!shown || asprintf(&msg, "the bind source %s changed since the container was created "
+                                               "(checked again at start)", shown) < 0)
+                                return -ENOMEM;
+                        return conn_reply(c, 403, "bind-pin", msg), -EPERM;
+                }
+                if (r < 0)
+                        return conn_reply(c, 403, "bind-pin", "the container's bind pins cannot be read"), r;
+        }
         doc = json_object_new_object();
         if (!doc)
                 return -ENOMEM;
@@ -562,7 +720,7 @@ static char *approval_cache_key(const Conn *c) {
         const char *path = c->target.unversioned;
         char *key = NULL;
 
-        if (path_ref(path, &ref) != REF_NONE && ref) {
+        if (path_ref(c->head.method, path, &ref) != REF_NONE && ref) {
                 const char *after = strchr(path + 1, '/');
                 size_t prefix = (size_t) (after - path) + 1;
                 const char *tail = after + 1 + strlen(ref);
@@ -721,8 +879,9 @@ static int format_upstream_head(Conn *c, bool hijack, uint64_t body_size, bool h
                         fprintf(f, "%s: %s\r\n", c->head.headers[i].name, c->head.headers[i].value);
         if (hijack && http_request_header(&c->head, "Upgrade"))
                 fputs("Connection: Upgrade\r\nUpgrade: tcp\r\n", f);
-        else
+        else if (hijack)
                 fputs("Connection: close\r\n", f);
+        /* else HTTP/1.1's default: the engine connection is kept for the client's next request */
         if (body_size == UINT64_MAX)
                 fputs("Transfer-Encoding: chunked\r\n", f);
         else if (has_body || body_size > 0)
@@ -756,13 +915,11 @@ static int engine_connect_socket(Proxy *p) {
 /* Streams the rest of a request body from the client to the engine: Content-Length bytes, or chunks
  * (decoded and re-encoded, so the engine sees only framing we checked). pending are bytes already read. */
 static int stream_request_body(Conn *c, int up, const char *pending, size_t n_pending) {
-        _cleanup_free_ char *buf = malloc(PROXY_IO_BUFFER), *dec = malloc(PROXY_IO_BUFFER);
         HttpChunked ch = { .framing_unlimited = true };         /* passed on, never buffered */
         uint64_t left = c->content_length;
+        char *buf = c->io, *dec = c->io_scratch;
         int r;
 
-        if (!buf || !dec)
-                return -ENOMEM;
         for (;;) {
                 const char *data;
                 size_t size;
@@ -810,165 +967,252 @@ static int stream_request_body(Conn *c, int up, const char *pending, size_t n_pe
         }
 }
 
-/* Both ways until the engine is done: what the client sends goes to the engine (a hijacked stream's
- * stdin), or is dropped when the stream is not hijacked (nothing after the request may reach the engine
- * as a request). Returns when the engine closes, the client goes away, or (not hijacked) the response's
- * framing says it ended. */
-static int relay(Conn *c, int up, bool hijack, HttpResponseHead *h, bool head_request) {
-        _cleanup_free_ char *buf = malloc(PROXY_IO_BUFFER), *scratch = malloc(PROXY_IO_BUFFER);
+/* Both ways until the engine is done: what the client sends goes to the engine when the stream is
+ * hijacked (its stdin); otherwise the client is only watched for hanging up, and what it sends stays in the
+ * socket (its next request, read after this answer; nothing after a request reaches the engine as part
+ * of it). initial are response bytes that came with the head. Returns 1 when the response ended where
+ * its framing says and nothing followed it (both connections may carry another request), 0 when it
+ * ended otherwise (the engine closed, the client left). */
+static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool head_request,
+                 const char *initial, size_t n_initial) {
         HttpChunked ch = { .framing_unlimited = true };
-        uint64_t left = h ? h->length : 0;
-        bool framed = !hijack && h && (h->chunked || h->has_length || head_request || h->status == 204 ||
-                                       h->status == 304 || h->status < 200);
-        bool client_open = true, up_open = true;
+        uint64_t left = h->length;
+        char *buf = c->io;
+        bool framed = !hijack && (h->chunked || h->has_length || head_request || h->status == 204 ||
+                                  h->status == 304 || h->status < 200);
+        bool client_open = true;
+        int r;
 
-        if (!buf || !scratch)
-                return -ENOMEM;
         if (framed && !h->chunked && (head_request || h->status == 204 || h->status == 304 || h->status < 200 || left == 0))
-                return 0;
+                return n_initial == 0;
 
-        while (up_open) {
-                struct pollfd p[2] = {
-                        { .fd = up, .events = POLLIN },
-                        { .fd = client_open ? c->fd : -1, .events = POLLIN | POLLRDHUP },
-                };
-                if (poll(p, 2, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (p[1].revents) {
-                        ssize_t k = recv(c->fd, buf, PROXY_IO_BUFFER, 0);
-                        if (k <= 0) {
-                                if (k < 0 && errno == EINTR)
+        for (;;) {
+                const char *data;
+                size_t n;
+
+                if (n_initial > 0) {
+                        data = initial;
+                        n = MIN(n_initial, (size_t) PROXY_IO_BUFFER);
+                        initial += n;
+                        n_initial -= n;
+                } else {
+                        struct pollfd p[2] = {
+                                { .fd = up, .events = POLLIN },
+                                { .fd = client_open ? c->fd : -1, .events = (hijack ? POLLIN : 0) | POLLRDHUP },
+                        };
+                        if (poll(p, 2, -1) < 0) {
+                                if (errno == EINTR)
                                         continue;
+                                return -errno;
+                        }
+                        if (p[1].revents && !hijack) {
+                                /* gone (a follow stream ends here), or only done sending: it still reads */
+                                if (p[1].revents & (POLLHUP | POLLERR))
+                                        return 0;
                                 client_open = false;
-                                if (!hijack)
-                                        return 0;               /* nobody reads the rest */
-                                (void) shutdown(up, SHUT_WR);
-                        } else if (hijack) {
-                                int r = send_all(up, buf, (size_t) k);
-                                if (r < 0)
+                        } else if (p[1].revents) {
+                                ssize_t k = recv(c->fd, buf, PROXY_IO_BUFFER, 0);
+                                if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                                        continue;
+                                if (k <= 0) {
+                                        client_open = false;
+                                        (void) shutdown(up, SHUT_WR);
+                                } else if ((r = send_all(up, buf, (size_t) k)) < 0)
                                         return r;
                         }
-                }
-                if (p[0].revents) {
-                        ssize_t k = recv(up, buf, PROXY_IO_BUFFER, 0);
-                        if (k < 0 && errno == EINTR)
+                        if (!p[0].revents)
                                 continue;
-                        if (k <= 0) {
-                                up_open = false;
+                        ssize_t k = recv(up, buf, PROXY_IO_BUFFER, 0);
+                        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                                continue;
+                        if (k <= 0)
                                 break;
-                        }
-                        size_t n = (size_t) k;
-                        bool done = false;
-                        if (framed && h->chunked) {
-                                size_t out, used;
-                                int r = http_chunked_decode(&ch, buf, n, scratch, &out, &used);
-                                if (r < 0)
-                                        return r;
-                                if (r == 1) {
-                                        n = used;
-                                        done = true;
-                                }
-                        } else if (framed) {
-                                n = (size_t) MIN((uint64_t) n, left);
-                                left -= n;
-                                done = left == 0;
-                        }
-                        int r = send_all(c->fd, buf, n);
+                        data = buf;
+                        n = (size_t) k;
+                }
+
+                bool done = false, surplus = false;
+                if (framed && h->chunked) {
+                        size_t out, used;
+                        /* only the framing: the bytes go on as they came */
+                        r = http_chunked_decode(&ch, data, n, NULL, &out, &used);
                         if (r < 0)
                                 return r;
-                        if (done)
-                                return 0;
+                        if (r == 1) {
+                                surplus = used < n || n_initial > 0;
+                                n = used;
+                                done = true;
+                        }
+                } else if (framed) {
+                        surplus = n > left || (n == left && n_initial > 0);
+                        n = (size_t) MIN((uint64_t) n, left);
+                        left -= n;
+                        done = left == 0;
                 }
+                r = send_all(c->fd, data, n);
+                if (r < 0)
+                        return r;
+                if (done)
+                        return !surplus;        /* an engine that says more than it framed is not reused */
         }
         (void) shutdown(c->fd, SHUT_WR);
         return 0;
 }
 
+static bool header_line_is(const char *line, size_t len, const char *name) {
+        size_t n = strlen(name);
+        return len > n && line[n] == ':' && strncasecmp(line, name, n) == 0;
+}
+
+/* The engine's response head as the client gets it: the engine's Connection and Keep-Alive headers
+ * (about the engine connection) replaced by one about the client's. */
+static int response_head_for_client(const char *head, size_t size, bool keep_alive, char **ret, size_t *ret_size) {
+        const char *end = head + size - 2, *line = head, *eol;  /* end: the empty line */
+        char *buf, *p;
+
+        buf = malloc(size + sizeof("Connection: keep-alive\r\n"));
+        if (!buf)
+                return -ENOMEM;
+        p = buf;
+        for (bool status_line = true; line < end; line = eol + 2, status_line = false) {
+                eol = memmem(line, (size_t) (end + 2 - line), "\r\n", 2);
+                size_t len = (size_t) (eol - line);
+                if (status_line || !(header_line_is(line, len, "Connection") || header_line_is(line, len, "Keep-Alive") ||
+                                     header_line_is(line, len, "Proxy-Connection")))
+                        p = mempcpy(p, line, len + 2);
+        }
+        p = stpcpy(p, keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n");
+        *ret = buf;
+        *ret_size = (size_t) (p - buf);
+        return 0;
+}
+
+/* Whether a kept engine connection is still usable: idle, it has nothing to say; readable means the
+ * engine closed it (or broke the protocol). */
+static bool upstream_is_idle(int fd) {
+        struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+        return poll(&p, 1, 0) == 0;
+}
+
 /* Sends the request to the engine and streams the answer back. body NULL: the body is streamed from
- * the client (pending bytes first). */
+ * the client (pending bytes first). The engine connection kept in c->up is used when it is still idle
+ * and the request is not streamed (so that it can be sent again when the engine closed the kept
+ * connection just then); one whose answer ended cleanly is kept for the next request. */
 static int conn_forward(Conn *c, const char *body, size_t body_size, const char *pending, size_t n_pending) {
-        _cleanup_close_ int up = -EBADF;
-        _cleanup_free_ char *head = NULL, *rbuf = NULL;
+        _cleanup_close_ int up = TAKE_FD(c->up);
+        _cleanup_free_ char *head = NULL, *client_head = NULL;
+        char *rbuf;
         bool hijack = path_is_hijack(c->head.method, c->target.unversioned);
-        bool streamed = !body;
+        bool streamed = !body, head_request = streq(c->head.method, "HEAD");
+        bool reused, may_resend = streq(c->head.method, "GET") || head_request;
         HttpResponseHead h = {};
-        size_t head_size, rsize = 0;
+        size_t head_size, rsize = 0, client_head_size;
         int r;
 
-        up = engine_connect_socket(c->proxy);
-        if (up < 0) {
-                log_warning_errno(up, "Cannot connect to the engine at %s: %m", c->proxy->engine_socket);
-                return conn_reply(c, 502, NULL, "the engine is not reachable");
-        }
-
+        if (up >= 0 && (streamed || hijack || !upstream_is_idle(up)))
+                up = safe_close(up);
         r = format_upstream_head(c, hijack, streamed ? (c->head.chunked ? UINT64_MAX : c->content_length) : body_size,
                                  !streamed && (body_size > 0 || c->content_length > 0 || c->head.chunked), &head, &head_size);
         if (r < 0)
                 return conn_reply(c, 500, NULL, "out of memory");
-        r = send_all(up, head, head_size);
-        if (r >= 0 && !streamed && body_size > 0)
-                r = send_all(up, body, body_size);
-        if (r >= 0 && streamed)
-                r = stream_request_body(c, up, pending, n_pending);
-        if (r == -EBADMSG || r == -EFBIG)
-                return conn_reply(c, 400, "parse", "malformed chunked body");
-        if (r == -ETIMEDOUT)
-                return conn_reply(c, 408, "parse", "the request body stalled");
-        if (r < 0) {
-                c->status = 502;
-                c->reason = strdup("the request could not be sent to the engine");
-                return r;
-        }
+        if (!c->io)
+                c->io = malloc(PROXY_IO_BUFFER);
+        if (!c->io_scratch)
+                c->io_scratch = malloc(PROXY_IO_BUFFER);
+        if (!c->response_head)
+                c->response_head = malloc(PROXY_RESPONSE_HEAD_MAX);
+        if (!c->io || !c->io_scratch || !c->response_head)
+                return conn_reply(c, 500, NULL, "out of memory");
+        rbuf = c->response_head;
 
-        /* the response head, as the engine sends it */
-        rbuf = malloc(PROXY_RESPONSE_HEAD_MAX);
-        if (!rbuf)
-                return -ENOMEM;
         for (;;) {
-                ssize_t k = recv_some(up, rbuf + rsize, PROXY_RESPONSE_HEAD_MAX - rsize, UINT64_MAX);
-                if (k <= 0)
-                        return conn_reply(c, 502, NULL, "the engine closed the connection without an answer");
-                rsize += (size_t) k;
-                r = http_response_head_parse(rbuf, rsize, PROXY_RESPONSE_HEAD_MAX, &h);
-                if (r < 0)
-                        return conn_reply(c, 502, NULL, "the engine's answer is malformed");
+                reused = up >= 0;
+                if (!reused) {
+                        up = engine_connect_socket(c->proxy);
+                        if (up < 0) {
+                                log_warning_errno(up, "Cannot connect to the engine at %s: %m", c->proxy->engine_socket);
+                                return conn_reply(c, 502, NULL, "the engine is not reachable");
+                        }
+                }
+                r = send_all(up, head, head_size);
+                if (r >= 0 && !streamed && body_size > 0)
+                        r = send_all(up, body, body_size);
+                if (r < 0 && reused) {          /* the engine closed the kept connection: a new one */
+                        up = safe_close(up);
+                        continue;
+                }
+                if (r >= 0 && streamed)
+                        r = stream_request_body(c, up, pending, n_pending);
+                if (r == -EBADMSG || r == -EFBIG)
+                        return conn_reply(c, 400, "parse", "malformed chunked body");
+                if (r == -ETIMEDOUT)
+                        return conn_reply(c, 408, "parse", "the request body stalled");
+                if (r < 0) {
+                        c->status = 502;
+                        c->reason = strdup("the request could not be sent to the engine");
+                        return r;
+                }
+
+                /* the response head, as the engine sends it */
+                for (;;) {
+                        ssize_t k = recv_some(up, rbuf + rsize, PROXY_RESPONSE_HEAD_MAX - rsize, UINT64_MAX);
+                        if (k <= 0) {
+                                r = -EPIPE;
+                                break;
+                        }
+                        rsize += (size_t) k;
+                        r = http_response_head_parse(rbuf, rsize, PROXY_RESPONSE_HEAD_MAX, &h);
+                        if (r < 0)
+                                return conn_reply(c, 502, NULL, "the engine's answer is malformed");
+                        if (r > 0)
+                                break;
+                }
                 if (r > 0)
                         break;
+                /* closed without a byte of answer: a kept connection the engine dropped as we sent on it;
+                 * only a request without side effects is sent again */
+                if (reused && rsize == 0 && may_resend) {
+                        up = safe_close(up);
+                        continue;
+                }
+                return conn_reply(c, 502, NULL, "the engine closed the connection without an answer");
         }
         c->status = h.status;
-        conn_record(c);         /* the decision and the status are known: journal now, streams may be long */
-        c->rule = NULL;         /* recorded */
 
-        r = send_all(c->fd, rbuf, rsize);
+        hijack = hijack && (h.status == 101 || (h.status == 200 && h.stream_type));
+        bool framed = !hijack && (h.chunked || h.has_length || head_request || h.status == 204 || h.status == 304 ||
+                                  h.status < 200);
+        bool bodyless = head_request || h.status == 204 || h.status == 304 || h.status < 200;
+        size_t extra = rsize - h.head_size, with_head = 0;
+        if (!framed)
+                c->keep_alive = false;          /* the answer ends where the connection does */
+        if (hijack)
+                r = send_all(c->fd, rbuf, h.head_size);
+        else {
+                r = response_head_for_client(rbuf, h.head_size, c->keep_alive, &client_head, &client_head_size);
+                /* a body of known length that came (part or whole) with the head goes out with it */
+                if (framed && !bodyless && !h.chunked && h.has_length && extra <= h.length)
+                        with_head = extra;
+                if (r >= 0)
+                        r = send_two(c->fd, client_head, client_head_size, rbuf + h.head_size, with_head);
+        }
+        /* journaled once the engine acted and the client has the head: the decision was made (and a
+         * refusal journaled) before the request went to the engine; streams may be long */
+        conn_record(c);
+        c->rule = NULL;         /* recorded */
         if (r < 0)
                 return r;
-        hijack = hijack && (h.status == 101 || (h.status == 200 && h.stream_type));
 
-        /* body bytes that came with the head */
-        size_t extra = rsize - h.head_size;
-        if (!hijack && extra > 0) {
-                if (h.chunked) {
-                        HttpChunked ch = { .framing_unlimited = true };
-                        _cleanup_free_ char *scratch = malloc(extra);
-                        size_t out, used;
-                        if (!scratch)
-                                return -ENOMEM;
-                        r = http_chunked_decode(&ch, rbuf + h.head_size, extra, scratch, &out, &used);
-                        if (r != 0)
-                                return r < 0 ? r : 0;   /* the whole body came with the head */
-                        /* the relay's decoder starts fresh mid-stream: fall back to reading until close */
-                        h.chunked = false;
-                        h.has_length = false;
-                } else if (h.has_length) {
-                        if (extra >= h.length)
-                                return 0;
-                        h.length -= extra;
-                }
-        }
-        return relay(c, up, hijack, &h, streq(c->head.method, "HEAD"));
+        HttpResponseHead rest = h;
+        rest.length -= with_head;
+        r = relay(c, up, hijack, &rest, head_request, rbuf + h.head_size + with_head, extra - with_head);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                c->keep_alive = false;
+        else if (!h.close)
+                c->up = TAKE_FD(up);
+        return 0;
 }
 
 /* ---- one request ---- */
@@ -988,12 +1232,18 @@ static int conn_handle(Conn *c) {
 
         /* the head */
         for (;;) {
+                if (c->start_usec == 0 && c->in_size > 0) {     /* a kept connection's next request began */
+                        c->start_usec = now_usec();
+                        c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
+                }
                 r = http_request_parse_head(c->in, c->in_size, &limits, &c->head, &c->head_size, &c->content_length, &status);
                 if (r < 0)
                         return conn_reply(c, status, "parse", "malformed request");
                 if (r > 0)
                         break;
                 ssize_t k = conn_read_more(c);
+                if (k == -ETIMEDOUT && c->in_size == 0 && c->n_requests > 0)
+                        return 0;               /* a kept connection left idle: closed without a word */
                 if (k == -ETIMEDOUT)
                         return conn_reply(c, 408, "parse", "the request took too long");
                 if (k == -EFBIG)
@@ -1010,11 +1260,15 @@ static int conn_handle(Conn *c) {
                 }
         }
 
-        r = peer_check(c, c->peer_uid, &c->peer_name);
-        if (r == -EPERM)
-                return conn_reply(c, 403, "caller", "only the channel's own containers may use its Docker API");
-        if (r < 0)
-                return conn_reply(c, 502, "engine", "the engine cannot be asked who is calling");
+        /* once per connection: its peer is fixed at connect, and a container's labels never change */
+        if (!c->peer_known) {
+                r = peer_check(c, c->peer_uid, &c->peer_name);
+                if (r == -EPERM)
+                        return conn_reply(c, 403, "caller", "only the channel's own containers may use its Docker API");
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked who is calling");
+                c->peer_known = true;
+        }
 
         r = proxy_target_parse(c->head.path, c->head.query, &c->target);
         if (r == -ENOMEM)
@@ -1023,7 +1277,12 @@ static int conn_handle(Conn *c) {
                 return conn_reply(c, 400, "parse", "the request target cannot be read unambiguously");
 
         stream = proxy_path_body_is_stream(c->head.method, c->target.unversioned);
-        if (!stream) {
+        if (stream && c->content_length == 0 && !c->head.chunked) {
+                /* nothing to stream (a pull): a request like any other */
+                c->complete = true;
+                c->consumed = c->head_size;
+                c->keep_alive = c->head.keep_alive;
+        } else if (!stream) {
                 size_t max = PROXY_BODY_MAX;
                 HttpParseInfo info;
                 size_t consumed;
@@ -1034,8 +1293,12 @@ static int conn_handle(Conn *c) {
                         r = http_request_parse(c->in, c->in_size, &limits, &full, &consumed, &status, &info);
                         if (r < 0)
                                 return conn_reply(c, status, "parse", status == 413 ? "request body too large" : "malformed request body");
-                        if (r > 0)
+                        if (r > 0) {
+                                c->complete = true;
+                                c->consumed = consumed;
+                                c->keep_alive = full.keep_alive;
                                 break;
+                        }
                         if (info.expect_continue && !sent_continue) {
                                 static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
                                 if (send_all(c->fd, cont, sizeof(cont) - 1) < 0)
@@ -1077,9 +1340,11 @@ static int conn_handle(Conn *c) {
                 return 0;       /* answered */
         {
                 _cleanup_free_ char *ref = NULL;
-                if (streq(c->head.method, "POST") && path_ref(c->target.unversioned, &ref) == REF_CONTAINER &&
-                    endswith(c->target.unversioned, "/start") &&
-                    strcasecmp(c->target.unversioned + strlen("/containers/") + strlen(ref), "/start") == 0 &&
+                const char *tail;
+                /* a restart mounts the binds again too */
+                if (streq(c->head.method, "POST") && path_ref(c->head.method, c->target.unversioned, &ref) == REF_CONTAINER &&
+                    (tail = c->target.unversioned + strlen("/containers/") + strlen(ref)) &&
+                    (strcasecmp(tail, "/start") == 0 || strcasecmp(tail, "/restart") == 0) &&
                     conn_recheck_start(c, ref) < 0)
                         return 0;       /* answered */
         }
@@ -1099,14 +1364,30 @@ static int conn_handle(Conn *c) {
         }
         c->decision = "allow";
 
-        if (streq(c->head.method, "GET") && strcasecmp(c->target.unversioned, "/containers/json") == 0) {
-                if (proxy_query_scope_to_channel(c->target.query, p->channel) < 0)
-                        return conn_reply(c, 400, "parse", "the filters parameter cannot be read");
-        } else if (streq(c->head.method, "POST") && strcasecmp(c->target.unversioned, "/containers/prune") == 0) {
+        /* lists and prunes see only the channel's containers, volumes and networks */
+        if ((streq(c->head.method, "GET") && (strcasecmp(c->target.unversioned, "/containers/json") == 0 ||
+                                               strcasecmp(c->target.unversioned, "/volumes") == 0 ||
+                                               strcasecmp(c->target.unversioned, "/networks") == 0)) ||
+            (streq(c->head.method, "POST") && (strcasecmp(c->target.unversioned, "/containers/prune") == 0 ||
+                                                strcasecmp(c->target.unversioned, "/volumes/prune") == 0 ||
+                                                strcasecmp(c->target.unversioned, "/networks/prune") == 0))) {
                 if (proxy_query_scope_to_channel(c->target.query, p->channel) < 0)
                         return conn_reply(c, 400, "parse", "the filters parameter cannot be read");
         }
 
+        /* volumes and networks made through the proxy are the channel's */
+        if (streq(c->head.method, "POST") && (strcasecmp(c->target.unversioned, "/volumes/create") == 0 ||
+                                              strcasecmp(c->target.unversioned, "/networks/create") == 0)) {
+                if (proxy_labels_force(body, p->channel) < 0)
+                        return conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
+                forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+                if (!forced)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                return conn_forward(c, forced, strlen(forced), NULL, 0);
+        }
+
+        if (stream && c->complete)
+                return conn_forward(c, "", 0, NULL, 0);
         if (stream) {
                 size_t pending = c->in_size - c->head_size;
                 const char *expect = http_request_header(&c->head, "Expect");
@@ -1124,9 +1405,37 @@ static int conn_handle(Conn *c) {
                 _cleanup_(engine_freep) Engine *e = NULL;
                 uint64_t n = 0;
 
-                r = proxy_container_force(body, p->channel, p->cgroup_parent);
+                pthread_mutex_lock(&p->create_lock);
+                r = proxy_seccomp_option(p);
+                pthread_mutex_unlock(&p->create_lock);
+                if (r < 0)      /* fail closed: no nested container without the workload profile */
+                        return conn_reply(c, 502, "engine", "the seccomp profile for the engine cannot be made");
+                ProxyNestedPolicy nested = {
+                        .channel = p->channel, .cgroup_parent = p->cgroup_parent, .seccomp_option = p->seccomp_option,
+                        .masked_paths = p->masked_paths, .podman = p->engine_kind == ENGINE_PODMAN,
+                        .network_none = p->network_none,
+                };
+                r = proxy_container_force(body, &nested);
                 if (r < 0)
                         return conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
+                c->decision = NULL;     /* not allowed until what it uses is the channel's too */
+                if (conn_check_references(c, body) < 0)
+                        return 0;       /* answered */
+                const char *why = NULL;
+                r = proxy_tmpfs_check(body, &why);
+                if (r == -EPERM)
+                        return conn_reply(c, 403, "tmpfs", why);
+                if (r < 0)
+                        return conn_reply(c, 400, "parse", "the create body's tmpfs mounts cannot be read");
+                /* bind sources resolved now and pinned (checked again at start) */
+                r = proxy_binds_pin(body);
+                if (r == -ENOMEM)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                if (r == -EBADMSG)
+                        return conn_reply(c, 400, "parse", "the create body's binds cannot be read");
+                if (r < 0)
+                        return conn_reply(c, 403, "bind-pin", "a bind source cannot be resolved to a path a bind can name");
+                c->decision = "allow";
                 forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
                 if (!forced || engine_open(p, &e) < 0)
                         return conn_reply(c, 500, NULL, "out of memory");
@@ -1173,25 +1482,59 @@ static void lingering_close(int fd) {
         }
 }
 
+/* Ready for the connection's next request: what this one left in the buffer (a pipelined request)
+ * moves to its start, the rest of the per-request state is cleared. */
+static void conn_next_request(Conn *c) {
+        assert(c->complete && c->consumed <= c->in_size);
+        memmove(c->in, c->in + c->consumed, c->in_size - c->consumed);
+        c->in_size -= c->consumed;
+        http_request_done(&c->head);
+        c->head = (HttpRequest) {};
+        proxy_target_done(&c->target);
+        c->head_size = 0;
+        c->content_length = 0;
+        c->complete = false;
+        c->consumed = 0;
+        c->keep_alive = false;
+        c->rule = NULL;
+        c->decision = NULL;
+        c->actor = NULL;
+        c->actor_owned = mfree(c->actor_owned);
+        c->reason = mfree(c->reason);
+        c->status = 0;
+        c->n_requests++;
+        c->start_usec = 0;      /* set when the next request's first byte is in */
+        c->deadline_usec = now_usec() + PROXY_KEEPALIVE_IDLE_USEC;
+}
+
 static void conn_run(Conn *c) {
         Proxy *p = c->proxy;
 
         c->in_allocated = PROXY_IN_INITIAL;
         c->in = malloc(c->in_allocated);
-        if (c->in)
-                (void) conn_handle(c);
-        if (c->rule)            /* not recorded yet */
-                conn_record(c);
+        while (c->in) {
+                int r = conn_handle(c);
+                if (c->rule)            /* not recorded yet */
+                        conn_record(c);
+                atomic_store(&p->last_activity_usec, now_usec());
+                if (r < 0 || !c->keep_alive)
+                        break;
+                conn_next_request(c);
+        }
 
-        if (c->status >= 400 && (c->content_length > 0 || c->head.chunked))
+        if (c->status >= 400 && !c->complete && (c->content_length > 0 || c->head.chunked))
                 lingering_close(c->fd);
         safe_close(c->fd);
+        safe_close(c->up);
         http_request_done(&c->head);
         proxy_target_done(&c->target);
         free(c->reason);
         free(c->peer_name);
         free(c->actor_owned);
         free(c->in);
+        free(c->io);
+        free(c->io_scratch);
+        free(c->response_head);
         free(c);
         atomic_store(&p->last_activity_usec, now_usec());
         atomic_fetch_sub(&p->n_connections, 1);
@@ -1250,6 +1593,7 @@ static void *worker_main(void *userdata) {
                 }
                 c->proxy = p;
                 c->fd = cfd;
+                c->up = -EBADF;
                 c->peer_pid = len == sizeof(cred) ? cred.pid : 0;
                 c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
                 c->start_usec = now_usec();
@@ -1314,6 +1658,28 @@ static int proxy_settings(Proxy *p) {
                 return r;
         p->idle_usec = MAX(p->idle_usec, 1U) * 1000000ULL;
 
+        const char *network = getenv("LOOP_DOCKERPROXY_NETWORK"), *masks = getenv("LOOP_DOCKERPROXY_MASKED_PATHS");
+        if (!isempty(network) && !streq(network, "none") && !streq(network, "engine"))
+                return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_NETWORK=%s is neither \"none\" nor \"engine\".", network);
+        p->network_none = streq_ptr(network, "none");
+        for (const char *m = strempty(masks); *m;) {
+                size_t n = strcspn(m, ":");
+                _cleanup_free_ char *path = strndup(m, n);
+                if (!path)
+                        return log_oom();
+                if (!(startswith(path, "/proc/") || startswith(path, "/sys/")) || strstr(path, "/../") || endswith(path, "/.."))
+                        return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_MASKED_PATHS: %s is not a /proc or /sys path.", path);
+                if (strv_consume(&p->masked_paths, TAKE_PTR(path)) < 0)
+                        return log_oom();
+                m += n + (m[n] == ':');
+        }
+        const char *rt = getenv("RUNTIME_DIRECTORY");
+        if (!isempty(rt) && !strchr(rt, ':')) {         /* one directory (RuntimeDirectory= names one) */
+                if (!(p->state_dir = strdup(rt)))
+                        return log_oom();
+        } else if (asprintf(&p->state_dir, "%s/%s/dockerproxy", loop_runtime_dir(), p->channel) < 0)
+                return log_oom();
+
         if (isempty(sock))
                 sock = access("/run/podman/podman.sock", F_OK) >= 0 ? "/run/podman/podman.sock" : "/var/run/docker.sock";
         if (sock[0] != '/')
@@ -1346,18 +1712,53 @@ static int proxy_settings(Proxy *p) {
         return 0;
 }
 
-/* Containers go into the channel's slice when the engine manages cgroups through systemd. */
-static void proxy_find_cgroup_parent(Proxy *p) {
+/* Which engine it is (the seccomp profile is given differently), and whether it manages cgroups through
+ * systemd (then containers go into the channel's slice). An engine down at start is asked again at the
+ * first create. */
+static void proxy_probe_engine(Proxy *p) {
         _cleanup_(engine_freep) Engine *e = NULL;
         _cleanup_(json_object_putp) json_object *info = NULL;
         json_object *driver;
 
-        if (sd_booted() <= 0 || engine_open(p, &e) < 0)
+        if (engine_open(p, &e) < 0)
                 return;
         engine_set_timeout(e, 5);
-        if (engine_info(e, &info) >= 0 && json_object_object_get_ex(info, "CgroupDriver", &driver) &&
+        if (engine_info(e, &info) < 0)
+                return;
+        p->engine_kind = engine_kind(e);
+        if (sd_booted() > 0 && !p->cgroup_parent && json_object_object_get_ex(info, "CgroupDriver", &driver) &&
             streq(strempty(json_object_get_string(driver)), "systemd"))
                 p->cgroup_parent = channel_slice_name(p->channel);
+}
+
+/* The workload profile's security option for the engine (seccomp-profile.h), made once; under
+ * create_lock. */
+static int proxy_seccomp_option(Proxy *p) {
+        int r;
+
+        if (p->seccomp_option)
+                return 0;
+        if (p->engine_kind == ENGINE_UNKNOWN)
+                proxy_probe_engine(p);
+        if (p->engine_kind == ENGINE_UNKNOWN)
+                return -EHOSTDOWN;
+        if (p->engine_kind == ENGINE_PODMAN)
+                /* the directory and what is missing above it, readable by the engine */
+                for (char *s = p->state_dir + 1;; s++)
+                        if (*s == '/' || !*s) {
+                                char saved = *s;
+                                *s = 0;
+                                int k = mkdir(p->state_dir, 0755) < 0 && errno != EEXIST ? -errno : 0;
+                                *s = saved;
+                                if (k < 0)
+                                        return log_warning_errno(k, "Cannot make %s for the seccomp profile: %m", p->state_dir);
+                                if (!saved)
+                                        break;
+                        }
+        r = seccomp_profile_security_opt(p->engine_kind, p->state_dir, &p->seccomp_option);
+        if (r < 0)
+                return log_warning_errno(r, "Cannot make the seccomp workload profile for nested containers: %m");
+        return 0;
 }
 
 static int proxy_listen(Proxy *p) {
@@ -1407,7 +1808,7 @@ static int run(int argc, char *argv[]) {
                 return r;
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
                 return log_error_errno(ENOMEM, "Cannot initialise libcurl.");
-        proxy_find_cgroup_parent(&p);
+        proxy_probe_engine(&p);
         atomic_store(&p.last_activity_usec, now_usec());
 
         sigemptyset(&mask);

@@ -364,6 +364,8 @@ static const Field docker_proxy_fields[] = {
         DECISION("default_decision", SCOPE_CONFIG),
         ARRAY("http_rules", SCOPE_ALL, http_rule_schema),
         ARRAY("body_rules", SCOPE_ALL, body_rule_schema),
+        UINT("containers_max", SCOPE_CONFIG, 1, 10000),
+        BOOL("nested_network", SCOPE_CONFIG),
 };
 static const Schema docker_proxy_schema = SCHEMA("docker_proxy", docker_proxy_fields);
 
@@ -1348,6 +1350,8 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
         /* Unless set, the proxy follows the gate. */
         c.gates.docker_proxy.enabled = load_bool(proxy, "enabled", c.gates.agentgate.enabled);
         c.gates.docker_proxy.default_decision = load_decision(proxy, "default_decision", DECISION_ALLOW);
+        c.gates.docker_proxy.containers_max = load_uint(proxy, "containers_max", 16);
+        c.gates.docker_proxy.nested_network = load_bool(proxy, "nested_network", false);
         if ((r = load_http_rules(proxy, &c.gates.docker_proxy)) < 0 ||
             (r = load_body_rules(proxy, &c.gates.docker_proxy)) < 0)
                 return r;

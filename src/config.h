@@ -126,6 +126,8 @@ typedef struct DockerProxyConfig {
         size_t n_http_rules;
         BodyRule *body_rules;
         size_t n_body_rules;
+        uint64_t containers_max;        /* nested containers the channel may have at once */
+        bool nested_network;            /* nested containers get a network even when the agent has none */
 } DockerProxyConfig;
 
 typedef struct GatesConfig {

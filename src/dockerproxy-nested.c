@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <ctype.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "dockerproxy-nested.h"
+#include "strv.h"
 
 static const char * const dropped_capabilities[] = { "NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP" };
 
@@ -103,8 +108,67 @@ static bool array_has_capability(json_object *a, const char *cap) {
         return false;
 }
 
-int proxy_container_force(json_object *body, const char *channel, const char *cgroup_parent) {
-        json_object *labels, *hc, *secopt, *capdrop, *capadd, *pids;
+/* Adds the strings of add (n of them) to the array a that it lacks. */
+static int array_add_missing(json_object *a, const char * const *add, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                bool found = false;
+                for (size_t j = 0; !found && j < json_object_array_length(a); j++)
+                        found = streq_ptr(json_object_get_string(json_object_array_get_idx(a, j)), add[i]);
+                if (!found && json_object_array_add(a, json_object_new_string(add[i])) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* A security option the channel decides: "seccomp=..." / "seccomp:..." and Podman's "unmask=...". */
+static bool security_opt_is_forced(const char *s) {
+        size_t n = strcspn(s, "=:");
+        return (n == 7 && strncasecmp(s, "seccomp", 7) == 0) || (n == 6 && strncasecmp(s, "unmask", 6) == 0);
+}
+
+static int force_security_opt(json_object *secopt, const ProxyNestedPolicy *policy) {
+        _cleanup_(json_object_putp) json_object *kept = json_object_new_array();
+        int r;
+
+        if (!kept)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(secopt); i++) {
+                json_object *e = json_object_array_get_idx(secopt, i);
+                if (!json_object_is_type(e, json_type_string))
+                        return -EBADMSG;
+                if (!security_opt_is_forced(json_object_get_string(e)) &&
+                    json_object_array_add(kept, json_object_get(e)) < 0)
+                        return -ENOMEM;
+        }
+        /* the array is the body's: emptied and refilled in place */
+        if (json_object_array_length(secopt) > 0 &&
+            json_object_array_del_idx(secopt, 0, json_object_array_length(secopt)) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(kept); i++)
+                if (json_object_array_add(secopt, json_object_get(json_object_array_get_idx(kept, i))) < 0)
+                        return -ENOMEM;
+
+        const char *nnp = "no-new-privileges";
+        if ((r = array_add_missing(secopt, &nnp, 1)) < 0)
+                return r;
+        if (policy->seccomp_option && (r = array_add_missing(secopt, &policy->seccomp_option, 1)) < 0)
+                return r;
+        if (policy->podman && policy->masked_paths && policy->masked_paths[0]) {
+                _cleanup_free_ char *joined = strv_join(policy->masked_paths, ":"), *mask = NULL;
+                if (!joined || asprintf(&mask, "mask=%s", joined) < 0)
+                        return -ENOMEM;
+                const char *m = mask;
+                if ((r = array_add_missing(secopt, &m, 1)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int proxy_container_force(json_object *body, const ProxyNestedPolicy *policy) {
+        static const char * const docker_masked[] = { PROXY_DOCKER_MASKED_PATHS };
+        static const char * const docker_readonly[] = { PROXY_DOCKER_READONLY_PATHS };
+        json_object *labels, *hc, *secopt, *capdrop, *capadd, *pids, *masked, *readonly;
+        const char *channel = policy->channel, *cgroup_parent = policy->cgroup_parent;
         int r;
 
         if (!json_object_is_type(body, json_type_object))
@@ -118,8 +182,25 @@ int proxy_container_force(json_object *body, const char *channel, const char *cg
             (r = child_array(hc, "SecurityOpt", &secopt)) < 0 ||
             (r = child_array(hc, "CapDrop", &capdrop)) < 0)
                 return r;
-        if (json_object_array_add(secopt, json_object_new_string("no-new-privileges")) < 0)
-                return -ENOMEM;
+        if ((r = force_security_opt(secopt, policy)) < 0)
+                return r;
+        if ((r = child_array(hc, "MaskedPaths", &masked)) < 0 ||
+            (r = array_add_missing(masked, docker_masked, ELEMENTSOF(docker_masked))) < 0 ||
+            (r = array_add_missing(masked, (const char * const *) policy->masked_paths, strv_length(policy->masked_paths))) < 0 ||
+            (r = child_array(hc, "ReadonlyPaths", &readonly)) < 0 ||
+            (r = array_add_missing(readonly, docker_readonly, ELEMENTSOF(docker_readonly))) < 0)
+                return r;
+        if (policy->network_none) {
+                const char *spelt = NULL;
+                if (get_icase(body, "NetworkingConfig", &spelt)) {
+                        _cleanup_free_ char *copy = strdup(spelt);
+                        if (!copy)
+                                return -ENOMEM;
+                        json_object_object_del(body, copy);
+                }
+                if ((r = set_icase(hc, "NetworkMode", json_object_new_string("none"))) < 0)
+                        return r;
+        }
         capadd = get_icase(hc, "CapAdd", NULL);
         if (capadd && !json_object_is_type(capadd, json_type_array))
                 capadd = NULL;
@@ -221,4 +302,412 @@ bool proxy_container_is_nested_of(json_object *inspect, const char *channel) {
                 return false;
         return streq_ptr(json_object_get_string(c), channel) &&
                 streq_ptr(json_object_get_string(t), PROXY_TYPE_NESTED);
+}
+
+int proxy_labels_force(json_object *body, const char *channel) {
+        json_object *labels;
+        int r;
+
+        if (!json_object_is_type(body, json_type_object))
+                return -EBADMSG;
+        if ((r = child_object(body, "Labels", &labels)) < 0 ||
+            (r = set_icase(labels, PROXY_LABEL_CHANNEL, json_object_new_string(channel))) < 0 ||
+            (r = set_icase(labels, PROXY_LABEL_TYPE, json_object_new_string(PROXY_TYPE_NESTED))) < 0)
+                return r;
+        return 0;
+}
+
+bool proxy_object_is_nested_of(json_object *inspect, const char *channel) {
+        json_object *labels, *c, *t;
+
+        if (!json_object_object_get_ex(inspect, "Labels", &labels) ||
+            !json_object_is_type(labels, json_type_object) ||
+            !json_object_object_get_ex(labels, PROXY_LABEL_CHANNEL, &c) ||
+            !json_object_object_get_ex(labels, PROXY_LABEL_TYPE, &t))
+                return false;
+        return streq_ptr(json_object_get_string(c), channel) &&
+                streq_ptr(json_object_get_string(t), PROXY_TYPE_NESTED);
+}
+
+void proxy_references_done(ProxyReferences *r) {
+        r->volumes = strv_free(r->volumes);
+        r->networks = strv_free(r->networks);
+        r->containers = strv_free(r->containers);
+}
+
+static int reference_add(char ***l, const char *name, size_t n) {
+        _cleanup_free_ char *s = strndup(name, n);
+
+        if (!s)
+                return -ENOMEM;
+        if (strv_contains(*l, s))
+                return 0;
+        if (strv_length(*l) >= PROXY_REFERENCES_MAX)
+                return -EBADMSG;
+        return strv_consume(l, TAKE_PTR(s));
+}
+
+static bool network_is_default(const char *n) {
+        return streq(n, "bridge") || streq(n, "default") || streq(n, "podman") || streq(n, "none");
+}
+
+static int network_reference(ProxyReferences *r, const char *mode) {
+        const char *c;
+
+        if (isempty(mode) || network_is_default(mode))
+                return 0;
+        if ((c = startswith(mode, "container:")))
+                return reference_add(&r->containers, c, strlen(c));
+        return reference_add(&r->networks, mode, strlen(mode));
+}
+
+int proxy_container_references(json_object *body, ProxyReferences *ret) {
+        _cleanup_(proxy_references_done) ProxyReferences r = {};
+        json_object *hc, *binds, *mounts, *mode, *nc, *endpoints;
+        int k;
+
+        if (!json_object_is_type(body, json_type_object))
+                return -EBADMSG;
+        hc = get_icase(body, "HostConfig", NULL);
+        if (hc && !json_object_is_type(hc, json_type_object) && !json_object_is_type(hc, json_type_null))
+                return -EBADMSG;
+        binds = hc ? get_icase(hc, "Binds", NULL) : NULL;
+        for (size_t i = 0; json_object_is_type(binds, json_type_array) && i < json_object_array_length(binds); i++) {
+                const char *b = json_object_get_string(json_object_array_get_idx(binds, i));
+                if (!json_object_is_type(json_object_array_get_idx(binds, i), json_type_string))
+                        return -EBADMSG;
+                /* "source:target[:options]": a source that is not a path names a volume */
+                if (b[0] != '/' && strchr(b, ':') && (k = reference_add(&r.volumes, b, strcspn(b, ":"))) < 0)
+                        return k;
+        }
+        mounts = hc ? get_icase(hc, "Mounts", NULL) : NULL;
+        for (size_t i = 0; json_object_is_type(mounts, json_type_array) && i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i), *type, *source;
+                if (!json_object_is_type(m, json_type_object))
+                        return -EBADMSG;
+                type = get_icase(m, "Type", NULL);
+                source = get_icase(m, "Source", NULL);
+                /* no Type is a volume, as the policy reads it */
+                if ((!type || (json_object_is_type(type, json_type_string) && strcasecmp(json_object_get_string(type), "volume") == 0)) &&
+                    json_object_is_type(source, json_type_string) && !isempty(json_object_get_string(source)) &&
+                    (k = reference_add(&r.volumes, json_object_get_string(source), strlen(json_object_get_string(source)))) < 0)
+                        return k;
+        }
+        mode = hc ? get_icase(hc, "NetworkMode", NULL) : NULL;
+        if (mode && !json_object_is_type(mode, json_type_string) && !json_object_is_type(mode, json_type_null))
+                return -EBADMSG;
+        if (json_object_is_type(mode, json_type_string) && (k = network_reference(&r, json_object_get_string(mode))) < 0)
+                return k;
+        nc = get_icase(body, "NetworkingConfig", NULL);
+        endpoints = json_object_is_type(nc, json_type_object) ? get_icase(nc, "EndpointsConfig", NULL) : NULL;
+        if (json_object_is_type(endpoints, json_type_object)) {
+                json_object_object_foreach(endpoints, name, e) {
+                        (void) e;
+                        if (!network_is_default(name) && (k = reference_add(&r.networks, name, strlen(name))) < 0)
+                                return k;
+                }
+        }
+        *ret = r;
+        r = (ProxyReferences) {};
+        return 0;
+}
+
+/* Resolves src (n bytes) and records the pin in pins; *ret the resolved path. */
+static int pin_one(const char *src, size_t n, json_object *pins, char **ret) {
+        _cleanup_free_ char *path = strndup(src, n);
+        char resolved[PATH_MAX];
+        json_object *pin;
+        struct stat st;
+
+        if (!path)
+                return -ENOMEM;
+        if (!realpath(path, resolved) || stat(resolved, &st) < 0)
+                return -errno;
+        if (strchr(resolved, ':') || strchr(resolved, ','))     /* would end the bind's source early */
+                return -EINVAL;
+        if (json_object_array_length(pins) >= PROXY_REFERENCES_MAX)
+                return -EBADMSG;
+        pin = json_object_new_array();
+        if (!pin || json_object_array_add(pins, pin) < 0) {
+                json_object_put(pin);
+                return -ENOMEM;
+        }
+        if (json_object_array_add(pin, json_object_new_uint64((uint64_t) st.st_dev)) < 0 ||
+            json_object_array_add(pin, json_object_new_uint64((uint64_t) st.st_ino)) < 0 ||
+            json_object_array_add(pin, json_object_new_string(resolved)) < 0)
+                return -ENOMEM;
+        *ret = strdup(resolved);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int proxy_binds_pin(json_object *body) {
+        _cleanup_(json_object_putp) json_object *pins = json_object_new_array();
+        json_object *hc, *binds, *mounts, *labels;
+        int r;
+
+        if (!pins)
+                return -ENOMEM;
+        if (!json_object_is_type(body, json_type_object))
+                return -EBADMSG;
+        hc = get_icase(body, "HostConfig", NULL);
+        if (hc && !json_object_is_type(hc, json_type_object) && !json_object_is_type(hc, json_type_null))
+                return -EBADMSG;
+        binds = hc ? get_icase(hc, "Binds", NULL) : NULL;
+        for (size_t i = 0; json_object_is_type(binds, json_type_array) && i < json_object_array_length(binds); i++) {
+                json_object *e = json_object_array_get_idx(binds, i);
+                _cleanup_free_ char *resolved = NULL, *spec = NULL;
+                if (!json_object_is_type(e, json_type_string))
+                        return -EBADMSG;
+                const char *b = json_object_get_string(e);
+                if (b[0] != '/')
+                        continue;       /* a named volume */
+                size_t n = strcspn(b, ":");
+                if ((r = pin_one(b, n, pins, &resolved)) < 0)
+                        return r;
+                if (asprintf(&spec, "%s%s", resolved, b + n) < 0 ||
+                    json_object_array_put_idx(binds, i, json_object_new_string(spec)) < 0)
+                        return -ENOMEM;
+        }
+        mounts = hc ? get_icase(hc, "Mounts", NULL) : NULL;
+        for (size_t i = 0; json_object_is_type(mounts, json_type_array) && i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i), *type, *source;
+                _cleanup_free_ char *resolved = NULL;
+                const char *spelt = NULL;
+                if (!json_object_is_type(m, json_type_object))
+                        return -EBADMSG;
+                type = get_icase(m, "Type", NULL);
+                if (!json_object_is_type(type, json_type_string) || strcasecmp(json_object_get_string(type), "bind") != 0)
+                        continue;
+                source = get_icase(m, "Source", &spelt);
+                if (!json_object_is_type(source, json_type_string))
+                        return -EBADMSG;
+                if ((r = pin_one(json_object_get_string(source), strlen(json_object_get_string(source)), pins, &resolved)) < 0)
+                        return r;
+                if ((r = set_icase(m, "Source", json_object_new_string(resolved))) < 0)
+                        return r;
+        }
+        /* the engine restarting it on its own would mount the binds again by path, unchecked */
+        if (json_object_array_length(pins) > 0) {
+                json_object *policy = json_object_new_object();
+                if (!policy || json_object_object_add(policy, "Name", json_object_new_string("no")) < 0) {
+                        json_object_put(policy);
+                        return -ENOMEM;
+                }
+                if ((r = set_icase(hc, "RestartPolicy", policy)) < 0)
+                        return r;
+        }
+        if ((r = child_object(body, "Labels", &labels)) < 0)
+                return r;
+        return set_icase(labels, PROXY_LABEL_PINS,
+                         json_object_new_string(json_object_to_json_string_ext(pins, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
+}
+
+int proxy_binds_verify(json_object *inspect, char **ret_path) {
+        _cleanup_(json_object_putp) json_object *pins = NULL;
+        json_object *config, *labels, *label;
+
+        if (!json_object_object_get_ex(inspect, "Config", &config) ||
+            !json_object_object_get_ex(config, "Labels", &labels) ||
+            !json_object_object_get_ex(labels, PROXY_LABEL_PINS, &label))
+                return 0;
+        if (!json_object_is_type(label, json_type_string))
+                return -EBADMSG;
+        pins = json_tokener_parse(json_object_get_string(label));
+        if (!json_object_is_type(pins, json_type_array))
+                return -EBADMSG;
+        for (size_t i = 0; i < json_object_array_length(pins); i++) {
+                json_object *pin = json_object_array_get_idx(pins, i);
+                char resolved[PATH_MAX];
+                struct stat st;
+                const char *path;
+
+                if (!json_object_is_type(pin, json_type_array) || json_object_array_length(pin) != 3 ||
+                    !json_object_is_type(json_object_array_get_idx(pin, 2), json_type_string))
+                        return -EBADMSG;
+                path = json_object_get_string(json_object_array_get_idx(pin, 2));
+                if (!realpath(path, resolved) || !streq(resolved, path) || stat(resolved, &st) < 0 ||
+                    (uint64_t) st.st_dev != json_object_get_uint64(json_object_array_get_idx(pin, 0)) ||
+                    (uint64_t) st.st_ino != json_object_get_uint64(json_object_array_get_idx(pin, 1))) {
+                        *ret_path = strdup(path);
+                        return *ret_path ? -EXDEV : -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+/* "size=" of tmpfs options: bytes, with k, m or g. */
+static int tmpfs_size_parse(const char *v, uint64_t *ret) {
+        char *end;
+        uint64_t n, mult = 1;
+
+        if (!isdigit((unsigned char) v[0]))
+                return -EINVAL;
+        errno = 0;
+        n = strtoull(v, &end, 10);
+        if (errno != 0)
+                return -EINVAL;
+        switch (tolower((unsigned char) *end)) {
+        case 0:
+                break;
+        case 'k':
+                mult = 1024ULL;
+                break;
+        case 'm':
+                mult = 1024ULL * 1024ULL;
+                break;
+        case 'g':
+                mult = 1024ULL * 1024ULL * 1024ULL;
+                break;
+        default:
+                return -EINVAL;         /* "%" (of memory) and anything else */
+        }
+        if (*end && end[1])
+                return -EINVAL;
+        if (n > UINT64_MAX / mult)
+                return -EINVAL;
+        *ret = n * mult;
+        return 0;
+}
+
+/* One tmpfs's flags (comma-separated options, or the words of TmpfsOptions.Options). */
+typedef struct TmpfsFlags {
+        bool exec, suid, dev, has_size;
+        uint64_t size;
+        bool bad_size, bad_mode;
+} TmpfsFlags;
+
+static void tmpfs_flag(TmpfsFlags *f, const char *o, size_t n) {
+        if (n == 4 && strncmp(o, "exec", 4) == 0)
+                f->exec = true;
+        else if (n == 4 && strncmp(o, "suid", 4) == 0)
+                f->suid = true;
+        else if (n == 3 && strncmp(o, "dev", 3) == 0)
+                f->dev = true;
+        else if (n > 5 && strncmp(o, "size=", 5) == 0) {
+                _cleanup_free_ char *s = strndup(o + 5, n - 5);
+                f->has_size = true;
+                if (!s || tmpfs_size_parse(s, &f->size) < 0 || f->size > PROXY_TMPFS_SIZE_MAX)
+                        f->bad_size = true;
+        } else if (n > 5 && strncmp(o, "mode=", 5) == 0) {
+                _cleanup_free_ char *s = strndup(o + 5, n - 5);
+                char *end;
+                unsigned long m;
+                errno = 0;
+                m = s ? strtoul(s, &end, 8) : 0;
+                if (!s || errno != 0 || *end || end == s || (m & ~01777UL))
+                        f->bad_mode = true;
+        }
+}
+
+static const char *tmpfs_flags_refusal(const TmpfsFlags *f) {
+        if (f->exec && f->suid)
+                return "a tmpfs with both exec and suid is refused";
+        if (f->dev)
+                return "a tmpfs with device files (dev) is refused";
+        if (f->bad_size)
+                return "a tmpfs size beyond 4 GiB, or relative to memory, is refused";
+        if (f->bad_mode)
+                return "a tmpfs mode beyond 01777 is refused";
+        return NULL;
+}
+
+int proxy_tmpfs_check(json_object *body, const char **ret_reason) {
+        json_object *hc, *tmpfs, *mounts;
+        const char *why;
+        int r;
+
+        *ret_reason = NULL;
+        if (!json_object_is_type(body, json_type_object))
+                return -EBADMSG;
+        hc = get_icase(body, "HostConfig", NULL);
+        if (!json_object_is_type(hc, json_type_object))
+                return json_object_is_type(hc, json_type_null) || !hc ? 0 : -EBADMSG;
+
+        tmpfs = get_icase(hc, "Tmpfs", NULL);
+        if (tmpfs && !json_object_is_type(tmpfs, json_type_object) && !json_object_is_type(tmpfs, json_type_null))
+                return -EBADMSG;
+        if (json_object_is_type(tmpfs, json_type_object)) {
+                json_object_object_foreach(tmpfs, target, opts) {
+                        TmpfsFlags f = {};
+                        if (!json_object_is_type(opts, json_type_string))
+                                return -EBADMSG;
+                        const char *o = json_object_get_string(opts);
+                        for (const char *p = o; *p;) {
+                                size_t n = strcspn(p, ",");
+                                tmpfs_flag(&f, p, n);
+                                p += n + (p[n] == ',');
+                        }
+                        if ((why = tmpfs_flags_refusal(&f))) {
+                                *ret_reason = why;
+                                return -EPERM;
+                        }
+                        if (!f.has_size) {
+                                _cleanup_free_ char *capped = NULL;
+                                if (asprintf(&capped, "%s%ssize=%" PRIu64 "k", o, *o ? "," : "",
+                                             (uint64_t) (PROXY_TMPFS_SIZE_DEFAULT / 1024U)) < 0)
+                                        return -ENOMEM;
+                                if (json_object_object_add(tmpfs, target, json_object_new_string(capped)) < 0)
+                                        return -ENOMEM;
+                        }
+                }
+        }
+
+        mounts = get_icase(hc, "Mounts", NULL);
+        for (size_t i = 0; json_object_is_type(mounts, json_type_array) && i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i), *type, *to, *size, *mode, *options;
+                TmpfsFlags f = {};
+                if (!json_object_is_type(m, json_type_object))
+                        return -EBADMSG;
+                type = get_icase(m, "Type", NULL);
+                if (!json_object_is_type(type, json_type_string) || strcasecmp(json_object_get_string(type), "tmpfs") != 0)
+                        continue;
+                to = get_icase(m, "TmpfsOptions", NULL);
+                if (to && !json_object_is_type(to, json_type_object) && !json_object_is_type(to, json_type_null))
+                        return -EBADMSG;
+                if (!json_object_is_type(to, json_type_object)) {
+                        to = NULL;
+                        if ((r = child_object(m, "TmpfsOptions", &to)) < 0)
+                                return r;
+                }
+                size = get_icase(to, "SizeBytes", NULL);
+                mode = get_icase(to, "Mode", NULL);
+                options = get_icase(to, "Options", NULL);
+                if ((size && !json_object_is_type(size, json_type_int) && !json_object_is_type(size, json_type_null)) ||
+                    (mode && !json_object_is_type(mode, json_type_int) && !json_object_is_type(mode, json_type_null)) ||
+                    (options && !json_object_is_type(options, json_type_array) && !json_object_is_type(options, json_type_null)))
+                        return -EBADMSG;
+                if (json_object_is_type(size, json_type_int) && json_object_get_int64(size) > 0) {
+                        f.has_size = true;
+                        f.bad_size = (uint64_t) json_object_get_int64(size) > PROXY_TMPFS_SIZE_MAX;
+                }
+                if (json_object_is_type(size, json_type_int) && json_object_get_int64(size) < 0)
+                        f.bad_size = true;
+                if (json_object_is_type(mode, json_type_int) && (json_object_get_int64(mode) < 0 ||
+                                                                 (json_object_get_int64(mode) & ~(int64_t) 01777)))
+                        f.bad_mode = true;
+                for (size_t j = 0; json_object_is_type(options, json_type_array) && j < json_object_array_length(options); j++) {
+                        json_object *o = json_object_array_get_idx(options, j), *w;
+                        /* [["exec"], ["size", "1g"]]: a flag, or a key and its value */
+                        if (!json_object_is_type(o, json_type_array) || json_object_array_length(o) == 0 ||
+                            !json_object_is_type((w = json_object_array_get_idx(o, 0)), json_type_string))
+                                return -EBADMSG;
+                        if (json_object_array_length(o) == 1)
+                                tmpfs_flag(&f, json_object_get_string(w), strlen(json_object_get_string(w)));
+                        else {
+                                json_object *val = json_object_array_get_idx(o, 1);
+                                _cleanup_free_ char *kv = NULL;
+                                if (!json_object_is_type(val, json_type_string) ||
+                                    asprintf(&kv, "%s=%s", json_object_get_string(w), json_object_get_string(val)) < 0)
+                                        return -EBADMSG;
+                                tmpfs_flag(&f, kv, strlen(kv));
+                        }
+                }
+                if ((why = tmpfs_flags_refusal(&f))) {
+                        *ret_reason = why;
+                        return -EPERM;
+                }
+                if (!f.has_size && (r = set_icase(to, "SizeBytes", json_object_new_int64((int64_t) PROXY_TMPFS_SIZE_DEFAULT))) < 0)
+                        return r;
+        }
+        return 0;
 }

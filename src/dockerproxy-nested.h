@@ -15,12 +15,32 @@
 #define PROXY_PIDS_LIMIT 1024           /* when the agent sets none (or "unlimited") */
 #define PROXY_FILTERS_MAX (16U * 1024U) /* bytes of a filters query parameter */
 
+/* Docker's own masked and read-only paths: a MaskedPaths or ReadonlyPaths the agent sets replaces them
+ * (an empty one removes them all), so they are always added. */
+#define PROXY_DOCKER_MASKED_PATHS "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", \
+        "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", \
+        "/sys/devices/virtual/powercap"
+#define PROXY_DOCKER_READONLY_PATHS "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"
+
+/* What of the channel's policy a nested container gets. */
+typedef struct ProxyNestedPolicy {
+        const char *channel;
+        const char *cgroup_parent;      /* the channel's slice; NULL: left to the engine */
+        const char *seccomp_option;     /* "seccomp=..." (seccomp_profile_security_opt()); NULL: none */
+        char **masked_paths;            /* the channel's masked /proc and /sys paths */
+        bool podman;                    /* Podman takes masks as SecurityOpt "mask=" */
+        bool network_none;              /* NetworkMode "none" whatever was asked (the agent has no network) */
+} ProxyNestedPolicy;
+
 /* Forces onto a container create body (an object, as proxy_body_parse() gave it): labels loop-channel=
  * channel and loop-type=nested, no-new-privileges, NET_RAW, MKNOD, AUDIT_WRITE and SETFCAP dropped unless
- * added explicitly, a pids limit, and cgroup_parent (the channel's slice; NULL: left to the engine) as
- * CgroupParent. Keys are found ignoring case, as the engine does. -EBADMSG when a field it must change
- * has the wrong type (the engine would refuse the body anyway), -ENOMEM. */
-int proxy_container_force(json_object *body, const char *channel, const char *cgroup_parent);
+ * added explicitly, a pids limit, the channel's slice as CgroupParent, the workload seccomp profile
+ * (any "seccomp" or "unmask" security option the agent gave is dropped), MaskedPaths and ReadonlyPaths
+ * that only grow (the channel's masks, Docker's read-only paths, added to what was asked), and
+ * NetworkMode "none" (NetworkingConfig dropped) when policy says so. Keys are found ignoring case, as
+ * the engine does. -EBADMSG when a field it must change has the wrong type (the engine would refuse the
+ * body anyway), -ENOMEM. */
+int proxy_container_force(json_object *body, const ProxyNestedPolicy *policy);
 
 /* Adds label=loop-channel=channel and label=loop-type=nested to the "filters" parameter of a query (an object of strings, as
  * dockerproxy-path.h makes it), so that a list or a prune sees only the channel's nested containers.
@@ -30,3 +50,44 @@ int proxy_query_scope_to_channel(json_object *query, const char *channel);
 
 /* Whether an inspect reply's Config.Labels mark a container as a nested container of channel. */
 bool proxy_container_is_nested_of(json_object *inspect, const char *channel);
+
+/* Volumes and networks made through the proxy are the channel's too: labels loop-channel=channel and
+ * loop-type=nested forced onto a volume or network create body (an object). -EBADMSG, -ENOMEM. */
+int proxy_labels_force(json_object *body, const char *channel);
+/* Whether a volume or network inspect reply (Labels at its top) marks it as channel's. */
+bool proxy_object_is_nested_of(json_object *inspect, const char *channel);
+
+/* What else a container create body uses by name: named volumes (Binds sources that are not paths,
+ * Mounts of type volume), networks (NetworkMode, NetworkingConfig.EndpointsConfig; not the engines'
+ * default networks "bridge", "default", "podman" and "none") and containers (NetworkMode "container:X").
+ * Each must be the channel's own. Keys ignoring case; -EBADMSG for fields of the wrong type. */
+typedef struct ProxyReferences {
+        char **volumes;
+        char **networks;
+        char **containers;
+} ProxyReferences;
+#define PROXY_REFERENCES_MAX 256U       /* names (and bind sources) one create may use */
+void proxy_references_done(ProxyReferences *r);
+int proxy_container_references(json_object *body, ProxyReferences *ret);
+
+/* Bind sources pinned at create: each absolute source of Binds and of Mounts of type bind is resolved
+ * with symlinks and rewritten to the result, and the result's device and inode are recorded in the
+ * container's label PROXY_LABEL_PINS (replacing any the agent set): [[dev, ino, "path"], ...]. At start
+ * proxy_binds_verify() refuses a container whose source now resolves elsewhere or is another file, so
+ * a swap between create and start cannot widen the bind. A container with pinned binds gets the restart
+ * policy "no": the engine restarting it on its own would mount them again unchecked. -ENOENT (or another errno) when a source
+ * cannot be resolved, -EINVAL when it resolves to a path a bind cannot name (with ':'), -EBADMSG for
+ * fields of the wrong type. */
+#define PROXY_LABEL_PINS "loop-bind-pins"
+int proxy_binds_pin(json_object *body);
+/* 0 when the pins in an inspect reply's Config.Labels still hold (or it has none), -EXDEV with the path
+ * in *ret_path when one does not, -EBADMSG when the label is malformed. */
+int proxy_binds_verify(json_object *inspect, char **ret_path);
+
+/* tmpfs mounts (HostConfig.Tmpfs, Mounts of type tmpfs) checked and capped: refused with -EPERM and a
+ * reason when they ask for exec and suid together, device files, a mode beyond 01777, a size beyond
+ * PROXY_TMPFS_SIZE_MAX or a size relative to memory ("50%"); one without a size gets
+ * PROXY_TMPFS_SIZE_DEFAULT. -EBADMSG for fields of the wrong type. */
+#define PROXY_TMPFS_SIZE_MAX (4ULL * 1024ULL * 1024ULL * 1024ULL)
+#define PROXY_TMPFS_SIZE_DEFAULT (64ULL * 1024ULL * 1024ULL)
+int proxy_tmpfs_check(json_object *body, const char **ret_reason);

@@ -1113,6 +1113,50 @@ int engine_container_inspect(Engine *e, const char *id, json_object **ret) {
         return call_json(e, &r, ret);
 }
 
+int engine_volume_inspect(Engine *e, const char *name, json_object **ret) {
+        _cleanup_free_ char *p = NULL;
+        int k;
+
+        assert(e);
+        k = check_container(e, name);
+        if (k < 0)
+                return k;
+        if (path_build(&p, "/volumes/%s", name) < 0)
+                return -ENOMEM;
+        Request r = REQUEST("GET", p);
+        return call_json(e, &r, ret);
+}
+
+int engine_volume_create(Engine *e, json_object *body, json_object **ret) {
+        _cleanup_free_ char *p = NULL;
+        const char *s;
+
+        assert(e);
+        assert(body);
+        if (path_build(&p, "/volumes/create") < 0)
+                return -ENOMEM;
+        s = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+        if (!s)
+                return -ENOMEM;
+        Request r = REQUEST("POST", p, .content_type = "application/json", .body = s, .body_size = strlen(s),
+                            .conflict_errno = -EEXIST);
+        return call_json(e, &r, ret);
+}
+
+int engine_network_inspect(Engine *e, const char *id, json_object **ret) {
+        _cleanup_free_ char *p = NULL;
+        int k;
+
+        assert(e);
+        k = check_container(e, id);
+        if (k < 0)
+                return k;
+        if (path_build(&p, "/networks/%s", id) < 0)
+                return -ENOMEM;
+        Request r = REQUEST("GET", p);
+        return call_json(e, &r, ret);
+}
+
 int engine_container_list(Engine *e, const char *label, bool all, json_object **ret) {
         _cleanup_free_ char *q = NULL;
         int k;

@@ -80,6 +80,12 @@ int engine_container_wait(Engine *e, const char *id, int *ret_exit_code);
 int engine_container_logs(Engine *e, const char *id, bool follow, EngineStreamFn fn, void *userdata);
 /* -ENOENT when it does not exist. */
 int engine_container_inspect(Engine *e, const char *id, json_object **ret);
+/* Volumes and networks by name (or id): -ENOENT when they do not exist. Names as for containers. */
+int engine_volume_inspect(Engine *e, const char *name, json_object **ret);
+/* POST /volumes/create with body ({"Name", "Labels", ...}); *ret the volume as the engine reports it. */
+int engine_volume_create(Engine *e, json_object *body, json_object **ret);
+int engine_network_inspect(Engine *e, const char *id, json_object **ret);
+
 /* label: NULL or "key" or "key=value". */
 int engine_container_list(Engine *e, const char *label, bool all, json_object **ret);
 /* The value of label key of one entry of engine_container_list(), or NULL. */

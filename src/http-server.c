@@ -327,7 +327,8 @@ int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, 
 
                 if (c->state == CHUNK_DATA) {
                         size_t n = (size_t) MIN((uint64_t) (size - i), c->remaining);
-                        memcpy(out + o, in + i, n);
+                        if (out)
+                                memcpy(out + o, in + i, n);
                         o += n;
                         i += n;
                         c->remaining -= n;
@@ -664,6 +665,7 @@ int http_response_format(int status, const char *content_type, const void *body,
 int http_response_head_parse(const char *buf, size_t size, size_t head_max, HttpResponseHead *ret) {
         const char *end = memmem(buf, size, "\r\n\r\n", 4), *p, *line_end;
         HttpResponseHead h = {};
+        bool seen_close = false, seen_keep_alive = false;
 
         if (!end)
                 return size >= head_max ? -E2BIG : 0;
@@ -672,6 +674,7 @@ int http_response_head_parse(const char *buf, size_t size, size_t head_max, Http
             buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' || buf[11] < '0' || buf[11] > '9')
                 return -EBADMSG;
         h.status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+        h.close = buf[7] == '0';
         line_end = memmem(buf, h.head_size, "\r\n", 2);
         for (p = line_end + 2; p < end; p = line_end + 2) {
                 char name[64], value[256];
@@ -708,7 +711,12 @@ int http_response_head_parse(const char *buf, size_t size, size_t head_max, Http
                 } else if (strcasecmp(name, "Content-Type") == 0)
                         h.stream_type = strncasecmp(value, "application/vnd.docker.raw-stream", 33) == 0 ||
                                 strncasecmp(value, "application/vnd.docker.multiplexed-stream", 41) == 0;
+                else if (strcasecmp(name, "Connection") == 0) {
+                        seen_close = seen_close || token_list_contains(value, "close");
+                        seen_keep_alive = seen_keep_alive || token_list_contains(value, "keep-alive");
+                }
         }
+        h.close = seen_close || (h.close && !seen_keep_alive);
         *ret = h;
         return 1;
 }

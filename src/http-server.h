@@ -128,7 +128,8 @@ typedef struct HttpChunked {
         bool framing_unlimited;         /* a stream passed on, not buffered: no HTTP_CHUNKED_FRAMING_MAX */
 } HttpChunked;
 
-/* Decodes in[0..size) into out (room for size bytes). Returns 1 when the body ended (*ret_consumed
+/* Decodes in[0..size) into out (room for size bytes; NULL: only follows the framing, for a stream passed
+ * on as it is). Returns 1 when the body ended (*ret_consumed
  * bytes of in were part of it), 0 when all of in was consumed and more is needed, -EBADMSG for a
  * malformed body, -EFBIG when the data exceeds data_max or the framing HTTP_CHUNKED_FRAMING_MAX (unless
  * framing_unlimited). */
@@ -144,6 +145,8 @@ typedef struct HttpResponseHead {
         bool has_length;
         uint64_t length;                /* Content-Length, when has_length */
         bool stream_type;               /* application/vnd.docker.raw-stream or multiplexed-stream */
+        bool close;                     /* "Connection: close", or HTTP/1.0 without keep-alive: the
+                                         * connection carries no other response */
 } HttpResponseHead;
 
 /* Returns 1 with *ret when buf starts with a complete head, 0 when more is needed, -E2BIG when head_max

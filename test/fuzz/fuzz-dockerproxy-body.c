@@ -31,6 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (v.decision < 0 || v.decision >= _DECISION_MAX)
                 abort();
         if (json_object_is_type(body, json_type_object))
-                (void) proxy_container_force(body, "fuzz", "loop-fuzz.slice");
+                (void) proxy_container_force(body, &(ProxyNestedPolicy) { .channel = "fuzz", .cgroup_parent = "loop-fuzz.slice",
+                                                                         .network_none = true });
         return 0;
 }

@@ -9,6 +9,7 @@ engine that none was created. Prints one line per behaviour: "PASS name" or "FAI
 """
 
 import json
+import re
 import socket
 import sys
 import threading
@@ -141,9 +142,21 @@ refused('chunked in HTTP/1.0', b'POST /v1.41/build HTTP/1.0\r\nTransfer-Encoding
 refused('HTTP/2 on the wire', b'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
 refused('a chunk extension', b'POST /v1.41/build HTTP/1.1\r\nHost: d\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n0\r\n\r\n')
 
-# Pipelined: the proxy answers the first request only; nothing after it reaches the engine.
+# Pipelined: a request after an allowed one on the same connection is a request of its own, read,
+# checked and answered on its own (keep-alive); it never rides along with the first one.
 status, out = send_raw(b'GET /_ping HTTP/1.1\r\nHost: d\r\n\r\n' + smuggle)
-report(status == 200 and out.count(b'HTTP/1.1') == 1, 'a request pipelined after an allowed one is not forwarded')
+statuses = [int(x) for x in re.findall(rb'HTTP/1\.1 (\d{3}) ', out)]
+report(statuses == [200, 403], f'a request pipelined after an allowed one is checked on its own and refused ({statuses})')
+status, out = send_raw(b'GET /_ping HTTP/1.1\r\nHost: d\r\n\r\n' + smuggle +
+                       b'GET /_ping HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n' +
+                       b'GET /_ping HTTP/1.1\r\nHost: d\r\n\r\n')
+statuses = [int(x) for x in re.findall(rb'HTTP/1\.1 (\d{3}) ', out)]
+report(statuses == [200, 403, 200], f'a refused request does not end a kept connection; Connection: close does ({statuses})')
+report(out.count(b'Connection: keep-alive') == 2 and out.count(b'Connection: close') == 1,
+       'each answer says whether the connection is kept')
+status, out = send_raw(b'GET /_ping HTTP/1.1\r\nHost: d\r\n\r\n' + b'GET /_ping HTTP/1.1\r\nHost: d\r\nX: a\x00b\r\n\r\n' + smuggle)
+statuses = [int(x) for x in re.findall(rb'HTTP/1\.1 (\d{3}) ', out)]
+report(statuses == [200, 400], f'a malformed request on a kept connection ends it: nothing after it is read ({statuses})')
 # Upgrade on an endpoint that never switches protocols: what follows is not forwarded either.
 status, out = send_raw(post('/v1.41/containers/json', '', b'Connection: Upgrade\r\nUpgrade: tcp\r\n').replace(b'POST', b'GET', 1) + smuggle)
 report(status in (200, 400, 404, 405), f'bytes after an Upgrade request to an ordinary endpoint are not forwarded ({status})')

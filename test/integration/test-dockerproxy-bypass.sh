@@ -57,6 +57,12 @@ while IFS= read -r line; do
         esac
 done < <(python3 "$here/dockerproxy-hostile.py" "$T/proxy.sock" "$IMAGE" 2>&1)
 
+# Keep-alive: curl reuses its connection for the next URL; every request is journaled on its own.
+out=$(curl -sS --unix-socket "$T/proxy.sock" -o /dev/null -o /dev/null -o /dev/null -w '%{http_code}:%{num_connects} ' \
+        http://d/v1.43/_ping http://d/v1.43/_ping http://d/v1.43/_ping)
+is "$out" "200:1 200:0 200:0 " "three requests on one connection are answered on it (keep-alive)"
+is "$(grep -c 'allow: GET /v1.43/_ping ' "$T/proxy.log")" 3 "each request on a kept connection is journaled on its own"
+
 sleep 1
 kill "$EVENTS_PID" 2>/dev/null
 wait "$EVENTS_PID" 2>/dev/null
@@ -66,7 +72,7 @@ list=$(engine_api "$PODMAN_SOCK" "http://d/v1.41/containers/json?all=1")
 unlike "$list" "bypass-" "the engine has no container of the hostile requests"
 kill -0 "$PROXY_PID" 2>/dev/null
 ok $? "the proxy process is still running"
-out=$(curl -sS --unix-socket "$T/proxy.sock" -o /dev/null -w '%{http_code}' http://d/_ping)
+out=$(curl -sS --unix-socket "$T/proxy.sock" -o /dev/null -o /dev/null -o /dev/null -w '%{http_code}' http://d/_ping)
 is "$out" 200 "the proxy still answers"
 unlike "$(grep -ci 'sanitizer\|segfault\|abort' "$T/proxy.log")" '^[1-9]' "the proxy's log shows no crash"
 

@@ -7,7 +7,9 @@
 # logs, execs into and builds through the proxy; every forbidden form is refused with 403 and its rule,
 # in the answer and in the proxy's record; containers are forced into the channel; a bind swapped for a
 # symlink after create is refused at start; other containers are out of reach; a caller that is neither
-# root nor one of the channel's containers is refused; a dead engine is a 502.
+# root nor one of the channel's containers is refused; a dead engine is a 502. The channel has no network
+# for nested containers (LOOP_DOCKERPROXY_NETWORK=none, as for an agent behind the egress gateway) and
+# masks /proc/version beyond the engines' defaults.
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
@@ -42,7 +44,9 @@ PROXY_PID=
 start_proxy() {         # SOCKET ENGINE_SOCKET LOG [CONTAINERS_MAX]
         LOOP_DOCKERPROXY_ENGINE_SOCKET=$2 LOOP_DOCKERPROXY_WORK_DIR=$WORK LOOP_DOCKERPROXY_POLICY=$T/policy.json \
         LOOP_DOCKERPROXY_CONTAINERS_MAX=${4:-6} LOOP_LOG_TARGET=console LOOP_DOCKERPROXY_IDLE_SEC=3600 LOOP_RUNTIME_DIR=$T/run \
+        LOOP_DOCKERPROXY_NETWORK=none LOOP_DOCKERPROXY_MASKED_PATHS=/proc/version:/proc/kcore \
                 systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR \
+                -E LOOP_DOCKERPROXY_NETWORK -E LOOP_DOCKERPROXY_MASKED_PATHS \
                 -E LOOP_DOCKERPROXY_POLICY -E LOOP_DOCKERPROXY_CONTAINERS_MAX -E LOOP_LOG_TARGET -E LOOP_DOCKERPROXY_IDLE_SEC -E LOOP_RUNTIME_DIR \
                 -l "$1" "$PROXY" "$CHANNEL" >>"$3" 2>&1 &
         PROXY_PID=$!
@@ -158,6 +162,26 @@ for kind in podman docker; do
         like "$inspect" "\"loop-type\": ?\"nested\"" "$kind: the container carries loop-type=nested"
         like "$inspect" "no-new-privileges" "$kind: the container has no-new-privileges"
         like "$inspect" "\"CapDrop\": ?\[[^]]*MKNOD" "$kind: the container has MKNOD dropped"
+        if [ $kind = docker ]; then
+                like "$inspect" "seccomp=.*kernel keyrings" "$kind: the container has the channel's seccomp profile"
+        else
+                like "$inspect" "\"seccomp=$T/run/$CHANNEL/dockerproxy/seccomp-workload.json\"" \
+                        "$kind: the container has the channel's seccomp profile (a file: Podman reads a path)"
+                like "$(cat "$T/run/$CHANNEL/dockerproxy/seccomp-workload.json")" "kernel keyrings" \
+                        "$kind: ...which holds the workload profile"
+        fi
+        out=$(timeout 60 "$DOCKER" run --rm --network bridge "$IMAGE" sh -c 'ls /sys/class/net | tr "\n" " "' 2>&1)
+        is "$out" "lo " "$kind: a nested container has no network but loopback, though it asked for the bridge"
+        out=$(timeout 60 "$DOCKER" run --rm "$IMAGE" sh -c 'wc -c < /proc/version' 2>&1)
+        is "$out" 0 "$kind: the channel's masked /proc paths are masked in a nested container"
+        out=$(timeout 60 "$DOCKER" run --rm --security-opt unmask=/proc/version "$IMAGE" sh -c 'wc -c < /proc/version' 2>&1)
+        is "$out" 0 "$kind: ...also when it asks to unmask them"
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' \
+                -d "{\"Image\":\"$IMAGE\",\"Cmd\":[\"sh\",\"-c\",\"wc -c < /proc/timer_list\"],\"HostConfig\":{\"MaskedPaths\":[\"/proc/version\"]}}" \
+                "http://d/v1.41/containers/create?name=masks-$kind")
+        out=$(timeout 60 "$DOCKER" start -a "masks-$kind" 2>&1)
+        is "$out" 0 "$kind: a MaskedPaths the agent sets only grows (the engine's own masks stay)"
+        timeout 60 "$DOCKER" rm -f "masks-$kind" >/dev/null 2>&1
 
         # --- other containers are out of reach ---
         refused "exec into a container the agent did not make" "not one of channel" "ownership" exec "foreign-$kind" true
@@ -165,6 +189,46 @@ for kind in podman docker; do
         refused "committing a container the agent did not make" "not one of channel" "ownership" commit "foreign-$kind" "stolen-$kind"
         refused "copying out of a container without a human (approve, no approver)" "not approved" 'http\[[0-9]+\]' \
                 cp "long-$kind:/etc/passwd" "$T/passwd-$kind"
+
+        # --- volumes and networks: the channel's own only ---
+        engine_api "$sock" -X POST -H 'Content-Type: application/json' -d "{\"Name\":\"foreignvol-$kind\"}" \
+                http://d/v1.41/volumes/create >/dev/null
+        engine_api "$sock" -X POST -H 'Content-Type: application/json' -d "{\"Name\":\"foreignnet-$kind\"}" \
+                http://d/v1.41/networks/create >/dev/null
+        check "$kind: docker volume create makes a volume" timeout 60 "$DOCKER" volume create "ownvol-$kind"
+        like "$(engine_api "$sock" "http://d/v1.41/volumes/ownvol-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
+                "$kind: the volume carries loop-channel=$CHANNEL"
+        out=$(timeout 60 "$DOCKER" volume ls --format '{{.Name}}' 2>&1)
+        like "$out" "ownvol-$kind" "$kind: docker volume ls lists the channel's volume"
+        unlike "$out" "foreignvol-$kind" "$kind: ...and not another's"
+        refused "inspecting a volume the agent did not make" "not one of channel" "ownership" volume inspect "foreignvol-$kind"
+        refused "removing a volume the agent did not make" "not one of channel" "ownership" volume rm "foreignvol-$kind"
+        refused "-v with a volume the agent did not make" "not one of channel" "ownership" \
+                run --rm -v "foreignvol-$kind:/x" "$IMAGE" true
+        refused "--mount of a volume the agent did not make" "not one of channel" "ownership" \
+                run --rm --mount "type=volume,src=foreignvol-$kind,dst=/x" "$IMAGE" true
+        out=$(timeout 60 "$DOCKER" run --rm -v "autovol-$kind:/x" "$IMAGE" sh -c 'echo kept > /x/f; cat /x/f' 2>&1)
+        is "$out" kept "$kind: a named volume that does not exist yet is made on docker run"
+        like "$(engine_api "$sock" "http://d/v1.41/volumes/autovol-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
+                "$kind: ...with the channel's label"
+        check "$kind: docker network create makes a network" timeout 60 "$DOCKER" network create "ownnet-$kind"
+        like "$(engine_api "$sock" "http://d/v1.41/networks/ownnet-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
+                "$kind: the network carries loop-channel=$CHANNEL"
+        out=$(timeout 60 "$DOCKER" network ls --format '{{.Name}}' 2>&1)
+        like "$out" "ownnet-$kind" "$kind: docker network ls lists the channel's network"
+        unlike "$out" "foreignnet-$kind" "$kind: ...and not another's"
+        refused "inspecting a network the agent did not make" "not one of channel" "ownership" network inspect "foreignnet-$kind"
+        refused "removing a network the agent did not make" "not one of channel" "ownership" network rm "foreignnet-$kind"
+        refused "connecting to a network the agent did not make" "not one of channel" "ownership" \
+                network connect "foreignnet-$kind" "long-$kind"
+        engine_api "$sock" -X POST -H 'Content-Type: application/json' -d '{"Name":"create"}' http://d/v1.41/volumes/create >/dev/null
+        refused "inspecting another's volume named like an endpoint (create)" "not one of channel" "ownership" \
+                volume inspect create
+        engine_api "$sock" -X DELETE "http://d/v1.41/volumes/create" >/dev/null
+        check "$kind: docker volume rm removes the channel's volumes" timeout 60 "$DOCKER" volume rm "ownvol-$kind" "autovol-$kind"
+        check "$kind: docker network rm removes the channel's network" timeout 60 "$DOCKER" network rm "ownnet-$kind"
+        engine_api "$sock" -X DELETE "http://d/v1.41/volumes/foreignvol-$kind" >/dev/null
+        engine_api "$sock" -X DELETE "http://d/v1.41/networks/foreignnet-$kind" >/dev/null
 
         # --- the forbidden forms ---
         refused "--privileged" "privileged containers are refused" 'body\[[0-9]+\]' run --rm --privileged "$IMAGE" true
@@ -216,8 +280,37 @@ for kind in podman docker; do
                 timeout 60 "$DOCKER" create --name "swap-$kind" -v "$WORK/swap:/data" "$IMAGE" cat /data/passwd
         rm -rf "$WORK/swap"
         ln -s /etc "$WORK/swap"
-        refused "start after its bind source became a symlink to /etc" "checked again at start" 'body\[[0-9]+\]' start -a "swap-$kind"
+        refused "start after its bind source became a symlink to /etc" "checked again at start" 'bind-pin' start -a "swap-$kind"
         rm -f "$WORK/swap"
+        # a directory of the work dir swapped for another one: the policy cannot tell, the pin can
+        mkdir -p "$WORK/swap2"
+        check "$kind: a container binding another workspace directory is created" \
+                timeout 60 "$DOCKER" create --name "swap2-$kind" -v "$WORK/swap2:/data" "$IMAGE" true
+        check "$kind: ...and it runs" timeout 60 "$DOCKER" start -a "swap2-$kind"
+        mv "$WORK/swap2" "$WORK/swap2-old"
+        mkdir "$WORK/swap2"
+        refused "start after its bind source was replaced by another directory" "changed since the container was created" \
+                'bind-pin' start -a "swap2-$kind"
+        refused "restart after its bind source was replaced by another directory" "changed since the container was created" \
+                'bind-pin' restart "swap2-$kind"
+        rm -rf "$WORK/swap2" "$WORK/swap2-old"
+        # bind sources are sent to the engine resolved
+        ln -sfn data "$WORK/data-link"
+        check "$kind: a container binding a workspace symlink is created" \
+                timeout 60 "$DOCKER" create --name "link-$kind" -v "$WORK/data-link:/data" "$IMAGE" true
+        like "$(engine_api "$sock" "http://d/v1.41/containers/link-$kind/json")" "\"$WORK/data:/data[:\"]" \
+                "$kind: its bind source is the symlink's target, resolved at create"
+        check "$kind: ...and it starts" timeout 60 "$DOCKER" start -a "link-$kind"
+        timeout 60 "$DOCKER" rm -f "swap2-$kind" "link-$kind" >/dev/null 2>&1
+
+        # --- tmpfs mounts ---
+        refused "--tmpfs with exec and suid" "both exec and suid" 'tmpfs' run --rm --tmpfs /x:exec,suid "$IMAGE" true
+        refused "--tmpfs with device files" "device files" 'tmpfs' run --rm --tmpfs /x:dev "$IMAGE" true
+        refused "--tmpfs of 8 GiB" "beyond 4 GiB" 'tmpfs' run --rm --tmpfs /x:size=8g "$IMAGE" true
+        refused "--mount type=tmpfs with a setuid mode" "mode beyond 01777" 'tmpfs' \
+                run --rm --mount type=tmpfs,dst=/x,tmpfs-mode=4777 "$IMAGE" true
+        out=$(timeout 60 "$DOCKER" run --rm --tmpfs /x "$IMAGE" sh -c 'grep " /x " /proc/mounts' 2>&1)
+        like "$out" "size=65536k" "$kind: a tmpfs without a size gets 64 MiB"
 
         # --- the channel's count ---
         n=$(engine_api "$sock" "http://d/v1.41/containers/json?all=1&filters=%7B%22label%22%3A%5B%22loop-channel%3D$CHANNEL%22%5D%7D" |

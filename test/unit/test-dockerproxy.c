@@ -10,6 +10,7 @@
 #include "dockerproxy-path.h"
 #include "dockerproxy-policy.h"
 #include "macro.h"
+#include "strv.h"
 #include "tap.h"
 
 static char tmpdir[] = "/tmp/test-dockerproxy-XXXXXX";
@@ -404,7 +405,8 @@ static void test_nested(void) {
 
         b = json_tokener_parse("{\"Image\":\"x\",\"labels\":{\"loop-channel\":\"other\",\"mine\":\"1\"},"
                                "\"HostConfig\":{\"CapAdd\":[\"NET_RAW\"],\"PidsLimit\":-1}}");
-        is_int(proxy_container_force(b, "web", "loop-web.slice"), 0, "a create body is forced into the channel");
+        ProxyNestedPolicy web = { .channel = "web", .cgroup_parent = "loop-web.slice" };
+        is_int(proxy_container_force(b, &web), 0, "a create body is forced into the channel");
         ok(json_object_object_get_ex(b, "Labels", &v) && json_object_object_get_ex(v, "mine", NULL) &&
            !json_object_object_get_ex(b, "labels", NULL), "the agent's labels stay, under one Labels key");
         ok(json_object_object_get_ex(v, "loop-channel", &v) && streq(json_object_get_string(v), "web"),
@@ -421,7 +423,106 @@ static void test_nested(void) {
            "the container goes into the channel's slice");
         {
                 _cleanup_(json_object_putp) json_object *bad = json_tokener_parse("{\"HostConfig\":[]}");
-                is_int(proxy_container_force(bad, "web", NULL), -EBADMSG, "a HostConfig that is no object is refused");
+                ProxyNestedPolicy plain = { .channel = "web" };
+                is_int(proxy_container_force(bad, &plain), -EBADMSG, "a HostConfig that is no object is refused");
+        }
+        {
+                char *masks[] = { (char *) "/proc/version", (char *) "/proc/kcore", NULL };
+                ProxyNestedPolicy strict = { .channel = "web", .seccomp_option = "seccomp={\"defaultAction\":\"SCMP_ACT_ALLOW\"}",
+                                             .masked_paths = masks, .network_none = true };
+                _cleanup_(json_object_putp) json_object *c = json_tokener_parse(
+                        "{\"Image\":\"x\",\"NetworkingConfig\":{\"EndpointsConfig\":{\"br\":{}}},"
+                        "\"HostConfig\":{\"SecurityOpt\":[\"Seccomp=unconfined\",\"seccomp:/tmp/p.json\",\"unmask=ALL\",\"label=disable\"],"
+                        "\"MaskedPaths\":[\"/proc/mine\"],\"ReadonlyPaths\":[],\"networkmode\":\"host\"}}");
+                json_object *h, *a, *n;
+                bool has_ours = false, has_theirs = false, has_version = false, has_mine = false, has_sys = false;
+
+                is_int(proxy_container_force(c, &strict), 0, "a create body is forced into a strict channel's policy");
+                json_object_object_get_ex(c, "HostConfig", &h);
+                json_object_object_get_ex(h, "SecurityOpt", &a);
+                for (size_t i = 0; i < json_object_array_length(a); i++) {
+                        const char *s = json_object_get_string(json_object_array_get_idx(a, i));
+                        has_ours |= streq(s, strict.seccomp_option);
+                        has_theirs |= strncasecmp(s, "seccomp", 7) == 0 && !streq(s, strict.seccomp_option);
+                        has_theirs |= strncasecmp(s, "unmask", 6) == 0;
+                }
+                ok(has_ours && !has_theirs, "the channel's seccomp profile replaces the agent's, and unmask= is dropped");
+                ok(json_object_array_length(a) == 3, "other security options stay, no-new-privileges is added");
+                json_object_object_get_ex(h, "MaskedPaths", &a);
+                for (size_t i = 0; i < json_object_array_length(a); i++) {
+                        const char *s = json_object_get_string(json_object_array_get_idx(a, i));
+                        has_version |= streq(s, "/proc/version");
+                        has_mine |= streq(s, "/proc/mine");
+                }
+                ok(has_version && has_mine, "MaskedPaths grows by the channel's masks and keeps the agent's");
+                json_object_object_get_ex(h, "ReadonlyPaths", &a);
+                for (size_t i = 0; i < json_object_array_length(a); i++)
+                        has_sys |= streq(json_object_get_string(json_object_array_get_idx(a, i)), "/proc/sys");
+                ok(has_sys, "an empty ReadonlyPaths gets Docker's read-only paths back");
+                ok(json_object_object_get_ex(h, "NetworkMode", &n) && streq(json_object_get_string(n), "none") &&
+                   !json_object_object_get_ex(h, "networkmode", NULL), "the network mode is none, however it was spelt");
+                ok(!json_object_object_get_ex(c, "NetworkingConfig", NULL), "the networks the agent named are dropped");
+        }
+        {
+                ProxyNestedPolicy pod = { .channel = "web", .podman = true,
+                                          .masked_paths = (char *[]) { (char *) "/proc/version", NULL } };
+                _cleanup_(json_object_putp) json_object *c = json_tokener_parse("{\"Image\":\"x\"}");
+                json_object *h, *a, *n;
+                bool mask = false;
+                is_int(proxy_container_force(c, &pod), 0, "a create body is forced for Podman");
+                json_object_object_get_ex(c, "HostConfig", &h);
+                json_object_object_get_ex(h, "SecurityOpt", &a);
+                for (size_t i = 0; i < json_object_array_length(a); i++)
+                        mask |= streq(json_object_get_string(json_object_array_get_idx(a, i)), "mask=/proc/version");
+                ok(mask, "Podman gets the channel's masks as mask=");
+                ok(!json_object_object_get_ex(h, "NetworkMode", &n), "a channel that allows a network leaves the mode alone");
+                is_int(proxy_container_force(c, &pod), 0, "forcing twice works");
+                json_object_object_get_ex(h, "SecurityOpt", &a);
+                is_int((int) json_object_array_length(a), 2, "and adds nothing twice");
+        }
+        {
+                _cleanup_(json_object_putp) json_object *c = json_tokener_parse(
+                        "{\"Image\":\"x\",\"HostConfig\":{\"Binds\":[\"/srv/w:/w\",\"data:/d:ro\",\"data:/e\"],"
+                        "\"mounts\":[{\"type\":\"Volume\",\"Source\":\"cache\",\"Target\":\"/c\"},{\"Type\":\"volume\",\"Target\":\"/anon\"},"
+                        "{\"Type\":\"bind\",\"Source\":\"/srv/x\",\"Target\":\"/x\"}],\"NetworkMode\":\"container:db\"},"
+                        "\"NetworkingConfig\":{\"EndpointsConfig\":{\"backend\":{},\"bridge\":{}}}}");
+                _cleanup_(proxy_references_done) ProxyReferences refs = {};
+                is_int(proxy_container_references(c, &refs), 0, "a create body's references are read");
+                ok(strv_length(refs.volumes) == 2 && streq(refs.volumes[0], "data") && streq(refs.volumes[1], "cache"),
+                   "named volumes of Binds and Mounts are found once each; paths and anonymous volumes are not volumes");
+                ok(strv_length(refs.networks) == 1 && streq(refs.networks[0], "backend"),
+                   "networks named in NetworkingConfig are found, the default bridge is not");
+                ok(strv_length(refs.containers) == 1 && streq(refs.containers[0], "db"),
+                   "a container whose network namespace is joined is found");
+        }
+        {
+                _cleanup_(json_object_putp) json_object *c = json_tokener_parse("{\"HostConfig\":{\"NetworkMode\":\"shared\"}}");
+                _cleanup_(json_object_putp) json_object *bad = json_tokener_parse("{\"HostConfig\":{\"Binds\":[7]}}");
+                _cleanup_(proxy_references_done) ProxyReferences refs = {}, none = {};
+                is_int(proxy_container_references(c, &refs), 0, "a create body with a network mode is read");
+                ok(strv_length(refs.networks) == 1 && streq(refs.networks[0], "shared"), "a network named as the mode is found");
+                is_int(proxy_container_references(bad, &none), -EBADMSG, "a bind that is no string is refused");
+        }
+        {
+                _cleanup_(json_object_putp) json_object *vol = json_tokener_parse("{\"Name\":\"data\",\"labels\":{\"loop-channel\":\"other\"}}");
+                _cleanup_(json_object_putp) json_object *mine = json_tokener_parse(
+                        "{\"Name\":\"data\",\"Labels\":{\"loop-channel\":\"web\",\"loop-type\":\"nested\"}}");
+                _cleanup_(json_object_putp) json_object *theirs = json_tokener_parse(
+                        "{\"Name\":\"data\",\"Labels\":{\"loop-channel\":\"db\",\"loop-type\":\"nested\"}}");
+                _cleanup_(json_object_putp) json_object *bare = json_tokener_parse("{\"Name\":\"data\",\"Labels\":null}");
+                json_object *l, *x;
+                is_int(proxy_labels_force(vol, "web"), 0, "a volume create body is labelled");
+                ok(json_object_object_get_ex(vol, "Labels", &l) && json_object_object_get_ex(l, "loop-channel", &x) &&
+                   streq(json_object_get_string(x), "web") && !json_object_object_get_ex(vol, "labels", NULL),
+                   "it carries the channel's label, whatever the agent set, under one Labels key");
+                ok(proxy_object_is_nested_of(mine, "web"), "a volume of the channel is recognised");
+                ok(!proxy_object_is_nested_of(theirs, "web"), "another channel's is not");
+                ok(!proxy_object_is_nested_of(bare, "web"), "nor one without labels");
+        }
+        {
+                _cleanup_(json_object_putp) json_object *c = json_tokener_parse("{\"HostConfig\":{\"SecurityOpt\":[1]}}");
+                ProxyNestedPolicy plain = { .channel = "web" };
+                is_int(proxy_container_force(c, &plain), -EBADMSG, "a security option that is no string is refused");
         }
 
         q = json_object_new_object();
@@ -450,6 +551,116 @@ static void test_nested(void) {
         }
 }
 
+/* Bind pins and tmpfs limits: what a create gets and what start checks. */
+static void test_pins_and_tmpfs(void) {
+        _cleanup_free_ char *dir = NULL, *link = NULL, *body_text = NULL, *expect = NULL, *moved = NULL, *changed = NULL;
+        _cleanup_(json_object_putp) json_object *body = NULL, *inspect = NULL;
+        json_object *hc, *binds, *mounts, *labels, *pins;
+        const char *why;
+
+        if (asprintf(&dir, "%s/pin-src", tmpdir) < 0 || asprintf(&link, "%s/pin-link", tmpdir) < 0 ||
+            asprintf(&moved, "%s/pin-moved", tmpdir) < 0 || mkdir(dir, 0755) < 0 || symlink("pin-src", link) < 0) {
+                ok(false, "the pin test's directories are made");
+                return;
+        }
+        if (asprintf(&body_text, "{\"Image\":\"x\",\"Labels\":{\"loop-bind-pins\":\"[]\"},\"HostConfig\":{\"Binds\":[\"%s:/a:ro\",\"vol:/v\"],"
+                     "\"Mounts\":[{\"Type\":\"bind\",\"Source\":\"%s\",\"Target\":\"/b\"},{\"Type\":\"tmpfs\",\"Target\":\"/t\"}]}}",
+                     link, link) < 0 || asprintf(&expect, "%s:/a:ro", dir) < 0)
+                return;
+        body = json_tokener_parse(body_text);
+        is_int(proxy_binds_pin(body), 0, "a create body's bind sources are pinned");
+        json_object_object_get_ex(body, "HostConfig", &hc);
+        json_object_object_get_ex(hc, "Binds", &binds);
+        json_object_object_get_ex(hc, "Mounts", &mounts);
+        ok(streq(json_object_get_string(json_object_array_get_idx(binds, 0)), expect),
+           "a bind through a symlink is sent resolved, with its target and options");
+        ok(streq(json_object_get_string(json_object_array_get_idx(binds, 1)), "vol:/v"), "a named volume is left alone");
+        {
+                json_object *rp, *name;
+                ok(json_object_object_get_ex(hc, "RestartPolicy", &rp) && json_object_object_get_ex(rp, "Name", &name) &&
+                   streq(json_object_get_string(name), "no"), "a container with pinned binds is not restarted by the engine");
+        }
+        {
+                json_object *src;
+                ok(json_object_object_get_ex(json_object_array_get_idx(mounts, 0), "Source", &src) &&
+                   streq(json_object_get_string(src), dir), "a bind mount's source is sent resolved");
+        }
+        json_object_object_get_ex(body, "Labels", &labels);
+        ok(json_object_object_get_ex(labels, PROXY_LABEL_PINS, &pins) &&
+           strstr(json_object_get_string(pins), dir) && !streq(json_object_get_string(pins), "[]"),
+           "the pins replace the label the agent set");
+
+        /* the engine's inspect carries the labels under Config */
+        inspect = json_object_new_object();
+        json_object *config = json_object_new_object();
+        json_object_object_add(config, "Labels", json_object_get(labels));
+        json_object_object_add(inspect, "Config", config);
+        is_int(proxy_binds_verify(inspect, &changed), 0, "the pins hold while nothing changed");
+        if (rename(dir, moved) < 0 || mkdir(dir, 0755) < 0) {
+                ok(false, "the source is swapped");
+                return;
+        }
+        is_int(proxy_binds_verify(inspect, &changed), -EXDEV, "a source replaced by another directory breaks its pin");
+        ok(streq_ptr(changed, dir), "...and the changed path is named");
+        changed = mfree(changed);
+        if (rmdir(dir) < 0 || symlink(moved, dir) < 0) {
+                ok(false, "the source is swapped for a symlink");
+                return;
+        }
+        is_int(proxy_binds_verify(inspect, &changed), -EXDEV, "a source replaced by a symlink to the same directory breaks its pin");
+        {
+                _cleanup_(json_object_putp) json_object *bad = json_tokener_parse(
+                        "{\"Config\":{\"Labels\":{\"loop-bind-pins\":\"[[1,2]]\"}}}");
+                _cleanup_(json_object_putp) json_object *missing = json_tokener_parse(
+                        "{\"HostConfig\":{\"Binds\":[\"/nonexistent-loop-test/x:/x\"]}}");
+                _cleanup_free_ char *p = NULL;
+                is_int(proxy_binds_verify(bad, &p), -EBADMSG, "a malformed pin label is refused");
+                is_int(proxy_binds_pin(missing), -ENOENT, "a bind source that does not exist cannot be pinned");
+        }
+
+        /* tmpfs */
+        {
+                _cleanup_(json_object_putp) json_object *t = json_tokener_parse(
+                        "{\"HostConfig\":{\"Tmpfs\":{\"/a\":\"\",\"/b\":\"rw,noexec,size=1g\"},"
+                        "\"Mounts\":[{\"Type\":\"tmpfs\",\"Target\":\"/c\"},{\"Type\":\"tmpfs\",\"Target\":\"/d\",\"TmpfsOptions\":{\"SizeBytes\":1024,\"Mode\":1023}}]}}");
+                json_object *h, *tm, *v, *m, *to;
+                is_int(proxy_tmpfs_check(t, &why), 0, "sane tmpfs mounts pass");
+                json_object_object_get_ex(t, "HostConfig", &h);
+                json_object_object_get_ex(h, "Tmpfs", &tm);
+                ok(json_object_object_get_ex(tm, "/a", &v) && streq(json_object_get_string(v), "size=65536k"),
+                   "a tmpfs without a size gets 64 MiB");
+                ok(json_object_object_get_ex(tm, "/b", &v) && streq(json_object_get_string(v), "rw,noexec,size=1g"),
+                   "one with a size keeps it");
+                json_object_object_get_ex(h, "Mounts", &m);
+                ok(json_object_object_get_ex(json_object_array_get_idx(m, 0), "TmpfsOptions", &to) &&
+                   json_object_object_get_ex(to, "SizeBytes", &v) && json_object_get_int64(v) == (int64_t) PROXY_TMPFS_SIZE_DEFAULT,
+                   "a tmpfs mount without a size gets 64 MiB");
+        }
+        static const struct {
+                const char *body, *name;
+        } refused[] = {
+                { "{\"HostConfig\":{\"Tmpfs\":{\"/a\":\"exec,suid\"}}}", "exec and suid together" },
+                { "{\"HostConfig\":{\"Tmpfs\":{\"/a\":\"dev\"}}}", "device files" },
+                { "{\"HostConfig\":{\"Tmpfs\":{\"/a\":\"size=5g\"}}}", "a size beyond the cap" },
+                { "{\"HostConfig\":{\"Tmpfs\":{\"/a\":\"size=50%\"}}}", "a size relative to memory" },
+                { "{\"HostConfig\":{\"Tmpfs\":{\"/a\":\"mode=4777\"}}}", "a setuid mode" },
+                { "{\"HostConfig\":{\"Mounts\":[{\"Type\":\"tmpfs\",\"TmpfsOptions\":{\"SizeBytes\":5368709120}}]}}", "a mount beyond the cap" },
+                { "{\"HostConfig\":{\"Mounts\":[{\"Type\":\"tmpfs\",\"TmpfsOptions\":{\"Mode\":2559}}]}}", "a mount with a setuid mode" },
+                { "{\"HostConfig\":{\"Mounts\":[{\"Type\":\"tmpfs\",\"TmpfsOptions\":{\"Options\":[[\"exec\"],[\"suid\"]]}}]}}", "mount options exec and suid" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                _cleanup_(json_object_putp) json_object *t = json_tokener_parse(refused[i].body);
+                _cleanup_free_ char *name = NULL;
+                if (asprintf(&name, "a tmpfs with %s is refused", refused[i].name) < 0)
+                        return;
+                is_int(proxy_tmpfs_check(t, &why), -EPERM, "%s", name);
+        }
+        {
+                _cleanup_(json_object_putp) json_object *t = json_tokener_parse("{\"HostConfig\":{\"Tmpfs\":{\"/a\":1}}}");
+                is_int(proxy_tmpfs_check(t, &why), -EBADMSG, "tmpfs options that are no string are refused");
+        }
+}
+
 int main(void) {
         if (!mkdtemp(tmpdir))
                 return 1;
@@ -459,6 +670,7 @@ int main(void) {
         test_policy_body();
         test_bodies();
         test_nested();
+        test_pins_and_tmpfs();
         {
                 _cleanup_free_ char *cmd = NULL;
                 if (asprintf(&cmd, "rm -rf '%s'", tmpdir) < 0 || system(cmd) != 0)

@@ -321,6 +321,14 @@ static void test_chunked_caps(void) {
                 ok(fine && done && total == 5 && memcmp(out, "abcde", 5) == 0,
                    "the decoder reassembles a body fed one byte at a time");
         }
+        {
+                static const char body[] = "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\nNEXT";
+                HttpChunked c = {};
+                size_t out = 0, used = 0;
+                is_int(http_chunked_decode(&c, body, sizeof(body) - 1, NULL, &out, &used), 1,
+                       "the decoder follows the framing without an output buffer");
+                ok(out == 5 && used == sizeof(body) - 1 - 4, "...and says where the body ended");
+        }
 }
 
 /* What the proxy reads of the engine's answers. */
@@ -338,6 +346,15 @@ static void test_response_head(void) {
            "its status, length and size are read");
         is_int(head_of("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", &h), 1, "a chunked response parses");
         ok(h.chunked && !h.has_length, "it is known to be chunked");
+        ok(!h.close, "an HTTP/1.1 response keeps its connection by default");
+        is_int(head_of("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", &h), 1,
+               "a response that ends its connection parses");
+        ok(h.close, "Connection: close wins over keep-alive");
+        is_int(head_of("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", &h), 1, "an HTTP/1.0 response parses");
+        ok(h.close, "an HTTP/1.0 response without keep-alive ends its connection");
+        is_int(head_of("HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n", &h), 1,
+               "an HTTP/1.0 keep-alive response parses");
+        ok(!h.close, "an HTTP/1.0 response with keep-alive keeps its connection");
         is_int(head_of("HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\n\r\n", &h),
                1, "a switch to a raw stream parses");
         ok(h.status == 101 && h.stream_type, "it is known to be a raw stream");
