@@ -1893,20 +1893,40 @@ int gate_supervisor_probe(const GateSupervisorConfig *c, pid_t pid) {
 #define CLONE_FLAGS_ARG SCMP_A0
 #endif
 
-int gate_filter_install(int *ret_notify_fd) {
-        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
-        static const char * const denied[] = { GATE_DENIED_SYSCALLS };
-        int r, fd;
+/* A filter for the native architecture only: i386 (int 0x80) and, on x86_64, x32 syscall numbers take the
+ * bad-architecture action, which kills the process. TSYNC: every thread gets it. */
+static int filter_new(bool logged, scmp_filter_ctx *ret) {
+        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        int r;
 
-        ctx = seccomp_init(SCMP_ACT_ALLOW);
         if (!ctx)
                 return -ENOMEM;
-        /* A filter for the native architecture only: i386 (int 0x80) and, on x86_64, x32 syscall numbers
-         * take the bad-architecture action, which kills the process. */
         r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
         if (r < 0)
                 return r;
         r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+        if (r < 0)
+                return r;
+        if (logged && seccomp_attr_set(ctx, SCMP_FLTATR_CTL_LOG, 1) < 0)
+                log_debug("No SECCOMP_FILTER_FLAG_LOG here: the gate's own refusals leave no audit record.");
+        *ret = TAKE_PTR(ctx);
+        return 0;
+}
+
+/* Two filters. The first traps the gate's calls (a listener) and hides clone3 (ENOSYS, which libc falls
+ * back from on every new thread: not worth a record). The second, loaded last so that the kernel reports
+ * its verdicts (of filters that agree, the newest), refuses what would get around the gate, with
+ * SECCOMP_FILTER_FLAG_LOG: each refusal is a kernel audit record, like the workload profile's. The flag
+ * cannot go on the first, where it would log every trapped call too. */
+int gate_filter_install(int *ret_notify_fd) {
+        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL, deny = NULL;
+        static const char * const denied[] = { GATE_DENIED_SYSCALLS };
+        int r, fd;
+
+        r = filter_new(false, &ctx);
+        if (r < 0)
+                return r;
+        r = filter_new(true, &deny);
         if (r < 0)
                 return r;
         for (GateSyscall s = 0; s < _GATE_SYS_MAX; s++) {
@@ -1918,19 +1938,20 @@ int gate_filter_install(int *ret_notify_fd) {
                 if (r < 0)
                         return log_debug_errno(r, "Cannot trap %s: %m", gate_syscall_name(s));
         }
+        /* clone3() passes its flags in memory, out of the filter's sight: ENOSYS, and libc falls back to
+         * clone(), whose flags the second filter sees. */
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+        if (r < 0)
+                return r;
         /* No user namespace: in one the agent would hold capabilities, and with them could change its root
          * or mount namespace under the supervisor's path resolution (caller_check_root() looks once per
-         * caller). clone3() passes its flags in memory, out of the filter's sight: ENOSYS, and libc falls
-         * back to clone(). */
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+         * caller). */
+        r = seccomp_rule_add(deny, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
                              SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
         if (r < 0)
                 return r;
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+        r = seccomp_rule_add(deny, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
                              CLONE_FLAGS_ARG(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
-        if (r < 0)
-                return r;
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < ELEMENTSOF(denied); i++) {
@@ -1938,7 +1959,7 @@ int gate_filter_install(int *ret_notify_fd) {
 
                 if (nr == __NR_SCMP_ERROR)
                         return -ENOSYS;
-                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+                r = seccomp_rule_add(deny, SCMP_ACT_ERRNO(EPERM), nr, 0);
                 if (r < 0)
                         return r;
         }
@@ -1948,6 +1969,11 @@ int gate_filter_install(int *ret_notify_fd) {
         fd = seccomp_notify_fd(ctx);
         if (fd < 0)
                 return fd;
+        r = seccomp_load(deny);
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
         *ret_notify_fd = fd;
         return 0;
 }

@@ -60,7 +60,9 @@ int seccomp_profile_to_string(uint32_t arch, char **ret);
  * every refusal leaves a kernel audit record (type SECCOMP, 1326) naming the process and the call. The
  * engine's copy of the profile applies already; this one adds the log, which the engines cannot give (runc
  * 1.1 refuses the profile's "flags", Docker drops them). Equal verdicts of stacked filters are taken from
- * the newest, this one. Needs no_new_privs or CAP_SYS_ADMIN. */
+ * the newest, this one. The ENOSYS rules (clone3, splice: calls libc and runtimes try first and fall back
+ * from) are left out, so that not every new thread writes a record; the engine's copy refuses them.
+ * Needs no_new_privs or CAP_SYS_ADMIN. */
 int seccomp_profile_load_logged(bool *ret_log);
 
 /* The HostConfig.SecurityOpt entry applying the native profile: "seccomp=<JSON>" for Docker (it takes

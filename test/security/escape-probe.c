@@ -5,7 +5,8 @@
  * failed (with the errno's name, or "empty" for a masked file that reads as nothing) or "NAME ESCAPED
  * DETAIL" when it worked. The shell test asserts each line. Other subcommands: `ids` (uid and euid, for
  * the setuid test), `pids` (how many threads could be started before the pids limit said no), `syslog`
- * (one call the workload profile refuses, for its audit record). Every
+ * (one call the workload profile refuses, for its audit record), `io-uring` (one the gate's filter refuses
+ * too, with the gate on). Every
  * attempt is harmless if it succeeds: nothing is mounted over anything that matters, the reboot command
  * is "disable Ctrl-Alt-Del", the clock is set to what it already is. */
 
@@ -335,6 +336,12 @@ int main(int argc, char *argv[]) {
                 result("syslog", syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0), NULL);
                 return 0;
         }
-        fprintf(stderr, "usage: escape-probe all|ids|pids|syslog\n");
+        if (argc >= 2 && strcmp(argv[1], "io-uring") == 0) {
+                struct io_uring_params p = {};
+
+                result("io_uring", syscall(SYS_io_uring_setup, 1, &p), NULL);
+                return 0;
+        }
+        fprintf(stderr, "usage: escape-probe all|ids|pids|syslog|io-uring\n");
         return 2;
 }

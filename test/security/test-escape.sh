@@ -31,6 +31,8 @@ TEST_USER=looptest
 [ -x "$LOOP" ] && [ -x "$PROBE" ] || bail_out "$LOOP or $PROBE is not built"
 NR_SYSLOG=$(printf '#include <sys/syscall.h>\nSYS_syslog\n' | cpp -P - | tail -1)
 [[ $NR_SYSLOG =~ ^[0-9]+$ ]] || bail_out "cannot find syslog's system call number (cpp: $NR_SYSLOG)"
+NR_IO_URING_SETUP=$(printf '#include <sys/syscall.h>\nSYS_io_uring_setup\n' | cpp -P - | tail -1)
+[[ $NR_IO_URING_SETUP =~ ^[0-9]+$ ]] || bail_out "cannot find io_uring_setup's system call number (cpp: $NR_IO_URING_SETUP)"
 
 T=$(mktemp -d /var/tmp/loop-test-escape.XXXXXX) || bail_out "mktemp failed"
 atexit "rm -rf '$T'"
@@ -157,9 +159,10 @@ for eng in podman docker; do
                 run "$mode" "scenario:sh grep -E '^(Seccomp|Seccomp_filters|NoNewPrivs|CapBnd):' /proc/self/status"
                 is "$st" 0 "$eng/$mode: the agent runs" || diag "$err"
                 like "$out" "Seccomp:[[:space:]]+2" "$eng/$mode: the agent runs under a seccomp filter (the workload profile)"
-                # The engine's copy of the profile, the seal's logged copy and, with the gate, the gate's.
-                like "$out" "Seccomp_filters:[[:space:]]+$([ "$mode" = gated ] && echo 3 || echo 2)" \
-                        "$eng/$mode: ...the engine's, the seal's logged copy$([ "$mode" = gated ] && echo " and the gate's")"
+                # The engine's copy of the profile, the seal's logged copy and, with the gate, the gate's two
+                # (its trapped calls, and its logged refusals).
+                like "$out" "Seccomp_filters:[[:space:]]+$([ "$mode" = gated ] && echo 4 || echo 2)" \
+                        "$eng/$mode: ...the engine's, the seal's logged copy$([ "$mode" = gated ] && echo " and the gate's two")"
 
                 run "$mode" "scenario:sh /usr/local/bin/escape-probe all 2>&1; true"
                 [ "$st" = 0 ] || diag "$err"
@@ -240,11 +243,16 @@ for eng in podman docker; do
                 tag=lpa$RANDOM$RANDOM
                 echo original >"$T/shared/$tag.txt"
                 chmod 0666 "$T/shared/$tag.txt"
-                run "$mode" "scenario:sh ln -s /usr/local/bin/escape-probe /tmp/$tag && /tmp/$tag syslog; echo x >>/run/shared/$tag.txt; echo rc=\$?"
-                like "$out" "syslog blocked EPERM.*rc=[1-9]" "$eng/$mode: syslog and the write under /run are refused" || diag "$out $err"
+                run "$mode" "scenario:sh ln -s /usr/local/bin/escape-probe /tmp/$tag && /tmp/$tag syslog; /tmp/$tag io-uring; echo x >>/run/shared/$tag.txt; echo rc=\$?"
+                like "$out" "syslog blocked EPERM.*io_uring blocked EPERM.*rc=[1-9]" "$eng/$mode: syslog, io_uring and the write under /run are refused" || diag "$out $err"
                 wait_for 10 grep -Eq "^type=1326 .*comm=\"$tag\" .*syscall=$NR_SYSLOG .*code=0x50000" "$AUDIT_LOG"
                 ok $? "$eng/$mode: ...the seccomp refusal leaves a SECCOMP audit record (type 1326) naming the process and call" ||
                         diag "$(grep -c . "$AUDIT_LOG") records; $(grep -m3 "$tag" "$AUDIT_LOG")"
+                # io_uring is refused by the gate's own filter as well (the newest, whose verdict the kernel
+                # reports): that filter logs its refusals too.
+                wait_for 10 grep -Eq "^type=1326 .*comm=\"$tag\" .*syscall=$NR_IO_URING_SETUP .*code=0x50000" "$AUDIT_LOG"
+                ok $? "$eng/$mode: ...so does io_uring_setup, which the gate's filter refuses too when the gate is on" ||
+                        diag "$(grep -m3 "$tag" "$AUDIT_LOG")"
                 wait_for 10 grep -Eq "^type=1423 .*blockers=fs\.write_file path=\"/run/shared/$tag\.txt\"" "$AUDIT_LOG"
                 ok $? "$eng/$mode: ...the Landlock refusal leaves a LANDLOCK_ACCESS audit record (type 1423) naming the path" ||
                         diag "$(grep -m3 "$tag" "$AUDIT_LOG")"
