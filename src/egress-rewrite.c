@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "egress-rewrite.h"
+#include "http-server.h"
 
 /* RFC 9110 7.6.1 and the proxy's own headers: never forwarded. */
 static bool header_is_hop_by_hop(const char *name) {
@@ -187,22 +188,6 @@ static bool response_header(const char *head, size_t head_size, const char *name
         return false;
 }
 
-static bool token_list_has(const char *list, const char *token) {
-        size_t n = strlen(token);
-
-        for (const char *p = list; *p;) {
-                size_t len, l;
-                p += strspn(p, " \t,");
-                len = l = strcspn(p, ",");
-                while (l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'))
-                        l--;
-                if (l == n && strncasecmp(p, token, n) == 0)
-                        return true;
-                p += len;
-        }
-        return false;
-}
-
 int egress_response_framing(const char *buf, size_t size, const char *request_method, EgressResponseFraming *ret) {
         HttpResponseHead h;
         EgressResponseFraming f = {};
@@ -217,7 +202,8 @@ int egress_response_framing(const char *buf, size_t size, const char *request_me
         f.status = h.status;
         /* HTTP/1.0 closes unless it says "keep-alive"; 1.1 keeps unless it says "close" */
         if (response_header(buf, h.head_size, "Connection", value, sizeof value))
-                close = token_list_has(value, "close") || (buf[7] == '0' && !token_list_has(value, "keep-alive"));
+                close = http_token_list_contains(value, "close") ||
+                        (buf[7] == '0' && !http_token_list_contains(value, "keep-alive"));
         else
                 close = buf[7] == '0';
         if (response_header(buf, h.head_size, "Transfer-Encoding", value, sizeof value)) {

@@ -61,7 +61,7 @@ static int fail(int status, int error, int *ret_status) {
         return error;
 }
 
-static bool token_list_contains(const char *list, const char *token) {
+bool http_token_list_contains(const char *list, const char *token) {
         size_t n = strlen(token);
 
         for (const char *p = list; *p;) {
@@ -492,9 +492,9 @@ static int parse_head(const char *buf, size_t size, const HttpLimits *l, HttpReq
 
         v = http_request_header(&r, "Connection");
         if (r.version_minor == 1)
-                r.keep_alive = !(v && token_list_contains(v, "close"));
+                r.keep_alive = !(v && http_token_list_contains(v, "close"));
         else
-                r.keep_alive = v && token_list_contains(v, "keep-alive");
+                r.keep_alive = v && http_token_list_contains(v, "keep-alive");
         r.chunked = chunked;
 
         r.content_length = body_size;
@@ -712,8 +712,8 @@ int http_response_head_parse(const char *buf, size_t size, size_t head_max, Http
                         h.stream_type = strncasecmp(value, "application/vnd.docker.raw-stream", 33) == 0 ||
                                 strncasecmp(value, "application/vnd.docker.multiplexed-stream", 41) == 0;
                 else if (strcasecmp(name, "Connection") == 0) {
-                        seen_close = seen_close || token_list_contains(value, "close");
-                        seen_keep_alive = seen_keep_alive || token_list_contains(value, "keep-alive");
+                        seen_close = seen_close || http_token_list_contains(value, "close");
+                        seen_keep_alive = seen_keep_alive || http_token_list_contains(value, "keep-alive");
                 }
         }
         h.close = seen_close || (h.close && !seen_keep_alive);

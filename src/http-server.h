@@ -153,3 +153,7 @@ typedef struct HttpResponseHead {
  * bytes hold no complete head, -EBADMSG when it is not an HTTP/1.x response (a bad status line, a header
  * without a colon, a Content-Length that is not a number). */
 int http_response_head_parse(const char *buf, size_t size, size_t head_max, HttpResponseHead *ret);
+
+/* Whether a comma-separated header value (Connection, Transfer-Encoding) lists token, ignoring case and
+ * the whitespace around elements. */
+bool http_token_list_contains(const char *list, const char *token);
