@@ -167,15 +167,12 @@ static int force_security_opt(json_object *secopt, const ProxyNestedPolicy *poli
 int proxy_container_force(json_object *body, const ProxyNestedPolicy *policy) {
         static const char * const docker_masked[] = { PROXY_DOCKER_MASKED_PATHS };
         static const char * const docker_readonly[] = { PROXY_DOCKER_READONLY_PATHS };
-        json_object *labels, *hc, *secopt, *capdrop, *capadd, *pids, *masked, *readonly;
+        json_object *hc, *secopt, *capdrop, *capadd, *pids, *masked, *readonly;
         const char *channel = policy->channel, *cgroup_parent = policy->cgroup_parent;
         int r;
 
-        if (!json_object_is_type(body, json_type_object))
-                return -EBADMSG;
-        if ((r = child_object(body, "Labels", &labels)) < 0 ||
-            (r = set_icase(labels, PROXY_LABEL_CHANNEL, json_object_new_string(channel))) < 0 ||
-            (r = set_icase(labels, PROXY_LABEL_TYPE, json_object_new_string(PROXY_TYPE_NESTED))) < 0)
+        r = proxy_labels_force(body, channel);
+        if (r < 0)
                 return r;
 
         if ((r = child_object(body, "HostConfig", &hc)) < 0 ||
