@@ -229,6 +229,9 @@ static void registry_startup(Engine *e, const char *channel, uint64_t keep_alive
         _cleanup_free_ char *label = NULL;
         int r;
 
+        r = registry_open(channel, &reg);
+        if (r < 0)
+                log_warning_errno(r, "Cannot open the registry of channel %s, ignoring: %m", channel);
         if (asprintf(&label, "loop-channel=%s", channel) < 0)
                 return (void) log_oom();
         if (engine_container_list(e, label, false, &list) < 0)
@@ -251,11 +254,13 @@ static void registry_startup(Engine *e, const char *channel, uint64_t keep_alive
                 }
                 (void) audit_log(AUDIT_CONTAINER_STATUS, LOG_NOTICE, &f,
                                  "Stopped container %.12s, left running by an earlier runner of channel %s.", id, channel);
+                /* No run waits for it: its keep-alive starts now, without the grace a run's container gets. */
+                if (reg && registry_find(reg, id))
+                        (void) registry_schedule_remove(reg, e, id, now_realtime_usec(), keep_alive_sec);
         }
 
-        r = registry_open(channel, &reg);
-        if (r < 0)
-                return (void) log_warning_errno(r, "Cannot open the registry of channel %s, ignoring: %m", channel);
+        if (!reg)
+                return;
         (void) registry_sync(reg, e, keep_alive_sec);
         (void) registry_close(TAKE_PTR(reg));
 }
