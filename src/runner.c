@@ -72,6 +72,8 @@ typedef struct RunContext {
         char *timezone;
         char *git_excludes;
         char *mcp_path;                 /* the MCP config, inside the work dir */
+        dev_t mcp_dev;                  /* the file this run wrote there: removed only if still there */
+        ino_t mcp_ino;
         char *slice;                    /* CgroupParent: the channel's slice, when the engine uses systemd's cgroups */
         EngineConnection *conn;
 } RunContext;
@@ -262,6 +264,16 @@ static int write_mcp_config(RunContext *ctx) {
                 r = -errno;
         else if ((r = loop_write(fd, text, strlen(text))) >= 0 && renameat(loop_fd, tmp, loop_fd, base) < 0)
                 r = -errno;
+        else if (r >= 0) {
+                struct stat st;
+
+                if (fstat(fd, &st) < 0)
+                        r = -errno;
+                else {
+                        ctx->mcp_dev = st.st_dev;
+                        ctx->mcp_ino = st.st_ino;
+                }
+        }
         fs_restore(saved);
         if (r < 0) {
                 if (loop_fd >= 0)
@@ -283,7 +295,12 @@ static void remove_mcp_config(RunContext *ctx) {
         saved = fs_become(&ctx->user);
         if (saved.ok) {
                 _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (fd >= 0 && unlinkat(fd, strrchr(ctx->mcp_path, '/') + 1, 0) < 0 && errno != ENOENT)
+                const char *base = strrchr(ctx->mcp_path, '/') + 1;
+                struct stat st;
+
+                /* Another run of the channel may have written its own since (the same path): leave that. */
+                if (fd >= 0 && fstatat(fd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == ctx->mcp_dev &&
+                    st.st_ino == ctx->mcp_ino && unlinkat(fd, base, 0) < 0 && errno != ENOENT)
                         log_warning_errno(errno, "Failed to remove %s, ignoring: %m", ctx->mcp_path);
         }
         fs_restore(saved);
