@@ -106,6 +106,15 @@ for eng in podman docker; do
         is "$(containers_left)" 0 "$eng: the container is removed after the run"
         [ ! -e "$T/work/.loop/mcp-demo.json" ]
         ok $? "$eng: the MCP config is removed after the run"
+        # Two runs of a channel share that path: one that ends must not take away the next one's file.
+        "$LOOP" run -q demo "scenario:sleep 3" >/dev/null 2>&1 &
+        bg=$!
+        for ((i = 0; i < 600; i++)); do [ -e "$T/work/.loop/mcp-demo.json" ] && break; sleep 0.1; done
+        cp -p "$T/work/.loop/mcp-demo.json" "$T/work/.loop/.mcp-next" && mv "$T/work/.loop/.mcp-next" "$T/work/.loop/mcp-demo.json"
+        wait "$bg"
+        [ -e "$T/work/.loop/mcp-demo.json" ]
+        ok $? "$eng: a run leaves the MCP config another run of the channel wrote meanwhile"
+        rm -f "$T/work/.loop/mcp-demo.json"
 
         run -q demo hello
         is "$st" 0 "$eng: a quiet run (batch mode: wait, then read the output) succeeds"
