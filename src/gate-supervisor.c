@@ -1072,6 +1072,8 @@ static void handle_exec(Request *q) {
                 return fail_closed(q, -ENOMEM, "out of memory");
         if (!strv_same(argv, argv2))
                 return fail_closed(q, -EAGAIN, "the command changed while it was checked");
+        /* The second read is the gate's own work, not the call's: part of the decision's time. */
+        q->decided_ns = now_ns(CLOCK_MONOTONIC);
         q->result = RESULT_CONTINUE;
 }
 
