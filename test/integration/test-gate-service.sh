@@ -45,12 +45,6 @@ chmod 0644 "$cfg/loop.json" "$cfg"/channels.d/*.json
 
 in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
 prop() { in_ct systemctl show -P "$2" -- "$1"; }
-wait_for() {
-        local t=$1 i
-        shift
-        for ((i = 0; i < t * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-        return 1
-}
 token_new() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 # token_add CHANNEL CONTAINER TOKEN: what the runner does (gate_token_write()), by hand.
 token_add() {

@@ -46,12 +46,6 @@ prop() { in_ct systemctl show -P "$2" -- "$1"; }
 Q=/var/lib/loop/demo
 count() { in_ct sh -c "ls $Q/$1 2>/dev/null | grep -c '\\.json\$'"; }
 # wait_for SECONDS CMD...: poll until CMD succeeds.
-wait_for() {
-        local t=$1 i
-        shift
-        for ((i = 0; i < t * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-        return 1
-}
 outbox_has() { [ "$(count outbox)" -ge "$1" ]; }
 container_running() { [ -n "$(in_ct podman ps -q --filter label=loop-channel=demo)" ]; }
 no_container() { [ -z "$(in_ct podman ps -aq --filter label=loop-channel=demo)" ]; }

@@ -100,6 +100,14 @@ _tap_run_atexit() {
         TAP_ATEXIT=()
 }
 
+# wait_for SECONDS CMD...: runs CMD every 0.1 s until it succeeds (0) or SECONDS have passed (1).
+wait_for() {
+        local t=$1 i
+        shift
+        for ((i = 0; i < t * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+        return 1
+}
+
 tap_done() {
         printf '1..%d\n' "$TAP_COUNT"
         [ "$TAP_SKIPPED" -eq 0 ] || diag "$TAP_SKIPPED of $TAP_COUNT skipped"

@@ -43,12 +43,6 @@ echo '{ "gates": { "docker_proxy": { "enabled": false } } }' >"$cfg/channels.d/d
 chmod 0644 "$cfg/loop.json" "$cfg/channels.d/demo.json"
 
 in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
-wait_for() {
-        local t=$1 i
-        shift
-        for ((i = 0; i < t * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-        return 1
-}
 agent() {
         out=$(in_ct loop run -q demo "scenario:sh $1" 2>&1) && st=0 || st=$?
 }

@@ -51,12 +51,6 @@ GID_T=$(id -g "$TEST_USER")
 
 build_test_rootfs "$T/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
 
-wait_for() {
-        local t=$1 i
-        shift
-        for ((i = 0; i < t * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-        return 1
-}
 # The kernel's audit records, as journald would collect them. Landlock writes them only while auditing
 # is enabled (auditd or `auditctl -e 1` does that on a real host): on for the test, then as it was.
 AUDIT_LOG=$T/kernel-audit.log
