@@ -70,7 +70,6 @@ struct GateSupervisor {
         RecentDeny recent[GATE_RECENT_DENIES_MAX];
         unsigned recent_next;
         int notify_fd;
-        struct statx root;              /* our root: a caller with another root or mount is refused */
         int root_fd;
         atomic_uint pending_approvals;
         atomic_uint_fast64_t exec_epoch;        /* bumped before every exec is continued */
@@ -94,6 +93,7 @@ typedef struct CallerHandles {
         pid_t tid;
         int dir_fd;                     /* O_PATH: /proc/TID, pinning the task, not its number */
         int pidfd;                      /* PIDFD_THREAD: tells whether this very task is still alive */
+        bool no_pidfd;                  /* the kernel would not give one: not asked again */
         int mem_fd;                     /* /proc/TID/mem, kept for emulated calls while mem_epoch holds */
         uint64_t mem_epoch;
         int status_fd;                  /* /proc/TID/status, opened on the first create */
@@ -258,6 +258,7 @@ static void caller_handles_forget(Worker *w, CallerHandles *h) {
         h->pidfd = close_later(w, h->pidfd);
         h->mem_fd = close_later(w, h->mem_fd);
         h->status_fd = close_later(w, h->status_fd);
+        h->no_pidfd = false;
         h->umask_kept = false;
         h->cwd = mfree(h->cwd);
         h->tid = 0;
@@ -360,7 +361,7 @@ static int read_umask(Request *q, mode_t *ret) {
  * Reading a caller's umask costs a /proc/PID/status, which procfs generates anew with all its fields: more
  * than the rest of a create; reading its cwd costs a readlink of /proc/PID/cwd, with procfs's access
  * check: more than the rest of a relative open. A caller's mask and cwd change only by its own umask(2),
- * chdir(2) and fchdir(2) (it has no capability for chroot, and no user namespace), which are trapped and
+ * chdir(2) and fchdir(2) (the filter refuses chroot and new namespaces), which are trapped and
  * continued unchecked, so what was read stays true until one of them is continued: every one bumps
  * fs_epoch first, which retires everything kept, and the caller is listed as changing until its call has
  * surely returned. A value is kept only when it was read while nothing was changing and the epoch held
@@ -469,20 +470,6 @@ static bool keeps_memory(const GateCall *c) {
         return c->action != GATE_ACTION_EXEC && c->action != GATE_ACTION_CONNECT;
 }
 
-/* Paths are resolved and reported in our root: only right for a caller with the same root mount. A
- * caller's root cannot change later: the agent holds no capability, and the filter refuses the user
- * namespaces that would give it one (gate_filter_install()). */
-static int caller_check_root(Request *q) {
-        struct statx stx;
-
-        if (statx(q->caller->dir_fd, "root", 0, STATX_INO | STATX_MNT_ID, &stx) < 0)
-                return -errno;
-        if (stx.stx_ino != q->s->root.stx_ino || stx.stx_dev_major != q->s->root.stx_dev_major ||
-            stx.stx_dev_minor != q->s->root.stx_dev_minor || stx.stx_mnt_id != q->s->root.stx_mnt_id)
-                return -EXDEV;
-        return 0;
-}
-
 /* Everything of /proc/PID the request needs is opened before the notification id is checked (again):
  * once the id is still valid, these are the caller's and not a recycled pid's. A caller seen before
  * whose pidfd shows it alive needs neither (see caller_handles()). */
@@ -526,18 +513,14 @@ static int open_caller(Request *q) {
         if (q->mem_kept)
                 return 0;
 
-        if (!cached) {
-                r = caller_check_root(q);
-                if (r < 0)
-                        return r;
-                /* Opened by number before the id check below, which makes it this caller's. */
+        /* Only kept memory needs the pidfd, and an exec keeps none: the process an exec makes is often
+         * done after it. Opened by number before the id check below, which makes it this caller's. */
+        if (keeps_memory(&q->call) && q->caller->pidfd < 0 && !q->caller->no_pidfd) {
                 q->caller->pidfd = (int) syscall(SYS_pidfd_open, pid, PIDFD_THREAD);
-                if (q->caller->pidfd < 0)
+                if (q->caller->pidfd < 0) {
                         log_debug_errno(errno, "No thread pidfd for %i, its handles are opened per call: %m", pid);
-        } else if (q->caller->pidfd < 0) {
-                r = caller_check_root(q);       /* without a pidfd nothing is taken on trust */
-                if (r < 0)
-                        return r;
+                        q->caller->no_pidfd = true;
+                }
         }
         if (!notif_id_valid(q->s->notify_fd, q->n->id))
                 return -ESRCH;
@@ -1571,8 +1554,7 @@ static void handle(Worker *w, const struct seccomp_notif *n) {
                 return;         /* the caller is gone */
         }
         if (r < 0) {
-                fail_closed(&q, r, r == -EXDEV ? "the caller has another root or mount namespace" :
-                                                 "cannot open the caller's /proc entries");
+                fail_closed(&q, r, "cannot open the caller's /proc entries");
                 goto answer;
         }
 
@@ -1823,9 +1805,8 @@ int gate_supervisor_start(const GateSupervisorConfig *c, int notify_fd, GateSupe
                 log_debug_errno(errno, "No synchronous wake-ups for seccomp notifications, ignoring: %m");
         pthread_mutex_init(&s->lock, NULL);
         s->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (s->root_fd < 0 || statx(s->root_fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &s->root) < 0) {
+        if (s->root_fd < 0) {
                 r = -errno;
-                safe_close(s->root_fd);
                 free(s);
                 return r;
         }
@@ -1945,15 +1926,25 @@ int gate_filter_install(int *ret_notify_fd) {
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
         if (r < 0)
                 return r;
-        /* No user namespace: in one the agent would hold capabilities, and with them could change its root
-         * or mount namespace under the supervisor's path resolution (caller_check_root() looks once per
-         * caller). */
+        /* Paths are resolved in the supervisor's root and mount namespace, which the agent shares from the
+         * start: it may never leave them. It holds no capability for chroot, pivot_root, setns or a new
+         * mount namespace, and no user namespace may give it one; refusing them here as well makes that
+         * hold by this filter alone, whatever the engine's profile, so no caller's root is ever looked
+         * at. */
         r = seccomp_rule_add(deny, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
                              SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
         if (r < 0)
                 return r;
+        r = seccomp_rule_add(deny, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWNS, CLONE_NEWNS));
+        if (r < 0)
+                return r;
         r = seccomp_rule_add(deny, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
                              CLONE_FLAGS_ARG(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+        if (r < 0)
+                return r;
+        r = seccomp_rule_add(deny, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                             CLONE_FLAGS_ARG(SCMP_CMP_MASKED_EQ, CLONE_NEWNS, CLONE_NEWNS));
         if (r < 0)
                 return r;
         for (size_t i = 0; i < ELEMENTSOF(denied); i++) {

@@ -58,9 +58,10 @@ typedef enum GateSyscall {
         _GATE_SYS_INVALID = -EINVAL,
 } GateSyscall;
 
-/* Denied with EPERM by the filter itself: io_uring would run the trapped operations where no filter sees
- * them. */
-#define GATE_DENIED_SYSCALLS "io_uring_setup", "io_uring_enter", "io_uring_register"
+/* Refused outright, with EPERM: io_uring performs calls out of the filter's sight; the rest would move the
+ * agent out of the root and mount namespace the supervisor resolves its paths in. */
+#define GATE_DENIED_SYSCALLS "io_uring_setup", "io_uring_enter", "io_uring_register", \
+        "chroot", "pivot_root", "setns"
 
 const char *gate_syscall_name(GateSyscall s);
 /* The native syscall number, or -1 when this architecture does not have the syscall. */
@@ -139,3 +140,4 @@ int gate_mem_read_string(int mem_fd, uint64_t addr, size_t max, char **ret, size
 /* Reads a NULL-terminated argv: -E2BIG beyond max_args entries or max_bytes bytes of strings (NULs
  * included), -EFAULT when unreadable. A NULL argv address reads as an empty argv (the kernel allows it). */
 int gate_mem_read_argv(int mem_fd, uint64_t addr, size_t max_args, size_t max_bytes, char ***ret);
+

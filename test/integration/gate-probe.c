@@ -164,6 +164,34 @@ static int userns(void) {
         return 0;
 }
 
+/* Out of the root and mount namespace the supervisor resolves paths in, by each door: chroot, pivot_root,
+ * setns and a new mount namespace by unshare() and clone(). The agent holds no capability, so the kernel
+ * refuses them anyway; the gate's filter refuses them first, which leaves a SECCOMP audit record. Prints
+ * the results, then "nr=" and the syscall numbers, for the test to find the records. */
+static int leave_root(const char *comm) {
+        long c, p, u, k, n;
+        int ns;
+
+        (void) prctl(PR_SET_NAME, comm);
+        c = syscall(SYS_chroot, "/");
+        printf("chroot=%s ", errname(c));
+        p = syscall(SYS_pivot_root, "/", "/");
+        printf("pivot_root=%s ", errname(p));
+        ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        n = syscall(SYS_setns, ns, CLONE_NEWNS);
+        printf("setns=%s ", errname(n));
+        u = syscall(SYS_unshare, CLONE_NEWNS);
+        printf("unshare=%s ", errname(u));
+        k = syscall(SYS_clone, CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, NULL);
+        if (k == 0)
+                _exit(0);
+        printf("clone=%s ", errname(k));
+        printf("nr=%i,%i,%i,%i,%i\n", SYS_chroot, SYS_pivot_root, SYS_setns, SYS_unshare, SYS_clone);
+        while (wait(NULL) > 0)
+                ;
+        return 0;
+}
+
 /* A thread that is not the leader execs (the kernel gives it the leader's pid) while the leader keeps
  * opening files: the new program's own opens must read its own memory, not the old one's. */
 static const char *exec_self, *exec_path;
@@ -483,6 +511,8 @@ int main(int argc, char *argv[]) {
         }
         if (!strcmp(cmd, "userns"))
                 return userns();
+        if (!strcmp(cmd, "leave-root") && argc > 2)       /* leave-root COMM */
+                return leave_root(a1);
         if (!strcmp(cmd, "thread-exec"))          /* thread-exec PATH: a sibling thread execs "cat PATH" */
                 return thread_exec(argv[0], a1);
         if (!strcmp(cmd, "cat"))

@@ -243,6 +243,23 @@ is "$st" 159 "an x32 syscall number kills the process (SIGSYS)"
 wrap "$PROBE" userns
 is "$out" "unshare=EPERM clone=EPERM clone3=ENOSYS" \
         "no user namespace: unshare and clone refused (EPERM), clone3 unavailable (ENOSYS, libc falls back)"
+# Out of the root and mount namespace: the kernel refuses the capability-less agent anyway, so what shows
+# the gate's own refusal is the SECCOMP audit record of its logged filter (nothing else here logs them).
+AUDIT_LOG=$T/kernel-audit.log
+audit_was=$("$lib/kernel-audit" enabled 1) || bail_out "cannot enable kernel auditing"
+atexit "'$lib/kernel-audit' enabled '$audit_was' >/dev/null"
+"$lib/kernel-audit" listen "$AUDIT_LOG" &
+audit_pid=$!
+atexit "kill $audit_pid 2>/dev/null"
+wait_for 10 grep -q '^listening' "$AUDIT_LOG" || bail_out "the audit listener does not start"
+wrap "$PROBE" leave-root gp-leaveroot
+is "${out% nr=*}" "chroot=EPERM pivot_root=EPERM setns=EPERM unshare=EPERM clone=EPERM" \
+        "no way out of the supervisor's root: chroot, pivot_root, setns, a new mount namespace (EPERM)"
+IFS=, read -r nr_chroot nr_pivot nr_setns nr_unshare nr_clone <<<"${out#* nr=}"
+for n in chroot:$nr_chroot pivot_root:$nr_pivot setns:$nr_setns unshare:$nr_unshare clone:$nr_clone; do
+        wait_for 5 grep -Eq "^type=1326 .*comm=\"gp-leaveroot\" .*syscall=${n#*:} .*code=0x50000" "$AUDIT_LOG"
+        ok $? "  ... ${n%%:*} is refused by the gate's own logged filter (a SECCOMP record, errno action)"
+done
 wrap sh -c "echo forked; (echo subshell)"
 is "$(tr '\n' ' ' <<<"$out")" "forked subshell " "  ... while ordinary forks and threads work"
 echo first-line >"$H/exec-target.txt"
