@@ -120,6 +120,7 @@ typedef struct Worker {
         uint64_t clock;
         int deferred_close[GATE_DEFERRED_CLOSE_MAX];
         size_t n_deferred_close;
+        GateMemCache mem_cache;         /* for an exec's strings, reused from one to the next */
 } Worker;
 
 typedef enum ResultType {
@@ -927,15 +928,18 @@ static bool check_exec_as(Request *q, char **argv, const char *as, const char *c
         return v.needs_cwd;
 }
 
+/* The filename and argv as the caller's memory holds them now: read afresh, each chunk of it once. */
 static int read_exec(Request *q, char **ret_file, char ***ret_argv) {
+        GateMemCache *mc = &q->w->mem_cache;
         _cleanup_free_ char *file = NULL;
         _cleanup_(strv_freep) char **argv = NULL;
         int r;
 
-        r = gate_mem_read_string(q->mem_fd, q->call.path, GATE_PATH_MAX, &file, NULL);
+        gate_mem_cache_reset(mc, q->mem_fd);
+        r = gate_mem_cache_read_string(mc, q->call.path, GATE_PATH_MAX, &file, NULL);
         if (r < 0)
                 return r;
-        r = gate_mem_read_argv(q->mem_fd, q->call.argv, GATE_ARGV_MAX, GATE_ARGV_BYTES_MAX, &argv);
+        r = gate_mem_cache_read_argv(mc, q->call.argv, GATE_ARGV_MAX, GATE_ARGV_BYTES_MAX, &argv);
         if (r < 0)
                 return r;
         *ret_file = TAKE_PTR(file);
@@ -1656,6 +1660,7 @@ static void spawn_worker_locked(GateSupervisor *s, bool receiver) {
         w->s = s;
         for (size_t i = 0; i < GATE_CALLER_CACHE_MAX; i++)
                 w->callers[i] = (CallerHandles) { .dir_fd = -EBADF, .pidfd = -EBADF, .mem_fd = -EBADF, .status_fd = -EBADF };
+        w->mem_cache = (GateMemCache) GATE_MEM_CACHE_NULL;
         if (receiver)
                 w->receiver = ++s->receiver;
         r = pthread_attr_init(&attr);
@@ -1678,6 +1683,7 @@ static void worker_free(Worker *w) {
         for (size_t i = 0; i < GATE_CALLER_CACHE_MAX; i++)
                 caller_handles_forget(w, &w->callers[i]);
         close_deferred(w);
+        gate_mem_cache_done(&w->mem_cache);
         free(w);
 }
 

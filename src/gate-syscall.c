@@ -380,7 +380,98 @@ int gate_mem_read(int mem_fd, uint64_t addr, void *buf, size_t size) {
         return 0;
 }
 
-int gate_mem_read_string(int mem_fd, uint64_t addr, size_t max, char **ret, size_t *ret_len) {
+/* ---- the caller's memory, a chunk at a time ---- */
+
+void gate_mem_cache_reset(GateMemCache *c, int mem_fd) {
+        /* The chunks of one huge argv are not worth keeping for the next exec. */
+        if (c->n_alloc > GATE_MEM_CACHE_KEEP) {
+                c->addr = mfree(c->addr);
+                c->data = mfree(c->data);
+                c->n_alloc = 0;
+        }
+        c->fd = mem_fd;
+        c->n = 0;
+        c->last = 0;
+}
+
+void gate_mem_cache_done(GateMemCache *c) {
+        c->addr = mfree(c->addr);
+        c->data = mfree(c->data);
+        *c = (GateMemCache) GATE_MEM_CACHE_NULL;
+}
+
+/* The cached chunk at base (GATE_MEM_CHUNK-aligned), read now if it is not there yet. */
+static int mem_cache_chunk(GateMemCache *c, uint64_t base, const uint8_t **ret) {
+        uint8_t *d;
+        int r;
+
+        if (c->last < c->n && c->addr[c->last] == base) {
+                *ret = c->data + c->last * GATE_MEM_CHUNK;
+                return 0;
+        }
+        for (size_t i = 0; i < c->n; i++)
+                if (c->addr[i] == base) {
+                        c->last = i;
+                        *ret = c->data + i * GATE_MEM_CHUNK;
+                        return 0;
+                }
+        if (c->n == GATE_MEM_CACHE_CHUNKS_MAX)
+                return -E2BIG;
+        if (c->n == c->n_alloc) {
+                size_t want = MIN(MAX(c->n_alloc * 2, (size_t) 4), (size_t) GATE_MEM_CACHE_CHUNKS_MAX);
+                uint64_t *a = reallocarray(c->addr, want, sizeof(uint64_t));
+
+                if (!a)
+                        return -ENOMEM;
+                c->addr = a;
+                d = reallocarray(c->data, want, GATE_MEM_CHUNK);
+                if (!d)
+                        return -ENOMEM;
+                c->data = d;
+                c->n_alloc = want;
+        }
+        /* The whole chunk: no page boundary falls inside it, so it is readable when any byte of it is. */
+        d = c->data + c->n * GATE_MEM_CHUNK;
+        r = gate_mem_read(c->fd, base, d, GATE_MEM_CHUNK);
+        if (r < 0)
+                return r;
+        c->addr[c->n] = base;
+        c->last = c->n++;
+        *ret = d;
+        return 0;
+}
+
+static int mem_cache_read(GateMemCache *c, uint64_t addr, void *buf, size_t size) {
+        size_t done = 0;
+
+        if (!address_ok(addr, size))
+                return -EFAULT;
+        while (done < size) {
+                uint64_t at = addr + done, base = at & ~(uint64_t) (GATE_MEM_CHUNK - 1);
+                size_t off = (size_t) (at - base), k = MIN(size - done, GATE_MEM_CHUNK - off);
+                const uint8_t *chunk;
+                int r;
+
+                r = mem_cache_chunk(c, base, &chunk);
+                if (r < 0)
+                        return r;
+                memcpy((uint8_t *) buf + done, chunk + off, k);
+                done += k;
+        }
+        return 0;
+}
+
+/* Either a plain read of the caller's memory, or one through a cache. */
+typedef struct MemReader {
+        int fd;
+        GateMemCache *cache;
+} MemReader;
+
+static int reader_read(const MemReader *m, uint64_t addr, void *buf, size_t size) {
+        return m->cache ? mem_cache_read(m->cache, addr, buf, size) : gate_mem_read(m->fd, addr, buf, size);
+}
+
+static int read_string(const MemReader *m, uint64_t addr, size_t max, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, alloc = 0;
 
@@ -407,7 +498,7 @@ int gate_mem_read_string(int mem_fd, uint64_t addr, size_t max, char **ret, size
                         buf = p;
                         alloc = want;
                 }
-                r = gate_mem_read(mem_fd, addr + len, buf + len, chunk);
+                r = reader_read(m, addr + len, buf + len, chunk);
                 if (r < 0)
                         return r;
                 nul = memchr(buf + len, 0, chunk);
@@ -423,7 +514,7 @@ int gate_mem_read_string(int mem_fd, uint64_t addr, size_t max, char **ret, size
         return 0;
 }
 
-int gate_mem_read_argv(int mem_fd, uint64_t addr, size_t max_args, size_t max_bytes, char ***ret) {
+static int read_argv(const MemReader *m, uint64_t addr, size_t max_args, size_t max_bytes, char ***ret) {
         _cleanup_(strv_freep) char **argv = NULL;
         size_t n = 0, bytes = 0;
 
@@ -452,7 +543,7 @@ int gate_mem_read_argv(int mem_fd, uint64_t addr, size_t max_args, size_t max_by
                         size_t k = (page_size() - (size_t) (next % page_size())) / sizeof(uint64_t);
 
                         k = MIN(MAX(k, (size_t) 1), ELEMENTSOF(ptrs));
-                        r = gate_mem_read(mem_fd, next, ptrs, k * sizeof(uint64_t));
+                        r = reader_read(m, next, ptrs, k * sizeof(uint64_t));
                         if (r < 0)
                                 return r;
                         have = k;
@@ -468,7 +559,7 @@ int gate_mem_read_argv(int mem_fd, uint64_t addr, size_t max_args, size_t max_by
                         return -ENOMEM;
                 argv = a;
                 argv[n + 1] = NULL;
-                r = gate_mem_read_string(mem_fd, p, max_bytes - bytes, &argv[n], &len);
+                r = read_string(m, p, max_bytes - bytes, &argv[n], &len);
                 if (r == -ENAMETOOLONG)
                         return -E2BIG;
                 if (r < 0)
@@ -478,4 +569,20 @@ int gate_mem_read_argv(int mem_fd, uint64_t addr, size_t max_args, size_t max_by
         }
         *ret = TAKE_PTR(argv);
         return 0;
+}
+
+int gate_mem_read_string(int mem_fd, uint64_t addr, size_t max, char **ret, size_t *ret_len) {
+        return read_string(&(const MemReader) { .fd = mem_fd }, addr, max, ret, ret_len);
+}
+
+int gate_mem_read_argv(int mem_fd, uint64_t addr, size_t max_args, size_t max_bytes, char ***ret) {
+        return read_argv(&(const MemReader) { .fd = mem_fd }, addr, max_args, max_bytes, ret);
+}
+
+int gate_mem_cache_read_string(GateMemCache *c, uint64_t addr, size_t max, char **ret, size_t *ret_len) {
+        return read_string(&(const MemReader) { .cache = c }, addr, max, ret, ret_len);
+}
+
+int gate_mem_cache_read_argv(GateMemCache *c, uint64_t addr, size_t max_args, size_t max_bytes, char ***ret) {
+        return read_argv(&(const MemReader) { .cache = c }, addr, max_args, max_bytes, ret);
 }

@@ -13,6 +13,7 @@
  * relative paths against its cwd, and keeps what it read of both until one of these calls says they
  * change, instead of reading /proc/PID/status and /proc/PID/cwd for every call. */
 
+#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -141,3 +142,23 @@ int gate_mem_read_string(int mem_fd, uint64_t addr, size_t max, char **ret, size
  * included), -EFAULT when unreadable. A NULL argv address reads as an empty argv (the kernel allows it). */
 int gate_mem_read_argv(int mem_fd, uint64_t addr, size_t max_args, size_t max_bytes, char ***ret);
 
+/* The caller's memory read a chunk at a time and kept for one decision: an exec's filename, argv array
+ * and strings mostly share a chunk or two, each one read. GATE_MEM_CHUNK-aligned chunks never straddle a
+ * page. The same reads as above, with the same results and caps, plus -E2BIG past
+ * GATE_MEM_CACHE_CHUNKS_MAX chunks (a few thousand strings each on a page of its own). To read the
+ * memory again as it is now, reset the cache first. */
+#define GATE_MEM_CHUNK 4096U
+#define GATE_MEM_CACHE_CHUNKS_MAX 1024U        /* 4 MiB: twice GATE_ARGV_BYTES_MAX */
+#define GATE_MEM_CACHE_KEEP 16U                /* chunks' worth of memory kept from one use to the next */
+typedef struct GateMemCache {
+        int fd;                                 /* /proc/PID/mem, not owned */
+        size_t n, n_alloc;
+        uint64_t *addr;                         /* the chunks' addresses */
+        uint8_t *data;                          /* n_alloc * GATE_MEM_CHUNK bytes */
+        size_t last;                            /* the chunk read from last */
+} GateMemCache;
+#define GATE_MEM_CACHE_NULL { .fd = -EBADF }
+void gate_mem_cache_reset(GateMemCache *c, int mem_fd);
+void gate_mem_cache_done(GateMemCache *c);
+int gate_mem_cache_read_string(GateMemCache *c, uint64_t addr, size_t max, char **ret, size_t *ret_len);
+int gate_mem_cache_read_argv(GateMemCache *c, uint64_t addr, size_t max_args, size_t max_bytes, char ***ret);

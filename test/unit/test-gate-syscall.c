@@ -242,10 +242,100 @@ static void test_memory(void) {
         munmap(page, ps);
 }
 
+/* The same reads through the chunk cache an exec uses. */
+static void test_memory_cache(void) {
+        long ps = sysconf(_SC_PAGESIZE);
+        _cleanup_close_ int mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+        _cleanup_(strv_freep) char **argv = NULL;
+        GateMemCache c = GATE_MEM_CACHE_NULL;
+        size_t n_pages = GATE_MEM_CACHE_CHUNKS_MAX + 8;
+        char *page, *s = NULL, *many;
+        uint64_t *ptrs;
+        size_t len = 0;
+        int r;
+
+        /* Three pages, the third unmapped. */
+        page = mmap(NULL, 3 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        ok(page != MAP_FAILED && munmap(page + 2 * ps, ps) == 0, "cache: two pages followed by an unmapped one");
+
+        gate_mem_cache_reset(&c, mem);
+        memcpy(page, "/bin/rm\0-rf\0/\0", 14);
+        ptrs = (uint64_t *) (page + 64);
+        ptrs[0] = (uint64_t) (uintptr_t) page;
+        ptrs[1] = (uint64_t) (uintptr_t) (page + 8);
+        ptrs[2] = (uint64_t) (uintptr_t) (page + 12);
+        ptrs[3] = 0;
+        r = gate_mem_cache_read_string(&c, (uint64_t) (uintptr_t) page, GATE_PATH_MAX, &s, &len);
+        ok(r == 0 && streq(s, "/bin/rm") && len == 7, "cache: a filename is read");
+        s = mfree(s);
+        r = gate_mem_cache_read_argv(&c, (uint64_t) (uintptr_t) ptrs, GATE_ARGV_MAX, GATE_ARGV_BYTES_MAX, &argv);
+        ok(r == 0 && strv_length(argv) == 3 && streq(argv[0], "/bin/rm") && streq(argv[1], "-rf") && streq(argv[2], "/"),
+           "cache: an argv is read");
+        ok(c.n == 1, "cache: a filename, argv array and strings on one page are one chunk read");
+        argv = strv_free(argv);
+
+        memcpy(page, "/bin/ls", 7);
+        r = gate_mem_cache_read_string(&c, (uint64_t) (uintptr_t) page, GATE_PATH_MAX, &s, NULL);
+        ok(r == 0 && streq(s, "/bin/rm"), "cache: without a reset the chunk read before is used");
+        s = mfree(s);
+        gate_mem_cache_reset(&c, mem);
+        r = gate_mem_cache_read_string(&c, (uint64_t) (uintptr_t) page, GATE_PATH_MAX, &s, NULL);
+        ok(r == 0 && streq(s, "/bin/ls") && c.n == 1, "cache: after a reset the memory is read as it is now");
+        s = mfree(s);
+
+        gate_mem_cache_reset(&c, mem);
+        memset(page + ps - 3, 'a', 3);
+        memcpy(page + ps, "bc\0", 3);
+        r = gate_mem_cache_read_string(&c, (uint64_t) (uintptr_t) (page + ps - 3), GATE_PATH_MAX, &s, &len);
+        ok(r == 0 && streq(s, "aaabc") && len == 5 && c.n == 2, "cache: a string across two pages is read from two chunks");
+        s = mfree(s);
+
+        memcpy(page + 2 * ps - 6, "/a/b\0", 5);
+        gate_mem_cache_reset(&c, mem);
+        r = gate_mem_cache_read_string(&c, (uint64_t) (uintptr_t) (page + 2 * ps - 6), GATE_PATH_MAX, &s, &len);
+        ok(r == 0 && streq(s, "/a/b"), "cache: a string ending just before an unmapped page is read");
+        s = mfree(s);
+        memset(page + 2 * ps - 4, 'x', 4);
+        gate_mem_cache_reset(&c, mem);
+        r = gate_mem_cache_read_string(&c, (uint64_t) (uintptr_t) (page + 2 * ps - 4), GATE_PATH_MAX, &s, NULL);
+        ok(r == -EFAULT && !s, "cache: a string running into an unmapped page fails closed (-EFAULT)");
+        r = gate_mem_cache_read_string(&c, 0, GATE_PATH_MAX, &s, NULL);
+        ok(r == -EFAULT, "cache: a NULL path is -EFAULT");
+        memset(page, 'y', ps);
+        page[100] = 0;
+        r = gate_mem_cache_read_string(&c, (uint64_t) (uintptr_t) page, 100, &s, NULL);
+        ok(r == -ENAMETOOLONG && !s, "cache: one byte over the cap is refused, not cut");
+        ok(munmap(page, 2 * ps) == 0, "cache: test pages unmapped");
+
+        /* More strings than the cache holds chunks, each on a page of its own. */
+        many = mmap(NULL, n_pages * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        ptrs = calloc(n_pages + 1, sizeof(uint64_t));
+        ok(many != MAP_FAILED && ptrs, "cache: %zu pages with a string each", n_pages);
+        for (size_t i = 0; i < n_pages; i++) {
+                many[i * ps] = 'a';
+                ptrs[i] = (uint64_t) (uintptr_t) (many + i * ps);
+        }
+        gate_mem_cache_reset(&c, mem);
+        r = gate_mem_cache_read_argv(&c, (uint64_t) (uintptr_t) ptrs, GATE_ARGV_MAX, GATE_ARGV_BYTES_MAX, &argv);
+        ok(r == -E2BIG && !argv, "cache: an argv spread over more chunks than the cap fails closed (-E2BIG)");
+        gate_mem_cache_reset(&c, mem);
+        ok(c.n_alloc == 0, "cache: a reset gives back the memory of a big read");
+        /* The pointer array takes three chunks at most. */
+        ptrs[GATE_MEM_CACHE_CHUNKS_MAX - 3] = 0;
+        r = gate_mem_cache_read_argv(&c, (uint64_t) (uintptr_t) ptrs, GATE_ARGV_MAX, GATE_ARGV_BYTES_MAX, &argv);
+        ok(r == 0 && strv_length(argv) == GATE_MEM_CACHE_CHUNKS_MAX - 3,
+           "cache: one just within the cap (strings and the pointer array) is read");
+        argv = strv_free(argv);
+        free(ptrs);
+        (void) munmap(many, n_pages * ps);
+        gate_mem_cache_done(&c);
+}
+
 int main(void) {
         test_table();
         test_decode();
         test_ops();
         test_memory();
+        test_memory_cache();
         return done_testing();
 }
