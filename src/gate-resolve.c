@@ -156,6 +156,63 @@ static int finish(GateResolved *res, const char *name) {
         return res->name ? 0 : -ENOMEM;
 }
 
+/* The object of a path with its symlinks followed, for a caller that wants only the object and its path
+ * (an exec): one openat2() refusing symlinks gets most absolute paths, with the lexically cleaned path;
+ * for the rest (/bin/true -> usr/bin/true, /usr/bin/python3 -> python3.11) the kernel follows them, as
+ * it would for the caller, and the path is the object's real one. The object must not be in procfs,
+ * where "self" would have meant the supervisor; a walk that only passed through it
+ * ("/proc/self/task/N/../../..") can come out only by "..", to where the caller's would, and magic links
+ * are refused. Returns -EAGAIN for the component walk, which also gives the exact error of a dangling
+ * or looping link. */
+static int resolve_object(int start_fd, const char *path, unsigned flags, GateResolved *ret) {
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *p = NULL;
+        GateResolved res = GATE_RESOLVED_NULL;
+        struct statfs sf;
+        struct stat st;
+        int r;
+
+        if (!(flags & GATE_RESOLVE_OBJECT_ONLY) || !(flags & GATE_RESOLVE_FOLLOW) ||
+            (flags & (GATE_RESOLVE_BENEATH | GATE_RESOLVE_IN_ROOT | GATE_RESOLVE_EMPTY_PATH)))
+                return -EAGAIN;
+        if (path[0] == '/') {
+                fd = (int) syscall(SYS_openat2, start_fd, path, &how, sizeof(how));
+                if (fd >= 0) {
+                        res.path = gate_path_clean(path);
+                        if (!res.path)
+                                return -ENOMEM;
+                        res.fd = TAKE_FD(fd);
+                        *ret = res;
+                        return 0;
+                }
+                if (errno != ELOOP && errno != EXDEV && errno != ENOSYS && errno != EAGAIN)
+                        return -errno;
+        }
+        if (flags & GATE_RESOLVE_NO_SYMLINKS)
+                return -EAGAIN;
+        how.resolve = RESOLVE_NO_MAGICLINKS;
+        fd = (int) syscall(SYS_openat2, start_fd, path, &how, sizeof(how));
+        if (fd < 0)
+                return -EAGAIN;
+        if (fstatfs(fd, &sf) < 0 || sf.f_type == PROC_SUPER_MAGIC || fstat(fd, &st) < 0 || st.st_nlink == 0)
+                return -EAGAIN;
+        r = gate_fd_path(fd, &p);
+        if (r < 0)
+                return r;
+        if (p[0] != '/')
+                return -EAGAIN;
+        res.path = gate_path_clean(p);
+        if (!res.path)
+                return -ENOMEM;
+        res.fd = TAKE_FD(fd);
+        *ret = res;
+        return 0;
+}
+
 /* Most paths have no symlink at all: one openat2() refusing symlinks gets the directory, the path is the
  * lexically cleaned one. Many others have one only among their directories (/lib -> usr/lib on a merged
  * /usr): then the kernel follows them, as it would for the caller, and the path is the directory's real
@@ -275,6 +332,9 @@ int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsign
                 return -ENAMETOOLONG;
         if (path[0] == 0 && !(flags & GATE_RESOLVE_EMPTY_PATH))
                 return -ENOENT;
+        r = resolve_object(start_fd, path, flags, ret);
+        if (r != -EAGAIN)
+                return r;
         r = resolve_fast(start_fd, path, flags, ret, &cur, &link_fd);
         if (r != -EAGAIN)
                 return r;

@@ -24,6 +24,8 @@
 #define GATE_RESOLVE_BENEATH       (1U << 3)    /* RESOLVE_BENEATH: leaving start_fd fails with -EXDEV */
 #define GATE_RESOLVE_IN_ROOT       (1U << 4)    /* RESOLVE_IN_ROOT: start_fd is the root */
 #define GATE_RESOLVE_EMPTY_PATH    (1U << 5)    /* AT_EMPTY_PATH: "" names start_fd itself */
+#define GATE_RESOLVE_OBJECT_ONLY   (1U << 6)    /* only fd and path are wanted: dir_fd and name may be unset
+                                                 * when the object exists */
 
 #define GATE_RESOLVE_SYMLINKS_MAX 40U           /* the kernel's MAXSYMLINKS */
 

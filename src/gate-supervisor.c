@@ -952,7 +952,7 @@ static void handle_exec(Request *q) {
         _cleanup_free_ char *file = NULL, *file2 = NULL, *cwd = NULL, *key = NULL, *exec_path = NULL;
         _cleanup_(strv_freep) char **argv = NULL, **argv2 = NULL;
         GateResolved res = GATE_RESOLVED_NULL;
-        unsigned flags = 0;
+        unsigned flags = GATE_RESOLVE_OBJECT_ONLY;
         GateVerdict v;
         bool first = true;
         int r, start;

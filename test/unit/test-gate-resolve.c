@@ -33,6 +33,8 @@ static void make_tree(void) {
                 { "d/sub/up", "../f" },
                 { "proc-status", "/proc/self/status" },
                 { "proc-dir", "/proc/self" },
+                { "proc-out", NULL },           /* /proc/self/../..BASE/d/f: through procfs and out */
+                { "dangling", "d/none" },
         };
         char p[PATH_MAX * 2];
 
@@ -52,6 +54,8 @@ static void make_tree(void) {
                 snprintf(p, sizeof(p), "%s/%s", base, links[i].name);
                 if (links[i].target)
                         snprintf(target, sizeof(target), "%s", links[i].target);
+                else if (streq(links[i].name, "proc-out"))
+                        snprintf(target, sizeof(target), "/proc/self/../..%s/d/f", base);
                 else
                         snprintf(target, sizeof(target), "%s/d/f", base);
                 if (symlink(target, p) < 0)
@@ -168,6 +172,50 @@ static void test_proc_self(void) {
         (void) waitpid(child, NULL, 0);
 }
 
+/* An exec wants only the object and its path: the kernel follows the symlinks then, but the answers must
+ * be the component walk's. */
+static void test_object_only(void) {
+        static const struct { const char *path; unsigned flags; } cases[] = {
+                { "d/f", 0 }, { "d/./sub/../f", 0 }, { "link-f", 0 }, { "abs-f", 0 }, { "chain", 0 },
+                { "link-d/f", 0 }, { "link-d2/sub/../f", 0 }, { "deep", 0 }, { "mix", 0 }, { "d/sub/up", 0 },
+                { "proc-out", 0 }, { "loop1", 0 }, { "missing/x", 0 }, { "d/f/x", 0 }, { "dangling", 0 },
+                { "link-d/f", GATE_RESOLVE_NO_SYMLINKS }, { "link-f", GATE_RESOLVE_NO_SYMLINKS },
+        };
+        char want[64];
+        pid_t child;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                for (int absolute = 0; absolute <= 1; absolute++) {
+                        _cleanup_free_ char *path = absolute ? in_base(cases[i].path) : strdup(cases[i].path);
+                        unsigned f = GATE_RESOLVE_FOLLOW | cases[i].flags;
+                        _cleanup_free_ char *walked = resolve(getpid(), path, f, NULL);
+                        _cleanup_free_ char *object = resolve(getpid(), path, f | GATE_RESOLVE_OBJECT_ONLY, NULL);
+
+                        is_str(object, walked, "object only: %s resolves as the walk does (%s)", path, walked);
+                }
+        RESOLVES("proc-out", GATE_RESOLVE_FOLLOW | GATE_RESOLVE_OBJECT_ONLY, "d/f",
+                 "object only: a link through /proc/self and out by '..' reaches its target");
+
+        child = fork();
+        if (child == 0) {
+                pause();
+                _exit(0);
+        }
+        snprintf(want, sizeof(want), "/proc/%i/status", (int) child);
+        {
+                _cleanup_free_ char *p = resolve(child, "proc-status", GATE_RESOLVE_FOLLOW | GATE_RESOLVE_OBJECT_ONLY, NULL);
+
+                is_str(p, want, "object only: a symlink into /proc/self still names the caller");
+        }
+        {
+                _cleanup_free_ char *p = resolve(child, "/proc/self/status", GATE_RESOLVE_FOLLOW | GATE_RESOLVE_OBJECT_ONLY, NULL);
+
+                is_str(p, want, "object only: so does /proc/self itself");
+        }
+        kill(child, SIGKILL);
+        (void) waitpid(child, NULL, 0);
+}
+
 int main(void) {
         char cmd[PATH_MAX + 16];
 
@@ -175,6 +223,7 @@ int main(void) {
         test_plain_and_symlinks();
         test_errors();
         test_proc_self();
+        test_object_only();
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
         if (system(cmd) != 0)
                 diag("could not remove the test tree");
