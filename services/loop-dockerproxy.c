@@ -252,9 +252,10 @@ static int send_two(int fd, const void *a, size_t a_size, const void *b, size_t 
         return 0;
 }
 
+/* Without a deadline the (blocking) socket is read at once: no poll() before it. */
 static ssize_t recv_some(int fd, void *buf, size_t size, uint64_t deadline) {
         for (;;) {
-                int r = wait_fd(fd, POLLIN, deadline);
+                int r = deadline == UINT64_MAX ? 0 : wait_fd(fd, POLLIN, deadline);
                 if (r < 0)
                         return r;
                 ssize_t k = recv(fd, buf, size, 0);
@@ -861,36 +862,42 @@ static bool path_is_hijack(const char *method, const char *path) {
         return false;
 }
 
-/* The head sent to the engine. body_size UINT64_MAX: chunked. */
+/* The head sent to the engine. body_size UINT64_MAX: chunked. Built in one allocation sized first:
+ * this runs for every request. */
 static int format_upstream_head(Conn *c, bool hijack, uint64_t body_size, bool has_body, char **ret, size_t *ret_size) {
-        _cleanup_free_ char *target = NULL, *buf = NULL;
-        size_t size = 0;
-        FILE *f;
+        _cleanup_free_ char *target = NULL;
+        const char *connection = NULL;
+        size_t size;
+        char *buf, *p;
 
         target = proxy_target_format(&c->target);
         if (!target)
                 return -ENOMEM;
-        f = open_memstream(&buf, &size);
-        if (!f)
+        if (hijack)
+                connection = http_request_header(&c->head, "Upgrade") ? "Connection: Upgrade\r\nUpgrade: tcp\r\n" :
+                                                                         "Connection: close\r\n";
+        size = strlen(c->head.method) + strlen(target) + (sizeof(" HTTP/1.1\r\nHost: docker\r\n") - 1) + 2 +
+                strlen(strempty(connection)) + (sizeof("Content-Length: 18446744073709551615\r\n") - 1) +
+                (sizeof("Transfer-Encoding: chunked\r\n") - 1) + 2 + 1;
+        for (size_t i = 0; i < c->head.n_headers; i++)
+                size += strlen(c->head.headers[i].name) + 2 + strlen(c->head.headers[i].value) + 2;
+        buf = malloc(size);
+        if (!buf)
                 return -ENOMEM;
-        fprintf(f, "%s %s HTTP/1.1\r\nHost: docker\r\n", c->head.method, target);
+        p = stpcpy(stpcpy(stpcpy(stpcpy(buf, c->head.method), " "), target), " HTTP/1.1\r\nHost: docker\r\n");
         for (size_t i = 0; i < c->head.n_headers; i++)
                 if (!header_is_hop_by_hop(&c->head, c->head.headers[i].name))
-                        fprintf(f, "%s: %s\r\n", c->head.headers[i].name, c->head.headers[i].value);
-        if (hijack && http_request_header(&c->head, "Upgrade"))
-                fputs("Connection: Upgrade\r\nUpgrade: tcp\r\n", f);
-        else if (hijack)
-                fputs("Connection: close\r\n", f);
-        /* else HTTP/1.1's default: the engine connection is kept for the client's next request */
+                        p = stpcpy(stpcpy(stpcpy(stpcpy(p, c->head.headers[i].name), ": "), c->head.headers[i].value), "\r\n");
+        /* not hijacked: HTTP/1.1's default, the engine connection is kept for the client's next request */
+        if (connection)
+                p = stpcpy(p, connection);
         if (body_size == UINT64_MAX)
-                fputs("Transfer-Encoding: chunked\r\n", f);
+                p = stpcpy(p, "Transfer-Encoding: chunked\r\n");
         else if (has_body || body_size > 0)
-                fprintf(f, "Content-Length: %" PRIu64 "\r\n", body_size);
-        fputs("\r\n", f);
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
+                p += sprintf(p, "Content-Length: %" PRIu64 "\r\n", body_size);
+        p = stpcpy(p, "\r\n");
+        *ret = buf;
+        *ret_size = (size_t) (p - buf);
         return 0;
 }
 
@@ -972,9 +979,11 @@ static int stream_request_body(Conn *c, int up, const char *pending, size_t n_pe
  * socket (its next request, read after this answer; nothing after a request reaches the engine as part
  * of it). initial are response bytes that came with the head. Returns 1 when the response ended where
  * its framing says and nothing followed it (both connections may carry another request), 0 when it
- * ended otherwise (the engine closed, the client left). */
+ * ended otherwise (the engine closed, the client left). prefix (the response head, when its body is
+ * chunked and part of it came with the head) goes out with the first bytes, in one sendmsg(), and the
+ * request is journaled then. */
 static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool head_request,
-                 const char *initial, size_t n_initial) {
+                 const char *initial, size_t n_initial, const char *prefix, size_t n_prefix) {
         HttpChunked ch = { .framing_unlimited = true };
         uint64_t left = h->length;
         char *buf = c->io;
@@ -1049,7 +1058,13 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
                         left -= n;
                         done = left == 0;
                 }
-                r = send_all(c->fd, data, n);
+                if (n_prefix > 0) {
+                        r = send_two(c->fd, prefix, n_prefix, data, n);
+                        n_prefix = 0;
+                        conn_record(c);
+                        c->rule = NULL;         /* recorded */
+                } else
+                        r = send_all(c->fd, data, n);
                 if (r < 0)
                         return r;
                 if (done)
@@ -1106,7 +1121,7 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
         bool streamed = !body, head_request = streq(c->head.method, "HEAD");
         bool reused, may_resend = streq(c->head.method, "GET") || head_request;
         HttpResponseHead h = {};
-        size_t head_size, rsize = 0, client_head_size;
+        size_t head_size, rsize = 0, client_head_size = 0;
         int r;
 
         if (up >= 0 && (streamed || hijack || !upstream_is_idle(up)))
@@ -1184,6 +1199,8 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
                                   h.status < 200);
         bool bodyless = head_request || h.status == 204 || h.status == 304 || h.status < 200;
         size_t extra = rsize - h.head_size, with_head = 0;
+        /* a chunked body's first bytes, come with the head, go out with it (relay()) */
+        bool head_with_chunks = framed && h.chunked && !bodyless && extra > 0;
         if (!framed)
                 c->keep_alive = false;          /* the answer ends where the connection does */
         if (hijack)
@@ -1193,19 +1210,22 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
                 /* a body of known length that came (part or whole) with the head goes out with it */
                 if (framed && !bodyless && !h.chunked && h.has_length && extra <= h.length)
                         with_head = extra;
-                if (r >= 0)
+                if (r >= 0 && !head_with_chunks)
                         r = send_two(c->fd, client_head, client_head_size, rbuf + h.head_size, with_head);
         }
         /* journaled once the engine acted and the client has the head: the decision was made (and a
          * refusal journaled) before the request went to the engine; streams may be long */
-        conn_record(c);
-        c->rule = NULL;         /* recorded */
+        if (!head_with_chunks) {
+                conn_record(c);
+                c->rule = NULL;         /* recorded */
+        }
         if (r < 0)
                 return r;
 
         HttpResponseHead rest = h;
         rest.length -= with_head;
-        r = relay(c, up, hijack, &rest, head_request, rbuf + h.head_size + with_head, extra - with_head);
+        r = relay(c, up, hijack, &rest, head_request, rbuf + h.head_size + with_head, extra - with_head,
+                  head_with_chunks ? client_head : NULL, head_with_chunks ? client_head_size : 0);
         if (r < 0)
                 return r;
         if (r == 0)

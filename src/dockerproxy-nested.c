@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "config.h"
 #include "dockerproxy-nested.h"
 #include "strv.h"
 
@@ -227,6 +228,19 @@ int proxy_query_scope_to_channel(json_object *query, const char *channel) {
                 return -ENOMEM;
         v = get_icase(query, "filters", NULL);
         text = v ? json_object_get_string(v) : NULL;
+        if (!v && channel_name_check(channel, NULL) >= 0) {
+                /* the common list, without filters of its own: the channel's as one string (its name needs
+                 * no JSON escaping), not a JSON document built and printed for every request */
+                _cleanup_free_ char *scoped = NULL;
+                if (asprintf(&scoped, "{\"label\":[\"%s\",\"" PROXY_LABEL_TYPE "=" PROXY_TYPE_NESTED "\"]}", label) < 0)
+                        return -ENOMEM;
+                v = json_object_new_string(scoped);
+                if (!v || json_object_object_add(query, "filters", v) < 0) {
+                        json_object_put(v);
+                        return -ENOMEM;
+                }
+                return 0;
+        }
         if (!isempty(text)) {
                 if (strlen(text) > PROXY_FILTERS_MAX)
                         return -EBADMSG;
