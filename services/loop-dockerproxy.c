@@ -974,6 +974,95 @@ static int stream_request_body(Conn *c, int up, const char *pending, size_t n_pe
         }
 }
 
+/* Waits until the engine has something to say, passing on what the client sends meanwhile when the
+ * stream is hijacked (its stdin) and otherwise only watching it for hanging up. 1: the engine's side is
+ * readable; 0: the client is gone (a follow stream ends here); < 0: an error. */
+static int relay_wait(Conn *c, int up, bool hijack, bool *client_open) {
+        char *buf = c->io_scratch;      /* c->io may hold engine bytes not yet sent */
+        int r;
+
+        for (;;) {
+                struct pollfd p[2] = {
+                        { .fd = up, .events = POLLIN },
+                        { .fd = *client_open ? c->fd : -1, .events = (hijack ? POLLIN : 0) | POLLRDHUP },
+                };
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (p[1].revents && !hijack) {
+                        /* gone, or only done sending: it still reads */
+                        if (p[1].revents & (POLLHUP | POLLERR))
+                                return 0;
+                        *client_open = false;
+                } else if (p[1].revents) {
+                        ssize_t k = recv(c->fd, buf, PROXY_IO_BUFFER, 0);
+                        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                                continue;
+                        if (k <= 0) {
+                                *client_open = false;
+                                (void) shutdown(up, SHUT_WR);
+                        } else if ((r = send_all(up, buf, (size_t) k)) < 0)
+                                return r;
+                }
+                if (p[0].revents)
+                        return 1;
+        }
+}
+
+/* The engine's bytes that need no look (a hijacked stream: attach, exec output; an answer without
+ * framing, which ends where the connection does) move to the client through a pipe with splice(): no
+ * copy through user space, and up to PROXY_PIPE_SIZE a system call. Until the engine closes (0) or the
+ * client leaves. Without a pipe (-EMFILE, say), -EOPNOTSUPP before anything moved: the caller copies
+ * instead. A chunked answer (logs, events, build output: what the engines send) is copied, since its
+ * framing is read to know where it ends; an answer of known length mostly comes with its head. */
+#define PROXY_PIPE_SIZE (1024U * 1024U)
+
+static int relay_splice(Conn *c, int up, bool hijack) {
+        _cleanup_close_ int pipe_r = -EBADF, pipe_w = -EBADF;
+        bool client_open = true, need_wait = hijack;
+        int fds[2], r;
+
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -EOPNOTSUPP;
+        pipe_r = fds[0];
+        pipe_w = fds[1];
+        (void) fcntl(pipe_w, F_SETPIPE_SZ, PROXY_PIPE_SIZE);    /* a smaller pipe only costs more calls */
+
+        for (;;) {
+                /* hijacked: the client's side is served between reads; else the engine is read while it
+                 * has something and waited for (watching the client) only when it has not */
+                if (need_wait) {
+                        r = relay_wait(c, up, hijack, &client_open);
+                        if (r <= 0)
+                                return r;
+                }
+                need_wait = hijack;
+                ssize_t k = splice(up, NULL, pipe_w, NULL, PROXY_PIPE_SIZE, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (k < 0 && errno == EAGAIN) {
+                        need_wait = true;
+                        continue;
+                }
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0) {           /* the engine closed: the answer ends here */
+                        (void) shutdown(c->fd, SHUT_WR);
+                        return 0;
+                }
+                while (k > 0) {
+                        ssize_t w = splice(pipe_r, NULL, c->fd, NULL, (size_t) k, SPLICE_F_MOVE);
+                        if (w < 0 && errno == EINTR)
+                                continue;
+                        if (w <= 0)
+                                return w < 0 ? -errno : -EPIPE;
+                        k -= w;
+                }
+        }
+}
+
 /* Both ways until the engine is done: what the client sends goes to the engine when the stream is
  * hijacked (its stdin); otherwise the client is only watched for hanging up, and what it sends stays in the
  * socket (its next request, read after this answer; nothing after a request reaches the engine as part
@@ -995,6 +1084,17 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
         if (framed && !h->chunked && (head_request || h->status == 204 || h->status == 304 || h->status < 200 || left == 0))
                 return n_initial == 0;
 
+        /* what needs no look goes by splice(): the bytes that came with the head first */
+        if (!framed && n_prefix == 0) {
+                if (n_initial > 0 && (r = send_all(c->fd, initial, n_initial)) < 0)
+                        return r;
+                r = relay_splice(c, up, hijack);
+                if (r != -EOPNOTSUPP)
+                        return r;
+                n_initial = 0;
+        }
+
+        bool need_wait = hijack;
         for (;;) {
                 const char *data;
                 size_t n;
@@ -1005,33 +1105,21 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
                         initial += n;
                         n_initial -= n;
                 } else {
-                        struct pollfd p[2] = {
-                                { .fd = up, .events = POLLIN },
-                                { .fd = client_open ? c->fd : -1, .events = (hijack ? POLLIN : 0) | POLLRDHUP },
-                        };
-                        if (poll(p, 2, -1) < 0) {
-                                if (errno == EINTR)
-                                        continue;
-                                return -errno;
-                        }
-                        if (p[1].revents && !hijack) {
-                                /* gone (a follow stream ends here), or only done sending: it still reads */
-                                if (p[1].revents & (POLLHUP | POLLERR))
-                                        return 0;
-                                client_open = false;
-                        } else if (p[1].revents) {
-                                ssize_t k = recv(c->fd, buf, PROXY_IO_BUFFER, 0);
-                                if (k < 0 && (errno == EINTR || errno == EAGAIN))
-                                        continue;
-                                if (k <= 0) {
-                                        client_open = false;
-                                        (void) shutdown(up, SHUT_WR);
-                                } else if ((r = send_all(up, buf, (size_t) k)) < 0)
+                        /* as relay_splice(): a stream that is not hijacked is read while the engine has
+                         * something, and poll()ed only when it has not */
+                        if (need_wait) {
+                                r = relay_wait(c, up, hijack, &client_open);
+                                if (r < 0)
                                         return r;
+                                if (r == 0)
+                                        return 0;
                         }
-                        if (!p[0].revents)
+                        need_wait = hijack;
+                        ssize_t k = recv(up, buf, PROXY_IO_BUFFER, hijack ? 0 : MSG_DONTWAIT);
+                        if (k < 0 && errno == EAGAIN) {
+                                need_wait = true;
                                 continue;
-                        ssize_t k = recv(up, buf, PROXY_IO_BUFFER, 0);
+                        }
                         if (k < 0 && (errno == EINTR || errno == EAGAIN))
                                 continue;
                         if (k <= 0)

@@ -141,10 +141,15 @@ for kind in podman docker; do
         n=$(timeout 120 "$DOCKER" logs "chatty-$kind" 2>/dev/null | wc -c)
         is "$n" 40000000 "$kind: a 40 MB log streams through whole"
         timeout 60 "$DOCKER" rm "chatty-$kind" >/dev/null 2>&1
+        # attach's raw stream goes through a pipe with splice(): all of it, in order
+        out=$(timeout 120 "$DOCKER" run --rm "$IMAGE" sh -c 'seq 1 2000000' 2>&1 | md5sum)
+        is "$out" "$(seq 1 2000000 | md5sum)" "$kind: 15 MB of docker run output arrive whole and in order (attach, spliced)"
 
         check "$kind: docker run -d starts a long-running container" timeout 60 "$DOCKER" run -d --name "long-$kind" "$IMAGE" sleep 300
         out=$(timeout 60 "$DOCKER" exec "long-$kind" echo exec-works 2>&1)
         is "$out" "exec-works" "$kind: docker exec runs in the agent's own container"
+        out=$(timeout 120 "$DOCKER" exec "long-$kind" sh -c 'seq 1 2000000' 2>&1 | md5sum)
+        is "$out" "$(seq 1 2000000 | md5sum)" "$kind: 15 MB of docker exec output arrive whole and in order (exec start, spliced)"
         out=$(timeout 60 "$DOCKER" logs -f --tail 0 "own-$kind" 2>&1)
         ok $? "$kind: docker logs -f of a stopped container ends"
 
