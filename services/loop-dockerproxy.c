@@ -145,6 +145,7 @@ typedef struct Conn {
         char *actor_owned;                      /* the human's name from the gate */
         char *reason;
         int status;
+        json_object *default_network;           /* GET /networks/REF of the engine's default network */
 } Conn;
 
 static int proxy_seccomp_option(Proxy *p);
@@ -319,6 +320,23 @@ static int conn_reply(Conn *c, int status, const char *rule, const char *message
         return send_all(c->fd, buf, size);
 }
 
+/* An answer of the proxy's own for an allowed request (a default network, the network list). */
+static int conn_answer_json(Conn *c, json_object *o) {
+        _cleanup_free_ char *buf = NULL;
+        const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        size_t size;
+        int r;
+
+        r = http_response_format(200, "application/json", body, strlen(body), c->keep_alive, &buf, &size);
+        if (r < 0)
+                return conn_reply(c, 500, NULL, "out of memory");
+        c->status = 200;
+        r = send_all(c->fd, buf, size);
+        conn_record(c);
+        c->rule = NULL;
+        return r;
+}
+
 /* ---- the engine ---- */
 
 static int engine_open(Proxy *p, Engine **ret) {
@@ -422,6 +440,17 @@ static int conn_check_ref(Conn *c, RefKind kind, const char *ref) {
                 }
                 if (r < 0)
                         return conn_reply(c, 502, "engine", "the engine cannot be asked about the volume or network"), r;
+                /* the engine's default networks may be looked at (Testcontainers reads the bridge's gateway),
+                 * answered by the proxy itself without the containers on them; nothing else */
+                if (kind == REF_NETWORK && !proxy_object_is_nested_of(inspect, c->proxy->channel) &&
+                    proxy_network_is_engine_default(inspect) && streq(c->head.method, "GET") &&
+                    streq(c->target.unversioned + strlen("/networks/"), ref)) {
+                        if (proxy_network_redact(inspect) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                        json_object_put(c->default_network);
+                        c->default_network = TAKE_PTR(inspect);
+                        return 0;
+                }
                 if (!proxy_object_is_nested_of(inspect, c->proxy->channel)) {
                         if (asprintf(&msg, "the %s is not one of channel %s's own (created through this proxy)",
                                      what, c->proxy->channel) < 0)
@@ -1472,6 +1501,30 @@ static int conn_handle(Conn *c) {
         }
         c->decision = "allow";
 
+        if (c->default_network) {
+                c->reason = strdup("the engine's default network, without its containers");
+                return conn_answer_json(c, c->default_network);
+        }
+        /* the network list without filters of the agent's: the channel's networks and the engine's
+         * defaults (redacted), picked by the proxy from the engine's whole list */
+        if (streq(c->head.method, "GET") && strcasecmp(c->target.unversioned, "/networks") == 0 &&
+            json_object_object_length(c->target.query) == 0) {
+                _cleanup_(engine_freep) Engine *e = NULL;
+                _cleanup_(json_object_putp) json_object *all = NULL, *shown = NULL;
+                if (engine_open(p, &e) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                engine_set_timeout(e, 10);
+                r = engine_network_list(e, &all);
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot list its networks");
+                r = proxy_network_list_scope(all, p->channel, &shown);
+                if (r == -ENOMEM)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine's network list is malformed");
+                return conn_answer_json(c, shown);
+        }
+
         /* lists and prunes see only the channel's containers, volumes and networks */
         if ((streq(c->head.method, "GET") && (strcasecmp(c->target.unversioned, "/containers/json") == 0 ||
                                                strcasecmp(c->target.unversioned, "/volumes") == 0 ||
@@ -1609,6 +1662,8 @@ static void conn_next_request(Conn *c) {
         c->actor = NULL;
         c->actor_owned = mfree(c->actor_owned);
         c->reason = mfree(c->reason);
+        json_object_put(c->default_network);
+        c->default_network = NULL;
         c->status = 0;
         c->n_requests++;
         c->start_usec = 0;      /* set when the next request's first byte is in */
@@ -1637,6 +1692,7 @@ static void conn_run(Conn *c) {
         http_request_done(&c->head);
         proxy_target_done(&c->target);
         free(c->reason);
+        json_object_put(c->default_network);
         free(c->peer_name);
         free(c->actor_owned);
         free(c->in);

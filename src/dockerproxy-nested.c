@@ -722,3 +722,66 @@ int proxy_tmpfs_check(json_object *body, const char **ret_reason) {
         }
         return 0;
 }
+
+bool proxy_network_is_engine_default(json_object *network) {
+        static const char * const defaults[] = { PROXY_DEFAULT_NETWORKS };
+        json_object *name, *labels, *ch;
+        const char *n;
+
+        if (!json_object_is_type(network, json_type_object) ||
+            !json_object_object_get_ex(network, "Name", &name) || !(n = json_object_get_string(name)))
+                return false;
+        /* a network some channel made under such a name is that channel's, not the engine's */
+        if (json_object_object_get_ex(network, "Labels", &labels) && json_object_is_type(labels, json_type_object) &&
+            json_object_object_get_ex(labels, PROXY_LABEL_CHANNEL, &ch))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(defaults); i++)
+                if (streq(n, defaults[i]))
+                        return true;
+        return false;
+}
+
+int proxy_network_redact(json_object *network) {
+        json_object *empty = json_object_new_object();
+
+        if (!empty)
+                return -ENOMEM;
+        /* every key spelt "containers" in any case: the engine's, and no second one left behind */
+        for (;;) {
+                const char *spelt = NULL;
+                if (!get_icase(network, "Containers", &spelt))
+                        break;
+                _cleanup_free_ char *copy = strdup(spelt);
+                if (!copy) {
+                        json_object_put(empty);
+                        return -ENOMEM;
+                }
+                json_object_object_del(network, copy);
+        }
+        return json_object_object_add(network, "Containers", empty) < 0 ? -ENOMEM : 0;
+}
+
+int proxy_network_list_scope(json_object *list, const char *channel, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *out = NULL;
+
+        if (!json_object_is_type(list, json_type_array))
+                return -EBADMSG;
+        out = json_object_new_array();
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *n = json_object_array_get_idx(list, i);
+                bool mine = json_object_is_type(n, json_type_object) && proxy_object_is_nested_of(n, channel);
+                if (!mine && !proxy_network_is_engine_default(n))
+                        continue;
+                json_object *copy = NULL;
+                if (json_object_deep_copy(n, &copy, NULL) < 0)
+                        return -ENOMEM;
+                if ((!mine && proxy_network_redact(copy) < 0) || json_object_array_add(out, copy) < 0) {
+                        json_object_put(copy);
+                        return -ENOMEM;
+                }
+        }
+        *ret = TAKE_PTR(out);
+        return 0;
+}

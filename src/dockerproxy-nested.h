@@ -57,6 +57,17 @@ int proxy_labels_force(json_object *body, const char *channel);
 /* Whether a volume or network inspect reply (Labels at its top) marks it as channel's. */
 bool proxy_object_is_nested_of(json_object *inspect, const char *channel);
 
+/* The engine's own networks (Docker's bridge, host and none, Podman's podman), which the agent may see
+ * but not use beyond what a create's NetworkMode allows: a network of that name without a loop-channel
+ * label. Their inspect and list entries are shown with "Containers" emptied (it names every container
+ * on them, other channels' included): proxy_network_redact(). */
+#define PROXY_DEFAULT_NETWORKS "bridge", "podman", "host", "none"
+bool proxy_network_is_engine_default(json_object *network);
+int proxy_network_redact(json_object *network);
+/* Of an engine's unfiltered network list: the channel's own networks as they are and the engine's
+ * defaults redacted, in a new array. -EBADMSG when list is not an array. */
+int proxy_network_list_scope(json_object *list, const char *channel, json_object **ret);
+
 /* What else a container create body uses by name: named volumes (Binds sources that are not paths,
  * Mounts of type volume), networks (NetworkMode, NetworkingConfig.EndpointsConfig; not the engines'
  * default networks "bridge", "default", "podman" and "none") and containers (NetworkMode "container:X").

@@ -6,7 +6,8 @@
 # would (one listening fd), and the real docker CLI talking to it. For each engine: the CLI runs, lists,
 # logs, execs into and builds through the proxy; every forbidden form is refused with 403 and its rule,
 # in the answer and in the proxy's record; containers are forced into the channel; a bind swapped for a
-# symlink after create is refused at start; other containers are out of reach; a caller that is neither
+# symlink after create is refused at start; other containers are out of reach, the engine's default
+# networks can be looked at but not used; a caller that is neither
 # root nor one of the channel's containers is refused; a dead engine is a 502. The channel has no network
 # for nested containers (LOOP_DOCKERPROXY_NETWORK=none, as for an agent behind the egress gateway) and
 # masks /proc/version beyond the engines' defaults.
@@ -226,6 +227,29 @@ for kind in podman docker; do
         refused "removing a network the agent did not make" "not one of channel" "ownership" network rm "foreignnet-$kind"
         refused "connecting to a network the agent did not make" "not one of channel" "ownership" \
                 network connect "foreignnet-$kind" "long-$kind"
+        # the engine's default network: seen read-only, without the containers on it (foreign-$kind is one)
+        defnet=bridge
+        [ $kind = podman ] && defnet=podman
+        like "$(engine_api "$sock" "http://d/v1.41/networks/$defnet")" "foreign-$kind" \
+                "$kind: (straight on the engine, the $defnet network lists the foreign container)"
+        out=$(timeout 60 "$DOCKER" network inspect "$defnet" --format '{{.Name}} containers:{{len .Containers}}' 2>&1)
+        is "$out" "$defnet containers:0" "$kind: docker network inspect $defnet shows the default network, without its containers"
+        like "$(record "GET /v1\.[0-9]+/networks/$defnet ")" "LOOP_DECISION=allow .*LOOP_STATUS=200" \
+                "$kind: the default network's inspect is recorded as allowed"
+        # (Podman's compat list calls its default network "bridge", as Docker does)
+        out=$(timeout 60 "$DOCKER" network ls --format '{{.Name}}' 2>&1)
+        like "$out" "(^|[[:space:]])bridge([[:space:]]|\$)" "$kind: docker network ls lists the engine's default network"
+        unlike "$(curl -sS --unix-socket "$PSOCK" http://d/v1.41/networks)" "foreign-$kind" \
+                "$kind: ...without the containers on it"
+        refused "connecting a container to the default network" "not one of channel" "ownership" \
+                network connect "$defnet" "long-$kind"
+        refused "removing the default network" "not one of channel" "ownership" network rm "$defnet"
+        if [ $kind = docker ]; then
+                out=$(timeout 60 "$DOCKER" network inspect host --format '{{.Name}}' 2>&1)
+                is "$out" host "$kind: docker network inspect host shows the host network"
+                refused "connecting a container to the host network" "not one of channel" "ownership" \
+                        network connect host "long-$kind"
+        fi
         engine_api "$sock" -X POST -H 'Content-Type: application/json' -d '{"Name":"create"}' http://d/v1.41/volumes/create >/dev/null
         refused "inspecting another's volume named like an endpoint (create)" "not one of channel" "ownership" \
                 volume inspect create

@@ -661,6 +661,40 @@ static void test_pins_and_tmpfs(void) {
         }
 }
 
+static void test_default_networks(void) {
+        _cleanup_(json_object_putp) json_object *list = json_tokener_parse(
+                "[{\"Name\":\"bridge\",\"Id\":\"b1\",\"Labels\":{},\"Containers\":{\"c1\":{\"Name\":\"other-channels\"}}},"
+                "{\"Name\":\"host\",\"Id\":\"h1\",\"Labels\":null,\"containers\":{\"c2\":{}}},"
+                "{\"Name\":\"mine\",\"Id\":\"m1\",\"Labels\":{\"loop-channel\":\"web\",\"loop-type\":\"nested\"},\"Containers\":{\"c3\":{}}},"
+                "{\"Name\":\"theirs\",\"Id\":\"t1\",\"Labels\":{\"loop-channel\":\"db\",\"loop-type\":\"nested\"}},"
+                "{\"Name\":\"none\",\"Id\":\"n1\",\"Labels\":{\"loop-channel\":\"db\",\"loop-type\":\"nested\"}},"
+                "{\"Name\":\"operators\",\"Id\":\"o1\"}]");
+        _cleanup_(json_object_putp) json_object *shown = NULL;
+        json_object *n, *x;
+
+        ok(proxy_network_is_engine_default(json_object_array_get_idx(list, 0)), "bridge is an engine default network");
+        ok(proxy_network_is_engine_default(json_object_array_get_idx(list, 1)), "so is host");
+        ok(!proxy_network_is_engine_default(json_object_array_get_idx(list, 4)),
+           "a network another channel made under a default's name is not");
+        ok(!proxy_network_is_engine_default(json_object_array_get_idx(list, 5)), "nor an operator's network");
+        is_int(proxy_network_list_scope(list, "web", &shown), 0, "a network list is scoped");
+        is_int((int) json_object_array_length(shown), 3, "it keeps bridge, host and the channel's own network");
+        n = json_object_array_get_idx(shown, 0);
+        ok(json_object_object_get_ex(n, "Containers", &x) && json_object_object_length(x) == 0,
+           "a default network is shown without the containers on it");
+        n = json_object_array_get_idx(shown, 1);
+        ok(!json_object_object_get_ex(n, "containers", NULL) && json_object_object_get_ex(n, "Containers", &x) &&
+           json_object_object_length(x) == 0, "...however the engine spelt the key");
+        n = json_object_array_get_idx(shown, 2);
+        ok(json_object_object_get_ex(n, "Name", &x) && streq(json_object_get_string(x), "mine") &&
+           json_object_object_get_ex(n, "Containers", &x) && json_object_object_length(x) == 1,
+           "the channel's own network is shown as it is");
+        {
+                _cleanup_(json_object_putp) json_object *o = json_tokener_parse("{\"Name\":\"bridge\"}"), *r = NULL;
+                is_int(proxy_network_list_scope(o, "web", &r), -EBADMSG, "a network list that is no array is refused");
+        }
+}
+
 int main(void) {
         if (!mkdtemp(tmpdir))
                 return 1;
@@ -671,6 +705,7 @@ int main(void) {
         test_bodies();
         test_nested();
         test_pins_and_tmpfs();
+        test_default_networks();
         {
                 _cleanup_free_ char *cmd = NULL;
                 if (asprintf(&cmd, "rm -rf '%s'", tmpdir) < 0 || system(cmd) != 0)
