@@ -149,6 +149,29 @@ typedef struct Conn {
 } Conn;
 
 static int proxy_seccomp_option(Proxy *p);
+static void proxy_probe_engine(Proxy *p);
+
+/* Whether the proxy's network namespace has no interface but loopback (PrivateNetwork=). Read from
+ * /proc/self/net/dev: if_nameindex() asks netlink, which RestrictAddressFamilies=AF_UNIX refuses. */
+static bool proxy_network_is_isolated(void) {
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        char *line, *save = NULL;
+        unsigned n = 0;
+
+        if (read_full_file_at(AT_FDCWD, "/proc/self/net/dev", 64 * 1024, false, &text, &size) < 0)
+                return false;
+        for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char *colon = strchr(line, ':');
+                if (n++ < 2 || !colon)          /* the two header lines */
+                        continue;
+                *colon = 0;
+                line += strspn(line, " ");
+                if (!streq(line, "lo"))
+                        return false;
+        }
+        return n >= 2;
+}
 
 static uint64_t now_usec(void) {
         struct timespec ts;
@@ -1545,6 +1568,52 @@ static int conn_handle(Conn *c) {
                 if (!forced)
                         return conn_reply(c, 500, NULL, "out of memory");
                 return conn_forward(c, forced, strlen(forced), NULL, 0);
+        }
+
+        /* a build's RUN steps run in containers the engine makes itself: what the build API lets a
+         * caller widen is refused, and their network is the nested containers' */
+        if (streq(c->head.method, "POST") && strcasecmp(c->target.unversioned, "/build") == 0) {
+                _cleanup_free_ char *network = NULL, *refused = NULL, *msg = NULL, *shown = NULL;
+                r = proxy_build_force(c->target.query, p->network_none, &network, &refused);
+                if (r == -EPERM) {
+                        shown = text_escape_display(refused, PROXY_DISPLAY_MAX);
+                        if (!shown || asprintf(&msg, "the build parameter %s is refused (the build's RUN steps would "
+                                               "get what the channel's containers may not have)", shown) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        c->decision = "deny";
+                        return conn_reply(c, 403, "build", msg);
+                }
+                if (r == -ENOMEM)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                if (r < 0)
+                        return conn_reply(c, 400, "parse", "the build's networkmode cannot be read");
+                if (network && conn_check_ref(c, REF_NETWORK, network) < 0)
+                        return 0;       /* answered */
+                /* Podman's compat build runs RUN steps in the engine's own network namespace (the host's)
+                 * whatever networkmode says; it honours a namespace given by path: the proxy's own, which
+                 * PrivateNetwork= leaves with loopback alone and nothing listening */
+                pthread_mutex_lock(&p->create_lock);
+                if (p->engine_kind == ENGINE_UNKNOWN)
+                        proxy_probe_engine(p);
+                pthread_mutex_unlock(&p->create_lock);
+                if (p->engine_kind == ENGINE_UNKNOWN)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked which it is");
+                if (p->engine_kind == ENGINE_PODMAN) {
+                        _cleanup_free_ char *ns = NULL;
+                        json_object *o;
+                        if (!proxy_network_is_isolated()) {
+                                c->decision = "deny";
+                                return conn_reply(c, 403, "build", "builds on Podman need the proxy in a network namespace "
+                                                  "of its own (PrivateNetwork=), where their RUN steps are put");
+                        }
+                        if (asprintf(&ns, "[{\"Name\":\"network\",\"Path\":\"/proc/%d/ns/net\"}]", (int) getpid()) < 0 ||
+                            !(o = json_object_new_string(ns)))
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        if (json_object_object_add(c->target.query, "nsoptions", o) < 0) {
+                                json_object_put(o);
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        }
+                }
         }
 
         if (stream && c->complete)

@@ -785,3 +785,69 @@ int proxy_network_list_scope(json_object *list, const char *channel, json_object
         *ret = TAKE_PTR(out);
         return 0;
 }
+
+/* The build parameters a build may carry, and those it may carry only empty (the docker CLI sends
+ * some always, empty). Anything else is refused: Podman's compat build reads many more (isolation,
+ * nsoptions, addcaps, devices, seccomp, securityopt, secrets, volumes, rusagelogfile, ...), and each
+ * one either widens what the RUN steps' containers may do or names a path on the host. */
+static const char * const build_params_allowed[] = {
+        "t", "q", "nocache", "rm", "forcerm", "pull", "squash", "dockerfile", "target", "platform", "buildargs",
+        "labels", "cachefrom", "cpusetcpus", "cpusetmems", "cpushares", "cpuquota", "cpuperiod", "memory", "memswap",
+        "shmsize", "networkmode", "buildid", "version",
+        /* Podman's compat build, harmless */
+        "layers", "pullpolicy", "outputformat", "timestamp",
+};
+static const char * const build_params_empty_only[] = {
+        "cgroupparent", "isolation", "extrahosts", "securityopt", "outputs", "session", "remote", "ulimits",
+};
+
+int proxy_build_force(json_object *query, bool network_none, char **ret_network, char **ret_refused) {
+        json_object *v;
+
+        *ret_network = NULL;
+        *ret_refused = NULL;
+        json_object_object_foreach(query, k, val) {
+                bool allowed = false;
+                for (size_t i = 0; i < ELEMENTSOF(build_params_allowed) && !allowed; i++)
+                        allowed = streq(k, build_params_allowed[i]);
+                for (size_t i = 0; i < ELEMENTSOF(build_params_empty_only) && !allowed; i++)
+                        if (streq(k, build_params_empty_only[i])) {
+                                const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
+                                /* the CLI sends ulimits as JSON even when there are none */
+                                allowed = s && (isempty(s) || (streq(k, "ulimits") && (streq(s, "null") || streq(s, "[]"))));
+                        }
+                if (!allowed) {
+                        *ret_refused = strdup(k);
+                        return *ret_refused ? -EPERM : -ENOMEM;
+                }
+        }
+        /* the classic builder only: BuildKit (version 2) builds through a session, which is refused */
+        v = json_object_object_get(query, "version");
+        if (v && !(json_object_is_type(v, json_type_string) && (streq(json_object_get_string(v), "1") ||
+                                                                isempty(json_object_get_string(v))))) {
+                *ret_refused = strdup("version");
+                return *ret_refused ? -EPERM : -ENOMEM;
+        }
+        if (network_none) {
+                v = json_object_new_string("none");
+                if (!v || json_object_object_add(query, "networkmode", v) < 0) {
+                        json_object_put(v);
+                        return -ENOMEM;
+                }
+                return 0;
+        }
+        /* a named network the RUN steps join must be the channel's (the caller checks); the engine's
+         * defaults are as a create's */
+        v = json_object_object_get(query, "networkmode");
+        if (v && !json_object_is_type(v, json_type_string))
+                return -EBADMSG;
+        const char *mode = v ? json_object_get_string(v) : NULL;
+        /* host and container:X are the policy's to refuse */
+        if (!isempty(mode) && !streq(mode, "default") && !streq(mode, "bridge") && !streq(mode, "podman") &&
+            !streq(mode, "none") && !streq(mode, "host") && !startswith(mode, "container:")) {
+                *ret_network = strdup(mode);
+                if (!*ret_network)
+                        return -ENOMEM;
+        }
+        return 0;
+}

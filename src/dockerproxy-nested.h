@@ -102,3 +102,12 @@ int proxy_binds_verify(json_object *inspect, char **ret_path);
 #define PROXY_TMPFS_SIZE_MAX (4ULL * 1024ULL * 1024ULL * 1024ULL)
 #define PROXY_TMPFS_SIZE_DEFAULT (64ULL * 1024ULL * 1024ULL)
 int proxy_tmpfs_check(json_object *body, const char **ret_reason);
+
+/* POST /build: the containers of its RUN steps are the engine's, made without the proxy seeing them,
+ * so what the build API lets a caller widen is refused and the network forced. Every query parameter
+ * must be one of a known harmless set (or empty, for those the docker CLI always sends: cgroupparent,
+ * isolation, extrahosts, securityopt, outputs, session, remote, ulimits); -EPERM with its name in
+ * *ret_refused otherwise, and for a version other than the classic builder's "1". network_none: the
+ * networkmode parameter becomes "none" whatever was asked. Otherwise a named network is returned in
+ * *ret_network, for the caller to check it is the channel's. -EBADMSG, -ENOMEM. */
+int proxy_build_force(json_object *query, bool network_none, char **ret_network, char **ret_refused);
