@@ -145,9 +145,33 @@ typedef struct Conn {
         char *actor_owned;                      /* the human's name from the gate */
         char *reason;
         int status;
+        json_object *default_network;           /* GET /networks/REF of the engine's default network */
 } Conn;
 
 static int proxy_seccomp_option(Proxy *p);
+static void proxy_probe_engine(Proxy *p);
+
+/* Whether the proxy's network namespace has no interface but loopback (PrivateNetwork=). Read from
+ * /proc/self/net/dev: if_nameindex() asks netlink, which RestrictAddressFamilies=AF_UNIX refuses. */
+static bool proxy_network_is_isolated(void) {
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        char *line, *save = NULL;
+        unsigned n = 0;
+
+        if (read_full_file_at(AT_FDCWD, "/proc/self/net/dev", 64 * 1024, false, &text, &size) < 0)
+                return false;
+        for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char *colon = strchr(line, ':');
+                if (n++ < 2 || !colon)          /* the two header lines */
+                        continue;
+                *colon = 0;
+                line += strspn(line, " ");
+                if (!streq(line, "lo"))
+                        return false;
+        }
+        return n >= 2;
+}
 
 static uint64_t now_usec(void) {
         struct timespec ts;
@@ -252,9 +276,10 @@ static int send_two(int fd, const void *a, size_t a_size, const void *b, size_t 
         return 0;
 }
 
+/* Without a deadline the (blocking) socket is read at once: no poll() before it. */
 static ssize_t recv_some(int fd, void *buf, size_t size, uint64_t deadline) {
         for (;;) {
-                int r = wait_fd(fd, POLLIN, deadline);
+                int r = deadline == UINT64_MAX ? 0 : wait_fd(fd, POLLIN, deadline);
                 if (r < 0)
                         return r;
                 ssize_t k = recv(fd, buf, size, 0);
@@ -316,6 +341,23 @@ static int conn_reply(Conn *c, int status, const char *rule, const char *message
         conn_record(c);
         c->rule = NULL;
         return send_all(c->fd, buf, size);
+}
+
+/* An answer of the proxy's own for an allowed request (a default network, the network list). */
+static int conn_answer_json(Conn *c, json_object *o) {
+        _cleanup_free_ char *buf = NULL;
+        const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        size_t size;
+        int r;
+
+        r = http_response_format(200, "application/json", body, strlen(body), c->keep_alive, &buf, &size);
+        if (r < 0)
+                return conn_reply(c, 500, NULL, "out of memory");
+        c->status = 200;
+        r = send_all(c->fd, buf, size);
+        conn_record(c);
+        c->rule = NULL;
+        return r;
 }
 
 /* ---- the engine ---- */
@@ -421,6 +463,17 @@ static int conn_check_ref(Conn *c, RefKind kind, const char *ref) {
                 }
                 if (r < 0)
                         return conn_reply(c, 502, "engine", "the engine cannot be asked about the volume or network"), r;
+                /* the engine's default networks may be looked at (Testcontainers reads the bridge's gateway),
+                 * answered by the proxy itself without the containers on them; nothing else */
+                if (kind == REF_NETWORK && !proxy_object_is_nested_of(inspect, c->proxy->channel) &&
+                    proxy_network_is_engine_default(inspect) && streq(c->head.method, "GET") &&
+                    streq(c->target.unversioned + strlen("/networks/"), ref)) {
+                        if (proxy_network_redact(inspect) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                        json_object_put(c->default_network);
+                        c->default_network = TAKE_PTR(inspect);
+                        return 0;
+                }
                 if (!proxy_object_is_nested_of(inspect, c->proxy->channel)) {
                         if (asprintf(&msg, "the %s is not one of channel %s's own (created through this proxy)",
                                      what, c->proxy->channel) < 0)
@@ -861,36 +914,42 @@ static bool path_is_hijack(const char *method, const char *path) {
         return false;
 }
 
-/* The head sent to the engine. body_size UINT64_MAX: chunked. */
+/* The head sent to the engine. body_size UINT64_MAX: chunked. Built in one allocation sized first:
+ * this runs for every request. */
 static int format_upstream_head(Conn *c, bool hijack, uint64_t body_size, bool has_body, char **ret, size_t *ret_size) {
-        _cleanup_free_ char *target = NULL, *buf = NULL;
-        size_t size = 0;
-        FILE *f;
+        _cleanup_free_ char *target = NULL;
+        const char *connection = NULL;
+        size_t size;
+        char *buf, *p;
 
         target = proxy_target_format(&c->target);
         if (!target)
                 return -ENOMEM;
-        f = open_memstream(&buf, &size);
-        if (!f)
+        if (hijack)
+                connection = http_request_header(&c->head, "Upgrade") ? "Connection: Upgrade\r\nUpgrade: tcp\r\n" :
+                                                                         "Connection: close\r\n";
+        size = strlen(c->head.method) + strlen(target) + (sizeof(" HTTP/1.1\r\nHost: docker\r\n") - 1) + 2 +
+                strlen(strempty(connection)) + (sizeof("Content-Length: 18446744073709551615\r\n") - 1) +
+                (sizeof("Transfer-Encoding: chunked\r\n") - 1) + 2 + 1;
+        for (size_t i = 0; i < c->head.n_headers; i++)
+                size += strlen(c->head.headers[i].name) + 2 + strlen(c->head.headers[i].value) + 2;
+        buf = malloc(size);
+        if (!buf)
                 return -ENOMEM;
-        fprintf(f, "%s %s HTTP/1.1\r\nHost: docker\r\n", c->head.method, target);
+        p = stpcpy(stpcpy(stpcpy(stpcpy(buf, c->head.method), " "), target), " HTTP/1.1\r\nHost: docker\r\n");
         for (size_t i = 0; i < c->head.n_headers; i++)
                 if (!header_is_hop_by_hop(&c->head, c->head.headers[i].name))
-                        fprintf(f, "%s: %s\r\n", c->head.headers[i].name, c->head.headers[i].value);
-        if (hijack && http_request_header(&c->head, "Upgrade"))
-                fputs("Connection: Upgrade\r\nUpgrade: tcp\r\n", f);
-        else if (hijack)
-                fputs("Connection: close\r\n", f);
-        /* else HTTP/1.1's default: the engine connection is kept for the client's next request */
+                        p = stpcpy(stpcpy(stpcpy(stpcpy(p, c->head.headers[i].name), ": "), c->head.headers[i].value), "\r\n");
+        /* not hijacked: HTTP/1.1's default, the engine connection is kept for the client's next request */
+        if (connection)
+                p = stpcpy(p, connection);
         if (body_size == UINT64_MAX)
-                fputs("Transfer-Encoding: chunked\r\n", f);
+                p = stpcpy(p, "Transfer-Encoding: chunked\r\n");
         else if (has_body || body_size > 0)
-                fprintf(f, "Content-Length: %" PRIu64 "\r\n", body_size);
-        fputs("\r\n", f);
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
+                p += sprintf(p, "Content-Length: %" PRIu64 "\r\n", body_size);
+        p = stpcpy(p, "\r\n");
+        *ret = buf;
+        *ret_size = (size_t) (p - buf);
         return 0;
 }
 
@@ -967,14 +1026,105 @@ static int stream_request_body(Conn *c, int up, const char *pending, size_t n_pe
         }
 }
 
+/* Waits until the engine has something to say, passing on what the client sends meanwhile when the
+ * stream is hijacked (its stdin) and otherwise only watching it for hanging up. 1: the engine's side is
+ * readable; 0: the client is gone (a follow stream ends here); < 0: an error. */
+static int relay_wait(Conn *c, int up, bool hijack, bool *client_open) {
+        char *buf = c->io_scratch;      /* c->io may hold engine bytes not yet sent */
+        int r;
+
+        for (;;) {
+                struct pollfd p[2] = {
+                        { .fd = up, .events = POLLIN },
+                        { .fd = *client_open ? c->fd : -1, .events = (hijack ? POLLIN : 0) | POLLRDHUP },
+                };
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (p[1].revents && !hijack) {
+                        /* gone, or only done sending: it still reads */
+                        if (p[1].revents & (POLLHUP | POLLERR))
+                                return 0;
+                        *client_open = false;
+                } else if (p[1].revents) {
+                        ssize_t k = recv(c->fd, buf, PROXY_IO_BUFFER, 0);
+                        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                                continue;
+                        if (k <= 0) {
+                                *client_open = false;
+                                (void) shutdown(up, SHUT_WR);
+                        } else if ((r = send_all(up, buf, (size_t) k)) < 0)
+                                return r;
+                }
+                if (p[0].revents)
+                        return 1;
+        }
+}
+
+/* The engine's bytes that need no look (a hijacked stream: attach, exec output; an answer without
+ * framing, which ends where the connection does) move to the client through a pipe with splice(): no
+ * copy through user space, and up to PROXY_PIPE_SIZE a system call. Until the engine closes (0) or the
+ * client leaves. Without a pipe (-EMFILE, say), -EOPNOTSUPP before anything moved: the caller copies
+ * instead. A chunked answer (logs, events, build output: what the engines send) is copied, since its
+ * framing is read to know where it ends; an answer of known length mostly comes with its head. */
+#define PROXY_PIPE_SIZE (1024U * 1024U)
+
+static int relay_splice(Conn *c, int up, bool hijack) {
+        _cleanup_close_ int pipe_r = -EBADF, pipe_w = -EBADF;
+        bool client_open = true, need_wait = hijack;
+        int fds[2], r;
+
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -EOPNOTSUPP;
+        pipe_r = fds[0];
+        pipe_w = fds[1];
+        (void) fcntl(pipe_w, F_SETPIPE_SZ, PROXY_PIPE_SIZE);    /* a smaller pipe only costs more calls */
+
+        for (;;) {
+                /* hijacked: the client's side is served between reads; else the engine is read while it
+                 * has something and waited for (watching the client) only when it has not */
+                if (need_wait) {
+                        r = relay_wait(c, up, hijack, &client_open);
+                        if (r <= 0)
+                                return r;
+                }
+                need_wait = hijack;
+                ssize_t k = splice(up, NULL, pipe_w, NULL, PROXY_PIPE_SIZE, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (k < 0 && errno == EAGAIN) {
+                        need_wait = true;
+                        continue;
+                }
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0) {           /* the engine closed: the answer ends here */
+                        (void) shutdown(c->fd, SHUT_WR);
+                        return 0;
+                }
+                while (k > 0) {
+                        ssize_t w = splice(pipe_r, NULL, c->fd, NULL, (size_t) k, SPLICE_F_MOVE);
+                        if (w < 0 && errno == EINTR)
+                                continue;
+                        if (w <= 0)
+                                return w < 0 ? -errno : -EPIPE;
+                        k -= w;
+                }
+        }
+}
+
 /* Both ways until the engine is done: what the client sends goes to the engine when the stream is
  * hijacked (its stdin); otherwise the client is only watched for hanging up, and what it sends stays in the
  * socket (its next request, read after this answer; nothing after a request reaches the engine as part
  * of it). initial are response bytes that came with the head. Returns 1 when the response ended where
  * its framing says and nothing followed it (both connections may carry another request), 0 when it
- * ended otherwise (the engine closed, the client left). */
+ * ended otherwise (the engine closed, the client left). prefix (the response head, when its body is
+ * chunked and part of it came with the head) goes out with the first bytes, in one sendmsg(), and the
+ * request is journaled then. */
 static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool head_request,
-                 const char *initial, size_t n_initial) {
+                 const char *initial, size_t n_initial, const char *prefix, size_t n_prefix) {
         HttpChunked ch = { .framing_unlimited = true };
         uint64_t left = h->length;
         char *buf = c->io;
@@ -986,6 +1136,17 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
         if (framed && !h->chunked && (head_request || h->status == 204 || h->status == 304 || h->status < 200 || left == 0))
                 return n_initial == 0;
 
+        /* what needs no look goes by splice(): the bytes that came with the head first */
+        if (!framed && n_prefix == 0) {
+                if (n_initial > 0 && (r = send_all(c->fd, initial, n_initial)) < 0)
+                        return r;
+                r = relay_splice(c, up, hijack);
+                if (r != -EOPNOTSUPP)
+                        return r;
+                n_initial = 0;
+        }
+
+        bool need_wait = hijack;
         for (;;) {
                 const char *data;
                 size_t n;
@@ -996,33 +1157,21 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
                         initial += n;
                         n_initial -= n;
                 } else {
-                        struct pollfd p[2] = {
-                                { .fd = up, .events = POLLIN },
-                                { .fd = client_open ? c->fd : -1, .events = (hijack ? POLLIN : 0) | POLLRDHUP },
-                        };
-                        if (poll(p, 2, -1) < 0) {
-                                if (errno == EINTR)
-                                        continue;
-                                return -errno;
-                        }
-                        if (p[1].revents && !hijack) {
-                                /* gone (a follow stream ends here), or only done sending: it still reads */
-                                if (p[1].revents & (POLLHUP | POLLERR))
-                                        return 0;
-                                client_open = false;
-                        } else if (p[1].revents) {
-                                ssize_t k = recv(c->fd, buf, PROXY_IO_BUFFER, 0);
-                                if (k < 0 && (errno == EINTR || errno == EAGAIN))
-                                        continue;
-                                if (k <= 0) {
-                                        client_open = false;
-                                        (void) shutdown(up, SHUT_WR);
-                                } else if ((r = send_all(up, buf, (size_t) k)) < 0)
+                        /* as relay_splice(): a stream that is not hijacked is read while the engine has
+                         * something, and poll()ed only when it has not */
+                        if (need_wait) {
+                                r = relay_wait(c, up, hijack, &client_open);
+                                if (r < 0)
                                         return r;
+                                if (r == 0)
+                                        return 0;
                         }
-                        if (!p[0].revents)
+                        need_wait = hijack;
+                        ssize_t k = recv(up, buf, PROXY_IO_BUFFER, hijack ? 0 : MSG_DONTWAIT);
+                        if (k < 0 && errno == EAGAIN) {
+                                need_wait = true;
                                 continue;
-                        ssize_t k = recv(up, buf, PROXY_IO_BUFFER, 0);
+                        }
                         if (k < 0 && (errno == EINTR || errno == EAGAIN))
                                 continue;
                         if (k <= 0)
@@ -1049,7 +1198,13 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
                         left -= n;
                         done = left == 0;
                 }
-                r = send_all(c->fd, data, n);
+                if (n_prefix > 0) {
+                        r = send_two(c->fd, prefix, n_prefix, data, n);
+                        n_prefix = 0;
+                        conn_record(c);
+                        c->rule = NULL;         /* recorded */
+                } else
+                        r = send_all(c->fd, data, n);
                 if (r < 0)
                         return r;
                 if (done)
@@ -1106,7 +1261,7 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
         bool streamed = !body, head_request = streq(c->head.method, "HEAD");
         bool reused, may_resend = streq(c->head.method, "GET") || head_request;
         HttpResponseHead h = {};
-        size_t head_size, rsize = 0, client_head_size;
+        size_t head_size, rsize = 0, client_head_size = 0;
         int r;
 
         if (up >= 0 && (streamed || hijack || !upstream_is_idle(up)))
@@ -1184,6 +1339,8 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
                                   h.status < 200);
         bool bodyless = head_request || h.status == 204 || h.status == 304 || h.status < 200;
         size_t extra = rsize - h.head_size, with_head = 0;
+        /* a chunked body's first bytes, come with the head, go out with it (relay()) */
+        bool head_with_chunks = framed && h.chunked && !bodyless && extra > 0;
         if (!framed)
                 c->keep_alive = false;          /* the answer ends where the connection does */
         if (hijack)
@@ -1193,19 +1350,22 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
                 /* a body of known length that came (part or whole) with the head goes out with it */
                 if (framed && !bodyless && !h.chunked && h.has_length && extra <= h.length)
                         with_head = extra;
-                if (r >= 0)
+                if (r >= 0 && !head_with_chunks)
                         r = send_two(c->fd, client_head, client_head_size, rbuf + h.head_size, with_head);
         }
         /* journaled once the engine acted and the client has the head: the decision was made (and a
          * refusal journaled) before the request went to the engine; streams may be long */
-        conn_record(c);
-        c->rule = NULL;         /* recorded */
+        if (!head_with_chunks) {
+                conn_record(c);
+                c->rule = NULL;         /* recorded */
+        }
         if (r < 0)
                 return r;
 
         HttpResponseHead rest = h;
         rest.length -= with_head;
-        r = relay(c, up, hijack, &rest, head_request, rbuf + h.head_size + with_head, extra - with_head);
+        r = relay(c, up, hijack, &rest, head_request, rbuf + h.head_size + with_head, extra - with_head,
+                  head_with_chunks ? client_head : NULL, head_with_chunks ? client_head_size : 0);
         if (r < 0)
                 return r;
         if (r == 0)
@@ -1364,6 +1524,30 @@ static int conn_handle(Conn *c) {
         }
         c->decision = "allow";
 
+        if (c->default_network) {
+                c->reason = strdup("the engine's default network, without its containers");
+                return conn_answer_json(c, c->default_network);
+        }
+        /* the network list without filters of the agent's: the channel's networks and the engine's
+         * defaults (redacted), picked by the proxy from the engine's whole list */
+        if (streq(c->head.method, "GET") && strcasecmp(c->target.unversioned, "/networks") == 0 &&
+            json_object_object_length(c->target.query) == 0) {
+                _cleanup_(engine_freep) Engine *e = NULL;
+                _cleanup_(json_object_putp) json_object *all = NULL, *shown = NULL;
+                if (engine_open(p, &e) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                engine_set_timeout(e, 10);
+                r = engine_network_list(e, &all);
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot list its networks");
+                r = proxy_network_list_scope(all, p->channel, &shown);
+                if (r == -ENOMEM)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine's network list is malformed");
+                return conn_answer_json(c, shown);
+        }
+
         /* lists and prunes see only the channel's containers, volumes and networks */
         if ((streq(c->head.method, "GET") && (strcasecmp(c->target.unversioned, "/containers/json") == 0 ||
                                                strcasecmp(c->target.unversioned, "/volumes") == 0 ||
@@ -1384,6 +1568,52 @@ static int conn_handle(Conn *c) {
                 if (!forced)
                         return conn_reply(c, 500, NULL, "out of memory");
                 return conn_forward(c, forced, strlen(forced), NULL, 0);
+        }
+
+        /* a build's RUN steps run in containers the engine makes itself: what the build API lets a
+         * caller widen is refused, and their network is the nested containers' */
+        if (streq(c->head.method, "POST") && strcasecmp(c->target.unversioned, "/build") == 0) {
+                _cleanup_free_ char *network = NULL, *refused = NULL, *msg = NULL, *shown = NULL;
+                r = proxy_build_force(c->target.query, p->network_none, &network, &refused);
+                if (r == -EPERM) {
+                        shown = text_escape_display(refused, PROXY_DISPLAY_MAX);
+                        if (!shown || asprintf(&msg, "the build parameter %s is refused (the build's RUN steps would "
+                                               "get what the channel's containers may not have)", shown) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        c->decision = "deny";
+                        return conn_reply(c, 403, "build", msg);
+                }
+                if (r == -ENOMEM)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                if (r < 0)
+                        return conn_reply(c, 400, "parse", "the build's networkmode cannot be read");
+                if (network && conn_check_ref(c, REF_NETWORK, network) < 0)
+                        return 0;       /* answered */
+                /* Podman's compat build runs RUN steps in the engine's own network namespace (the host's)
+                 * whatever networkmode says; it honours a namespace given by path: the proxy's own, which
+                 * PrivateNetwork= leaves with loopback alone and nothing listening */
+                pthread_mutex_lock(&p->create_lock);
+                if (p->engine_kind == ENGINE_UNKNOWN)
+                        proxy_probe_engine(p);
+                pthread_mutex_unlock(&p->create_lock);
+                if (p->engine_kind == ENGINE_UNKNOWN)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked which it is");
+                if (p->engine_kind == ENGINE_PODMAN) {
+                        _cleanup_free_ char *ns = NULL;
+                        json_object *o;
+                        if (!proxy_network_is_isolated()) {
+                                c->decision = "deny";
+                                return conn_reply(c, 403, "build", "builds on Podman need the proxy in a network namespace "
+                                                  "of its own (PrivateNetwork=), where their RUN steps are put");
+                        }
+                        if (asprintf(&ns, "[{\"Name\":\"network\",\"Path\":\"/proc/%d/ns/net\"}]", (int) getpid()) < 0 ||
+                            !(o = json_object_new_string(ns)))
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        if (json_object_object_add(c->target.query, "nsoptions", o) < 0) {
+                                json_object_put(o);
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        }
+                }
         }
 
         if (stream && c->complete)
@@ -1501,6 +1731,8 @@ static void conn_next_request(Conn *c) {
         c->actor = NULL;
         c->actor_owned = mfree(c->actor_owned);
         c->reason = mfree(c->reason);
+        json_object_put(c->default_network);
+        c->default_network = NULL;
         c->status = 0;
         c->n_requests++;
         c->start_usec = 0;      /* set when the next request's first byte is in */
@@ -1529,6 +1761,7 @@ static void conn_run(Conn *c) {
         http_request_done(&c->head);
         proxy_target_done(&c->target);
         free(c->reason);
+        json_object_put(c->default_network);
         free(c->peer_name);
         free(c->actor_owned);
         free(c->in);

@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "config.h"
 #include "dockerproxy-nested.h"
 #include "strv.h"
 
@@ -227,6 +228,19 @@ int proxy_query_scope_to_channel(json_object *query, const char *channel) {
                 return -ENOMEM;
         v = get_icase(query, "filters", NULL);
         text = v ? json_object_get_string(v) : NULL;
+        if (!v && channel_name_check(channel, NULL) >= 0) {
+                /* the common list, without filters of its own: the channel's as one string (its name needs
+                 * no JSON escaping), not a JSON document built and printed for every request */
+                _cleanup_free_ char *scoped = NULL;
+                if (asprintf(&scoped, "{\"label\":[\"%s\",\"" PROXY_LABEL_TYPE "=" PROXY_TYPE_NESTED "\"]}", label) < 0)
+                        return -ENOMEM;
+                v = json_object_new_string(scoped);
+                if (!v || json_object_object_add(query, "filters", v) < 0) {
+                        json_object_put(v);
+                        return -ENOMEM;
+                }
+                return 0;
+        }
         if (!isempty(text)) {
                 if (strlen(text) > PROXY_FILTERS_MAX)
                         return -EBADMSG;
@@ -705,6 +719,135 @@ int proxy_tmpfs_check(json_object *body, const char **ret_reason) {
                 }
                 if (!f.has_size && (r = set_icase(to, "SizeBytes", json_object_new_int64((int64_t) PROXY_TMPFS_SIZE_DEFAULT))) < 0)
                         return r;
+        }
+        return 0;
+}
+
+bool proxy_network_is_engine_default(json_object *network) {
+        static const char * const defaults[] = { PROXY_DEFAULT_NETWORKS };
+        json_object *name, *labels, *ch;
+        const char *n;
+
+        if (!json_object_is_type(network, json_type_object) ||
+            !json_object_object_get_ex(network, "Name", &name) || !(n = json_object_get_string(name)))
+                return false;
+        /* a network some channel made under such a name is that channel's, not the engine's */
+        if (json_object_object_get_ex(network, "Labels", &labels) && json_object_is_type(labels, json_type_object) &&
+            json_object_object_get_ex(labels, PROXY_LABEL_CHANNEL, &ch))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(defaults); i++)
+                if (streq(n, defaults[i]))
+                        return true;
+        return false;
+}
+
+int proxy_network_redact(json_object *network) {
+        json_object *empty = json_object_new_object();
+
+        if (!empty)
+                return -ENOMEM;
+        /* every key spelt "containers" in any case: the engine's, and no second one left behind */
+        for (;;) {
+                const char *spelt = NULL;
+                if (!get_icase(network, "Containers", &spelt))
+                        break;
+                _cleanup_free_ char *copy = strdup(spelt);
+                if (!copy) {
+                        json_object_put(empty);
+                        return -ENOMEM;
+                }
+                json_object_object_del(network, copy);
+        }
+        return json_object_object_add(network, "Containers", empty) < 0 ? -ENOMEM : 0;
+}
+
+int proxy_network_list_scope(json_object *list, const char *channel, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *out = NULL;
+
+        if (!json_object_is_type(list, json_type_array))
+                return -EBADMSG;
+        out = json_object_new_array();
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *n = json_object_array_get_idx(list, i);
+                bool mine = json_object_is_type(n, json_type_object) && proxy_object_is_nested_of(n, channel);
+                if (!mine && !proxy_network_is_engine_default(n))
+                        continue;
+                json_object *copy = NULL;
+                if (json_object_deep_copy(n, &copy, NULL) < 0)
+                        return -ENOMEM;
+                if ((!mine && proxy_network_redact(copy) < 0) || json_object_array_add(out, copy) < 0) {
+                        json_object_put(copy);
+                        return -ENOMEM;
+                }
+        }
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+/* The build parameters a build may carry, and those it may carry only empty (the docker CLI sends
+ * some always, empty). Anything else is refused: Podman's compat build reads many more (isolation,
+ * nsoptions, addcaps, devices, seccomp, securityopt, secrets, volumes, rusagelogfile, ...), and each
+ * one either widens what the RUN steps' containers may do or names a path on the host. */
+static const char * const build_params_allowed[] = {
+        "t", "q", "nocache", "rm", "forcerm", "pull", "squash", "dockerfile", "target", "platform", "buildargs",
+        "labels", "cachefrom", "cpusetcpus", "cpusetmems", "cpushares", "cpuquota", "cpuperiod", "memory", "memswap",
+        "shmsize", "networkmode", "buildid", "version",
+        /* Podman's compat build, harmless */
+        "layers", "pullpolicy", "outputformat", "timestamp",
+};
+static const char * const build_params_empty_only[] = {
+        "cgroupparent", "isolation", "extrahosts", "securityopt", "outputs", "session", "remote", "ulimits",
+};
+
+int proxy_build_force(json_object *query, bool network_none, char **ret_network, char **ret_refused) {
+        json_object *v;
+
+        *ret_network = NULL;
+        *ret_refused = NULL;
+        json_object_object_foreach(query, k, val) {
+                bool allowed = false;
+                for (size_t i = 0; i < ELEMENTSOF(build_params_allowed) && !allowed; i++)
+                        allowed = streq(k, build_params_allowed[i]);
+                for (size_t i = 0; i < ELEMENTSOF(build_params_empty_only) && !allowed; i++)
+                        if (streq(k, build_params_empty_only[i])) {
+                                const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
+                                /* the CLI sends ulimits as JSON even when there are none */
+                                allowed = s && (isempty(s) || (streq(k, "ulimits") && (streq(s, "null") || streq(s, "[]"))));
+                        }
+                if (!allowed) {
+                        *ret_refused = strdup(k);
+                        return *ret_refused ? -EPERM : -ENOMEM;
+                }
+        }
+        /* the classic builder only: BuildKit (version 2) builds through a session, which is refused */
+        v = json_object_object_get(query, "version");
+        if (v && !(json_object_is_type(v, json_type_string) && (streq(json_object_get_string(v), "1") ||
+                                                                isempty(json_object_get_string(v))))) {
+                *ret_refused = strdup("version");
+                return *ret_refused ? -EPERM : -ENOMEM;
+        }
+        if (network_none) {
+                v = json_object_new_string("none");
+                if (!v || json_object_object_add(query, "networkmode", v) < 0) {
+                        json_object_put(v);
+                        return -ENOMEM;
+                }
+                return 0;
+        }
+        /* a named network the RUN steps join must be the channel's (the caller checks); the engine's
+         * defaults are as a create's */
+        v = json_object_object_get(query, "networkmode");
+        if (v && !json_object_is_type(v, json_type_string))
+                return -EBADMSG;
+        const char *mode = v ? json_object_get_string(v) : NULL;
+        /* host and container:X are the policy's to refuse */
+        if (!isempty(mode) && !streq(mode, "default") && !streq(mode, "bridge") && !streq(mode, "podman") &&
+            !streq(mode, "none") && !streq(mode, "host") && !startswith(mode, "container:")) {
+                *ret_network = strdup(mode);
+                if (!*ret_network)
+                        return -ENOMEM;
         }
         return 0;
 }

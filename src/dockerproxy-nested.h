@@ -57,6 +57,17 @@ int proxy_labels_force(json_object *body, const char *channel);
 /* Whether a volume or network inspect reply (Labels at its top) marks it as channel's. */
 bool proxy_object_is_nested_of(json_object *inspect, const char *channel);
 
+/* The engine's own networks (Docker's bridge, host and none, Podman's podman), which the agent may see
+ * but not use beyond what a create's NetworkMode allows: a network of that name without a loop-channel
+ * label. Their inspect and list entries are shown with "Containers" emptied (it names every container
+ * on them, other channels' included): proxy_network_redact(). */
+#define PROXY_DEFAULT_NETWORKS "bridge", "podman", "host", "none"
+bool proxy_network_is_engine_default(json_object *network);
+int proxy_network_redact(json_object *network);
+/* Of an engine's unfiltered network list: the channel's own networks as they are and the engine's
+ * defaults redacted, in a new array. -EBADMSG when list is not an array. */
+int proxy_network_list_scope(json_object *list, const char *channel, json_object **ret);
+
 /* What else a container create body uses by name: named volumes (Binds sources that are not paths,
  * Mounts of type volume), networks (NetworkMode, NetworkingConfig.EndpointsConfig; not the engines'
  * default networks "bridge", "default", "podman" and "none") and containers (NetworkMode "container:X").
@@ -91,3 +102,12 @@ int proxy_binds_verify(json_object *inspect, char **ret_path);
 #define PROXY_TMPFS_SIZE_MAX (4ULL * 1024ULL * 1024ULL * 1024ULL)
 #define PROXY_TMPFS_SIZE_DEFAULT (64ULL * 1024ULL * 1024ULL)
 int proxy_tmpfs_check(json_object *body, const char **ret_reason);
+
+/* POST /build: the containers of its RUN steps are the engine's, made without the proxy seeing them,
+ * so what the build API lets a caller widen is refused and the network forced. Every query parameter
+ * must be one of a known harmless set (or empty, for those the docker CLI always sends: cgroupparent,
+ * isolation, extrahosts, securityopt, outputs, session, remote, ulimits); -EPERM with its name in
+ * *ret_refused otherwise, and for a version other than the classic builder's "1". network_none: the
+ * networkmode parameter becomes "none" whatever was asked. Otherwise a named network is returned in
+ * *ret_network, for the caller to check it is the channel's. -EBADMSG, -ENOMEM. */
+int proxy_build_force(json_object *query, bool network_none, char **ret_network, char **ret_refused);

@@ -233,37 +233,48 @@ static bool byte_is_plain(unsigned char c, bool in_path) {
         return in_path && c && strchr("/:@!$'()*,=", c);
 }
 
-static int append_encoded(FILE *f, const char *s, bool in_path) {
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
-                if (byte_is_plain(*p, in_path))
-                        fputc(*p, f);
-                else
-                        fprintf(f, "%%%02X", *p);
-        return 0;
+/* Appends s percent-encoded at p (room for 3 bytes a byte); returns the new end. */
+static char *append_encoded(char *p, const char *s, bool in_path) {
+        static const char hex[] = "0123456789ABCDEF";
+
+        for (const unsigned char *c = (const unsigned char *) s; *c; c++)
+                if (byte_is_plain(*c, in_path))
+                        *p++ = (char) *c;
+                else {
+                        *p++ = '%';
+                        *p++ = hex[*c >> 4];
+                        *p++ = hex[*c & 15];
+                }
+        return p;
 }
 
+/* One allocation sized for the worst case (every byte encoded): this runs for every request. */
 char *proxy_target_format(const ProxyTarget *t) {
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
-        bool first = true;
-        FILE *f;
+        size_t size = strlen(t->path) * 3 + 1;
+        char *buf, *p;
 
-        f = open_memstream(&buf, &size);
-        if (!f)
-                return NULL;
-        append_encoded(f, t->path, true);
         json_object_object_foreach(t->query, k, v) {
                 bool list = json_object_is_type(v, json_type_array);
                 size_t n = list ? json_object_array_length(v) : 1;
+                for (size_t i = 0; i < n; i++)
+                        size += 2 + 3 * (strlen(k) + strlen(strempty(json_object_get_string(list ? json_object_array_get_idx(v, i) : v))));
+        }
+        buf = malloc(size);
+        if (!buf)
+                return NULL;
+        p = append_encoded(buf, t->path, true);
+        bool first = true;
+        json_object_object_foreach(t->query, k2, v2) {
+                bool list = json_object_is_type(v2, json_type_array);
+                size_t n = list ? json_object_array_length(v2) : 1;
                 for (size_t i = 0; i < n; i++) {
-                        fputc(first ? '?' : '&', f);
+                        *p++ = first ? '?' : '&';
                         first = false;
-                        append_encoded(f, k, false);
-                        fputc('=', f);
-                        append_encoded(f, json_object_get_string(list ? json_object_array_get_idx(v, i) : v), false);
+                        p = append_encoded(p, k2, false);
+                        *p++ = '=';
+                        p = append_encoded(p, strempty(json_object_get_string(list ? json_object_array_get_idx(v2, i) : v2)), false);
                 }
         }
-        if (fclose(f) != 0)
-                return NULL;
-        return TAKE_PTR(buf);
+        *p = 0;
+        return buf;
 }

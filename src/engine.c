@@ -1157,6 +1157,12 @@ int engine_network_inspect(Engine *e, const char *id, json_object **ret) {
         return call_json(e, &r, ret);
 }
 
+int engine_network_list(Engine *e, json_object **ret) {
+        Request r = REQUEST("GET", "/networks");
+        assert(e);
+        return call_json(e, &r, ret);
+}
+
 int engine_container_list(Engine *e, const char *label, bool all, json_object **ret) {
         _cleanup_free_ char *q = NULL;
         int k;

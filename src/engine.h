@@ -85,6 +85,8 @@ int engine_volume_inspect(Engine *e, const char *name, json_object **ret);
 /* POST /volumes/create with body ({"Name", "Labels", ...}); *ret the volume as the engine reports it. */
 int engine_volume_create(Engine *e, json_object *body, json_object **ret);
 int engine_network_inspect(Engine *e, const char *id, json_object **ret);
+/* GET /networks, unfiltered: every network of the engine. */
+int engine_network_list(Engine *e, json_object **ret);
 
 /* label: NULL or "key" or "key=value". */
 int engine_container_list(Engine *e, const char *label, bool all, json_object **ret);

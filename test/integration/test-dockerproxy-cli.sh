@@ -6,7 +6,9 @@
 # would (one listening fd), and the real docker CLI talking to it. For each engine: the CLI runs, lists,
 # logs, execs into and builds through the proxy; every forbidden form is refused with 403 and its rule,
 # in the answer and in the proxy's record; containers are forced into the channel; a bind swapped for a
-# symlink after create is refused at start; other containers are out of reach; a caller that is neither
+# symlink after create is refused at start; other containers are out of reach, the engine's default
+# networks can be looked at but not used; a build's RUN steps have no network and no build parameter
+# that would widen them; a caller that is neither
 # root nor one of the channel's containers is refused; a dead engine is a 502. The channel has no network
 # for nested containers (LOOP_DOCKERPROXY_NETWORK=none, as for an agent behind the egress gateway) and
 # masks /proc/version beyond the engines' defaults.
@@ -40,12 +42,13 @@ cat >"$T/policy.json" <<'EOF'
 {"http_rules": [{"methods": ["POST"], "paths": ["^/containers/[^/]+/exec$", "^/exec/[^/]+/start$"], "decision": "allow"}]}
 EOF
 
+# The proxy in a network namespace of its own, as PrivateNetwork= puts the service (Podman builds need it).
 PROXY_PID=
 start_proxy() {         # SOCKET ENGINE_SOCKET LOG [CONTAINERS_MAX]
         LOOP_DOCKERPROXY_ENGINE_SOCKET=$2 LOOP_DOCKERPROXY_WORK_DIR=$WORK LOOP_DOCKERPROXY_POLICY=$T/policy.json \
         LOOP_DOCKERPROXY_CONTAINERS_MAX=${4:-6} LOOP_LOG_TARGET=console LOOP_DOCKERPROXY_IDLE_SEC=3600 LOOP_RUNTIME_DIR=$T/run \
         LOOP_DOCKERPROXY_NETWORK=none LOOP_DOCKERPROXY_MASKED_PATHS=/proc/version:/proc/kcore \
-                systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR \
+                unshare --net systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR \
                 -E LOOP_DOCKERPROXY_NETWORK -E LOOP_DOCKERPROXY_MASKED_PATHS \
                 -E LOOP_DOCKERPROXY_POLICY -E LOOP_DOCKERPROXY_CONTAINERS_MAX -E LOOP_LOG_TARGET -E LOOP_DOCKERPROXY_IDLE_SEC -E LOOP_RUNTIME_DIR \
                 -l "$1" "$PROXY" "$CHANNEL" >>"$3" 2>&1 &
@@ -141,20 +144,42 @@ for kind in podman docker; do
         n=$(timeout 120 "$DOCKER" logs "chatty-$kind" 2>/dev/null | wc -c)
         is "$n" 40000000 "$kind: a 40 MB log streams through whole"
         timeout 60 "$DOCKER" rm "chatty-$kind" >/dev/null 2>&1
+        # attach's raw stream goes through a pipe with splice(): all of it, in order
+        out=$(timeout 120 "$DOCKER" run --rm "$IMAGE" sh -c 'seq 1 2000000' 2>&1 | md5sum)
+        is "$out" "$(seq 1 2000000 | md5sum)" "$kind: 15 MB of docker run output arrive whole and in order (attach, spliced)"
 
         check "$kind: docker run -d starts a long-running container" timeout 60 "$DOCKER" run -d --name "long-$kind" "$IMAGE" sleep 300
         out=$(timeout 60 "$DOCKER" exec "long-$kind" echo exec-works 2>&1)
         is "$out" "exec-works" "$kind: docker exec runs in the agent's own container"
+        out=$(timeout 120 "$DOCKER" exec "long-$kind" sh -c 'seq 1 2000000' 2>&1 | md5sum)
+        is "$out" "$(seq 1 2000000 | md5sum)" "$kind: 15 MB of docker exec output arrive whole and in order (exec start, spliced)"
         out=$(timeout 60 "$DOCKER" logs -f --tail 0 "own-$kind" 2>&1)
         ok $? "$kind: docker logs -f of a stopped container ends"
 
         mkdir -p "$T/ctx-$kind"
-        printf 'FROM %s\nRUN echo built-through-proxy > /built\n' "$IMAGE" >"$T/ctx-$kind/Dockerfile"
+        printf 'FROM %s\nRUN echo built-through-proxy > /built\nRUN ls /sys/class/net | tr "\\n" " " > /nets\n' "$IMAGE" \
+                >"$T/ctx-$kind/Dockerfile"
         head -c 3000000 /dev/urandom >"$T/ctx-$kind/blob"      # a build context larger than the JSON cap
         out=$(timeout 300 "$DOCKER" build -t "proxy-built-$kind:latest" "$T/ctx-$kind" 2>&1)
         ok $? "$kind: docker build builds from a local base through the proxy" || diag "$out"
         out=$(timeout 60 "$DOCKER" run --rm "proxy-built-$kind:latest" cat /built 2>&1)
         is "$out" "built-through-proxy" "$kind: the built image runs"
+        out=$(timeout 60 "$DOCKER" run --rm "proxy-built-$kind:latest" cat /nets 2>&1)
+        is "$out" "lo " "$kind: a build's RUN step had no network but loopback (networkmode forced to none)"
+        like "$(engine_api "$sock" "http://d/v1.41/networks/$([ $kind = docker ] && echo bridge || echo podman)")" '"Gateway"' \
+                "$kind: (straight on the engine, its default network is there to be joined)"
+        refused "a build with --add-host" "build parameter extrahosts is refused" "build" \
+                build -q --add-host "h:127.0.0.2" "$T/ctx-$kind"
+        tar -C "$T/ctx-$kind" -cf "$T/ctx-$kind.tar" Dockerfile
+        for param in isolation=chroot 'nsoptions=%5B%7B%22Name%22%3A%22network%22%2C%22Host%22%3Atrue%7D%5D' \
+                addcaps=CAP_SYS_ADMIN securityopt=seccomp%3Dunconfined 'secrets=id%3Ds%2Csrc%3D%2Fetc%2Fshadow' \
+                rusagelogfile=%2Ftmp%2Fx extrahosts=h%3Ahost-gateway 'ulimits=%5B%7B%22Name%22%3A%22nproc%22%2C%22Soft%22%3A-1%2C%22Hard%22%3A-1%7D%5D'; do
+                before=$(grep -c 'LOOP_STATUS=403' "$LOG")
+                out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/x-tar' \
+                        --data-binary "@$T/ctx-$kind.tar" -w ' %{http_code}' "http://d/v1.41/build?t=p-$kind&$param")
+                like "$out" "build parameter ${param%%=*} is refused.* 403\$" "$kind: POST /build with ${param%%=*} is refused"
+                recorded "POST /build with ${param%%=*}" "build" "$before"
+        done
 
         # --- forced into the channel ---
         inspect=$(engine_api "$sock" "http://d/v1.41/containers/own-$kind/json")
@@ -221,6 +246,29 @@ for kind in podman docker; do
         refused "removing a network the agent did not make" "not one of channel" "ownership" network rm "foreignnet-$kind"
         refused "connecting to a network the agent did not make" "not one of channel" "ownership" \
                 network connect "foreignnet-$kind" "long-$kind"
+        # the engine's default network: seen read-only, without the containers on it (foreign-$kind is one)
+        defnet=bridge
+        [ $kind = podman ] && defnet=podman
+        like "$(engine_api "$sock" "http://d/v1.41/networks/$defnet")" "foreign-$kind" \
+                "$kind: (straight on the engine, the $defnet network lists the foreign container)"
+        out=$(timeout 60 "$DOCKER" network inspect "$defnet" --format '{{.Name}} containers:{{len .Containers}}' 2>&1)
+        is "$out" "$defnet containers:0" "$kind: docker network inspect $defnet shows the default network, without its containers"
+        like "$(record "GET /v1\.[0-9]+/networks/$defnet ")" "LOOP_DECISION=allow .*LOOP_STATUS=200" \
+                "$kind: the default network's inspect is recorded as allowed"
+        # (Podman's compat list calls its default network "bridge", as Docker does)
+        out=$(timeout 60 "$DOCKER" network ls --format '{{.Name}}' 2>&1)
+        like "$out" "(^|[[:space:]])bridge([[:space:]]|\$)" "$kind: docker network ls lists the engine's default network"
+        unlike "$(curl -sS --unix-socket "$PSOCK" http://d/v1.41/networks)" "foreign-$kind" \
+                "$kind: ...without the containers on it"
+        refused "connecting a container to the default network" "not one of channel" "ownership" \
+                network connect "$defnet" "long-$kind"
+        refused "removing the default network" "not one of channel" "ownership" network rm "$defnet"
+        if [ $kind = docker ]; then
+                out=$(timeout 60 "$DOCKER" network inspect host --format '{{.Name}}' 2>&1)
+                is "$out" host "$kind: docker network inspect host shows the host network"
+                refused "connecting a container to the host network" "not one of channel" "ownership" \
+                        network connect host "long-$kind"
+        fi
         engine_api "$sock" -X POST -H 'Content-Type: application/json' -d '{"Name":"create"}' http://d/v1.41/volumes/create >/dev/null
         refused "inspecting another's volume named like an endpoint (create)" "not one of channel" "ownership" \
                 volume inspect create

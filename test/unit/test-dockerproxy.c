@@ -661,6 +661,89 @@ static void test_pins_and_tmpfs(void) {
         }
 }
 
+static void test_default_networks(void) {
+        _cleanup_(json_object_putp) json_object *list = json_tokener_parse(
+                "[{\"Name\":\"bridge\",\"Id\":\"b1\",\"Labels\":{},\"Containers\":{\"c1\":{\"Name\":\"other-channels\"}}},"
+                "{\"Name\":\"host\",\"Id\":\"h1\",\"Labels\":null,\"containers\":{\"c2\":{}}},"
+                "{\"Name\":\"mine\",\"Id\":\"m1\",\"Labels\":{\"loop-channel\":\"web\",\"loop-type\":\"nested\"},\"Containers\":{\"c3\":{}}},"
+                "{\"Name\":\"theirs\",\"Id\":\"t1\",\"Labels\":{\"loop-channel\":\"db\",\"loop-type\":\"nested\"}},"
+                "{\"Name\":\"none\",\"Id\":\"n1\",\"Labels\":{\"loop-channel\":\"db\",\"loop-type\":\"nested\"}},"
+                "{\"Name\":\"operators\",\"Id\":\"o1\"}]");
+        _cleanup_(json_object_putp) json_object *shown = NULL;
+        json_object *n, *x;
+
+        ok(proxy_network_is_engine_default(json_object_array_get_idx(list, 0)), "bridge is an engine default network");
+        ok(proxy_network_is_engine_default(json_object_array_get_idx(list, 1)), "so is host");
+        ok(!proxy_network_is_engine_default(json_object_array_get_idx(list, 4)),
+           "a network another channel made under a default's name is not");
+        ok(!proxy_network_is_engine_default(json_object_array_get_idx(list, 5)), "nor an operator's network");
+        is_int(proxy_network_list_scope(list, "web", &shown), 0, "a network list is scoped");
+        is_int((int) json_object_array_length(shown), 3, "it keeps bridge, host and the channel's own network");
+        n = json_object_array_get_idx(shown, 0);
+        ok(json_object_object_get_ex(n, "Containers", &x) && json_object_object_length(x) == 0,
+           "a default network is shown without the containers on it");
+        n = json_object_array_get_idx(shown, 1);
+        ok(!json_object_object_get_ex(n, "containers", NULL) && json_object_object_get_ex(n, "Containers", &x) &&
+           json_object_object_length(x) == 0, "...however the engine spelt the key");
+        n = json_object_array_get_idx(shown, 2);
+        ok(json_object_object_get_ex(n, "Name", &x) && streq(json_object_get_string(x), "mine") &&
+           json_object_object_get_ex(n, "Containers", &x) && json_object_object_length(x) == 1,
+           "the channel's own network is shown as it is");
+        {
+                _cleanup_(json_object_putp) json_object *o = json_tokener_parse("{\"Name\":\"bridge\"}"), *r = NULL;
+                is_int(proxy_network_list_scope(o, "web", &r), -EBADMSG, "a network list that is no array is refused");
+        }
+}
+
+static void test_build(void) {
+        /* what the docker CLI (classic builder) sends for "docker build -t x ." */
+        static const char cli[] = "{\"t\":[\"x\"],\"rm\":\"1\",\"cpusetcpus\":\"\",\"networkmode\":\"default\","
+                "\"cpusetmems\":\"\",\"cpushares\":\"0\",\"cpuquota\":\"0\",\"cpuperiod\":\"0\",\"memory\":\"0\","
+                "\"memswap\":\"0\",\"cgroupparent\":\"\",\"shmsize\":\"0\",\"dockerfile\":\"Dockerfile\",\"target\":\"\","
+                "\"ulimits\":\"null\",\"buildargs\":\"{}\",\"labels\":\"{}\",\"cachefrom\":\"[]\",\"version\":\"1\"}";
+        static const struct {
+                const char *query, *refused;
+        } refused[] = {
+                { "{\"extrahosts\":\"host.docker.internal:host-gateway\"}", "extrahosts" },
+                { "{\"isolation\":\"chroot\"}", "isolation" },
+                { "{\"nsoptions\":\"[{\\\"Name\\\":\\\"network\\\",\\\"Host\\\":true}]\"}", "nsoptions" },
+                { "{\"addcaps\":\"CAP_SYS_ADMIN\"}", "addcaps" },
+                { "{\"securityopt\":\"seccomp=unconfined\"}", "securityopt" },
+                { "{\"secrets\":\"id=s,src=/etc/shadow\"}", "secrets" },
+                { "{\"rusagelogfile\":\"/etc/cron.d/x\"}", "rusagelogfile" },
+                { "{\"ulimits\":\"[{\\\"Name\\\":\\\"nproc\\\",\\\"Soft\\\":-1}]\"}", "ulimits" },
+                { "{\"NetworkMode\":\"host\"}", "NetworkMode" },
+                { "{\"version\":\"2\"}", "version" },
+        };
+        _cleanup_(json_object_putp) json_object *q = json_tokener_parse(cli);
+        _cleanup_free_ char *net = NULL, *why = NULL;
+        json_object *v;
+
+        is_int(proxy_build_force(q, true, &net, &why), 0, "what the docker CLI sends for a build passes");
+        ok(json_object_object_get_ex(q, "networkmode", &v) && streq(json_object_get_string(v), "none"),
+           "the build's networkmode becomes none when nested containers have no network");
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                _cleanup_(json_object_putp) json_object *r = json_tokener_parse(refused[i].query);
+                _cleanup_free_ char *n = NULL, *w = NULL;
+                is_int(proxy_build_force(r, true, &n, &w), -EPERM, "a build with %s is refused", refused[i].refused);
+                ok(streq_ptr(w, refused[i].refused), "...naming %s", refused[i].refused);
+        }
+        {
+                _cleanup_(json_object_putp) json_object *r = json_tokener_parse("{\"networkmode\":\"theirs\"}");
+                _cleanup_free_ char *n = NULL, *w = NULL;
+                is_int(proxy_build_force(r, false, &n, &w), 0, "with nested networks on, a build may name a network");
+                ok(streq_ptr(n, "theirs"), "...which is returned, to be checked as the channel's");
+                ok(json_object_object_get_ex(r, "networkmode", &v) && streq(json_object_get_string(v), "theirs"),
+                   "...and kept");
+        }
+        {
+                _cleanup_(json_object_putp) json_object *r = json_tokener_parse("{\"networkmode\":\"bridge\"}");
+                _cleanup_free_ char *n = NULL, *w = NULL;
+                is_int(proxy_build_force(r, false, &n, &w), 0, "with nested networks on, the default network passes");
+                ok(!n, "...without a network to check");
+        }
+}
+
 int main(void) {
         if (!mkdtemp(tmpdir))
                 return 1;
@@ -671,6 +754,8 @@ int main(void) {
         test_bodies();
         test_nested();
         test_pins_and_tmpfs();
+        test_default_networks();
+        test_build();
         {
                 _cleanup_free_ char *cmd = NULL;
                 if (asprintf(&cmd, "rm -rf '%s'", tmpdir) < 0 || system(cmd) != 0)
