@@ -431,6 +431,44 @@ static int floor_bench(const char *path, long n) {
         return 0;
 }
 
+/* What any supervisor pays, before deciding anything, to read an exec's arguments: the caller is a new
+ * process (a fork's child), so its /proc/PID, its mem and a first read of its memory, all new. Prints the
+ * mean in nanoseconds over n fresh children. */
+static int newproc_floor(long n) {
+        static char buf[4096];
+        long total = 0;
+
+        for (long i = 0; i < n; i++) {
+                struct timespec a, b;
+                char p[64];
+                int dir, mem;
+                pid_t child = fork();
+
+                if (child < 0)
+                        return report(-1);
+                if (child == 0) {
+                        pause();
+                        _exit(0);
+                }
+                snprintf(p, sizeof(p), "/proc/%i", (int) child);
+                clock_gettime(CLOCK_MONOTONIC, &a);
+                dir = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                mem = dir < 0 ? -1 : openat(dir, "mem", O_RDONLY | O_CLOEXEC);
+                if (mem < 0 || pread(mem, buf, sizeof(buf), (off_t) (uintptr_t) buf) != (ssize_t) sizeof(buf)) {
+                        kill(child, SIGKILL);
+                        return report(-1);
+                }
+                clock_gettime(CLOCK_MONOTONIC, &b);
+                total += (b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec);
+                close(mem);
+                close(dir);
+                kill(child, SIGKILL);
+                (void) waitpid(child, NULL, 0);
+        }
+        printf("newproc=%ld\n", total / n);
+        return 0;
+}
+
 static int bench(const char *path, long n) {
         struct timespec a, b;
 
@@ -525,6 +563,8 @@ int main(int argc, char *argv[]) {
                 return bench(a1, atol(argv[3]));
         if (!strcmp(cmd, "floor") && argc > 3)      /* floor PATH N */
                 return floor_bench(a1, atol(argv[3]));
+        if (!strcmp(cmd, "newproc-floor") && argc > 2)    /* newproc-floor N */
+                return newproc_floor(atol(a1));
         fprintf(stderr, "gate-probe: unknown command\n");
         return 2;
 }
