@@ -173,7 +173,6 @@ static int resolve_object(int start_fd, const char *path, unsigned flags, GateRe
         _cleanup_free_ char *p = NULL;
         GateResolved res = GATE_RESOLVED_NULL;
         struct statfs sf;
-        struct stat st;
         int r;
 
         if (!(flags & GATE_RESOLVE_OBJECT_ONLY) || !(flags & GATE_RESOLVE_FOLLOW) ||
@@ -198,12 +197,13 @@ static int resolve_object(int start_fd, const char *path, unsigned flags, GateRe
         fd = (int) syscall(SYS_openat2, start_fd, path, &how, sizeof(how));
         if (fd < 0)
                 return -EAGAIN;
-        if (fstatfs(fd, &sf) < 0 || sf.f_type == PROC_SUPER_MAGIC || fstat(fd, &st) < 0 || st.st_nlink == 0)
+        if (fstatfs(fd, &sf) < 0 || sf.f_type == PROC_SUPER_MAGIC)
                 return -EAGAIN;
         r = gate_fd_path(fd, &p);
         if (r < 0)
                 return r;
-        if (p[0] != '/')
+        /* Not on a path, or deleted meanwhile (which d_path marks; a name really ending so takes the walk). */
+        if (p[0] != '/' || endswith(p, " (deleted)"))
                 return -EAGAIN;
         res.path = gate_path_clean(p);
         if (!res.path)

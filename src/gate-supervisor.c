@@ -1044,6 +1044,9 @@ static void handle_exec(Request *q) {
                         break;
                 r = caller_cwd_path(q, &cwd);
         }
+        /* Closed after the answer: nothing here needs the file any more. */
+        res.fd = close_later(q->w, res.fd);
+        res.dir_fd = close_later(q->w, res.dir_fd);
         gate_resolved_done(&res);
 
         key = gate_cache_key_exec(argv);
