@@ -1108,131 +1108,101 @@ static int env_map_to_strv(json_object *map, char ***ret) {
         return 0;
 }
 
-static size_t array_len(json_object *o, const char *key) {
-        json_object *v = get(o, key);
-        return v ? json_object_array_length(v) : 0;
-}
-
-static int load_path_rules(json_object *gate, AgentGateConfig *g) {
-        size_t n = array_len(gate, "path_rules");
-        json_object *a = get(gate, "path_rules");
+/* Allocates one zeroed item of size bytes per element of the JSON array a (none when a is NULL) and loads
+ * each with load_one. *items and *n are set first, so the config's done() frees what a failure leaves. */
+static int load_array_sized(json_object *a, size_t size, int (*load_one)(json_object *e, void *item),
+                            void **items, size_t *n) {
+        size_t m = a ? json_object_array_length(a) : 0;
+        uint8_t *p = calloc(m ?: 1, size);
         int r;
 
-        g->path_rules = calloc(n ?: 1, sizeof(PathRule));
-        if (!g->path_rules)
+        if (!p)
                 return -ENOMEM;
-        g->n_path_rules = n;
-        for (size_t i = 0; i < n; i++) {
-                json_object *e = json_object_array_get_idx(a, i);
-                PathRule *p = &g->path_rules[i];
-                if ((r = load_string(e, "pattern", NULL, &p->pattern)) < 0 ||
-                    (r = load_string(e, "message", NULL, &p->message)) < 0)
+        *items = p;
+        *n = m;
+        for (size_t i = 0; i < m; i++) {
+                r = load_one(json_object_array_get_idx(a, i), p + i * size);
+                if (r < 0)
                         return r;
-                p->decision = load_decision(e, "decision", DECISION_DENY);
         }
         return 0;
 }
 
-static int load_command_rules(json_object *gate, AgentGateConfig *g) {
-        size_t n = array_len(gate, "command_rules");
-        json_object *a = get(gate, "command_rules");
+#define load_array(a, items, n, load_one) \
+        load_array_sized((a), sizeof(**(items)), (load_one), (void **) (items), (n))
+
+static int load_path_rule(json_object *e, void *item) {
+        PathRule *p = item;
         int r;
 
-        g->command_rules = calloc(n ?: 1, sizeof(CommandRule));
-        if (!g->command_rules)
-                return -ENOMEM;
-        g->n_command_rules = n;
-        for (size_t i = 0; i < n; i++) {
-                json_object *e = json_object_array_get_idx(a, i);
-                CommandRule *c = &g->command_rules[i];
-                if ((r = load_strv(e, "commands", &c->commands)) < 0 ||
-                    (r = load_strv(e, "args_patterns", &c->args_patterns)) < 0 ||
-                    (r = load_string(e, "message", NULL, &c->message)) < 0)
-                        return r;
-                c->decision = load_decision(e, "decision", DECISION_DENY);
-        }
+        if ((r = load_string(e, "pattern", NULL, &p->pattern)) < 0 ||
+            (r = load_string(e, "message", NULL, &p->message)) < 0)
+                return r;
+        p->decision = load_decision(e, "decision", DECISION_DENY);
         return 0;
 }
 
-static int load_file_rules(json_object *gate, AgentGateConfig *g) {
-        size_t n = array_len(gate, "file_rules");
-        json_object *a = get(gate, "file_rules");
+static int load_command_rule(json_object *e, void *item) {
+        CommandRule *c = item;
         int r;
 
-        g->file_rules = calloc(n ?: 1, sizeof(FileRule));
-        if (!g->file_rules)
-                return -ENOMEM;
-        g->n_file_rules = n;
-        for (size_t i = 0; i < n; i++) {
-                json_object *e = json_object_array_get_idx(a, i), *ops = get(e, "operations");
-                FileRule *f = &g->file_rules[i];
-                if ((r = load_strv(e, "paths", &f->paths)) < 0 ||
-                    (r = load_string(e, "message", NULL, &f->message)) < 0)
-                        return r;
-                for (size_t j = 0; ops && j < json_object_array_length(ops); j++)
-                        f->operations |= 1U << file_op_from_string(
-                                json_object_get_string(json_object_array_get_idx(ops, j)));
-                f->decision = load_decision(e, "decision", DECISION_DENY);
-        }
+        if ((r = load_strv(e, "commands", &c->commands)) < 0 ||
+            (r = load_strv(e, "args_patterns", &c->args_patterns)) < 0 ||
+            (r = load_string(e, "message", NULL, &c->message)) < 0)
+                return r;
+        c->decision = load_decision(e, "decision", DECISION_DENY);
         return 0;
 }
 
-static int load_http_rules(json_object *proxy, DockerProxyConfig *d) {
-        size_t n = array_len(proxy, "http_rules");
-        json_object *a = get(proxy, "http_rules");
+static int load_file_rule(json_object *e, void *item) {
+        json_object *ops = get(e, "operations");
+        FileRule *f = item;
         int r;
 
-        d->http_rules = calloc(n ?: 1, sizeof(HttpRule));
-        if (!d->http_rules)
-                return -ENOMEM;
-        d->n_http_rules = n;
-        for (size_t i = 0; i < n; i++) {
-                json_object *e = json_object_array_get_idx(a, i);
-                HttpRule *h = &d->http_rules[i];
-                if ((r = load_strv(e, "methods", &h->methods)) < 0 ||
-                    (r = load_strv(e, "paths", &h->paths)) < 0 ||
-                    (r = load_string(e, "message", NULL, &h->message)) < 0)
-                        return r;
-                h->decision = load_decision(e, "decision", DECISION_DENY);
-        }
+        if ((r = load_strv(e, "paths", &f->paths)) < 0 ||
+            (r = load_string(e, "message", NULL, &f->message)) < 0)
+                return r;
+        for (size_t j = 0; ops && j < json_object_array_length(ops); j++)
+                f->operations |= 1U << file_op_from_string(json_object_get_string(json_object_array_get_idx(ops, j)));
+        f->decision = load_decision(e, "decision", DECISION_DENY);
         return 0;
 }
 
-static int load_body_rules(json_object *proxy, DockerProxyConfig *d) {
-        size_t n = array_len(proxy, "body_rules");
-        json_object *a = get(proxy, "body_rules");
+static int load_http_rule(json_object *e, void *item) {
+        HttpRule *h = item;
         int r;
 
-        d->body_rules = calloc(n ?: 1, sizeof(BodyRule));
-        if (!d->body_rules)
-                return -ENOMEM;
-        d->n_body_rules = n;
-        for (size_t i = 0; i < n; i++) {
-                json_object *e = json_object_array_get_idx(a, i), *checks = get(e, "json_checks");
-                BodyRule *b = &d->body_rules[i];
-                size_t m = checks ? json_object_array_length(checks) : 0;
-
-                if ((r = load_string(e, "applies_to", NULL, &b->applies_to)) < 0 ||
-                    (r = load_strv(e, "content_types", &b->content_types)) < 0 ||
-                    (r = load_string(e, "message", NULL, &b->message)) < 0)
-                        return r;
-                b->max_body_bytes = load_uint(e, "max_body_bytes", 0);
-                b->decision = load_decision(e, "decision", DECISION_DENY);
-                b->json_checks = calloc(m ?: 1, sizeof(JsonCheck));
-                if (!b->json_checks)
-                        return -ENOMEM;
-                b->n_json_checks = m;
-                for (size_t j = 0; j < m; j++) {
-                        json_object *c = json_object_array_get_idx(checks, j);
-                        JsonCheck *jc = &b->json_checks[j];
-                        if ((r = load_string(c, "path", NULL, &jc->path)) < 0 ||
-                            (r = load_strv(c, "values", &jc->values)) < 0 ||
-                            (r = load_strv(c, "except", &jc->except)) < 0)
-                                return r;
-                        jc->op = json_check_op_from_string(json_object_get_string(get(c, "op")));
-                }
-        }
+        if ((r = load_strv(e, "methods", &h->methods)) < 0 ||
+            (r = load_strv(e, "paths", &h->paths)) < 0 ||
+            (r = load_string(e, "message", NULL, &h->message)) < 0)
+                return r;
+        h->decision = load_decision(e, "decision", DECISION_DENY);
         return 0;
+}
+
+static int load_json_check(json_object *e, void *item) {
+        JsonCheck *jc = item;
+        int r;
+
+        if ((r = load_string(e, "path", NULL, &jc->path)) < 0 ||
+            (r = load_strv(e, "values", &jc->values)) < 0 ||
+            (r = load_strv(e, "except", &jc->except)) < 0)
+                return r;
+        jc->op = json_check_op_from_string(json_object_get_string(get(e, "op")));
+        return 0;
+}
+
+static int load_body_rule(json_object *e, void *item) {
+        BodyRule *b = item;
+        int r;
+
+        if ((r = load_string(e, "applies_to", NULL, &b->applies_to)) < 0 ||
+            (r = load_strv(e, "content_types", &b->content_types)) < 0 ||
+            (r = load_string(e, "message", NULL, &b->message)) < 0)
+                return r;
+        b->max_body_bytes = load_uint(e, "max_body_bytes", 0);
+        b->decision = load_decision(e, "decision", DECISION_DENY);
+        return load_array(get(e, "json_checks"), &b->json_checks, &b->n_json_checks, load_json_check);
 }
 
 static int load_mcp_servers(json_object *servers, LoopConfig *c) {
@@ -1342,9 +1312,12 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
 
         c.gates.agentgate.enabled = load_bool(gate, "enabled", true);
         c.gates.agentgate.default_decision = load_decision(gate, "default_decision", DECISION_ALLOW);
-        if ((r = load_path_rules(gate, &c.gates.agentgate)) < 0 ||
-            (r = load_command_rules(gate, &c.gates.agentgate)) < 0 ||
-            (r = load_file_rules(gate, &c.gates.agentgate)) < 0)
+        if ((r = load_array(get(gate, "path_rules"), &c.gates.agentgate.path_rules,
+                            &c.gates.agentgate.n_path_rules, load_path_rule)) < 0 ||
+            (r = load_array(get(gate, "command_rules"), &c.gates.agentgate.command_rules,
+                            &c.gates.agentgate.n_command_rules, load_command_rule)) < 0 ||
+            (r = load_array(get(gate, "file_rules"), &c.gates.agentgate.file_rules,
+                            &c.gates.agentgate.n_file_rules, load_file_rule)) < 0)
                 return r;
 
         /* Unless set, the proxy follows the gate. */
@@ -1352,8 +1325,10 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
         c.gates.docker_proxy.default_decision = load_decision(proxy, "default_decision", DECISION_ALLOW);
         c.gates.docker_proxy.containers_max = load_uint(proxy, "containers_max", 16);
         c.gates.docker_proxy.nested_network = load_bool(proxy, "nested_network", false);
-        if ((r = load_http_rules(proxy, &c.gates.docker_proxy)) < 0 ||
-            (r = load_body_rules(proxy, &c.gates.docker_proxy)) < 0)
+        if ((r = load_array(get(proxy, "http_rules"), &c.gates.docker_proxy.http_rules,
+                            &c.gates.docker_proxy.n_http_rules, load_http_rule)) < 0 ||
+            (r = load_array(get(proxy, "body_rules"), &c.gates.docker_proxy.body_rules,
+                            &c.gates.docker_proxy.n_body_rules, load_body_rule)) < 0)
                 return r;
 
         c.enabled = load_bool(obj, "enabled", true);
