@@ -987,7 +987,7 @@ int config_parse_text(const char *text, size_t size, json_object **ret, char **r
         enum json_tokener_error e;
         size_t off;
 
-        if (strlen(text) != size)
+        if (memchr(text, 0, size))
                 return asprintf(ret_reason, "contains a NUL byte") < 0 ? -ENOMEM : -EINVAL;
 
         tok = json_tokener_new_ex(CONFIG_DEPTH_MAX + 8);
