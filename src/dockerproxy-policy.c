@@ -549,7 +549,7 @@ static int compile_http_rule(Compiler *c, json_object *o, size_t i, ProxyHttpRul
 
 /* "A.B[*].C", "A[0]" */
 static int compile_path(Compiler *c, const char *path, const char *where, Check *k) {
-        size_t n = 0;
+        size_t *n = &k->n_steps;        /* counted as they are made: what a failure leaves is freed */
 
         if (isempty(path))
                 return compile_fail(c, "%s.path: empty", where);
@@ -560,9 +560,9 @@ static int compile_path(Compiler *c, const char *path, const char *where, Check 
                 size_t len = strcspn(p, ".[");
                 if (len == 0)
                         return compile_fail(c, "%s.path: \"%s\" has an empty segment", where, path);
-                k->steps[n].type = STEP_KEY;
-                k->steps[n].key = strndup(p, len);
-                if (!k->steps[n++].key)
+                k->steps[*n].type = STEP_KEY;
+                k->steps[*n].key = strndup(p, len);
+                if (!k->steps[(*n)++].key)
                         return -ENOMEM;
                 p += len;
                 while (*p == '[') {
@@ -570,7 +570,7 @@ static int compile_path(Compiler *c, const char *path, const char *where, Check 
                         if (!e || e == p + 1)
                                 return compile_fail(c, "%s.path: \"%s\" has a bad [index]", where, path);
                         if (e == p + 2 && p[1] == '*')
-                                k->steps[n++].type = STEP_ALL;
+                                k->steps[(*n)++].type = STEP_ALL;
                         else {
                                 size_t idx = 0;
                                 for (const char *d = p + 1; d < e; d++) {
@@ -578,8 +578,8 @@ static int compile_path(Compiler *c, const char *path, const char *where, Check 
                                                 return compile_fail(c, "%s.path: \"%s\" has a bad [index]", where, path);
                                         idx = idx * 10 + (size_t) (*d - '0');
                                 }
-                                k->steps[n].type = STEP_INDEX;
-                                k->steps[n++].index = idx;
+                                k->steps[*n].type = STEP_INDEX;
+                                k->steps[(*n)++].index = idx;
                         }
                         p = e + 1;
                 }
@@ -588,7 +588,6 @@ static int compile_path(Compiler *c, const char *path, const char *where, Check 
                 else if (*p)
                         return compile_fail(c, "%s.path: \"%s\" is not a JSON path", where, path);
         }
-        k->n_steps = n;
         return 0;
 }
 
