@@ -96,6 +96,16 @@ static Queue *open_fresh(const char *name) {
         return q;
 }
 
+/* A result for queue_complete(), which does not take it: freed when the test ends. */
+static json_object *results[16];
+static size_t n_results;
+
+static json_object *result(json_object *o) {
+        if (n_results < ELEMENTSOF(results))
+                results[n_results++] = o;
+        return o;
+}
+
 static void test_open(void) {
         _cleanup_(queue_freep) Queue *q = NULL;
         struct stat st_parent, st_inbox;
@@ -156,7 +166,7 @@ static void test_push_peek(void) {
         ok(m->attempts == 0 && !m->last_error && m->created_usec > 0, "a new message has no attempts and no error");
         m = message_drop(m);
         ok(queue_peek(q, &m) == 0 && streq(m->id, a), "peek does not consume");
-        ok(queue_complete(q, m, json_object_new_object()) >= 0, "complete stores the result");
+        ok(queue_complete(q, m, result(json_object_new_object())) >= 0, "complete stores the result");
         m = message_drop(m);
         ok(queue_peek(q, &m) == 0 && streq(m->id, b) && streq(m->sender, "alice"),
            "after completion the next one comes, with its sender");
@@ -216,7 +226,7 @@ static void test_caps(void) {
         {
                 _cleanup_(queue_message_freep) QueueMessage *m = NULL;
                 ok(queue_peek(q, &m) == 0 && strlen(m->prompt) == QUEUE_PROMPT_MAX, "and reads back whole");
-                ok(queue_complete(q, m, json_object_new_object()) >= 0, "and completes");
+                ok(queue_complete(q, m, result(json_object_new_object())) >= 0, "and completes");
         }
         ok(queue_push(q, "", NULL, NULL) == -EINVAL, "an empty prompt is refused");
         ok(queue_push(q, "p", "bad\nname", NULL) == -EINVAL, "a sender with control characters is refused");
@@ -275,7 +285,7 @@ static void test_complete_fault(void) {
         text = read_text(path_of("fault/outbox/%s.json", id));
         ok(text && strstr(text, "\"result\":\"done\""), "the result is in outbox/<id>.json");
         ok(!exists(path_of("fault/inbox/%s.json", id)), "the message left the inbox");
-        ok(queue_complete(q, m, json_object_new_string("x")) == -EINVAL, "a result that is not an object is refused");
+        ok(queue_complete(q, m, result(json_object_new_string("x"))) == -EINVAL, "a result that is not an object is refused");
 
         /* A runner that died after storing the result but before removing the message. */
         {
@@ -372,7 +382,7 @@ static void test_malformed(void) {
                 abort();
 
         ok(queue_peek(q, &m) == 0 && streq(m->id, good), "malformed messages do not block the queue: the good one comes");
-        ok(queue_complete(q, m, json_object_new_object()) == 0 && queue_peek(q, &m) == -ENOENT,
+        ok(queue_complete(q, m, result(json_object_new_object())) == 0 && queue_peek(q, &m) == -ENOENT,
            "a malformed entry sorting after the good one is moved away when its turn comes");
         ok(queue_depth(q, &depth) == 0 && depth == 0, "every malformed entry left the inbox");
         ok(queue_list(q, "failed", 0, &failed) == 0 && json_object_array_length(failed) == ELEMENTSOF(bad),
@@ -461,7 +471,7 @@ static void test_member(void) {
         ok(WIFEXITED(status) && WEXITSTATUS(status) != 10 && WEXITSTATUS(status) != 11 && WEXITSTATUS(status) != 12,
            "an unprivileged member of the queue's group queues a message");
         ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a member cannot remove another sender's message (sticky inbox/)");
-        ok(queue_peek(q, &m) == 0 && streq(m->id, root_id) && queue_complete(q, m, json_object_new_object()) == 0 &&
+        ok(queue_peek(q, &m) == 0 && streq(m->id, root_id) && queue_complete(q, m, result(json_object_new_object())) == 0 &&
            queue_peek(q, &n) == 0 && streq(n->prompt, "member's"), "the runner takes both messages in order");
         ok(n && streq(n->sender, nobody), "the member's message records the member as sender, not the name it claimed");
         ok(n && queue_begin_attempt(q, n) == 0 && queue_fail(q, n, "test") == 0, "the runner moves a member's message");
@@ -659,5 +669,7 @@ int main(void) {
         test_cli();
 
         sh("rm -rf %s", tmpdir);
+        for (size_t i = 0; i < n_results; i++)
+                json_object_put(results[i]);
         return done_testing();
 }
