@@ -1522,10 +1522,10 @@ static int handle_connect(Connection *c) {
         }
         c->sent += got;
         {
-                uint64_t up = 0, down = 0;
-                q = fd_pump(c->fd, c->up, GATEWAY_TUNNEL_IDLE_MS, GATEWAY_TUNNEL_HALF_CLOSED_MS, &up, &down);
-                c->sent += up;
-                c->received += down;
+                FdPumpStats stats = {};
+                q = fd_pump(c->fd, c->up, GATEWAY_TUNNEL_IDLE_MS, GATEWAY_TUNNEL_HALF_CLOSED_MS, &stats);
+                c->sent += stats.a_to_b;
+                c->received += stats.b_to_a;
         }
         /* a peer resetting at the end is how many TLS connections close */
         if (q == -ETIMEDOUT)

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -145,12 +146,54 @@ typedef struct PumpDirection {
         int pipe[2];                    /* splice(): from -> pipe -> to, no copy through user space */
         size_t in_pipe;
         size_t pipe_size;               /* what one splice() takes in */
+        bool grow_tried;
+        bool grown;                     /* counted in pump_pipes_grown */
         char *buf;                      /* the fallback where splice() is refused */
         size_t start, end;              /* buf[start..end) read, not yet written */
         bool eof;                       /* read side ended; to's write side shut down once drained */
         bool shut;
         uint64_t moved;
+        uint64_t calls;                 /* splice(), read(), send() */
 } PumpDirection;
+
+/* Pipes grown past their default size, in this process: a pipe's pages count against its user's
+ * pipe-user-pages-soft (64 MiB by default), past which the kernel gives that user's new pipes two pages
+ * (every tunnel would crawl) and refuses to grow any (F_SETPIPE_SZ fails with EPERM). */
+static atomic_uint pump_pipes_grown;
+
+/* A direction that moved IO_PUMP_GROW_AFTER is a bulk transfer: its pipe grows to IO_PUMP_PIPE_SIZE_MAX,
+ * so that one splice() each way moves what the socket holds (often a megabyte) instead of at most 64 KiB
+ * (16 pages, fewer bytes when the socket's segments fill the pipe's slots partly): a sixteenth of the
+ * system calls and wake-ups, and larger segments for the next hop. Best effort: at most
+ * IO_PUMP_PIPES_GROWN_MAX at once; where the kernel refuses, the default stays. */
+static void pump_pipe_grow(PumpDirection *d) {
+        int k;
+
+        if (d->grow_tried)
+                return;
+        d->grow_tried = true;
+        if (atomic_fetch_add(&pump_pipes_grown, 1) >= IO_PUMP_PIPES_GROWN_MAX) {
+                atomic_fetch_sub(&pump_pipes_grown, 1);
+                return;
+        }
+        k = fcntl(d->pipe[1], F_SETPIPE_SZ, (int) IO_PUMP_PIPE_SIZE_MAX);
+        if (k < 0 || (size_t) k <= d->pipe_size) {
+                atomic_fetch_sub(&pump_pipes_grown, 1);
+                return;
+        }
+        d->pipe_size = (size_t) k;
+        d->grown = true;
+}
+
+static void pump_pipe_release(PumpDirection *d) {
+        if (d->grown)
+                atomic_fetch_sub(&pump_pipes_grown, 1);
+        d->grown = false;
+}
+
+unsigned fd_pump_pipes_grown(void) {
+        return atomic_load(&pump_pipes_grown);
+}
 
 static size_t pump_pending(const PumpDirection *d) {
         return d->in_pipe + (d->end - d->start);
@@ -166,6 +209,7 @@ static int pump_step_splice(PumpDirection *d, short revents_from, short revents_
         for (unsigned i = 0; i < IO_PUMP_ROUNDS_MAX; i++) {
                 if (d->in_pipe == 0 && !d->eof && readable) {
                         k = splice(d->from, NULL, d->pipe[1], NULL, d->pipe_size, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                        d->calls++;
                         if (k < 0) {
                                 if (errno != EINTR && errno != EAGAIN)
                                         return -errno;
@@ -177,7 +221,10 @@ static int pump_step_splice(PumpDirection *d, short revents_from, short revents_
                 }
                 if (d->in_pipe == 0)
                         return 0;
+                if (d->moved >= IO_PUMP_GROW_AFTER)
+                        pump_pipe_grow(d);
                 k = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                d->calls++;
                 if (k < 0)
                         return errno == EINTR || errno == EAGAIN ? 0 : -errno;
                 d->in_pipe -= (size_t) k;
@@ -196,6 +243,7 @@ static int pump_step_copy(PumpDirection *d, short revents_from, short revents_to
         for (unsigned i = 0; i < IO_PUMP_ROUNDS_MAX; i++) {
                 if (d->start == d->end && !d->eof && readable) {
                         k = read(d->from, d->buf, IO_PUMP_COPY_BUFFER_SIZE);
+                        d->calls++;
                         if (k < 0) {
                                 if (errno != EINTR && errno != EAGAIN)
                                         return -errno;
@@ -210,6 +258,7 @@ static int pump_step_copy(PumpDirection *d, short revents_from, short revents_to
                 if (d->start == d->end)
                         return 0;
                 k = send(d->to, d->buf + d->start, d->end - d->start, MSG_NOSIGNAL | MSG_DONTWAIT);
+                d->calls++;
                 if (k < 0)
                         return errno == EINTR || errno == EAGAIN ? 0 : -errno;
                 d->start += (size_t) k;
@@ -239,10 +288,11 @@ static void pump_direction_drop(PumpDirection *d) {
         d->in_pipe = 0;
 }
 
-int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, uint64_t *ret_a_to_b, uint64_t *ret_b_to_a) {
+int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPumpStats *ret_stats) {
         _cleanup_free_ char *buf = NULL;
         PumpDirection ab = { .from = a, .to = b, .pipe = { -EBADF, -EBADF } },
                       ba = { .from = b, .to = a, .pipe = { -EBADF, -EBADF } };
+        uint64_t polls = 0;
         int r = 0;
 
         /* splice() where both ends allow it (sockets do); a plain copy otherwise. Non-blocking from here
@@ -258,9 +308,7 @@ int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, uint6
                 ab.buf = buf;
                 ba.buf = buf + IO_PUMP_COPY_BUFFER_SIZE;
         } else
-                /* The default pipe size: larger ones would save few splice() calls (a socket rarely has
-                 * more queued), and count against the user's pipe-user-pages-soft, past which the kernel
-                 * makes every new pipe of that user tiny: a gateway with many tunnels would crawl. */
+                /* The default size to begin with; a bulk direction's pipe grows (pump_pipe_grow()). */
                 ab.pipe_size = ba.pipe_size = IO_PUMP_BUFFER_SIZE;
 
         while (!(ab.shut && ba.shut)) {
@@ -270,6 +318,8 @@ int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, uint6
                 };
                 bool half_closed = (ab.eof || ba.eof) && half_closed_timeout_ms >= 0;
                 int n = poll(p, 2, half_closed ? half_closed_timeout_ms : idle_timeout_ms);
+
+                polls++;
 
                 if (n < 0) {
                         if (errno == EINTR)
@@ -316,13 +366,18 @@ int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, uint6
                 if ((p[1].revents & POLLHUP) && ba.eof && !ab.shut)
                         pump_direction_drop(&ab);
         }
+        if (ret_stats)
+                *ret_stats = (FdPumpStats) {
+                        .a_to_b = ab.moved,
+                        .b_to_a = ba.moved,
+                        .calls = polls + ab.calls + ba.calls,
+                        .pipe_size_max = ab.pipe[0] >= 0 ? MAX(ab.pipe_size, ba.pipe_size) : 0,
+                };
+        pump_pipe_release(&ab);
+        pump_pipe_release(&ba);
         safe_close(ab.pipe[0]);
         safe_close(ab.pipe[1]);
         safe_close(ba.pipe[0]);
         safe_close(ba.pipe[1]);
-        if (ret_a_to_b)
-                *ret_a_to_b = ab.moved;
-        if (ret_b_to_a)
-                *ret_b_to_a = ba.moved;
         return r;
 }
