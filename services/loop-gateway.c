@@ -402,6 +402,8 @@ static int gateway_load(Gateway *g, const char *path) {
         /* Many servers close without close_notify. The agent's HTTP client sees any truncation in the
          * response's own framing (Content-Length, chunks, SSE), which passes through untouched. */
         SSL_CTX_set_options(g->tls, SSL_OP_IGNORE_UNEXPECTED_EOF);
+        /* A record in one read() rather than its header and then its body. */
+        SSL_CTX_set_read_ahead(g->tls, 1);
         SSL_CTX_set_session_cache_mode(g->tls, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
         SSL_CTX_sess_set_new_cb(g->tls, on_new_session);
         SSL_CTX_set_verify(g->tls, SSL_VERIFY_PEER, NULL);
@@ -426,50 +428,80 @@ static uint64_t elapsed_ms(const struct timespec *start) {
 }
 
 #define GATEWAY_RECORD_FIELDS_MAX 16U
+#define GATEWAY_RECORD_ARENA_SIZE 1024U         /* the usual record's fields; a longer one is allocated */
 
-static void field_add(char **extra, size_t *n, const char *key, const char *value) {
-        if (!value || *n >= GATEWAY_RECORD_FIELDS_MAX - 1)
+/* A record's extra fields, "NAME=value" each, written into one buffer on the stack: a record per
+ * request should not cost an allocation per field. */
+typedef struct RecordFields {
+        char *extra[GATEWAY_RECORD_FIELDS_MAX];  /* NULL-terminated */
+        size_t n;
+        char *allocated[GATEWAY_RECORD_FIELDS_MAX];
+        size_t n_allocated;
+        char arena[GATEWAY_RECORD_ARENA_SIZE];
+        size_t used;
+} RecordFields;
+
+static void field_add(RecordFields *r, const char *key, const char *value) {
+        size_t kl, vl, need;
+        char *p;
+
+        if (!value || r->n >= GATEWAY_RECORD_FIELDS_MAX - 1)
                 return;
-        if (asprintf(&extra[*n], "%s=%s", key, value) >= 0)
-                (*n)++;
+        kl = strlen(key);
+        vl = strlen(value);
+        need = kl + 1 + vl + 1;
+        if (need <= sizeof r->arena - r->used) {
+                p = r->arena + r->used;
+                r->used += need;
+        } else {
+                p = malloc(need);
+                if (!p)
+                        return;
+                r->allocated[r->n_allocated++] = p;
+        }
+        memcpy(p, key, kl);
+        p[kl] = '=';
+        memcpy(p + kl + 1, value, vl + 1);
+        r->extra[r->n++] = p;
 }
 
 static void connection_journal(Connection *c) {
         char port[8], status[8], sent[24], received[24], duration[24];
-        char *extra[GATEWAY_RECORD_FIELDS_MAX] = {};
-        size_t n = 0;
+        RecordFields r;
         bool allowed = c->decision && (streq(c->decision, "allow") || streq(c->decision, "credential"));
         uint64_t ms = elapsed_ms(&c->start);
 
+        r.n = r.n_allocated = r.used = 0;
         (void) snprintf(port, sizeof port, "%u", c->port);
         (void) snprintf(status, sizeof status, "%d", c->status);
         (void) snprintf(sent, sizeof sent, "%" PRIu64, c->sent);
         (void) snprintf(received, sizeof received, "%" PRIu64, c->received);
         (void) snprintf(duration, sizeof duration, "%" PRIu64, ms);
 
-        field_add(extra, &n, "LOOP_KIND", c->kind);
-        field_add(extra, &n, "LOOP_HOST", c->host);
-        field_add(extra, &n, "LOOP_PORT", c->port ? port : NULL);
-        field_add(extra, &n, "LOOP_DECISION", c->decision);
-        field_add(extra, &n, "LOOP_RULE", c->rule);
-        field_add(extra, &n, "LOOP_REASON", c->reason);
-        field_add(extra, &n, "LOOP_ADDRESS", c->address[0] ? c->address : NULL);
-        field_add(extra, &n, "LOOP_METHOD", c->req.method);
+        field_add(&r, "LOOP_KIND", c->kind);
+        field_add(&r, "LOOP_HOST", c->host);
+        field_add(&r, "LOOP_PORT", c->port ? port : NULL);
+        field_add(&r, "LOOP_DECISION", c->decision);
+        field_add(&r, "LOOP_RULE", c->rule);
+        field_add(&r, "LOOP_REASON", c->reason);
+        field_add(&r, "LOOP_ADDRESS", c->address[0] ? c->address : NULL);
+        field_add(&r, "LOOP_METHOD", c->req.method);
         /* the path only: a query may carry a token */
-        field_add(extra, &n, "LOOP_PATH", c->req.path && c->req.path[0] ? c->req.path : NULL);
-        field_add(extra, &n, "LOOP_STATUS", c->status ? status : NULL);
-        field_add(extra, &n, "LOOP_BYTES_SENT", sent);
-        field_add(extra, &n, "LOOP_BYTES_RECEIVED", received);
-        field_add(extra, &n, "LOOP_DURATION_MS", duration);
+        field_add(&r, "LOOP_PATH", c->req.path && c->req.path[0] ? c->req.path : NULL);
+        field_add(&r, "LOOP_STATUS", c->status ? status : NULL);
+        field_add(&r, "LOOP_BYTES_SENT", sent);
+        field_add(&r, "LOOP_BYTES_RECEIVED", received);
+        field_add(&r, "LOOP_DURATION_MS", duration);
+        r.extra[r.n] = NULL;
 
-        AuditFields f = { .channel = c->gw->channel, .extra = extra };
+        AuditFields f = { .channel = c->gw->channel, .extra = r.extra };
         (void) audit_log(AUDIT_GATEWAY_REQUEST, allowed ? LOG_INFO : LOG_NOTICE, &f,
                          "%s %s %s:%u%s%s%s%s (rule %s, %" PRIu64 " bytes up, %" PRIu64 " down, %" PRIu64 " ms)",
                          strna(c->decision), strna(c->kind), strna(c->host), c->port,
                          c->req.method ? " " : "", strempty(c->req.method), c->reason ? ": " : "", strempty(c->reason),
                          strna(c->rule), c->sent, c->received, ms);
-        for (size_t i = 0; i < n; i++)
-                free(extra[i]);
+        for (size_t i = 0; i < r.n_allocated; i++)
+                free(r.allocated[i]);
 }
 
 /* ---- answering the client ---- */
@@ -502,7 +534,8 @@ static ssize_t client_read(Connection *c, void *buf, size_t size, int timeout_ms
 
         if (!c->client_ssl)
                 return read_timeout(c->fd, buf, size, timeout_ms);
-        if (SSL_pending(c->client_ssl) == 0) {
+        /* with read-ahead, bytes OpenSSL has read but not yet decrypted count too */
+        if (!SSL_has_pending(c->client_ssl)) {
                 ssize_t q = read_timeout(c->fd, NULL, 0, timeout_ms);   /* waits for readability only */
                 if (q == -ETIMEDOUT)
                         return q;
@@ -960,6 +993,9 @@ static void upstream_release(Connection *c, bool reusable) {
 
         if (c->up < 0)
                 return;
+        /* bytes after the response that OpenSSL read ahead: the server is confused */
+        if (c->ssl && SSL_has_pending(c->ssl))
+                reusable = false;
         if (reusable && c->up_key) {
                 char *key = strdup(c->up_key);
                 if (key) {
@@ -1112,16 +1148,23 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
                         have += (size_t) k;
                         continue;
                 }
-                if (!f.interim)
+                if (!f.interim) {
                         c->status = f.status;
+                        break;
+                }
                 q = client_send_response(c, buf, f.head_size);
                 if (q < 0)
                         return q;
                 memmove(buf, buf + f.head_size, have - f.head_size);
                 have -= f.head_size;
-                if (!f.interim)
-                        break;
         }
+
+        /* The head goes out together with what of the body came with it: one write, one TLS record for a
+         * small response. buf[0..off) is the head, the body's bytes read so far (have) follow it. When
+         * nothing of the body came yet, the head goes alone before the gateway waits for more (a stream
+         * of server-sent events begins at once). */
+        size_t off = f.head_size;
+        have -= f.head_size;
 
         if (f.chunked) {
                 HttpChunked d = { .framing_unlimited = true };
@@ -1129,6 +1172,9 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
                         size_t n = 0, consumed = 0;
 
                         if (have == 0) {
+                                if (off > 0 && client_send_response(c, buf, off) < 0)
+                                        return -ECONNRESET;
+                                off = 0;
                                 ssize_t k = up_read(c, buf, GATEWAY_STREAM_BUFFER_SIZE);
                                 if (k <= 0) {
                                         c->reason = "upstream-broke";
@@ -1136,14 +1182,15 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
                                 }
                                 have = (size_t) k;
                         }
-                        q = http_chunked_decode(&d, buf, have, c->scratch, &n, &consumed);
+                        q = http_chunked_decode(&d, buf + off, have, c->scratch, &n, &consumed);
                         if (q < 0) {
                                 /* framing we cannot follow (extensions, trailers): its end is unknown */
                                 c->reason = "upstream-bad-chunks";
                                 return q;
                         }
-                        if (client_send_response(c, buf, q == 1 ? consumed : have) < 0)
+                        if (client_send_response(c, buf, off + (q == 1 ? consumed : have)) < 0)
                                 return -ECONNRESET;
+                        off = 0;
                         if (q == 1) {
                                 extra = consumed < have;
                                 break;
@@ -1151,7 +1198,7 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
                         have = 0;
                 }
         } else if (f.until_close) {
-                if (have > 0 && client_send_response(c, buf, have) < 0)
+                if (off + have > 0 && client_send_response(c, buf, off + have) < 0)
                         return -ECONNRESET;
                 for (;;) {
                         ssize_t k = up_read(c, buf, GATEWAY_STREAM_BUFFER_SIZE);
@@ -1168,7 +1215,7 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
                 uint64_t left = f.length;
                 size_t first = (size_t) MIN((uint64_t) have, left);
 
-                if (first > 0 && client_send_response(c, buf, first) < 0)
+                if (off + first > 0 && client_send_response(c, buf, off + first) < 0)
                         return -ECONNRESET;
                 extra = have > first;
                 left -= first;
@@ -1320,6 +1367,7 @@ static SSL_CTX *leaf_ctx(Gateway *g, const char *host) {
                 ctx = NULL;
                 goto done;
         }
+        SSL_CTX_set_read_ahead(ctx, 1);
         /* A full cache starts over: leaves are cheap to make again, and connections hold their own
          * reference. */
         if (g->n_leaves >= GATEWAY_LEAVES_MAX) {
