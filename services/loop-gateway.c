@@ -1054,7 +1054,9 @@ static int up_write_chunk(Connection *c, char *data, size_t n) {
 }
 
 /* The request body: Content-Length bytes, or a chunked body decoded (strictly, capped by
- * GATEWAY_BODY_MAX) and sent on re-chunked, so the upstream never sees the client's framing. What
+ * GATEWAY_BODY_MAX; chunk extensions checked and ignored, trailer fields checked and dropped: RFC 9110
+ * 6.5.1 lets a proxy discard them, and none reaches an upstream unchecked) and sent on re-chunked, so the
+ * upstream never sees the client's framing. What
  * follows the body (a pipelined request) stays in c->buf. Returns -ECONNRESET (client), -EIO
  * (upstream), -EBADMSG or -EFBIG (a bad chunked body). */
 static int request_body_relay(Connection *c) {
@@ -1083,7 +1085,7 @@ static int request_body_relay(Connection *c) {
                 return 0;
         }
 
-        HttpChunked d = { .data_max = GATEWAY_BODY_MAX, .framing_unlimited = true };
+        HttpChunked d = { .data_max = GATEWAY_BODY_MAX, .framing_unlimited = true, .extensions = true, .trailers = true };
         for (;;) {
                 size_t n = 0, consumed = 0;
                 int q;
@@ -1167,7 +1169,8 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
         have -= f.head_size;
 
         if (f.chunked) {
-                HttpChunked d = { .framing_unlimited = true };
+                /* passed on byte for byte, extensions and trailers included: the decoder only finds the end */
+                HttpChunked d = { .framing_unlimited = true, .extensions = true, .trailers = true };
                 for (;;) {
                         size_t n = 0, consumed = 0;
 
@@ -1184,7 +1187,7 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
                         }
                         q = http_chunked_decode(&d, buf + off, have, c->scratch, &n, &consumed);
                         if (q < 0) {
-                                /* framing we cannot follow (extensions, trailers): its end is unknown */
+                                /* malformed framing, or over a cap: its end is unknown */
                                 c->reason = "upstream-bad-chunks";
                                 return q;
                         }

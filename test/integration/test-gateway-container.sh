@@ -15,7 +15,8 @@
 # interception with its sandbox CA in the agent's trust store) while the agent's environment, files and
 # /proc hold only the dummy, a dummy sent where it is not bound, kept-alive connections whose every request
 # is checked on its own, pooled upstream connections, chunked request bodies (whole, and refused when
-# malformed), an unknown key on the API pass-through, server-sent
+# malformed), chunk extensions and trailer fields (a response's passed on byte for byte and its end
+# found, a request's dropped), an unknown key on the API pass-through, server-sent
 # events arriving before the stream ends, Host/CONNECT and SNI/CONNECT mismatches, the relay's answer when
 # the gateway is down, and the gateway killed mid-stream (the agent's connection breaks, the next one
 # starts it again), the host's own proxy (also one asking for a password, and refusing a wrong one). On the
@@ -311,6 +312,23 @@ like "$out" "$want"$'\n'"$want" "a chunked request body reaches the upstream who
 agent "printf 'POST http://up.test/echo HTTP/1.1\\r\\nHost: up.test\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\nzz\\r\\n' |
        nc -w 10 127.0.0.1 3128 | head -1"
 like "$out" "HTTP/1.1 400 " "a malformed chunked body is refused (400)" || diag "$out"
+# RFC 9112 7.1.1/7.1.2: chunk extensions and trailer fields. A response's pass byte for byte (curl --raw
+# shows the framing) and its end is found: the next request goes on the same connection. A request's
+# are checked and dropped: the upstream gets the data re-chunked, without them.
+chunky='3;name=value\r\nabc\r\n4 ; q="x;y" ; flag\r\ndefg\r\n0;end\r\nX-Trailer: yes\r\nX-Digest: md5=abc\r\n\r\n'
+agent "curl $opts --raw -o /tmp/raw1 http://up.test/chunky --next $opts -w 'connects=%{num_connects}\n' http://up.test/hello
+       curl $opts --raw -o /tmp/raw2 -H 'Authorization: token $GH_DUMMY' https://cred.test/chunky \
+            --next $opts -H 'Authorization: token $GH_DUMMY' -w 'connects=%{num_connects}\n' https://cred.test/hello
+       printf '$chunky' | cmp - /tmp/raw1 && echo same1; printf '$chunky' | cmp - /tmp/raw2 && echo same2"
+like "$out" "same1"$'\n'"same2" "a chunked response with extensions and trailers reaches the agent byte for byte (HTTP, and intercepted)" || diag "$out"
+like "$out" "hello from upstream up.test"$'\n'"connects=0" "...its end found: the next request goes on the kept connection" || diag "$out"
+like "$out" "hello from upstream cred.test"$'\n'"connects=0" "...also inside an intercepted tunnel" || diag "$out"
+in_ct sh -c ": >$UP/requests.log"
+agent "printf 'POST http://up.test/echo HTTP/1.1\\r\\nHost: up.test\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n3;a=\"b c\"\\r\\nabc\\r\\n0;z\\r\\nX-Sneaky: $GH_DUMMY\\r\\n\\r\\n' |
+       nc -w 10 127.0.0.1 3128 | tail -1"
+like "$out" "echo 3 $(printf abc | md5sum | cut -d' ' -f1)" "a chunked request body with extensions and trailers reaches the upstream whole" || diag "$out"
+has "$UP/requests.log" "trailer:"
+ok $((!$?)) "...without its trailer fields (dropped by the gateway), so no dummy in them goes anywhere"
 
 agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token ghp_loopdummy0002' https://badcert.test/whoami"
 like "$out" "cannot be verified.*http=502" "an intercepted upstream whose certificate does not name the host is refused (502)" || diag "$out"
