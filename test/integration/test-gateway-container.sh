@@ -215,6 +215,9 @@ agent 'env; ip=$(cat /proc/net/dev | grep -c :); echo interfaces=$ip'
 like "$out" "ANTHROPIC_API_KEY=sk-proxy" "the agent holds the dummy key"
 like "$out" "ANTHROPIC_BASE_URL=http://127.0.0.1:2376" "...and the relay's API port as its base URL"
 like "$out" "HTTPS_PROXY=http://127.0.0.1:3128" "...and the relay as its proxy"
+like "$out" "HTTP_PROXY=http://127.0.0.1:3128" "...for plain HTTP too" || diag "$out"
+like "$out" "http_proxy=http://127.0.0.1:3128" "...in both spellings" || diag "$out"
+like "$out" "NO_PROXY=localhost,127.0.0.1,::1" "...except for loopback (NO_PROXY), where the relay's API port is" || diag "$out"
 like "$out" "interfaces=1" "the container has no interface but loopback"
 # The agent dumps what it can read (its environment, every process's environment and command line, the
 # files of the container) into the work dir; the test looks for the secrets there. The agent itself is
@@ -373,6 +376,14 @@ like "$(gw_record "LOOP_REASON=sni-mismatch" LOOP_EVENT=gateway-request LOOP_KIN
         "LOOP_REASON=sni-mismatch" "the SNI mismatch is journaled"
 like "$(gw_record "LOOP_BYTES_RECEIVED=[1-9]" LOOP_EVENT=gateway-request LOOP_KIND=api LOOP_DECISION=credential)" "LOOP_BYTES_RECEIVED=[1-9]" \
         "API requests are journaled with their byte counts"
+rec=$(gw_record "LOOP_DURATION_MS=" LOOP_EVENT=gateway-request LOOP_CHANNEL=demo LOOP_KIND=http LOOP_HOST=up.test LOOP_PATH=/hello LOOP_STATUS=200 | awk -v RS= 'END { print }')
+missing=
+for f in LOOP_CHANNEL=demo LOOP_HOST=up.test LOOP_PORT=80 LOOP_DECISION=allow LOOP_RULE='rule\[3\]' LOOP_ADDRESS=198.51.100.2 \
+         LOOP_METHOD=GET LOOP_PATH=/hello LOOP_STATUS=200 'LOOP_BYTES_SENT=[1-9]' 'LOOP_BYTES_RECEIVED=[1-9]' 'LOOP_DURATION_MS=[0-9]'; do
+        grep -q -a -x -E -- "$f[^=]*" <<<"$rec" || missing+=" $f"
+done
+is "$missing" "" "a request's record holds channel, host, port, decision, rule, address, method, path, status, bytes and duration" ||
+        diag "$rec"
 
 # --- the gateway down, and killed mid-stream ----------------------------------------------------------------
 check "stop loop-gateway@demo.socket" in_ct systemctl stop loop-gateway@demo.socket loop-gateway@demo.service
