@@ -94,6 +94,7 @@
 #define GATEWAY_LEAVES_MAX 256U                             /* cached leaf certificates; then started over */
 #define GATEWAY_CA_PATH "/.loop/ca.pem"                     /* the sandbox CA, for the runner */
 #define GATEWAY_SESSIONS_MAX 256U                           /* upstream TLS sessions kept for resumption */
+#define GATEWAY_TLS_READ_BUFFER_SIZE (64U * 1024U)          /* per upstream TLS connection, read ahead */
 
 typedef struct Upstream {
         bool tls;
@@ -402,8 +403,10 @@ static int gateway_load(Gateway *g, const char *path) {
         /* Many servers close without close_notify. The agent's HTTP client sees any truncation in the
          * response's own framing (Content-Length, chunks, SSE), which passes through untouched. */
         SSL_CTX_set_options(g->tls, SSL_OP_IGNORE_UNEXPECTED_EOF);
-        /* A record in one read() rather than its header and then its body. */
+        /* A record in one read() rather than its header and then its body; a download's records, several
+         * in one read() (GATEWAY_TLS_READ_BUFFER_SIZE). */
         SSL_CTX_set_read_ahead(g->tls, 1);
+        SSL_CTX_set_default_read_buffer_len(g->tls, GATEWAY_TLS_READ_BUFFER_SIZE);
         SSL_CTX_set_session_cache_mode(g->tls, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
         SSL_CTX_sess_set_new_cb(g->tls, on_new_session);
         SSL_CTX_set_verify(g->tls, SSL_VERIFY_PEER, NULL);
