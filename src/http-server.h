@@ -12,7 +12,7 @@
  * for HTTP/1.1. Transfer-Encoding is refused (501) unless HttpLimits.chunked is set; then exactly one
  * "Transfer-Encoding: chunked" on an HTTP/1.1 request without Content-Length is decoded (anything else is
  * 400 or 501: the request smuggling shapes), chunks strictly as RFC 9112 7.1 without extensions or
- * trailers. Everything is capped by HttpLimits; a request over a cap is answered with 413 or 431 instead
+ * trailers (a streaming caller may accept those, see HttpChunked). Everything is capped by HttpLimits; a request over a cap is answered with 413 or 431 instead
  * of being buffered.
  *
  * For a forward proxy (the egress gateway) HttpLimits.proxy_forms also accepts the authority-form of

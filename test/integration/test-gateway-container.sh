@@ -389,6 +389,9 @@ is "$missing" "" "a request's record holds channel, host, port, decision, rule, 
 check "stop loop-gateway@demo.socket" in_ct systemctl stop loop-gateway@demo.socket loop-gateway@demo.service
 agent "$curl_proxy -w ' http=%{http_code}\n' http://up.test/hello"
 like "$out" "egress gateway is not reachable.*http=503" "with the gateway down nothing leaves: the relay answers 503" || diag "$out"
+wait_for 20 in_ct sh -c "journalctl -u loop-gateway@demo.socket -o cat | grep -q -E 'Closed loop egress gateway socket|demo.socket: Deactivated'"
+ok $? "...and the journal says the channel's gateway socket was closed (systemd's record of the unit)" ||
+        diag "$(in_ct journalctl -u loop-gateway@demo.socket -o cat | tail -5)"
 check "start loop-gateway@demo.socket" in_ct systemctl start loop-gateway@demo.socket
 
 in_ct rm -f "$UP/release" "$W/sse.out"
@@ -400,6 +403,8 @@ wait_for 60 has "$W/sse.out" "rc="
 res=$(in_ct cat "$W/sse.out")
 like "$res" "rc=(18|52|56)" "the agent's connection fails cleanly when the gateway is killed (a truncated stream, not a hang)" || diag "$res"
 unlike "$res" "data: two" "...without anything more arriving"
+wait_for 20 in_ct sh -c "journalctl -u loop-gateway@demo.service -o cat | grep -q 'status=9/KILL'"
+ok $? "...and the journal says the gateway was killed"
 in_ct touch "$UP/release"
 in_ct systemctl reset-failed loop-gateway@demo.service >/dev/null 2>&1
 agent "$curl_proxy http://up.test/hello"
