@@ -1062,9 +1062,9 @@ static int up_write_chunk(Connection *c, char *data, size_t n) {
  * upstream never sees the client's framing. What
  * follows the body (a pipelined request) stays in c->buf. Returns -ECONNRESET (client), -EIO
  * (upstream), -EBADMSG or -EFBIG (a bad chunked body). */
-static int request_body_relay(Connection *c) {
+static int request_body_relay(Connection *c, uint64_t already) {
         if (!c->req.chunked) {
-                uint64_t left = c->req.content_length;
+                uint64_t left = c->req.content_length - already;
                 size_t first = (size_t) MIN((uint64_t) c->size, left);
 
                 if (first > 0) {
@@ -1244,18 +1244,27 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
 
 /* What follows the head: the body (after a "100 Continue" of our own when the client waits for one: the
  * gateway dropped its Expect), then the response. */
-static int exchange(Connection *c, bool body, const char *expect, bool *ret_upstream_reusable, bool *ret_client_reusable) {
+static int exchange(Connection *c, bool body, uint64_t already, const char *expect, bool *ret_upstream_reusable,
+                    bool *ret_client_reusable) {
         int q;
 
         if (body) {
-                if (expect && strcasecmp(expect, "100-continue") == 0 &&
+                if (already == 0 && expect && strcasecmp(expect, "100-continue") == 0 &&
                     client_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
                         return -ECONNRESET;
-                q = request_body_relay(c);
+                q = request_body_relay(c, already);
                 if (q < 0)
                         return q;
         }
         return response_relay(c, ret_upstream_reusable, ret_client_reusable);
+}
+
+/* A buffer that held a credential. */
+static void wipe_free(char *p, size_t size) {
+        if (!p)
+                return;
+        explicit_bzero(p, size);
+        free(p);
 }
 
 /* Sends head (and the body) to host:port and the response back. A pooled connection the server closed
@@ -1265,17 +1274,37 @@ static int forward(Connection *c, const char *host, uint16_t port, bool tls, con
         bool body = c->req.chunked || c->req.content_length > 0;
         const char *expect = http_request_header(&c->req, "Expect");
         bool up_ok = false, client_ok = false;
+        char *joined = NULL;
+        size_t joined_size = 0;
+        uint64_t with_head = 0;
         int q;
+
+        /* What of a Content-Length body came with the head goes up in the same write: one TLS record for
+         * a small POST (the model API's requests are), not two. (A request with a body is never retried,
+         * so its bytes can leave c->buf now.) */
+        if (!c->req.chunked && c->req.content_length > 0 && c->size > 0) {
+                with_head = MIN((uint64_t) c->size, c->req.content_length);
+                joined_size = head_size + (size_t) with_head;
+                joined = malloc(joined_size);
+                if (!joined)
+                        return -ENOMEM;
+                memcpy(joined, head, head_size);
+                memcpy(joined + head_size, c->buf, (size_t) with_head);
+                memmove(c->buf, c->buf + with_head, c->size - (size_t) with_head);
+                c->size -= (size_t) with_head;
+        }
 
         for (unsigned attempt = 0;; attempt++) {
                 q = upstream_get(c, host, port, tls);
-                if (q < 0)
+                if (q < 0) {
+                        wipe_free(joined, joined_size);         /* upstream_get() answered the client */
                         return q;
+                }
                 c->sent = 0;
-                q = up_write(c, head, head_size);
+                q = joined ? up_write(c, joined, joined_size) : up_write(c, head, head_size);
                 if (q >= 0) {
-                        c->sent += head_size;
-                        q = exchange(c, body, expect, &up_ok, &client_ok);
+                        c->sent += head_size + with_head;
+                        q = exchange(c, body, with_head, expect, &up_ok, &client_ok);
                 }
                 if ((q == -EIO || q == -ECONNABORTED) && c->up_pooled && !body && attempt == 0 && c->received == 0) {
                         log_debug("A pooled connection to %s:%u was closed by the server, opening another.", host, port);
@@ -1285,6 +1314,7 @@ static int forward(Connection *c, const char *host, uint16_t port, bool tls, con
                 }
                 break;
         }
+        wipe_free(joined, joined_size);
         if (q >= 0) {
                 upstream_release(c, up_ok);
                 c->again = client_ok;

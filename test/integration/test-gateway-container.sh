@@ -312,6 +312,13 @@ want="echo $(seq 1 20000 | wc -c) $(seq 1 20000 | md5sum | cut -d' ' -f1)"
 agent "seq 1 20000 >/tmp/body; $curl_proxy -H 'Transfer-Encoding: chunked' --data-binary @/tmp/body http://up.test/echo
        $curl_proxy -H 'Transfer-Encoding: chunked' -H 'Authorization: token $GH_DUMMY' --data-binary @/tmp/body https://cred.test/echo"
 like "$out" "$want"$'\n'"$want" "a chunked request body reaches the upstream whole, over plain HTTP and through interception" || diag "$out"
+# A Content-Length body: what came with the head goes up in the head's write, the rest streams after it.
+agent "$curl_proxy -d small-body http://up.test/echo; $curl_proxy -H 'Authorization: token $GH_DUMMY' -d small-body https://cred.test/echo
+       seq 1 20000 >/tmp/body; $curl_proxy --data-binary @/tmp/body http://up.test/echo
+       $curl_proxy -H 'Authorization: token $GH_DUMMY' --data-binary @/tmp/body https://cred.test/echo"
+small="echo 10 $(printf small-body | md5sum | cut -d' ' -f1)"
+like "$out" "$small"$'\n'"$small"$'\n'"$want"$'\n'"$want" \
+        "a Content-Length request body reaches the upstream whole, small and large, over plain HTTP and through interception" || diag "$out"
 agent "printf 'POST http://up.test/echo HTTP/1.1\\r\\nHost: up.test\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\nzz\\r\\n' |
        nc -w 10 127.0.0.1 3128 | head -1"
 like "$out" "HTTP/1.1 400 " "a malformed chunked body is refused (400)" || diag "$out"
