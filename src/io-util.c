@@ -153,7 +153,6 @@ typedef struct PumpDirection {
         bool eof;                       /* read side ended; to's write side shut down once drained */
         bool shut;
         uint64_t moved;
-        uint64_t calls;                 /* splice(), read(), send() */
 } PumpDirection;
 
 /* Pipes grown past their default size, in this process: a pipe's pages count against its user's
@@ -163,8 +162,8 @@ static atomic_uint pump_pipes_grown;
 
 /* A direction that moved IO_PUMP_GROW_AFTER is a bulk transfer: its pipe grows to IO_PUMP_PIPE_SIZE_MAX,
  * so that one splice() each way moves what the socket holds (often a megabyte) instead of at most 64 KiB
- * (16 pages, fewer bytes when the socket's segments fill the pipe's slots partly): a sixteenth of the
- * system calls and wake-ups, and larger segments for the next hop. Best effort: at most
+ * (16 pages, fewer bytes when the socket's segments fill the pipe's slots partly): fewer system calls
+ * and wake-ups, and larger segments for the next hop. Best effort: at most
  * IO_PUMP_PIPES_GROWN_MAX at once; where the kernel refuses, the default stays. */
 static void pump_pipe_grow(PumpDirection *d) {
         int k;
@@ -209,7 +208,6 @@ static int pump_step_splice(PumpDirection *d, short revents_from, short revents_
         for (unsigned i = 0; i < IO_PUMP_ROUNDS_MAX; i++) {
                 if (d->in_pipe == 0 && !d->eof && readable) {
                         k = splice(d->from, NULL, d->pipe[1], NULL, d->pipe_size, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                        d->calls++;
                         if (k < 0) {
                                 if (errno != EINTR && errno != EAGAIN)
                                         return -errno;
@@ -224,7 +222,6 @@ static int pump_step_splice(PumpDirection *d, short revents_from, short revents_
                 if (d->moved >= IO_PUMP_GROW_AFTER)
                         pump_pipe_grow(d);
                 k = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                d->calls++;
                 if (k < 0)
                         return errno == EINTR || errno == EAGAIN ? 0 : -errno;
                 d->in_pipe -= (size_t) k;
@@ -243,7 +240,6 @@ static int pump_step_copy(PumpDirection *d, short revents_from, short revents_to
         for (unsigned i = 0; i < IO_PUMP_ROUNDS_MAX; i++) {
                 if (d->start == d->end && !d->eof && readable) {
                         k = read(d->from, d->buf, IO_PUMP_COPY_BUFFER_SIZE);
-                        d->calls++;
                         if (k < 0) {
                                 if (errno != EINTR && errno != EAGAIN)
                                         return -errno;
@@ -258,7 +254,6 @@ static int pump_step_copy(PumpDirection *d, short revents_from, short revents_to
                 if (d->start == d->end)
                         return 0;
                 k = send(d->to, d->buf + d->start, d->end - d->start, MSG_NOSIGNAL | MSG_DONTWAIT);
-                d->calls++;
                 if (k < 0)
                         return errno == EINTR || errno == EAGAIN ? 0 : -errno;
                 d->start += (size_t) k;
@@ -292,7 +287,6 @@ int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPum
         _cleanup_free_ char *buf = NULL;
         PumpDirection ab = { .from = a, .to = b, .pipe = { -EBADF, -EBADF } },
                       ba = { .from = b, .to = a, .pipe = { -EBADF, -EBADF } };
-        uint64_t polls = 0;
         int r = 0;
 
         /* splice() where both ends allow it (sockets do); a plain copy otherwise. Non-blocking from here
@@ -318,8 +312,6 @@ int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPum
                 };
                 bool half_closed = (ab.eof || ba.eof) && half_closed_timeout_ms >= 0;
                 int n = poll(p, 2, half_closed ? half_closed_timeout_ms : idle_timeout_ms);
-
-                polls++;
 
                 if (n < 0) {
                         if (errno == EINTR)
@@ -370,7 +362,6 @@ int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPum
                 *ret_stats = (FdPumpStats) {
                         .a_to_b = ab.moved,
                         .b_to_a = ba.moved,
-                        .calls = polls + ab.calls + ba.calls,
                         .pipe_size_max = ab.pipe[0] >= 0 ? MAX(ab.pipe_size, ba.pipe_size) : 0,
                 };
         pump_pipe_release(&ab);

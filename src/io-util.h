@@ -46,7 +46,6 @@ int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid);
 #define IO_PUMP_ROUNDS_MAX 16U                  /* buffers moved one way before the other way's turn */
 typedef struct FdPumpStats {
         uint64_t a_to_b, b_to_a;                /* bytes moved */
-        uint64_t calls;                         /* poll(), splice(), read() and send() calls made */
         size_t pipe_size_max;                   /* the largest pipe a direction had; 0: copied */
 } FdPumpStats;
 int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPumpStats *ret_stats);
