@@ -603,6 +603,69 @@ static void test_pump_bulk(void) {
         safe_close(b);
 }
 
+typedef struct BulkLane {
+        int client, a, b, server;
+        PumpRun run;
+        pthread_t pump, writer;
+} BulkLane;
+
+static void *write_bulk_open(void *userdata) {
+        int fd = *(int *) userdata;
+        static char chunk[256 * 1024];
+        memset(chunk, 'z', sizeof chunk);
+        for (int i = 0; i < 8; i++)
+                if (loop_write(fd, chunk, sizeof chunk) < 0)
+                        break;
+        return NULL;           /* and stays open, so that the pump goes on holding its pipe */
+}
+
+/* More bulk tunnels at once than IO_PUMP_PIPES_GROWN_MAX: that many grow their pipe, the rest keep the
+ * default, so the process stays below its user's pipe-user-pages-soft. */
+static void test_pump_grown_cap(void) {
+        enum { LANES = IO_PUMP_PIPES_GROWN_MAX + 1 };
+        static BulkLane lanes[LANES];
+        static char buf[256 * 1024];
+        unsigned grown_while_open, big = 0, small = 0;
+        bool all = true;
+
+        for (size_t i = 0; i < LANES; i++) {
+                BulkLane *l = &lanes[i];
+                tcp_pair(&l->client, &l->a);
+                tcp_pair(&l->b, &l->server);
+                (void) shutdown(l->client, SHUT_WR);
+                l->run = (PumpRun) { .a = l->a, .b = l->b, .half_closed_ms = -1 };
+                pthread_create(&l->pump, NULL, pump_thread, &l->run);
+                pthread_create(&l->writer, NULL, write_bulk_open, &l->server);
+        }
+        for (size_t i = 0; i < LANES; i++) {
+                uint64_t got = 0;
+                while (got < 2U * 1024U * 1024U) {
+                        ssize_t k = read(lanes[i].client, buf, sizeof buf);
+                        if (k <= 0)
+                                break;
+                        got += (uint64_t) k;
+                }
+                all = all && got == 2U * 1024U * 1024U;
+                pthread_join(lanes[i].writer, NULL);
+        }
+        grown_while_open = fd_pump_pipes_grown();
+        for (size_t i = 0; i < LANES; i++) {
+                safe_close(lanes[i].server);
+                while (read(lanes[i].client, buf, sizeof buf) > 0)
+                        ;
+                pthread_join(lanes[i].pump, NULL);
+                big += lanes[i].run.stats.pipe_size_max == IO_PUMP_PIPE_SIZE_MAX;
+                small += lanes[i].run.stats.pipe_size_max == IO_PUMP_BUFFER_SIZE;
+                safe_close(lanes[i].client);
+                safe_close(lanes[i].a);
+                safe_close(lanes[i].b);
+        }
+        ok(all, "%u bulk tunnels at once each deliver their 2 MiB", (unsigned) LANES);
+        is_int(grown_while_open, IO_PUMP_PIPES_GROWN_MAX, "...IO_PUMP_PIPES_GROWN_MAX of them with a grown pipe at once");
+        ok(big == IO_PUMP_PIPES_GROWN_MAX && small == 1, "...the one more keeps the default pipe (%u grown, %u default)", big, small);
+        is_int(fd_pump_pipes_grown(), 0, "...and none counts once they ended");
+}
+
 /* A client that closes while the server stays silent and open (a kept-alive server behind a tunnel). */
 static void test_pump_half_closed(void) {
         int c[2], s2[2];
@@ -640,6 +703,7 @@ int main(void) {
         test_pump(false);
         test_pump(true);
         test_pump_bulk();
+        test_pump_grown_cap();
         test_pump_half_closed();
         return done_testing();
 }
