@@ -19,8 +19,8 @@
 # found, a request's dropped), an unknown key on the API pass-through, server-sent
 # events arriving before the stream ends, Host/CONNECT and SNI/CONNECT mismatches, the relay's answer when
 # the gateway is down, and the gateway killed mid-stream (the agent's connection breaks, the next one
-# starts it again), the host's own proxy (also one asking for a password, and refusing a wrong one). On the
-# host side: a journal entry per request, no secret anywhere in the journal or the gateway's environment,
+# starts it again; while it flows, the gateway holds the agent's connection and the relay none), the
+# host's own proxy (also one asking for a password, and refusing a wrong one). On the host side: a journal entry per request, no secret anywhere in the journal or the gateway's environment,
 # a misconfigured gateway refusing everything and saying why,
 # and the service's `systemd-analyze security` exposure.
 set -uo pipefail
@@ -405,6 +405,13 @@ in_ct rm -f "$UP/release" "$W/sse.out"
 agent_bg 'curl -sS -N --max-time 120 -H "x-api-key: $ANTHROPIC_API_KEY" -d "{}" "$ANTHROPIC_BASE_URL/v1/messages" >/var/lib/loop/demo/work/sse.out 2>&1; echo rc=$? >>/var/lib/loop/demo/work/sse.out' /tmp/sse2.run
 wait_for 90 has "$W/sse.out" "data: one"
 ok $? "a stream is open through the gateway"
+# The relay handed the agent's connection over: in the container's network namespace the gateway holds
+# its end of the stream's TCP connection, and the relay none (only its listening sockets).
+socks=$(in_ct sh -c 'p=$(pgrep -f "[l]oop relay" | head -1); echo relay=$p; nsenter -t "$p" -n ss -tnp state established')
+relay_pid=$(sed -n 's/^relay=//p' <<<"$socks")
+like "$socks" "127.0.0.1:2376 .*loop-gateway" "the gateway holds the agent's end of the stream, handed over by the relay" || diag "$socks"
+[ -n "$relay_pid" ] && ! grep -q -- "pid=$relay_pid," <<<"$socks"
+ok $? "...and the relay (found: ${relay_pid:-no}) holds no connection: it is not in the data path" || diag "$socks"
 check "SIGKILL loop-gateway@demo.service" in_ct systemctl kill -s KILL loop-gateway@demo.service
 wait_for 60 has "$W/sse.out" "rc="
 res=$(in_ct cat "$W/sse.out")
