@@ -94,6 +94,7 @@
 #define GATEWAY_LEAVES_MAX 256U                             /* cached leaf certificates; then started over */
 #define GATEWAY_CA_PATH "/.loop/ca.pem"                     /* the sandbox CA, for the runner */
 #define GATEWAY_SESSIONS_MAX 256U                           /* upstream TLS sessions kept for resumption */
+#define GATEWAY_TLS_READ_BUFFER_SIZE (64U * 1024U)          /* per upstream TLS connection, read ahead */
 
 typedef struct Upstream {
         bool tls;
@@ -402,6 +403,10 @@ static int gateway_load(Gateway *g, const char *path) {
         /* Many servers close without close_notify. The agent's HTTP client sees any truncation in the
          * response's own framing (Content-Length, chunks, SSE), which passes through untouched. */
         SSL_CTX_set_options(g->tls, SSL_OP_IGNORE_UNEXPECTED_EOF);
+        /* A record in one read() rather than its header and then its body; a download's records, several
+         * in one read() (GATEWAY_TLS_READ_BUFFER_SIZE). */
+        SSL_CTX_set_read_ahead(g->tls, 1);
+        SSL_CTX_set_default_read_buffer_len(g->tls, GATEWAY_TLS_READ_BUFFER_SIZE);
         SSL_CTX_set_session_cache_mode(g->tls, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
         SSL_CTX_sess_set_new_cb(g->tls, on_new_session);
         SSL_CTX_set_verify(g->tls, SSL_VERIFY_PEER, NULL);
@@ -426,50 +431,80 @@ static uint64_t elapsed_ms(const struct timespec *start) {
 }
 
 #define GATEWAY_RECORD_FIELDS_MAX 16U
+#define GATEWAY_RECORD_ARENA_SIZE 1024U         /* the usual record's fields; a longer one is allocated */
 
-static void field_add(char **extra, size_t *n, const char *key, const char *value) {
-        if (!value || *n >= GATEWAY_RECORD_FIELDS_MAX - 1)
+/* A record's extra fields, "NAME=value" each, written into one buffer on the stack: a record per
+ * request should not cost an allocation per field. */
+typedef struct RecordFields {
+        char *extra[GATEWAY_RECORD_FIELDS_MAX];  /* NULL-terminated */
+        size_t n;
+        char *allocated[GATEWAY_RECORD_FIELDS_MAX];
+        size_t n_allocated;
+        char arena[GATEWAY_RECORD_ARENA_SIZE];
+        size_t used;
+} RecordFields;
+
+static void field_add(RecordFields *r, const char *key, const char *value) {
+        size_t kl, vl, need;
+        char *p;
+
+        if (!value || r->n >= GATEWAY_RECORD_FIELDS_MAX - 1)
                 return;
-        if (asprintf(&extra[*n], "%s=%s", key, value) >= 0)
-                (*n)++;
+        kl = strlen(key);
+        vl = strlen(value);
+        need = kl + 1 + vl + 1;
+        if (need <= sizeof r->arena - r->used) {
+                p = r->arena + r->used;
+                r->used += need;
+        } else {
+                p = malloc(need);
+                if (!p)
+                        return;
+                r->allocated[r->n_allocated++] = p;
+        }
+        memcpy(p, key, kl);
+        p[kl] = '=';
+        memcpy(p + kl + 1, value, vl + 1);
+        r->extra[r->n++] = p;
 }
 
 static void connection_journal(Connection *c) {
         char port[8], status[8], sent[24], received[24], duration[24];
-        char *extra[GATEWAY_RECORD_FIELDS_MAX] = {};
-        size_t n = 0;
+        RecordFields r;
         bool allowed = c->decision && (streq(c->decision, "allow") || streq(c->decision, "credential"));
         uint64_t ms = elapsed_ms(&c->start);
 
+        r.n = r.n_allocated = r.used = 0;
         (void) snprintf(port, sizeof port, "%u", c->port);
         (void) snprintf(status, sizeof status, "%d", c->status);
         (void) snprintf(sent, sizeof sent, "%" PRIu64, c->sent);
         (void) snprintf(received, sizeof received, "%" PRIu64, c->received);
         (void) snprintf(duration, sizeof duration, "%" PRIu64, ms);
 
-        field_add(extra, &n, "LOOP_KIND", c->kind);
-        field_add(extra, &n, "LOOP_HOST", c->host);
-        field_add(extra, &n, "LOOP_PORT", c->port ? port : NULL);
-        field_add(extra, &n, "LOOP_DECISION", c->decision);
-        field_add(extra, &n, "LOOP_RULE", c->rule);
-        field_add(extra, &n, "LOOP_REASON", c->reason);
-        field_add(extra, &n, "LOOP_ADDRESS", c->address[0] ? c->address : NULL);
-        field_add(extra, &n, "LOOP_METHOD", c->req.method);
+        field_add(&r, "LOOP_KIND", c->kind);
+        field_add(&r, "LOOP_HOST", c->host);
+        field_add(&r, "LOOP_PORT", c->port ? port : NULL);
+        field_add(&r, "LOOP_DECISION", c->decision);
+        field_add(&r, "LOOP_RULE", c->rule);
+        field_add(&r, "LOOP_REASON", c->reason);
+        field_add(&r, "LOOP_ADDRESS", c->address[0] ? c->address : NULL);
+        field_add(&r, "LOOP_METHOD", c->req.method);
         /* the path only: a query may carry a token */
-        field_add(extra, &n, "LOOP_PATH", c->req.path && c->req.path[0] ? c->req.path : NULL);
-        field_add(extra, &n, "LOOP_STATUS", c->status ? status : NULL);
-        field_add(extra, &n, "LOOP_BYTES_SENT", sent);
-        field_add(extra, &n, "LOOP_BYTES_RECEIVED", received);
-        field_add(extra, &n, "LOOP_DURATION_MS", duration);
+        field_add(&r, "LOOP_PATH", c->req.path && c->req.path[0] ? c->req.path : NULL);
+        field_add(&r, "LOOP_STATUS", c->status ? status : NULL);
+        field_add(&r, "LOOP_BYTES_SENT", sent);
+        field_add(&r, "LOOP_BYTES_RECEIVED", received);
+        field_add(&r, "LOOP_DURATION_MS", duration);
+        r.extra[r.n] = NULL;
 
-        AuditFields f = { .channel = c->gw->channel, .extra = extra };
+        AuditFields f = { .channel = c->gw->channel, .extra = r.extra };
         (void) audit_log(AUDIT_GATEWAY_REQUEST, allowed ? LOG_INFO : LOG_NOTICE, &f,
                          "%s %s %s:%u%s%s%s%s (rule %s, %" PRIu64 " bytes up, %" PRIu64 " down, %" PRIu64 " ms)",
                          strna(c->decision), strna(c->kind), strna(c->host), c->port,
                          c->req.method ? " " : "", strempty(c->req.method), c->reason ? ": " : "", strempty(c->reason),
                          strna(c->rule), c->sent, c->received, ms);
-        for (size_t i = 0; i < n; i++)
-                free(extra[i]);
+        for (size_t i = 0; i < r.n_allocated; i++)
+                free(r.allocated[i]);
 }
 
 /* ---- answering the client ---- */
@@ -502,7 +537,8 @@ static ssize_t client_read(Connection *c, void *buf, size_t size, int timeout_ms
 
         if (!c->client_ssl)
                 return read_timeout(c->fd, buf, size, timeout_ms);
-        if (SSL_pending(c->client_ssl) == 0) {
+        /* with read-ahead, bytes OpenSSL has read but not yet decrypted count too */
+        if (!SSL_has_pending(c->client_ssl)) {
                 ssize_t q = read_timeout(c->fd, NULL, 0, timeout_ms);   /* waits for readability only */
                 if (q == -ETIMEDOUT)
                         return q;
@@ -960,6 +996,9 @@ static void upstream_release(Connection *c, bool reusable) {
 
         if (c->up < 0)
                 return;
+        /* bytes after the response that OpenSSL read ahead: the server is confused */
+        if (c->ssl && SSL_has_pending(c->ssl))
+                reusable = false;
         if (reusable && c->up_key) {
                 char *key = strdup(c->up_key);
                 if (key) {
@@ -1018,12 +1057,14 @@ static int up_write_chunk(Connection *c, char *data, size_t n) {
 }
 
 /* The request body: Content-Length bytes, or a chunked body decoded (strictly, capped by
- * GATEWAY_BODY_MAX) and sent on re-chunked, so the upstream never sees the client's framing. What
+ * GATEWAY_BODY_MAX; chunk extensions checked and ignored, trailer fields checked and dropped: RFC 9110
+ * 6.5.1 lets a proxy discard them, and none reaches an upstream unchecked) and sent on re-chunked, so the
+ * upstream never sees the client's framing. What
  * follows the body (a pipelined request) stays in c->buf. Returns -ECONNRESET (client), -EIO
  * (upstream), -EBADMSG or -EFBIG (a bad chunked body). */
-static int request_body_relay(Connection *c) {
+static int request_body_relay(Connection *c, uint64_t already) {
         if (!c->req.chunked) {
-                uint64_t left = c->req.content_length;
+                uint64_t left = c->req.content_length - already;
                 size_t first = (size_t) MIN((uint64_t) c->size, left);
 
                 if (first > 0) {
@@ -1047,7 +1088,7 @@ static int request_body_relay(Connection *c) {
                 return 0;
         }
 
-        HttpChunked d = { .data_max = GATEWAY_BODY_MAX, .framing_unlimited = true };
+        HttpChunked d = { .data_max = GATEWAY_BODY_MAX, .framing_unlimited = true, .extensions = true, .trailers = true };
         for (;;) {
                 size_t n = 0, consumed = 0;
                 int q;
@@ -1112,23 +1153,34 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
                         have += (size_t) k;
                         continue;
                 }
-                if (!f.interim)
+                if (!f.interim) {
                         c->status = f.status;
+                        break;
+                }
                 q = client_send_response(c, buf, f.head_size);
                 if (q < 0)
                         return q;
                 memmove(buf, buf + f.head_size, have - f.head_size);
                 have -= f.head_size;
-                if (!f.interim)
-                        break;
         }
 
+        /* The head goes out together with what of the body came with it: one write, one TLS record for a
+         * small response. buf[0..off) is the head, the body's bytes read so far (have) follow it. When
+         * nothing of the body came yet, the head goes alone before the gateway waits for more (a stream
+         * of server-sent events begins at once). */
+        size_t off = f.head_size;
+        have -= f.head_size;
+
         if (f.chunked) {
-                HttpChunked d = { .framing_unlimited = true };
+                /* passed on byte for byte, extensions and trailers included: the decoder only finds the end */
+                HttpChunked d = { .framing_unlimited = true, .extensions = true, .trailers = true };
                 for (;;) {
                         size_t n = 0, consumed = 0;
 
                         if (have == 0) {
+                                if (off > 0 && client_send_response(c, buf, off) < 0)
+                                        return -ECONNRESET;
+                                off = 0;
                                 ssize_t k = up_read(c, buf, GATEWAY_STREAM_BUFFER_SIZE);
                                 if (k <= 0) {
                                         c->reason = "upstream-broke";
@@ -1136,14 +1188,15 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
                                 }
                                 have = (size_t) k;
                         }
-                        q = http_chunked_decode(&d, buf, have, c->scratch, &n, &consumed);
+                        q = http_chunked_decode(&d, buf + off, have, c->scratch, &n, &consumed);
                         if (q < 0) {
-                                /* framing we cannot follow (extensions, trailers): its end is unknown */
+                                /* malformed framing, or over a cap: its end is unknown */
                                 c->reason = "upstream-bad-chunks";
                                 return q;
                         }
-                        if (client_send_response(c, buf, q == 1 ? consumed : have) < 0)
+                        if (client_send_response(c, buf, off + (q == 1 ? consumed : have)) < 0)
                                 return -ECONNRESET;
+                        off = 0;
                         if (q == 1) {
                                 extra = consumed < have;
                                 break;
@@ -1151,7 +1204,7 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
                         have = 0;
                 }
         } else if (f.until_close) {
-                if (have > 0 && client_send_response(c, buf, have) < 0)
+                if (off + have > 0 && client_send_response(c, buf, off + have) < 0)
                         return -ECONNRESET;
                 for (;;) {
                         ssize_t k = up_read(c, buf, GATEWAY_STREAM_BUFFER_SIZE);
@@ -1168,7 +1221,7 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
                 uint64_t left = f.length;
                 size_t first = (size_t) MIN((uint64_t) have, left);
 
-                if (first > 0 && client_send_response(c, buf, first) < 0)
+                if (off + first > 0 && client_send_response(c, buf, off + first) < 0)
                         return -ECONNRESET;
                 extra = have > first;
                 left -= first;
@@ -1191,18 +1244,27 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
 
 /* What follows the head: the body (after a "100 Continue" of our own when the client waits for one: the
  * gateway dropped its Expect), then the response. */
-static int exchange(Connection *c, bool body, const char *expect, bool *ret_upstream_reusable, bool *ret_client_reusable) {
+static int exchange(Connection *c, bool body, uint64_t already, const char *expect, bool *ret_upstream_reusable,
+                    bool *ret_client_reusable) {
         int q;
 
         if (body) {
-                if (expect && strcasecmp(expect, "100-continue") == 0 &&
+                if (already == 0 && expect && strcasecmp(expect, "100-continue") == 0 &&
                     client_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
                         return -ECONNRESET;
-                q = request_body_relay(c);
+                q = request_body_relay(c, already);
                 if (q < 0)
                         return q;
         }
         return response_relay(c, ret_upstream_reusable, ret_client_reusable);
+}
+
+/* A buffer that held a credential. */
+static void wipe_free(char *p, size_t size) {
+        if (!p)
+                return;
+        explicit_bzero(p, size);
+        free(p);
 }
 
 /* Sends head (and the body) to host:port and the response back. A pooled connection the server closed
@@ -1212,17 +1274,37 @@ static int forward(Connection *c, const char *host, uint16_t port, bool tls, con
         bool body = c->req.chunked || c->req.content_length > 0;
         const char *expect = http_request_header(&c->req, "Expect");
         bool up_ok = false, client_ok = false;
+        char *joined = NULL;
+        size_t joined_size = 0;
+        uint64_t with_head = 0;
         int q;
+
+        /* What of a Content-Length body came with the head goes up in the same write: one TLS record for
+         * a small POST (the model API's requests are), not two. (A request with a body is never retried,
+         * so its bytes can leave c->buf now.) */
+        if (!c->req.chunked && c->req.content_length > 0 && c->size > 0) {
+                with_head = MIN((uint64_t) c->size, c->req.content_length);
+                joined_size = head_size + (size_t) with_head;
+                joined = malloc(joined_size);
+                if (!joined)
+                        return -ENOMEM;
+                memcpy(joined, head, head_size);
+                memcpy(joined + head_size, c->buf, (size_t) with_head);
+                memmove(c->buf, c->buf + with_head, c->size - (size_t) with_head);
+                c->size -= (size_t) with_head;
+        }
 
         for (unsigned attempt = 0;; attempt++) {
                 q = upstream_get(c, host, port, tls);
-                if (q < 0)
+                if (q < 0) {
+                        wipe_free(joined, joined_size);         /* upstream_get() answered the client */
                         return q;
+                }
                 c->sent = 0;
-                q = up_write(c, head, head_size);
+                q = joined ? up_write(c, joined, joined_size) : up_write(c, head, head_size);
                 if (q >= 0) {
-                        c->sent += head_size;
-                        q = exchange(c, body, expect, &up_ok, &client_ok);
+                        c->sent += head_size + with_head;
+                        q = exchange(c, body, with_head, expect, &up_ok, &client_ok);
                 }
                 if ((q == -EIO || q == -ECONNABORTED) && c->up_pooled && !body && attempt == 0 && c->received == 0) {
                         log_debug("A pooled connection to %s:%u was closed by the server, opening another.", host, port);
@@ -1232,6 +1314,7 @@ static int forward(Connection *c, const char *host, uint16_t port, bool tls, con
                 }
                 break;
         }
+        wipe_free(joined, joined_size);
         if (q >= 0) {
                 upstream_release(c, up_ok);
                 c->again = client_ok;
@@ -1320,6 +1403,7 @@ static SSL_CTX *leaf_ctx(Gateway *g, const char *host) {
                 ctx = NULL;
                 goto done;
         }
+        SSL_CTX_set_read_ahead(ctx, 1);
         /* A full cache starts over: leaves are cheap to make again, and connections hold their own
          * reference. */
         if (g->n_leaves >= GATEWAY_LEAVES_MAX) {
@@ -1522,10 +1606,10 @@ static int handle_connect(Connection *c) {
         }
         c->sent += got;
         {
-                uint64_t up = 0, down = 0;
-                q = fd_pump(c->fd, c->up, GATEWAY_TUNNEL_IDLE_MS, GATEWAY_TUNNEL_HALF_CLOSED_MS, &up, &down);
-                c->sent += up;
-                c->received += down;
+                FdPumpStats stats = {};
+                q = fd_pump(c->fd, c->up, GATEWAY_TUNNEL_IDLE_MS, GATEWAY_TUNNEL_HALF_CLOSED_MS, &stats);
+                c->sent += stats.a_to_b;
+                c->received += stats.b_to_a;
         }
         /* a peer resetting at the end is how many TLS connections close */
         if (q == -ETIMEDOUT)

@@ -114,19 +114,64 @@ static int header_value(const HttpHeader *h, const EgressPolicy *p, const Egress
         return 0;
 }
 
+/* A head being built: grown by copying, so that no stale copy of a secret stays behind in freed memory. */
+typedef struct HeadBuffer {
+        char *data;
+        size_t size, allocated;
+} HeadBuffer;
+
+static int head_append(HeadBuffer *b, const char *s, size_t n) {
+        if (b->size + n > b->allocated) {
+                size_t want = MAX(b->allocated * 2, b->size + n);
+                char *d = malloc(want);
+                if (!d)
+                        return -ENOMEM;
+                if (b->data) {
+                        memcpy(d, b->data, b->size);
+                        explicit_bzero(b->data, b->size);
+                        free(b->data);
+                }
+                b->data = d;
+                b->allocated = want;
+        }
+        memcpy(b->data + b->size, s, n);
+        b->size += n;
+        return 0;
+}
+
+static int head_append_str(HeadBuffer *b, const char *s) {
+        return head_append(b, s, strlen(s));
+}
+
+static void head_buffer_wipe(HeadBuffer *b) {
+        if (b->data) {
+                explicit_bzero(b->data, b->size);
+                free(b->data);
+        }
+        *b = (HeadBuffer) {};
+}
+
 int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const EgressRule *rule, const EgressApiAuth *api,
                          const char *host_header, char **ret_head, size_t *ret_size, const char **ret_reason) {
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
-        FILE *f;
-        int q = 0;
+        HeadBuffer b = {};
+        size_t estimate = 64 + strlen(r->method) + strlen(r->path) + strlen(strempty(r->query)) + strlen(host_header);
+        int q;
 
         *ret_reason = NULL;
-        f = open_memstream(&buf, &size);
-        if (!f)
+        /* One allocation for the usual head: the request's own, plus room for a longer secret. */
+        for (size_t i = 0; i < r->n_headers; i++)
+                estimate += strlen(r->headers[i].name) + strlen(r->headers[i].value) + 4;
+        b.data = malloc(estimate + 256);
+        if (!b.data)
                 return -ENOMEM;
-        fprintf(f, "%s %s%s%s HTTP/1.1\r\nHost: %s\r\n", r->method, r->path, r->query ? "?" : "", strempty(r->query),
-                host_header);
+        b.allocated = estimate + 256;
+
+        if ((q = head_append_str(&b, r->method)) < 0 || (q = head_append(&b, " ", 1)) < 0 ||
+            (q = head_append_str(&b, r->path)) < 0 ||
+            (r->query && ((q = head_append(&b, "?", 1)) < 0 || (q = head_append_str(&b, r->query)) < 0)) ||
+            (q = head_append_str(&b, " HTTP/1.1\r\nHost: ")) < 0 || (q = head_append_str(&b, host_header)) < 0 ||
+            (q = head_append(&b, "\r\n", 2)) < 0)
+                goto fail;
         for (size_t i = 0; i < r->n_headers; i++) {
                 const HttpHeader *h = &r->headers[i];
                 _cleanup_free_ char *v = NULL;
@@ -135,39 +180,60 @@ int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const Egre
                         continue;
                 q = header_value(h, p, rule, api, &v, ret_reason);
                 if (q < 0)
-                        break;
-                fprintf(f, "%s: %s\r\n", h->name, v ?: h->value);
+                        goto fail;
+                q = head_append_str(&b, h->name);
+                if (q >= 0)
+                        q = head_append(&b, ": ", 2);
+                if (q >= 0)
+                        q = head_append_str(&b, v ?: h->value);
+                if (q >= 0)
+                        q = head_append(&b, "\r\n", 2);
                 if (v)
                         explicit_bzero(v, strlen(v));
+                if (q < 0)
+                        goto fail;
         }
         /* The body goes on re-chunked by the gateway, never as the client framed it. No "Connection:
          * close": the upstream connection is kept for the next request (the gateway frames every
          * message itself, so nothing of the client's reaches an upstream connection unchecked). */
+        q = head_append_str(&b, r->chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "\r\n");
         if (q >= 0)
-                fputs(r->chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "\r\n", f);
-        if (fclose(f) != 0 && q >= 0)
-                q = -ENOMEM;
-        if (q < 0) {
-                if (buf)
-                        explicit_bzero(buf, size);
-                return q;
-        }
-        if (size > EGRESS_UPSTREAM_HEAD_MAX) {
-                explicit_bzero(buf, size);
+                q = head_append(&b, "", 1);     /* NUL-terminated, not counted */
+        if (q < 0)
+                goto fail;
+        b.size--;
+        if (b.size > EGRESS_UPSTREAM_HEAD_MAX) {
+                head_buffer_wipe(&b);
                 return fail("head-too-large", -E2BIG, ret_reason);
         }
-        *ret_head = TAKE_PTR(buf);
-        *ret_size = size;
+        *ret_head = TAKE_PTR(b.data);
+        *ret_size = b.size;
         return 0;
+fail:
+        head_buffer_wipe(&b);
+        return q;
+}
+
+/* The "\r\n" ending the line at p, or NULL (memchr() is several times cheaper than memmem()). */
+static const char *head_line_end(const char *p, const char *end) {
+        while (p < end) {
+                const char *cr = memchr(p, '\r', (size_t) (end - p));
+                if (!cr || cr + 1 >= end)
+                        return NULL;
+                if (cr[1] == '\n')
+                        return cr;
+                p = cr + 1;
+        }
+        return NULL;
 }
 
 /* The value of header name in a response head (the first), without surrounding whitespace, into buf. */
 static bool response_header(const char *head, size_t head_size, const char *name, char *buf, size_t size) {
         size_t n = strlen(name);
-        const char *end = head + head_size, *p = memmem(head, head_size, "\r\n", 2);
+        const char *end = head + head_size, *p = head_line_end(head, end);
 
-        for (; p && p + 2 < end; p = memmem(p + 2, (size_t) (end - p - 2), "\r\n", 2)) {
-                const char *line = p + 2, *line_end = memmem(line, (size_t) (end - line), "\r\n", 2), *v;
+        for (; p && p + 2 < end; p = head_line_end(p + 2, end)) {
+                const char *line = p + 2, *line_end = head_line_end(line, end), *v;
                 size_t vl;
 
                 if (!line_end || line_end == line)

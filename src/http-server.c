@@ -313,10 +313,116 @@ enum {
         CHUNK_DATA,
         CHUNK_DATA_CR,          /* the CRLF after a chunk's data */
         CHUNK_DATA_LF,
-        CHUNK_LAST_CR,          /* after "0\r\n": the empty line (no trailers) */
+        CHUNK_LAST_CR,          /* after "0\r\n" (and after each trailer field): the empty line, or a trailer */
         CHUNK_LAST_LF,
         CHUNK_DONE,
+        CHUNK_EXT,              /* after a size: extensions up to the CR, c->sub says where */
+        CHUNK_TRAILER_NAME,
+        CHUNK_TRAILER_VALUE,
+        CHUNK_TRAILER_LF,
 };
+
+/* Where in a chunk extension (RFC 9112 7.1.1). */
+enum {
+        EXT_BWS_SEMI,           /* blanks, then ";" */
+        EXT_BWS_NAME,           /* after ";": blanks, then a name */
+        EXT_NAME,
+        EXT_AFTER_NAME,         /* blanks after a name: "=" or ";" */
+        EXT_BWS_VALUE,          /* after "=": blanks, then a token or a quoted string */
+        EXT_TOKEN,
+        EXT_QUOTED,
+        EXT_QUOTED_PAIR,        /* after a backslash in a quoted string */
+        EXT_AFTER_QUOTED,
+};
+
+static bool char_is_blank(char c) {
+        return c == ' ' || c == '\t';
+}
+
+/* RFC 9110 field-vchar and blanks: what a field value (or a quoted-pair) may hold */
+static bool char_is_field_text(char c) {
+        unsigned char u = (unsigned char) c;
+        return char_is_blank(c) || (u >= 0x21 && u != 0x7f);
+}
+
+/* RFC 9110 qdtext */
+static bool char_is_qdtext(char c) {
+        return char_is_field_text(c) && c != '"' && c != '\\';
+}
+
+/* One byte of a chunk extension: 0, or -EBADMSG. CR ends the extensions (the size line's LF follows). */
+static int chunk_ext_step(HttpChunked *c, char ch) {
+        switch (c->sub) {
+        case EXT_BWS_SEMI:
+                if (ch == ';')
+                        c->sub = EXT_BWS_NAME;
+                else if (!char_is_blank(ch))
+                        return -EBADMSG;
+                return 0;
+        case EXT_BWS_NAME:
+                if (char_is_tchar(ch))
+                        c->sub = EXT_NAME;
+                else if (!char_is_blank(ch))
+                        return -EBADMSG;
+                return 0;
+        case EXT_NAME:
+        case EXT_TOKEN:
+                if (char_is_tchar(ch))
+                        return 0;
+                if (ch == ';')
+                        c->sub = EXT_BWS_NAME;
+                else if (ch == '=' && c->sub == EXT_NAME)
+                        c->sub = EXT_BWS_VALUE;
+                else if (char_is_blank(ch))
+                        c->sub = c->sub == EXT_NAME ? EXT_AFTER_NAME : EXT_BWS_SEMI;
+                else if (ch == '\r')
+                        c->state = CHUNK_SIZE_LF;
+                else
+                        return -EBADMSG;
+                return 0;
+        case EXT_AFTER_NAME:
+                if (ch == '=')
+                        c->sub = EXT_BWS_VALUE;
+                else if (ch == ';')
+                        c->sub = EXT_BWS_NAME;
+                else if (!char_is_blank(ch))
+                        return -EBADMSG;
+                return 0;
+        case EXT_BWS_VALUE:
+                if (ch == '"')
+                        c->sub = EXT_QUOTED;
+                else if (char_is_tchar(ch))
+                        c->sub = EXT_TOKEN;
+                else if (!char_is_blank(ch))
+                        return -EBADMSG;
+                return 0;
+        case EXT_QUOTED:
+                if (ch == '"')
+                        c->sub = EXT_AFTER_QUOTED;
+                else if (ch == '\\')
+                        c->sub = EXT_QUOTED_PAIR;
+                else if (!char_is_qdtext(ch))
+                        return -EBADMSG;
+                return 0;
+        case EXT_QUOTED_PAIR:
+                if (!char_is_field_text(ch))
+                        return -EBADMSG;
+                c->sub = EXT_QUOTED;
+                return 0;
+        case EXT_AFTER_QUOTED:
+                if (ch == ';')
+                        c->sub = EXT_BWS_NAME;
+                else if (char_is_blank(ch))
+                        c->sub = EXT_BWS_SEMI;
+                else if (ch == '\r')
+                        c->state = CHUNK_SIZE_LF;
+                else
+                        return -EBADMSG;
+                return 0;
+        default:
+                return -EBADMSG;
+        }
+}
 
 int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, size_t *ret_out_size,
                         size_t *ret_consumed) {
@@ -349,16 +455,27 @@ int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, 
                                 c->remaining = (c->remaining << 4) | (uint64_t) v;
                         } else if (ch == '\r' && c->digits > 0)
                                 c->state = CHUNK_SIZE_LF;
-                        else            /* chunk extensions, whitespace, bare LF, an empty size */
+                        else if (c->extensions && c->digits > 0 && (ch == ';' || char_is_blank(ch))) {
+                                c->state = CHUNK_EXT;
+                                c->sub = ch == ';' ? EXT_BWS_NAME : EXT_BWS_SEMI;
+                                c->line = 1;
+                        } else  /* extensions unasked for, bare LF, an empty size */
                                 return -EBADMSG;
                         break;
                 }
+                case CHUNK_EXT:
+                        if (ch != '\r' && ++c->line > HTTP_CHUNK_EXT_MAX)     /* the line's end is not counted */
+                                return -EFBIG;
+                        if (chunk_ext_step(c, ch) < 0)
+                                return -EBADMSG;
+                        break;
                 case CHUNK_SIZE_LF:
                         if (ch != '\n')
                                 return -EBADMSG;
                         c->digits = 0;
                         if (c->remaining == 0) {
                                 c->state = CHUNK_LAST_CR;
+                                c->line = 0;
                                 break;
                         }
                         if (c->data_max > 0 && c->remaining > c->data_max - c->data_total)
@@ -367,10 +484,40 @@ int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, 
                         c->state = CHUNK_DATA;
                         break;
                 case CHUNK_DATA_CR:
-                case CHUNK_LAST_CR:
-                        if (ch != '\r')         /* trailer fields are refused too */
+                        if (ch != '\r')
                                 return -EBADMSG;
                         c->state++;
+                        break;
+                case CHUNK_LAST_CR:
+                        if (ch == '\r') {
+                                c->state = CHUNK_LAST_LF;
+                                break;
+                        }
+                        /* a trailer field (a line beginning with a blank is obsolete folding: refused) */
+                        if (!c->trailers || !char_is_tchar(ch))
+                                return -EBADMSG;
+                        if (++c->line > HTTP_CHUNK_TRAILERS_MAX)
+                                return -EFBIG;
+                        c->state = CHUNK_TRAILER_NAME;
+                        break;
+                case CHUNK_TRAILER_NAME:
+                case CHUNK_TRAILER_VALUE:
+                case CHUNK_TRAILER_LF:
+                        if (++c->line > HTTP_CHUNK_TRAILERS_MAX)
+                                return -EFBIG;
+                        if (c->state == CHUNK_TRAILER_NAME && ch == ':')
+                                c->state = CHUNK_TRAILER_VALUE;
+                        else if (c->state == CHUNK_TRAILER_NAME && !char_is_tchar(ch))
+                                return -EBADMSG;
+                        else if (c->state == CHUNK_TRAILER_VALUE && ch == '\r')
+                                c->state = CHUNK_TRAILER_LF;
+                        else if (c->state == CHUNK_TRAILER_VALUE && !char_is_field_text(ch))
+                                return -EBADMSG;
+                        else if (c->state == CHUNK_TRAILER_LF) {
+                                if (ch != '\n')
+                                        return -EBADMSG;
+                                c->state = CHUNK_LAST_CR;
+                        }
                         break;
                 case CHUNK_DATA_LF:
                         if (ch != '\n')

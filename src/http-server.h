@@ -12,7 +12,7 @@
  * for HTTP/1.1. Transfer-Encoding is refused (501) unless HttpLimits.chunked is set; then exactly one
  * "Transfer-Encoding: chunked" on an HTTP/1.1 request without Content-Length is decoded (anything else is
  * 400 or 501: the request smuggling shapes), chunks strictly as RFC 9112 7.1 without extensions or
- * trailers. Everything is capped by HttpLimits; a request over a cap is answered with 413 or 431 instead
+ * trailers (a streaming caller may accept those, see HttpChunked). Everything is capped by HttpLimits; a request over a cap is answered with 413 or 431 instead
  * of being buffered.
  *
  * For a forward proxy (the egress gateway) HttpLimits.proxy_forms also accepts the authority-form of
@@ -35,6 +35,10 @@
  * one-byte chunks is refused with 413 long before it costs more than this. */
 #define HTTP_CHUNKED_FRAMING_MAX (64U * 1024U)
 #define HTTP_CHUNK_SIZE_DIGITS_MAX 16U
+/* With HttpChunked.extensions: the bytes after a chunk's size up to its line end (";name=value"...). */
+#define HTTP_CHUNK_EXT_MAX 4096U
+/* With HttpChunked.trailers: the bytes of the trailer section (field lines after the last chunk). */
+#define HTTP_CHUNK_TRAILERS_MAX (16U * 1024U)
 
 typedef struct HttpLimits {
         size_t header_size_max;
@@ -117,10 +121,20 @@ int http_request_parse_head(const char *buf, size_t size, const HttpLimits *limi
 
 /* An incremental decoder of a chunked body: feed it what arrived, it writes the data (never more bytes
  * than it was fed) and says where the body ended. Strict: 1 to HTTP_CHUNK_SIZE_DIGITS_MAX hex digits
- * and CRLF, no chunk extensions, no trailer fields. */
+ * and CRLF; chunk extensions and trailer fields are refused unless asked for:
+ *   extensions  RFC 9112 7.1.1 after a size: *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] ),
+ *               checked and ignored (never written to out), at most HTTP_CHUNK_EXT_MAX bytes a line;
+ *   trailers    RFC 9112 7.1.2 field lines after the last chunk (a token, ":", a value of visible
+ *               characters, blanks and obs-text; no obsolete folding), at most HTTP_CHUNK_TRAILERS_MAX
+ *               bytes in all, never written to out: the caller passes them on with the raw bytes or
+ *               drops them. */
 typedef struct HttpChunked {
+        bool extensions;
+        bool trailers;
         unsigned state;
+        unsigned sub;                   /* where in an extension */
         unsigned digits;
+        size_t line;                    /* bytes of the current extension or of the trailer section */
         uint64_t remaining;             /* data bytes left in the current chunk */
         uint64_t data_total;            /* data bytes decoded so far */
         uint64_t framing_total;         /* framing bytes seen so far */

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -145,12 +146,53 @@ typedef struct PumpDirection {
         int pipe[2];                    /* splice(): from -> pipe -> to, no copy through user space */
         size_t in_pipe;
         size_t pipe_size;               /* what one splice() takes in */
+        bool grow_tried;
+        bool grown;                     /* counted in pump_pipes_grown */
         char *buf;                      /* the fallback where splice() is refused */
         size_t start, end;              /* buf[start..end) read, not yet written */
         bool eof;                       /* read side ended; to's write side shut down once drained */
         bool shut;
         uint64_t moved;
 } PumpDirection;
+
+/* Pipes grown past their default size, in this process: a pipe's pages count against its user's
+ * pipe-user-pages-soft (64 MiB by default), past which the kernel gives that user's new pipes two pages
+ * (every tunnel would crawl) and refuses to grow any (F_SETPIPE_SZ fails with EPERM). */
+static atomic_uint pump_pipes_grown;
+
+/* A direction that moved IO_PUMP_GROW_AFTER is a bulk transfer: its pipe grows to IO_PUMP_PIPE_SIZE_MAX,
+ * so that one splice() each way moves what the socket holds (often a megabyte) instead of at most 64 KiB
+ * (16 pages, fewer bytes when the socket's segments fill the pipe's slots partly): fewer system calls
+ * and wake-ups, and larger segments for the next hop. Best effort: at most
+ * IO_PUMP_PIPES_GROWN_MAX at once; where the kernel refuses, the default stays. */
+static void pump_pipe_grow(PumpDirection *d) {
+        int k;
+
+        if (d->grow_tried)
+                return;
+        d->grow_tried = true;
+        if (atomic_fetch_add(&pump_pipes_grown, 1) >= IO_PUMP_PIPES_GROWN_MAX) {
+                atomic_fetch_sub(&pump_pipes_grown, 1);
+                return;
+        }
+        k = fcntl(d->pipe[1], F_SETPIPE_SZ, (int) IO_PUMP_PIPE_SIZE_MAX);
+        if (k < 0 || (size_t) k <= d->pipe_size) {
+                atomic_fetch_sub(&pump_pipes_grown, 1);
+                return;
+        }
+        d->pipe_size = (size_t) k;
+        d->grown = true;
+}
+
+static void pump_pipe_release(PumpDirection *d) {
+        if (d->grown)
+                atomic_fetch_sub(&pump_pipes_grown, 1);
+        d->grown = false;
+}
+
+unsigned fd_pump_pipes_grown(void) {
+        return atomic_load(&pump_pipes_grown);
+}
 
 static size_t pump_pending(const PumpDirection *d) {
         return d->in_pipe + (d->end - d->start);
@@ -177,6 +219,8 @@ static int pump_step_splice(PumpDirection *d, short revents_from, short revents_
                 }
                 if (d->in_pipe == 0)
                         return 0;
+                if (d->moved >= IO_PUMP_GROW_AFTER)
+                        pump_pipe_grow(d);
                 k = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
                 if (k < 0)
                         return errno == EINTR || errno == EAGAIN ? 0 : -errno;
@@ -239,7 +283,7 @@ static void pump_direction_drop(PumpDirection *d) {
         d->in_pipe = 0;
 }
 
-int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, uint64_t *ret_a_to_b, uint64_t *ret_b_to_a) {
+int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPumpStats *ret_stats) {
         _cleanup_free_ char *buf = NULL;
         PumpDirection ab = { .from = a, .to = b, .pipe = { -EBADF, -EBADF } },
                       ba = { .from = b, .to = a, .pipe = { -EBADF, -EBADF } };
@@ -258,9 +302,7 @@ int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, uint6
                 ab.buf = buf;
                 ba.buf = buf + IO_PUMP_COPY_BUFFER_SIZE;
         } else
-                /* The default pipe size: larger ones would save few splice() calls (a socket rarely has
-                 * more queued), and count against the user's pipe-user-pages-soft, past which the kernel
-                 * makes every new pipe of that user tiny: a gateway with many tunnels would crawl. */
+                /* The default size to begin with; a bulk direction's pipe grows (pump_pipe_grow()). */
                 ab.pipe_size = ba.pipe_size = IO_PUMP_BUFFER_SIZE;
 
         while (!(ab.shut && ba.shut)) {
@@ -316,13 +358,17 @@ int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, uint6
                 if ((p[1].revents & POLLHUP) && ba.eof && !ab.shut)
                         pump_direction_drop(&ab);
         }
+        if (ret_stats)
+                *ret_stats = (FdPumpStats) {
+                        .a_to_b = ab.moved,
+                        .b_to_a = ba.moved,
+                        .pipe_size_max = ab.pipe[0] >= 0 ? MAX(ab.pipe_size, ba.pipe_size) : 0,
+                };
+        pump_pipe_release(&ab);
+        pump_pipe_release(&ba);
         safe_close(ab.pipe[0]);
         safe_close(ab.pipe[1]);
         safe_close(ba.pipe[0]);
         safe_close(ba.pipe[1]);
-        if (ret_a_to_b)
-                *ret_a_to_b = ab.moved;
-        if (ret_b_to_a)
-                *ret_b_to_a = ba.moved;
         return r;
 }

@@ -29,12 +29,25 @@ int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid);
 /* Moves bytes both ways between two connected stream sockets until both directions have ended (EOF on
  * one side shuts down writing on the other), an error, or idle_timeout_ms without any traffic (-ETIMEDOUT;
  * < 0: no timeout). splice() through a pipe per direction, a copy through a buffer where the fds refuse
- * it; at most one pipe (IO_PUMP_BUFFER_SIZE) or buffer (IO_PUMP_COPY_BUFFER_SIZE) in flight per
- * direction, so a slow reader throttles its writer. Leaves both fds non-blocking. The counts, if given, are the bytes moved a->b and
- * b->a, also on failure. Once one direction has ended, half_closed_timeout_ms (< 0: idle_timeout_ms)
- * without traffic ends the pump normally (0): a peer that closed is usually gone for good, and the other
- * may never close on its own (a kept-alive server behind a tunnel). */
+ * it; at most one pipe (IO_PUMP_BUFFER_SIZE, grown to IO_PUMP_PIPE_SIZE_MAX once a direction moved
+ * IO_PUMP_GROW_AFTER, for at most IO_PUMP_PIPES_GROWN_MAX directions of the process at once) or buffer
+ * (IO_PUMP_COPY_BUFFER_SIZE) in flight per direction, so a slow reader throttles its writer. Leaves both
+ * fds non-blocking. The stats, if asked for, are filled also on failure. Once one direction has ended,
+ * half_closed_timeout_ms (< 0: idle_timeout_ms) without traffic ends the pump normally (0): a peer that
+ * closed is usually gone for good, and the other may never close on its own (a kept-alive server behind
+ * a tunnel). */
 #define IO_PUMP_BUFFER_SIZE (64U * 1024U)       /* a pipe's default size */
+#define IO_PUMP_PIPE_SIZE_MAX (1024U * 1024U)   /* /proc/sys/fs/pipe-max-size's default */
+#define IO_PUMP_GROW_AFTER (256U * 1024U)
+/* 16 MiB of grown pipes, plus the default ones of 256 tunnels (32 MiB), stay below a user's
+ * pipe-user-pages-soft (64 MiB) */
+#define IO_PUMP_PIPES_GROWN_MAX 16U
 #define IO_PUMP_COPY_BUFFER_SIZE (256U * 1024U)
 #define IO_PUMP_ROUNDS_MAX 16U                  /* buffers moved one way before the other way's turn */
-int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, uint64_t *ret_a_to_b, uint64_t *ret_b_to_a);
+typedef struct FdPumpStats {
+        uint64_t a_to_b, b_to_a;                /* bytes moved */
+        size_t pipe_size_max;                   /* the largest pipe a direction had; 0: copied */
+} FdPumpStats;
+int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPumpStats *ret_stats);
+/* How many pipes of running pumps are grown now. */
+unsigned fd_pump_pipes_grown(void);

@@ -10,6 +10,9 @@ usage: egress-upstream.py CERT KEY STATE_DIR
                   present; the headers themselves go to STATE_DIR/requests.log only (the agent must never
                   be shown a credential, so the test reads them here)
   /echo           the request body's length and MD5, read by its Content-Length or decoded from chunks
+                  (trailer fields that arrive are logged as "trailer: ...")
+  /chunky         a chunked response with chunk extensions and trailer fields (RFC 9112 7.1.1, 7.1.2),
+                  kept alive: CHUNKY below, byte for byte
   /v1/messages    the model API: server-sent events "one", then (once STATE_DIR/release exists) "two"
   /stream         the same, for the tunnel
 Every request is appended to STATE_DIR/requests.log as "HOST METHOD PATH", the client's port ("peer:
@@ -28,6 +31,8 @@ import threading
 import time
 
 CERT, KEY, STATE = sys.argv[1], sys.argv[2], sys.argv[3]
+CHUNKY = (b'3;name=value\r\nabc\r\n4 ; q="x;y" ; flag\r\ndefg\r\n'
+          b'0;end\r\nX-Trailer: yes\r\nX-Digest: md5=abc\r\n\r\n')
 LOCK = threading.Lock()
 
 
@@ -81,8 +86,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             while True:
                 size = int(self.rfile.readline().strip(), 16)
                 if size == 0:
-                    self.rfile.readline()
-                    return data
+                    while True:
+                        line = self.rfile.readline()
+                        if line in (b'\r\n', b'\n', b''):
+                            return data
+                        with LOCK, open(os.path.join(STATE, 'requests.log'), 'a') as f:
+                            f.write(f'  trailer: {line.decode(errors="replace").strip()}\n')
                 data += self.rfile.read(size)
                 self.rfile.readline()
         n = int(self.headers.get('Content-Length') or 0)
@@ -99,6 +108,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                            f'x-api-key={"x-api-key" in self.headers}\n')
         elif path == '/echo':
             self.body(200, f'echo {len(data)} {hashlib.md5(data).hexdigest()}\n')
+        elif path == '/chunky':
+            self.send_response(200)
+            self.send_header('Content-Type', 'text/plain')
+            self.send_header('Transfer-Encoding', 'chunked')
+            self.send_header('Trailer', 'X-Trailer, X-Digest')
+            self.end_headers()
+            self.wfile.write(CHUNKY)
         elif path in ('/v1/messages', '/stream'):
             self.sse()
         else:

@@ -15,11 +15,12 @@
 # interception with its sandbox CA in the agent's trust store) while the agent's environment, files and
 # /proc hold only the dummy, a dummy sent where it is not bound, kept-alive connections whose every request
 # is checked on its own, pooled upstream connections, chunked request bodies (whole, and refused when
-# malformed), an unknown key on the API pass-through, server-sent
+# malformed), chunk extensions and trailer fields (a response's passed on byte for byte and its end
+# found, a request's dropped), an unknown key on the API pass-through, server-sent
 # events arriving before the stream ends, Host/CONNECT and SNI/CONNECT mismatches, the relay's answer when
 # the gateway is down, and the gateway killed mid-stream (the agent's connection breaks, the next one
-# starts it again), the host's own proxy (also one asking for a password, and refusing a wrong one). On the
-# host side: a journal entry per request, no secret anywhere in the journal or the gateway's environment,
+# starts it again; while it flows, the gateway holds the agent's connection and the relay none), the
+# host's own proxy (also one asking for a password, and refusing a wrong one). On the host side: a journal entry per request, no secret anywhere in the journal or the gateway's environment,
 # a misconfigured gateway refusing everything and saying why,
 # and the service's `systemd-analyze security` exposure.
 set -uo pipefail
@@ -214,6 +215,9 @@ agent 'env; ip=$(cat /proc/net/dev | grep -c :); echo interfaces=$ip'
 like "$out" "ANTHROPIC_API_KEY=sk-proxy" "the agent holds the dummy key"
 like "$out" "ANTHROPIC_BASE_URL=http://127.0.0.1:2376" "...and the relay's API port as its base URL"
 like "$out" "HTTPS_PROXY=http://127.0.0.1:3128" "...and the relay as its proxy"
+like "$out" "HTTP_PROXY=http://127.0.0.1:3128" "...for plain HTTP too" || diag "$out"
+like "$out" "http_proxy=http://127.0.0.1:3128" "...in both spellings" || diag "$out"
+like "$out" "NO_PROXY=localhost,127.0.0.1,::1" "...except for loopback (NO_PROXY), where the relay's API port is" || diag "$out"
 like "$out" "interfaces=1" "the container has no interface but loopback"
 # The agent dumps what it can read (its environment, every process's environment and command line, the
 # files of the container) into the work dir; the test looks for the secrets there. The agent itself is
@@ -308,9 +312,33 @@ want="echo $(seq 1 20000 | wc -c) $(seq 1 20000 | md5sum | cut -d' ' -f1)"
 agent "seq 1 20000 >/tmp/body; $curl_proxy -H 'Transfer-Encoding: chunked' --data-binary @/tmp/body http://up.test/echo
        $curl_proxy -H 'Transfer-Encoding: chunked' -H 'Authorization: token $GH_DUMMY' --data-binary @/tmp/body https://cred.test/echo"
 like "$out" "$want"$'\n'"$want" "a chunked request body reaches the upstream whole, over plain HTTP and through interception" || diag "$out"
+# A Content-Length body: what came with the head goes up in the head's write, the rest streams after it.
+agent "$curl_proxy -d small-body http://up.test/echo; $curl_proxy -H 'Authorization: token $GH_DUMMY' -d small-body https://cred.test/echo
+       seq 1 20000 >/tmp/body; $curl_proxy --data-binary @/tmp/body http://up.test/echo
+       $curl_proxy -H 'Authorization: token $GH_DUMMY' --data-binary @/tmp/body https://cred.test/echo"
+small="echo 10 $(printf small-body | md5sum | cut -d' ' -f1)"
+like "$out" "$small"$'\n'"$small"$'\n'"$want"$'\n'"$want" \
+        "a Content-Length request body reaches the upstream whole, small and large, over plain HTTP and through interception" || diag "$out"
 agent "printf 'POST http://up.test/echo HTTP/1.1\\r\\nHost: up.test\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\nzz\\r\\n' |
        nc -w 10 127.0.0.1 3128 | head -1"
 like "$out" "HTTP/1.1 400 " "a malformed chunked body is refused (400)" || diag "$out"
+# RFC 9112 7.1.1/7.1.2: chunk extensions and trailer fields. A response's pass byte for byte (curl --raw
+# shows the framing) and its end is found: the next request goes on the same connection. A request's
+# are checked and dropped: the upstream gets the data re-chunked, without them.
+chunky='3;name=value\r\nabc\r\n4 ; q="x;y" ; flag\r\ndefg\r\n0;end\r\nX-Trailer: yes\r\nX-Digest: md5=abc\r\n\r\n'
+agent "curl $opts --raw -o /tmp/raw1 http://up.test/chunky --next $opts -w 'connects=%{num_connects}\n' http://up.test/hello
+       curl $opts --raw -o /tmp/raw2 -H 'Authorization: token $GH_DUMMY' https://cred.test/chunky \
+            --next $opts -H 'Authorization: token $GH_DUMMY' -w 'connects=%{num_connects}\n' https://cred.test/hello
+       printf '$chunky' | cmp - /tmp/raw1 && echo same1; printf '$chunky' | cmp - /tmp/raw2 && echo same2"
+like "$out" "same1"$'\n'"same2" "a chunked response with extensions and trailers reaches the agent byte for byte (HTTP, and intercepted)" || diag "$out"
+like "$out" "hello from upstream up.test"$'\n'"connects=0" "...its end found: the next request goes on the kept connection" || diag "$out"
+like "$out" "hello from upstream cred.test"$'\n'"connects=0" "...also inside an intercepted tunnel" || diag "$out"
+in_ct sh -c ": >$UP/requests.log"
+agent "printf 'POST http://up.test/echo HTTP/1.1\\r\\nHost: up.test\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n3;a=\"b c\"\\r\\nabc\\r\\n0;z\\r\\nX-Sneaky: $GH_DUMMY\\r\\n\\r\\n' |
+       nc -w 10 127.0.0.1 3128 | tail -1"
+like "$out" "echo 3 $(printf abc | md5sum | cut -d' ' -f1)" "a chunked request body with extensions and trailers reaches the upstream whole" || diag "$out"
+has "$UP/requests.log" "trailer:"
+ok $((!$?)) "...without its trailer fields (dropped by the gateway), so no dummy in them goes anywhere"
 
 agent "$curl_proxy -w ' http=%{http_code}\n' -H 'Authorization: token ghp_loopdummy0002' https://badcert.test/whoami"
 like "$out" "cannot be verified.*http=502" "an intercepted upstream whose certificate does not name the host is refused (502)" || diag "$out"
@@ -355,22 +383,42 @@ like "$(gw_record "LOOP_REASON=sni-mismatch" LOOP_EVENT=gateway-request LOOP_KIN
         "LOOP_REASON=sni-mismatch" "the SNI mismatch is journaled"
 like "$(gw_record "LOOP_BYTES_RECEIVED=[1-9]" LOOP_EVENT=gateway-request LOOP_KIND=api LOOP_DECISION=credential)" "LOOP_BYTES_RECEIVED=[1-9]" \
         "API requests are journaled with their byte counts"
+rec=$(gw_record "LOOP_DURATION_MS=" LOOP_EVENT=gateway-request LOOP_CHANNEL=demo LOOP_KIND=http LOOP_HOST=up.test LOOP_PATH=/hello LOOP_STATUS=200 | awk -v RS= 'END { print }')
+missing=
+for f in LOOP_CHANNEL=demo LOOP_HOST=up.test LOOP_PORT=80 LOOP_DECISION=allow LOOP_RULE='rule\[3\]' LOOP_ADDRESS=198.51.100.2 \
+         LOOP_METHOD=GET LOOP_PATH=/hello LOOP_STATUS=200 'LOOP_BYTES_SENT=[1-9]' 'LOOP_BYTES_RECEIVED=[1-9]' 'LOOP_DURATION_MS=[0-9]'; do
+        grep -q -a -x -E -- "$f[^=]*" <<<"$rec" || missing+=" $f"
+done
+is "$missing" "" "a request's record holds channel, host, port, decision, rule, address, method, path, status, bytes and duration" ||
+        diag "$rec"
 
 # --- the gateway down, and killed mid-stream ----------------------------------------------------------------
 check "stop loop-gateway@demo.socket" in_ct systemctl stop loop-gateway@demo.socket loop-gateway@demo.service
 agent "$curl_proxy -w ' http=%{http_code}\n' http://up.test/hello"
 like "$out" "egress gateway is not reachable.*http=503" "with the gateway down nothing leaves: the relay answers 503" || diag "$out"
+wait_for 20 in_ct sh -c "journalctl -u loop-gateway@demo.socket -o cat | grep -q -E 'Closed loop egress gateway socket|demo.socket: Deactivated'"
+ok $? "...and the journal says the channel's gateway socket was closed (systemd's record of the unit)" ||
+        diag "$(in_ct journalctl -u loop-gateway@demo.socket -o cat | tail -5)"
 check "start loop-gateway@demo.socket" in_ct systemctl start loop-gateway@demo.socket
 
 in_ct rm -f "$UP/release" "$W/sse.out"
 agent_bg 'curl -sS -N --max-time 120 -H "x-api-key: $ANTHROPIC_API_KEY" -d "{}" "$ANTHROPIC_BASE_URL/v1/messages" >/var/lib/loop/demo/work/sse.out 2>&1; echo rc=$? >>/var/lib/loop/demo/work/sse.out' /tmp/sse2.run
 wait_for 90 has "$W/sse.out" "data: one"
 ok $? "a stream is open through the gateway"
+# The relay handed the agent's connection over: in the container's network namespace the gateway holds
+# its end of the stream's TCP connection, and the relay none (only its listening sockets).
+socks=$(in_ct sh -c 'p=$(pgrep -f "[l]oop relay" | head -1); echo relay=$p; nsenter -t "$p" -n ss -tnp state established')
+relay_pid=$(sed -n 's/^relay=//p' <<<"$socks")
+like "$socks" "127.0.0.1:2376 .*loop-gateway" "the gateway holds the agent's end of the stream, handed over by the relay" || diag "$socks"
+[ -n "$relay_pid" ] && ! grep -q -- "pid=$relay_pid," <<<"$socks"
+ok $? "...and the relay (found: ${relay_pid:-no}) holds no connection: it is not in the data path" || diag "$socks"
 check "SIGKILL loop-gateway@demo.service" in_ct systemctl kill -s KILL loop-gateway@demo.service
 wait_for 60 has "$W/sse.out" "rc="
 res=$(in_ct cat "$W/sse.out")
 like "$res" "rc=(18|52|56)" "the agent's connection fails cleanly when the gateway is killed (a truncated stream, not a hang)" || diag "$res"
 unlike "$res" "data: two" "...without anything more arriving"
+wait_for 20 in_ct sh -c "journalctl -u loop-gateway@demo.service -o cat | grep -q 'status=9/KILL'"
+ok $? "...and the journal says the gateway was killed"
 in_ct touch "$UP/release"
 in_ct systemctl reset-failed loop-gateway@demo.service >/dev/null 2>&1
 agent "$curl_proxy http://up.test/hello"

@@ -244,6 +244,13 @@ static void test_redaction(void) {
         ok(!!strstr(out, "LOOP_TOOL=Bash"), "other extra fields keep their value");
         ok(audit_field_name_is_secret("LOOP_Api_Key") && !audit_field_name_is_secret("LOOP_TOOL"),
            "secret field names are matched in any case");
+        ok(audit_field_name_is_secret("x_authorization") && audit_field_name_is_secret("PASSWORD") &&
+           audit_field_name_is_secret("LOOP_TOKEN_ID") && audit_field_name_is_secret("secretive") &&
+           audit_field_name_is_secret("LOOP_SSSSECRET") && audit_field_name_is_secret("KEY"),
+           "...anywhere in the name: first, last, after a false start");
+        ok(!audit_field_name_is_secret("LOOP_TOKE") && !audit_field_name_is_secret("LOOP_KE") && !audit_field_name_is_secret("") &&
+           !audit_field_name_is_secret("LOOP_BYTES_RECEIVED") && !audit_field_name_is_secret("LOOP_PASSWOR"),
+           "...and a name cut short of one is not");
 
         /* A secret that contains another is replaced as a whole, not as "[REDACTED]" plus a tail. */
         is_int(audit_add_secret("abcdefgh"), 1, "a secret that is part of a longer one is registered");

@@ -434,7 +434,7 @@ static void test_ca(void) {
 
 typedef struct PumpRun {
         int a, b, r;
-        uint64_t ab, ba;
+        FdPumpStats stats;
         bool no_splice;
         int half_closed_ms;
 } PumpRun;
@@ -451,7 +451,7 @@ static void *pump_thread(void *userdata) {
                         abort();
                 seccomp_release(ctx);
         }
-        p->r = fd_pump(p->a, p->b, 10000, p->half_closed_ms, &p->ab, &p->ba);
+        p->r = fd_pump(p->a, p->b, 10000, p->half_closed_ms, &p->stats);
         return NULL;
 }
 
@@ -490,7 +490,7 @@ static void test_pump(bool no_splice) {
         k = loop_read(c[0], buf, sizeof buf);
         ok(k == 4 && memcmp(buf, "pong", 4) == 0, "...and the answer reaches the client, then its end%s", how);
         pthread_join(pump, NULL);
-        ok(run.r == 0 && run.ab == 16 * 64 * 1024 && run.ba == 4, "the pump ends cleanly and counts both directions%s", how);
+        ok(run.r == 0 && run.stats.a_to_b == 16 * 64 * 1024 && run.stats.b_to_a == 4, "the pump ends cleanly and counts both directions%s", how);
         for (int i = 0; i < 2; i++) {
                 safe_close(c[i]);
                 safe_close(s2[i]);
@@ -562,6 +562,110 @@ static void test_handover(void) {
         safe_close(u[1]);
 }
 
+static void *write_bulk(void *userdata) {
+        int fd = *(int *) userdata;
+        static char chunk[256 * 1024];
+        memset(chunk, 'y', sizeof chunk);
+        for (int i = 0; i < 32; i++)
+                if (loop_write(fd, chunk, sizeof chunk) < 0)
+                        break;
+        (void) shutdown(fd, SHUT_WR);
+        return NULL;
+}
+
+/* A download through a tunnel, over TCP as in the gateway: the bulk direction's pipe grows, so that one
+ * splice() moves up to a megabyte, and the process's count of grown pipes goes back when it ends. */
+static void test_pump_bulk(void) {
+        int client, a, b, server;
+        PumpRun run;
+        pthread_t pump, writer;
+        static char buf[256 * 1024];
+        uint64_t got = 0;
+        ssize_t k;
+
+        tcp_pair(&client, &a);
+        tcp_pair(&b, &server);
+        run = (PumpRun) { .a = a, .b = b, .half_closed_ms = -1 };
+        pthread_create(&pump, NULL, pump_thread, &run);
+        pthread_create(&writer, NULL, write_bulk, &server);
+        (void) shutdown(client, SHUT_WR);
+        while ((k = read(client, buf, sizeof buf)) > 0)
+                got += (uint64_t) k;
+        pthread_join(writer, NULL);
+        safe_close(server);
+        pthread_join(pump, NULL);
+        is_int(got, 8U * 1024U * 1024U, "8 MiB from the server reach the client through the pump");
+        ok(run.r == 0 && run.stats.b_to_a == got, "...counted");
+        is_int(run.stats.pipe_size_max, IO_PUMP_PIPE_SIZE_MAX, "the bulk direction's pipe grew to 1 MiB");
+        is_int(fd_pump_pipes_grown(), 0, "...and counts as grown no more once the pump ended");
+        safe_close(client);
+        safe_close(a);
+        safe_close(b);
+}
+
+typedef struct BulkLane {
+        int client, a, b, server;
+        PumpRun run;
+        pthread_t pump, writer;
+} BulkLane;
+
+static void *write_bulk_open(void *userdata) {
+        int fd = *(int *) userdata;
+        static char chunk[256 * 1024];
+        memset(chunk, 'z', sizeof chunk);
+        for (int i = 0; i < 8; i++)
+                if (loop_write(fd, chunk, sizeof chunk) < 0)
+                        break;
+        return NULL;           /* and stays open, so that the pump goes on holding its pipe */
+}
+
+/* More bulk tunnels at once than IO_PUMP_PIPES_GROWN_MAX: that many grow their pipe, the rest keep the
+ * default, so the process stays below its user's pipe-user-pages-soft. */
+static void test_pump_grown_cap(void) {
+        enum { LANES = IO_PUMP_PIPES_GROWN_MAX + 1 };
+        static BulkLane lanes[LANES];
+        static char buf[256 * 1024];
+        unsigned grown_while_open, big = 0, small = 0;
+        bool all = true;
+
+        for (size_t i = 0; i < LANES; i++) {
+                BulkLane *l = &lanes[i];
+                tcp_pair(&l->client, &l->a);
+                tcp_pair(&l->b, &l->server);
+                (void) shutdown(l->client, SHUT_WR);
+                l->run = (PumpRun) { .a = l->a, .b = l->b, .half_closed_ms = -1 };
+                pthread_create(&l->pump, NULL, pump_thread, &l->run);
+                pthread_create(&l->writer, NULL, write_bulk_open, &l->server);
+        }
+        for (size_t i = 0; i < LANES; i++) {
+                uint64_t got = 0;
+                while (got < 2U * 1024U * 1024U) {
+                        ssize_t k = read(lanes[i].client, buf, sizeof buf);
+                        if (k <= 0)
+                                break;
+                        got += (uint64_t) k;
+                }
+                all = all && got == 2U * 1024U * 1024U;
+                pthread_join(lanes[i].writer, NULL);
+        }
+        grown_while_open = fd_pump_pipes_grown();
+        for (size_t i = 0; i < LANES; i++) {
+                safe_close(lanes[i].server);
+                while (read(lanes[i].client, buf, sizeof buf) > 0)
+                        ;
+                pthread_join(lanes[i].pump, NULL);
+                big += lanes[i].run.stats.pipe_size_max == IO_PUMP_PIPE_SIZE_MAX;
+                small += lanes[i].run.stats.pipe_size_max == IO_PUMP_BUFFER_SIZE;
+                safe_close(lanes[i].client);
+                safe_close(lanes[i].a);
+                safe_close(lanes[i].b);
+        }
+        ok(all, "%u bulk tunnels at once each deliver their 2 MiB", (unsigned) LANES);
+        is_int(grown_while_open, IO_PUMP_PIPES_GROWN_MAX, "...IO_PUMP_PIPES_GROWN_MAX of them with a grown pipe at once");
+        ok(big == IO_PUMP_PIPES_GROWN_MAX && small == 1, "...the one more keeps the default pipe (%u grown, %u default)", big, small);
+        is_int(fd_pump_pipes_grown(), 0, "...and none counts once they ended");
+}
+
 /* A client that closes while the server stays silent and open (a kept-alive server behind a tunnel). */
 static void test_pump_half_closed(void) {
         int c[2], s2[2];
@@ -576,7 +680,7 @@ static void test_pump_half_closed(void) {
         ok(loop_write(c[0], "bye", 3) == 0 && shutdown(c[0], SHUT_WR) == 0, "the client sends and closes its side");
         ok(loop_read(s2[1], buf, sizeof buf) == 3, "...the server gets it and the end of it, and says nothing");
         pthread_join(pump, NULL);
-        ok(run.r == 0 && run.ab == 3 && run.ba == 0, "the pump ends on its own once the half-closed tunnel is silent");
+        ok(run.r == 0 && run.stats.a_to_b == 3 && run.stats.b_to_a == 0, "the pump ends on its own once the half-closed tunnel is silent");
         for (int i = 0; i < 2; i++) {
                 safe_close(c[i]);
                 safe_close(s2[i]);
@@ -598,6 +702,8 @@ int main(void) {
         test_handover();
         test_pump(false);
         test_pump(true);
+        test_pump_bulk();
+        test_pump_grown_cap();
         test_pump_half_closed();
         return done_testing();
 }

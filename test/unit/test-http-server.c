@@ -331,6 +331,98 @@ static void test_chunked_caps(void) {
         }
 }
 
+/* Decodes s with chunk extensions and trailers allowed (or not), whole and again one byte at a time:
+ * returns the result (both ways must agree, else -EIO), the data in out, and what the body used. */
+static int decode_both(const char *s, bool allow, char *out, size_t *ret_out, size_t *ret_used) {
+        HttpChunked whole = { .extensions = allow, .trailers = allow, .framing_unlimited = true },
+                    bytes = { .extensions = allow, .trailers = allow, .framing_unlimited = true };
+        size_t len = strlen(s), o = 0, used = 0, total = 0, at = 0;
+        char byte_out[256];
+        int k, kb = 0;
+
+        k = http_chunked_decode(&whole, s, len, out, &o, &used);
+        for (at = 0; at < len; at++) {
+                size_t bo = 0, bu = 0;
+                kb = http_chunked_decode(&bytes, s + at, 1, byte_out + total, &bo, &bu);
+                total += bo;
+                if (kb != 0)
+                        break;
+        }
+        if (k != kb || (k >= 0 && (total != o || memcmp(out, byte_out, o) != 0)) || (k == 1 && at + 1 != used))
+                return -EIO;
+        *ret_out = o;
+        *ret_used = used;
+        return k;
+}
+
+/* RFC 9112 7.1.1 and 7.1.2, as the egress gateway follows a response (and reads a request body). */
+static void test_chunked_extensions_trailers(void) {
+        char out[256];
+        size_t o = 0, used = 0;
+
+        static const char ext[] = "3;name=value\r\nabc\r\n2 ; a ; b = \"q\\\"uo;ted\" ;c=d\r\nde\r\n0;last\r\n\r\nNEXT";
+        is_int(decode_both(ext, true, out, &o, &used), 1, "chunk extensions (token, quoted, blanks around ; and =) are followed");
+        ok(o == 5 && memcmp(out, "abcde", 5) == 0 && used == sizeof ext - 1 - 4, "...ignored: only the data comes out, and the body ends where it does");
+        is_int(decode_both(ext, false, out, &o, &used), -EBADMSG, "...and refused where not asked for (the Docker API proxy's strictness)");
+
+        static const char trailers[] = "3\r\nabc\r\n0\r\nExpires: never\r\nX-Checksum:\tab c\r\n\r\nNEXT";
+        is_int(decode_both(trailers, true, out, &o, &used), 1, "trailer fields after the last chunk are followed");
+        ok(o == 3 && used == sizeof trailers - 1 - 4, "...never written out with the data, and the body ends after the empty line");
+        is_int(decode_both(trailers, false, out, &o, &used), -EBADMSG, "...and refused where not asked for");
+
+        static const char *const bad[] = {
+                "3 \r\nabc\r\n0\r\n\r\n",              /* blanks without an extension */
+                "3;\r\nabc\r\n0\r\n\r\n",              /* ; without a name */
+                "3;a=\r\nabc\r\n0\r\n\r\n",            /* = without a value */
+                "3;a=\"x\r\nabc\r\n0\r\n\r\n",        /* an open quoted string */
+                "3;a=\"x\"y\r\nabc\r\n0\r\n\r\n",    /* junk after a quoted string */
+                "3;a\nb\r\nabc\r\n0\r\n\r\n",         /* a bare LF in an extension */
+                "3;a=b\rc\r\nabc\r\n0\r\n\r\n",        /* a bare CR */
+                "3;a=\"\x01\"\r\nabc\r\n0\r\n\r\n",  /* a control character */
+                ";a\r\nabc\r\n0\r\n\r\n",              /* an extension without a size */
+                "0\r\nNo-Colon\r\n\r\n",               /* a trailer without ":" */
+                "0\r\n: value\r\n\r\n",                /* ...without a name */
+                "0\r\nA: b\r\n c\r\n\r\n",            /* obsolete line folding */
+                "0\r\nA: b\nC: d\r\n\r\n",             /* a bare LF in a trailer */
+                "0\r\nA: \x7f\r\n\r\n",                /* DEL in a value */
+                "0\r\nBad Name: x\r\n\r\n",             /* a blank in a name */
+        };
+        bool all = true;
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                if (decode_both(bad[i], true, out, &o, &used) != -EBADMSG) {
+                        diag(bad[i]);
+                        all = false;
+                }
+        ok(all, "malformed extensions and trailers are refused (blanks alone, empty names and values, open or "
+                "trailing quotes, bare CR or LF, control characters, folding, names with blanks)");
+
+        {
+                /* the caps: an extension line and the trailer section */
+                size_t n = HTTP_CHUNK_EXT_MAX + HTTP_CHUNK_TRAILERS_MAX + 64, l;
+                _cleanup_free_ char *s = malloc(n);
+                HttpChunked c = { .extensions = true, .trailers = true, .framing_unlimited = true };
+                if (!s)
+                        abort();
+                l = (size_t) sprintf(s, "1;");
+                memset(s + l, 'x', HTTP_CHUNK_EXT_MAX);
+                memcpy(s + l + HTTP_CHUNK_EXT_MAX, "\r\n", 2);
+                is_int(http_chunked_decode(&c, s, l + HTTP_CHUNK_EXT_MAX + 2, NULL, &o, &used), -EFBIG,
+                       "an extension line over HTTP_CHUNK_EXT_MAX is refused");
+                c = (HttpChunked) { .extensions = true, .trailers = true, .framing_unlimited = true };
+                l = (size_t) sprintf(s, "1;");
+                memset(s + l, 'x', HTTP_CHUNK_EXT_MAX - 1);
+                l += HTTP_CHUNK_EXT_MAX - 1;
+                l += (size_t) sprintf(s + l, "\r\na\r\n0\r\n\r\n");
+                is_int(http_chunked_decode(&c, s, l, NULL, &o, &used), 1, "...one of exactly HTTP_CHUNK_EXT_MAX bytes is not");
+                c = (HttpChunked) { .extensions = true, .trailers = true, .framing_unlimited = true };
+                l = (size_t) sprintf(s, "0\r\nA:");
+                memset(s + l, 'v', HTTP_CHUNK_TRAILERS_MAX);
+                l += HTTP_CHUNK_TRAILERS_MAX;
+                l += (size_t) sprintf(s + l, "\r\n\r\n");
+                is_int(http_chunked_decode(&c, s, l, NULL, &o, &used), -EFBIG, "a trailer section over HTTP_CHUNK_TRAILERS_MAX is refused");
+        }
+}
+
 /* What the proxy reads of the engine's answers. */
 static int head_of(const char *s, HttpResponseHead *h) {
         return http_response_head_parse(s, strlen(s), 64 * 1024, h);
@@ -438,6 +530,7 @@ int main(void) {
         test_garbage();
         test_chunked();
         test_chunked_caps();
+        test_chunked_extensions_trailers();
         test_response_head();
         return done_testing();
 }
