@@ -130,12 +130,6 @@ chmod 0644 "$cfg"/*.json "$cfg"/channels.d/*.json "$cfg"/*.pem "$cfg"/*.key "$cf
 
 in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
 prop() { in_ct systemctl show -P "$2" -- "$1"; }
-wait_for() {
-        local t=$1 i
-        shift
-        for ((i = 0; i < t * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-        return 1
-}
 # agent CMD: `loop run -q demo "scenario:sh CMD"` in the machine; its output in $out, status in $st.
 agent() {
         out=$(in_ct loop run -q demo "scenario:sh $1" 2>&1) && st=0 || st=$?
