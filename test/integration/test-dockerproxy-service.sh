@@ -8,7 +8,8 @@
 # log, exec into (approved by a human with `loop gate approve`, through loop-gate@demo) and build, and
 # is refused a privileged container. The nested container lands in the channel's slice; every request
 # is a journal entry naming the agent's container; the service exits when idle and its unit's
-# `systemd-analyze security` exposure is at most 2.0.
+# `systemd-analyze security` exposure is at most 2.0. A nested container with a bind is started with
+# the channel's containers frozen (the unit may write cgroup.freeze in loop.slice).
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
@@ -108,6 +109,16 @@ like "$out" "built-in-agent" "docker build inside the agent builds an image from
 
 # exec: the built-in rule asks a human, through loop-gate@demo with the agent container's token
 agent "$D run -d --name nested-long --entrypoint /bin/sleep $IMAGE 300"
+
+# a bind of the work dir: the unit's proxy freezes the channel's containers (the agent's, nested-long)
+# in loop.slice across the pin check and the start (and Podman's attach, which mounts too)
+agent "mkdir -p pinned && echo pinned-data >pinned/f && $D run --rm -v \$PWD/pinned:/data --entrypoint /bin/cat $IMAGE /data/f"
+like "$out" "pinned-data" "a nested container with a bind of the work dir runs, started by the unit's proxy" || diag "$out"
+frozen=$(proxy_journal LOOP_FROZEN=2)
+like "$frozen" "LOOP_PATH=/v[0-9.]+/containers/[0-9a-f]+/start" \
+        "...with the agent's container and the running nested one frozen (LOOP_FROZEN=2 in the journal)" ||
+        diag "$(proxy_journal | grep -a -E 'LOOP_(FROZEN|PATH|REASON)' | tail -20)"
+like "$frozen" "LOOP_FROZEN_US=[0-9]+" "...and for how long (LOOP_FROZEN_US)"
 agent_bg "$D exec nested-long echo exec-approved" /tmp/exec.out
 wait_for 60 pending
 ok $? "docker exec waits for a human (loop gate list shows it)"
