@@ -23,9 +23,15 @@
  *      of the calling container, found from its cgroup);
  *   4. an allowed request is sent to the engine as a new request (normalised target, hop-by-hop headers
  *      dropped, the body re-framed), the response streamed back as it comes, and attach and exec start
- *      become a raw two-way stream once the engine has switched protocols.
+ *      become a raw two-way stream once the engine has switched protocols; a start, restart or attach
+ *      of a container with pinned binds is made with the channel's running containers frozen (cgroup
+ *      v2 freezer, src/cgroup-freeze.h) from the last pin check until the engine has answered, so that
+ *      none of them can swap a bind source before the runtime mounts it.
  * Every request is one journal entry (dockerproxy-request: method, path, rule, decision, status,
- * latency), never with the query, a header or the body.
+ * latency, what a start froze), never with the query, a header or the body.
+ *
+ * "loop-dockerproxy --thaw CHANNEL" (the unit's ExecStopPost=) thaws what a proxy that died during a
+ * frozen start left frozen, from the record in its runtime directory; the service does so at start.
  *
  * Settings come from the environment loop-generator writes into the unit's drop-in:
  *   LOOP_DOCKERPROXY_ENGINE_SOCKET   the engine's socket (default: Podman's rootful one, else Docker's)
@@ -1534,8 +1540,10 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
         c->status = h.status;
         if (c->frozen) {
                 /* the engine answers a start once the runtime has mounted; its whole answer is read
-                 * before the channel is thawed and the client hears of it */
-                conn_read_whole_answer(c, up, rbuf, &rsize, &h, head_request);
+                 * before the channel is thawed and the client hears of it (an attach's stream is not
+                 * an answer that ends: Podman initialised the container before it switched protocols) */
+                if (!(hijack && (h.status == 101 || (h.status == 200 && h.stream_type))))
+                        conn_read_whole_answer(c, up, rbuf, &rsize, &h, head_request);
                 conn_thaw(c);
         }
 
@@ -1624,9 +1632,18 @@ static int conn_check_update(Conn *c, const char *ref, json_object *body) {
         bool restart = false;
         int r;
 
-        json_object_object_foreach(body, k, v)
-                if (strcasecmp(k, "RestartPolicy") == 0 && !json_object_is_type(v, json_type_null))
-                        restart = true;
+        json_object_object_foreach(body, k, v) {
+                if (strcasecmp(k, "RestartPolicy") != 0 || json_object_is_type(v, json_type_null))
+                        continue;
+                restart = true;         /* unless it says "no" (or nothing) */
+                if (json_object_is_type(v, json_type_object)) {
+                        const char *name = NULL;
+                        json_object_object_foreach(v, k2, n)
+                                if (strcasecmp(k2, "Name") == 0)
+                                        name = json_object_is_type(n, json_type_string) ? json_object_get_string(n) : "?";
+                        restart = name && !streq(name, "") && !streq(name, "no");
+                }
+        }
         if (!restart)
                 return 0;
         r = engine_open(c->proxy, &e);
