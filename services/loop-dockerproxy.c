@@ -346,8 +346,8 @@ static ssize_t conn_read_more(Conn *c) {
 static void conn_thaw(Conn *c) {
         int failed = 0;
 
-        if (!c->frozen)
-                goto unlock;
+        if (!c->start_locked)           /* nothing is frozen but under the lock */
+                return;
         STRV_FOREACH(cg, c->frozen) {
                 int r = cgroup_set_frozen(c->frozen_root_fd, *cg, false);
                 if (r < 0 && r != -ENOENT) {
@@ -357,15 +357,14 @@ static void conn_thaw(Conn *c) {
         }
         if (failed == 0 && cgroup_freeze_record_remove(c->proxy->state_dir) < 0)
                 log_warning("Cannot remove the record of the frozen cgroups in %s, ignoring.", c->proxy->state_dir);
-        c->frozen_usec = now_usec() - c->frozen_since;
+        if (c->froze)
+                c->frozen_usec = now_usec() - c->frozen_since;
         c->frozen = strv_free(c->frozen);
         c->frozen_root_fd = safe_close(c->frozen_root_fd);
-unlock:
-        /* released here, not when the request ends: an attach goes on streaming after the thaw */
-        if (c->start_locked) {
-                c->start_locked = false;
-                pthread_mutex_unlock(&c->proxy->start_lock);
-        }
+        /* released here, not when the request ends: an attach goes on streaming after the thaw (and
+         * the start it waits for needs the lock) */
+        c->start_locked = false;
+        pthread_mutex_unlock(&c->proxy->start_lock);
 }
 
 /* ---- answers of the proxy itself ---- */
@@ -1538,7 +1537,7 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
                 return conn_reply(c, 502, NULL, "the engine closed the connection without an answer");
         }
         c->status = h.status;
-        if (c->frozen) {
+        if (c->start_locked) {          /* also when there was nothing to freeze */
                 /* the engine answers a start once the runtime has mounted; its whole answer is read
                  * before the channel is thawed and the client hears of it (an attach's stream is not
                  * an answer that ends: Podman initialised the container before it switched protocols) */
