@@ -1788,11 +1788,18 @@ static int conn_handle(Conn *c) {
                 const char *tail = NULL;
                 if (streq(c->head.method, "POST") && path_ref(c->head.method, c->target.unversioned, &ref) == REF_CONTAINER)
                         tail = c->target.unversioned + strlen("/containers/") + strlen(ref);
+                bool attach = tail && strcasecmp(tail, "/attach") == 0;
+                if (attach) {
+                        pthread_mutex_lock(&p->create_lock);
+                        if (p->engine_kind == ENGINE_UNKNOWN)
+                                proxy_probe_engine(p);
+                        pthread_mutex_unlock(&p->create_lock);
+                }
                 /* a restart mounts the binds again too, and so does Podman's attach to a container that is
-                 * not running (it initialises the container: the runtime's create, which mounts); a
-                 * container with pins starts with its channel frozen */
+                 * not running (it initialises the container: the runtime's create, which mounts; Docker's
+                 * attach mounts nothing); a container with pins starts with its channel frozen */
                 if (tail && (strcasecmp(tail, "/start") == 0 || strcasecmp(tail, "/restart") == 0 ||
-                             strcasecmp(tail, "/attach") == 0)) {
+                             (attach && p->engine_kind != ENGINE_DOCKER))) {
                         if (conn_recheck_start(c, ref, &start_inspect) < 0)
                                 return 0;       /* answered */
                         r = proxy_binds_pinned(start_inspect);
