@@ -173,15 +173,21 @@ RACE
         # the pins are checked before the freeze too (a refusal then freezes nothing), and again frozen
         race_id=$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/race-$eng/json" | grep -o '"Id": *"[0-9a-f]*"' |
                 head -1 | grep -o '[0-9a-f]\{64\}')
-        # the CLI's start -a: an attach (Podman's mounts the binds, initialising the container), a start
-        starts=$(grep -E "POST /v1\.[0-9.]*/containers/($race_id|race-$eng)/(start|attach)" "$LOG" |
+        # the CLI's start -a: an attach (Podman's mounts the binds, initialising the container; Docker's
+        # mounts nothing and is not frozen), then a start
+        frozen_calls=start
+        [ "$eng" = podman ] && frozen_calls='start|attach'
+        starts=$(grep -E "POST /v1\.[0-9.]*/containers/($race_id|race-$eng)/($frozen_calls) " "$LOG" |
                  grep -v 'checked again at start)')
         is "$(grep -c 'LOOP_FROZEN=2 ' <<<"$starts")" "$(grep -c . <<<"$starts")" \
                 "$eng: each start past the first pin check froze the agent's container and the running nested one" ||
                 diag "$starts"
         like "$(grep 'LOOP_DECISION=allow' <<<"$starts" | head -1)" "LOOP_FROZEN_US=[0-9]+" "$eng: ...and for how long"
-        is "$(grep -E "POST /v1\.[0-9.]*/containers/($race_id|race-$eng)/(start|attach)" "$LOG" | grep 'LOOP_STATUS=403' |
-              grep -vc 'LOOP_RULE=bind-pin')" 0 "$eng: every refused start or attach was refused by the pin (rule bind-pin)"
+        diag "$eng: frozen for $(grep 'LOOP_DECISION=allow' <<<"$starts" | grep -o 'LOOP_FROZEN_US=[0-9]*' | cut -d= -f2 |
+              sort -n | sed -n '1p;$p' | tr '\n' ' ')us (the shortest and longest allowed start)"
+        # refused by the pin, or by the policy judging the binds again (a source caught mid-swap)
+        is "$(grep -E "POST /v1\.[0-9.]*/containers/($race_id|race-$eng)/(start|attach) " "$LOG" | grep 'LOOP_STATUS=403' |
+              grep -vc -E 'LOOP_RULE=bind-pin|checked again at start')" 0 "$eng: every refused start or attach was refused over its binds"
         ok "$([ ! -e "$T/run/$CHANNEL/dockerproxy/frozen-cgroups" ]; echo $?)" "$eng: no record of frozen cgroups is left"
         IDLE_CG=$(container_cgroup "idle-$eng")
         [ -n "$IDLE_CG" ] && [ -e "$IDLE_CG/cgroup.freeze" ] || bail_out "$eng: the nested container's cgroup is not found"
