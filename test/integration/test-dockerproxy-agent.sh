@@ -64,7 +64,7 @@ container_cgroup() {
         [ -n "$id" ] && [ -n "$pid" ] && [ "$pid" -gt 0 ] || return 1
         cg=$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
         # shellcheck disable=SC2001
-        echo "$CGROOT$(sed "s|\($id[^/]*\).*|\1|" <<<"$cg")"
+        echo "$CGROOT$(sed "s|\(${id}[^/]*\).*|\1|" <<<"$cg")"
 }
 
 PROXY_PID=
