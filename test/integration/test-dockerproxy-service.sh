@@ -167,6 +167,19 @@ service_inactive() { [ "$(prop loop-dockerproxy@demo.service ActiveState)" = ina
 wait_for 30 service_inactive
 ok $? "the service exits when idle"
 is "$(in_ct curl -s --unix-socket /run/loop/demo/docker.sock http://d/_ping)" OK "...and the next connection starts it again"
+
+# --- a proxy killed with the channel frozen: ExecStopPost= (loop-dockerproxy --thaw) thaws it ---------
+cgroot=/sys/fs/cgroup
+[ "$(in_ct stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] || cgroot=/sys/fs/cgroup/unified
+read -r npid nid <<<"$(in_ct podman inspect --format '{{.State.Pid}} {{.Id}}' nested-long)"
+ncg=$(in_ct sed -n 's/^0:://p' "/proc/$npid/cgroup" | sed "s|\(${nid}[^/]*\).*|\1|")
+in_ct sh -c "echo '$ncg' >/run/loop-dockerproxy/demo/frozen-cgroups && echo 1 >'$cgroot$ncg/cgroup.freeze'"
+is "$(in_ct cat "$cgroot$ncg/cgroup.freeze")" 1 "a nested container frozen, as a proxy dying mid-start would leave it"
+in_ct systemctl kill -s KILL loop-dockerproxy@demo.service
+service_failed() { [ "$(prop loop-dockerproxy@demo.service ActiveState)" = failed ]; }
+wait_for 30 service_failed
+ok $? "the killed service ends (failed, ExecStopPost= run)"
+is "$(in_ct cat "$cgroot$ncg/cgroup.freeze")" 0 "...is thawed by the unit's ExecStopPost= when the proxy is killed"
 in_ct podman rm -f nested-one nested-long >/dev/null 2>&1
 
 sec=$(in_ct systemd-analyze security --no-pager loop-dockerproxy@demo.service 2>&1)
