@@ -23,9 +23,15 @@
  *      of the calling container, found from its cgroup);
  *   4. an allowed request is sent to the engine as a new request (normalised target, hop-by-hop headers
  *      dropped, the body re-framed), the response streamed back as it comes, and attach and exec start
- *      become a raw two-way stream once the engine has switched protocols.
+ *      become a raw two-way stream once the engine has switched protocols; a start, restart or attach
+ *      of a container with pinned binds is made with the channel's running containers frozen (cgroup
+ *      v2 freezer, src/cgroup-freeze.h) from the last pin check until the engine has answered, so that
+ *      none of them can swap a bind source before the runtime mounts it.
  * Every request is one journal entry (dockerproxy-request: method, path, rule, decision, status,
- * latency), never with the query, a header or the body.
+ * latency, what a start froze), never with the query, a header or the body.
+ *
+ * "loop-dockerproxy --thaw CHANNEL" (the unit's ExecStopPost=) thaws what a proxy that died during a
+ * frozen start left frozen, from the record in its runtime directory; the service does so at start.
  *
  * Settings come from the environment loop-generator writes into the unit's drop-in:
  *   LOOP_DOCKERPROXY_ENGINE_SOCKET   the engine's socket (default: Podman's rootful one, else Docker's)
@@ -61,6 +67,7 @@
 #include <time.h>
 
 #include "audit.h"
+#include "cgroup-freeze.h"
 #include "config.h"
 #include "curl-buffer.h"
 #include "dockerproxy-nested.h"
@@ -111,6 +118,7 @@ typedef struct Proxy {
         int listen_fd;
         _Atomic uint64_t last_activity_usec;
         pthread_mutex_t create_lock;            /* count-then-create is one step per channel */
+        pthread_mutex_t start_lock;             /* one frozen start at a time; pause and unpause wait for it */
 } Proxy;
 
 typedef struct Conn {
@@ -146,6 +154,13 @@ typedef struct Conn {
         char *reason;
         int status;
         json_object *default_network;           /* GET /networks/REF of the engine's default network */
+        /* a start of a container with pinned binds: the channel's containers frozen around it */
+        char **frozen;                          /* the cgroups this request froze, until thawed */
+        int frozen_root_fd;                     /* the cgroup2 mount they are in */
+        bool froze;                             /* the record says how many and for how long */
+        bool start_locked;                      /* holds the proxy's start_lock until the thaw */
+        unsigned n_frozen;
+        uint64_t frozen_since, frozen_usec;
 } Conn;
 
 static int proxy_seccomp_option(Proxy *p);
@@ -183,7 +198,8 @@ static uint64_t now_usec(void) {
 
 static void conn_record(Conn *c) {
         _cleanup_free_ char *path = NULL, *f_method = NULL, *f_path = NULL, *f_rule = NULL, *f_decision = NULL,
-                *f_status = NULL, *f_latency = NULL, *f_actor = NULL, *f_reason = NULL, *reason = NULL;
+                *f_status = NULL, *f_latency = NULL, *f_actor = NULL, *f_reason = NULL, *reason = NULL,
+                *f_frozen = NULL, *f_frozen_us = NULL;
         const char *method = c->head.method ?: "-";
         uint64_t latency = now_usec() - c->start_usec;
         bool deny = !streq_ptr(c->decision, "allow");
@@ -198,12 +214,22 @@ static void conn_record(Conn *c) {
             asprintf(&f_status, "LOOP_STATUS=%d", c->status) < 0 ||
             asprintf(&f_latency, "LOOP_LATENCY_NS=%" PRIu64, latency * 1000U) < 0 ||
             asprintf(&f_actor, "LOOP_ACTOR=%s", c->actor ?: "policy") < 0 ||
-            asprintf(&f_reason, "LOOP_REASON=%s", reason) < 0) {
+            asprintf(&f_reason, "LOOP_REASON=%s", reason) < 0 ||
+            (c->froze && (asprintf(&f_frozen, "LOOP_FROZEN=%u", c->n_frozen) < 0 ||
+                          asprintf(&f_frozen_us, "LOOP_FROZEN_US=%" PRIu64, c->frozen_usec) < 0))) {
                 log_oom();
                 return;
         }
-        char *extra[] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule, f_decision, f_status, f_latency,
-                          f_actor, isempty(c->reason) ? NULL : f_reason, NULL };
+        char *extra[12] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule, f_decision, f_status, f_latency,
+                            f_actor };
+        size_t n = 8;
+        if (c->froze) {         /* a start with pins: how many of the channel's containers it froze, how long */
+                extra[n++] = f_frozen;
+                extra[n++] = f_frozen_us;
+        }
+        if (!isempty(c->reason))
+                extra[n++] = f_reason;
+        extra[n] = NULL;
         AuditFields f = { .channel = c->proxy->channel, .container = c->peer_name, .extra = extra };
         (void) audit_log(AUDIT_DOCKERPROXY_REQUEST, deny ? LOG_WARNING : LOG_INFO, &f,
                          "Docker API %s: %s %s -> %d (rule %s%s%s)", deny ? "deny" : "allow", method, path,
@@ -311,6 +337,36 @@ static ssize_t conn_read_more(Conn *c) {
         return k;
 }
 
+/* ---- freezing the channel around a start ---- */
+
+/* Thaws what this request froze (a no-op when it froze nothing or thawed already), before the client
+ * hears anything: every answer goes through here. A cgroup gone with its container needs no thaw; one
+ * that cannot be thawed stays in the record, which the next start of the service (or its ExecStopPost=)
+ * thaws. */
+static void conn_thaw(Conn *c) {
+        int failed = 0;
+
+        if (!c->start_locked)           /* nothing is frozen but under the lock */
+                return;
+        STRV_FOREACH(cg, c->frozen) {
+                int r = cgroup_set_frozen(c->frozen_root_fd, *cg, false);
+                if (r < 0 && r != -ENOENT) {
+                        log_error_errno(r, "Cannot thaw cgroup %s of channel %s: %m", *cg, c->proxy->channel);
+                        failed = r;
+                }
+        }
+        if (failed == 0 && cgroup_freeze_record_remove(c->proxy->state_dir) < 0)
+                log_warning("Cannot remove the record of the frozen cgroups in %s, ignoring.", c->proxy->state_dir);
+        if (c->froze)
+                c->frozen_usec = now_usec() - c->frozen_since;
+        c->frozen = strv_free(c->frozen);
+        c->frozen_root_fd = safe_close(c->frozen_root_fd);
+        /* released here, not when the request ends: an attach goes on streaming after the thaw (and
+         * the start it waits for needs the lock) */
+        c->start_locked = false;
+        pthread_mutex_unlock(&c->proxy->start_lock);
+}
+
 /* ---- answers of the proxy itself ---- */
 
 /* {"message": "..."}: what the docker CLI prints for an error. */
@@ -320,6 +376,7 @@ static int conn_reply(Conn *c, int status, const char *rule, const char *message
         size_t size;
         int r;
 
+        conn_thaw(c);
         c->status = status;
         if (rule)
                 c->rule = rule;
@@ -590,8 +647,9 @@ static int count_nested(Proxy *p, Engine *e, uint64_t *ret) {
 
 /* POST /containers/ID/start: the binds are judged again as they are now, symlinks resolved anew. A
  * source swapped for a symlink after the create (a directory of the workspace replaced by a link to
- * /etc) would otherwise be mounted wherever it points at start. Replies itself when refused. */
-static int conn_recheck_start(Conn *c, const char *ref) {
+ * /etc) would otherwise be mounted wherever it points at start. Replies itself when refused; else
+ * *ret_inspect is the container's inspect reply (its pins, checked again with the channel frozen). */
+static int conn_recheck_start(Conn *c, const char *ref, json_object **ret_inspect) {
         _cleanup_(engine_freep) Engine *e = NULL;
         _cleanup_(json_object_putp) json_object *inspect = NULL, *doc = NULL;
         json_object *hc;
@@ -641,6 +699,122 @@ static int conn_recheck_start(Conn *c, const char *ref) {
                         return -ENOMEM;
                 return conn_reply(c, 403, c->rule_buf, msg), -EPERM;
         }
+        *ret_inspect = TAKE_PTR(inspect);
+        return 0;
+}
+
+/* Refuses a start of a pinned container that cannot be made with the channel frozen; thaws first
+ * (conn_reply()), so nothing stays frozen. */
+static int conn_refuse_unfrozen(Conn *c, int error, const char *what) {
+        _cleanup_free_ char *msg = NULL;
+
+        log_warning_errno(error, "Channel %s: %s, refusing the start of a container with pinned binds: %m",
+                          c->proxy->channel, what);
+        if (asprintf(&msg, "the channel's containers cannot be frozen for this start (%s: %s); a container "
+                     "with pinned binds is never started unfrozen", what, strerror(-error)) < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        c->decision = "deny";
+        return conn_reply(c, 403, "bind-pin", msg), -EPERM;
+}
+
+/* The cgroup of one running container of the channel (list entry o): its init's unified cgroup, cut at
+ * the component that names the container. 0 with NULL when it has no process (it stopped meanwhile). */
+static int container_cgroup(Engine *e, json_object *o, char **ret) {
+        _cleanup_(json_object_putp) json_object *inspect = NULL;
+        _cleanup_free_ char *proc = NULL, *text = NULL, *unified = NULL;
+        json_object *id, *state, *pid;
+        size_t size;
+        int64_t n;
+        int r;
+
+        *ret = NULL;
+        if (!json_object_object_get_ex(o, "Id", &id) || !json_object_is_type(id, json_type_string) ||
+            strlen(json_object_get_string(id)) != 64)
+                return -EBADMSG;
+        r = engine_container_inspect(e, json_object_get_string(id), &inspect);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        if (!json_object_object_get_ex(inspect, "State", &state) || !json_object_object_get_ex(state, "Pid", &pid) ||
+            !json_object_is_type(pid, json_type_int))
+                return -EBADMSG;
+        n = json_object_get_int64(pid);
+        if (n <= 0)
+                return 0;
+        if (n > INT32_MAX || asprintf(&proc, "/proc/%" PRIi64 "/cgroup", n) < 0)
+                return n > INT32_MAX ? -EBADMSG : -ENOMEM;
+        r = read_full_file_at(AT_FDCWD, proc, CGROUP_PROC_FILE_MAX, true, &text, &size);
+        if (r == -ENOENT || r == -ESRCH)
+                return 0;
+        if (r < 0)
+                return r;
+        r = cgroup_proc_unified_path(text, &unified);
+        if (r < 0)
+                return r;
+        return cgroup_path_of_container(unified, json_object_get_string(id), ret);
+}
+
+/* Freezes every running container of the channel (label loop-channel=NAME: the agent's and the nested
+ * ones), the processes that can swap a bind source in the work dir. The cgroups are recorded before the
+ * first is frozen; a cgroup frozen already (a paused container) is left as it is, and not thawed after.
+ * Replies itself (403, rule bind-pin) when anything fails, having thawed what it froze. */
+static int conn_freeze_channel(Conn *c) {
+        _cleanup_(engine_freep) Engine *e = NULL;
+        _cleanup_(json_object_putp) json_object *list = NULL;
+        _cleanup_strv_free_ char **paths = NULL;
+        _cleanup_close_ int root_fd = -EBADF;
+        _cleanup_free_ char *label = NULL;
+        uint64_t deadline;
+        int r;
+
+        c->froze = true;
+        c->n_frozen = 0;
+        c->frozen_since = now_usec();
+        r = cgroup2_root_open(&root_fd);
+        if (r < 0)
+                return conn_refuse_unfrozen(c, r, "no cgroup2 hierarchy");
+        if (asprintf(&label, PROXY_LABEL_CHANNEL "=%s", c->proxy->channel) < 0 || engine_open(c->proxy, &e) < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        engine_set_timeout(e, 10);
+        r = engine_container_list(e, label, false, &list);
+        if (r < 0)
+                return conn_refuse_unfrozen(c, r, "the engine cannot list the channel's running containers");
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                _cleanup_free_ char *cg = NULL;
+                r = container_cgroup(e, json_object_array_get_idx(list, i), &cg);
+                if (r < 0)
+                        return conn_refuse_unfrozen(c, r, "a running container's cgroup cannot be found");
+                if (!cg || strv_contains(paths, cg))
+                        continue;
+                r = cgroup_is_frozen(root_fd, cg);
+                if (r < 0)
+                        return conn_refuse_unfrozen(c, r, "a container's cgroup.freeze cannot be read");
+                if (r > 0)
+                        continue;
+                if (strv_length(paths) >= CGROUP_FREEZE_MAX)
+                        return conn_refuse_unfrozen(c, -E2BIG, "too many running containers");
+                if (strv_consume(&paths, TAKE_PTR(cg)) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        }
+        /* recorded first: a proxy that dies from here on leaves the list of what to thaw */
+        r = cgroup_freeze_record_write(c->proxy->state_dir, paths);
+        if (r < 0)
+                return conn_refuse_unfrozen(c, r, "the frozen cgroups cannot be recorded");
+        c->frozen = TAKE_PTR(paths);
+        c->frozen_root_fd = TAKE_FD(root_fd);
+        STRV_FOREACH(cg, c->frozen) {
+                r = cgroup_set_frozen(c->frozen_root_fd, *cg, true);
+                if (r < 0)
+                        return conn_refuse_unfrozen(c, r, "a container's cgroup.freeze cannot be written");
+        }
+        deadline = now_usec() + CGROUP_FREEZE_TIMEOUT_USEC;
+        STRV_FOREACH(cg, c->frozen) {
+                r = cgroup_wait_frozen(c->frozen_root_fd, *cg, deadline);
+                if (r < 0)
+                        return conn_refuse_unfrozen(c, r, "a container did not freeze");
+        }
+        c->n_frozen = (unsigned) strv_length(c->frozen);
         return 0;
 }
 
@@ -1249,6 +1423,36 @@ static bool upstream_is_idle(int fd) {
         return poll(&p, 1, 0) == 0;
 }
 
+/* The rest of a (start's) answer after its head h, into buf (up to PROXY_RESPONSE_HEAD_MAX bytes in
+ * all, at most PROXY_FROZEN_BODY_TIMEOUT_USEC): its body as framed, or until the engine closes. An
+ * answer that does not fit is passed on as usual once the buffer is full; the engine has acted by then. */
+#define PROXY_FROZEN_BODY_TIMEOUT_USEC (10ULL * 1000000ULL)
+
+static void conn_read_whole_answer(Conn *c, int up, char *buf, size_t *size, const HttpResponseHead *h, bool head_request) {
+        uint64_t deadline = now_usec() + PROXY_FROZEN_BODY_TIMEOUT_USEC;
+
+        if (head_request || h->status == 204 || h->status == 304 || h->status < 200 ||
+            (h->has_length && !h->chunked && h->length == 0))
+                return;
+        while (*size < PROXY_RESPONSE_HEAD_MAX) {
+                if (h->chunked) {
+                        HttpChunked ch = { .framing_unlimited = true };
+                        size_t out, used;
+                        if (http_chunked_decode(&ch, buf + h->head_size, *size - h->head_size, NULL, &out, &used) != 0)
+                                return;         /* ended, or malformed: relay() says so */
+                } else if (h->has_length && *size - h->head_size >= h->length)
+                        return;
+                ssize_t k = recv_some(up, buf + *size, PROXY_RESPONSE_HEAD_MAX - *size, deadline);
+                if (k <= 0) {
+                        if (k < 0)
+                                log_warning_errno((int) k, "Channel %s: the engine's answer to a start did not end, "
+                                                  "thawing: %m", c->proxy->channel);
+                        return;
+                }
+                *size += (size_t) k;
+        }
+}
+
 /* Sends the request to the engine and streams the answer back. body NULL: the body is streamed from
  * the client (pending bytes first). The engine connection kept in c->up is used when it is still idle
  * and the request is not streamed (so that it can be sent again when the engine closed the kept
@@ -1333,6 +1537,14 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
                 return conn_reply(c, 502, NULL, "the engine closed the connection without an answer");
         }
         c->status = h.status;
+        if (c->start_locked) {          /* also when there was nothing to freeze */
+                /* the engine answers a start once the runtime has mounted; its whole answer is read
+                 * before the channel is thawed and the client hears of it (an attach's stream is not
+                 * an answer that ends: Podman initialised the container before it switched protocols) */
+                if (!(hijack && (h.status == 101 || (h.status == 200 && h.stream_type))))
+                        conn_read_whole_answer(c, up, rbuf, &rsize, &h, head_request);
+                conn_thaw(c);
+        }
 
         hijack = hijack && (h.status == 101 || (h.status == 200 && h.stream_type));
         bool framed = !hijack && (h.chunked || h.has_length || head_request || h.status == 204 || h.status == 304 ||
@@ -1375,6 +1587,78 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
         return 0;
 }
 
+/* POST /containers/ID/start|restart|attach of a container with pinned binds: with the channel's containers
+ * frozen (conn_freeze_channel()), the pins are checked once more and the start forwarded; nothing of the
+ * channel runs between the check and the runtime's mount of the sources, so nothing can swap them. The
+ * channel is thawed once the engine's answer is read (conn_forward()), or before a refusal
+ * (conn_reply()), and in any case before this returns. One frozen start at a time. */
+static int conn_start_frozen(Conn *c, json_object *inspect, const char *body, size_t body_size) {
+        Proxy *p = c->proxy;
+        int r;
+
+        pthread_mutex_lock(&p->start_lock);
+        c->start_locked = true;
+        r = conn_freeze_channel(c);
+        if (r < 0)
+                r = 0;          /* answered */
+        else {
+                _cleanup_free_ char *changed = NULL, *msg = NULL, *shown = NULL;
+                r = proxy_binds_verify(inspect, &changed);
+                if (r < 0)
+                        c->decision = "deny";
+                if (r == -EXDEV) {
+                        shown = text_escape_display(changed, PROXY_DISPLAY_MAX);
+                        if (!shown || asprintf(&msg, "the bind source %s changed since the container was created "
+                                               "(checked again at start, the channel frozen)", shown) < 0)
+                                r = conn_reply(c, 500, NULL, "out of memory");
+                        else
+                                r = conn_reply(c, 403, "bind-pin", msg);
+                } else if (r < 0)
+                        r = conn_reply(c, 403, "bind-pin", "the container's bind pins cannot be read");
+                else
+                        r = conn_forward(c, body, body_size, NULL, 0);
+        }
+        conn_thaw(c);           /* every path: a no-op when the answer or the refusal thawed already */
+        return r;
+}
+
+/* POST /containers/ID/update of a container with pinned binds may not give it a restart policy: the
+ * engine restarting it on its own would mount its binds by path, unchecked and unfrozen. Replies itself
+ * when refused. */
+static int conn_check_update(Conn *c, const char *ref, json_object *body) {
+        _cleanup_(engine_freep) Engine *e = NULL;
+        _cleanup_(json_object_putp) json_object *inspect = NULL;
+        bool restart = false;
+        int r;
+
+        json_object_object_foreach(body, k, v) {
+                if (strcasecmp(k, "RestartPolicy") != 0 || json_object_is_type(v, json_type_null))
+                        continue;
+                restart = true;         /* unless it says "no" (or nothing) */
+                if (json_object_is_type(v, json_type_object)) {
+                        const char *name = NULL;
+                        json_object_object_foreach(v, k2, n)
+                                if (strcasecmp(k2, "Name") == 0)
+                                        name = json_object_is_type(n, json_type_string) ? json_object_get_string(n) : "?";
+                        restart = name && !streq(name, "") && !streq(name, "no");
+                }
+        }
+        if (!restart)
+                return 0;
+        r = engine_open(c->proxy, &e);
+        if (r < 0)
+                return conn_reply(c, 500, "engine", "out of memory"), r;
+        engine_set_timeout(e, 10);
+        r = engine_container_inspect(e, ref, &inspect);
+        if (r < 0)
+                return conn_reply(c, 502, "engine", "the engine cannot be asked about the container"), r;
+        r = proxy_binds_pinned(inspect);
+        if (r != 0)
+                return conn_reply(c, 403, "bind-pin", "a container with binds may not get a restart policy (the "
+                                  "engine would mount its binds again unchecked)"), -EPERM;
+        return 0;
+}
+
 /* ---- one request ---- */
 
 static int conn_handle(Conn *c) {
@@ -1385,9 +1669,10 @@ static int conn_handle(Conn *c) {
         _cleanup_(http_request_done) HttpRequest full = {};
         _cleanup_(json_object_putp) json_object *body = NULL;
         _cleanup_free_ char *forced = NULL;
+        _cleanup_(json_object_putp) json_object *start_inspect = NULL;
         char *actor = NULL;
         ProxyVerdict http, bv = {}, v;
-        bool stream, sent_continue = false;
+        bool stream, sent_continue = false, frozen_start = false, pause = false;
         int r, status = 0;
 
         /* the head */
@@ -1500,13 +1785,31 @@ static int conn_handle(Conn *c) {
                 return 0;       /* answered */
         {
                 _cleanup_free_ char *ref = NULL;
-                const char *tail;
-                /* a restart mounts the binds again too */
-                if (streq(c->head.method, "POST") && path_ref(c->head.method, c->target.unversioned, &ref) == REF_CONTAINER &&
-                    (tail = c->target.unversioned + strlen("/containers/") + strlen(ref)) &&
-                    (strcasecmp(tail, "/start") == 0 || strcasecmp(tail, "/restart") == 0) &&
-                    conn_recheck_start(c, ref) < 0)
+                const char *tail = NULL;
+                if (streq(c->head.method, "POST") && path_ref(c->head.method, c->target.unversioned, &ref) == REF_CONTAINER)
+                        tail = c->target.unversioned + strlen("/containers/") + strlen(ref);
+                bool attach = tail && strcasecmp(tail, "/attach") == 0;
+                if (attach) {
+                        pthread_mutex_lock(&p->create_lock);
+                        if (p->engine_kind == ENGINE_UNKNOWN)
+                                proxy_probe_engine(p);
+                        pthread_mutex_unlock(&p->create_lock);
+                }
+                /* a restart mounts the binds again too, and so does Podman's attach to a container that is
+                 * not running (it initialises the container: the runtime's create, which mounts; Docker's
+                 * attach mounts nothing); a container with pins starts with its channel frozen */
+                if (tail && (strcasecmp(tail, "/start") == 0 || strcasecmp(tail, "/restart") == 0 ||
+                             (attach && p->engine_kind != ENGINE_DOCKER))) {
+                        if (conn_recheck_start(c, ref, &start_inspect) < 0)
+                                return 0;       /* answered */
+                        r = proxy_binds_pinned(start_inspect);
+                        if (r < 0)
+                                return conn_reply(c, 403, "bind-pin", "the container's bind pins cannot be read");
+                        frozen_start = r > 0;
+                } else if (tail && strcasecmp(tail, "/update") == 0 && conn_check_update(c, ref, body) < 0)
                         return 0;       /* answered */
+                /* a pause or unpause in the middle of a frozen start would change what it froze */
+                pause = tail && (strcasecmp(tail, "/pause") == 0 || strcasecmp(tail, "/unpause") == 0);
         }
 
         if (v.decision == DECISION_APPROVE) {
@@ -1690,6 +1993,14 @@ static int conn_handle(Conn *c) {
                 pthread_mutex_unlock(&p->create_lock);
                 return r;
         }
+        if (frozen_start)
+                return conn_start_frozen(c, start_inspect, full.body, full.body_size);
+        if (pause) {
+                pthread_mutex_lock(&p->start_lock);
+                r = conn_forward(c, full.body, full.body_size, NULL, 0);
+                pthread_mutex_unlock(&p->start_lock);
+                return r;
+        }
         return conn_forward(c, full.body, full.body_size, NULL, 0);
 }
 
@@ -1734,6 +2045,9 @@ static void conn_next_request(Conn *c) {
         json_object_put(c->default_network);
         c->default_network = NULL;
         c->status = 0;
+        c->froze = false;
+        c->n_frozen = 0;
+        c->frozen_usec = 0;
         c->n_requests++;
         c->start_usec = 0;      /* set when the next request's first byte is in */
         c->deadline_usec = now_usec() + PROXY_KEEPALIVE_IDLE_USEC;
@@ -1827,6 +2141,7 @@ static void *worker_main(void *userdata) {
                 c->proxy = p;
                 c->fd = cfd;
                 c->up = -EBADF;
+                c->frozen_root_fd = -EBADF;
                 c->peer_pid = len == sizeof(cred) ? cred.pid : 0;
                 c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
                 c->start_usec = now_usec();
@@ -1880,6 +2195,27 @@ static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si,
 
 /* ---- setup ---- */
 
+/* The service's runtime directory: the seccomp profile for Podman, the record of frozen cgroups. */
+static int proxy_state_dir(const char *channel, char **ret) {
+        const char *rt = getenv("RUNTIME_DIRECTORY");
+
+        if (!isempty(rt) && !strchr(rt, ':'))           /* one directory (RuntimeDirectory= names one) */
+                return (*ret = strdup(rt)) ? 0 : -ENOMEM;
+        return asprintf(ret, "%s/%s/dockerproxy", loop_runtime_dir(), channel) < 0 ? -ENOMEM : 0;
+}
+
+/* What a proxy that died during a frozen start left frozen (its record) is thawed: at the service's
+ * start, and by "--thaw CHANNEL" from the unit's ExecStopPost=. */
+static int proxy_thaw_leftovers(const char *state_dir) {
+        int r = cgroup_freeze_record_thaw(state_dir);
+
+        if (r < 0)
+                return log_error_errno(r, "Cannot thaw the cgroups recorded in %s/%s: %m", state_dir, CGROUP_FREEZE_RECORD);
+        if (r > 0)
+                log_notice("Thawed %d cgroup(s) a Docker API proxy left frozen (%s/%s).", r, state_dir, CGROUP_FREEZE_RECORD);
+        return 0;
+}
+
 static int proxy_settings(Proxy *p) {
         _cleanup_free_ char *error = NULL, *cred_policy = NULL;
         const char *sock = getenv("LOOP_DOCKERPROXY_ENGINE_SOCKET"), *policy = getenv("LOOP_DOCKERPROXY_POLICY");
@@ -1906,11 +2242,7 @@ static int proxy_settings(Proxy *p) {
                         return log_oom();
                 m += n + (m[n] == ':');
         }
-        const char *rt = getenv("RUNTIME_DIRECTORY");
-        if (!isempty(rt) && !strchr(rt, ':')) {         /* one directory (RuntimeDirectory= names one) */
-                if (!(p->state_dir = strdup(rt)))
-                        return log_oom();
-        } else if (asprintf(&p->state_dir, "%s/%s/dockerproxy", loop_runtime_dir(), p->channel) < 0)
+        if (proxy_state_dir(p->channel, &p->state_dir) < 0)
                 return log_oom();
 
         if (isempty(sock))
@@ -2022,14 +2354,22 @@ static int proxy_listen(Proxy *p) {
 }
 
 static int run(int argc, char *argv[]) {
-        Proxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -EBADF };
+        Proxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER, .start_lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -EBADF };
         const char *reason;
         sigset_t mask;
         int r;
 
         log_setup();
+        if (argc == 3 && streq(argv[1], "--thaw")) {
+                _cleanup_free_ char *dir = NULL;
+                if (channel_name_check(argv[2], &reason) < 0)
+                        return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", argv[2], reason);
+                if (proxy_state_dir(argv[2], &dir) < 0)
+                        return log_oom();
+                return proxy_thaw_leftovers(dir);
+        }
         if (argc != 2)
-                return log_error_errno(EINVAL, "Usage: %s CHANNEL (started by loop-dockerproxy@CHANNEL.socket)",
+                return log_error_errno(EINVAL, "Usage: %s [--thaw] CHANNEL (started by loop-dockerproxy@CHANNEL.socket)",
                                        program_invocation_short_name);
         if (channel_name_check(argv[1], &reason) < 0)
                 return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", argv[1], reason);
@@ -2039,6 +2379,7 @@ static int run(int argc, char *argv[]) {
         r = proxy_settings(&p);
         if (r < 0)
                 return r;
+        (void) proxy_thaw_leftovers(p.state_dir);
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
                 return log_error_errno(ENOMEM, "Cannot initialise libcurl.");
         proxy_probe_engine(&p);

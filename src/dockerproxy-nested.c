@@ -546,6 +546,22 @@ int proxy_binds_verify(json_object *inspect, char **ret_path) {
         return 0;
 }
 
+int proxy_binds_pinned(json_object *inspect) {
+        _cleanup_(json_object_putp) json_object *pins = NULL;
+        json_object *config, *labels, *label;
+
+        if (!json_object_object_get_ex(inspect, "Config", &config) ||
+            !json_object_object_get_ex(config, "Labels", &labels) ||
+            !json_object_object_get_ex(labels, PROXY_LABEL_PINS, &label))
+                return 0;
+        if (!json_object_is_type(label, json_type_string))
+                return -EBADMSG;
+        pins = json_tokener_parse(json_object_get_string(label));
+        if (!json_object_is_type(pins, json_type_array))
+                return -EBADMSG;
+        return (int) MIN(json_object_array_length(pins), (size_t) INT32_MAX);
+}
+
 /* "size=" of tmpfs options: bytes, with k, m or g. */
 static int tmpfs_size_parse(const char *v, uint64_t *ret) {
         char *end;

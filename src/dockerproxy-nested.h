@@ -94,6 +94,9 @@ int proxy_binds_pin(json_object *body);
 /* 0 when the pins in an inspect reply's Config.Labels still hold (or it has none), -EXDEV with the path
  * in *ret_path when one does not, -EBADMSG when the label is malformed. */
 int proxy_binds_verify(json_object *inspect, char **ret_path);
+/* How many binds an inspect reply's pins label lists (0 without the label), -EBADMSG when it is not a
+ * list: a start of a container with any is made with its channel frozen. */
+int proxy_binds_pinned(json_object *inspect);
 
 /* tmpfs mounts (HostConfig.Tmpfs, Mounts of type tmpfs) checked and capped: refused with -EPERM and a
  * reason when they ask for exec and suid together, device files, a mode beyond 01777, a size beyond

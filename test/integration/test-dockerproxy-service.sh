@@ -8,7 +8,8 @@
 # log, exec into (approved by a human with `loop gate approve`, through loop-gate@demo) and build, and
 # is refused a privileged container. The nested container lands in the channel's slice; every request
 # is a journal entry naming the agent's container; the service exits when idle and its unit's
-# `systemd-analyze security` exposure is at most 2.0.
+# `systemd-analyze security` exposure is at most 2.0. A nested container with a bind is started with
+# the channel's containers frozen (the unit may write cgroup.freeze in loop.slice).
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
@@ -102,6 +103,16 @@ like "$out" "built-in-agent" "docker build inside the agent builds an image from
 
 # exec: the built-in rule asks a human, through loop-gate@demo with the agent container's token
 agent "$D run -d --name nested-long --entrypoint /bin/sleep $IMAGE 300"
+
+# a bind of the work dir: the unit's proxy freezes the channel's containers (the agent's, nested-long)
+# in loop.slice across the pin check and the start (and Podman's attach, which mounts too)
+agent "mkdir -p pinned && echo pinned-data >pinned/f && $D run --rm -v \$PWD/pinned:/data --entrypoint /bin/cat $IMAGE /data/f"
+like "$out" "pinned-data" "a nested container with a bind of the work dir runs, started by the unit's proxy" || diag "$out"
+frozen=$(proxy_journal LOOP_FROZEN=2)
+like "$frozen" "LOOP_PATH=/v[0-9.]+/containers/[0-9a-f]+/start" \
+        "...with the agent's container and the running nested one frozen (LOOP_FROZEN=2 in the journal)" ||
+        diag "$(proxy_journal | grep -a -E 'LOOP_(FROZEN|PATH|REASON)' | tail -20)"
+like "$frozen" "LOOP_FROZEN_US=[0-9]+" "...and for how long (LOOP_FROZEN_US)"
 agent_bg "$D exec nested-long echo exec-approved" /tmp/exec.out
 wait_for 60 pending
 ok $? "docker exec waits for a human (loop gate list shows it)"
@@ -150,6 +161,19 @@ service_inactive() { [ "$(prop loop-dockerproxy@demo.service ActiveState)" = ina
 wait_for 30 service_inactive
 ok $? "the service exits when idle"
 is "$(in_ct curl -s --unix-socket /run/loop/demo/docker.sock http://d/_ping)" OK "...and the next connection starts it again"
+
+# --- a proxy killed with the channel frozen: ExecStopPost= (loop-dockerproxy --thaw) thaws it ---------
+cgroot=/sys/fs/cgroup
+[ "$(in_ct stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] || cgroot=/sys/fs/cgroup/unified
+read -r npid nid <<<"$(in_ct podman inspect --format '{{.State.Pid}} {{.Id}}' nested-long)"
+ncg=$(in_ct sed -n 's/^0:://p' "/proc/$npid/cgroup" | sed "s|\(${nid}[^/]*\).*|\1|")
+in_ct sh -c "echo '$ncg' >/run/loop-dockerproxy/demo/frozen-cgroups && echo 1 >'$cgroot$ncg/cgroup.freeze'"
+is "$(in_ct cat "$cgroot$ncg/cgroup.freeze")" 1 "a nested container frozen, as a proxy dying mid-start would leave it"
+in_ct systemctl kill -s KILL loop-dockerproxy@demo.service
+service_failed() { [ "$(prop loop-dockerproxy@demo.service ActiveState)" = failed ]; }
+wait_for 30 service_failed
+ok $? "the killed service ends (failed, ExecStopPost= run)"
+is "$(in_ct cat "$cgroot$ncg/cgroup.freeze")" 0 "...is thawed by the unit's ExecStopPost= when the proxy is killed"
 in_ct podman rm -f nested-one nested-long >/dev/null 2>&1
 
 sec=$(in_ct systemd-analyze security --no-pager loop-dockerproxy@demo.service 2>&1)
