@@ -161,6 +161,10 @@ typedef struct Conn {
         bool start_locked;                      /* holds the proxy's start_lock until the thaw */
         unsigned n_frozen;
         uint64_t frozen_since, frozen_usec;
+        /* a Podman build given this process's network namespace by its /proc path: the engine's answer
+         * is read to its end even when the client left, so the process outlives the build's RUN steps
+         * and that path never names a recycled pid's namespace */
+        bool hold_until_engine_done;
 } Conn;
 
 static int proxy_seccomp_option(Proxy *p);
@@ -1457,6 +1461,21 @@ static void conn_read_whole_answer(Conn *c, int up, char *buf, size_t *size, con
  * the client (pending bytes first). The engine connection kept in c->up is used when it is still idle
  * and the request is not streamed (so that it can be sent again when the engine closed the kept
  * connection just then); one whose answer ended cleanly is kept for the next request. */
+/* Reads and drops what the engine still sends until it closes the connection (or it fails). Our side is
+ * shut first: the engine sees the client gone (Go's server cancels a request whose client did so) and
+ * closes the connection once its answer is over instead of keeping it alive. */
+static void drain_until_engine_done(int up, char *buf) {
+        (void) shutdown(up, SHUT_WR);
+        for (;;) {
+                ssize_t k = recv(up, buf, PROXY_IO_BUFFER, 0);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return;
+        }
+}
+
 static int conn_forward(Conn *c, const char *body, size_t body_size, const char *pending, size_t n_pending) {
         _cleanup_close_ int up = TAKE_FD(c->up);
         _cleanup_free_ char *head = NULL, *client_head = NULL;
@@ -1578,6 +1597,8 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
         rest.length -= with_head;
         r = relay(c, up, hijack, &rest, head_request, rbuf + h.head_size + with_head, extra - with_head,
                   head_with_chunks ? client_head : NULL, head_with_chunks ? client_head_size : 0);
+        if (r <= 0 && c->hold_until_engine_done)
+                drain_until_engine_done(up, c->io_scratch);
         if (r < 0)
                 return r;
         if (r == 0)
@@ -1916,6 +1937,7 @@ static int conn_handle(Conn *c) {
                                 json_object_put(o);
                                 return conn_reply(c, 500, NULL, "out of memory");
                         }
+                        c->hold_until_engine_done = true;
                 }
         }
 
@@ -2048,6 +2070,7 @@ static void conn_next_request(Conn *c) {
         c->froze = false;
         c->n_frozen = 0;
         c->frozen_usec = 0;
+        c->hold_until_engine_done = false;
         c->n_requests++;
         c->start_usec = 0;      /* set when the next request's first byte is in */
         c->deadline_usec = now_usec() + PROXY_KEEPALIVE_IDLE_USEC;

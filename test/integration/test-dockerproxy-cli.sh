@@ -44,9 +44,9 @@ EOF
 
 # The proxy in a network namespace of its own, as PrivateNetwork= puts the service (Podman builds need it).
 PROXY_PID=
-start_proxy() {         # SOCKET ENGINE_SOCKET LOG [CONTAINERS_MAX]
+start_proxy() {         # SOCKET ENGINE_SOCKET LOG [CONTAINERS_MAX [IDLE_SEC]]
         LOOP_DOCKERPROXY_ENGINE_SOCKET=$2 LOOP_DOCKERPROXY_WORK_DIR=$WORK LOOP_DOCKERPROXY_POLICY=$T/policy.json \
-        LOOP_DOCKERPROXY_CONTAINERS_MAX=${4:-6} LOOP_LOG_TARGET=console LOOP_DOCKERPROXY_IDLE_SEC=3600 LOOP_RUNTIME_DIR=$T/run \
+        LOOP_DOCKERPROXY_CONTAINERS_MAX=${4:-6} LOOP_LOG_TARGET=console LOOP_DOCKERPROXY_IDLE_SEC=${5:-3600} LOOP_RUNTIME_DIR=$T/run \
         LOOP_DOCKERPROXY_NETWORK=none LOOP_DOCKERPROXY_MASKED_PATHS=/proc/version:/proc/kcore \
                 unshare --net systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR \
                 -E LOOP_DOCKERPROXY_NETWORK -E LOOP_DOCKERPROXY_MASKED_PATHS \
@@ -168,6 +168,29 @@ for kind in podman docker; do
         is "$out" "lo " "$kind: a build's RUN step had no network but loopback (networkmode forced to none)"
         like "$(engine_api "$sock" "http://d/v1.41/networks/$([ $kind = docker ] && echo bridge || echo podman)")" '"Gateway"' \
                 "$kind: (straight on the engine, its default network is there to be joined)"
+        if [ "$kind" = podman ]; then
+                # Podman's RUN steps join the proxy's namespace by /proc/PID/ns/net: a client that leaves
+                # mid-build must not let the proxy exit (here after 1 s idle) while the engine still runs
+                # them, or a later step could join a recycled pid's namespace.
+                main_pid=$PROXY_PID
+                start_proxy "$T/idle.sock" "$sock" "$T/idle.log" 6 1 || bail_out "the second proxy did not listen"
+                idle_pid=$PROXY_PID
+                PROXY_PID=$main_pid
+                mkdir -p "$T/ctx-slow"
+                printf 'FROM %s\nRUN sh -c "sleep 6; echo slow-build-step"\n' "$IMAGE" >"$T/ctx-slow/Dockerfile"
+                timeout 2 "$DOCKER" -H "unix://$T/idle.sock" build -q "$T/ctx-slow" >/dev/null 2>&1
+                sleep 2         # past the second proxy's idle time
+                building=$(pgrep -fc "sleep 6[;] echo slow-build-step")
+                kill -0 "$idle_pid" 2>/dev/null && alive=yes || alive=no
+                diag "a build whose client left: the engine still building: $building step(s); the proxy alive: $alive"
+                ok "$([ "$building" -eq 0 ] || [ "$alive" = yes ] && echo 0 || echo 1)" \
+                        "podman: a build's client leaves mid-build: the proxy stays while the engine builds"
+                wait_for 30 sh -c "! pgrep -f 'sleep 6[;] echo slow-build-step'"
+                wait_for 10 sh -c "! kill -0 $idle_pid"
+                ok $? "podman: ... and goes once the engine is done with the build"
+                kill "$idle_pid" 2>/dev/null
+                wait "$idle_pid" 2>/dev/null
+        fi
         refused "a build with --add-host" "build parameter extrahosts is refused" "build" \
                 build -q --add-host "h:127.0.0.2" "$T/ctx-$kind"
         tar -C "$T/ctx-$kind" -cf "$T/ctx-$kind.tar" Dockerfile
