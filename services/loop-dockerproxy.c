@@ -87,6 +87,7 @@
 #define PROXY_HEADER_SIZE_MAX (16U * 1024U)
 #define PROXY_HEADERS_MAX 64U
 #define PROXY_HEAD_TIMEOUT_USEC (30ULL * 1000000ULL)    /* to send a whole request (slowloris) */
+#define PROXY_ENGINE_TIMEOUT_SEC 10                     /* the proxy's own questions to the engine */
 #define PROXY_KEEPALIVE_IDLE_USEC (30ULL * 1000000ULL)  /* a kept connection without a next request */
 #define PROXY_BODY_IDLE_TIMEOUT_MS 60000                /* a streamed body that stalls this long is cut */
 #define PROXY_RESPONSE_HEAD_MAX (64U * 1024U)
@@ -423,8 +424,27 @@ static int conn_answer_json(Conn *c, json_object *o) {
 
 /* ---- the engine ---- */
 
+/* A client of the engine for the proxy's own questions (inspect, list), with their time limit. */
 static int engine_open(Proxy *p, Engine **ret) {
-        return engine_new(p->engine_socket, ret);
+        int r = engine_new(p->engine_socket, ret);
+
+        if (r >= 0)
+                engine_set_timeout(*ret, PROXY_ENGINE_TIMEOUT_SEC);
+        return r;
+}
+
+/* The inspect reply of a container, or an answer to the client saying why there is none. */
+static int conn_inspect_container(Conn *c, const char *ref, json_object **ret) {
+        _cleanup_(engine_freep) Engine *e = NULL;
+        int r;
+
+        r = engine_open(c->proxy, &e);
+        if (r < 0)
+                return conn_reply(c, 500, "engine", "out of memory"), r;
+        r = engine_container_inspect(e, ref, ret);
+        if (r < 0)
+                return conn_reply(c, 502, "engine", "the engine cannot be asked about the container"), r;
+        return 0;
 }
 
 static bool ref_is_valid(const char *s, size_t n) {
@@ -512,7 +532,6 @@ static int conn_check_ref(Conn *c, RefKind kind, const char *ref) {
         r = engine_open(c->proxy, &e);
         if (r < 0)
                 return conn_reply(c, 500, "engine", "out of memory"), r;
-        engine_set_timeout(e, 10);
 
         if (kind == REF_VOLUME || kind == REF_NETWORK) {
                 const char *what = kind == REF_VOLUME ? "volume" : "network";
@@ -606,7 +625,6 @@ static int conn_check_references(Conn *c, json_object *body) {
                 if (!e) {
                         if (engine_open(c->proxy, &e) < 0)
                                 return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
-                        engine_set_timeout(e, 10);
                 }
                 r = engine_volume_inspect(e, *v, &inspect);
                 if (r != -ENOENT) {
@@ -654,19 +672,14 @@ static int count_nested(Proxy *p, Engine *e, uint64_t *ret) {
  * /etc) would otherwise be mounted wherever it points at start. Replies itself when refused; else
  * *ret_inspect is the container's inspect reply (its pins, checked again with the channel frozen). */
 static int conn_recheck_start(Conn *c, const char *ref, json_object **ret_inspect) {
-        _cleanup_(engine_freep) Engine *e = NULL;
         _cleanup_(json_object_putp) json_object *inspect = NULL, *doc = NULL;
         json_object *hc;
         ProxyVerdict v;
         int r;
 
-        r = engine_open(c->proxy, &e);
+        r = conn_inspect_container(c, ref, &inspect);
         if (r < 0)
-                return conn_reply(c, 500, "engine", "out of memory"), r;
-        engine_set_timeout(e, 10);
-        r = engine_container_inspect(e, ref, &inspect);
-        if (r < 0)
-                return conn_reply(c, 502, "engine", "the engine cannot be asked about the container"), r;
+                return r;
         {
                 _cleanup_free_ char *changed = NULL, *msg = NULL, *shown = NULL;
                 r = proxy_binds_verify(inspect, &changed);
@@ -780,7 +793,6 @@ static int conn_freeze_channel(Conn *c) {
                 return conn_refuse_unfrozen(c, r, "no cgroup2 hierarchy");
         if (asprintf(&label, PROXY_LABEL_CHANNEL "=%s", c->proxy->channel) < 0 || engine_open(c->proxy, &e) < 0)
                 return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
-        engine_set_timeout(e, 10);
         r = engine_container_list(e, label, false, &list);
         if (r < 0)
                 return conn_refuse_unfrozen(c, r, "the engine cannot list the channel's running containers");
@@ -892,7 +904,6 @@ static int peer_check(Conn *c, uid_t uid, char **ret_name) {
         r = engine_open(c->proxy, &e);
         if (r < 0)
                 return r;
-        engine_set_timeout(e, 10);
         r = engine_container_inspect(e, id, &inspect);
         if (r < 0)
                 return r == -ENOENT ? -EPERM : r;
@@ -1647,7 +1658,6 @@ static int conn_start_frozen(Conn *c, json_object *inspect, const char *body, si
  * engine restarting it on its own would mount its binds by path, unchecked and unfrozen. Replies itself
  * when refused. */
 static int conn_check_update(Conn *c, const char *ref, json_object *body) {
-        _cleanup_(engine_freep) Engine *e = NULL;
         _cleanup_(json_object_putp) json_object *inspect = NULL;
         bool restart = false;
         int r;
@@ -1666,13 +1676,9 @@ static int conn_check_update(Conn *c, const char *ref, json_object *body) {
         }
         if (!restart)
                 return 0;
-        r = engine_open(c->proxy, &e);
+        r = conn_inspect_container(c, ref, &inspect);
         if (r < 0)
-                return conn_reply(c, 500, "engine", "out of memory"), r;
-        engine_set_timeout(e, 10);
-        r = engine_container_inspect(e, ref, &inspect);
-        if (r < 0)
-                return conn_reply(c, 502, "engine", "the engine cannot be asked about the container"), r;
+                return r;
         r = proxy_binds_pinned(inspect);
         if (r != 0)
                 return conn_reply(c, 403, "bind-pin", "a container with binds may not get a restart policy (the "
@@ -1860,7 +1866,6 @@ static int conn_handle(Conn *c) {
                 _cleanup_(json_object_putp) json_object *all = NULL, *shown = NULL;
                 if (engine_open(p, &e) < 0)
                         return conn_reply(c, 500, NULL, "out of memory");
-                engine_set_timeout(e, 10);
                 r = engine_network_list(e, &all);
                 if (r < 0)
                         return conn_reply(c, 502, "engine", "the engine cannot list its networks");
@@ -1994,7 +1999,6 @@ static int conn_handle(Conn *c) {
                 forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
                 if (!forced || engine_open(p, &e) < 0)
                         return conn_reply(c, 500, NULL, "out of memory");
-                engine_set_timeout(e, 10);
                 /* count and create under one lock, so parallel creates cannot overshoot */
                 pthread_mutex_lock(&p->create_lock);
                 r = count_nested(p, e, &n);

@@ -513,10 +513,12 @@ int proxy_binds_pin(json_object *body) {
                          json_object_new_string(json_object_to_json_string_ext(pins, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
 }
 
-int proxy_binds_verify(json_object *inspect, char **ret_path) {
+/* The pins of an inspected container, from its label: *ret NULL (and 0) when it has none. */
+static int binds_pins_parse(json_object *inspect, json_object **ret) {
         _cleanup_(json_object_putp) json_object *pins = NULL;
         json_object *config, *labels, *label;
 
+        *ret = NULL;
         if (!json_object_object_get_ex(inspect, "Config", &config) ||
             !json_object_object_get_ex(config, "Labels", &labels) ||
             !json_object_object_get_ex(labels, PROXY_LABEL_PINS, &label))
@@ -526,6 +528,17 @@ int proxy_binds_verify(json_object *inspect, char **ret_path) {
         pins = json_tokener_parse(json_object_get_string(label));
         if (!json_object_is_type(pins, json_type_array))
                 return -EBADMSG;
+        *ret = TAKE_PTR(pins);
+        return 0;
+}
+
+int proxy_binds_verify(json_object *inspect, char **ret_path) {
+        _cleanup_(json_object_putp) json_object *pins = NULL;
+        int r;
+
+        r = binds_pins_parse(inspect, &pins);
+        if (r < 0 || !pins)
+                return r;
         for (size_t i = 0; i < json_object_array_length(pins); i++) {
                 json_object *pin = json_object_array_get_idx(pins, i);
                 char resolved[PATH_MAX];
@@ -548,17 +561,11 @@ int proxy_binds_verify(json_object *inspect, char **ret_path) {
 
 int proxy_binds_pinned(json_object *inspect) {
         _cleanup_(json_object_putp) json_object *pins = NULL;
-        json_object *config, *labels, *label;
+        int r;
 
-        if (!json_object_object_get_ex(inspect, "Config", &config) ||
-            !json_object_object_get_ex(config, "Labels", &labels) ||
-            !json_object_object_get_ex(labels, PROXY_LABEL_PINS, &label))
-                return 0;
-        if (!json_object_is_type(label, json_type_string))
-                return -EBADMSG;
-        pins = json_tokener_parse(json_object_get_string(label));
-        if (!json_object_is_type(pins, json_type_array))
-                return -EBADMSG;
+        r = binds_pins_parse(inspect, &pins);
+        if (r < 0 || !pins)
+                return r;
         return (int) MIN(json_object_array_length(pins), (size_t) INT32_MAX);
 }
 
