@@ -193,12 +193,6 @@ static bool proxy_network_is_isolated(void) {
         return n >= 2;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
-}
-
 /* ---- the journal ---- */
 
 static void conn_record(Conn *c) {
@@ -206,7 +200,7 @@ static void conn_record(Conn *c) {
                 *f_status = NULL, *f_latency = NULL, *f_actor = NULL, *f_reason = NULL, *reason = NULL,
                 *f_frozen = NULL, *f_frozen_us = NULL;
         const char *method = c->head.method ?: "-";
-        uint64_t latency = now_usec() - c->start_usec;
+        uint64_t latency = clock_usec(CLOCK_MONOTONIC) - c->start_usec;
         bool deny = !streq_ptr(c->decision, "allow");
 
         path = text_escape_display(c->target.path ?: strempty(c->head.path), PROXY_DISPLAY_MAX);
@@ -250,7 +244,7 @@ static int wait_fd(int fd, short events, uint64_t deadline) {
                 int timeout = -1, k;
 
                 if (deadline != UINT64_MAX) {
-                        uint64_t now = now_usec();
+                        uint64_t now = clock_usec(CLOCK_MONOTONIC);
                         if (now >= deadline)
                                 return -ETIMEDOUT;
                         timeout = (int) MIN((deadline - now + 999) / 1000, (uint64_t) INT32_MAX);
@@ -363,7 +357,7 @@ static void conn_thaw(Conn *c) {
         if (failed == 0 && cgroup_freeze_record_remove(c->proxy->state_dir) < 0)
                 log_warning("Cannot remove the record of the frozen cgroups in %s, ignoring.", c->proxy->state_dir);
         if (c->froze)
-                c->frozen_usec = now_usec() - c->frozen_since;
+                c->frozen_usec = clock_usec(CLOCK_MONOTONIC) - c->frozen_since;
         c->frozen = strv_free(c->frozen);
         c->frozen_root_fd = safe_close(c->frozen_root_fd);
         /* released here, not when the request ends: an attach goes on streaming after the thaw (and
@@ -787,7 +781,7 @@ static int conn_freeze_channel(Conn *c) {
 
         c->froze = true;
         c->n_frozen = 0;
-        c->frozen_since = now_usec();
+        c->frozen_since = clock_usec(CLOCK_MONOTONIC);
         r = cgroup2_root_open(&root_fd);
         if (r < 0)
                 return conn_refuse_unfrozen(c, r, "no cgroup2 hierarchy");
@@ -824,7 +818,7 @@ static int conn_freeze_channel(Conn *c) {
                 if (r < 0)
                         return conn_refuse_unfrozen(c, r, "a container's cgroup.freeze cannot be written");
         }
-        deadline = now_usec() + CGROUP_FREEZE_TIMEOUT_USEC;
+        deadline = clock_usec(CLOCK_MONOTONIC) + CGROUP_FREEZE_TIMEOUT_USEC;
         STRV_FOREACH(cg, c->frozen) {
                 r = cgroup_wait_frozen(c->frozen_root_fd, *cg, deadline);
                 if (r < 0)
@@ -879,7 +873,7 @@ static int peer_check(Conn *c, uid_t uid, char **ret_name) {
         _cleanup_(engine_freep) Engine *e = NULL;
         _cleanup_(json_object_putp) json_object *inspect = NULL;
         json_object *config, *labels, *ch, *type, *name;
-        uint64_t now = now_usec();
+        uint64_t now = clock_usec(CLOCK_MONOTONIC);
         bool allowed;
         const char *n = NULL;
         int r;
@@ -1180,7 +1174,7 @@ static int stream_request_body(Conn *c, int up, const char *pending, size_t n_pe
                 } else {
                         if (!c->head.chunked && left == 0)
                                 return 0;
-                        ssize_t k = recv_some(c->fd, buf, PROXY_IO_BUFFER, now_usec() + PROXY_BODY_IDLE_TIMEOUT_MS * 1000ULL);
+                        ssize_t k = recv_some(c->fd, buf, PROXY_IO_BUFFER, clock_usec(CLOCK_MONOTONIC) + PROXY_BODY_IDLE_TIMEOUT_MS * 1000ULL);
                         if (k < 0)
                                 return (int) k;
                         if (k == 0)
@@ -1444,7 +1438,7 @@ static bool upstream_is_idle(int fd) {
 #define PROXY_FROZEN_BODY_TIMEOUT_USEC (10ULL * 1000000ULL)
 
 static void conn_read_whole_answer(Conn *c, int up, char *buf, size_t *size, const HttpResponseHead *h, bool head_request) {
-        uint64_t deadline = now_usec() + PROXY_FROZEN_BODY_TIMEOUT_USEC;
+        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + PROXY_FROZEN_BODY_TIMEOUT_USEC;
 
         if (head_request || h->status == 204 || h->status == 304 || h->status < 200 ||
             (h->has_length && !h->chunked && h->length == 0))
@@ -1705,7 +1699,7 @@ static int conn_handle(Conn *c) {
         /* the head */
         for (;;) {
                 if (c->start_usec == 0 && c->in_size > 0) {     /* a kept connection's next request began */
-                        c->start_usec = now_usec();
+                        c->start_usec = clock_usec(CLOCK_MONOTONIC);
                         c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
                 }
                 r = http_request_parse_head(c->in, c->in_size, &limits, &c->head, &c->head_size, &c->content_length, &status);
@@ -2037,7 +2031,7 @@ static int conn_handle(Conn *c) {
 #define PROXY_LINGER_BYTES (256ULL * 1024ULL * 1024ULL)
 
 static void lingering_close(int fd) {
-        uint64_t deadline = now_usec() + PROXY_LINGER_USEC, total = 0;
+        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + PROXY_LINGER_USEC, total = 0;
         char buf[16384];
 
         (void) shutdown(fd, SHUT_WR);
@@ -2077,7 +2071,7 @@ static void conn_next_request(Conn *c) {
         c->hold_until_engine_done = false;
         c->n_requests++;
         c->start_usec = 0;      /* set when the next request's first byte is in */
-        c->deadline_usec = now_usec() + PROXY_KEEPALIVE_IDLE_USEC;
+        c->deadline_usec = clock_usec(CLOCK_MONOTONIC) + PROXY_KEEPALIVE_IDLE_USEC;
 }
 
 static void conn_run(Conn *c) {
@@ -2089,7 +2083,7 @@ static void conn_run(Conn *c) {
                 int r = conn_handle(c);
                 if (c->rule)            /* not recorded yet */
                         conn_record(c);
-                atomic_store(&p->last_activity_usec, now_usec());
+                atomic_store(&p->last_activity_usec, clock_usec(CLOCK_MONOTONIC));
                 if (r < 0 || !c->keep_alive)
                         break;
                 conn_next_request(c);
@@ -2110,7 +2104,7 @@ static void conn_run(Conn *c) {
         free(c->io_scratch);
         free(c->response_head);
         free(c);
-        atomic_store(&p->last_activity_usec, now_usec());
+        atomic_store(&p->last_activity_usec, clock_usec(CLOCK_MONOTONIC));
         atomic_fetch_sub(&p->n_connections, 1);
 }
 
@@ -2171,7 +2165,7 @@ static void *worker_main(void *userdata) {
                 c->frozen_root_fd = -EBADF;
                 c->peer_pid = len == sizeof(cred) ? cred.pid : 0;
                 c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
-                c->start_usec = now_usec();
+                c->start_usec = clock_usec(CLOCK_MONOTONIC);
                 c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
                 conn_run(c);
 
@@ -2206,7 +2200,7 @@ static int on_idle_check(sd_event_source *src, uint64_t usec, void *userdata) {
 
         if (atomic_load(&p->n_connections) == 0 &&
             atomic_load(&p->n_idle_workers) == atomic_load(&p->n_workers) &&
-            now_usec() - atomic_load(&p->last_activity_usec) >= p->idle_usec) {
+            clock_usec(CLOCK_MONOTONIC) - atomic_load(&p->last_activity_usec) >= p->idle_usec) {
                 log_debug("Idle, exiting; the socket starts us again.");
                 return sd_event_exit(p->event, 0);
         }
@@ -2410,7 +2404,7 @@ static int run(int argc, char *argv[]) {
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
                 return log_error_errno(ENOMEM, "Cannot initialise libcurl.");
         proxy_probe_engine(&p);
-        atomic_store(&p.last_activity_usec, now_usec());
+        atomic_store(&p.last_activity_usec, clock_usec(CLOCK_MONOTONIC));
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);

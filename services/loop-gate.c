@@ -103,18 +103,6 @@ struct Server {
         sd_event_source *deadline_timer, *recheck_timer, *idle_timer, *audit_timer;
 };
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
-}
-
-static uint64_t realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
-}
-
 /* ---- audit ---- */
 
 typedef struct GateDecision {
@@ -284,7 +272,7 @@ static void connection_close(Connection *c) {
         if (c->waiting_id > 0) {
                 uint64_t id = c->waiting_id;
                 c->waiting_id = 0;
-                (void) gate_approvals_deny(s->approvals, id, "caller-gone", now_usec());
+                (void) gate_approvals_deny(s->approvals, id, "caller-gone", clock_usec(CLOCK_MONOTONIC));
         }
 }
 
@@ -577,7 +565,7 @@ static int handle_audit_request(Connection *c, const HttpRequest *req) {
 
         /* The container's verbose setting is its own claim; ours decides whether allows are recorded. */
         if (!rep.allow || s->verbose) {
-                r = gate_audit_limiter_admit(s->audit_limiter, container, now_usec(), audit_local_dropped, s);
+                r = gate_audit_limiter_admit(s->audit_limiter, container, clock_usec(CLOCK_MONOTONIC), audit_local_dropped, s);
                 if (r < 0)
                         return r;
                 if (r > 0)
@@ -633,7 +621,7 @@ static int handle_container_request(Connection *c, const HttpRequest *req) {
         if (bad)
                 return reply_deny(c, 400, "bad-request", container, req->keep_alive);
 
-        r = gate_approvals_submit(s->approvals, &info, now_usec(), &o, &p);
+        r = gate_approvals_submit(s->approvals, &info, clock_usec(CLOCK_MONOTONIC), &o, &p);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -654,7 +642,7 @@ static int handle_container_request(Connection *c, const HttpRequest *req) {
         }
 
         p->userdata = c;
-        p->created_realtime_usec = realtime_usec();
+        p->created_realtime_usec = clock_usec(CLOCK_REALTIME);
         c->waiting_id = p->id;
         if (!req->keep_alive)
                 c->close_after_write = true;
@@ -715,7 +703,7 @@ static int handle_admin_request(Connection *c, const HttpRequest *req) {
         if (streq(req->path, "/api/gate/pending")) {
                 _cleanup_(json_object_putp) json_object *o = json_object_new_object();
                 json_object *list = json_object_new_array();
-                uint64_t now = now_usec();
+                uint64_t now = clock_usec(CLOCK_MONOTONIC);
 
                 if (!streq(req->method, "GET")) {
                         json_object_put(list);
@@ -764,7 +752,7 @@ static int handle_admin_request(Connection *c, const HttpRequest *req) {
                 r = peer_name(c->peer_uid, &actor);
                 if (r < 0)
                         return r;
-                r = gate_approvals_answer(s->approvals, id, answer, actor, now_usec());
+                r = gate_approvals_answer(s->approvals, id, answer, actor, clock_usec(CLOCK_MONOTONIC));
                 if (r == -ENOENT)
                         return reply_error(c, 404, "no such pending request (answered, timed out or withdrawn)",
                                            req->keep_alive);
@@ -1008,7 +996,7 @@ static int server_forget_removed(Server *s) {
         r = gate_token_dir_open(s->channel, &dir_fd);
         if (r < 0 && r != -ENOENT)
                 return log_warning_errno(r, "Cannot open the token directory, checking later: %m");
-        r = gate_approvals_forget_gone(s->approvals, token_gone, &dir_fd, now_usec());
+        r = gate_approvals_forget_gone(s->approvals, token_gone, &dir_fd, clock_usec(CLOCK_MONOTONIC));
         if (r > 0)
                 log_info("Denied %d pending request(s) of removed containers.", r);
         return r;
@@ -1036,7 +1024,7 @@ static void server_update_idle(Server *s) {
 static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {
         Server *s = userdata;
 
-        (void) gate_approvals_expire(s->approvals, now_usec());
+        (void) gate_approvals_expire(s->approvals, clock_usec(CLOCK_MONOTONIC));
         server_update_idle(s);
         return 0;
 }
@@ -1044,7 +1032,7 @@ static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {
 static int on_audit_window(sd_event_source *src, uint64_t usec, void *userdata) {
         Server *s = userdata;
 
-        gate_audit_limiter_expire(s->audit_limiter, now_usec(), audit_local_dropped, s);
+        gate_audit_limiter_expire(s->audit_limiter, clock_usec(CLOCK_MONOTONIC), audit_local_dropped, s);
         server_update_idle(s);
         return 0;
 }
@@ -1070,7 +1058,7 @@ static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si,
         int n;
 
         /* Whoever waits gets a deny now rather than a broken connection. */
-        n = gate_approvals_deny_all(s->approvals, "service-stopping", now_usec());
+        n = gate_approvals_deny_all(s->approvals, "service-stopping", clock_usec(CLOCK_MONOTONIC));
         if (n > 0)
                 log_notice("Stopping: denied %d pending request(s).", n);
         gate_audit_limiter_expire(s->audit_limiter, UINT64_MAX, audit_local_dropped, s);

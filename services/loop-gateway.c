@@ -941,12 +941,6 @@ static ssize_t up_read(Connection *c, void *buf, size_t n) {
 
 /* ---- the upstream connection pool ---- */
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U;
-}
-
 static void pool_entry_free(Gateway *g, size_t i) {
         free(g->pool[i].key);
         SSL_free(g->pool[i].ssl);
@@ -959,7 +953,7 @@ static void pool_entry_free(Gateway *g, size_t i) {
  * for) is readable: it is dropped, as are those idle too long. */
 static bool pool_take(Connection *c, const char *key) {
         Gateway *g = c->gw;
-        uint64_t now = now_usec();
+        uint64_t now = clock_usec(CLOCK_MONOTONIC);
         bool found = false;
 
         pthread_mutex_lock(&g->pool_lock);
@@ -1011,7 +1005,7 @@ static void upstream_release(Connection *c, bool reusable) {
                         g->pool[g->n_pool].fd = TAKE_FD(c->up);
                         g->pool[g->n_pool].ssl = TAKE_PTR(c->ssl);
                         memcpy(g->pool[g->n_pool].address, c->address, sizeof c->address);
-                        g->pool[g->n_pool].since = now_usec();
+                        g->pool[g->n_pool].since = clock_usec(CLOCK_MONOTONIC);
                         g->n_pool++;
                         pthread_mutex_unlock(&g->pool_lock);
                         return;

@@ -137,12 +137,6 @@ int cgroup_set_frozen(int root_fd, const char *path, bool frozen) {
         return loop_write(fd, frozen ? "1" : "0", 1);
 }
 
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
-}
-
 int cgroup_wait_frozen(int root_fd, const char *path, uint64_t deadline_usec) {
         _cleanup_close_ int fd = cgroup_file_open(root_fd, path, "cgroup.events", O_RDONLY);
 
@@ -164,7 +158,7 @@ int cgroup_wait_frozen(int root_fd, const char *path, uint64_t deadline_usec) {
                 if (r != 0)
                         return r < 0 ? r : 0;
 
-                uint64_t now = monotonic_usec();
+                uint64_t now = clock_usec(CLOCK_MONOTONIC);
                 if (now >= deadline_usec)
                         return -ETIMEDOUT;
                 struct pollfd p = { .fd = fd, .events = POLLPRI };

@@ -101,12 +101,6 @@ static bool error_is_permanent(AgentErrorKind k) {
         return k == AGENT_ERROR_QUOTA || k == AGENT_ERROR_AUTH || k == AGENT_ERROR_BILLING;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
-}
-
 static json_object *result_json(const QueueMessage *m, const RunOutcome *o) {
         json_object *j = json_object_new_object();
 
@@ -122,7 +116,7 @@ static json_object *result_json(const QueueMessage *m, const RunOutcome *o) {
         json_object_object_add(j, "num_turns", json_object_new_int64((int64_t) o->result.num_turns));
         json_object_object_add(j, "retries", json_object_new_int((int) o->retries));
         json_object_object_add(j, "attempts", json_object_new_int((int) m->attempts));
-        json_object_object_add(j, "finished_usec", json_object_new_int64((int64_t) now_usec()));
+        json_object_object_add(j, "finished_usec", json_object_new_int64((int64_t) clock_usec(CLOCK_REALTIME)));
         return j;
 }
 
@@ -256,7 +250,7 @@ static void registry_startup(Engine *e, const char *channel, uint64_t keep_alive
                                  "Stopped container %.12s, left running by an earlier runner of channel %s.", id, channel);
                 /* No run waits for it: its keep-alive starts now, without the grace a run's container gets. */
                 if (reg && registry_find(reg, id))
-                        (void) registry_schedule_remove(reg, e, id, now_realtime_usec(), keep_alive_sec);
+                        (void) registry_schedule_remove(reg, e, id, clock_usec(CLOCK_REALTIME), keep_alive_sec);
         }
 
         if (!reg)

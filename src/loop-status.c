@@ -218,7 +218,7 @@ int verb_status(int argc, char *argv[]) {
                         json_object *ct = json_object_array_get_idx(cs, j), *at;
                         char when[64] = "";
                         if (json_object_object_get_ex(ct, "remove_at_usec", &at)) {
-                                uint64_t t = json_object_get_uint64(at), now = now_realtime_usec();
+                                uint64_t t = json_object_get_uint64(at), now = clock_usec(CLOCK_REALTIME);
                                 snprintf(when, sizeof when, ", removed in %" PRIu64 " s", t > now ? (t - now + 999999) / 1000000 : 0);
                         }
                         printf("    container %s (%s) %s, %s%s%s%s\n", strna(string_of(ct, "name")), strna(string_of(ct, "type")),

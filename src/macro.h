@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <dirent.h>
 #include <json-c/json.h>
@@ -121,3 +122,6 @@ int free_and_strdup(char **dst, const char *src);
 /* A helper's numeric setting from its unit's Environment=: def when unset or empty; a value that is not a
  * number in [0, max] is refused with a message naming the variable (-EINVAL). */
 int env_uint(const char *name, uint64_t def, uint64_t max, uint64_t *ret);
+/* The time of clock in microseconds (CLOCK_MONOTONIC for durations and deadlines, CLOCK_REALTIME for
+ * timestamps). */
+uint64_t clock_usec(clockid_t clock);

@@ -42,14 +42,6 @@ static const struct {
         { "failed", 02750, offsetof(Queue, failed_fd) },
 };
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
-                return 0;
-        return (uint64_t) ts.tv_sec * UINT64_C(1000000) + (uint64_t) ts.tv_nsec / UINT64_C(1000);
-}
-
 static uint64_t random_u64(void) {
         uint64_t v = 0;
         size_t done = 0;
@@ -64,7 +56,7 @@ static uint64_t random_u64(void) {
                 done += (size_t) k;
         }
         if (done < sizeof v)    /* no entropy source at all: uniqueness still comes from O_EXCL and noreplace */
-                v ^= now_usec() ^ ((uint64_t) getpid() << 32);
+                v ^= clock_usec(CLOCK_REALTIME) ^ ((uint64_t) getpid() << 32);
         return v;
 }
 
@@ -235,7 +227,7 @@ static bool dot_or_dotdot(const char *name) {
 /* What a tmp/ file left behind by a crash looks like: old. A fresh one may be a sender's write in progress. */
 static void queue_clean_tmp(Queue *q) {
         _cleanup_closedir_ DIR *d = dir_reopen(q->tmp_fd);
-        uint64_t now = now_usec();
+        uint64_t now = clock_usec(CLOCK_REALTIME);
         struct dirent *de;
 
         if (!d)
@@ -577,7 +569,7 @@ static int queue_quarantine(Queue *q, const char *name, const char *reason) {
 
         for (unsigned i = 0;; i++) {
                 if (!have_id)
-                        id_make(now_usec(), id);
+                        id_make(clock_usec(CLOCK_REALTIME), id);
                 snprintf(raw, sizeof raw, "%s.raw", id);
                 snprintf(desc, sizeof desc, "%s.json", id);
                 if (faccessat(q->failed_fd, desc, F_OK, AT_SYMLINK_NOFOLLOW) >= 0)
@@ -605,7 +597,7 @@ static int queue_quarantine(Queue *q, const char *name, const char *reason) {
             json_add_string(o, "raw", raw) < 0 ||
             json_add_string(o, "reason", reason) < 0 ||
             json_add_int(o, "attempts", 0) < 0 ||
-            json_add_int(o, "failed_usec", (int64_t) now_usec()) < 0)
+            json_add_int(o, "failed_usec", (int64_t) clock_usec(CLOCK_REALTIME)) < 0)
                 return -ENOMEM;
         return queue_write_json(q, q->failed_fd, desc, o, true);
 }
@@ -737,7 +729,7 @@ int queue_push(Queue *q, const char *prompt, const char *sender, char **ret_id) 
         m = (QueueMessage) {
                 .prompt = (char *) prompt,
                 .sender = (char *) sender,
-                .created_usec = now_usec(),
+                .created_usec = clock_usec(CLOCK_REALTIME),
         };
         /* Byte order is arrival order: never below the newest queued id, even with the clock set back. */
         usec = m.created_usec;
@@ -842,7 +834,7 @@ int queue_fail(Queue *q, const QueueMessage *m, const char *reason) {
         r = message_to_json(m, m->attempts, m->last_error, &o);
         if (r < 0)
                 return r;
-        if (json_add_string(o, "reason", e) < 0 || json_add_int(o, "failed_usec", (int64_t) now_usec()) < 0)
+        if (json_add_string(o, "reason", e) < 0 || json_add_int(o, "failed_usec", (int64_t) clock_usec(CLOCK_REALTIME)) < 0)
                 return -ENOMEM;
         snprintf(name, sizeof name, "%s.json", m->id);
         r = queue_write_json(q, q->failed_fd, name, o, true);

@@ -32,13 +32,6 @@ ContainerStatus container_status_from_string(const char *s) {
         return _CONTAINER_STATUS_INVALID;
 }
 
-uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
-}
-
 static void entry_done(RegistryEntry *e) {
         free(e->id);
         free(e->name);
@@ -355,7 +348,7 @@ static void set_status(Registry *r, RegistryEntry *e, ContainerStatus s, const c
                 emit(AUDIT_CONTAINER_STATUS, LOG_INFO, r, e, container_status_to_string(s),
                      container_status_to_string(old), reason, 0,
                      "Container %s stopped; removal scheduled in %" PRIu64 " s.", e->name,
-                     (e->remove_at_usec - MIN(e->remove_at_usec, now_realtime_usec()) + 999999) / 1000000);
+                     (e->remove_at_usec - MIN(e->remove_at_usec, clock_usec(CLOCK_REALTIME)) + 999999) / 1000000);
         else
                 emit(AUDIT_CONTAINER_STATUS, LOG_INFO, r, e, container_status_to_string(s),
                      container_status_to_string(old), reason, 0, "Container %s is %s (was %s).", e->name,
@@ -375,7 +368,7 @@ int registry_register(Registry *r, const char *id, const char *name, ContainerTy
                            "removal-cancelled" : NULL);
                 return 0;
         }
-        k = registry_append(r, id, name, type, owner, scope, CONTAINER_STATUS_RUNNING, now_realtime_usec(), &e);
+        k = registry_append(r, id, name, type, owner, scope, CONTAINER_STATUS_RUNNING, clock_usec(CLOCK_REALTIME), &e);
         if (k < 0)
                 return k;
         emit(AUDIT_CONTAINER_REGISTERED, LOG_INFO, r, e, "running", NULL, NULL, pid,
@@ -547,7 +540,7 @@ int registry_sync(Registry *r, Engine *e, uint64_t keep_alive_sec) {
         n = engine_containers_of_channel(list, r->channel, &states);
         if (n < 0)
                 return n;
-        k = registry_reconcile(r, states, (size_t) n, now_realtime_usec(), keep_alive_sec, &remove);
+        k = registry_reconcile(r, states, (size_t) n, clock_usec(CLOCK_REALTIME), keep_alive_sec, &remove);
         if (k < 0)
                 return k;
         STRV_FOREACH(id, remove)

@@ -115,4 +115,3 @@ int registry_sync(Registry *r, Engine *e, uint64_t keep_alive_sec);
  * skipped). The states point into list. Returns the count, or -ENOMEM. */
 int engine_containers_of_channel(json_object *list, const char *channel, EngineContainerState **ret);
 
-uint64_t now_realtime_usec(void);

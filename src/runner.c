@@ -483,7 +483,7 @@ static void container_finished(RunContext *ctx, const char *id, bool started) {
                                   ctx->channel, id);
                 return container_discard(e, id);
         }
-        (void) registry_schedule_remove(reg, e, id, now_realtime_usec(),
+        (void) registry_schedule_remove(reg, e, id, clock_usec(CLOCK_REALTIME),
                                         started ? ctx->config.container_keep_alive_sec : 0);
         (void) registry_close(TAKE_PTR(reg));
 }
@@ -1310,7 +1310,7 @@ int runner_shell_release(ShellTarget *t) {
                         }
                 }
         (void) engine_container_stop(e, t->id, 5);
-        r = registry_schedule_remove(reg, e, t->id, now_realtime_usec(), t->keep_alive_sec);
+        r = registry_schedule_remove(reg, e, t->id, clock_usec(CLOCK_REALTIME), t->keep_alive_sec);
         (void) registry_close(TAKE_PTR(reg));
         return r;
 }

@@ -42,3 +42,11 @@ int env_uint(const char *name, uint64_t def, uint64_t max, uint64_t *ret) {
         *ret = n;
         return 0;
 }
+
+uint64_t clock_usec(clockid_t clock) {
+        struct timespec ts;
+
+        if (clock_gettime(clock, &ts) < 0)
+                return 0;
+        return (uint64_t) ts.tv_sec * UINT64_C(1000000) + (uint64_t) ts.tv_nsec / UINT64_C(1000);
+}
