@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* forward LISTEN TARGET: the floor of a forwarding hop, for the benchmarks of the proxies. It accepts on
+ * LISTEN and, for each connection, connects to TARGET and moves bytes both ways with splice() through a
+ * 1 MiB pipe, in one of FORWARD_THREADS threads that each accept and serve one connection at a time (as
+ * loop-dockerproxy's workers do, so a new connection costs no thread start): no parsing, no policy, no logging, no copies through user memory.
+ * What a proxy adds over the baseline beyond what this adds is the proxy's own; what this adds is the
+ * price of the extra hop on the machine (its wake-ups, the second socket's kernel path).
+ *
+ * LISTEN and TARGET are unix:PATH or tcp:ADDRESS:PORT (IPv4). Prints "ready" on stdout once listening.
+ * Bench code, not a product: it exits on any setup error and drops a connection on any transfer error. */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define FORWARD_PIPE_SIZE (1024 * 1024)
+#define FORWARD_THREADS 8
+
+typedef struct {
+        struct sockaddr_storage sa;
+        socklen_t len;
+} Address;
+
+static Address listen_address, target;
+static int listen_fd;
+
+static int address_parse(const char *s, Address *ret) {
+        memset(ret, 0, sizeof(*ret));
+        if (strncmp(s, "unix:", 5) == 0) {
+                struct sockaddr_un *un = (struct sockaddr_un *) &ret->sa;
+
+                if (strlen(s + 5) >= sizeof(un->sun_path))
+                        return -ENAMETOOLONG;
+                un->sun_family = AF_UNIX;
+                strcpy(un->sun_path, s + 5);
+                ret->len = sizeof(*un);
+                return 0;
+        }
+        if (strncmp(s, "tcp:", 4) == 0) {
+                struct sockaddr_in *in = (struct sockaddr_in *) &ret->sa;
+                char host[64];
+                const char *colon = strrchr(s + 4, ':');
+                char *end;
+                long port;
+
+                if (!colon || (size_t) (colon - (s + 4)) >= sizeof(host))
+                        return -EINVAL;
+                memcpy(host, s + 4, colon - (s + 4));
+                host[colon - (s + 4)] = '\0';
+                port = strtol(colon + 1, &end, 10);
+                if (*end || port <= 0 || port > 65535 || inet_pton(AF_INET, host, &in->sin_addr) != 1)
+                        return -EINVAL;
+                in->sin_family = AF_INET;
+                in->sin_port = htons((uint16_t) port);
+                ret->len = sizeof(*in);
+                return 0;
+        }
+        return -EINVAL;
+}
+
+static void tcp_nodelay(int fd) {
+        int one = 1;
+
+        (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+typedef struct {
+        int from, to, pipe[2];
+        size_t buffered;
+        bool eof, done;
+} Direction;
+
+/* Moves what is there: from the socket into the pipe, from the pipe into the other socket. -1 on error. */
+static int direction_move(Direction *d) {
+        ssize_t k;
+
+        if (d->done)
+                return 0;
+        if (!d->eof && d->buffered < FORWARD_PIPE_SIZE) {
+                k = splice(d->from, NULL, d->pipe[1], NULL, FORWARD_PIPE_SIZE - d->buffered,
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (k == 0) {
+                        d->eof = true;
+                } else if (k > 0)
+                        d->buffered += (size_t) k;
+                else if (errno != EAGAIN)
+                        return -1;
+        }
+        while (d->buffered > 0) {
+                k = splice(d->pipe[0], NULL, d->to, NULL, d->buffered, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (k > 0)
+                        d->buffered -= (size_t) k;
+                else if (k < 0 && errno == EAGAIN)
+                        break;
+                else
+                        return -1;
+        }
+        if (d->eof && d->buffered == 0) {
+                (void) shutdown(d->to, SHUT_WR);
+                d->done = true;
+        }
+        return 0;
+}
+
+static void connection_run(int client) {
+        Direction d[2] = { { .from = client, .pipe = { -1, -1 } }, { .to = client, .pipe = { -1, -1 } } };
+        int up;
+
+        up = socket(target.sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (up < 0)
+                goto out;
+        if (connect(up, (struct sockaddr *) &target.sa, target.len) < 0 && errno != EINPROGRESS)
+                goto out;
+        if (target.sa.ss_family == AF_INET)
+                tcp_nodelay(up);
+        d[0].to = up;
+        d[1].from = up;
+        for (int i = 0; i < 2; i++) {
+                if (pipe2(d[i].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+                        goto out;
+                (void) fcntl(d[i].pipe[0], F_SETPIPE_SZ, FORWARD_PIPE_SIZE);
+        }
+
+        while (!d[0].done || !d[1].done) {
+                struct pollfd p[2];
+
+                for (int i = 0; i < 2; i++) {
+                        /* a direction with bytes left waits for its destination, otherwise for its source */
+                        p[i].fd = d[i].done ? -1 : d[i].buffered > 0 ? d[i].to : d[i].from;
+                        p[i].events = d[i].buffered > 0 ? POLLOUT : POLLIN;
+                }
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (((p[0].revents | p[1].revents) & POLLNVAL) ||
+                    direction_move(&d[0]) < 0 || direction_move(&d[1]) < 0)
+                        break;
+        }
+out:
+        for (int i = 0; i < 2; i++)
+                if (d[i].pipe[0] >= 0) {
+                        close(d[i].pipe[0]);
+                        close(d[i].pipe[1]);
+                }
+        if (up >= 0)
+                close(up);
+        close(client);
+}
+
+static void *worker_run(void *userdata) {
+        (void) userdata;
+        for (;;) {
+                int client = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+                if (client < 0)
+                        continue;
+                if (listen_address.sa.ss_family == AF_INET)
+                        tcp_nodelay(client);
+                connection_run(client);
+        }
+        return NULL;
+}
+
+int main(int argc, char *argv[]) {
+        pthread_t t;
+        int one = 1;
+
+        if (argc != 3 || address_parse(argv[1], &listen_address) < 0 || address_parse(argv[2], &target) < 0) {
+                fprintf(stderr, "usage: %s unix:PATH|tcp:ADDRESS:PORT unix:PATH|tcp:ADDRESS:PORT\n", argv[0]);
+                return 2;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        listen_fd = socket(listen_address.sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (listen_fd < 0 || setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+            bind(listen_fd, (struct sockaddr *) &listen_address.sa, listen_address.len) < 0 || listen(listen_fd, 128) < 0) {
+                fprintf(stderr, "%s: cannot listen on %s: %m\n", argv[0], argv[1]);
+                return 1;
+        }
+        for (int i = 1; i < FORWARD_THREADS; i++)
+                if (pthread_create(&t, NULL, worker_run, NULL) != 0) {
+                        fprintf(stderr, "%s: cannot start a thread\n", argv[0]);
+                        return 1;
+                }
+        printf("ready\n");
+        fflush(stdout);
+        worker_run(NULL);
+        return 0;
+}
