@@ -732,6 +732,51 @@ static int validate_env_map(Validator *v, json_object *obj, const char *prefix) 
         return 0;
 }
 
+/* One element e (named k) of an array field f. */
+static int validate_element(Validator *v, const Field *f, json_object *e, const char *k, unsigned depth) {
+        json_type t = json_object_get_type(e);
+
+        switch (f->type) {
+        case FIELD_STRV:
+                if (t != json_type_string)
+                        return problem(v, true, k, "must be a string, not %s", json_type_describe(e));
+                return validate_string(v, f, e, k);
+        case FIELD_UINTV:
+                if (t != json_type_int || json_object_get_int64(e) < (int64_t) f->min ||
+                    json_object_get_int64(e) > (int64_t) f->max)
+                        return problem(v, true, k, "must be an integer between %llu and %llu",
+                                       (unsigned long long) f->min, (unsigned long long) f->max);
+                return 0;
+        case FIELD_ARRAY:
+                if (t != json_type_object)
+                        return problem(v, true, k, "must be an object, not %s", json_type_describe(e));
+                return validate_object(v, f->sub, e, k, depth + 1);
+        default:                        /* not an array field */
+                return -EINVAL;
+        }
+}
+
+/* An array field f: its length capped, each element checked with its index in the key ("a[2]"). */
+static int validate_array(Validator *v, const Field *f, json_object *val, const char *key, unsigned depth) {
+        size_t n = json_object_array_length(val);
+
+        if (n > CONFIG_LIST_MAX)
+                return problem(v, true, key, "has more than %u elements", CONFIG_LIST_MAX);
+        if (f->type == FIELD_STRV && f->required && n == 0)
+                return problem(v, true, key, "must not be empty");
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *k = key_index(key, i);
+                int r;
+
+                if (!k)
+                        return -ENOMEM;
+                r = validate_element(v, f, json_object_array_get_idx(val, i), k, depth);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int validate_value(Validator *v, const Field *f, json_object *val, const char *key, unsigned depth) {
         json_type t = json_object_get_type(val);
         int r;
@@ -780,53 +825,11 @@ static int validate_value(Validator *v, const Field *f, json_object *val, const 
                 return 0;
         }
 
-        case FIELD_STRV: {
-                size_t n;
+        case FIELD_STRV:
+        case FIELD_UINTV:
                 if (t != json_type_array)
                         break;
-                n = json_object_array_length(val);
-                if (n > CONFIG_LIST_MAX)
-                        return problem(v, true, key, "has more than %u elements", CONFIG_LIST_MAX);
-                if (f->required && n == 0)
-                        return problem(v, true, key, "must not be empty");
-                for (size_t i = 0; i < n; i++) {
-                        json_object *e = json_object_array_get_idx(val, i);
-                        _cleanup_free_ char *k = key_index(key, i);
-                        if (!k)
-                                return -ENOMEM;
-                        if (json_object_get_type(e) != json_type_string)
-                                r = problem(v, true, k, "must be a string, not %s", json_type_describe(e));
-                        else
-                                r = validate_string(v, f, e, k);
-                        if (r < 0)
-                                return r;
-                }
-                return 0;
-        }
-
-        case FIELD_UINTV: {
-                size_t n;
-                if (t != json_type_array)
-                        break;
-                n = json_object_array_length(val);
-                if (n > CONFIG_LIST_MAX)
-                        return problem(v, true, key, "has more than %u elements", CONFIG_LIST_MAX);
-                for (size_t i = 0; i < n; i++) {
-                        json_object *e = json_object_array_get_idx(val, i);
-                        _cleanup_free_ char *k = key_index(key, i);
-                        if (!k)
-                                return -ENOMEM;
-                        if (json_object_get_type(e) != json_type_int ||
-                            json_object_get_int64(e) < (int64_t) f->min || json_object_get_int64(e) > (int64_t) f->max)
-                                r = problem(v, true, k, "must be an integer between %llu and %llu",
-                                            (unsigned long long) f->min, (unsigned long long) f->max);
-                        else
-                                r = 0;
-                        if (r < 0)
-                                return r;
-                }
-                return 0;
-        }
+                return validate_array(v, f, val, key, depth);
 
         case FIELD_OBJECT:
                 if (t != json_type_object)
@@ -859,27 +862,10 @@ static int validate_value(Validator *v, const Field *f, json_object *val, const 
                 return 0;
         }
 
-        case FIELD_ARRAY: {
-                size_t n;
+        case FIELD_ARRAY:
                 if (t != json_type_array)
                         break;
-                n = json_object_array_length(val);
-                if (n > CONFIG_LIST_MAX)
-                        return problem(v, true, key, "has more than %u elements", CONFIG_LIST_MAX);
-                for (size_t i = 0; i < n; i++) {
-                        json_object *e = json_object_array_get_idx(val, i);
-                        _cleanup_free_ char *k = key_index(key, i);
-                        if (!k)
-                                return -ENOMEM;
-                        if (json_object_get_type(e) != json_type_object)
-                                r = problem(v, true, k, "must be an object, not %s", json_type_describe(e));
-                        else
-                                r = validate_object(v, f->sub, e, k, depth + 1);
-                        if (r < 0)
-                                return r;
-                }
-                return 0;
-        }
+                return validate_array(v, f, val, key, depth);
         }
 
         return problem(v, true, key, "must be %s, not %s", field_type_describe(f->type), json_type_describe(val));
