@@ -796,6 +796,23 @@ static int call(Engine *e, Request *r) {
         return call_json(e, r, NULL);
 }
 
+/* METHOD /COLLECTION/REF REST, REF checked first (as an image name in "images", as a container, volume,
+ * network or exec name or id elsewhere), the answer parsed into *ret unless ret is NULL. */
+static int call_on(Engine *e, const char *method, const char *collection, const char *ref, const char *rest,
+                   unsigned extra_timeout_sec, json_object **ret) {
+        _cleanup_free_ char *p = NULL;
+        int k;
+
+        assert(e);
+        k = streq(collection, "images") ? check_image(e, ref) : check_container(e, ref);
+        if (k < 0)
+                return k;
+        if (path_build(&p, "/%s/%s%s", collection, ref, rest) < 0)
+                return -ENOMEM;
+        Request r = REQUEST(method, p, .extra_timeout_sec = extra_timeout_sec);
+        return call_json(e, &r, ret);
+}
+
 static const char *json_get_string(json_object *o, const char *key) {
         json_object *v;
         if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
@@ -858,17 +875,7 @@ int engine_info(Engine *e, json_object **ret) {
 }
 
 int engine_image_inspect(Engine *e, const char *name, json_object **ret) {
-        _cleanup_free_ char *p = NULL;
-        int k;
-
-        assert(e);
-        k = check_image(e, name);
-        if (k < 0)
-                return k;
-        if (path_build(&p, "/images/%s/json", name) < 0)
-                return -ENOMEM;
-        Request r = REQUEST("GET", p);
-        return call_json(e, &r, ret);
+        return call_on(e, "GET", "images", name, "/json", 0, ret);
 }
 
 int engine_image_list(Engine *e, json_object **ret) {
@@ -878,17 +885,7 @@ int engine_image_list(Engine *e, json_object **ret) {
 }
 
 int engine_image_remove(Engine *e, const char *name, bool force) {
-        _cleanup_free_ char *p = NULL;
-        int k;
-
-        assert(e);
-        k = check_image(e, name);
-        if (k < 0)
-                return k;
-        if (path_build(&p, "/images/%s?force=%d", name, force) < 0)
-                return -ENOMEM;
-        Request r = REQUEST("DELETE", p);
-        return call(e, &r);
+        return call_on(e, "DELETE", "images", name, force ? "?force=1" : "?force=0", 0, NULL);
 }
 
 int engine_image_build(Engine *e, const char *tag, const void *context_tar, size_t size, const char *dockerfile,
@@ -1028,23 +1025,9 @@ int engine_container_create(Engine *e, const char *name, json_object *body, char
         return 0;
 }
 
-static int container_post(Engine *e, const char *id, const char *what, unsigned extra_timeout_sec) {
-        _cleanup_free_ char *p = NULL;
-        int k;
-
-        k = check_container(e, id);
-        if (k < 0)
-                return k;
-        if (path_build(&p, "/containers/%s/%s", id, what) < 0)
-                return -ENOMEM;
-        /* 304 (already started / already stopped) is success. */
-        Request r = REQUEST("POST", p, .extra_timeout_sec = extra_timeout_sec);
-        return call(e, &r);
-}
-
+/* The engine answers 304 to a start of a started and a stop of a stopped container: success. */
 int engine_container_start(Engine *e, const char *id) {
-        assert(e);
-        return container_post(e, id, "start", 0);
+        return call_on(e, "POST", "containers", id, "/start", 0, NULL);
 }
 
 int engine_container_wait(Engine *e, const char *id, int *ret_exit_code) {
@@ -1100,31 +1083,11 @@ int engine_container_logs(Engine *e, const char *id, bool follow, EngineStreamFn
 }
 
 int engine_container_inspect(Engine *e, const char *id, json_object **ret) {
-        _cleanup_free_ char *p = NULL;
-        int k;
-
-        assert(e);
-        k = check_container(e, id);
-        if (k < 0)
-                return k;
-        if (path_build(&p, "/containers/%s/json", id) < 0)
-                return -ENOMEM;
-        Request r = REQUEST("GET", p);
-        return call_json(e, &r, ret);
+        return call_on(e, "GET", "containers", id, "/json", 0, ret);
 }
 
 int engine_volume_inspect(Engine *e, const char *name, json_object **ret) {
-        _cleanup_free_ char *p = NULL;
-        int k;
-
-        assert(e);
-        k = check_container(e, name);
-        if (k < 0)
-                return k;
-        if (path_build(&p, "/volumes/%s", name) < 0)
-                return -ENOMEM;
-        Request r = REQUEST("GET", p);
-        return call_json(e, &r, ret);
+        return call_on(e, "GET", "volumes", name, "", 0, ret);
 }
 
 int engine_volume_create(Engine *e, json_object *body, json_object **ret) {
@@ -1144,17 +1107,7 @@ int engine_volume_create(Engine *e, json_object *body, json_object **ret) {
 }
 
 int engine_network_inspect(Engine *e, const char *id, json_object **ret) {
-        _cleanup_free_ char *p = NULL;
-        int k;
-
-        assert(e);
-        k = check_container(e, id);
-        if (k < 0)
-                return k;
-        if (path_build(&p, "/networks/%s", id) < 0)
-                return -ENOMEM;
-        Request r = REQUEST("GET", p);
-        return call_json(e, &r, ret);
+        return call_on(e, "GET", "networks", id, "", 0, ret);
 }
 
 int engine_network_list(Engine *e, json_object **ret) {
@@ -1190,17 +1143,15 @@ int engine_container_list(Engine *e, const char *label, bool all, json_object **
 }
 
 int engine_container_stop(Engine *e, const char *id, unsigned timeout_sec) {
-        char what[32];
+        char rest[32];
 
-        assert(e);
-        snprintf(what, sizeof what, "stop?t=%u", timeout_sec);
+        snprintf(rest, sizeof rest, "/stop?t=%u", timeout_sec);
         /* The engine waits timeout_sec before it kills. */
-        return container_post(e, id, what, timeout_sec);
+        return call_on(e, "POST", "containers", id, rest, timeout_sec, NULL);
 }
 
 int engine_container_kill(Engine *e, const char *id, const char *signal) {
-        _cleanup_free_ char *what = NULL;
-        int k;
+        char rest[64];
 
         assert(e);
         if (signal) {
@@ -1209,27 +1160,18 @@ int engine_container_kill(Engine *e, const char *id, const char *signal) {
                                 engine_set_error(e, "invalid signal \"%s\"", signal);
                                 return -EINVAL;
                         }
-                k = asprintf(&what, "kill?signal=%s", signal);
+                if (snprintf(rest, sizeof rest, "/kill?signal=%s", signal) >= (int) sizeof rest) {
+                        engine_set_error(e, "invalid signal \"%s\"", signal);
+                        return -EINVAL;
+                }
         } else
-                k = asprintf(&what, "kill");
-        if (k < 0)
-                return -ENOMEM;
-        return container_post(e, id, what, 0);
+                strcpy(rest, "/kill");
+        return call_on(e, "POST", "containers", id, rest, 0, NULL);
 }
 
 int engine_container_remove(Engine *e, const char *id, bool force) {
-        _cleanup_free_ char *p = NULL;
-        int k;
-
-        assert(e);
-        k = check_container(e, id);
-        if (k < 0)
-                return k;
         /* v=1: anonymous volumes go with the container instead of piling up. */
-        if (path_build(&p, "/containers/%s?force=%d&v=1", id, force) < 0)
-                return -ENOMEM;
-        Request r = REQUEST("DELETE", p);
-        return call(e, &r);
+        return call_on(e, "DELETE", "containers", id, force ? "?force=1&v=1" : "?force=0&v=1", 0, NULL);
 }
 
 int engine_container_archive_put(Engine *e, const char *id, const char *dir, const void *tar, size_t size) {
@@ -1410,31 +1352,14 @@ int engine_events(Engine *e, json_object *filters, EngineJsonFn fn, void *userda
 }
 
 int engine_exec_inspect(Engine *e, const char *exec_id, json_object **ret) {
-        _cleanup_free_ char *p = NULL;
-        int k;
-
-        assert(e);
-        k = check_container(e, exec_id);
-        if (k < 0)
-                return k;
-        if (path_build(&p, "/exec/%s/json", exec_id) < 0)
-                return -ENOMEM;
-        Request r = REQUEST("GET", p);
-        return call_json(e, &r, ret);
+        return call_on(e, "GET", "exec", exec_id, "/json", 0, ret);
 }
 
 int engine_exec_resize(Engine *e, const char *exec_id, unsigned rows, unsigned cols) {
-        _cleanup_free_ char *p = NULL;
-        int k;
+        char rest[64];
 
-        assert(e);
-        k = check_container(e, exec_id);
-        if (k < 0)
-                return k;
-        if (path_build(&p, "/exec/%s/resize?h=%u&w=%u", exec_id, rows, cols) < 0)
-                return -ENOMEM;
-        Request r = REQUEST("POST", p);
-        return call(e, &r);
+        snprintf(rest, sizeof rest, "/resize?h=%u&w=%u", rows, cols);
+        return call_on(e, "POST", "exec", exec_id, rest, 0, NULL);
 }
 
 /* The one place loop speaks HTTP by hand: an attached exec turns the connection into a raw two-way stream
