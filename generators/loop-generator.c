@@ -291,6 +291,31 @@ static int write_agent_dropin(int dir_fd, const Channel *c, const char *escaped_
         return unit_file_finish(f, name);
 }
 
+/* DIR/50-channel.conf, the drop-in of a channel's helper service: created as unit_file_create() does, with
+ * the lines every one of them starts with; its name in *ret_name for unit_file_finish(). */
+static int channel_dropin_create(int dir_fd, const char *dir, const Channel *c, const char *escaped_path,
+                                 char **ret_name, FILE **ret) {
+        _cleanup_free_ char *name = NULL;
+        FILE *f;
+        int r;
+
+        if (asprintf(&name, "%s/50-channel.conf", dir) < 0)
+                return log_oom();
+        r = unit_file_create(dir_fd, name, &f);
+        if (r < 0)
+                return r;
+        fprintf(f,
+                "[Unit]\n"
+                "SourcePath=%s\n"
+                "\n"
+                "[Service]\n"
+                "Environment=LOOP_CHANNEL=%s\n",
+                escaped_path, c->name);
+        *ret_name = TAKE_PTR(name);
+        *ret = f;
+        return 0;
+}
+
 static int write_wants_symlink(int dir_fd, const Channel *c, const char *unit_prefix, const char *suffix,
                                const char *target) {
         _cleanup_free_ char *link = NULL;
@@ -329,8 +354,7 @@ static int write_gate_dropin(int dir_fd, const Channel *c, const char *escaped_p
         FILE *f;
         int r;
 
-        if (asprintf(&dir, "loop-gate@%s.service.d", c->name) < 0 ||
-            asprintf(&name, "%s/50-channel.conf", dir) < 0)
+        if (asprintf(&dir, "loop-gate@%s.service.d", c->name) < 0)
                 return log_oom();
         r = mkdirat_exist_ok(dir_fd, dir);
         if (r < 0)
@@ -351,21 +375,16 @@ static int write_gate_dropin(int dir_fd, const Channel *c, const char *escaped_p
                 }
         }
 
-        r = unit_file_create(dir_fd, name, &f);
+        r = channel_dropin_create(dir_fd, dir, c, escaped_path, &name, &f);
         if (r < 0)
                 return r;
         fprintf(f,
-                "[Unit]\n"
-                "SourcePath=%s\n"
-                "\n"
-                "[Service]\n"
-                "Environment=LOOP_CHANNEL=%s\n"
                 "Environment=LOOP_GATE_APPROVAL_TIMEOUT_SEC=%" PRIu64 "\n"
                 "Environment=LOOP_GATE_RATE_TOTAL=%" PRIu64 "\n"
                 "Environment=LOOP_GATE_RATE_PENDING=%" PRIu64 "\n"
                 "Environment=LOOP_GATE_RATE_PER_MINUTE=%" PRIu64 "\n"
                 "Environment=LOOP_GATE_AUDIT_VERBOSE=%d\n",
-                escaped_path, c->name, g->approval_timeout_sec, g->rate_limits.total, g->rate_limits.pending,
+                g->approval_timeout_sec, g->rate_limits.total, g->rate_limits.pending,
                 g->rate_limits.per_minute, g->audit.verbose);
         if (webhook_path) {
                 _cleanup_free_ char *escaped = specifier_escape(webhook_path);
@@ -443,7 +462,6 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *escape
         }
 
         if (asprintf(&dir, "loop-dockerproxy@%s.service.d", c->name) < 0 ||
-            asprintf(&conf, "%s/50-channel.conf", dir) < 0 ||
             asprintf(&policy, "%s/policy.json", dir) < 0 ||
             asprintf(&policy_path, "%s/%s", output_dir, policy) < 0)
                 return log_oom();
@@ -467,16 +485,9 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *escape
         } else
                 escaped = mfree(escaped);
 
-        r = unit_file_create(dir_fd, conf, &f);
+        r = channel_dropin_create(dir_fd, dir, c, escaped_path, &conf, &f);
         if (r < 0)
                 return r;
-        fprintf(f,
-                "[Unit]\n"
-                "SourcePath=%s\n"
-                "\n"
-                "[Service]\n"
-                "Environment=LOOP_CHANNEL=%s\n",
-                escaped_path, c->name);
         if (escaped)
                 fprintf(f, "LoadCredential=policy:%s\n", escaped);
         if (!isempty(work))
@@ -532,7 +543,6 @@ static int generate_gateway(int dir_fd, const Channel *c, const char *escaped_pa
         }
 
         if (asprintf(&dir, "loop-gateway@%s.service.d", c->name) < 0 ||
-            asprintf(&name, "%s/50-channel.conf", dir) < 0 ||
             asprintf(&cred, "%s/egress.json", dir) < 0 ||
             asprintf(&cred_path, "%s/%s", output_dir, cred) < 0)
                 return log_oom();
@@ -552,17 +562,10 @@ static int generate_gateway(int dir_fd, const Channel *c, const char *escaped_pa
         if (r < 0)
                 return r;
 
-        r = unit_file_create(dir_fd, name, &f);
+        r = channel_dropin_create(dir_fd, dir, c, escaped_path, &name, &f);
         if (r < 0)
                 return r;
-        fprintf(f,
-                "[Unit]\n"
-                "SourcePath=%s\n"
-                "\n"
-                "[Service]\n"
-                "Environment=LOOP_CHANNEL=%s\n"
-                "LoadCredential=egress.json:%s\n",
-                escaped_path, c->name, escaped);
+        fprintf(f, "LoadCredential=egress.json:%s\n", escaped);
         r = unit_file_finish(f, name);
         if (r < 0)
                 return r;
