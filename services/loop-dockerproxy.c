@@ -1595,8 +1595,11 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
                 conn_record(c);
                 c->rule = NULL;         /* recorded */
         }
-        if (r < 0)
+        if (r < 0) {                    /* the client left before the head reached it */
+                if (c->hold_until_engine_done)
+                        drain_until_engine_done(up, c->io_scratch);
                 return r;
+        }
 
         HttpResponseHead rest = h;
         rest.length -= with_head;
