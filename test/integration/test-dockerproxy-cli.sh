@@ -166,7 +166,7 @@ for kind in podman docker; do
         is "$out" "built-through-proxy" "$kind: the built image runs"
         out=$(timeout 60 "$DOCKER" run --rm "proxy-built-$kind:latest" cat /nets 2>&1)
         is "$out" "lo " "$kind: a build's RUN step had no network but loopback (networkmode forced to none)"
-        like "$(engine_api "$sock" "http://d/v1.41/networks/$([ $kind = docker ] && echo bridge || echo podman)")" '"Gateway"' \
+        like "$(engine_api "$sock" "http://d/v1.41/networks/$([ $kind = docker ] && echo bridge || echo podman)")" '"Subnet"' \
                 "$kind: (straight on the engine, its default network is there to be joined)"
         if [ "$kind" = podman ]; then
                 # Podman's RUN steps join the proxy's namespace by /proc/PID/ns/net: a client that leaves
