@@ -12,28 +12,14 @@
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
-# shellcheck source=test/lib/tap.sh
-. "$lib/tap.sh"
-# shellcheck source=test/lib/nspawn.sh
-. "$lib/nspawn.sh"
-# shellcheck source=test/lib/stage.sh
-. "$lib/stage.sh"
-# shellcheck source=test/lib/test-image.sh
-. "$lib/test-image.sh"
+# shellcheck source=test/lib/systemd-test.sh
+. "$lib/systemd-test.sh"
 
-: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
-: "${LOOP_SOURCE_DIR:=$(dirname "$(readlink -f "$0")")/../..}"
-export LOOP_BUILD_DIR LOOP_SOURCE_DIR
-
-nspawn_require || bail_out "integration tests need root and systemd-nspawn (see above)"
-stage_install || bail_out "could not build and install the staging tree"
+systemd_test_prepare
 
 M=loop-gatect-$$
 IMAGE=localhost/loop-test:latest
-cfg=$(mktemp -d "${TMPDIR:-/tmp}/loop-gatect-etc.XXXXXX") || bail_out "mktemp failed"
-atexit "rm -rf '$cfg'"
-mkdir -p "$cfg/channels.d"
-build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
+systemd_test_config loop-gatect
 
 # uname needs a human; reading the work dir's secret.txt too. Everything else: the default document.
 cat >"$cfg/loop.json" <<EOF

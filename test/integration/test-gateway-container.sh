@@ -26,21 +26,10 @@
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
-# shellcheck source=test/lib/tap.sh
-. "$lib/tap.sh"
-# shellcheck source=test/lib/nspawn.sh
-. "$lib/nspawn.sh"
-# shellcheck source=test/lib/stage.sh
-. "$lib/stage.sh"
-# shellcheck source=test/lib/test-image.sh
-. "$lib/test-image.sh"
+# shellcheck source=test/lib/systemd-test.sh
+. "$lib/systemd-test.sh"
 
-: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
-: "${LOOP_SOURCE_DIR:=$(dirname "$(readlink -f "$0")")/../..}"
-export LOOP_BUILD_DIR LOOP_SOURCE_DIR
-
-nspawn_require || bail_out "integration tests need root and systemd-nspawn (see above)"
-stage_install || bail_out "could not build and install the staging tree"
+systemd_test_prepare
 
 M=loop-gateway-$$
 IMAGE=localhost/loop-test:latest

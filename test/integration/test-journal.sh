@@ -9,12 +9,8 @@
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
-# shellcheck source=test/lib/tap.sh
-. "$lib/tap.sh"
-# shellcheck source=test/lib/nspawn.sh
-. "$lib/nspawn.sh"
-# shellcheck source=test/lib/stage.sh
-. "$lib/stage.sh"
+# shellcheck source=test/lib/systemd-test.sh
+. "$lib/systemd-test.sh"
 
 EMIT_HOST=$LOOP_BUILD_DIR/test/integration/audit-emit
 EMIT=/opt/loop-test/audit-emit

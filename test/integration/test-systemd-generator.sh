@@ -8,15 +8,10 @@
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
-# shellcheck source=test/lib/tap.sh
-. "$lib/tap.sh"
-# shellcheck source=test/lib/nspawn.sh
-. "$lib/nspawn.sh"
-# shellcheck source=test/lib/stage.sh
-. "$lib/stage.sh"
+# shellcheck source=test/lib/systemd-test.sh
+. "$lib/systemd-test.sh"
 
-nspawn_require || bail_out "integration tests need root and systemd-nspawn (see above)"
-stage_install || bail_out "could not build and install the staging tree"
+systemd_test_prepare
 
 M=loop-gen-$$
 UNITDIR=/usr/local/lib/systemd/system

@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
+#
+# The start every test of loop under a real systemd shares: sourcing this file sources TAP (tap.sh), the
+# nspawn harness (nspawn.sh), the staged install (stage.sh) and the test image (test-image.sh), and
+# exports LOOP_SOURCE_DIR and LOOP_BUILD_DIR (this checkout and its build/ unless set). Then:
+#   systemd_test_prepare         bails out unless systemd-nspawn can boot here, then stages the build
+#   systemd_test_config NAME     a fresh config dir in $cfg (removed at exit) with channels.d/ and the
+#                                test image's rootfs (cfg/rootfs), named after NAME
+
+_systemd_test_lib=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+# shellcheck source=test/lib/tap.sh
+. "$_systemd_test_lib/tap.sh"
+# shellcheck source=test/lib/nspawn.sh
+. "$_systemd_test_lib/nspawn.sh"
+# shellcheck source=test/lib/stage.sh
+. "$_systemd_test_lib/stage.sh"
+# shellcheck source=test/lib/test-image.sh
+. "$_systemd_test_lib/test-image.sh"
+
+: "${LOOP_SOURCE_DIR:=$(readlink -f "$_systemd_test_lib/../..")}"
+: "${LOOP_BUILD_DIR:=$LOOP_SOURCE_DIR/build}"
+export LOOP_BUILD_DIR LOOP_SOURCE_DIR
+
+systemd_test_prepare() {
+        nspawn_require || bail_out "integration tests need root and systemd-nspawn (see above)"
+        stage_install || bail_out "could not build and install the staging tree"
+}
+
+systemd_test_config() {
+        cfg=$(mktemp -d "${TMPDIR:-/tmp}/$1-etc.XXXXXX") || bail_out "mktemp failed"
+        atexit "rm -rf '$cfg'"
+        mkdir -p "$cfg/channels.d"
+        build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
+}
