@@ -200,7 +200,11 @@ static size_t pump_pending(const PumpDirection *d) {
 
 /* Each step moves as much as the sockets take without blocking: read (or splice in), write out at once
  * without a poll() in between, again, up to IO_PUMP_ROUNDS_MAX rounds before the other direction gets
- * its turn. A poll() per buffer each way would cost more system calls than the bytes are worth. */
+ * its turn. A poll() per buffer each way would cost more system calls than the bytes are worth. A read
+ * that came back short found the socket dry: reading again at once would only be told EAGAIN (a system
+ * call per message of a request-response exchange, a fourth of a tunnel's calls), so poll() waits for
+ * more. A splice() into a pipe also stops short where the socket's segments take up the pipe's slots
+ * (a page each): under IO_PUMP_DRAINED_BELOW only if they were smaller than 1 KiB. */
 static int pump_step_splice(PumpDirection *d, short revents_from, short revents_to) {
         bool readable = revents_from & (POLLIN | POLLHUP | POLLERR);
         ssize_t k;
@@ -214,8 +218,11 @@ static int pump_step_splice(PumpDirection *d, short revents_from, short revents_
                                 readable = false;
                         } else if (k == 0)
                                 d->eof = true;
-                        else
+                        else {
                                 d->in_pipe = (size_t) k;
+                                if ((size_t) k < IO_PUMP_DRAINED_BELOW)
+                                        readable = false;
+                        }
                 }
                 if (d->in_pipe == 0)
                         return 0;
@@ -249,6 +256,8 @@ static int pump_step_copy(PumpDirection *d, short revents_from, short revents_to
                         else {
                                 d->start = 0;
                                 d->end = (size_t) k;
+                                if ((size_t) k < IO_PUMP_COPY_BUFFER_SIZE)
+                                        readable = false;
                         }
                 }
                 if (d->start == d->end)

@@ -44,6 +44,7 @@ int mkdir_owned(const char *path, mode_t mode, uid_t uid, gid_t gid);
 #define IO_PUMP_PIPES_GROWN_MAX 16U
 #define IO_PUMP_COPY_BUFFER_SIZE (256U * 1024U)
 #define IO_PUMP_ROUNDS_MAX 16U                  /* buffers moved one way before the other way's turn */
+#define IO_PUMP_DRAINED_BELOW (16U * 1024U)     /* a shorter splice() in found the socket dry */
 typedef struct FdPumpStats {
         uint64_t a_to_b, b_to_a;                /* bytes moved */
         size_t pipe_size_max;                   /* the largest pipe a direction had; 0: copied */

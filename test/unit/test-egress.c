@@ -573,6 +573,50 @@ static void *write_bulk(void *userdata) {
         return NULL;
 }
 
+/* Request and answer, one after the other, over TCP as through a tunnel: each message is the last the
+ * sender sends before it waits, so every read the pump makes comes back short (the socket ran dry) and
+ * the next message must wake it again. Sizes below and above IO_PUMP_DRAINED_BELOW. */
+static void test_pump_exchange(bool no_splice) {
+        const char *how = no_splice ? " (splice ENOSYS: copied)" : "";
+        static const size_t sizes[] = { 1, 100, 1500, IO_PUMP_DRAINED_BELOW - 1, IO_PUMP_DRAINED_BELOW, 40 * 1024 };
+        struct timeval tv = { .tv_sec = 5 };    /* a lost wake-up fails the test instead of hanging it */
+        static char out[40 * 1024], in[40 * 1024];
+        int client, a, b, server;
+        unsigned requests_ok = 0, answers_ok = 0, n = 0;
+        PumpRun run;
+        pthread_t pump;
+
+        tcp_pair(&client, &a);
+        tcp_pair(&b, &server);
+        (void) setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        (void) setsockopt(server, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        run = (PumpRun) { .a = a, .b = b, .no_splice = no_splice, .half_closed_ms = -1 };
+        pthread_create(&pump, NULL, pump_thread, &run);
+        for (unsigned i = 0; i < 50; i++)
+                for (size_t j = 0; j < ELEMENTSOF(sizes); j++, n++) {
+                        size_t size = sizes[j], answer = sizes[ELEMENTSOF(sizes) - 1 - j];
+
+                        memset(out, 'a' + (int) (n % 26), size);
+                        if (loop_write(client, out, size) == 0 && loop_read(server, in, size) == (ssize_t) size &&
+                            memcmp(in, out, size) == 0)
+                                requests_ok++;
+                        memset(out, 'A' + (int) (n % 26), answer);
+                        if (loop_write(server, out, answer) == 0 && loop_read(client, in, answer) == (ssize_t) answer &&
+                            memcmp(in, out, answer) == 0)
+                                answers_ok++;
+                }
+        is_int(requests_ok, n, "%u requests of 1 byte to 40 KiB cross the pump one at a time, each complete%s", n, how);
+        is_int(answers_ok, n, "...and so do their answers, each before the next request%s", how);
+        (void) shutdown(client, SHUT_WR);
+        (void) shutdown(server, SHUT_WR);
+        pthread_join(pump, NULL);
+        ok(run.r == 0, "the pump ends cleanly once both sides are done%s", how);
+        safe_close(client);
+        safe_close(a);
+        safe_close(b);
+        safe_close(server);
+}
+
 /* A download through a tunnel, over TCP as in the gateway: the bulk direction's pipe grows, so that one
  * splice() moves up to a megabyte, and the process's count of grown pipes goes back when it ends. */
 static void test_pump_bulk(void) {
@@ -702,6 +746,8 @@ int main(void) {
         test_handover();
         test_pump(false);
         test_pump(true);
+        test_pump_exchange(false);
+        test_pump_exchange(true);
         test_pump_bulk();
         test_pump_grown_cap();
         test_pump_half_closed();
