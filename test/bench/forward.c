@@ -148,8 +148,10 @@ static void connection_run(int client) {
                                 continue;
                         break;
                 }
-                if (((p[0].revents | p[1].revents) & POLLNVAL) ||
-                    direction_move(&d[0]) < 0 || direction_move(&d[1]) < 0)
+                if ((p[0].revents | p[1].revents) & POLLNVAL)
+                        break;
+                /* only the direction poll() woke: trying the other would be a splice() that finds nothing */
+                if ((p[0].revents && direction_move(&d[0]) < 0) || (p[1].revents && direction_move(&d[1]) < 0))
                         break;
         }
 out:
