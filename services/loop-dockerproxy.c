@@ -195,34 +195,49 @@ static bool proxy_network_is_isolated(void) {
 
 /* ---- the journal ---- */
 
+/* The fields of fixed form (a method, a rule id, numbers) are formatted into buffers on the stack: this
+ * runs for every request. The values of free form (the path, the reason, the approver's name) are
+ * allocated, each once. */
+#define PROXY_RECORD_FIELD_MAX 128U
+
+static char *record_field(const char *name, const char *value) {
+        size_t n = strlen(name), v = strlen(value);
+        char *s = malloc(n + v + 1);
+
+        if (s)
+                memcpy(mempcpy(s, name, n), value, v + 1);
+        return s;
+}
+
 static void conn_record(Conn *c) {
-        _cleanup_free_ char *path = NULL, *f_method = NULL, *f_path = NULL, *f_rule = NULL, *f_decision = NULL,
-                *f_status = NULL, *f_latency = NULL, *f_actor = NULL, *f_reason = NULL, *reason = NULL,
-                *f_frozen = NULL, *f_frozen_us = NULL;
+        _cleanup_free_ char *path = NULL, *reason = NULL, *f_path = NULL, *f_reason = NULL, *f_actor = NULL;
+        char f_method[PROXY_RECORD_FIELD_MAX], f_rule[PROXY_RECORD_FIELD_MAX], f_status[PROXY_RECORD_FIELD_MAX],
+                f_latency[PROXY_RECORD_FIELD_MAX], f_frozen[PROXY_RECORD_FIELD_MAX], f_frozen_us[PROXY_RECORD_FIELD_MAX];
         const char *method = c->head.method ?: "-";
         uint64_t latency = clock_usec(CLOCK_MONOTONIC) - c->start_usec;
         bool deny = !streq_ptr(c->decision, "allow");
 
         path = text_escape_display(c->target.path ?: strempty(c->head.path), PROXY_DISPLAY_MAX);
         reason = text_escape_display(strempty(c->reason), PROXY_DISPLAY_MAX);
-        if (!path || !reason ||
-            asprintf(&f_method, "LOOP_METHOD=%s", method) < 0 ||
-            asprintf(&f_path, "LOOP_PATH=%s", path) < 0 ||
-            asprintf(&f_rule, "LOOP_RULE=%s", strna(c->rule)) < 0 ||
-            asprintf(&f_decision, "LOOP_DECISION=%s", deny ? "deny" : "allow") < 0 ||
-            asprintf(&f_status, "LOOP_STATUS=%d", c->status) < 0 ||
-            asprintf(&f_latency, "LOOP_LATENCY_NS=%" PRIu64, latency * 1000U) < 0 ||
-            asprintf(&f_actor, "LOOP_ACTOR=%s", c->actor ?: "policy") < 0 ||
-            asprintf(&f_reason, "LOOP_REASON=%s", reason) < 0 ||
-            (c->froze && (asprintf(&f_frozen, "LOOP_FROZEN=%u", c->n_frozen) < 0 ||
-                          asprintf(&f_frozen_us, "LOOP_FROZEN_US=%" PRIu64, c->frozen_usec) < 0))) {
-                log_oom();
-                return;
-        }
-        char *extra[12] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule, f_decision, f_status, f_latency,
+        if (!path || !reason)
+                goto oom;
+        f_path = record_field("LOOP_PATH=", path);
+        f_reason = record_field("LOOP_REASON=", reason);
+        f_actor = record_field("LOOP_ACTOR=", c->actor ?: "policy");
+        if (!f_path || !f_reason || !f_actor)
+                goto oom;
+        /* the method is a token of at most HTTP_METHOD_MAX bytes (src/http-server.c) */
+        snprintf(f_method, sizeof(f_method), "LOOP_METHOD=%s", method);
+        snprintf(f_rule, sizeof(f_rule), "LOOP_RULE=%s", strna(c->rule));
+        snprintf(f_status, sizeof(f_status), "LOOP_STATUS=%d", c->status);
+        snprintf(f_latency, sizeof(f_latency), "LOOP_LATENCY_NS=%" PRIu64, latency * 1000U);
+        char *extra[12] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule,
+                            (char *) (deny ? "LOOP_DECISION=deny" : "LOOP_DECISION=allow"), f_status, f_latency,
                             f_actor };
         size_t n = 8;
         if (c->froze) {         /* a start with pins: how many of the channel's containers it froze, how long */
+                snprintf(f_frozen, sizeof(f_frozen), "LOOP_FROZEN=%u", c->n_frozen);
+                snprintf(f_frozen_us, sizeof(f_frozen_us), "LOOP_FROZEN_US=%" PRIu64, c->frozen_usec);
                 extra[n++] = f_frozen;
                 extra[n++] = f_frozen_us;
         }
@@ -233,6 +248,9 @@ static void conn_record(Conn *c) {
         (void) audit_log(AUDIT_DOCKERPROXY_REQUEST, deny ? LOG_WARNING : LOG_INFO, &f,
                          "Docker API %s: %s %s -> %d (rule %s%s%s)", deny ? "deny" : "allow", method, path,
                          c->status, strna(c->rule), isempty(c->reason) ? "" : ": ", reason);
+        return;
+oom:
+        log_oom();
 }
 
 /* ---- I/O ---- */
@@ -1688,6 +1706,8 @@ static int conn_handle(Conn *c) {
                 .header_size_max = PROXY_HEADER_SIZE_MAX, .headers_max = PROXY_HEADERS_MAX, .chunked = true,
         };
         _cleanup_(http_request_done) HttpRequest full = {};
+        const char *req_body = "";      /* the request's JSON body as sent (full.body), or empty */
+        size_t req_body_size = 0;
         _cleanup_(json_object_putp) json_object *body = NULL;
         _cleanup_free_ char *forced = NULL;
         _cleanup_(json_object_putp) json_object *start_inspect = NULL;
@@ -1748,6 +1768,15 @@ static int conn_handle(Conn *c) {
                 c->complete = true;
                 c->consumed = c->head_size;
                 c->keep_alive = c->head.keep_alive;
+        } else if (!stream && c->content_length == 0 && !c->head.chunked) {
+                /* no body (most requests: lists, inspects, pings): the head parsed above is the whole
+                 * request, not parsed a second time for a body of nothing */
+                c->complete = true;
+                c->consumed = c->head_size;
+                c->keep_alive = c->head.keep_alive;
+                r = proxy_body_parse("", 0, &body);
+                if (r < 0)
+                        return conn_reply(c, 500, NULL, "out of memory");
         } else if (!stream) {
                 size_t max = PROXY_BODY_MAX;
                 HttpParseInfo info;
@@ -1785,6 +1814,8 @@ static int conn_handle(Conn *c) {
                         }
                 }
                 r = proxy_body_parse(full.body, full.body_size, &body);
+                req_body = full.body;
+                req_body_size = full.body_size;
                 if (r == -EFBIG)
                         return conn_reply(c, 413, "parse", "request body too large");
                 if (r < 0)
@@ -2014,14 +2045,14 @@ static int conn_handle(Conn *c) {
                 return r;
         }
         if (frozen_start)
-                return conn_start_frozen(c, start_inspect, full.body, full.body_size);
+                return conn_start_frozen(c, start_inspect, req_body, req_body_size);
         if (pause) {
                 pthread_mutex_lock(&p->start_lock);
-                r = conn_forward(c, full.body, full.body_size, NULL, 0);
+                r = conn_forward(c, req_body, req_body_size, NULL, 0);
                 pthread_mutex_unlock(&p->start_lock);
                 return r;
         }
-        return conn_forward(c, full.body, full.body_size, NULL, 0);
+        return conn_forward(c, req_body, req_body_size, NULL, 0);
 }
 
 /* After refusing a request whose body the client is still sending (a build context, say), read and drop
