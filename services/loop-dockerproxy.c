@@ -1368,17 +1368,26 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
                                         return 0;
                         }
                         need_wait = hijack;
-                        ssize_t k = recv(up, buf, PROXY_IO_BUFFER, hijack ? 0 : MSG_DONTWAIT);
-                        if (k < 0 && errno == EAGAIN) {
-                                need_wait = true;
-                                continue;
+                        /* what the engine has sent so far, in one buffer and so one send(): a log stream
+                         * comes in chunks of a few KB (a line each), and every send() wakes the client */
+                        n = 0;
+                        for (;;) {
+                                ssize_t k = recv(up, buf + n, PROXY_IO_BUFFER - n, hijack ? 0 : MSG_DONTWAIT);
+                                if (k < 0 && errno == EINTR)
+                                        continue;
+                                if (k < 0 && errno == EAGAIN)
+                                        need_wait = true;
+                                if (k <= 0)
+                                        break;          /* the end or an error comes again after the data */
+                                n += (size_t) k;
+                                if (hijack || n == PROXY_IO_BUFFER)
+                                        break;
                         }
-                        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                        if (n == 0 && need_wait)
                                 continue;
-                        if (k <= 0)
+                        if (n == 0)
                                 break;
                         data = buf;
-                        n = (size_t) k;
                 }
 
                 bool done = false, surplus = false;
