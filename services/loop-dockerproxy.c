@@ -1440,7 +1440,7 @@ static int response_head_for_client(const char *head, size_t size, bool keep_ali
                 return -ENOMEM;
         p = buf;
         for (bool status_line = true; line < end; line = eol + 2, status_line = false) {
-                eol = memmem(line, (size_t) (end + 2 - line), "\r\n", 2);
+                eol = http_find_crlf(line, (size_t) (end + 2 - line));
                 size_t len = (size_t) (eol - line);
                 if (status_line || !(header_line_is(line, len, "Connection") || header_line_is(line, len, "Keep-Alive") ||
                                      header_line_is(line, len, "Proxy-Connection")))
