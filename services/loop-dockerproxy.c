@@ -1332,6 +1332,10 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
         bool framed = !hijack && (h->chunked || h->has_length || head_request || h->status == 204 ||
                                   h->status == 304 || h->status < 200);
         bool client_open = true;
+        /* an answer held to its end (c->hold_until_engine_done) is read without a client once it left:
+         * the engine is not told (a shutdown() would make Podman cancel the request and close while its
+         * build's steps still run in this process's network namespace) */
+        bool client_gone = false;
         int r;
 
         if (framed && !h->chunked && (head_request || h->status == 204 || h->status == 304 || h->status < 200 || left == 0))
@@ -1364,6 +1368,11 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
                                 r = relay_wait(c, up, hijack, &client_open);
                                 if (r < 0)
                                         return r;
+                                if (r == 0 && framed && c->hold_until_engine_done) {
+                                        client_open = false;    /* relay_wait() watches the engine alone */
+                                        client_gone = true;
+                                        continue;
+                                }
                                 if (r == 0)
                                         return 0;
                         }
@@ -1414,11 +1423,14 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
                         conn_record(c);
                         c->rule = NULL;         /* recorded */
                 } else
-                        r = send_all(c->fd, data, n);
-                if (r < 0)
+                        r = client_gone ? 0 : send_all(c->fd, data, n);
+                if (r < 0 && framed && c->hold_until_engine_done) {
+                        client_open = false;
+                        client_gone = true;
+                } else if (r < 0)
                         return r;
                 if (done)
-                        return !surplus;        /* an engine that says more than it framed is not reused */
+                        return client_gone ? 0 : !surplus;      /* an engine that says more than it framed is not reused */
         }
         (void) shutdown(c->fd, SHUT_WR);
         return 0;
@@ -1495,7 +1507,9 @@ static void conn_read_whole_answer(Conn *c, int up, char *buf, size_t *size, con
  * connection just then); one whose answer ended cleanly is kept for the next request. */
 /* Reads and drops what the engine still sends until it closes the connection (or it fails). Our side is
  * shut first: the engine sees the client gone (Go's server cancels a request whose client did so) and
- * closes the connection once its answer is over instead of keeping it alive. */
+ * closes the connection once its answer is over instead of keeping it alive. A framed answer whose
+ * client left is read to its end by relay() first, without that shutdown(): Podman, told, cancels a
+ * build and closes while the build's steps still run (which one of the two came first was a race). */
 static void drain_until_engine_done(int up, char *buf) {
         (void) shutdown(up, SHUT_WR);
         for (;;) {
