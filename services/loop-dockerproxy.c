@@ -146,6 +146,12 @@ typedef struct Conn {
         size_t head_size;
         uint64_t content_length;
         ProxyTarget target;
+        /* the http rules' verdict for the last request's method and path, which depends on nothing else
+         * (the policy is fixed for the process's life): a client polling one endpoint on a kept
+         * connection (a list, an inspect in a wait loop) is not run through the rules' regexes again */
+        char *http_verdict_path;
+        char http_verdict_method[HTTP_METHOD_MAX + 1];
+        ProxyVerdict http_verdict;
         /* the record */
         const char *rule;
         char rule_buf[PROXY_RULE_ID_MAX];
@@ -1846,7 +1852,16 @@ static int conn_handle(Conn *c) {
                                           "(invalid, too deep, or keys that differ only in case)");
         }
 
-        proxy_policy_check_http(p->policy, c->head.method, c->target.unversioned, &http);
+        if (c->http_verdict_path && streq(c->http_verdict_method, c->head.method) &&
+            streq(c->http_verdict_path, c->target.unversioned))
+                http = c->http_verdict;
+        else {
+                proxy_policy_check_http(p->policy, c->head.method, c->target.unversioned, &http);
+                free(c->http_verdict_path);
+                c->http_verdict_path = strdup(c->target.unversioned);   /* NULL: not kept, checked again */
+                snprintf(c->http_verdict_method, sizeof(c->http_verdict_method), "%s", c->head.method);
+                c->http_verdict = http;
+        }
         proxy_policy_check_body(p->policy, c->head.method, c->target.unversioned,
                                 http_request_header(&c->head, "Content-Type"), body, c->target.query, &bv);
         proxy_verdict_combine(&http, &bv, proxy_policy_default_decision(p->policy), &v);
@@ -2152,6 +2167,7 @@ static void conn_run(Conn *c) {
         free(c->reason);
         json_object_put(c->default_network);
         free(c->peer_name);
+        free(c->http_verdict_path);
         free(c->actor_owned);
         free(c->in);
         free(c->io);
