@@ -146,6 +146,12 @@ typedef struct Conn {
         size_t head_size;
         uint64_t content_length;
         ProxyTarget target;
+        /* the http rules' verdict for the last request's method and path, which depends on nothing else
+         * (the policy is fixed for the process's life): a client polling one endpoint on a kept
+         * connection (a list, an inspect in a wait loop) is not run through the rules' regexes again */
+        char *http_verdict_path;
+        char http_verdict_method[HTTP_METHOD_MAX + 1];
+        ProxyVerdict http_verdict;
         /* the record */
         const char *rule;
         char rule_buf[PROXY_RULE_ID_MAX];
@@ -195,34 +201,49 @@ static bool proxy_network_is_isolated(void) {
 
 /* ---- the journal ---- */
 
+/* The fields of fixed form (a method, a rule id, numbers) are formatted into buffers on the stack: this
+ * runs for every request. The values of free form (the path, the reason, the approver's name) are
+ * allocated, each once. */
+#define PROXY_RECORD_FIELD_MAX 128U
+
+static char *record_field(const char *name, const char *value) {
+        size_t n = strlen(name), v = strlen(value);
+        char *s = malloc(n + v + 1);
+
+        if (s)
+                memcpy(mempcpy(s, name, n), value, v + 1);
+        return s;
+}
+
 static void conn_record(Conn *c) {
-        _cleanup_free_ char *path = NULL, *f_method = NULL, *f_path = NULL, *f_rule = NULL, *f_decision = NULL,
-                *f_status = NULL, *f_latency = NULL, *f_actor = NULL, *f_reason = NULL, *reason = NULL,
-                *f_frozen = NULL, *f_frozen_us = NULL;
+        _cleanup_free_ char *path = NULL, *reason = NULL, *f_path = NULL, *f_reason = NULL, *f_actor = NULL;
+        char f_method[PROXY_RECORD_FIELD_MAX], f_rule[PROXY_RECORD_FIELD_MAX], f_status[PROXY_RECORD_FIELD_MAX],
+                f_latency[PROXY_RECORD_FIELD_MAX], f_frozen[PROXY_RECORD_FIELD_MAX], f_frozen_us[PROXY_RECORD_FIELD_MAX];
         const char *method = c->head.method ?: "-";
         uint64_t latency = clock_usec(CLOCK_MONOTONIC) - c->start_usec;
         bool deny = !streq_ptr(c->decision, "allow");
 
         path = text_escape_display(c->target.path ?: strempty(c->head.path), PROXY_DISPLAY_MAX);
         reason = text_escape_display(strempty(c->reason), PROXY_DISPLAY_MAX);
-        if (!path || !reason ||
-            asprintf(&f_method, "LOOP_METHOD=%s", method) < 0 ||
-            asprintf(&f_path, "LOOP_PATH=%s", path) < 0 ||
-            asprintf(&f_rule, "LOOP_RULE=%s", strna(c->rule)) < 0 ||
-            asprintf(&f_decision, "LOOP_DECISION=%s", deny ? "deny" : "allow") < 0 ||
-            asprintf(&f_status, "LOOP_STATUS=%d", c->status) < 0 ||
-            asprintf(&f_latency, "LOOP_LATENCY_NS=%" PRIu64, latency * 1000U) < 0 ||
-            asprintf(&f_actor, "LOOP_ACTOR=%s", c->actor ?: "policy") < 0 ||
-            asprintf(&f_reason, "LOOP_REASON=%s", reason) < 0 ||
-            (c->froze && (asprintf(&f_frozen, "LOOP_FROZEN=%u", c->n_frozen) < 0 ||
-                          asprintf(&f_frozen_us, "LOOP_FROZEN_US=%" PRIu64, c->frozen_usec) < 0))) {
-                log_oom();
-                return;
-        }
-        char *extra[12] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule, f_decision, f_status, f_latency,
+        if (!path || !reason)
+                goto oom;
+        f_path = record_field("LOOP_PATH=", path);
+        f_reason = record_field("LOOP_REASON=", reason);
+        f_actor = record_field("LOOP_ACTOR=", c->actor ?: "policy");
+        if (!f_path || !f_reason || !f_actor)
+                goto oom;
+        /* the method is a token of at most HTTP_METHOD_MAX bytes (src/http-server.c) */
+        snprintf(f_method, sizeof(f_method), "LOOP_METHOD=%s", method);
+        snprintf(f_rule, sizeof(f_rule), "LOOP_RULE=%s", strna(c->rule));
+        snprintf(f_status, sizeof(f_status), "LOOP_STATUS=%d", c->status);
+        snprintf(f_latency, sizeof(f_latency), "LOOP_LATENCY_NS=%" PRIu64, latency * 1000U);
+        char *extra[12] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule,
+                            (char *) (deny ? "LOOP_DECISION=deny" : "LOOP_DECISION=allow"), f_status, f_latency,
                             f_actor };
         size_t n = 8;
         if (c->froze) {         /* a start with pins: how many of the channel's containers it froze, how long */
+                snprintf(f_frozen, sizeof(f_frozen), "LOOP_FROZEN=%u", c->n_frozen);
+                snprintf(f_frozen_us, sizeof(f_frozen_us), "LOOP_FROZEN_US=%" PRIu64, c->frozen_usec);
                 extra[n++] = f_frozen;
                 extra[n++] = f_frozen_us;
         }
@@ -233,6 +254,9 @@ static void conn_record(Conn *c) {
         (void) audit_log(AUDIT_DOCKERPROXY_REQUEST, deny ? LOG_WARNING : LOG_INFO, &f,
                          "Docker API %s: %s %s -> %d (rule %s%s%s)", deny ? "deny" : "allow", method, path,
                          c->status, strna(c->rule), isempty(c->reason) ? "" : ": ", reason);
+        return;
+oom:
+        log_oom();
 }
 
 /* ---- I/O ---- */
@@ -1314,6 +1338,10 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
         bool framed = !hijack && (h->chunked || h->has_length || head_request || h->status == 204 ||
                                   h->status == 304 || h->status < 200);
         bool client_open = true;
+        /* an answer held to its end (c->hold_until_engine_done) is read without a client once it left:
+         * the engine is not told (a shutdown() would make Podman cancel the request and close while its
+         * build's steps still run in this process's network namespace) */
+        bool client_gone = false;
         int r;
 
         if (framed && !h->chunked && (head_request || h->status == 204 || h->status == 304 || h->status < 200 || left == 0))
@@ -1346,21 +1374,35 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
                                 r = relay_wait(c, up, hijack, &client_open);
                                 if (r < 0)
                                         return r;
+                                if (r == 0 && framed && c->hold_until_engine_done) {
+                                        client_open = false;    /* relay_wait() watches the engine alone */
+                                        client_gone = true;
+                                        continue;
+                                }
                                 if (r == 0)
                                         return 0;
                         }
                         need_wait = hijack;
-                        ssize_t k = recv(up, buf, PROXY_IO_BUFFER, hijack ? 0 : MSG_DONTWAIT);
-                        if (k < 0 && errno == EAGAIN) {
-                                need_wait = true;
-                                continue;
+                        /* what the engine has sent so far, in one buffer and so one send(): a log stream
+                         * comes in chunks of a few KB (a line each), and every send() wakes the client */
+                        n = 0;
+                        for (;;) {
+                                ssize_t k = recv(up, buf + n, PROXY_IO_BUFFER - n, hijack ? 0 : MSG_DONTWAIT);
+                                if (k < 0 && errno == EINTR)
+                                        continue;
+                                if (k < 0 && errno == EAGAIN)
+                                        need_wait = true;
+                                if (k <= 0)
+                                        break;          /* the end or an error comes again after the data */
+                                n += (size_t) k;
+                                if (hijack || n == PROXY_IO_BUFFER)
+                                        break;
                         }
-                        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                        if (n == 0 && need_wait)
                                 continue;
-                        if (k <= 0)
+                        if (n == 0)
                                 break;
                         data = buf;
-                        n = (size_t) k;
                 }
 
                 bool done = false, surplus = false;
@@ -1387,11 +1429,14 @@ static int relay(Conn *c, int up, bool hijack, const HttpResponseHead *h, bool h
                         conn_record(c);
                         c->rule = NULL;         /* recorded */
                 } else
-                        r = send_all(c->fd, data, n);
-                if (r < 0)
+                        r = client_gone ? 0 : send_all(c->fd, data, n);
+                if (r < 0 && framed && c->hold_until_engine_done) {
+                        client_open = false;
+                        client_gone = true;
+                } else if (r < 0)
                         return r;
                 if (done)
-                        return !surplus;        /* an engine that says more than it framed is not reused */
+                        return client_gone ? 0 : !surplus;      /* an engine that says more than it framed is not reused */
         }
         (void) shutdown(c->fd, SHUT_WR);
         return 0;
@@ -1413,7 +1458,7 @@ static int response_head_for_client(const char *head, size_t size, bool keep_ali
                 return -ENOMEM;
         p = buf;
         for (bool status_line = true; line < end; line = eol + 2, status_line = false) {
-                eol = memmem(line, (size_t) (end + 2 - line), "\r\n", 2);
+                eol = http_find_crlf(line, (size_t) (end + 2 - line));
                 size_t len = (size_t) (eol - line);
                 if (status_line || !(header_line_is(line, len, "Connection") || header_line_is(line, len, "Keep-Alive") ||
                                      header_line_is(line, len, "Proxy-Connection")))
@@ -1468,7 +1513,9 @@ static void conn_read_whole_answer(Conn *c, int up, char *buf, size_t *size, con
  * connection just then); one whose answer ended cleanly is kept for the next request. */
 /* Reads and drops what the engine still sends until it closes the connection (or it fails). Our side is
  * shut first: the engine sees the client gone (Go's server cancels a request whose client did so) and
- * closes the connection once its answer is over instead of keeping it alive. */
+ * closes the connection once its answer is over instead of keeping it alive. A framed answer whose
+ * client left is read to its end by relay() first, without that shutdown(): Podman, told, cancels a
+ * build and closes while the build's steps still run (which one of the two came first was a race). */
 static void drain_until_engine_done(int up, char *buf) {
         (void) shutdown(up, SHUT_WR);
         for (;;) {
@@ -1691,6 +1738,8 @@ static int conn_handle(Conn *c) {
                 .header_size_max = PROXY_HEADER_SIZE_MAX, .headers_max = PROXY_HEADERS_MAX, .chunked = true,
         };
         _cleanup_(http_request_done) HttpRequest full = {};
+        const char *req_body = "";      /* the request's JSON body as sent (full.body), or empty */
+        size_t req_body_size = 0;
         _cleanup_(json_object_putp) json_object *body = NULL;
         _cleanup_free_ char *forced = NULL;
         _cleanup_(json_object_putp) json_object *start_inspect = NULL;
@@ -1751,6 +1800,15 @@ static int conn_handle(Conn *c) {
                 c->complete = true;
                 c->consumed = c->head_size;
                 c->keep_alive = c->head.keep_alive;
+        } else if (!stream && c->content_length == 0 && !c->head.chunked) {
+                /* no body (most requests: lists, inspects, pings): the head parsed above is the whole
+                 * request, not parsed a second time for a body of nothing */
+                c->complete = true;
+                c->consumed = c->head_size;
+                c->keep_alive = c->head.keep_alive;
+                r = proxy_body_parse("", 0, &body);
+                if (r < 0)
+                        return conn_reply(c, 500, NULL, "out of memory");
         } else if (!stream) {
                 size_t max = PROXY_BODY_MAX;
                 HttpParseInfo info;
@@ -1788,6 +1846,8 @@ static int conn_handle(Conn *c) {
                         }
                 }
                 r = proxy_body_parse(full.body, full.body_size, &body);
+                req_body = full.body;
+                req_body_size = full.body_size;
                 if (r == -EFBIG)
                         return conn_reply(c, 413, "parse", "request body too large");
                 if (r < 0)
@@ -1795,7 +1855,16 @@ static int conn_handle(Conn *c) {
                                           "(invalid, too deep, or keys that differ only in case)");
         }
 
-        proxy_policy_check_http(p->policy, c->head.method, c->target.unversioned, &http);
+        if (c->http_verdict_path && streq(c->http_verdict_method, c->head.method) &&
+            streq(c->http_verdict_path, c->target.unversioned))
+                http = c->http_verdict;
+        else {
+                proxy_policy_check_http(p->policy, c->head.method, c->target.unversioned, &http);
+                free(c->http_verdict_path);
+                c->http_verdict_path = strdup(c->target.unversioned);   /* NULL: not kept, checked again */
+                snprintf(c->http_verdict_method, sizeof(c->http_verdict_method), "%s", c->head.method);
+                c->http_verdict = http;
+        }
         proxy_policy_check_body(p->policy, c->head.method, c->target.unversioned,
                                 http_request_header(&c->head, "Content-Type"), body, c->target.query, &bv);
         proxy_verdict_combine(&http, &bv, proxy_policy_default_decision(p->policy), &v);
@@ -2017,14 +2086,14 @@ static int conn_handle(Conn *c) {
                 return r;
         }
         if (frozen_start)
-                return conn_start_frozen(c, start_inspect, full.body, full.body_size);
+                return conn_start_frozen(c, start_inspect, req_body, req_body_size);
         if (pause) {
                 pthread_mutex_lock(&p->start_lock);
-                r = conn_forward(c, full.body, full.body_size, NULL, 0);
+                r = conn_forward(c, req_body, req_body_size, NULL, 0);
                 pthread_mutex_unlock(&p->start_lock);
                 return r;
         }
-        return conn_forward(c, full.body, full.body_size, NULL, 0);
+        return conn_forward(c, req_body, req_body_size, NULL, 0);
 }
 
 /* After refusing a request whose body the client is still sending (a build context, say), read and drop
@@ -2101,6 +2170,7 @@ static void conn_run(Conn *c) {
         free(c->reason);
         json_object_put(c->default_network);
         free(c->peer_name);
+        free(c->http_verdict_path);
         free(c->actor_owned);
         free(c->in);
         free(c->io);

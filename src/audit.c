@@ -150,6 +150,13 @@ bool audit_field_name_is_secret(const char *name) {
         for (; *name; name++) {
                 char first = ascii_upper(*name);
 
+                /* most letters start no part: no walk over the parts for them */
+                switch (first) {
+                case 'T': case 'K': case 'S': case 'P': case 'A':       /* audit_secret_name_parts' first letters */
+                        break;
+                default:
+                        continue;
+                }
                 for (size_t i = 0; i < ELEMENTSOF(audit_secret_name_parts); i++) {
                         const char *part = audit_secret_name_parts[i];
                         size_t k = 1;
@@ -347,7 +354,8 @@ static int audit_entry_fill(AuditEntry *e, AuditEvent ev, const char *message, c
 }
 
 static int audit_send_journal(const AuditEntry *e, AuditEvent ev, int priority) {
-        _cleanup_free_ char *mid = NULL, *prio = NULL, *ident = NULL;
+        char mid[sizeof("MESSAGE_ID=") + 32], prio[sizeof("PRIORITY=") + 12];   /* a 128-bit id in hex; an int */
+        _cleanup_free_ char *ident = NULL;
         struct iovec iov[AUDIT_FIELDS_MAX + 3];
         char *bufs[AUDIT_FIELDS_MAX] = {};
         size_t n = 0;
@@ -358,13 +366,11 @@ static int audit_send_journal(const AuditEntry *e, AuditEvent ev, int priority) 
                 return -errno;
 
         r = -ENOMEM;
-        if (asprintf(&mid, "MESSAGE_ID=%s", audit_event_message_id(ev)) < 0)
-                mid = NULL;
-        if (asprintf(&prio, "PRIORITY=%d", priority) < 0)
-                prio = NULL;
+        snprintf(mid, sizeof(mid), "MESSAGE_ID=%s", audit_event_message_id(ev));
+        snprintf(prio, sizeof(prio), "PRIORITY=%d", priority);
         if (asprintf(&ident, "SYSLOG_IDENTIFIER=%s", program_invocation_short_name) < 0)
                 ident = NULL;
-        if (!mid || !prio || !ident)
+        if (!ident)
                 goto finish;
         iov[n++] = (struct iovec) { .iov_base = mid, .iov_len = strlen(mid) };
         iov[n++] = (struct iovec) { .iov_base = prio, .iov_len = strlen(prio) };
@@ -391,67 +397,88 @@ finish:
         return r;
 }
 
-/* A value on one console line: control characters escaped; quoted when it has blanks or quotes. */
-static void fputs_escaped(FILE *f, const char *s, bool quote_if_needed) {
+/* A value on one console line: control characters escaped; quoted when it has blanks or quotes. Written
+ * at p, which has room for 4 bytes per byte of s and 2 quotes (audit_write_console() sizes it); returns
+ * the end. Runs of plain bytes are copied whole: a record is written for every proxied request. */
+static char *escaped_stpcpy(char *p, const char *s, bool quote_if_needed) {
         bool quote = quote_if_needed && (*s == 0 || strpbrk(s, " \t\n\r\"\\'"));
+        static const char hex[] = "0123456789abcdef";
 
         if (quote)
-                fputc('"', f);
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
-                switch (*p) {
+                *p++ = '"';
+        for (;;) {
+                /* the bytes that go out as they are: printable ASCII but '"' and '\\', and UTF-8's high bytes */
+                size_t run = 0;
+                while (((unsigned char) s[run] >= ' ' && s[run] != 0x7f && s[run] != '"' && s[run] != '\\') ||
+                       (unsigned char) s[run] >= 0x80)
+                        run++;
+                p = mempcpy(p, s, run);
+                s += run;
+                if (*s == 0)
+                        break;
+                switch (*s) {
                 case '\n':
-                        fputs("\\n", f);
+                        p = mempcpy(p, "\\n", 2);
                         break;
                 case '\t':
-                        fputs("\\t", f);
+                        p = mempcpy(p, "\\t", 2);
                         break;
                 case '\r':
-                        fputs("\\r", f);
+                        p = mempcpy(p, "\\r", 2);
                         break;
                 case '"':
                 case '\\':
                         if (quote)
-                                fputc('\\', f);
-                        fputc(*p, f);
+                                *p++ = '\\';
+                        *p++ = *s;
                         break;
-                default:
-                        if (*p < ' ' || *p == 0x7f)
-                                fprintf(f, "\\x%02x", *p);
-                        else
-                                fputc(*p, f);
+                default:                /* other control characters and DEL */
+                        *p++ = '\\';
+                        *p++ = 'x';
+                        *p++ = hex[(unsigned char) *s >> 4];
+                        *p++ = hex[(unsigned char) *s & 0xf];
                 }
+                s++;
+        }
         if (quote)
-                fputc('"', f);
+                *p++ = '"';
+        return p;
 }
 
-/* "run-finished: MESSAGE [LOOP_CHANNEL=demo LOOP_SESSION=...]" */
+static bool audit_field_is(const AuditField *fld, const char *name) {
+        return fld->name_len == strlen(name) && memcmp(fld->name, name, fld->name_len) == 0;
+}
+
+/* "run-finished: MESSAGE [LOOP_CHANNEL=demo LOOP_SESSION=...]", built in one allocation sized first */
 static int audit_write_console(const AuditEntry *e, AuditEvent ev) {
         _cleanup_free_ char *line = NULL;
-        size_t size = 0;
+        const char *event = audit_event_to_string(ev);
+        size_t size = strlen(event) + sizeof(": ") + sizeof(" []\n");
         bool first = true;
-        FILE *f;
+        char *p;
 
-        f = open_memstream(&line, &size);
-        if (!f)
-                return -ENOMEM;
-        fprintf(f, "%s: ", audit_event_to_string(ev));
         for (size_t i = 0; i < e->n; i++)
-                if (e->fields[i].name_len == strlen("MESSAGE") && memcmp(e->fields[i].name, "MESSAGE", 7) == 0)
-                        fputs_escaped(f, e->fields[i].value, false);
+                size += 1 + e->fields[i].name_len + 1 + 4 * strlen(e->fields[i].value) + 2;
+        line = malloc(size);
+        if (!line)
+                return -ENOMEM;
+        p = stpcpy(stpcpy(line, event), ": ");
+        for (size_t i = 0; i < e->n; i++)
+                if (audit_field_is(&e->fields[i], "MESSAGE"))
+                        p = escaped_stpcpy(p, e->fields[i].value, false);
         for (size_t i = 0; i < e->n; i++) {
                 const AuditField *fld = &e->fields[i];
-                if ((fld->name_len == 7 && memcmp(fld->name, "MESSAGE", 7) == 0) ||
-                    (fld->name_len == 10 && memcmp(fld->name, "LOOP_EVENT", 10) == 0))
+                if (audit_field_is(fld, "MESSAGE") || audit_field_is(fld, "LOOP_EVENT"))
                         continue;
-                fputs(first ? " [" : " ", f);
+                p = stpcpy(p, first ? " [" : " ");
                 first = false;
-                fprintf(f, "%.*s=", (int) fld->name_len, fld->name);
-                fputs_escaped(f, fld->value, true);
+                p = mempcpy(p, fld->name, fld->name_len);
+                *p++ = '=';
+                p = escaped_stpcpy(p, fld->value, true);
         }
-        fputs(first ? "\n" : "]\n", f);
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        return loop_write(STDERR_FILENO, line, size);
+        p = stpcpy(p, first ? "\n" : "]\n");
+        assert((size_t) (p - line) < size);
+        return loop_write(STDERR_FILENO, line, (size_t) (p - line));
 }
 
 int audit_log(AuditEvent e, int priority, const AuditFields *f, const char *format, ...) {

@@ -56,6 +56,17 @@ static const char *memmem_crlfcrlf(const char *buf, size_t size) {
         return memmem(buf, size, "\r\n\r\n", 4);
 }
 
+/* memchr() finds the CR a word at a time; memmem() with a two-byte needle goes byte by byte, and a head is
+ * cut into lines for every request a proxy passes on. */
+const char *http_find_crlf(const char *buf, size_t size) {
+        const char *end = buf + size, *cr;
+
+        for (const char *p = buf; p < end && (cr = memchr(p, '\r', (size_t) (end - p))); p = cr + 1)
+                if (cr + 1 < end && cr[1] == '\n')
+                        return cr;
+        return NULL;
+}
+
 static int fail(int status, int error, int *ret_status) {
         *ret_status = status;
         return error;
@@ -610,12 +621,12 @@ static int parse_head(const char *buf, size_t size, const HttpLimits *l, HttpReq
                         return fail(400, -EBADMSG, ret_status);
         }
 
-        line_end = memmem(buf, head_size, "\r\n", 2);
+        line_end = http_find_crlf(buf, head_size);
         r_ = parse_request_line(buf, (size_t) (line_end - buf), &r, l->proxy_forms, ret_status);
         if (r_ < 0)
                 return r_;
         for (p = line_end + 2; p < end + 2; p = line_end + 2) {
-                line_end = memmem(p, (size_t) (end + 2 - p), "\r\n", 2);
+                line_end = http_find_crlf(p, (size_t) (end + 2 - p));
                 r_ = parse_header_line(p, (size_t) (line_end - p), &r, l, ret_status);
                 if (r_ < 0)
                         return r_;
@@ -822,13 +833,13 @@ int http_response_head_parse(const char *buf, size_t size, size_t head_max, Http
                 return -EBADMSG;
         h.status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
         h.close = buf[7] == '0';
-        line_end = memmem(buf, h.head_size, "\r\n", 2);
+        line_end = http_find_crlf(buf, h.head_size);
         for (p = line_end + 2; p < end; p = line_end + 2) {
                 char name[64], value[256];
                 const char *colon;
                 size_t nl, vl;
 
-                line_end = memmem(p, (size_t) (end + 2 - p), "\r\n", 2);
+                line_end = http_find_crlf(p, (size_t) (end + 2 - p));
                 colon = memchr(p, ':', (size_t) (line_end - p));
                 if (!colon)
                         return -EBADMSG;

@@ -168,6 +168,9 @@ typedef struct HttpResponseHead {
  * without a colon, a Content-Length that is not a number). */
 int http_response_head_parse(const char *buf, size_t size, size_t head_max, HttpResponseHead *ret);
 
+/* The first "\r\n" in buf[0..size), or NULL. */
+const char *http_find_crlf(const char *buf, size_t size);
+
 /* Whether a comma-separated header value (Connection, Transfer-Encoding) lists token, ignoring case and
  * the whitespace around elements. */
 bool http_token_list_contains(const char *list, const char *token);

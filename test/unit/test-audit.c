@@ -156,6 +156,18 @@ static void test_console_line(void) {
            "newlines are escaped and values are data, never a format") || (diag(out), 0);
 
         out = mfree(out);
+        char *odd[] = { (char *) "LOOP_QUOTED=say \"hi\" \\ ok", (char *) "LOOP_UTF8=na\xc3\xafve",
+                        (char *) "LOOP_CONTROL=\x01\x7f\t\r", (char *) "LOOP_EMPTY=", (char *) "LOOP_SLASH=a\\b", NULL };
+        f = (AuditFields) { .extra = odd };
+        capture_start();
+        (void) audit_log(AUDIT_RUN_TURN, LOG_INFO, &f, "m\"\\\x02");
+        out = capture_end();
+        is_str(out, "run-turn: m\"\\\\x02 [LOOP_QUOTED=\"say \\\"hi\\\" \\\\ ok\" LOOP_UTF8=na\xc3\xafve "
+                    "LOOP_CONTROL=\"\\x01\\x7f\\t\\r\" LOOP_EMPTY=\"\" LOOP_SLASH=\"a\\\\b\"]\n",
+               "quotes and backslashes are escaped inside quotes only, control bytes as \\xNN, UTF-8 as it is")
+                || (diag(out), 0);
+
+        out = mfree(out);
         capture_start();
         (void) audit_log(AUDIT_RUN_TURN, LOG_DEBUG, &f, "debug detail");
         out = capture_end();

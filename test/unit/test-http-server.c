@@ -517,6 +517,18 @@ static void test_proxy_forms(void) {
         }
 }
 
+static void test_find_crlf(void) {
+        static const char lines[] = "a\rb\r\nc\r\n";
+        static const char cr_last[] = "abc\r";
+
+        ok(http_find_crlf(lines, strlen(lines)) == lines + 3, "the first CRLF is found past a bare CR");
+        ok(http_find_crlf(lines + 5, strlen(lines) - 5) == lines + 6, "and the next one from where the line ends");
+        ok(!http_find_crlf(lines, 3) && !http_find_crlf(lines, 0), "none in bytes without one");
+        ok(!http_find_crlf(cr_last, strlen(cr_last)), "a CR as the last byte given is not a CRLF");
+        ok(http_find_crlf(lines, 4) == NULL && http_find_crlf(lines, 5) == lines + 3,
+           "a CRLF must lie whole within the size given");
+}
+
 int main(void) {
         test_proxy_forms();
         test_good();
@@ -532,5 +544,6 @@ int main(void) {
         test_chunked_caps();
         test_chunked_extensions_trailers();
         test_response_head();
+        test_find_crlf();
         return done_testing();
 }
