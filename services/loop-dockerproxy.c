@@ -1642,7 +1642,9 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
                 conn_record(c);
                 c->rule = NULL;         /* recorded */
         }
-        if (r < 0) {                    /* the client left before the head reached it */
+        /* the client left before the head reached it: an answer that holds the proxy is read to its end
+         * all the same when it is framed (relay() finds the client gone, the engine is not told) */
+        if (r < 0 && !(framed && c->hold_until_engine_done)) {
                 if (c->hold_until_engine_done)
                         drain_until_engine_done(up, c->io_scratch);
                 return r;
