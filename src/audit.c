@@ -150,13 +150,6 @@ bool audit_field_name_is_secret(const char *name) {
         for (; *name; name++) {
                 char first = ascii_upper(*name);
 
-                /* most letters start no part: no walk over the parts for them */
-                switch (first) {
-                case 'T': case 'K': case 'S': case 'P': case 'A':       /* audit_secret_name_parts' first letters */
-                        break;
-                default:
-                        continue;
-                }
                 for (size_t i = 0; i < ELEMENTSOF(audit_secret_name_parts); i++) {
                         const char *part = audit_secret_name_parts[i];
                         size_t k = 1;
