@@ -2423,24 +2423,12 @@ static int proxy_seccomp_option(Proxy *p) {
 }
 
 static int proxy_listen(Proxy *p) {
-        int n, r, fd;
+        int r;
 
-        n = sd_listen_fds(true);
-        if (n < 0)
-                return log_error_errno(n, "Failed to get the listening socket from systemd: %m");
-        if (n != 1)
-                return log_error_errno(EBADF, "Expected one socket from loop-dockerproxy@NAME.socket, got %d.", n);
-        fd = SD_LISTEN_FDS_START;
-        r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
-        if (r < 0)
-                return log_error_errno(r, "Cannot check the socket: %m");
-        if (r == 0)
-                return log_error_errno(EINVAL, "The socket is not a listening AF_UNIX stream socket.");
         /* the workers block in accept() */
-        r = fcntl(fd, F_GETFL);
-        if (r < 0 || fcntl(fd, F_SETFL, r & ~O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-                return log_error_errno(errno, "Cannot set up the socket: %m");
-        p->listen_fd = fd;
+        r = listen_fd_from_systemd(false, &p->listen_fd);
+        if (r < 0)
+                return log_error_errno(r, "Expected one listening AF_UNIX stream socket from loop-dockerproxy@NAME.socket: %m");
         for (unsigned i = 0; i < PROXY_WORKERS_INITIAL; i++) {
                 r = worker_spawn(p);
                 if (r < 0)

@@ -1884,20 +1884,11 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 }
 
 static int gateway_listen(Gateway *g) {
-        int n, r;
+        int r;
 
-        n = sd_listen_fds(true);
-        if (n < 0)
-                return log_error_errno(n, "Cannot get the listening socket from systemd: %m");
-        if (n != 1)
-                return log_error_errno(EINVAL, "Expected one socket from loop-gateway@.socket, got %d.", n);
-        r = sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0);
+        r = listen_fd_from_systemd(true, &g->listen_fd);
         if (r < 0)
-                return log_error_errno(r, "Cannot check the socket from systemd: %m");
-        if (r == 0)
-                return log_error_errno(EINVAL, "The socket from systemd is not a listening unix stream socket.");
-        g->listen_fd = SD_LISTEN_FDS_START;
-        (void) fcntl(g->listen_fd, F_SETFL, fcntl(g->listen_fd, F_GETFL) | O_NONBLOCK);
+                return log_error_errno(r, "Expected one listening AF_UNIX stream socket from loop-gateway@NAME.socket: %m");
         r = sd_event_add_io(g->event, NULL, g->listen_fd, EPOLLIN, on_accept, g);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch the listening socket: %m");
