@@ -1148,8 +1148,12 @@ static int load_file_rule(json_object *e, void *item) {
         if ((r = load_strv(e, "paths", &f->paths)) < 0 ||
             (r = load_string(e, "message", NULL, &f->message)) < 0)
                 return r;
-        for (size_t j = 0; ops && j < json_object_array_length(ops); j++)
-                f->operations |= 1U << file_op_from_string(json_object_get_string(json_object_array_get_idx(ops, j)));
+        for (size_t j = 0; ops && j < json_object_array_length(ops); j++) {
+                FileOp op = file_op_from_string(json_object_get_string(json_object_array_get_idx(ops, j)));
+                if (op < 0)             /* the schema refused it already; never a shift by -1 */
+                        return -EINVAL;
+                f->operations |= 1U << op;
+        }
         f->decision = load_decision(e, "decision", DECISION_DENY);
         return 0;
 }
