@@ -34,7 +34,7 @@
 static const char *kind_name = "engine";
 static char run_id[32];
 
-#define STRV_MAKE(...) ((char *[]) { __VA_ARGS__, NULL })
+#define STRV_MAKE(...) ((char **) ((const char *[]) { __VA_ARGS__, NULL }))
 
 static char *strf(const char *fmt, ...) _printf_(1, 2);
 static char *strf(const char *fmt, ...) {

@@ -11,7 +11,7 @@
 #include "io-util.h"
 #include "tap.h"
 
-#define ARGV(...) ((char *[]) { __VA_ARGS__, NULL })
+#define ARGV(...) ((char **) ((const char *[]) { __VA_ARGS__, NULL }))
 #define OP(o) (1U << (o))
 
 static json_object *parse(const char *text) {
