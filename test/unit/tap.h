@@ -24,6 +24,13 @@ static inline int ok(int cond, const char *fmt, ...) {
         return cond;
 }
 
+/* A point that cannot be tested here, in TAP's own form: "ok N - NAME # SKIP REASON". */
+static inline void skip(const char *name, const char *reason) {
+        tap_count++;
+        printf("ok %u - %s # SKIP %s\n", tap_count, name, reason);
+        fflush(stdout);
+}
+
 /* Compare two strings, printing both on mismatch. */
 #define is_str(got, want, ...)                                                                   \
         ({                                                                                       \

@@ -1388,11 +1388,9 @@ static void test_plan_invalid(void) {
 
         snprintf(saved, sizeof saved, "%s", work);
         snprintf(work, sizeof work, "%s", tpath("a:b"));
-        if (load_config(&colon, "%s", "") == 0) {
-                in = input(&colon);
-                is_int(container_plan_build(&in, &p), -EINVAL, "a work dir with ':' cannot be bound: -EINVAL");
-        } else
-                ok(true, "a work dir with ':' is refused by the config module already");
+        ok(load_config(&colon, "%s", "") == 0, "a work dir with ':' passes the config module");
+        in = input(&colon);
+        is_int(container_plan_build(&in, &p), -EINVAL, "...but cannot be bound: -EINVAL");
         snprintf(work, sizeof work, "%s", saved);
         ok(!p, "failed builds never set the output");
 }

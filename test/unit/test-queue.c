@@ -141,7 +141,7 @@ static void test_open(void) {
                    "as root, the queue dirs are given the state root's group (group loop)");
                 q = queue_free(q);
         } else
-                ok(1, "# SKIP giving the queue dirs a group needs root");
+                skip("as root, the queue dirs are given the state root's group (group loop)", "needs root");
         ok(queue_open("", true, &q) == -EINVAL, "an empty state dir is refused");
 }
 
@@ -417,7 +417,7 @@ static void test_sender_is_owner(void) {
         const char *p = path_of("owner/inbox/%s", "00000000000000000001-00000000.json");
 
         if (geteuid() != 0) {
-                ok(1, "# SKIP checking the sender against the file owner needs root");
+                skip("a message claiming another sender than its file's owner is recorded as the owner's", "needs root");
                 return;
         }
         write_text(p, "{\"id\":\"00000000000000000001-00000000\",\"prompt\":\"p\",\"sender\":\"root\","
@@ -438,7 +438,7 @@ static void test_member(void) {
         pid_t pid;
 
         if (geteuid() != 0) {
-                ok(1, "# SKIP sending as a member of the queue's group needs root");
+                skip("sending as a member of the queue's group", "needs root");
                 return;
         }
         sh("mkdir -p %s", path_of("members"));
@@ -582,7 +582,7 @@ static void test_cli(void) {
         int r;
 
         if (isempty(getenv("LOOP_BIN"))) {
-                ok(1, "# SKIP LOOP_BIN is not set: the CLI is not tested");
+                skip("the loop CLI on the queue", "LOOP_BIN is not set");
                 return;
         }
         sh("mkdir -p %s", path_of("cfg/channels.d"));
