@@ -321,8 +321,11 @@ static long time_opens(const char *path, long n) {
         for (long i = 0; i < n; i++) {
                 int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-                if (fd >= 0)
-                        close(fd);
+                if (fd < 0) {
+                        printf("open %s: %s (call %ld)\n", path, strerror(errno), i);
+                        return 1;
+                }
+                close(fd);
         }
         clock_gettime(CLOCK_MONOTONIC, &b);
         return elapsed_ns(&a, &b) / n;
@@ -476,8 +479,11 @@ static int bench(const char *path, long n) {
         for (long i = 0; i < n; i++) {
                 int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-                if (fd >= 0)
-                        close(fd);
+                if (fd < 0) {
+                        printf("open %s: %s (call %ld)\n", path, strerror(errno), i);
+                        return 1;
+                }
+                close(fd);
         }
         clock_gettime(CLOCK_MONOTONIC, &b);
         printf("%ld\n", ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec)) / n);
