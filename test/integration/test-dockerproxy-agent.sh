@@ -22,6 +22,8 @@ set -uo pipefail
 lib=$(dirname "$(readlink -f "$0")")/../lib
 # shellcheck source=test/lib/tap.sh
 . "$lib/tap.sh"
+# shellcheck source=test/lib/host-users.sh
+. "$lib/host-users.sh"
 # shellcheck source=test/lib/engines.sh
 . "$lib/engines.sh"
 # shellcheck source=test/lib/test-image.sh
@@ -36,12 +38,14 @@ IMAGE=localhost/loop-test:latest
 NESTED=loop-test-busybox:latest
 CHANNEL=dproxy
 DOCKER_CLI=/usr/local/bin/docker
+TEST_USER=looptest      # the agent's user: never root, and no loop system user needed
 
 [ "$(id -u)" -eq 0 ] || bail_out "needs root (it starts engines)"
 [ -x "$LOOP" ] && [ -x "$PROXY" ] || bail_out "build first ($LOOP, $PROXY)"
 [ -x "$DOCKER_CLI" ] && file -L "$DOCKER_CLI" | grep -q 'statically linked' ||
         bail_out "needs the static docker CLI at $DOCKER_CLI (it runs inside a busybox container)"
 
+test_user_ensure "$TEST_USER" || bail_out "cannot create the test user $TEST_USER"
 T=$(mktemp -d /var/tmp/loop-test-dproxy-agent.XXXXXX) || bail_out "mktemp failed"
 RACE_STARTS=${RACE_STARTS:-40}
 if [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ]; then CGROOT=/sys/fs/cgroup; else CGROOT=/sys/fs/cgroup/unified; fi
@@ -101,7 +105,8 @@ for eng in podman docker; do
 { "engine": { "socket": "$ENGINE_SOCK" }, "container_image": "$IMAGE", "container_keep_alive_sec": 0,
   "browser": { "enabled": false } }
 EOF
-        echo "{ \"work_dir\": \"$T/work\", \"mounts\": [ \"$T/docker:/opt/docker:ro\" ] }" >"$T/etc/channels.d/$CHANNEL.json"
+        echo "{ \"work_dir\": \"$T/work\", \"user\": \"$TEST_USER\", \"mounts\": [ \"$T/docker:/opt/docker:ro\" ] }" \
+                >"$T/etc/channels.d/$CHANNEL.json"
         chmod 0644 "$T/etc/loop.json" "$T/etc/channels.d/$CHANNEL.json"
 
         LOG=$T/proxy-$eng.log

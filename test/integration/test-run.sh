@@ -12,6 +12,8 @@ set -uo pipefail
 lib=$(dirname "$(readlink -f "$0")")/../lib
 # shellcheck source=test/lib/tap.sh
 . "$lib/tap.sh"
+# shellcheck source=test/lib/host-users.sh
+. "$lib/host-users.sh"
 # shellcheck source=test/lib/engines.sh
 . "$lib/engines.sh"
 # shellcheck source=test/lib/test-image.sh
@@ -33,10 +35,7 @@ chmod 0755 "$T"     # the agent's user must reach its work dir below it
 export LOOP_STATE_DIR=$T/state LOOP_LOG_TARGET=console
 
 # An unprivileged host user with a real home, as a channel's "user".
-if ! getent passwd "$TEST_USER" >/dev/null; then
-        useradd --system --create-home --home-dir "/var/lib/loop-test/$TEST_USER" --shell /usr/sbin/nologin \
-                "$TEST_USER" || bail_out "cannot create the test user $TEST_USER"
-fi
+test_user_ensure "$TEST_USER" || bail_out "cannot create the test user $TEST_USER"
 UID_T=$(id -u "$TEST_USER")
 GID_T=$(id -g "$TEST_USER")
 HOME_T=$(getent passwd "$TEST_USER" | cut -d: -f6)
