@@ -38,6 +38,8 @@ ENGINE_TEST_DIR=${ENGINE_TEST_DIR:-}
 LOOP_TEST_DOCKER_ROOT=${LOOP_TEST_DOCKER_ROOT:-/var/lib/loop-test/docker}
 ENGINE_START_TIMEOUT_S=${ENGINE_START_TIMEOUT_S:-60}
 ENGINE_STOP_TIMEOUT_S=${ENGINE_STOP_TIMEOUT_S:-20}
+# Tests run in parallel and queue for the data root: long enough for the others' Docker parts to finish.
+ENGINE_DOCKER_LOCK_WAIT_S=${ENGINE_DOCKER_LOCK_WAIT_S:-600}
 ENGINE_NETNS=${ENGINE_NETNS:-private}
 ENGINE_TEST_DIR_OWNED=0
 ENGINES_STARTED=()
@@ -136,7 +138,7 @@ engine_start() {
                 mkdir -p "$LOOP_TEST_DOCKER_ROOT" "$d/exec" || return 1
                 # One dockerd per data root; the lock lives as long as this shell or engine_stop.
                 exec {ENGINE_DOCKER_LOCK_FD}>"$LOOP_TEST_DOCKER_ROOT.lock" || return 1
-                if ! flock -w "$ENGINE_START_TIMEOUT_S" "$ENGINE_DOCKER_LOCK_FD"; then
+                if ! flock -w "$ENGINE_DOCKER_LOCK_WAIT_S" "$ENGINE_DOCKER_LOCK_FD"; then
                         _engine_err "another test holds $LOOP_TEST_DOCKER_ROOT.lock"
                         return 1
                 fi

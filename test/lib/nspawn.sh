@@ -43,6 +43,8 @@
 #    firstboot wizard plus `preset-all` enabling every installed service (docker, containerd...).
 #  - landlock_*: not in nspawn 252's syscall allow-list, and loop uses Landlock.
 
+# shellcheck source=test/lib/locks.sh
+. "$(dirname "${BASH_SOURCE[0]}")/locks.sh"
 NSPAWN_STATE_DIR=${LOOP_NSPAWN_DIR:-${TMPDIR:-/tmp}/loop-nspawn}
 NSPAWN_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 NSPAWN_BOOT_TIMEOUT_S=${LOOP_NSPAWN_BOOT_TIMEOUT_S:-60}
@@ -159,6 +161,7 @@ nspawn_boot() {
                         _nspawn_err "--podman: podman is not installed on the host"
                         return 1
                 fi
+                test_lock nspawn-podman || return 1
                 _nspawn_podman_conf "$st" || return 1
                 # Own network namespace for podman's bridge; keyctl for runc's session keyring; the
                 # host's /etc/containers (copied into /etc at boot: netavark writes there) and

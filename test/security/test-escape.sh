@@ -14,6 +14,10 @@ set -uo pipefail
 lib=$(dirname "$(readlink -f "$0")")/../lib
 # shellcheck source=test/lib/tap.sh
 . "$lib/tap.sh"
+# shellcheck source=test/lib/host-users.sh
+. "$lib/host-users.sh"
+# shellcheck source=test/lib/locks.sh
+. "$lib/locks.sh"
 # shellcheck source=test/lib/engines.sh
 . "$lib/engines.sh"
 # shellcheck source=test/lib/test-image.sh
@@ -42,10 +46,7 @@ export LOOP_STATE_DIR=$T/state LOOP_LOG_TARGET=console LOOP_CONFIG_DIR=$T/etc
 # environment would find it.
 export LOOP_ESCAPE_HOST_MARKER=host-only
 
-if ! getent passwd "$TEST_USER" >/dev/null; then
-        useradd --system --create-home --home-dir "/var/lib/loop-test/$TEST_USER" --shell /usr/sbin/nologin \
-                "$TEST_USER" || bail_out "cannot create the test user $TEST_USER"
-fi
+test_user_ensure "$TEST_USER" || bail_out "cannot create the test user $TEST_USER"
 UID_T=$(id -u "$TEST_USER")
 GID_T=$(id -g "$TEST_USER")
 
@@ -54,6 +55,7 @@ build_test_rootfs "$T/rootfs" >/dev/null || bail_out "cannot build the test root
 # The kernel's audit records, as journald would collect them. Landlock writes them only while auditing
 # is enabled (auditd or `auditctl -e 1` does that on a real host): on for the test, then as it was.
 AUDIT_LOG=$T/kernel-audit.log
+test_lock kernel-audit || bail_out "cannot take the kernel-audit lock"
 audit_was=$("$lib/kernel-audit" enabled 1) || bail_out "cannot enable kernel auditing"
 atexit "'$lib/kernel-audit' enabled '$audit_was' >/dev/null"
 "$lib/kernel-audit" listen "$AUDIT_LOG" &
