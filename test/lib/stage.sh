@@ -33,7 +33,7 @@ _stage_setup() {
 }
 
 stage_install() {
-        local top=$LOOP_BUILD_DIR/test-stage b root log status=0
+        local top=$LOOP_BUILD_DIR/test-stage b root log sum status=0
         b=$top/build
         root=$top/root
         log=$top/stage.log
@@ -49,7 +49,20 @@ stage_install() {
                                 rm -rf "$b" "$root.new"
                                 _stage_setup "$b" && meson install -C "$b" --destdir "$root.new" --quiet
                         } || exit 1
-                        rm -rf "$root" && mv "$root.new" "$root"
+                        # Tests running in parallel have an earlier root bound into their containers:
+                        # never change one in place. Each distinct install is a root of its own, named
+                        # by its contents; roots of other installs older than a day are pruned.
+                        sum=$(cd "$root.new" && { find . -printf '%p %m %l\n' | sort
+                                                       find . -type f -print0 | sort -z | xargs -0 sha256sum
+                                                     } | sha256sum | cut -c1-16) || exit 1
+                        if [ -d "$root-$sum" ]; then
+                                rm -rf "$root.new"
+                        else
+                                mv "$root.new" "$root-$sum" || exit 1
+                        fi
+                        find "$top" -maxdepth 1 -name 'root-*' ! -name "root-$sum" -mtime +0 \
+                                -exec rm -rf {} + 2>/dev/null
+                        echo "$root-$sum" >"$top/current.$$"
                 } >"$log" 2>&1
         ) 9>"$top/lock" || status=$?
         if [ $status -ne 0 ]; then
@@ -57,7 +70,7 @@ stage_install() {
                 tail -n 40 "$log" >&2
                 return 1
         fi
-        LOOP_STAGE=$root
+        LOOP_STAGE=$(cat "$top/current.$$") && rm -f "$top/current.$$" || return 1
         if [ ! -d "$LOOP_STAGE/usr/local" ]; then
                 echo "stage: $LOOP_STAGE/usr/local missing after meson install" >&2
                 return 1
