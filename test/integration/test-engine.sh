@@ -91,7 +91,10 @@ for kind in podman docker; do
         engine_stop "$kind" 2>/dev/null
         is "$(_engine_pids_mentioning "$dir/$kind")" "" "$kind: nothing of the killed engine is left running"
 done
+# Docker's data root is checked under its lock: a test running in parallel may have its own dockerd there now.
+exec {docker_lock}>"$LOOP_TEST_DOCKER_ROOT.lock" && flock -w "$ENGINE_DOCKER_LOCK_WAIT_S" "$docker_lock"
 is "$(grep -cF -e "$dir" -e " $LOOP_TEST_DOCKER_ROOT " -e "$LOOP_TEST_DOCKER_ROOT/" /proc/self/mountinfo)" 0 \
         "no mount of the test engines is left (test dir, docker's data root)"
+exec {docker_lock}>&-
 ok "$([ ! -e "$dir" ]; echo $?)" "the test directory is gone"
 tap_done
