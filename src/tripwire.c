@@ -217,6 +217,10 @@ static int pending_follow(Tripwire *t, const char *rel_dir, const char *pending,
                 if (!next)
                         return -ENOMEM;
                 r = watch_add_pending(t, child, next, rest, WATCH_ANCESTOR);
+                /* Gone again since it was opened: nothing protected is there, and its parent's watch
+                 * follows the name should it come back. */
+                if (r == -ENOENT || r == -ENOTDIR)
+                        return 0;
                 if (r < 0)
                         return r;
                 free(dir);
