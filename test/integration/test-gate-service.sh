@@ -247,7 +247,7 @@ ok $? "... is journaled, at info priority"
 
 is "$(report demo "$T1" "$(record deny '/tmp/x\u001b[2J\nApproved: rm -rf \u202e/txt.sh' 4646)")" 200 \
         "a deny of a target with control and bidi characters is taken"
-m=$(in_ct journalctl -u 'loop-gate@*' LOOP_SOURCE=local LOOP_PID=4646 -o cat)
+m=$(journal_wait -u 'loop-gate@*' LOOP_SOURCE=local LOOP_PID=4646 -o cat)
 is "$(grep -c . <<<"$m")" 1 "its MESSAGE is one line: the newline in the target is escaped"
 like "$m" '/tmp/x\\x1b\[2J\\nApproved: rm -rf \\u202e/txt\.sh' "the escape, newline and bidi override are shown escaped"
 is "$(tr -d '\n' <<<"$m" | LC_ALL=C grep -c $'[\x1b]\|\xe2\x80\xae')" 0 "no raw control or bidi character reaches MESSAGE"
@@ -282,12 +282,12 @@ ok $? "a summary names the channel, the container and the limit"
 
 # --- the journal ----------------------------------------------------------------------------------------
 in_ct journalctl --sync
-denies=$(in_ct journalctl -u 'loop-gate@*' LOOP_DECISION=deny -o export)
+denies=$(journal_wait -u 'loop-gate@*' LOOP_DECISION=deny -o export)
 for reason in unauthorized bad-request timeout rate-limit-pending container-removed service-stopping deny; do
         like "$denies" "LOOP_REASON=$reason" "journalctl -u 'loop-gate@*' LOOP_DECISION=deny shows reason $reason"
 done
 like "$denies" "LOOP_ACTOR=timeout" "a timeout is recorded with actor timeout"
-allow=$(in_ct journalctl -u 'loop-gate@*' LOOP_DECISION=allow LOOP_ACTOR=root -o export)
+allow=$(journal_wait -u 'loop-gate@*' LOOP_DECISION=allow LOOP_ACTOR=root -o export)
 for f in LOOP_CHANNEL=demo LOOP_CONTAINER=loop-demo-aaaaaa LOOP_PID=7 LOOP_KIND=execve \
          'LOOP_TARGET=git push origin main' 'LOOP_RULE=cmd\[0\]' LOOP_LATENCY_NS=[0-9]+ MESSAGE_ID=1c67da5fa187464598968c5d0c4d6ccd; do
         like "$allow" "$f" "an approval's journal entry has $f"

@@ -82,7 +82,7 @@ scope=$(in_ct systemctl list-units --plain --no-legend 'libpod-*.scope' | awk '{
 is "$(prop "$scope" Slice)" loop-demo.slice "the container runs as a scope in loop-demo.slice"
 like "$(in_ct systemctl status loop-demo.slice --no-pager 2>&1)" "$scope|libpod" "systemctl status loop-demo.slice shows it"
 wait_for 10 scope_journaled
-journal=$(in_ct journalctl -o export LOOP_CHANNEL=demo LOOP_EVENT=container-registered)
+journal=$(journal_wait -o export LOOP_CHANNEL=demo LOOP_EVENT=container-registered)
 like "$journal" "LOOP_SCOPE=libpod-" "the journal records the container's scope"
 like "$(in_ct loop status demo --json)" '"status": *"running"' "the registry has the container as running"
 
@@ -111,7 +111,7 @@ in_ct systemctl reset-failed loop-agent@demo.service >/dev/null 2>&1
 check "start the runner once more" in_ct systemctl start loop-agent@demo.service
 wait_for 30 no_running_container
 ok $? "the next runner stops the container the killed one left running"
-like "$(in_ct journalctl -o cat -u loop-agent@demo.service LOOP_EVENT=container-status)" "left running by an earlier runner" \
+like "$(journal_wait -o cat -u loop-agent@demo.service LOOP_EVENT=container-status)" "left running by an earlier runner" \
         "...and journals it"
 is "$(count inbox)" 0 "a message past max_attempts leaves the inbox..."
 is "$(count failed)" 1 "...for failed/, with the reason"
@@ -126,7 +126,7 @@ sleep 4.5
 check "systemctl start loop-reconcile.service" in_ct systemctl start loop-reconcile.service
 wait_for 10 no_container
 ok $? "the reconcile pass removes containers whose keep-alive is over"
-like "$(in_ct journalctl -o cat -u loop-reconcile.service LOOP_EVENT=container-removed LOOP_REASON=keep-alive-expired)" "removed" \
+like "$(journal_wait -o cat -u loop-reconcile.service LOOP_EVENT=container-removed LOOP_REASON=keep-alive-expired)" "removed" \
         "journalctl -u loop-reconcile LOOP_EVENT=container-removed shows the removals"
 
 in_ct loop send demo hello >/dev/null
@@ -137,7 +137,7 @@ gone=$(all_containers | head -1)
 ok $? "a finished run leaves its container pending removal"
 check "remove it behind loop's back (podman rm)" in_ct podman rm -f "$gone"
 check "a reconcile pass" in_ct systemctl start loop-reconcile.service
-like "$(in_ct journalctl -o export -u loop-reconcile.service LOOP_REASON=vanished)" "LOOP_CONTAINER=$gone" \
+like "$(journal_wait -o export -u loop-reconcile.service LOOP_REASON=vanished)" "LOOP_CONTAINER=$gone" \
         "reconcile notices the container removed behind loop's back"
 unlike "$(in_ct cat $Q/registry.json)" "$gone" "...and drops it from the registry"
 

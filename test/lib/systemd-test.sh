@@ -33,3 +33,18 @@ systemd_test_config() {
         mkdir -p "$cfg/channels.d"
         build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
 }
+
+# journal_wait ARGS...: `journalctl ARGS` in the test's container (in_ct) once it shows an entry, for a
+# record whose event has happened but which journald may not have stored yet on a loaded machine
+# (polled for up to 20 s; prints nothing when none came). Only for records that must be there: a check
+# that a record is absent reads the journal once, after `journalctl --sync`.
+journal_wait() {
+        local out='' i
+        for ((i = 0; i < 200; i++)); do
+                in_ct journalctl --sync >/dev/null 2>&1
+                out=$(in_ct journalctl --no-pager "$@" 2>/dev/null | grep -v '^-- No entries --$')
+                [ -n "$out" ] && break
+                sleep 0.1
+        done
+        [ -z "$out" ] || printf '%s\n' "$out"
+}
