@@ -68,6 +68,7 @@
 #include "egress-handover.h"
 #include "egress-policy.h"
 #include "egress-rewrite.h"
+#include "egress-token.h"
 #include "http-server.h"
 #include "io-util.h"
 #include "log.h"
@@ -114,6 +115,8 @@ typedef struct Gateway {
         SSL_CTX *tls;
         EgressOwnAddresses own;
         EgressCa *ca;                   /* NULL: no state directory, no interception */
+        uint8_t token_key[EGRESS_TOKEN_KEY_SIZE];
+        bool have_token_key;            /* false: no state directory, every hand-over is refused */
 
         /* Upstream TLS sessions by "host:port", resumed by the next connection there: a full handshake
          * and certificate check per request would cost more than the request. */
@@ -153,6 +156,10 @@ typedef struct Gateway {
 typedef struct Connection {
         Gateway *gw;
         int fd;
+        bool handed_over;               /* the relay of a container the gateway knows handed fd over */
+        char container[EGRESS_CONTAINER_NAME_MAX + 1];  /* ... that container's name */
+        char dummy[EGRESS_DUMMY_LEN + 1];               /* ... and its model-API dummy */
+        struct ucred peer;              /* who connected to the gateway socket */
         SSL *client_ssl;                /* intercepted: TLS with the agent, our leaf certificate */
         int up;
         SSL *ssl;
@@ -261,9 +268,13 @@ static int upstream_parse(const char *url, bool allow_path, Upstream *ret) {
                 upstream_done(&u);
                 return -ENOMEM;
         }
-        egress_host_normalize(u.host);
-        if (!egress_host_is_valid(u.host))
-                goto fail;
+        {
+                char *n = NULL;
+                if (egress_host_normalize(u.host, &n) < 0)
+                        goto fail;
+                free(u.host);
+                u.host = n;
+        }
         if (colon) {
                 char *e;
                 unsigned long p;
@@ -363,6 +374,9 @@ static int gateway_load(Gateway *g, const char *path) {
                 r = -EINVAL;
         if (r < 0)
                 return gateway_fail_config(g, "egress.api_upstream \"%s\" is not an http(s)://HOST[:PORT][/PATH] URL", s);
+        /* the real key goes only into TLS the gateway made and verified */
+        if (!g->api.tls)
+                return gateway_fail_config(g, "egress.api_upstream \"%s\" is not https://: the real key is never sent in clear text", s);
         /* Without egress.upstream_proxy, the host's own proxy variables, as the service's environment has
          * them (DefaultEnvironment= of the manager, or a drop-in): the gateway goes out the way the host
          * does. */
@@ -430,7 +444,7 @@ static uint64_t elapsed_ms(const struct timespec *start) {
         return (uint64_t) (now.tv_sec - start->tv_sec) * 1000U + (uint64_t) ((now.tv_nsec - start->tv_nsec) / 1000000L);
 }
 
-#define GATEWAY_RECORD_FIELDS_MAX 16U
+#define GATEWAY_RECORD_FIELDS_MAX 20U
 #define GATEWAY_RECORD_ARENA_SIZE 1024U         /* the usual record's fields; a longer one is allocated */
 
 /* A record's extra fields, "NAME=value" each, written into one buffer on the stack: a record per
@@ -495,9 +509,17 @@ static void connection_journal(Connection *c) {
         field_add(&r, "LOOP_BYTES_SENT", sent);
         field_add(&r, "LOOP_BYTES_RECEIVED", received);
         field_add(&r, "LOOP_DURATION_MS", duration);
+        if (!c->handed_over) {
+                /* not a container's relay: who it was */
+                char pid[16], uid[16];
+                (void) snprintf(pid, sizeof pid, "%d", (int) c->peer.pid);
+                (void) snprintf(uid, sizeof uid, "%u", (unsigned) c->peer.uid);
+                field_add(&r, "LOOP_PEER_PID", pid);
+                field_add(&r, "LOOP_PEER_UID", uid);
+        }
         r.extra[r.n] = NULL;
 
-        AuditFields f = { .channel = c->gw->channel, .extra = r.extra };
+        AuditFields f = { .channel = c->gw->channel, .container_name = c->container[0] ? c->container : NULL, .extra = r.extra };
         (void) audit_log(AUDIT_GATEWAY_REQUEST, allowed ? LOG_INFO : LOG_NOTICE, &f,
                          "%s %s %s:%u%s%s%s%s (rule %s, %" PRIu64 " bytes up, %" PRIu64 " down, %" PRIu64 " ms)",
                          strna(c->decision), strna(c->kind), strna(c->host), c->port,
@@ -1375,6 +1397,13 @@ static bool host_header_agrees(const HttpRequest *r, uint16_t default_port) {
 
 /* ---- the three kinds of request ---- */
 
+/* Whether a ClientHello's server name, normalised as hosts are, is the (normalised) CONNECT target. */
+static bool sni_agrees(const char *sni, const char *host) {
+        _cleanup_free_ char *n = NULL;
+
+        return sni && egress_host_normalize(sni, &n) >= 0 && streq(n, host);
+}
+
 /* The server context with the leaf certificate of host, made once and cached. */
 static SSL_CTX *leaf_ctx(Gateway *g, const char *host) {
         SSL_CTX *ctx = NULL;
@@ -1446,7 +1475,7 @@ static int intercept_request(Connection *c, bool literal) {
         c->req.port = c->port;
         if (!host_header_agrees(&c->req, 443))
                 return refuse(c, 421, "deny", "host-mismatch", "the Host header is not the CONNECT target");
-        rule = egress_policy_match(g->policy, c->host, c->port, c->req.method, c->req.path);
+        rule = egress_policy_match(g->policy, EGRESS_SCHEME_HTTPS, c->host, c->port, c->req.method, c->req.path);
         c->rule = rule->id;
         if (rule->decision == EGRESS_DENY)
                 return refuse(c, 403, "deny", "policy", "the egress policy does not allow this request");
@@ -1454,7 +1483,8 @@ static int intercept_request(Connection *c, bool literal) {
         if ((c->port == 443 ? asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]" : "%s", c->host)
                             : asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host, c->port)) < 0)
                 return -ENOMEM;
-        q = egress_upstream_head(&c->req, g->policy, rule, NULL, host_header, &head, &size, &reason);
+        EgressApiAuth auth = { .dummy = c->dummy, .api_key = g->api_key, .oauth_token = g->oauth_token };
+        q = egress_upstream_head(&c->req, g->policy, rule, &auth, host_header, &head, &size, &reason);
         if (q == -ENOMEM)
                 return q;
         if (q < 0)
@@ -1506,7 +1536,7 @@ static int handle_intercept(Connection *c) {
         /* The agent's TLS must ask for the host the CONNECT named. */
         sni = SSL_get_servername(c->client_ssl, TLSEXT_NAMETYPE_host_name);
         literal = inet_pton(AF_INET, c->host, &a) == 1 || inet_pton(AF_INET6, c->host, &a) == 1;
-        if (literal ? sni != NULL : !sni || strcasecmp(sni, c->host) != 0)
+        if (literal ? sni != NULL : !sni_agrees(sni, c->host))
                 return refuse(c, 421, "deny", "sni-mismatch", "the TLS server name is not the CONNECT target");
 
         /* The requests inside, each checked, rewritten and journaled on its own. */
@@ -1537,11 +1567,11 @@ static int handle_connect(Connection *c) {
         c->kind = "connect";
         if (!host_header_agrees(&c->req, c->req.port))
                 return refuse(c, 400, "deny", "host-mismatch", "the Host header does not name the CONNECT target");
-        rule = egress_policy_match(c->gw->policy, c->req.host, c->req.port, NULL, NULL);
+        rule = egress_policy_match(c->gw->policy, EGRESS_SCHEME_HTTPS, c->req.host, c->req.port, NULL, NULL);
         c->rule = rule->id;
-        /* A host some credential rule names is intercepted, whatever that rule's methods and paths: the
-         * policy then decides on each request inside. */
-        if (egress_policy_host_has_credential(c->gw->policy, c->req.host, c->req.port)) {
+        /* A host some credential (or "intercept": "always") rule names is intercepted, whatever that
+         * rule's methods and paths: the policy then decides on each request inside. */
+        if (egress_policy_host_intercepted(c->gw->policy, c->req.host, c->req.port)) {
                 /* Without a CA (no state directory) the host is refused rather than reached without
                  * its credential. */
                 if (!c->gw->ca)
@@ -1587,7 +1617,7 @@ static int handle_connect(Connection *c) {
         {
                 struct in6_addr a;
                 bool literal = inet_pton(AF_INET, c->req.host, &a) == 1 || inet_pton(AF_INET6, c->req.host, &a) == 1;
-                if (literal ? sni != NULL : !streq_ptr(sni, c->req.host)) {
+                if (literal ? sni != NULL : !sni_agrees(sni, c->req.host)) {
                         c->decision = "deny";
                         c->reason = "sni-mismatch";
                         return -EACCES;
@@ -1623,7 +1653,7 @@ static int handle_http(Connection *c) {
         c->kind = "http";
         if (!host_header_agrees(&c->req, 80))
                 return refuse(c, 400, "deny", "host-mismatch", "the Host header does not name the request's target");
-        rule = egress_policy_match(c->gw->policy, c->req.host, c->req.port, c->req.method, c->req.path);
+        rule = egress_policy_match(c->gw->policy, EGRESS_SCHEME_HTTP, c->req.host, c->req.port, c->req.method, c->req.path);
         c->rule = rule->id;
         if (rule->decision == EGRESS_DENY)
                 return refuse(c, 403, "deny", "policy", "the egress policy does not allow this request");
@@ -1631,13 +1661,19 @@ static int handle_http(Connection *c) {
         if ((c->req.port == 80 ? asprintf(&host_header, strchr(c->req.host, ':') ? "[%s]" : "%s", c->req.host)
                                : asprintf(&host_header, strchr(c->req.host, ':') ? "[%s]:%u" : "%s:%u", c->req.host, c->req.port)) < 0)
                 return -ENOMEM;
-        q = egress_upstream_head(&c->req, c->gw->policy, rule, NULL, host_header, &head, &size, &reason);
+        EgressApiAuth auth = { .dummy = c->dummy, .api_key = c->gw->api_key, .oauth_token = c->gw->oauth_token };
+        q = egress_upstream_head(&c->req, c->gw->policy, rule, &auth, host_header, &head, &size, &reason);
         if (q == -ENOMEM)
                 return q;
+        /* No credential rule matches plain HTTP (they are https only): a dummy here is one the agent
+         * would have sent in clear text. */
+        if (q == -EACCES && streq_ptr(reason, "dummy-unbound"))
+                return refuse(c, 403, "deny", "cleartext-credential",
+                              "credentials are only injected over TLS: use https://, never http://");
         if (q < 0)
                 return refuse(c, q == -E2BIG ? 431 : 403, "deny", reason, "the request carries a credential it may not send");
 
-        c->decision = rule->decision == EGRESS_CREDENTIAL ? "credential" : "allow";
+        c->decision = "allow";
         q = forward(c, c->req.host, c->req.port, false, head, size);
         explicit_bzero(head, size);
         return q;
@@ -1646,7 +1682,7 @@ static int handle_http(Connection *c) {
 static int handle_api(Connection *c) {
         const Gateway *g = c->gw;
         _cleanup_free_ char *head = NULL, *host_header = NULL, *path = NULL;
-        EgressApiAuth auth = { .dummy = EGRESS_DUMMY_KEY_BUILTIN, .api_key = g->api_key, .oauth_token = g->oauth_token };
+        EgressApiAuth auth = { .pass_through = true, .dummy = c->dummy, .api_key = g->api_key, .oauth_token = g->oauth_token };
         const char *reason = NULL;
         char *saved_path;
         size_t size = 0;
@@ -1654,6 +1690,8 @@ static int handle_api(Connection *c) {
 
         c->kind = "api";
         c->rule = "api";
+        if (!g->policy->allow_api)
+                return refuse(c, 403, "deny", "api-disabled", "the model API is not allowed (egress.allow_api is false)");
         free(c->host);
         c->host = strdup(g->api.host);
         c->port = g->api.port;
@@ -1727,17 +1765,103 @@ static void connection_free(Connection *c) {
         free(c);
 }
 
+/* The runner (root on the host) asks for a container's token and dummy before it creates it. */
+static int handle_register(Connection *c) {
+        _cleanup_free_ char *body = NULL, *out = NULL;
+        char token[EGRESS_TOKEN_HEX_LEN + 1], dummy[EGRESS_DUMMY_LEN + 1];
+        const char *name = startswith(strempty(c->req.query), "container=");
+        size_t size;
+        int q;
+
+        c->kind = "register";
+        c->rule = "register";
+        if (!streq(c->req.method, "POST"))
+                return refuse(c, 405, "deny", "bad-request", "only POST");
+        if (c->peer.uid != 0)
+                return refuse(c, 403, "deny", "not-root", "only root registers containers");
+        if (!c->gw->have_token_key)
+                return refuse(c, 503, "error", "no-token-key", "this gateway has no token key (no state directory)");
+        if (!name || !egress_container_name_is_valid(name))
+                return refuse(c, 400, "deny", "bad-request", "container=NAME is missing or not a container name");
+        (void) snprintf(c->container, sizeof c->container, "%s", name);
+        if (egress_token_make(c->gw->token_key, name, token) < 0 || egress_dummy_make(c->gw->token_key, name, dummy) < 0)
+                return refuse(c, 500, "error", "token", "no token can be made");
+        q = asprintf(&body, "{\"container\":\"%s\",\"token\":\"%s\",\"dummy\":\"%s\"}\n", name, token, dummy);
+        explicit_bzero(token, sizeof token);
+        if (q < 0)
+                return -ENOMEM;
+        q = http_response_format(200, "application/json", body, strlen(body), false, &out, &size);
+        explicit_bzero(body, strlen(body));
+        if (q < 0)
+                return q;
+        c->decision = "allow";
+        c->status = 200;
+        q = client_write(c, out, size);
+        explicit_bzero(out, size);
+        return q;
+}
+
+/* Every decision is taken on one form of the target: the host normalised (egress_host_normalize()) and
+ * the path normalised (egress_path_normalize()), which is also what goes upstream. */
+static int request_normalize(Connection *c) {
+        char *n = NULL;
+        int q;
+
+        if (c->req.host) {
+                q = egress_host_normalize(c->req.host, &n);
+                if (q == -ENOMEM)
+                        return q;
+                if (q < 0)
+                        return refuse(c, 400, "deny", "bad-host",
+                                      "the host is not a name or an IP address in its one dotted-quad or IPv6 form");
+                free(c->req.host);
+                c->req.host = n;
+        }
+        if (c->req.path && c->req.form != HTTP_TARGET_AUTHORITY) {
+                q = egress_path_normalize(c->req.path, &n);
+                if (q == -ENOMEM)
+                        return q;
+                if (q < 0)
+                        return refuse(c, 400, "deny", "bad-path",
+                                      "the path holds an encoded / or dot-segment, or a bad escape");
+                free(c->req.path);
+                c->req.path = n;
+        }
+        return 0;
+}
+
 static void connection_dispatch(Connection *c) {
         Gateway *g = c->gw;
 
         free(c->host);
         c->host = c->req.host ? strdup(c->req.host) : NULL;
         c->port = c->req.host ? c->req.port : 0;
-        if (g->config_error)
+        /* A misconfigured gateway still registers containers (it refuses their requests): the agent is
+         * told why it has no egress, not that the gateway cannot be reached. */
+        if (g->config_error && !(!c->handed_over && c->req.form == HTTP_TARGET_ORIGIN && streq_ptr(c->req.path, EGRESS_REGISTER_PATH))) {
                 (void) refuse(c, 503, "deny", "misconfigured", "the egress gateway is misconfigured; see its journal");
-        else if (c->req.form == HTTP_TARGET_ORIGIN && streq(c->req.path, GATEWAY_CA_PATH))
-                (void) handle_ca(c);
-        else if (c->req.form == HTTP_TARGET_AUTHORITY)
+                return;
+        }
+        if (request_normalize(c) < 0)
+                return;
+        free(c->host);
+        c->host = c->req.host ? strdup(c->req.host) : NULL;
+
+        /* Straight on the socket (not a hand-over of a container's relay): the sandbox CA, which is
+         * public, and the runner's registration; nothing leaves for such a caller. */
+        if (!c->handed_over) {
+                if (c->req.form == HTTP_TARGET_ORIGIN && streq(c->req.path, GATEWAY_CA_PATH))
+                        (void) handle_ca(c);
+                else if (c->req.form == HTTP_TARGET_ORIGIN && streq(c->req.path, EGRESS_REGISTER_PATH))
+                        (void) handle_register(c);
+                else {
+                        c->kind = c->req.form == HTTP_TARGET_AUTHORITY ? "connect" : c->req.form == HTTP_TARGET_ABSOLUTE ? "http" : "api";
+                        (void) refuse(c, 403, "deny", "not-a-container",
+                                      "only the channel's own containers use this gateway, through their relay");
+                }
+                return;
+        }
+        if (c->req.form == HTTP_TARGET_AUTHORITY)
                 (void) handle_connect(c);
         else if (c->req.form == HTTP_TARGET_ABSOLUTE)
                 (void) handle_http(c);
@@ -1745,18 +1869,36 @@ static void connection_dispatch(Connection *c) {
                 (void) handle_api(c);
 }
 
-/* A connection from the relay is the agent's own, handed over: from then on c->fd is that. */
+/* A connection from the relay is the agent's own, handed over with its container's credential: from
+ * then on c->fd is that. Anything else is a client speaking HTTP on the socket itself. */
 static int connection_take_over(Connection *c) {
+        char credential[EGRESS_HANDOVER_CREDENTIAL_MAX + 1];
+        const char *container, *token;
+        socklen_t l = sizeof c->peer;
         int fd = -EBADF, q;
 
+        if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &l) < 0)
+                return -errno;
         q = (int) read_timeout(c->fd, NULL, 0, GATEWAY_HEAD_TIMEOUT_MS);
         if (q < 0)
                 return q;
-        q = egress_handover_receive(c->fd, &fd);
+        q = egress_handover_receive(c->fd, &fd, credential);
         if (q <= 0)
                 return q;
+        q = egress_credential_parse(credential, &container, &token);
+        if (q >= 0 && !(c->gw->have_token_key && egress_token_check(c->gw->token_key, container, token)))
+                q = -EPERM;
+        if (q >= 0) {
+                (void) snprintf(c->container, sizeof c->container, "%s", container);
+                q = egress_dummy_make(c->gw->token_key, container, c->dummy);
+        }
+        explicit_bzero(credential, sizeof credential);
+        /* the agent's connection either way: a refusal is answered on it */
         safe_close(c->fd);
         c->fd = fd;
+        if (q < 0)
+                return -EPERM;
+        c->handed_over = true;
         return 0;
 }
 
@@ -1771,6 +1913,9 @@ static void *connection_run(void *userdata) {
                 c->kind = "handover";
                 c->decision = "deny";
                 c->reason = "bad-handover";
+        } else if (q == -EPERM) {
+                c->kind = "handover";
+                (void) refuse(c, 403, "deny", "bad-token", "this connection's container is not one of the channel's");
         } else if (q < 0)
                 c->quiet = true;        /* gone (or silent) before a byte */
         for (; q >= 0;) {
@@ -1925,19 +2070,27 @@ static int run(int argc, char *argv[]) {
                                  "The egress gateway of channel %s cannot serve, every request is refused: %s",
                                  g.channel, g.config_error);
         }
-        if (!g.config_error) {
+        {
                 const char *state = getenv("STATE_DIRECTORY");
                 _cleanup_free_ char *cn = NULL;
                 _cleanup_close_ int dfd = -EBADF;
 
                 if (isempty(state))
-                        log_info("No $STATE_DIRECTORY: no sandbox CA, credential rules on HTTPS are refused.");
+                        log_info("No $STATE_DIRECTORY: no sandbox CA and no token key, every container is refused.");
                 else if ((dfd = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-                        log_warning_errno(errno, "Cannot open %s, no sandbox CA: %m", state);
+                        log_warning_errno(errno, "Cannot open %s, no sandbox CA and no token key: %m", state);
+                else if (g.config_error)
+                        ;       /* no CA: nothing is served but the registration */
                 else if (asprintf(&cn, "loop egress CA of channel %s", g.channel) < 0)
                         return log_oom();
                 else if ((r = egress_ca_load_or_create(dfd, cn, &g.ca)) < 0)
                         log_error_errno(r, "Cannot load or make the sandbox CA in %s, credential rules on HTTPS are refused: %m", state);
+                if (dfd >= 0) {
+                        r = egress_token_key_load_or_create(dfd, g.token_key);
+                        if (r < 0)
+                                log_error_errno(r, "Cannot load or make the token key in %s, every container is refused: %m", state);
+                        g.have_token_key = r >= 0;
+                }
         }
         (void) pthread_mutex_init(&g.leaves_lock, NULL);
         (void) pthread_mutex_init(&g.sessions_lock, NULL);

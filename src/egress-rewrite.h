@@ -11,9 +11,12 @@
  *   - any known dummy anywhere else (another header, another host): refused, 403 "dummy-unbound";
  *   - the credential header of a credential host holding something other than the dummy: 403
  *     "unknown-dummy" (the agent's own token never reaches a host we hold a credential for);
- *   - API mode: x-api-key "sk-proxy" becomes the API key, "Authorization: Bearer sk-proxy" the OAuth token;
- *     any other value in those headers is refused ("unknown-dummy"), as is the dummy when the gateway has
- *     no real credential of that kind ("no-credential").
+ *   - API mode (api->pass_through): x-api-key with the container's dummy becomes the API key,
+ *     "Authorization: Bearer DUMMY" the OAuth token; any other value in those headers is refused
+ *     ("unknown-dummy"), as is the dummy when the gateway has no real credential of that kind
+ *     ("no-credential"); elsewhere the container's API dummy is refused like any other ("dummy-unbound");
+ *   - a real secret the gateway holds, anywhere in the request (echoed to the agent by some server and
+ *     sent back): refused, 403 "secret-in-request".
  */
 
 #include "egress-policy.h"
@@ -22,12 +25,13 @@
 #define EGRESS_UPSTREAM_HEAD_MAX (64U * 1024U)
 
 typedef struct EgressApiAuth {
-        const char *dummy;              /* EGRESS_DUMMY_KEY */
+        bool pass_through;              /* the request goes to the model API */
+        const char *dummy;              /* the container's API dummy (egress-token.h) */
         const char *api_key;            /* NULL when not configured */
         const char *oauth_token;        /* NULL when not configured */
 } EgressApiAuth;
 
-/* rule is the rule the request matched (NULL in API mode, where api is not NULL). host_header is the Host
+/* rule is the rule the request matched (NULL in API mode). api is never NULL. host_header is the Host
  * the upstream gets. Returns 0 with *ret_head (NUL-terminated), or -EACCES (answer 403) / -E2BIG (431)
  * with *ret_reason a static word for the journal; -ENOMEM. */
 int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const EgressRule *rule, const EgressApiAuth *api,
