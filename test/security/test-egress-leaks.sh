@@ -12,6 +12,7 @@
 #   item 3  a credential dummy over plain http is refused (403); http://host:443/ is no https rule's
 #   item 4  a request carrying a real secret value is refused and journaled
 #   item 5  other spellings of a denied host, and paths with dot-segments or encoded separators
+#   item 7  the project file cannot choose the image; .loop/ is read-only in the agent's container
 #   item 8  allow_api: false stops the model API pass-through
 #
 # The upstream servers run in a network namespace this test makes inside the machine (198.51.100.2,
@@ -233,6 +234,17 @@ agent "$curl_proxy --path-as-is -o /dev/null -w 'http=%{http_code}\n' http://pat
        $curl_proxy --path-as-is -o /dev/null -w 'http=%{http_code}\n' http://paths.test/%68ello"
 like "$out" "http=403"$'\n'"http=400"$'\n'"http=400"$'\n'"http=403" \
         "a path rule sees the path after dot-segment removal and decoding; encoded separators and dot-segments are refused" || diag "$out"
+
+# --- item 7: the project file cannot choose the image, and the agent cannot write it --------------------
+agent 'echo "{\"container_image\": \"localhost/evil:latest\"}" >/var/lib/loop/demo/work/.loop/config.json; echo rc=$?
+       grep " /var/lib/loop/demo/work/.loop " /proc/self/mountinfo | cut -d" " -f5,6'
+like "$out" "rc=[1-9]"$'\n'"/var/lib/loop/demo/work/.loop ro" \
+        "the agent cannot write .loop/config.json: .loop is mounted read-only in its container" || diag "$out"
+in_ct sh -c 'echo "{\"container_image\": \"localhost/evil:latest\"}" >/var/lib/loop/demo/work/.loop/config.json'
+agent 'echo ran-in-the-operators-image'
+like "$out" "cannot choose the image.*ran-in-the-operators-image" \
+        "a project file naming another image is ignored with a warning: the operator's image runs" || diag "$out"
+in_ct rm -f /var/lib/loop/demo/work/.loop/config.json
 
 # --- item 8: allow_api false --------------------------------------------------------------------------
 agent 'curl -sS --max-time 60 -w " http=%{http_code}\n" -H "x-api-key: $ANTHROPIC_API_KEY" -d "{}" "$ANTHROPIC_BASE_URL/v1/messages"' noapi
