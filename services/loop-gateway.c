@@ -160,6 +160,7 @@ typedef struct Connection {
         char container[EGRESS_CONTAINER_NAME_MAX + 1];  /* ... that container's name */
         char dummy[EGRESS_DUMMY_LEN + 1];               /* ... and its model-API dummy */
         struct ucred peer;              /* who connected to the gateway socket */
+        EgressScrub scrub;              /* the secrets injected into the current request, for its response */
         SSL *client_ssl;                /* intercepted: TLS with the agent, our leaf certificate */
         int up;
         SSL *ssl;
@@ -1142,6 +1143,206 @@ static int client_send_response(Connection *c, const char *buf, size_t n) {
         return 0;
 }
 
+/* What goes to the agent next, collected so that a small response leaves in one write (one TLS record):
+ * sent before the gateway waits for the upstream, and at the end. */
+typedef struct ClientOut {
+        char *data;
+        size_t size, allocated;
+} ClientOut;
+
+static void client_out_done(ClientOut *o) {
+        if (o->data)
+                explicit_bzero(o->data, o->allocated);
+        free(o->data);
+        *o = (ClientOut) {};
+}
+
+static int client_out_append(ClientOut *o, const char *s, size_t n) {
+        if (o->size + n > o->allocated) {
+                size_t want = MAX(o->allocated * 2, o->size + n + 256);
+                char *d = malloc(want);
+                if (!d)
+                        return -ENOMEM;
+                if (o->data) {
+                        memcpy(d, o->data, o->size);
+                        explicit_bzero(o->data, o->allocated);
+                        free(o->data);
+                }
+                o->data = d;
+                o->allocated = want;
+        }
+        memcpy(o->data + o->size, s, n);
+        o->size += n;
+        return 0;
+}
+
+static int client_out_flush(Connection *c, ClientOut *o) {
+        int q = 0;
+
+        if (o->size > 0)
+                q = client_send_response(c, o->data, o->size) < 0 ? -ECONNRESET : 0;
+        if (o->data)
+                explicit_bzero(o->data, o->size);
+        o->size = 0;
+        return q;
+}
+
+/* Scrubs in[0..n) (and what was held back) into o, as one chunk when chunked. */
+static int scrub_append(Connection *c, ClientOut *o, const char *in, size_t n, bool final, bool chunked) {
+        _cleanup_free_ char *out = NULL;
+        char line[GATEWAY_CHUNK_LINE_MAX];
+        size_t size = 0;
+        int q, l;
+
+        q = egress_scrub(&c->scrub, in, n, final, 0, 0, &out, &size);
+        if (q >= 0 && size > 0) {
+                l = snprintf(line, sizeof line, "%zx\r\n", size);
+                if (chunked)
+                        q = client_out_append(o, line, (size_t) l);
+                if (q >= 0)
+                        q = client_out_append(o, out, size);
+                if (q >= 0 && chunked)
+                        q = client_out_append(o, "\r\n", 2);
+        }
+        if (out)
+                explicit_bzero(out, size);
+        return q;
+}
+
+/* The head of a response to an injected request, scrubbed, into o; a body framed by Content-Length is
+ * sent on chunked instead (a dummy need not be as long as its secret), or, to an HTTP/1.0 client, until
+ * the connection closes. */
+static int scrub_head(Connection *c, ClientOut *o, const char *head, size_t size, bool rechunk, bool *ret_until_close) {
+        _cleanup_free_ char *out = NULL;
+        EgressScrub h = c->scrub;
+        size_t n = 0;
+        int q;
+
+        h.held = 0;
+        q = egress_scrub(&h, head, size, true, 0, 0, &out, &n);
+        explicit_bzero(&h, sizeof h);
+        if (q < 0)
+                return q;
+        *ret_until_close = false;
+        if (!rechunk) {
+                q = client_out_append(o, out, n);
+                explicit_bzero(out, n);
+                return q;
+        }
+        /* every line but Content-Length, then Transfer-Encoding before the blank line */
+        for (size_t i = 0; i + 2 <= n && q >= 0;) {
+                const char *eol = memmem(out + i, n - i, "\r\n", 2);
+                size_t l = eol ? (size_t) (eol - (out + i)) + 2 : n - i;
+                if (l == 2)
+                        break;  /* the blank line */
+                if (!(i > 0 && l >= 15 && strncasecmp(out + i, "Content-Length:", 15) == 0))
+                        q = client_out_append(o, out + i, l);
+                i += l;
+        }
+        explicit_bzero(out, n);
+        if (q < 0)
+                return q;
+        if (c->req.version_minor >= 1)
+                q = client_out_append(o, "Transfer-Encoding: chunked\r\n", 28);
+        else
+                *ret_until_close = true;
+        return q < 0 ? q : client_out_append(o, "\r\n", 2);
+}
+
+/* Reads the next piece of the response; what is waiting for the agent goes first, so nothing is held
+ * back while the upstream is silent (server-sent events). */
+static ssize_t scrub_read(Connection *c, ClientOut *o, char *buf, size_t size) {
+        ssize_t k;
+
+        if (client_out_flush(c, o) < 0)
+                return -ECONNRESET;     /* c->reason says client-gone */
+        k = up_read(c, buf, size);
+        if (k <= 0)
+                c->reason = "upstream-broke";
+        return k;
+}
+
+/* response_relay() for a request the gateway injected a secret into: the same framing rules, every byte
+ * scrubbed of the secret (egress_scrub()), chunks re-made (extensions and trailers dropped). */
+static int response_relay_scrubbed(Connection *c, const EgressResponseFraming *f, char *buf, size_t have,
+                                   bool *ret_upstream_reusable, bool *ret_client_reusable) {
+        _cleanup_(client_out_done) ClientOut o = {};
+        bool rechunk = !f->chunked && !f->until_close && f->length > 0, to_close = false, extra = false;
+        bool chunked_out;
+        size_t off = f->head_size;
+        int q;
+
+        q = scrub_head(c, &o, buf, f->head_size, rechunk, &to_close);
+        if (q < 0)
+                return q;
+        chunked_out = f->chunked || (rechunk && !to_close);
+        have -= f->head_size;
+
+        if (f->chunked) {
+                HttpChunked d = { .framing_unlimited = true, .extensions = true, .trailers = true };
+                for (;;) {
+                        size_t n = 0, consumed = 0;
+                        if (have == 0) {
+                                ssize_t k = scrub_read(c, &o, buf, GATEWAY_STREAM_BUFFER_SIZE);
+                                if (k <= 0)
+                                        return k < 0 ? (int) k : -ECONNRESET;
+                                off = 0;
+                                have = (size_t) k;
+                        }
+                        q = http_chunked_decode(&d, buf + off, have, c->scratch, &n, &consumed);
+                        if (q < 0) {
+                                c->reason = "upstream-bad-chunks";
+                                return q;
+                        }
+                        if (q == 0)
+                                consumed = have;
+                        if (n > 0) {
+                                int w = scrub_append(c, &o, c->scratch, n, false, true);
+                                if (w < 0)
+                                        return w;
+                        }
+                        off += consumed;
+                        have -= consumed;
+                        if (q == 1) {
+                                extra = have > 0;
+                                break;
+                        }
+                }
+        } else if (f->until_close || rechunk) {
+                uint64_t left = f->until_close ? UINT64_MAX : f->length;
+                size_t first = (size_t) MIN((uint64_t) have, left);
+
+                if (first > 0 && (q = scrub_append(c, &o, buf + off, first, false, chunked_out)) < 0)
+                        return q;
+                extra = have > first;
+                left -= f->until_close ? 0 : first;
+                while (left > 0) {
+                        ssize_t k = scrub_read(c, &o, buf, (size_t) MIN(left, (uint64_t) GATEWAY_STREAM_BUFFER_SIZE));
+                        if (k == 0 && f->until_close) {
+                                c->reason = NULL;       /* the end of such a body */
+                                break;
+                        }
+                        if (k <= 0)
+                                return k < 0 ? (int) k : -ECONNRESET;
+                        if ((q = scrub_append(c, &o, buf, (size_t) k, false, chunked_out)) < 0)
+                                return q;
+                        if (!f->until_close)
+                                left -= (uint64_t) k;
+                }
+        } else
+                extra = have > 0;
+
+        /* what was held back, then the last chunk: with a small response, all in the head's write */
+        if ((q = scrub_append(c, &o, NULL, 0, true, chunked_out)) < 0 ||
+            (chunked_out && (q = client_out_append(&o, "0\r\n\r\n", 5)) < 0))
+                return q;
+        if (client_out_flush(c, &o) < 0)
+                return -ECONNRESET;
+        *ret_upstream_reusable = f->reusable && !extra;
+        *ret_client_reusable = c->req.keep_alive && !f->until_close && !f->ambiguous && !to_close;
+        return 0;
+}
+
 /* The response, passed on as it arrives (server-sent events are not held back), its end found from its
  * framing. Returns -ECONNABORTED when the upstream ended before any byte of an answer (a pooled
  * connection the server had closed), other errors with c->reason set. */
@@ -1173,12 +1374,28 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
                         c->status = f.status;
                         break;
                 }
+                /* an interim head (103 Early Hints may carry Link headers) is scrubbed too */
+                if (c->scrub.n > 0) {
+                        _cleanup_(client_out_done) ClientOut o = {};
+                        bool unused;
+                        q = scrub_head(c, &o, buf, f.head_size, false, &unused);
+                        if (q >= 0)
+                                q = client_out_flush(c, &o);
+                        if (q < 0)
+                                return q;
+                        memmove(buf, buf + f.head_size, have - f.head_size);
+                        have -= f.head_size;
+                        continue;
+                }
                 q = client_send_response(c, buf, f.head_size);
                 if (q < 0)
                         return q;
                 memmove(buf, buf + f.head_size, have - f.head_size);
                 have -= f.head_size;
         }
+
+        if (c->scrub.n > 0)
+                return response_relay_scrubbed(c, &f, buf, have, ret_upstream_reusable, ret_client_reusable);
 
         /* The head goes out together with what of the body came with it: one write, one TLS record for a
          * small response. buf[0..off) is the head, the body's bytes read so far (have) follow it. When
@@ -1450,6 +1667,7 @@ done:
 
 static void request_reset(Connection *c) {
         http_request_done(&c->req);
+        egress_scrub_reset(&c->scrub);
         c->decision = c->rule = c->reason = NULL;
         c->status = 0;
         c->sent = c->received = 0;
@@ -1491,6 +1709,9 @@ static int intercept_request(Connection *c, bool literal) {
                 return refuse(c, q == -E2BIG ? 431 : 403, "deny", reason, "the request carries a credential it may not send");
 
         c->decision = rule->decision == EGRESS_CREDENTIAL ? "credential" : "allow";
+        egress_scrub_reset(&c->scrub);
+        if (rule->decision == EGRESS_CREDENTIAL && egress_scrub_add(&c->scrub, rule->credential.secret, rule->credential.dummy) < 0)
+                return -EINVAL;
         q = forward(c, c->host, c->port, true, head, size);
         explicit_bzero(head, size);
         return q;
@@ -1715,6 +1936,10 @@ static int handle_api(Connection *c) {
                               "the API pass-through only accepts the dummy key it gave the agent");
 
         c->decision = "credential";
+        egress_scrub_reset(&c->scrub);
+        if ((g->api_key && egress_scrub_add(&c->scrub, g->api_key, c->dummy) < 0) ||
+            (g->oauth_token && egress_scrub_add(&c->scrub, g->oauth_token, c->dummy) < 0))
+                return -EINVAL;
         q = forward(c, g->api.host, g->api.port, g->api.tls, head, size);
         explicit_bzero(head, size);
         return q;

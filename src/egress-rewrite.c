@@ -323,3 +323,77 @@ int egress_response_framing(const char *buf, size_t size, const char *request_me
         *ret = f;
         return 1;
 }
+
+int egress_scrub_add(EgressScrub *s, const char *secret, const char *dummy) {
+        size_t l = secret ? strlen(secret) : 0;
+
+        if (l == 0 || l > EGRESS_SCRUB_HOLD_MAX || !dummy)
+                return -EINVAL;
+        if (s->n >= EGRESS_SCRUB_PAIRS_MAX)
+                return -E2BIG;
+        s->secret[s->n] = secret;
+        s->dummy[s->n++] = dummy;
+        return 0;
+}
+
+void egress_scrub_reset(EgressScrub *s) {
+        explicit_bzero(s->hold, s->held);
+        s->held = 0;
+        s->n = 0;
+}
+
+int egress_scrub(EgressScrub *s, const char *in, size_t n, bool final, size_t room_before, size_t room_after,
+                 char **ret, size_t *ret_size) {
+        _cleanup_free_ char *all = NULL;
+        size_t total = s->held + n, grow = 0, o, i = 0, hold_from = SIZE_MAX;
+        char *out;
+
+        /* the output grows by at most (dummy - secret) bytes per occurrence */
+        for (size_t k = 0; k < s->n; k++) {
+                size_t sl = strlen(s->secret[k]), dl = strlen(s->dummy[k]);
+                if (dl > sl)
+                        grow = MAX(grow, (dl - sl) * (total / sl + 1));
+        }
+        all = malloc(total + 1);
+        out = malloc(room_before + total + grow + room_after + 1);
+        if (!all || !out) {
+                free(out);
+                return -ENOMEM;
+        }
+        memcpy(all, s->hold, s->held);
+        memcpy(all + s->held, in, n);
+        explicit_bzero(s->hold, s->held);
+        s->held = 0;
+
+        o = room_before;
+        while (i < total) {
+                bool done = false;
+                for (size_t k = 0; k < s->n && !done; k++) {
+                        size_t sl = strlen(s->secret[k]);
+                        if (all[i] != s->secret[k][0])
+                                continue;
+                        if (i + sl <= total && memcmp(all + i, s->secret[k], sl) == 0) {
+                                size_t dl = strlen(s->dummy[k]);
+                                memcpy(out + o, s->dummy[k], dl);
+                                o += dl;
+                                i += sl;
+                                done = true;
+                        } else if (!final && i + sl > total && memcmp(all + i, s->secret[k], total - i) == 0) {
+                                hold_from = i;  /* the rest may start a secret: wait for more */
+                                break;
+                        }
+                }
+                if (hold_from != SIZE_MAX)
+                        break;
+                if (!done)
+                        out[o++] = all[i++];
+        }
+        if (hold_from != SIZE_MAX) {
+                s->held = total - hold_from;
+                memcpy(s->hold, all + hold_from, s->held);
+        }
+        explicit_bzero(all, total);
+        *ret = out;
+        *ret_size = o - room_before;
+        return 0;
+}

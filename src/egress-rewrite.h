@@ -56,3 +56,31 @@ typedef struct EgressResponseFraming {
  * when more is needed, -E2BIG when EGRESS_RESPONSE_HEAD_MAX bytes hold none, -EBADMSG when it is not an
  * HTTP/1.x response. */
 int egress_response_framing(const char *buf, size_t size, const char *request_method, EgressResponseFraming *ret);
+
+/* What an upstream answers to a request the gateway injected a secret into: every occurrence of that
+ * secret is replaced by its dummy before the agent gets it (a server that reflects a header, or sets a
+ * cookie from it, would otherwise hand the agent the real value). The response is fed piece by piece; a
+ * tail that could be the start of a secret is held back (at most the longest secret's length - 1 bytes,
+ * and only while it is such a start: a stream of server-sent events is not delayed by it) until the next
+ * piece or the end. */
+#define EGRESS_SCRUB_PAIRS_MAX 2U
+#define EGRESS_SCRUB_HOLD_MAX 4096U     /* a credential's secret is at most 4096 bytes */
+
+typedef struct EgressScrub {
+        const char *secret[EGRESS_SCRUB_PAIRS_MAX];
+        const char *dummy[EGRESS_SCRUB_PAIRS_MAX];
+        size_t n;
+        char hold[EGRESS_SCRUB_HOLD_MAX];
+        size_t held;
+} EgressScrub;
+
+/* Adds a secret and the dummy that replaces it; -E2BIG past EGRESS_SCRUB_PAIRS_MAX, -EINVAL for an empty
+ * or too long secret. */
+int egress_scrub_add(EgressScrub *s, const char *secret, const char *dummy);
+void egress_scrub_reset(EgressScrub *s);
+
+/* The held-back bytes and in[0..n), scrubbed, in a new buffer *ret of *ret_size bytes with room_before
+ * free bytes before them and room_after after them (for chunk framing); the tail that could start a
+ * secret is held back unless final. */
+int egress_scrub(EgressScrub *s, const char *in, size_t n, bool final, size_t room_before, size_t room_after,
+                 char **ret, size_t *ret_size);

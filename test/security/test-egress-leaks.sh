@@ -10,10 +10,13 @@
 #   item 2  the gateway socket serves only the channel's containers (a token per container, presented by
 #           the relay); another local user is refused and journaled with its uid; dummies per container
 #   item 3  a credential dummy over plain http is refused (403); http://host:443/ is no https rule's
-#   item 4  a request carrying a real secret value is refused and journaled
+#   item 4  a secret an upstream echoes reaches the agent as the dummy; a request carrying a real secret
+#           value is refused and journaled
 #   item 5  other spellings of a denied host, and paths with dot-segments or encoded separators
 #   item 7  the project file cannot choose the image; .loop/ is read-only in the agent's container
-#   item 8  allow_api: false stops the model API pass-through
+#   item 6  a secret in the agent's result is redacted from the runner's journal, base64 too
+#   item 8  allow_api: false stops the model API pass-through; Azure's WireServer is refused; intercept:
+#           always checks Host against SNI; CONNECT to an unlisted port is refused
 #
 # The upstream servers run in a network namespace this test makes inside the machine (198.51.100.2,
 # 203.0.113.2), HTTP and HTTPS with a test CA; nothing leaves the machine.
@@ -43,7 +46,7 @@ chmod 0755 "$cfg"
         openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=loop-test-ca \
                 -keyout ca.key -out test-ca.pem
         openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=up.test -keyout up.key -out up.csr
-        printf 'subjectAltName=DNS:up.test,DNS:api.test,DNS:cred.test,DNS:tls.test,DNS:paths.test,DNS:other.test\n' >san.ext
+        printf 'subjectAltName=DNS:up.test,DNS:api.test,DNS:cred.test,DNS:tls.test,DNS:paths.test,DNS:other.test,DNS:icpt.test\n' >san.ext
         openssl x509 -req -in up.csr -CA test-ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext -out up.pem
 ) >/dev/null 2>&1 || bail_out "cannot make the test CA"
 cp "$LOOP_SOURCE_DIR/test/integration/egress-upstream.py" "$cfg/"
@@ -70,6 +73,7 @@ cat >"$cfg/channels.d/demo.json" <<EOF
       { "host": "2001:db8::2", "schemes": [ "http", "https" ], "decision": "deny" },
       { "host": "paths.test", "schemes": [ "http" ], "paths": [ "^/hello" ], "decision": "deny" },
       { "host": "tls.test", "ports": [ 443 ], "decision": "allow" },
+      { "host": "icpt.test", "intercept": "always", "decision": "allow" },
       { "host": "*", "schemes": [ "http", "https" ], "decision": "allow" }
     ]
   }
@@ -136,12 +140,15 @@ net() {
         ip addr add 198.51.100.1/24 dev gw0
         ip link set gw0 up
         ip route add 203.0.113.2/32 dev gw0
+        ip route add 168.63.129.16/32 dev gw0
         ip netns exec up ip link set lo up
         ip netns exec up ip addr add 198.51.100.2/24 dev up0
         ip netns exec up ip addr add 203.0.113.2/32 dev up0
+        ip netns exec up ip addr add 168.63.129.16/32 dev up0
         ip netns exec up ip link set up0 up
         ip netns exec up ip route add default dev up0
-        printf '%s\n' '198.51.100.2 up.test api.test cred.test tls.test paths.test x.internal.test' '203.0.113.2 other.test' >>/etc/hosts
+        printf '%s\n' '198.51.100.2 up.test api.test cred.test tls.test paths.test x.internal.test icpt.test' '203.0.113.2 other.test' \
+                '168.63.129.16 wireserver.test' >>/etc/hosts
         mkdir -p /run/egress-up
         touch /run/egress-up/release
 }
@@ -192,7 +199,8 @@ like "$out" "ANTHROPIC_API_KEY=sk-loop-[0-9a-f]{48}" "...but its container's dum
 like "$out" "interfaces=1" "the shell's container has no interface but loopback"
 like "$out" "hello from upstream up.test" "...and goes out through its relay and the gateway, by the policy" || diag "$out"
 out=$(in_ct loop shell demo -- sh -c 'touch /usr/x; grep NoNewPrivs /proc/self/status; grep -c "^CapEff:.0000000000000000" /proc/self/status' </dev/null 2>&1)
-like "$out" "Read-only file system.*NoNewPrivs:.1"$'\n'"1" "...and, as the agent's, a read-only root, no new privileges and no capabilities" || diag "$out"
+like "$out" "/usr/x: Read-only file system" "...and, as the agent's, a read-only root" || diag "$out"
+like "$out" "NoNewPrivs:.1"$'\n'"1" "...no new privileges and no capabilities" || diag "$out"
 
 # --- item 3: secrets only into TLS --------------------------------------------------------------------
 in_ct sh -c ": >$UP/requests.log"
@@ -207,13 +215,21 @@ like "$out" "http=403" "http://tls.test:443/ does not match tls.test's rule for 
 like "$(gw_record "LOOP_RULE=default" LOOP_EVENT=gateway-request LOOP_HOST=tls.test LOOP_KIND=http)" "LOOP_DECISION=deny" \
         "...the gateway's decision, journaled"
 
-# --- item 4: a real secret in a request ---------------------------------------------------------------
-# The agent never holds a real value, unless some upstream echoes one back; what it then sends is refused.
-agent "s=\$($curl_proxy -H 'Authorization: token $GH_DUMMY' https://cred.test/reflect | cut -d' ' -f2)
-       case \$s in ghp_REAL*) echo echoed-real;; esac
+# --- item 4: echoed secrets --------------------------------------------------------------------------
+# An upstream that reflects the Authorization header it got (body and Set-Cookie): the agent gets the
+# dummy back, not the real value, whether the body comes with a Content-Length or chunked.
+agent "$curl_proxy -D /tmp/h -H 'Authorization: token $GH_DUMMY' https://cred.test/reflect; echo; grep -i '^set-cookie' /tmp/h
+       $curl_proxy -H 'Authorization: token $GH_DUMMY' -H 'X-Chunked: 1' https://cred.test/reflect; echo"
+is "$(grep -c -F "$GH_SECRET" <<<"$out")" 0 "a secret an upstream echoes (body, cookie, chunked or not) never reaches the agent" || diag "$out"
+like "$out" "token $GH_DUMMY"$'\n'".*seen=token_$GH_DUMMY" "...it gets the dummy in its place, in the body and the cookie" || diag "$out"
+like "$out" "seen=token_$GH_DUMMY.*"$'\n'"token $GH_DUMMY\$" "...also in a chunked body, the value split across two chunks" || diag "$out"
+# Should a real value reach the agent anyway (here: put into its work dir), sending it is refused.
+in_ct sh -c "printf %s '$GH_SECRET' >$W/leaked; chmod 0644 $W/leaked"
+agent "s=\$(cat /var/lib/loop/demo/work/leaked)
        $curl_proxy -o /dev/null -w 'http=%{http_code}\n' -H \"X-Echoed: \$s\" http://up.test/hello
        $curl_proxy -o /dev/null -w 'http=%{http_code}\n' \"http://up.test/hello?k=\$s\""
-like "$out" "http=403"$'\n'"http=403" "a request carrying a real secret value echoed to the agent (header, query) is refused" || diag "$out"
+in_ct rm -f "$W/leaked"
+like "$out" "http=403"$'\n'"http=403" "a request carrying a real secret value (header, query) is refused" || diag "$out"
 like "$(gw_record "LOOP_REASON=secret-in-request" LOOP_EVENT=gateway-request LOOP_REASON=secret-in-request)" \
         "LOOP_REASON=secret-in-request" "...and journaled"
 
@@ -246,12 +262,34 @@ like "$out" "cannot choose the image.*ran-in-the-operators-image" \
         "a project file naming another image is ignored with a warning: the operator's image runs" || diag "$out"
 in_ct rm -f /var/lib/loop/demo/work/.loop/config.json
 
-# --- item 8: allow_api false --------------------------------------------------------------------------
+# --- item 6: every secret loop knows is redacted, in its encoded forms too -----------------------------
+# The runner service journals the agent's result (run-finished): a secret in it, as it is and base64.
+in_ct sh -c "printf %s '$GH_SECRET' >$W/leaked; chmod 0644 $W/leaked"
+in_ct loop send demo 'scenario:sh cat /var/lib/loop/demo/work/leaked; echo; base64 -w0 /var/lib/loop/demo/work/leaked' >/dev/null
+wait_for 120 in_ct sh -c 'journalctl -o export LOOP_EVENT=run-finished LOOP_CHANNEL=demo | grep -q -a "^MESSAGE="'
+rec=$(in_ct journalctl -o export LOOP_EVENT=run-finished LOOP_CHANNEL=demo | tr -d '\000')
+in_ct rm -f "$W/leaked"
+like "$rec" "REDACTED" "the runner journals the agent's result with a credential's secret redacted" || diag "$rec"
+is "$(grep -c -a -F -e "$GH_SECRET" -e "$(printf %s "$GH_SECRET" | base64 -w0)" <<<"$rec")" 0 "...as it is and in base64" || diag "$rec"
+
+# --- item 8: smaller gaps -----------------------------------------------------------------------------
+in_ct curl -s --max-time 5 -o /dev/null -w '%{http_code}' http://168.63.129.16/hello | grep -q 200
+ok $? "Azure's WireServer address answers when asked directly from the host (so a refusal is the gateway's)"
+agent "$curl_proxy -o /dev/null -w 'http=%{http_code}\n' http://wireserver.test/hello"
+like "$out" "http=403" "a name resolving to Azure's WireServer 168.63.129.16 is refused" || diag "$out"
+like "$(gw_record "LOOP_REASON=address-blocked:metadata" LOOP_EVENT=gateway-request LOOP_HOST=wireserver.test)" \
+        "LOOP_REASON=address-blocked:metadata" "...as a metadata address"
+agent "$curl_proxy -w ' http=%{http_code}\n' https://icpt.test/hello; $curl_proxy -w ' http=%{http_code}\n' -H 'Host: other.test' https://icpt.test/hello"
+like "$out" "hello from upstream icpt.test"$'\n'" http=200" "intercept: always: an allowed host is intercepted (its TLS ended by the gateway)" || diag "$out"
+like "$out" "http=421" "...so a Host header that is not the server name is refused" || diag "$out"
+agent "$curl_proxy -o /dev/null -w 'connect=%{http_connect}\n' https://up.test:8443/hello"
+like "$out" "connect=403" "a CONNECT to a port no rule names is refused (403) before the gateway connects: rules default to 443" || diag "$out"
+# allow_api: false
 agent 'curl -sS --max-time 60 -w " http=%{http_code}\n" -H "x-api-key: $ANTHROPIC_API_KEY" -d "{}" "$ANTHROPIC_BASE_URL/v1/messages"' noapi
 like "$out" "http=403" "allow_api: false refuses the model API pass-through" || diag "$out"
 unlike "$out" "data: one" "...which reaches nothing"
 
-n=$(in_ct journalctl -o export | grep -c -a -F -e "$API_KEY" -e "$GH_SECRET")
+n=$(in_ct journalctl -o export | grep -c -a -F -e "$API_KEY" -e "$GH_SECRET" -e "$(printf %s "$GH_SECRET" | base64 -w0)")
 is "$n" 0 "the journal of the whole run holds no secret value" ||
         diag "$(in_ct journalctl -o export | grep -a -E "^(SYSLOG_IDENTIFIER|_COMM|LOOP_EVENT|MESSAGE)=|$API_KEY|$GH_SECRET" | grep -a -B6 -F -e "$API_KEY" -e "$GH_SECRET" | cut -c1-300)"
 

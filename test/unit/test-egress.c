@@ -285,6 +285,52 @@ static void test_tokens(void) {
            "the relay's credential line parses");
 }
 
+/* Feeds the pieces (NULL-terminated) through one scrubber and returns all it let out. */
+static char *scrub_pieces(EgressScrub *sc, const char * const *pieces) {
+        static char all[512];
+        size_t o = 0;
+
+        for (size_t i = 0;; i++) {
+                char *out = NULL;
+                size_t n = 0;
+                bool final = !pieces[i];
+                if (egress_scrub(sc, pieces[i] ?: "", pieces[i] ? strlen(pieces[i]) : 0, final, 3, 2, &out, &n) < 0)
+                        return NULL;
+                memcpy(all + o, out + 3, n);
+                o += n;
+                free(out);
+                if (final)
+                        break;
+        }
+        all[o] = 0;
+        return all;
+}
+
+static void test_scrub(void) {
+        EgressScrub sc = {};
+        char *out = NULL;
+        size_t n = 0;
+
+        ok(egress_scrub_add(&sc, "ghp_SECRET_1234", "ghp_dummy0001") == 0 && egress_scrub_add(&sc, "sk-REAL-long-key", "D") == 0,
+           "two secrets with their dummies");
+        ok(egress_scrub_add(&sc, "third-secret", "x") == -E2BIG, "...and no more");
+        is_str(scrub_pieces(&sc, (const char * const[]) { "you sent: token ghp_SECRET_1234 and sk-REAL-long-key!", NULL }),
+               "you sent: token ghp_dummy0001 and D!", "each secret in a response is replaced by its dummy");
+        is_str(scrub_pieces(&sc, (const char * const[]) { "a ghp_SEC", "RET_12", "34 b", NULL }),
+               "a ghp_dummy0001 b", "...also split across pieces (the start of one is held back)");
+        ok(egress_scrub(&sc, "data: one\n\n", 11, false, 0, 0, &out, &n) == 0 && n == 11 && sc.held == 0,
+           "a piece that cannot start a secret is let out whole at once (server-sent events are not delayed)");
+        free(out);
+        ok(egress_scrub(&sc, "x ghp_S", 7, false, 0, 0, &out, &n) == 0 && n == 2 && sc.held == 5,
+           "a tail that may start a secret is held back");
+        free(out);
+        is_str(scrub_pieces(&sc, (const char * const[]) { NULL }), "ghp_S", "...and let out at the end when it was none");
+        is_str(scrub_pieces(&sc, (const char * const[]) { "ghp_SECRET_123", NULL }), "ghp_SECRET_123",
+               "a prefix of a secret alone is no secret");
+        egress_scrub_reset(&sc);
+        ok(sc.n == 0 && sc.held == 0, "a reset forgets the secrets");
+}
+
 static void test_addresses(void) {
         static const struct {
                 const char *addr;
@@ -889,6 +935,7 @@ int main(void) {
         test_policy_spellings();
         test_policy_schemes();
         test_tokens();
+        test_scrub();
         test_addresses();
         test_own_addresses();
         test_sni();
