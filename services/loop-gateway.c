@@ -5,7 +5,10 @@
  * agent containers. Those containers have no network; `loop relay` inside forwards every connection the
  * agent makes to 127.0.0.1:3128 (its HTTP proxy) or 127.0.0.1:2376 (its model API) to this socket,
  * handing the connection itself over (egress-handover.h): the gateway reads and writes the agent's TCP
- * connection directly. Requests are told apart by their target:
+ * connection directly, after checking the container's token that comes with it (egress-token.h): only
+ * the channel's own containers are served. A client speaking HTTP on the socket itself gets the sandbox
+ * CA, and root (the runner) a container's token and dummy (POST /.loop/register); nothing else.
+ * Requests are told apart by their target:
  *
  *   CONNECT host:port           a TLS tunnel: policy on host and port, then the gateway resolves the name,
  *                               connects (refusing internal addresses, see egress-address.h), answers 200
@@ -15,12 +18,16 @@
  *                               $STATE_DIRECTORY), and treats the request inside as plain HTTP below, sent
  *                               on over TLS it verifies;
  *   GET /.loop/ca.pem           the sandbox CA's certificate, for the runner;
- *   GET http://host/path ...    plain HTTP: policy on host, port, method and path; Host must agree with the
- *                               target; the request goes upstream origin-form with credentials swapped
- *                               (egress-rewrite.h), the response streams back;
+ *   GET http://host/path ...    plain HTTP: policy (http rules) on host, port, method and path; Host must
+ *                               agree with the target; the request goes upstream origin-form, never with
+ *                               a credential (those go only into TLS), the response streams back;
  *   POST /v1/messages ...       the model API pass-through: to egress.api_upstream over verified TLS, the
- *                               dummy key sk-proxy swapped for the real one, the response streamed back
+ *                               container's dummy key swapped for the real one, the response streamed back
  *                               unbuffered (server-sent events reach the agent as they come).
+ *
+ * Hosts and paths are normalised once (egress_host_normalize(), egress_path_normalize()) before any
+ * decision. The answer to a request with an injected secret has it replaced by the dummy
+ * (egress_scrub()); a request carrying a real secret is refused.
  *
  * With the host's HTTP proxy configured (egress.upstream_proxy, else the https_proxy/http_proxy variables
  * of the service's environment), upstream connections are CONNECT tunnels through it to the address the
