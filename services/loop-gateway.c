@@ -5,7 +5,10 @@
  * agent containers. Those containers have no network; `loop relay` inside forwards every connection the
  * agent makes to 127.0.0.1:3128 (its HTTP proxy) or 127.0.0.1:2376 (its model API) to this socket,
  * handing the connection itself over (egress-handover.h): the gateway reads and writes the agent's TCP
- * connection directly. Requests are told apart by their target:
+ * connection directly, after checking the container's token that comes with it (egress-token.h): only
+ * the channel's own containers are served. A client speaking HTTP on the socket itself gets the sandbox
+ * CA, and root (the runner) a container's token and dummy (POST /.loop/register); nothing else.
+ * Requests are told apart by their target:
  *
  *   CONNECT host:port           a TLS tunnel: policy on host and port, then the gateway resolves the name,
  *                               connects (refusing internal addresses, see egress-address.h), answers 200
@@ -15,12 +18,16 @@
  *                               $STATE_DIRECTORY), and treats the request inside as plain HTTP below, sent
  *                               on over TLS it verifies;
  *   GET /.loop/ca.pem           the sandbox CA's certificate, for the runner;
- *   GET http://host/path ...    plain HTTP: policy on host, port, method and path; Host must agree with the
- *                               target; the request goes upstream origin-form with credentials swapped
- *                               (egress-rewrite.h), the response streams back;
+ *   GET http://host/path ...    plain HTTP: policy (http rules) on host, port, method and path; Host must
+ *                               agree with the target; the request goes upstream origin-form, never with
+ *                               a credential (those go only into TLS), the response streams back;
  *   POST /v1/messages ...       the model API pass-through: to egress.api_upstream over verified TLS, the
- *                               dummy key sk-proxy swapped for the real one, the response streamed back
+ *                               container's dummy key swapped for the real one, the response streamed back
  *                               unbuffered (server-sent events reach the agent as they come).
+ *
+ * Hosts and paths are normalised once (egress_host_normalize(), egress_path_normalize()) before any
+ * decision. The answer to a request with an injected secret has it replaced by the dummy
+ * (egress_scrub()); a request carrying a real secret is refused.
  *
  * With the host's HTTP proxy configured (egress.upstream_proxy, else the https_proxy/http_proxy variables
  * of the service's environment), upstream connections are CONNECT tunnels through it to the address the
@@ -68,6 +75,7 @@
 #include "egress-handover.h"
 #include "egress-policy.h"
 #include "egress-rewrite.h"
+#include "egress-token.h"
 #include "http-server.h"
 #include "io-util.h"
 #include "log.h"
@@ -114,6 +122,8 @@ typedef struct Gateway {
         SSL_CTX *tls;
         EgressOwnAddresses own;
         EgressCa *ca;                   /* NULL: no state directory, no interception */
+        uint8_t token_key[EGRESS_TOKEN_KEY_SIZE];
+        bool have_token_key;            /* false: no state directory, every hand-over is refused */
 
         /* Upstream TLS sessions by "host:port", resumed by the next connection there: a full handshake
          * and certificate check per request would cost more than the request. */
@@ -153,6 +163,11 @@ typedef struct Gateway {
 typedef struct Connection {
         Gateway *gw;
         int fd;
+        bool handed_over;               /* the relay of a container the gateway knows handed fd over */
+        char container[EGRESS_CONTAINER_NAME_MAX + 1];  /* ... that container's name */
+        char dummy[EGRESS_DUMMY_LEN + 1];               /* ... and its model-API dummy */
+        struct ucred peer;              /* who connected to the gateway socket */
+        EgressScrub scrub;              /* the secrets injected into the current request, for its response */
         SSL *client_ssl;                /* intercepted: TLS with the agent, our leaf certificate */
         int up;
         SSL *ssl;
@@ -261,9 +276,13 @@ static int upstream_parse(const char *url, bool allow_path, Upstream *ret) {
                 upstream_done(&u);
                 return -ENOMEM;
         }
-        egress_host_normalize(u.host);
-        if (!egress_host_is_valid(u.host))
-                goto fail;
+        {
+                char *n = NULL;
+                if (egress_host_normalize(u.host, &n) < 0)
+                        goto fail;
+                free(u.host);
+                u.host = n;
+        }
         if (colon) {
                 char *e;
                 unsigned long p;
@@ -363,6 +382,9 @@ static int gateway_load(Gateway *g, const char *path) {
                 r = -EINVAL;
         if (r < 0)
                 return gateway_fail_config(g, "egress.api_upstream \"%s\" is not an http(s)://HOST[:PORT][/PATH] URL", s);
+        /* the real key goes only into TLS the gateway made and verified */
+        if (!g->api.tls)
+                return gateway_fail_config(g, "egress.api_upstream \"%s\" is not https://: the real key is never sent in clear text", s);
         /* Without egress.upstream_proxy, the host's own proxy variables, as the service's environment has
          * them (DefaultEnvironment= of the manager, or a drop-in): the gateway goes out the way the host
          * does. */
@@ -430,7 +452,7 @@ static uint64_t elapsed_ms(const struct timespec *start) {
         return (uint64_t) (now.tv_sec - start->tv_sec) * 1000U + (uint64_t) ((now.tv_nsec - start->tv_nsec) / 1000000L);
 }
 
-#define GATEWAY_RECORD_FIELDS_MAX 16U
+#define GATEWAY_RECORD_FIELDS_MAX 20U
 #define GATEWAY_RECORD_ARENA_SIZE 1024U         /* the usual record's fields; a longer one is allocated */
 
 /* A record's extra fields, "NAME=value" each, written into one buffer on the stack: a record per
@@ -495,9 +517,17 @@ static void connection_journal(Connection *c) {
         field_add(&r, "LOOP_BYTES_SENT", sent);
         field_add(&r, "LOOP_BYTES_RECEIVED", received);
         field_add(&r, "LOOP_DURATION_MS", duration);
+        if (!c->handed_over) {
+                /* not a container's relay: who it was */
+                char pid[16], uid[16];
+                (void) snprintf(pid, sizeof pid, "%d", (int) c->peer.pid);
+                (void) snprintf(uid, sizeof uid, "%u", (unsigned) c->peer.uid);
+                field_add(&r, "LOOP_PEER_PID", pid);
+                field_add(&r, "LOOP_PEER_UID", uid);
+        }
         r.extra[r.n] = NULL;
 
-        AuditFields f = { .channel = c->gw->channel, .extra = r.extra };
+        AuditFields f = { .channel = c->gw->channel, .container_name = c->container[0] ? c->container : NULL, .extra = r.extra };
         (void) audit_log(AUDIT_GATEWAY_REQUEST, allowed ? LOG_INFO : LOG_NOTICE, &f,
                          "%s %s %s:%u%s%s%s%s (rule %s, %" PRIu64 " bytes up, %" PRIu64 " down, %" PRIu64 " ms)",
                          strna(c->decision), strna(c->kind), strna(c->host), c->port,
@@ -1120,6 +1150,206 @@ static int client_send_response(Connection *c, const char *buf, size_t n) {
         return 0;
 }
 
+/* What goes to the agent next, collected so that a small response leaves in one write (one TLS record):
+ * sent before the gateway waits for the upstream, and at the end. */
+typedef struct ClientOut {
+        char *data;
+        size_t size, allocated;
+} ClientOut;
+
+static void client_out_done(ClientOut *o) {
+        if (o->data)
+                explicit_bzero(o->data, o->allocated);
+        free(o->data);
+        *o = (ClientOut) {};
+}
+
+static int client_out_append(ClientOut *o, const char *s, size_t n) {
+        if (o->size + n > o->allocated) {
+                size_t want = MAX(o->allocated * 2, o->size + n + 256);
+                char *d = malloc(want);
+                if (!d)
+                        return -ENOMEM;
+                if (o->data) {
+                        memcpy(d, o->data, o->size);
+                        explicit_bzero(o->data, o->allocated);
+                        free(o->data);
+                }
+                o->data = d;
+                o->allocated = want;
+        }
+        memcpy(o->data + o->size, s, n);
+        o->size += n;
+        return 0;
+}
+
+static int client_out_flush(Connection *c, ClientOut *o) {
+        int q = 0;
+
+        if (o->size > 0)
+                q = client_send_response(c, o->data, o->size) < 0 ? -ECONNRESET : 0;
+        if (o->data)
+                explicit_bzero(o->data, o->size);
+        o->size = 0;
+        return q;
+}
+
+/* Scrubs in[0..n) (and what was held back) into o, as one chunk when chunked. */
+static int scrub_append(Connection *c, ClientOut *o, const char *in, size_t n, bool final, bool chunked) {
+        _cleanup_free_ char *out = NULL;
+        char line[GATEWAY_CHUNK_LINE_MAX];
+        size_t size = 0;
+        int q, l;
+
+        q = egress_scrub(&c->scrub, in, n, final, 0, 0, &out, &size);
+        if (q >= 0 && size > 0) {
+                l = snprintf(line, sizeof line, "%zx\r\n", size);
+                if (chunked)
+                        q = client_out_append(o, line, (size_t) l);
+                if (q >= 0)
+                        q = client_out_append(o, out, size);
+                if (q >= 0 && chunked)
+                        q = client_out_append(o, "\r\n", 2);
+        }
+        if (out)
+                explicit_bzero(out, size);
+        return q;
+}
+
+/* The head of a response to an injected request, scrubbed, into o; a body framed by Content-Length is
+ * sent on chunked instead (a dummy need not be as long as its secret), or, to an HTTP/1.0 client, until
+ * the connection closes. */
+static int scrub_head(Connection *c, ClientOut *o, const char *head, size_t size, bool rechunk, bool *ret_until_close) {
+        _cleanup_free_ char *out = NULL;
+        EgressScrub h = c->scrub;
+        size_t n = 0;
+        int q;
+
+        h.held = 0;
+        q = egress_scrub(&h, head, size, true, 0, 0, &out, &n);
+        explicit_bzero(&h, sizeof h);
+        if (q < 0)
+                return q;
+        *ret_until_close = false;
+        if (!rechunk) {
+                q = client_out_append(o, out, n);
+                explicit_bzero(out, n);
+                return q;
+        }
+        /* every line but Content-Length, then Transfer-Encoding before the blank line */
+        for (size_t i = 0; i + 2 <= n && q >= 0;) {
+                const char *eol = memmem(out + i, n - i, "\r\n", 2);
+                size_t l = eol ? (size_t) (eol - (out + i)) + 2 : n - i;
+                if (l == 2)
+                        break;  /* the blank line */
+                if (!(i > 0 && l >= 15 && strncasecmp(out + i, "Content-Length:", 15) == 0))
+                        q = client_out_append(o, out + i, l);
+                i += l;
+        }
+        explicit_bzero(out, n);
+        if (q < 0)
+                return q;
+        if (c->req.version_minor >= 1)
+                q = client_out_append(o, "Transfer-Encoding: chunked\r\n", 28);
+        else
+                *ret_until_close = true;
+        return q < 0 ? q : client_out_append(o, "\r\n", 2);
+}
+
+/* Reads the next piece of the response; what is waiting for the agent goes first, so nothing is held
+ * back while the upstream is silent (server-sent events). */
+static ssize_t scrub_read(Connection *c, ClientOut *o, char *buf, size_t size) {
+        ssize_t k;
+
+        if (client_out_flush(c, o) < 0)
+                return -ECONNRESET;     /* c->reason says client-gone */
+        k = up_read(c, buf, size);
+        if (k <= 0)
+                c->reason = "upstream-broke";
+        return k;
+}
+
+/* response_relay() for a request the gateway injected a secret into: the same framing rules, every byte
+ * scrubbed of the secret (egress_scrub()), chunks re-made (extensions and trailers dropped). */
+static int response_relay_scrubbed(Connection *c, const EgressResponseFraming *f, char *buf, size_t have,
+                                   bool *ret_upstream_reusable, bool *ret_client_reusable) {
+        _cleanup_(client_out_done) ClientOut o = {};
+        bool rechunk = !f->chunked && !f->until_close && f->length > 0, to_close = false, extra = false;
+        bool chunked_out;
+        size_t off = f->head_size;
+        int q;
+
+        q = scrub_head(c, &o, buf, f->head_size, rechunk, &to_close);
+        if (q < 0)
+                return q;
+        chunked_out = f->chunked || (rechunk && !to_close);
+        have -= f->head_size;
+
+        if (f->chunked) {
+                HttpChunked d = { .framing_unlimited = true, .extensions = true, .trailers = true };
+                for (;;) {
+                        size_t n = 0, consumed = 0;
+                        if (have == 0) {
+                                ssize_t k = scrub_read(c, &o, buf, GATEWAY_STREAM_BUFFER_SIZE);
+                                if (k <= 0)
+                                        return k < 0 ? (int) k : -ECONNRESET;
+                                off = 0;
+                                have = (size_t) k;
+                        }
+                        q = http_chunked_decode(&d, buf + off, have, c->scratch, &n, &consumed);
+                        if (q < 0) {
+                                c->reason = "upstream-bad-chunks";
+                                return q;
+                        }
+                        if (q == 0)
+                                consumed = have;
+                        if (n > 0) {
+                                int w = scrub_append(c, &o, c->scratch, n, false, true);
+                                if (w < 0)
+                                        return w;
+                        }
+                        off += consumed;
+                        have -= consumed;
+                        if (q == 1) {
+                                extra = have > 0;
+                                break;
+                        }
+                }
+        } else if (f->until_close || rechunk) {
+                uint64_t left = f->until_close ? UINT64_MAX : f->length;
+                size_t first = (size_t) MIN((uint64_t) have, left);
+
+                if (first > 0 && (q = scrub_append(c, &o, buf + off, first, false, chunked_out)) < 0)
+                        return q;
+                extra = have > first;
+                left -= f->until_close ? 0 : first;
+                while (left > 0) {
+                        ssize_t k = scrub_read(c, &o, buf, (size_t) MIN(left, (uint64_t) GATEWAY_STREAM_BUFFER_SIZE));
+                        if (k == 0 && f->until_close) {
+                                c->reason = NULL;       /* the end of such a body */
+                                break;
+                        }
+                        if (k <= 0)
+                                return k < 0 ? (int) k : -ECONNRESET;
+                        if ((q = scrub_append(c, &o, buf, (size_t) k, false, chunked_out)) < 0)
+                                return q;
+                        if (!f->until_close)
+                                left -= (uint64_t) k;
+                }
+        } else
+                extra = have > 0;
+
+        /* what was held back, then the last chunk: with a small response, all in the head's write */
+        if ((q = scrub_append(c, &o, NULL, 0, true, chunked_out)) < 0 ||
+            (chunked_out && (q = client_out_append(&o, "0\r\n\r\n", 5)) < 0))
+                return q;
+        if (client_out_flush(c, &o) < 0)
+                return -ECONNRESET;
+        *ret_upstream_reusable = f->reusable && !extra;
+        *ret_client_reusable = c->req.keep_alive && !f->until_close && !f->ambiguous && !to_close;
+        return 0;
+}
+
 /* The response, passed on as it arrives (server-sent events are not held back), its end found from its
  * framing. Returns -ECONNABORTED when the upstream ended before any byte of an answer (a pooled
  * connection the server had closed), other errors with c->reason set. */
@@ -1151,12 +1381,28 @@ static int response_relay(Connection *c, bool *ret_upstream_reusable, bool *ret_
                         c->status = f.status;
                         break;
                 }
+                /* an interim head (103 Early Hints may carry Link headers) is scrubbed too */
+                if (c->scrub.n > 0) {
+                        _cleanup_(client_out_done) ClientOut o = {};
+                        bool unused;
+                        q = scrub_head(c, &o, buf, f.head_size, false, &unused);
+                        if (q >= 0)
+                                q = client_out_flush(c, &o);
+                        if (q < 0)
+                                return q;
+                        memmove(buf, buf + f.head_size, have - f.head_size);
+                        have -= f.head_size;
+                        continue;
+                }
                 q = client_send_response(c, buf, f.head_size);
                 if (q < 0)
                         return q;
                 memmove(buf, buf + f.head_size, have - f.head_size);
                 have -= f.head_size;
         }
+
+        if (c->scrub.n > 0)
+                return response_relay_scrubbed(c, &f, buf, have, ret_upstream_reusable, ret_client_reusable);
 
         /* The head goes out together with what of the body came with it: one write, one TLS record for a
          * small response. buf[0..off) is the head, the body's bytes read so far (have) follow it. When
@@ -1375,6 +1621,13 @@ static bool host_header_agrees(const HttpRequest *r, uint16_t default_port) {
 
 /* ---- the three kinds of request ---- */
 
+/* Whether a ClientHello's server name, normalised as hosts are, is the (normalised) CONNECT target. */
+static bool sni_agrees(const char *sni, const char *host) {
+        _cleanup_free_ char *n = NULL;
+
+        return sni && egress_host_normalize(sni, &n) >= 0 && streq(n, host);
+}
+
 /* The server context with the leaf certificate of host, made once and cached. */
 static SSL_CTX *leaf_ctx(Gateway *g, const char *host) {
         SSL_CTX *ctx = NULL;
@@ -1421,6 +1674,7 @@ done:
 
 static void request_reset(Connection *c) {
         http_request_done(&c->req);
+        egress_scrub_reset(&c->scrub);
         c->decision = c->rule = c->reason = NULL;
         c->status = 0;
         c->sent = c->received = 0;
@@ -1446,7 +1700,7 @@ static int intercept_request(Connection *c, bool literal) {
         c->req.port = c->port;
         if (!host_header_agrees(&c->req, 443))
                 return refuse(c, 421, "deny", "host-mismatch", "the Host header is not the CONNECT target");
-        rule = egress_policy_match(g->policy, c->host, c->port, c->req.method, c->req.path);
+        rule = egress_policy_match(g->policy, EGRESS_SCHEME_HTTPS, c->host, c->port, c->req.method, c->req.path);
         c->rule = rule->id;
         if (rule->decision == EGRESS_DENY)
                 return refuse(c, 403, "deny", "policy", "the egress policy does not allow this request");
@@ -1454,13 +1708,17 @@ static int intercept_request(Connection *c, bool literal) {
         if ((c->port == 443 ? asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]" : "%s", c->host)
                             : asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host, c->port)) < 0)
                 return -ENOMEM;
-        q = egress_upstream_head(&c->req, g->policy, rule, NULL, host_header, &head, &size, &reason);
+        EgressApiAuth auth = { .dummy = c->dummy, .api_key = g->api_key, .oauth_token = g->oauth_token };
+        q = egress_upstream_head(&c->req, g->policy, rule, &auth, host_header, &head, &size, &reason);
         if (q == -ENOMEM)
                 return q;
         if (q < 0)
                 return refuse(c, q == -E2BIG ? 431 : 403, "deny", reason, "the request carries a credential it may not send");
 
         c->decision = rule->decision == EGRESS_CREDENTIAL ? "credential" : "allow";
+        egress_scrub_reset(&c->scrub);
+        if (rule->decision == EGRESS_CREDENTIAL && egress_scrub_add(&c->scrub, rule->credential.secret, rule->credential.dummy) < 0)
+                return -EINVAL;
         q = forward(c, c->host, c->port, true, head, size);
         explicit_bzero(head, size);
         return q;
@@ -1506,7 +1764,7 @@ static int handle_intercept(Connection *c) {
         /* The agent's TLS must ask for the host the CONNECT named. */
         sni = SSL_get_servername(c->client_ssl, TLSEXT_NAMETYPE_host_name);
         literal = inet_pton(AF_INET, c->host, &a) == 1 || inet_pton(AF_INET6, c->host, &a) == 1;
-        if (literal ? sni != NULL : !sni || strcasecmp(sni, c->host) != 0)
+        if (literal ? sni != NULL : !sni_agrees(sni, c->host))
                 return refuse(c, 421, "deny", "sni-mismatch", "the TLS server name is not the CONNECT target");
 
         /* The requests inside, each checked, rewritten and journaled on its own. */
@@ -1537,11 +1795,11 @@ static int handle_connect(Connection *c) {
         c->kind = "connect";
         if (!host_header_agrees(&c->req, c->req.port))
                 return refuse(c, 400, "deny", "host-mismatch", "the Host header does not name the CONNECT target");
-        rule = egress_policy_match(c->gw->policy, c->req.host, c->req.port, NULL, NULL);
+        rule = egress_policy_match(c->gw->policy, EGRESS_SCHEME_HTTPS, c->req.host, c->req.port, NULL, NULL);
         c->rule = rule->id;
-        /* A host some credential rule names is intercepted, whatever that rule's methods and paths: the
-         * policy then decides on each request inside. */
-        if (egress_policy_host_has_credential(c->gw->policy, c->req.host, c->req.port)) {
+        /* A host some credential (or "intercept": "always") rule names is intercepted, whatever that
+         * rule's methods and paths: the policy then decides on each request inside. */
+        if (egress_policy_host_intercepted(c->gw->policy, c->req.host, c->req.port)) {
                 /* Without a CA (no state directory) the host is refused rather than reached without
                  * its credential. */
                 if (!c->gw->ca)
@@ -1587,7 +1845,7 @@ static int handle_connect(Connection *c) {
         {
                 struct in6_addr a;
                 bool literal = inet_pton(AF_INET, c->req.host, &a) == 1 || inet_pton(AF_INET6, c->req.host, &a) == 1;
-                if (literal ? sni != NULL : !streq_ptr(sni, c->req.host)) {
+                if (literal ? sni != NULL : !sni_agrees(sni, c->req.host)) {
                         c->decision = "deny";
                         c->reason = "sni-mismatch";
                         return -EACCES;
@@ -1623,7 +1881,7 @@ static int handle_http(Connection *c) {
         c->kind = "http";
         if (!host_header_agrees(&c->req, 80))
                 return refuse(c, 400, "deny", "host-mismatch", "the Host header does not name the request's target");
-        rule = egress_policy_match(c->gw->policy, c->req.host, c->req.port, c->req.method, c->req.path);
+        rule = egress_policy_match(c->gw->policy, EGRESS_SCHEME_HTTP, c->req.host, c->req.port, c->req.method, c->req.path);
         c->rule = rule->id;
         if (rule->decision == EGRESS_DENY)
                 return refuse(c, 403, "deny", "policy", "the egress policy does not allow this request");
@@ -1631,13 +1889,19 @@ static int handle_http(Connection *c) {
         if ((c->req.port == 80 ? asprintf(&host_header, strchr(c->req.host, ':') ? "[%s]" : "%s", c->req.host)
                                : asprintf(&host_header, strchr(c->req.host, ':') ? "[%s]:%u" : "%s:%u", c->req.host, c->req.port)) < 0)
                 return -ENOMEM;
-        q = egress_upstream_head(&c->req, c->gw->policy, rule, NULL, host_header, &head, &size, &reason);
+        EgressApiAuth auth = { .dummy = c->dummy, .api_key = c->gw->api_key, .oauth_token = c->gw->oauth_token };
+        q = egress_upstream_head(&c->req, c->gw->policy, rule, &auth, host_header, &head, &size, &reason);
         if (q == -ENOMEM)
                 return q;
+        /* No credential rule matches plain HTTP (they are https only): a dummy here is one the agent
+         * would have sent in clear text. */
+        if (q == -EACCES && streq_ptr(reason, "dummy-unbound"))
+                return refuse(c, 403, "deny", "cleartext-credential",
+                              "credentials are only injected over TLS: use https://, never http://");
         if (q < 0)
                 return refuse(c, q == -E2BIG ? 431 : 403, "deny", reason, "the request carries a credential it may not send");
 
-        c->decision = rule->decision == EGRESS_CREDENTIAL ? "credential" : "allow";
+        c->decision = "allow";
         q = forward(c, c->req.host, c->req.port, false, head, size);
         explicit_bzero(head, size);
         return q;
@@ -1646,7 +1910,7 @@ static int handle_http(Connection *c) {
 static int handle_api(Connection *c) {
         const Gateway *g = c->gw;
         _cleanup_free_ char *head = NULL, *host_header = NULL, *path = NULL;
-        EgressApiAuth auth = { .dummy = EGRESS_DUMMY_KEY_BUILTIN, .api_key = g->api_key, .oauth_token = g->oauth_token };
+        EgressApiAuth auth = { .pass_through = true, .dummy = c->dummy, .api_key = g->api_key, .oauth_token = g->oauth_token };
         const char *reason = NULL;
         char *saved_path;
         size_t size = 0;
@@ -1654,6 +1918,8 @@ static int handle_api(Connection *c) {
 
         c->kind = "api";
         c->rule = "api";
+        if (!g->policy->allow_api)
+                return refuse(c, 403, "deny", "api-disabled", "the model API is not allowed (egress.allow_api is false)");
         free(c->host);
         c->host = strdup(g->api.host);
         c->port = g->api.port;
@@ -1677,6 +1943,10 @@ static int handle_api(Connection *c) {
                               "the API pass-through only accepts the dummy key it gave the agent");
 
         c->decision = "credential";
+        egress_scrub_reset(&c->scrub);
+        if ((g->api_key && egress_scrub_add(&c->scrub, g->api_key, c->dummy) < 0) ||
+            (g->oauth_token && egress_scrub_add(&c->scrub, g->oauth_token, c->dummy) < 0))
+                return -EINVAL;
         q = forward(c, g->api.host, g->api.port, g->api.tls, head, size);
         explicit_bzero(head, size);
         return q;
@@ -1727,17 +1997,103 @@ static void connection_free(Connection *c) {
         free(c);
 }
 
+/* The runner (root on the host) asks for a container's token and dummy before it creates it. */
+static int handle_register(Connection *c) {
+        _cleanup_free_ char *body = NULL, *out = NULL;
+        char token[EGRESS_TOKEN_HEX_LEN + 1], dummy[EGRESS_DUMMY_LEN + 1];
+        const char *name = startswith(strempty(c->req.query), "container=");
+        size_t size;
+        int q;
+
+        c->kind = "register";
+        c->rule = "register";
+        if (!streq(c->req.method, "POST"))
+                return refuse(c, 405, "deny", "bad-request", "only POST");
+        if (c->peer.uid != 0)
+                return refuse(c, 403, "deny", "not-root", "only root registers containers");
+        if (!c->gw->have_token_key)
+                return refuse(c, 503, "error", "no-token-key", "this gateway has no token key (no state directory)");
+        if (!name || !egress_container_name_is_valid(name))
+                return refuse(c, 400, "deny", "bad-request", "container=NAME is missing or not a container name");
+        (void) snprintf(c->container, sizeof c->container, "%s", name);
+        if (egress_token_make(c->gw->token_key, name, token) < 0 || egress_dummy_make(c->gw->token_key, name, dummy) < 0)
+                return refuse(c, 500, "error", "token", "no token can be made");
+        q = asprintf(&body, "{\"container\":\"%s\",\"token\":\"%s\",\"dummy\":\"%s\"}\n", name, token, dummy);
+        explicit_bzero(token, sizeof token);
+        if (q < 0)
+                return -ENOMEM;
+        q = http_response_format(200, "application/json", body, strlen(body), false, &out, &size);
+        explicit_bzero(body, strlen(body));
+        if (q < 0)
+                return q;
+        c->decision = "allow";
+        c->status = 200;
+        q = client_write(c, out, size);
+        explicit_bzero(out, size);
+        return q;
+}
+
+/* Every decision is taken on one form of the target: the host normalised (egress_host_normalize()) and
+ * the path normalised (egress_path_normalize()), which is also what goes upstream. */
+static int request_normalize(Connection *c) {
+        char *n = NULL;
+        int q;
+
+        if (c->req.host) {
+                q = egress_host_normalize(c->req.host, &n);
+                if (q == -ENOMEM)
+                        return q;
+                if (q < 0)
+                        return refuse(c, 400, "deny", "bad-host",
+                                      "the host is not a name or an IP address in its one dotted-quad or IPv6 form");
+                free(c->req.host);
+                c->req.host = n;
+        }
+        if (c->req.path && c->req.form != HTTP_TARGET_AUTHORITY) {
+                q = egress_path_normalize(c->req.path, &n);
+                if (q == -ENOMEM)
+                        return q;
+                if (q < 0)
+                        return refuse(c, 400, "deny", "bad-path",
+                                      "the path holds an encoded / or dot-segment, or a bad escape");
+                free(c->req.path);
+                c->req.path = n;
+        }
+        return 0;
+}
+
 static void connection_dispatch(Connection *c) {
         Gateway *g = c->gw;
 
         free(c->host);
         c->host = c->req.host ? strdup(c->req.host) : NULL;
         c->port = c->req.host ? c->req.port : 0;
-        if (g->config_error)
+        /* A misconfigured gateway still registers containers (it refuses their requests): the agent is
+         * told why it has no egress, not that the gateway cannot be reached. */
+        if (g->config_error && !(!c->handed_over && c->req.form == HTTP_TARGET_ORIGIN && streq_ptr(c->req.path, EGRESS_REGISTER_PATH))) {
                 (void) refuse(c, 503, "deny", "misconfigured", "the egress gateway is misconfigured; see its journal");
-        else if (c->req.form == HTTP_TARGET_ORIGIN && streq(c->req.path, GATEWAY_CA_PATH))
-                (void) handle_ca(c);
-        else if (c->req.form == HTTP_TARGET_AUTHORITY)
+                return;
+        }
+        if (request_normalize(c) < 0)
+                return;
+        free(c->host);
+        c->host = c->req.host ? strdup(c->req.host) : NULL;
+
+        /* Straight on the socket (not a hand-over of a container's relay): the sandbox CA, which is
+         * public, and the runner's registration; nothing leaves for such a caller. */
+        if (!c->handed_over) {
+                if (c->req.form == HTTP_TARGET_ORIGIN && streq(c->req.path, GATEWAY_CA_PATH))
+                        (void) handle_ca(c);
+                else if (c->req.form == HTTP_TARGET_ORIGIN && streq(c->req.path, EGRESS_REGISTER_PATH))
+                        (void) handle_register(c);
+                else {
+                        c->kind = c->req.form == HTTP_TARGET_AUTHORITY ? "connect" : c->req.form == HTTP_TARGET_ABSOLUTE ? "http" : "api";
+                        (void) refuse(c, 403, "deny", "not-a-container",
+                                      "only the channel's own containers use this gateway, through their relay");
+                }
+                return;
+        }
+        if (c->req.form == HTTP_TARGET_AUTHORITY)
                 (void) handle_connect(c);
         else if (c->req.form == HTTP_TARGET_ABSOLUTE)
                 (void) handle_http(c);
@@ -1745,18 +2101,36 @@ static void connection_dispatch(Connection *c) {
                 (void) handle_api(c);
 }
 
-/* A connection from the relay is the agent's own, handed over: from then on c->fd is that. */
+/* A connection from the relay is the agent's own, handed over with its container's credential: from
+ * then on c->fd is that. Anything else is a client speaking HTTP on the socket itself. */
 static int connection_take_over(Connection *c) {
+        char credential[EGRESS_HANDOVER_CREDENTIAL_MAX + 1];
+        const char *container, *token;
+        socklen_t l = sizeof c->peer;
         int fd = -EBADF, q;
 
+        if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &l) < 0)
+                return -errno;
         q = (int) read_timeout(c->fd, NULL, 0, GATEWAY_HEAD_TIMEOUT_MS);
         if (q < 0)
                 return q;
-        q = egress_handover_receive(c->fd, &fd);
+        q = egress_handover_receive(c->fd, &fd, credential);
         if (q <= 0)
                 return q;
+        q = egress_credential_parse(credential, &container, &token);
+        if (q >= 0 && !(c->gw->have_token_key && egress_token_check(c->gw->token_key, container, token)))
+                q = -EPERM;
+        if (q >= 0) {
+                (void) snprintf(c->container, sizeof c->container, "%s", container);
+                q = egress_dummy_make(c->gw->token_key, container, c->dummy);
+        }
+        explicit_bzero(credential, sizeof credential);
+        /* the agent's connection either way: a refusal is answered on it */
         safe_close(c->fd);
         c->fd = fd;
+        if (q < 0)
+                return -EPERM;
+        c->handed_over = true;
         return 0;
 }
 
@@ -1771,6 +2145,9 @@ static void *connection_run(void *userdata) {
                 c->kind = "handover";
                 c->decision = "deny";
                 c->reason = "bad-handover";
+        } else if (q == -EPERM) {
+                c->kind = "handover";
+                (void) refuse(c, 403, "deny", "bad-token", "this connection's container is not one of the channel's");
         } else if (q < 0)
                 c->quiet = true;        /* gone (or silent) before a byte */
         for (; q >= 0;) {
@@ -1925,19 +2302,27 @@ static int run(int argc, char *argv[]) {
                                  "The egress gateway of channel %s cannot serve, every request is refused: %s",
                                  g.channel, g.config_error);
         }
-        if (!g.config_error) {
+        {
                 const char *state = getenv("STATE_DIRECTORY");
                 _cleanup_free_ char *cn = NULL;
                 _cleanup_close_ int dfd = -EBADF;
 
                 if (isempty(state))
-                        log_info("No $STATE_DIRECTORY: no sandbox CA, credential rules on HTTPS are refused.");
+                        log_info("No $STATE_DIRECTORY: no sandbox CA and no token key, every container is refused.");
                 else if ((dfd = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-                        log_warning_errno(errno, "Cannot open %s, no sandbox CA: %m", state);
+                        log_warning_errno(errno, "Cannot open %s, no sandbox CA and no token key: %m", state);
+                else if (g.config_error)
+                        ;       /* no CA: nothing is served but the registration */
                 else if (asprintf(&cn, "loop egress CA of channel %s", g.channel) < 0)
                         return log_oom();
                 else if ((r = egress_ca_load_or_create(dfd, cn, &g.ca)) < 0)
                         log_error_errno(r, "Cannot load or make the sandbox CA in %s, credential rules on HTTPS are refused: %m", state);
+                if (dfd >= 0) {
+                        r = egress_token_key_load_or_create(dfd, g.token_key);
+                        if (r < 0)
+                                log_error_errno(r, "Cannot load or make the token key in %s, every container is refused: %m", state);
+                        g.have_token_key = r >= 0;
+                }
         }
         (void) pthread_mutex_init(&g.leaves_lock, NULL);
         (void) pthread_mutex_init(&g.sessions_lock, NULL);

@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <sys/uio.h>
@@ -90,7 +91,7 @@ const char *audit_event_message_id(AuditEvent e) {
         return audit_event_table[e].message_id;
 }
 
-int audit_add_secret(const char *value) {
+static int audit_add_secret_one(const char *value) {
         size_t l, i;
         char *copy;
         int r = 1;
@@ -125,6 +126,56 @@ int audit_add_secret(const char *value) {
         audit_n_secrets++;
 finish:
         pthread_mutex_unlock(&audit_secrets_lock);
+        return r;
+}
+
+/* A secret also travels encoded: in a Basic header or a JSON blob (base64), in a query or a form
+ * (percent-encoded). Each form a log line could carry is redacted as well. */
+int audit_add_secret(const char *value) {
+        _cleanup_free_ char *b64 = NULL, *pct = NULL;
+        size_t l;
+        int r, q;
+
+        r = audit_add_secret_one(value);
+        if (r <= 0)
+                return r;
+        l = strlen(value);
+        b64 = malloc(4 * ((l + 2) / 3) + 1);
+        pct = malloc(3 * l + 1);
+        if (!b64 || !pct)
+                return -ENOMEM;
+        if (EVP_EncodeBlock((unsigned char *) b64, (const unsigned char *) value, (int) l) > 0) {
+                size_t n = strlen(b64);
+                q = audit_add_secret_one(b64);
+                if (q < 0)
+                        r = q;
+                /* without its padding too, as in URLs and JWTs */
+                while (n > 0 && b64[n - 1] == '=')
+                        b64[--n] = 0;
+                q = audit_add_secret_one(b64);
+                if (q < 0)
+                        r = q;
+                explicit_bzero(b64, n);
+        }
+        {
+                static const char hex[] = "0123456789ABCDEF";
+                size_t o = 0;
+                for (size_t i = 0; i < l; i++) {
+                        unsigned char c = (unsigned char) value[i];
+                        if (isalnum(c) || strchr("-._~", c))
+                                pct[o++] = (char) c;
+                        else {
+                                pct[o++] = '%';
+                                pct[o++] = hex[c >> 4];
+                                pct[o++] = hex[c & 15];
+                        }
+                }
+                pct[o] = 0;
+                q = audit_add_secret_one(pct);          /* the same value again when nothing needed escaping */
+                if (q < 0)
+                        r = q;
+                explicit_bzero(pct, o);
+        }
         return r;
 }
 

@@ -40,7 +40,8 @@ typedef struct AuditFields {
  * extra fields beyond AUDIT_EXTRA_MAX are dropped; at most AUDIT_SECRETS_MAX secrets are remembered. */
 #define AUDIT_FIELD_MAX (64U * 1024U)
 #define AUDIT_EXTRA_MAX 64U
-#define AUDIT_SECRETS_MAX 256U
+#define AUDIT_SECRETS_MAX 1024U              /* each value counts up to four times: plain, base64 (padded and
+                                                 * not) and percent-encoded */
 #define AUDIT_SECRET_MIN 8U
 #define AUDIT_REDACTED "[REDACTED]"
 #define AUDIT_TRUNCATED_MARKER "...[truncated]"
@@ -49,7 +50,8 @@ const char *audit_event_to_string(AuditEvent e);       /* LOOP_EVENT value, e.g.
 AuditEvent audit_event_from_string(const char *s);      /* _AUDIT_EVENT_INVALID when unknown */
 const char *audit_event_message_id(AuditEvent e);       /* 32 hex chars */
 
-/* Values shorter than AUDIT_SECRET_MIN bytes are ignored (returns 0): they would redact ordinary words.
+/* Registers value, its base64 (with and without padding) and its percent-encoded form for redaction.
+ * Values shorter than AUDIT_SECRET_MIN bytes are ignored (returns 0): they would redact ordinary words.
  * Returns 1 when added, 0 when ignored or already known, -E2BIG when the table is full, -ENOMEM. */
 int audit_add_secret(const char *value);
 void audit_clear_secrets(void);

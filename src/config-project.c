@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* The project config, {work_dir}/.loop/config.json, lives in the work dir the agent can write to. Its
- * merge rules are therefore narrower than a channel file's: it can replace lists and override a few
- * settings, but the security gates can only be narrowed, never widened. */
+/* The project config, {work_dir}/.loop/config.json, lives in the work dir the agent can write to (the
+ * agent's container has .loop/ read-only, but the work dir is shared with whatever else writes there).
+ * Its merge rules are therefore narrower than a channel file's: it can override a few settings, but
+ * whatever is security-relevant can only be narrowed, never widened: the image (it brings the
+ * entrypoint that installs the gate and the seal) and the agent binary outside the image's system
+ * directories are the operator's, mounts, extra dirs and copied files can only be dropped from the
+ * operator's lists, the security gates only narrowed, and egress is not accepted at all. */
 
 #include <assert.h>
 #include <fcntl.h>
@@ -13,11 +17,14 @@
 #include "log.h"
 #include "strv.h"
 
-static const char * const project_replace[] = { "mounts", "copy_files", "extra_dirs", "permissions" };
+static const char * const project_replace[] = { "permissions" };
+/* Lists a project can only take entries away from. */
+static const char * const project_narrow[] = { "mounts", "copy_files", "extra_dirs" };
 static const char * const project_override[] = {
-        "claude_model", "claude_bin_path", "container_image", "container_memory_mb", "container_cpus",
-        "keep_mcp_configs",
+        "claude_model", "container_memory_mb", "container_cpus", "keep_mcp_configs",
 };
+/* Where a project may point claude_bin_path: the image's own read-only system directories. */
+static const char * const project_bin_prefixes[] = { "/usr/", "/opt/", "/bin/", "/sbin/" };
 
 static json_object *get(json_object *o, const char *key) {
         json_object *v = NULL;
@@ -166,6 +173,87 @@ static int config_load_keeping_work_dir(json_object *merged, const LoopConfig *b
         return 0;
 }
 
+static bool path_is_below(const char *path, const char *dir) {
+        const char *rest = startswith(path, dir);
+        return rest && (rest[0] == '/' || rest[0] == 0 || endswith(dir, "/"));
+}
+
+static bool json_array_has_string(json_object *a, const char *s) {
+        for (size_t i = 0; a && i < json_object_array_length(a); i++)
+                if (streq_ptr(json_object_get_string(json_object_array_get_idx(a, i)), s))
+                        return true;
+        return false;
+}
+
+/* The project's list at key, keeping only what the operator's list holds too (mounts compared with
+ * relative sources resolved, on both sides). */
+static int apply_narrow_list(json_object *merged, json_object *project, const char *key, const char *work_dir,
+                             const char *project_path, ConfigProblems *problems) {
+        _cleanup_(json_object_putp) json_object *want = NULL, *have = NULL, *kept = json_object_new_array();
+        json_object *p = get(project, key), *b = get(merged, key);
+        int r;
+
+        if (!p)
+                return 0;
+        if (!kept)
+                return -ENOMEM;
+        if (streq(key, "mounts")) {
+                if ((r = resolve_mounts(p, work_dir, &want)) < 0 ||
+                    (b && (r = resolve_mounts(b, work_dir, &have)) < 0))
+                        return r;
+        } else
+                want = json_object_get(p);
+        for (size_t i = 0; i < json_object_array_length(want); i++) {
+                const char *e = json_object_get_string(json_object_array_get_idx(want, i));
+                const char *raw = json_object_get_string(json_object_array_get_idx(p, i));
+
+                if (json_array_has_string(b, e) || json_array_has_string(have, e) || json_array_has_string(b, raw)) {
+                        json_object *v = json_object_new_string(json_array_has_string(b, raw) ? raw : e);
+                        if (!v || json_object_array_add(kept, v) < 0) {
+                                json_object_put(v);
+                                return -ENOMEM;
+                        }
+                } else if (config_problem_add(problems, false, project_path, key,
+                                              "\"%s\" is not in the operator's %s: a project config can only narrow "
+                                              "them, ignoring it", raw, key) < 0)
+                        return -ENOMEM;
+        }
+        return set(merged, key, TAKE_PTR(kept));
+}
+
+/* The image and the agent binary: the operator's, unless the project names the same, or (the binary) a
+ * path in the image's own system directories. */
+static int apply_narrow_agent(json_object *merged, json_object *project, const LoopConfig *base, const char *work_dir,
+                              const char *project_path, ConfigProblems *problems) {
+        json_object *v = get(project, "container_image");
+        const char *s;
+        int r;
+
+        if (v && !streq_ptr(json_object_get_string(v), base->container_image) &&
+            config_problem_add(problems, false, project_path, "container_image",
+                               "a project config cannot choose the image (it brings the entrypoint that installs "
+                               "the gate and the seal), ignoring it") < 0)
+                return -ENOMEM;
+
+        v = get(project, "claude_bin_path");
+        s = v ? json_object_get_string(v) : NULL;
+        if (s) {
+                bool in_image = false;
+                for (size_t i = 0; i < ELEMENTSOF(project_bin_prefixes); i++)
+                        in_image = in_image || startswith(s, project_bin_prefixes[i]);
+                if (in_image && (strstr(s, "/../") || path_is_below(s, work_dir)))
+                        in_image = false;
+                if (in_image || streq_ptr(s, base->claude_bin_path)) {
+                        if ((r = set(merged, "claude_bin_path", copy(v))) < 0)
+                                return r;
+                } else if (config_problem_add(problems, false, project_path, "claude_bin_path",
+                                              "a project config can only name an agent binary in the image's "
+                                              "/usr, /opt, /bin or /sbin, ignoring \"%s\"", s) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int config_apply_project_json(const LoopConfig *base, json_object *project, const char *project_path,
                               const char *work_dir, LoopConfig *ret, ConfigProblems *problems) {
         _cleanup_(json_object_putp) json_object *merged = NULL;
@@ -186,19 +274,17 @@ int config_apply_project_json(const LoopConfig *base, json_object *project, cons
 
         for (size_t i = 0; i < ELEMENTSOF(project_replace); i++) {
                 v = get(project, project_replace[i]);
-                if (!v)
-                        continue;
-                if (streq(project_replace[i], "mounts")) {
-                        json_object *m;
-                        r = resolve_mounts(v, work_dir, &m);
-                        if (r < 0)
-                                return r;
-                        r = set(merged, "mounts", m);
-                } else
-                        r = set(merged, project_replace[i], copy(v));
+                if (v && (r = set(merged, project_replace[i], copy(v))) < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(project_narrow); i++) {
+                r = apply_narrow_list(merged, project, project_narrow[i], work_dir, project_path, problems);
                 if (r < 0)
                         return r;
         }
+        r = apply_narrow_agent(merged, project, base, work_dir, project_path, problems);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < ELEMENTSOF(project_override); i++) {
                 v = get(project, project_override[i]);

@@ -393,27 +393,41 @@ static const char *check_webhook_url(const char *v) {
         return NULL;
 }
 
+/* The gateway's own normalisation decides: a legacy IPv4 spelling ("3405803778") is no host. */
+static bool egress_host_pattern_ok(const char *v) {
+        _cleanup_free_ char *n = NULL;
+        return egress_host_pattern_normalize(v, &n) >= 0 && egress_host_pattern_is_valid(n);
+}
+
 static const char *check_egress_host(const char *v) {
-        return egress_host_pattern_is_valid(v) ? NULL : "is not a host name, *.suffix or *";
+        return egress_host_pattern_ok(v) ? NULL : "is not a host name, an IP address (dotted quad or IPv6), *.suffix or *";
 }
 
 static const char *check_egress_registry(const char *v) {
-        return egress_host_pattern_is_valid(v) && !streq(v, "*") ? NULL : "is not a host name or *.suffix";
+        return egress_host_pattern_ok(v) && !streq(v, "*") ? NULL : "is not a host name or *.suffix";
+}
+
+static const char *check_egress_scheme(const char *v) {
+        return streq(v, "https") || streq(v, "http") ? NULL : "must be \"https\" or \"http\"";
+}
+
+static const char *check_egress_intercept(const char *v) {
+        return streq(v, "always") || streq(v, "auto") ? NULL : "must be \"always\" or \"auto\"";
 }
 
 static const char *check_egress_decision(const char *v) {
         return egress_decision_from_string(v) < 0 ? "must be one of \"allow\", \"deny\", \"credential\"" : NULL;
 }
 
-/* The model API behind the API pass-through: https://HOST[:PORT] (http:// only for tests on loopback). */
+/* The model API behind the API pass-through: https://HOST[:PORT] (the real key never goes in clear text). */
 static const char *check_egress_upstream(const char *v) {
         const char *rest;
 
         if (isempty(v))
                 return NULL;
-        rest = startswith(v, "https://") ?: startswith(v, "http://");
+        rest = startswith(v, "https://");
         if (!rest || isempty(rest))
-                return "must be an https:// URL";
+                return "must be an https:// URL (the real key is never sent in clear text)";
         for (const char *p = rest; *p; p++)
                 if (*p <= ' ' || *p == 0x7f || *p == '@' || *p == '?' || *p == '#')
                         return "must be a plain https://HOST[:PORT][/PATH] URL";
@@ -438,9 +452,11 @@ static const Schema egress_credential_schema = SCHEMA("egress credential", egres
 
 static const Field egress_rule_fields[] = {
         { .key = "host", .type = FIELD_STRING, .scope = SCOPE_CONFIG, .check = check_egress_host, .required = true },
+        STRV("schemes", SCOPE_CONFIG, check_egress_scheme),
         { .key = "ports", .type = FIELD_UINTV, .scope = SCOPE_CONFIG, .min = 1, .max = 65535 },
         STRV("methods", SCOPE_CONFIG, check_method),
         STRV("paths", SCOPE_CONFIG, check_regex),
+        STR("intercept", SCOPE_CONFIG, check_egress_intercept),
         { .key = "decision", .type = FIELD_STRING, .scope = SCOPE_CONFIG, .check = check_egress_decision, .required = true },
         OBJECT("credential", SCOPE_CONFIG, egress_credential_schema),
         STR("message", SCOPE_CONFIG, check_single_line),

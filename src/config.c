@@ -5,6 +5,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "audit.h"
 #include "config-build.h"
 #include "config-schema.h"
 #include "io-util.h"
@@ -613,6 +614,55 @@ static void redact(json_object *o, bool all_values) {
                 else if (all_values && t != json_type_null)
                         json_object_object_add(o, key, json_object_new_string("[REDACTED]"));
         }
+}
+
+static int register_secrets(json_object *o) {
+        int r = 0, q;
+
+        if (json_object_get_type(o) == json_type_array) {
+                for (size_t i = 0; i < json_object_array_length(o); i++)
+                        if ((q = register_secrets(json_object_array_get_idx(o, i))) < 0)
+                                r = q;
+                return r;
+        }
+        if (json_object_get_type(o) != json_type_object)
+                return 0;
+        json_object_object_foreach(o, key, val) {
+                json_type t = json_object_get_type(val);
+                if (t == json_type_object || t == json_type_array)
+                        q = register_secrets(val);
+                else if (t == json_type_string && key_is_secret(key))
+                        q = audit_add_secret(json_object_get_string(val));
+                else if (t == json_type_string && streq(key, "upstream_proxy")) {
+                        /* http://USER:PASSWORD@HOST:PORT: the userinfo, and the password alone */
+                        const char *v = json_object_get_string(val), *rest = strstr(v, "://"), *at;
+                        _cleanup_free_ char *userinfo = NULL;
+                        q = 0;
+                        if (rest && (at = strrchr(rest + 3, '@')) && (userinfo = strndup(rest + 3, (size_t) (at - rest - 3)))) {
+                                const char *colon = strchr(userinfo, ':');
+                                q = audit_add_secret(userinfo);
+                                if (colon && q >= 0)
+                                        q = audit_add_secret(colon + 1);
+                                explicit_bzero(userinfo, strlen(userinfo));
+                        }
+                } else
+                        q = 0;
+                if (q < 0)
+                        r = q;
+        }
+        return r;
+}
+
+int loop_config_register_secrets(const LoopConfig *c) {
+        int r = 0, q;
+
+        if (c->anthropic_api_key && (q = audit_add_secret(c->anthropic_api_key)) < 0)
+                r = q;
+        if (c->claude_code_oauth_token && (q = audit_add_secret(c->claude_code_oauth_token)) < 0)
+                r = q;
+        if ((q = register_secrets(c->json)) < 0)
+                r = q;
+        return r;
 }
 
 json_object *loop_config_to_json_redacted(const LoopConfig *c) {

@@ -297,4 +297,10 @@ int config_apply_project_json(const LoopConfig *base, json_object *project, cons
 int config_apply_project(const LoopConfig *base, const char *work_dir, LoopConfig *ret, ConfigProblems *problems);
 
 /* Validated JSON of a config for display, with secrets replaced by "[REDACTED]". */
+/* Registers every secret the configuration holds for redaction (audit_add_secret()): the model API key
+ * and OAuth token, every value under a secret-sounding key (egress credentials' "secret", tokens,
+ * passwords, in envs too) and the password of egress.upstream_proxy. Every process that may log one calls
+ * it once it has loaded the configuration. */
+int loop_config_register_secrets(const LoopConfig *c);
+
 json_object *loop_config_to_json_redacted(const LoopConfig *c);

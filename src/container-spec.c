@@ -1219,7 +1219,9 @@ static int builder_add_config_envs(PlanBuilder *b, char ***env) {
 
 /* The agent behind the egress gateway: it holds only the dummy key, and its one way out is the relay
  * on its own loopback (the container has no other interface). */
-static int builder_egress_env(const LoopConfig *c, char ***env) {
+static int builder_egress_env(const ContainerInput *in, char ***env) {
+        const LoopConfig *c = in->config;
+        const char *dummy = in->egress_dummy ?: EGRESS_DUMMY_KEY_NONE;
         char proxy_url[64], api_url[64];
         int r = 0;
 
@@ -1227,9 +1229,9 @@ static int builder_egress_env(const LoopConfig *c, char ***env) {
         (void) snprintf(api_url, sizeof api_url, "http://127.0.0.1:%d", EGRESS_RELAY_API_PORT);
 
         if (!isempty(c->claude_code_oauth_token))
-                r = env_push(env, "CLAUDE_CODE_OAUTH_TOKEN", EGRESS_DUMMY_KEY);
+                r = env_push(env, "CLAUDE_CODE_OAUTH_TOKEN", dummy);
         else
-                r = env_push(env, "ANTHROPIC_API_KEY", EGRESS_DUMMY_KEY);
+                r = env_push(env, "ANTHROPIC_API_KEY", dummy);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < ELEMENTSOF(proxy_variables); i++)
@@ -1290,7 +1292,7 @@ static int builder_build_env(PlanBuilder *b, char ***ret) {
 
         /* The Chrome sidecar renders untrusted pages: it gets no credential and none of the user's envs. */
         if (agent && in->egress_gateway) {
-                r = builder_egress_env(c, &env);
+                r = builder_egress_env(in, &env);
                 if (r < 0)
                         return r;
         } else if (agent) {

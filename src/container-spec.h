@@ -89,8 +89,10 @@ typedef struct ContainerInput {
                                                  * agent's sessions live there); NULL: a volume per container */
         const char *cgroup_parent;              /* the channel's slice under systemd, else NULL */
         const char *owner;                      /* label loop-owner: "service" (the channel's runner), "cli" */
-        bool egress_gateway;                    /* agent containers: no network; out only through `loop relay`
-                                                 * and the channel's egress gateway (see container_egress_env) */
+        bool egress_gateway;                    /* agent and shell containers: no network; out only through
+                                                 * `loop relay` and the channel's egress gateway */
+        const char *egress_dummy;               /* with egress_gateway: the container's model-API dummy (from
+                                                 * the gateway, egress-token.h); NULL: EGRESS_DUMMY_KEY_NONE */
         const char *seccomp_option;             /* SecurityOpt "seccomp=..." (seccomp-profile.h) for agent and
                                                  * shell containers; NULL: the engine's default profile */
         const char *empty_dir;                  /* host dir, empty and not the agent's, bound read-only over
@@ -101,7 +103,8 @@ typedef struct ContainerInput {
 /* The relay's ports on the container's loopback and what the agent is told about them. */
 #define EGRESS_RELAY_PROXY_PORT 3128
 #define EGRESS_RELAY_API_PORT 2376
-#define EGRESS_DUMMY_KEY EGRESS_DUMMY_KEY_BUILTIN
+/* The agent's key when no gateway gave it a dummy of its own (no gateway: nothing to spend it on). */
+#define EGRESS_DUMMY_KEY_NONE "sk-loop-no-gateway"
 
 typedef struct ContainerPlan {
         json_object *body;              /* POST /containers/create body */
@@ -119,8 +122,8 @@ typedef struct ContainerPlan {
  * loop-channel, loop-type. HostConfig: memory, NanoCpus, PidsLimit, CapDrop ALL plus only what the
  * entrypoint needs to drop privileges (CHOWN, DAC_OVERRIDE, FOWNER, SETUID, SETGID, SETPCAP), no-new-privileges, read-only rootfs with tmpfs /tmp and /run,
  * ExtraHosts for Docker, CgroupParent.
- * With egress_gateway (agent containers): NetworkMode none and no ExtraHosts; the credential is the dummy
- * EGRESS_DUMMY_KEY; HTTP_PROXY, HTTPS_PROXY (and lower case) name the relay, NO_PROXY loopback, and
+ * With egress_gateway (agent and shell containers): NetworkMode none and no ExtraHosts; the credential is
+ * the container's dummy (egress_dummy); HTTP_PROXY, HTTPS_PROXY (and lower case) name the relay, NO_PROXY loopback, and
  * ANTHROPIC_BASE_URL the relay's API port; the host's proxy variables are not forwarded (the gateway uses
  * them); LOOP_EGRESS_ENABLED=1 tells the entrypoint to start `loop relay`. */
 int container_plan_build(const ContainerInput *in, ContainerPlan **ret);

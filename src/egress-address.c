@@ -15,6 +15,26 @@ static const char * const egress_address_class_table[_EGRESS_ADDRESS_CLASS_MAX] 
         [EGRESS_ADDRESS_MULTICAST] = "multicast",
         [EGRESS_ADDRESS_RESERVED] = "reserved",
         [EGRESS_ADDRESS_OWN] = "own-address",
+        [EGRESS_ADDRESS_METADATA] = "metadata",
+};
+
+/* Cloud metadata and platform services a VM reaches without a route of its own, which hand out
+ * credentials or configuration. Most sit in ranges refused anyway (and keep that class's name):
+ *   169.254.169.254   AWS, GCP, Azure IMDS, OpenStack, Oracle, DigitalOcean, Hetzner  (link-local)
+ *                     docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-data-retrieval.html,
+ *                     cloud.google.com/compute/docs/metadata/overview,
+ *                     learn.microsoft.com/azure/virtual-machines/instance-metadata-service
+ *   169.254.170.2     AWS ECS task credentials (link-local)
+ *                     docs.aws.amazon.com/AmazonECS/latest/developerguide/task-iam-roles.html
+ *   169.254.0.23      Tencent Cloud metadata (link-local)  cloud.tencent.com/document/product/213/4934
+ *   100.100.100.200   Alibaba Cloud metadata (CGNAT)
+ *                     alibabacloud.com/help/en/ecs/user-guide/view-instance-metadata
+ *   fd00:ec2::254     AWS IMDS over IPv6 (unique local)  (the AWS page above)
+ * and one in a public range, refused here by its exact address:
+ *   168.63.129.16     Azure WireServer: platform DNS, DHCP, health probes, the VM agent's goal state
+ *                     learn.microsoft.com/azure/virtual-network/what-is-ip-address-168-63-129-16 */
+static const uint32_t metadata_public4[] = {
+        0xa83f8110U,    /* 168.63.129.16 */
 };
 
 const char *egress_address_class_to_string(EgressAddressClass c) {
@@ -30,6 +50,9 @@ static bool in4_prefix(uint32_t a, uint32_t net, unsigned bits) {
 
 /* a in host byte order */
 static EgressAddressClass classify4(uint32_t a) {
+        for (size_t i = 0; i < ELEMENTSOF(metadata_public4); i++)
+                if (a == metadata_public4[i])
+                        return EGRESS_ADDRESS_METADATA;
         if (in4_prefix(a, 0x00000000U, 8))
                 return EGRESS_ADDRESS_UNSPECIFIED;
         if (in4_prefix(a, 0x7f000000U, 8))

@@ -24,6 +24,8 @@ typedef enum EgressAddressClass {
         EGRESS_ADDRESS_RESERVED,        /* 240/4, broadcast, 192.0.0/24, 198.18/15, Teredo, 6to4 relays,
                                          * NAT64 local use, discard-only */
         EGRESS_ADDRESS_OWN,             /* one of the host's own addresses */
+        EGRESS_ADDRESS_METADATA,        /* a cloud platform's service in a public range (Azure's
+                                         * 168.63.129.16); the others are link-local, CGNAT or ULA */
         _EGRESS_ADDRESS_CLASS_MAX,
 } EgressAddressClass;
 

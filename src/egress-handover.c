@@ -8,9 +8,10 @@
 #include "egress-handover.h"
 #include "macro.h"
 
-int egress_handover_send(int sock, int fd) {
-        char marker = EGRESS_HANDOVER_MARKER;
-        struct iovec iov = { .iov_base = &marker, .iov_len = 1 };
+int egress_handover_send(int sock, int fd, const char *credential) {
+        char msg[1 + EGRESS_HANDOVER_CREDENTIAL_MAX];
+        size_t n = strlen(credential);
+        struct iovec iov = { .iov_base = msg, .iov_len = 1 + n };
         union {
                 struct cmsghdr header;
                 char buf[CMSG_SPACE(sizeof(int))];
@@ -24,6 +25,10 @@ int egress_handover_send(int sock, int fd) {
         struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
         ssize_t k;
 
+        if (n == 0 || n > EGRESS_HANDOVER_CREDENTIAL_MAX)
+                return -EINVAL;
+        msg[0] = EGRESS_HANDOVER_MARKER;
+        memcpy(msg + 1, credential, n);
         cm->cmsg_level = SOL_SOCKET;
         cm->cmsg_type = SCM_RIGHTS;
         cm->cmsg_len = CMSG_LEN(sizeof(int));
@@ -31,9 +36,10 @@ int egress_handover_send(int sock, int fd) {
         do
                 k = sendmsg(sock, &mh, MSG_NOSIGNAL);
         while (k < 0 && errno == EINTR);
+        explicit_bzero(msg, sizeof msg);
         if (k < 0)
                 return -errno;
-        return k == 1 ? 0 : -EIO;
+        return (size_t) k == 1 + n ? 0 : -EIO;
 }
 
 /* Closes every fd a message carried. */
@@ -51,8 +57,8 @@ static void close_passed_fds(struct msghdr *mh) {
         }
 }
 
-int egress_handover_receive(int sock, int *ret_fd) {
-        char first;
+int egress_handover_receive(int sock, int *ret_fd, char ret_credential[static EGRESS_HANDOVER_CREDENTIAL_MAX + 1]) {
+        char first, msg[1 + EGRESS_HANDOVER_CREDENTIAL_MAX];
         struct iovec iov = { .iov_base = &first, .iov_len = 1 };
         union {
                 struct cmsghdr header;
@@ -74,6 +80,9 @@ int egress_handover_receive(int sock, int *ret_fd) {
         if (first != EGRESS_HANDOVER_MARKER)
                 return 0;
 
+        /* The marker and the credential come in one message (one sendmsg() of the relay): read at most
+         * that much, and nothing of what may follow. */
+        iov = (struct iovec) { .iov_base = msg, .iov_len = sizeof msg };
         mh.msg_control = &control;
         mh.msg_controllen = sizeof control;
         do
@@ -82,11 +91,16 @@ int egress_handover_receive(int sock, int *ret_fd) {
         if (k < 0)
                 return -errno;
         cm = CMSG_FIRSTHDR(&mh);
-        if (k != 1 || (mh.msg_flags & MSG_CTRUNC) || !cm || CMSG_NXTHDR(&mh, cm) || cm->cmsg_level != SOL_SOCKET ||
-            cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int))) {
+        if (k < 2 || msg[k - 1] != '\n' || memchr(msg + 1, 0, (size_t) k - 1) || (mh.msg_flags & MSG_CTRUNC) || !cm ||
+            CMSG_NXTHDR(&mh, cm) || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+            cm->cmsg_len != CMSG_LEN(sizeof(int))) {
                 close_passed_fds(&mh);
+                explicit_bzero(msg, sizeof msg);
                 return -EBADMSG;
         }
+        memcpy(ret_credential, msg + 1, (size_t) k - 1);
+        ret_credential[k - 1] = 0;
+        explicit_bzero(msg, sizeof msg);
         memcpy(&fd, CMSG_DATA(cm), sizeof(int));
         /* a connected TCP socket, nothing else (not a file, not a listener, not another unix socket) */
         r = sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 0, 0);

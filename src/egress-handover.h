@@ -14,11 +14,15 @@
 
 #define EGRESS_HANDOVER_MARKER '\0'
 
-/* Sends fd over the connected unix stream socket sock. */
-int egress_handover_send(int sock, int fd);
+#include "egress-token.h"
 
-/* With a hand-over waiting at the head of sock: the connection's fd (close-on-exec) in *ret_fd, 1.
- * With anything else first (an HTTP request): 0, nothing consumed. -ECONNRESET when sock ended before a
- * byte, -EBADMSG for a marker without exactly one fd, -EPROTONOSUPPORT for an fd that is not a connected
- * TCP socket (closed). sock must be readable (the caller polls with its timeout). */
-int egress_handover_receive(int sock, int *ret_fd);
+/* Sends fd over the connected unix stream socket sock, with the container's credential "NAME TOKEN\n"
+ * (egress-token.h) after the marker, in the same message. */
+int egress_handover_send(int sock, int fd, const char *credential);
+
+/* With a hand-over waiting at the head of sock: the connection's fd (close-on-exec) in *ret_fd, the
+ * credential that came with it in ret_credential (NUL-terminated, newline kept), 1. With anything else
+ * first (an HTTP request): 0, nothing consumed. -ECONNRESET when sock ended before a byte, -EBADMSG for
+ * a marker without exactly one fd or without a credential line, -EPROTONOSUPPORT for an fd that is not a
+ * connected TCP socket (closed). sock must be readable (the caller polls with its timeout). */
+int egress_handover_receive(int sock, int *ret_fd, char ret_credential[static EGRESS_HANDOVER_CREDENTIAL_MAX + 1]);

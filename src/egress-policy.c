@@ -56,13 +56,184 @@ EgressPolicy *egress_policy_free(EgressPolicy *p) {
         return mfree(p);
 }
 
-void egress_host_normalize(char *host) {
-        size_t n = strlen(host);
+/* A dotted quad of decimal numbers 0..255 without leading zeros, and nothing else. */
+static bool ipv4_is_strict_quad(const char *s) {
+        unsigned labels = 0;
 
-        for (char *c = host; *c; c++)
+        for (const char *p = s;; p++) {
+                size_t n = strspn(p, "0123456789");
+                if (n == 0 || n > 3 || (n > 1 && p[0] == '0') || strtoul(p, NULL, 10) > 255)
+                        return false;
+                labels++;
+                p += n;
+                if (*p == 0)
+                        break;
+                if (*p != '.')
+                        return false;
+        }
+        return labels == 4;
+}
+
+/* Whether inet_aton() (or a browser) would take the name for an IPv4 address: its last label is a
+ * number, decimal or 0x hex. */
+static bool host_looks_numeric(const char *s) {
+        const char *last = strrchr(s, '.');
+
+        last = last ? last + 1 : s;
+        if (startswith(last, "0x"))
+                return true;
+        return *last && strspn(last, "0123456789") == strlen(last);
+}
+
+int egress_host_normalize(const char *host, char **ret) {
+        _cleanup_free_ char *h = NULL;
+        struct in6_addr a6;
+        size_t n;
+
+        if (!host)
+                return -EINVAL;
+        n = strlen(host);
+        if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+                h = strndup(host + 1, n - 2);
+                n -= 2;
+        } else
+                h = strdup(host);
+        if (!h)
+                return -ENOMEM;
+        if (n == 0 || n > EGRESS_HOST_MAX + 1)
+                return -EINVAL;
+        for (char *c = h; *c; c++) {
+                if ((unsigned char) *c >= 0x80)
+                        return -EINVAL;         /* a U-label: only A-labels (xn--) are names here */
                 *c = (char) tolower((unsigned char) *c);
-        if (n > 1 && host[n - 1] == '.')
-                host[n - 1] = 0;
+        }
+        if (n > 1 && h[n - 1] == '.')
+                h[--n] = 0;
+
+        if (strchr(h, ':')) {
+                char buf[INET6_ADDRSTRLEN];
+                if (inet_pton(AF_INET6, h, &a6) != 1)
+                        return -EINVAL;
+                if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+                        if (!inet_ntop(AF_INET, &a6.s6_addr[12], buf, sizeof buf))
+                                return -EINVAL;
+                } else if (!inet_ntop(AF_INET6, &a6, buf, sizeof buf))
+                        return -EINVAL;
+                *ret = strdup(buf);
+                return *ret ? 0 : -ENOMEM;
+        }
+        if (host_looks_numeric(h) && !ipv4_is_strict_quad(h))
+                return -EINVAL;
+        if (!egress_host_is_valid(h))
+                return -EINVAL;
+        for (const char *l = h; *l;) {
+                size_t k = strcspn(l, ".");
+                if (k > 63)
+                        return -EINVAL;
+                l += k + (l[k] == '.');
+        }
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
+static bool char_is_unreserved(char c) {
+        return isalnum((unsigned char) c) || c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+int egress_path_normalize(const char *path, char **ret) {
+        _cleanup_free_ char *d = NULL, *out = NULL;
+        size_t n, o = 0, seg_start = 0;
+        bool seg_encoded = false;
+
+        if (!path)
+                return -EINVAL;
+        if (streq(path, "*")) {
+                *ret = strdup(path);
+                return *ret ? 0 : -ENOMEM;
+        }
+        n = strlen(path);
+        if (path[0] != '/' || n > EGRESS_PATH_MAX)
+                return -EINVAL;
+        d = malloc(n + 1);
+        out = malloc(n + 2);
+        if (!d || !out)
+                return -ENOMEM;
+
+        /* 1: escapes of unreserved characters decoded, the others in upper case; a segment that becomes
+         * "." or ".." by decoding is refused, as is an encoded separator. */
+        for (size_t i = 0; i < n; i++) {
+                char c = path[i];
+                if (c == '/') {
+                        const char *seg = d + seg_start;
+                        size_t len = o - seg_start;
+                        if (seg_encoded && ((len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.')))
+                                return -EINVAL;
+                        d[o++] = c;
+                        seg_start = o;
+                        seg_encoded = false;
+                        continue;
+                }
+                if (c == '%') {
+                        int hi, lo;
+                        if (i + 2 >= n)
+                                return -EINVAL;
+                        hi = unhexchar(path[i + 1]);
+                        lo = unhexchar(path[i + 2]);
+                        if (hi < 0 || lo < 0)
+                                return -EINVAL;
+                        c = (char) (hi << 4 | lo);
+                        i += 2;
+                        if (c == 0 || c == '/' || c == '\\')
+                                return -EINVAL;
+                        if (char_is_unreserved(c)) {
+                                d[o++] = c;
+                                seg_encoded = true;
+                        } else {
+                                static const char hex[] = "0123456789ABCDEF";
+                                /* an escape is as long as its source: d never outgrows path */
+                                d[o++] = '%';
+                                d[o++] = hex[(unsigned char) c >> 4];
+                                d[o++] = hex[(unsigned char) c & 15];
+                        }
+                        continue;
+                }
+                if ((unsigned char) c < 0x21 || c == 0x7f)
+                        return -EINVAL;
+                d[o++] = c;
+        }
+        {
+                const char *seg = d + seg_start;
+                size_t len = o - seg_start;
+                if (seg_encoded && ((len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.')))
+                        return -EINVAL;
+        }
+        d[o] = 0;
+
+        /* 2: RFC 3986 5.2.4, on an absolute path: the output keeps its leading "/". */
+        n = 0;
+        for (const char *in = d; *in;) {
+                if (startswith(in, "/./")) {
+                        in += 2;
+                } else if (streq(in, "/.")) {
+                        in = "/";
+                } else if (startswith(in, "/../") || streq(in, "/..")) {
+                        while (n > 0 && out[n - 1] != '/')
+                                n--;
+                        if (n > 0)
+                                n--;            /* the "/" before the removed segment */
+                        in = in[3] ? in + 3 : "/";
+                } else {
+                        size_t k = 1 + strcspn(in + 1, "/");
+                        memcpy(out + n, in, k);
+                        n += k;
+                        in += k;
+                }
+        }
+        if (n == 0)
+                out[n++] = '/';
+        out[n] = 0;
+        *ret = TAKE_PTR(out);
+        return 0;
 }
 
 bool egress_host_is_valid(const char *host) {
@@ -79,8 +250,8 @@ bool egress_host_is_valid(const char *host) {
         for (const char *c = host; *c; c++)
                 if (!(isalnum((unsigned char) *c) || *c == '-' || *c == '.' || *c == '_'))
                         return false;
-        /* no empty labels: ".", "a..b", ".a" */
-        if (host[0] == '.' || strstr(host, ".."))
+        /* no empty labels: ".", "a..b", ".a", "a." */
+        if (host[0] == '.' || host[n - 1] == '.' || strstr(host, ".."))
                 return false;
         return true;
 }
@@ -131,18 +302,63 @@ static const char *json_string_of(json_object *o, const char *key) {
         return json_object_get_string(v);
 }
 
+int egress_host_pattern_normalize(const char *pattern, char **ret) {
+        _cleanup_free_ char *h = NULL;
+        const char *suffix;
+        int r;
+
+        if (streq(pattern, "*")) {
+                *ret = strdup("*");
+                return *ret ? 0 : -ENOMEM;
+        }
+        suffix = startswith(pattern, "*.");
+        r = egress_host_normalize(suffix ?: pattern, &h);
+        if (r < 0)
+                return r;
+        if (!suffix) {
+                *ret = TAKE_PTR(h);
+                return 0;
+        }
+        if (strchr(h, ':') || ipv4_is_strict_quad(h))
+                return -EINVAL;         /* "*.1.2.3.4" names nothing */
+        return asprintf(ret, "*.%s", h) < 0 ? -ENOMEM : 0;
+}
+
 static int rule_set_host(EgressRule *r, const char *host, const char *where, char **ret_error) {
         _cleanup_free_ char *h = NULL;
+        int q;
 
         if (isempty(host))
                 return compile_error(ret_error, "%s: host is missing", where);
-        h = strdup(host);
-        if (!h)
-                return -ENOMEM;
-        egress_host_normalize(h);
-        if (!egress_host_pattern_is_valid(h))
-                return compile_error(ret_error, "%s: host \"%s\" is not a name, *.suffix or *", where, host);
+        q = egress_host_pattern_normalize(host, &h);
+        if (q == -ENOMEM)
+                return q;
+        if (q < 0 || !egress_host_pattern_is_valid(h))
+                return compile_error(ret_error, "%s: host \"%s\" is not a name, an IP address (a dotted quad, or IPv6), *.suffix or *",
+                                     where, host);
         r->host = TAKE_PTR(h);
+        return 0;
+}
+
+static int rule_set_schemes(EgressRule *r, json_object *schemes, const char *where, char **ret_error) {
+        size_t n;
+
+        r->schemes = EGRESS_SCHEME_HTTPS;
+        if (!schemes)
+                return 0;
+        if (!json_object_is_type(schemes, json_type_array) || (n = json_object_array_length(schemes)) == 0 || n > 2)
+                return compile_error(ret_error, "%s: schemes must be an array of \"https\" and/or \"http\"", where);
+        r->schemes = 0;
+        for (size_t i = 0; i < n; i++) {
+                json_object *v = json_object_array_get_idx(schemes, i);
+                const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+                if (streq_ptr(s, "https"))
+                        r->schemes |= EGRESS_SCHEME_HTTPS;
+                else if (streq_ptr(s, "http"))
+                        r->schemes |= EGRESS_SCHEME_HTTP;
+                else
+                        return compile_error(ret_error, "%s: schemes[%zu] is not \"https\" or \"http\"", where, i);
+        }
         return 0;
 }
 
@@ -292,11 +508,15 @@ static int rule_compile(EgressRule *r, json_object *o, size_t index, char **ret_
         json_object_object_foreach(o, key, val) {
                 (void) val;
                 if (!streq(key, "host") && !streq(key, "ports") && !streq(key, "methods") && !streq(key, "paths") &&
-                    !streq(key, "decision") && !streq(key, "credential") && !streq(key, "message"))
+                    !streq(key, "decision") && !streq(key, "credential") && !streq(key, "message") &&
+                    !streq(key, "schemes") && !streq(key, "intercept"))
                         return compile_error(ret_error, "%s: unknown key \"%s\"", where, key);
         }
 
         q = rule_set_host(r, json_string_of(o, "host"), where, ret_error);
+        if (q < 0)
+                return q;
+        q = rule_set_schemes(r, json_object_object_get_ex(o, "schemes", &v) ? v : NULL, where, ret_error);
         if (q < 0)
                 return q;
         q = rule_set_ports(r, json_object_object_get_ex(o, "ports", &v) ? v : NULL, where, ret_error);
@@ -312,20 +532,35 @@ static int rule_compile(EgressRule *r, json_object *o, size_t index, char **ret_
         r->decision = egress_decision_from_string(d);
         if (r->decision < 0)
                 return compile_error(ret_error, "%s: decision must be one of \"allow\", \"deny\", \"credential\"", where);
-        if (r->decision == EGRESS_CREDENTIAL)
+        if (json_object_object_get_ex(o, "intercept", &v)) {
+                const char *i = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+                if (streq_ptr(i, "always"))
+                        r->intercept = true;
+                else if (!streq_ptr(i, "auto"))
+                        return compile_error(ret_error, "%s: intercept must be \"always\" or \"auto\"", where);
+                if (r->intercept && !(r->schemes & EGRESS_SCHEME_HTTPS))
+                        return compile_error(ret_error, "%s: intercept \"always\" needs the https scheme", where);
+        }
+        if (r->decision == EGRESS_CREDENTIAL) {
+                /* A real secret only goes into TLS the gateway made and verified. */
+                if (r->schemes & EGRESS_SCHEME_HTTP)
+                        return compile_error(ret_error, "%s: a credential rule is https only (a secret never goes out in clear text)", where);
                 return rule_set_credential(r, json_object_object_get_ex(o, "credential", &v) ? v : NULL, where, ret_error);
+        }
         if (json_object_object_get_ex(o, "credential", &v))
                 return compile_error(ret_error, "%s: a credential only belongs to a \"credential\" rule", where);
         return 0;
 }
 
-static int rule_fixed(EgressRule *r, const char *id, const char *host, const uint16_t *ports, size_t n_ports,
-                      EgressDecision decision) {
+static int rule_fixed(EgressRule *r, const char *id, const char *host, unsigned schemes, const uint16_t *ports,
+                      size_t n_ports, EgressDecision decision) {
+        int q;
+
         (void) snprintf(r->id, sizeof r->id, "%s", id);
-        r->host = strdup(host);
-        if (!r->host)
-                return -ENOMEM;
-        egress_host_normalize(r->host);
+        q = egress_host_pattern_normalize(host, &r->host);
+        if (q < 0)
+                return q;
+        r->schemes = schemes;
         if (n_ports > 0) {
                 r->ports = calloc(n_ports, sizeof(uint16_t));
                 if (!r->ports)
@@ -339,7 +574,7 @@ static int rule_fixed(EgressRule *r, const char *id, const char *host, const uin
 
 int egress_policy_compile(json_object *egress, const char *api_host, EgressPolicy **ret, char **ret_error) {
         _cleanup_(egress_policy_freep) EgressPolicy *p = NULL;
-        static const uint16_t https_port[] = { 443 }, registry_ports[] = { 80, 443 };
+
         json_object *rules = NULL, *registries = NULL, *v;
         size_t n_rules = 0, n_registries = 0, n;
         bool allow_api = true;
@@ -363,8 +598,11 @@ int egress_policy_compile(json_object *egress, const char *api_host, EgressPolic
                 if (n_registries > EGRESS_REGISTRIES_MAX)
                         return compile_error(ret_error, "egress.registries has more than %u hosts", EGRESS_REGISTRIES_MAX);
         }
-        if (egress && json_object_object_get_ex(egress, "allow_api", &v))
+        if (egress && json_object_object_get_ex(egress, "allow_api", &v)) {
+                if (!json_object_is_type(v, json_type_boolean))
+                        return compile_error(ret_error, "egress.allow_api is not true or false");
                 allow_api = json_object_get_boolean(v);
+        }
         api_host = api_host ?: EGRESS_API_HOST_DEFAULT;
         if (!egress_host_is_valid(api_host))
                 return compile_error(ret_error, "the API host \"%s\" is not a host name", api_host);
@@ -372,6 +610,7 @@ int egress_policy_compile(json_object *egress, const char *api_host, EgressPolic
         p = calloc(1, sizeof(EgressPolicy));
         if (!p)
                 return -ENOMEM;
+        p->allow_api = allow_api;
         n = n_rules + allow_api + n_registries + 1;
         p->rules = calloc(n, sizeof(EgressRule));
         if (!p->rules)
@@ -383,7 +622,7 @@ int egress_policy_compile(json_object *egress, const char *api_host, EgressPolic
                         return r;
         }
         if (allow_api) {
-                r = rule_fixed(&p->rules[p->n_rules++], "api", api_host, https_port, 1, EGRESS_ALLOW);
+                r = rule_fixed(&p->rules[p->n_rules++], "api", api_host, EGRESS_SCHEME_HTTPS, NULL, 0, EGRESS_ALLOW);
                 if (r < 0)
                         return r;
         }
@@ -393,13 +632,15 @@ int egress_policy_compile(json_object *egress, const char *api_host, EgressPolic
                 char id[EGRESS_RULE_ID_MAX];
 
                 (void) snprintf(id, sizeof id, "registry[%zu]", i);
-                if (!s || !egress_host_pattern_is_valid(s) || streq(s, "*"))
+                if (!s || streq(s, "*"))
                         return compile_error(ret_error, "egress.registries[%zu] is not a host name or *.suffix", i);
-                r = rule_fixed(&p->rules[p->n_rules++], id, s, registry_ports, ELEMENTSOF(registry_ports), EGRESS_ALLOW);
-                if (r < 0)
+                r = rule_fixed(&p->rules[p->n_rules++], id, s, EGRESS_SCHEME_HTTP | EGRESS_SCHEME_HTTPS, NULL, 0, EGRESS_ALLOW);
+                if (r == -ENOMEM)
                         return r;
+                if (r < 0)
+                        return compile_error(ret_error, "egress.registries[%zu] is not a host name or *.suffix", i);
         }
-        r = rule_fixed(&p->rules[p->n_rules++], "default", "*", NULL, 0, EGRESS_DENY);
+        r = rule_fixed(&p->rules[p->n_rules++], "default", "*", EGRESS_SCHEME_HTTP | EGRESS_SCHEME_HTTPS, NULL, 0, EGRESS_DENY);
         if (r < 0)
                 return r;
 
@@ -417,20 +658,25 @@ int egress_policy_compile(json_object *egress, const char *api_host, EgressPolic
         return 0;
 }
 
-static bool rule_matches_host_port(const EgressRule *r, const char *host, uint16_t port) {
-        bool found = r->n_ports == 0;
+static bool rule_matches_host_port(const EgressRule *r, EgressScheme scheme, const char *host, uint16_t port) {
+        bool found;
 
-        if (!egress_host_match(r->host, host))
+        if (!(r->schemes & scheme) || !egress_host_match(r->host, host))
                 return false;
+        /* without ports: the scheme's own port only */
+        if (r->n_ports == 0)
+                return port == (scheme == EGRESS_SCHEME_HTTPS ? 443 : 80);
+        found = false;
         for (size_t i = 0; i < r->n_ports && !found; i++)
                 found = r->ports[i] == port;
         return found;
 }
 
-static bool rule_matches(const EgressRule *r, const char *host, uint16_t port, const char *method, const char *path) {
+static bool rule_matches(const EgressRule *r, EgressScheme scheme, const char *host, uint16_t port, const char *method,
+                         const char *path) {
         bool found;
 
-        if (!rule_matches_host_port(r, host, port))
+        if (!rule_matches_host_port(r, scheme, host, port))
                 return false;
         if (r->methods) {
                 if (!method || !strv_contains(r->methods, method))
@@ -448,19 +694,20 @@ static bool rule_matches(const EgressRule *r, const char *host, uint16_t port, c
         return true;
 }
 
-const EgressRule *egress_policy_match(const EgressPolicy *p, const char *host, uint16_t port,
+const EgressRule *egress_policy_match(const EgressPolicy *p, EgressScheme scheme, const char *host, uint16_t port,
                                       const char *method, const char *path) {
         assert(p && p->n_rules > 0);
 
         for (size_t i = 0; i < p->n_rules; i++)
-                if (rule_matches(&p->rules[i], host, port, method, path))
+                if (rule_matches(&p->rules[i], scheme, host, port, method, path))
                         return &p->rules[i];
         return &p->rules[p->n_rules - 1];
 }
 
-bool egress_policy_host_has_credential(const EgressPolicy *p, const char *host, uint16_t port) {
+bool egress_policy_host_intercepted(const EgressPolicy *p, const char *host, uint16_t port) {
         for (size_t i = 0; i < p->n_rules; i++)
-                if (p->rules[i].decision == EGRESS_CREDENTIAL && rule_matches_host_port(&p->rules[i], host, port))
+                if ((p->rules[i].decision == EGRESS_CREDENTIAL || p->rules[i].intercept) &&
+                    rule_matches_host_port(&p->rules[i], EGRESS_SCHEME_HTTPS, host, port))
                         return true;
         return false;
 }
@@ -491,6 +738,7 @@ bool egress_config_enabled(json_object *config) {
 int egress_config_api_host(json_object *config, char **ret) {
         const char *url = json_string_of(egress_object(config), "api_upstream"), *rest;
         char *h;
+        int r;
 
         if (isempty(url))
                 url = EGRESS_API_UPSTREAM_DEFAULT;
@@ -504,11 +752,7 @@ int egress_config_api_host(json_object *config, char **ret) {
                 h = strndup(rest, strcspn(rest, ":/"));
         if (!h)
                 return -ENOMEM;
-        egress_host_normalize(h);
-        if (!egress_host_is_valid(h)) {
-                free(h);
-                return -EINVAL;
-        }
-        *ret = h;
-        return 0;
+        r = egress_host_normalize(h, ret);
+        free(h);
+        return r;
 }

@@ -11,9 +11,15 @@
  *   4. deny ("default").
  *
  * A rule's host is "example.com" (that name only), "*.example.com" (any name below it, not example.com
- * itself) or "*" (anything). Names are compared case-insensitively without a trailing dot. A rule with
- * methods or paths matches only a request whose method and path the gateway can see (plain HTTP, the API
- * pass-through): an opaque CONNECT tunnel never matches it. */
+ * itself) or "*" (anything). Hosts, of rules and of requests alike, are normalised once by
+ * egress_host_normalize() and compared in that form only. A rule with methods or paths matches only a
+ * request whose method and path the gateway can see (plain HTTP, the API pass-through, an intercepted
+ * tunnel): an opaque CONNECT tunnel never matches it.
+ *
+ * A rule's scheme is explicit: "schemes" lists "https" (TLS through CONNECT, the default) and/or "http"
+ * (plain requests through the proxy); a rule without "ports" covers the default port of each of its
+ * schemes (443, 80) and no other, so "http://host:443/" never matches an https rule on 443. A credential
+ * rule is https only: real secrets go only into TLS connections the gateway made and verified. */
 
 #include <regex.h>
 #include <stdint.h>
@@ -29,9 +35,12 @@
 #define EGRESS_HOST_MAX 253U
 #define EGRESS_RULE_ID_MAX 32U
 #define EGRESS_API_HOST_DEFAULT "api.anthropic.com"
-/* The key the agent holds for the model API (ANTHROPIC_API_KEY / CLAUDE_CODE_OAUTH_TOKEN): a dummy the
- * API pass-through swaps for the real one, refused anywhere else. */
-#define EGRESS_DUMMY_KEY_BUILTIN "sk-proxy"
+#define EGRESS_PATH_MAX (8U * 1024U)
+
+typedef enum EgressScheme {
+        EGRESS_SCHEME_HTTP = 1 << 0,    /* a plain request through the proxy (absolute form) */
+        EGRESS_SCHEME_HTTPS = 1 << 1,   /* a CONNECT tunnel carrying TLS */
+} EgressScheme;
 
 typedef enum EgressDecision {
         EGRESS_ALLOW,
@@ -52,19 +61,23 @@ typedef struct EgressCredential {
 
 typedef struct EgressRule {
         char id[EGRESS_RULE_ID_MAX];    /* "rule[3]", "api", "registry[0]", "default" */
-        char *host;                     /* lower case; "*" or "*.suffix" or a name */
-        uint16_t *ports;                /* none: any port */
+        char *host;                     /* normalised; "*" or "*.suffix" or a name or an IP literal */
+        unsigned schemes;               /* EgressScheme bits; never 0 */
+        uint16_t *ports;                /* none: the default port of each scheme (443, 80) */
         size_t n_ports;
         char **methods;                 /* NULL: any method */
         regex_t *paths;                 /* none: any path; extended regexes, unanchored unless written so */
         size_t n_paths;
         EgressDecision decision;
         EgressCredential credential;    /* EGRESS_CREDENTIAL only */
+        bool intercept;                 /* "intercept": "always": an allowed https host is intercepted
+                                         * too, so the Host of each request is checked against SNI */
 } EgressRule;
 
 typedef struct EgressPolicy {
         EgressRule *rules;              /* the last one is "default", deny */
         size_t n_rules;
+        bool allow_api;                 /* egress.allow_api: the model API host and its pass-through */
 } EgressPolicy;
 
 EgressPolicy *egress_policy_free(EgressPolicy *p);
@@ -78,26 +91,42 @@ int egress_policy_compile(json_object *egress, const char *api_host, EgressPolic
  * digits, '-', '.', '_', or an IP literal (IPv6 without brackets). */
 bool egress_host_is_valid(const char *host);
 
+/* The normalised form of a rule's host pattern: "*", "*." + a normalised name, or a normalised host
+ * (egress_host_normalize()); -EINVAL when it is none of these. */
+int egress_host_pattern_normalize(const char *pattern, char **ret);
+
 /* Whether pattern is "*", "*.suffix" with a valid suffix, or a valid host. */
 bool egress_host_pattern_is_valid(const char *pattern);
 
-/* Whether a rule's host pattern matches host (already lower case, no trailing dot). */
+/* Whether a rule's host pattern matches host (normalised by egress_host_normalize()). */
 bool egress_host_match(const char *pattern, const char *host);
 
-/* The first rule matching host and port, and method and path when they are known (both NULL for an
- * opaque tunnel). Never NULL: the last rule matches everything. */
-const EgressRule *egress_policy_match(const EgressPolicy *p, const char *host, uint16_t port,
+/* The first rule matching scheme, host and port, and method and path when they are known (both NULL for
+ * an opaque tunnel). Never NULL: the last rule matches everything. */
+const EgressRule *egress_policy_match(const EgressPolicy *p, EgressScheme scheme, const char *host, uint16_t port,
                                       const char *method, const char *path);
 
-/* Whether a credential rule matches host and port, whatever its methods and paths: such a host's TLS is
- * intercepted, and the policy then decides on each request inside. */
-bool egress_policy_host_has_credential(const EgressPolicy *p, const char *host, uint16_t port);
+/* Whether a credential rule (or an "intercept": "always" allow rule) matches https host:port, whatever
+ * its methods and paths: such a host's TLS is intercepted, and the policy then decides on each request
+ * inside. */
+bool egress_policy_host_intercepted(const EgressPolicy *p, const char *host, uint16_t port);
 
 /* The credential rule that holds dummy as its dummy value, or NULL. */
 const EgressRule *egress_policy_find_dummy(const EgressPolicy *p, const char *dummy);
 
-/* Normalizes a host in place: lower case, trailing dot removed. */
-void egress_host_normalize(char *host);
+/* The one form of a host every decision is made on: ASCII only (IDNA A-labels; a U-label is refused),
+ * lower case, one trailing dot removed, surrounding brackets of an IPv6 literal removed. An IP literal is
+ * parsed strictly into its canonical form: IPv4 only as a dotted quad of decimal numbers without leading
+ * zeros (inet_aton's legacy forms, "3405803778", "0313.0.0161.02", "0xcb.0.0x71.2", "203.0.113.02",
+ * "1.2.3", are refused: a name whose last label is numeric must be such a quad), IPv6 as inet_ntop()
+ * writes it, an IPv4-mapped IPv6 address as its IPv4 address. -EINVAL for anything else. */
+int egress_host_normalize(const char *host, char **ret);
+
+/* The one form of a request's path rules are matched on and the upstream gets: percent-encoded
+ * unreserved characters decoded, other escapes in upper case hex, dot-segments removed (RFC 3986 3.3,
+ * 5.2.4, 6.2.2). An encoded "/" or "\\", an encoded dot-segment ("%2e%2e"), a bad escape or a NUL is
+ * refused (-EINVAL): they could mean another path to the server than to the rule. "*" stays "*". */
+int egress_path_normalize(const char *path, char **ret);
 
 /* Whether a channel's agents go out only through the egress gateway: egress.enabled of the merged config
  * JSON, default EGRESS_ENABLED_DEFAULT. */

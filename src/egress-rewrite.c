@@ -78,7 +78,7 @@ static int header_value(const HttpHeader *h, const EgressPolicy *p, const Egress
                         char **ret, const char **ret_reason) {
         *ret = NULL;
 
-        if (api && strcasecmp(h->name, "x-api-key") == 0) {
+        if (api && api->pass_through && strcasecmp(h->name, "x-api-key") == 0) {
                 if (!streq(h->value, api->dummy))
                         return fail("unknown-dummy", -EACCES, ret_reason);
                 if (isempty(api->api_key))
@@ -86,7 +86,7 @@ static int header_value(const HttpHeader *h, const EgressPolicy *p, const Egress
                 *ret = strdup(api->api_key);
                 return *ret ? 0 : -ENOMEM;
         }
-        if (api && strcasecmp(h->name, "Authorization") == 0) {
+        if (api && api->pass_through && strcasecmp(h->name, "Authorization") == 0) {
                 const char *t = startswith(h->value, "Bearer ");
                 if (!t || !streq(t, api->dummy))
                         return fail("unknown-dummy", -EACCES, ret_reason);
@@ -106,7 +106,7 @@ static int header_value(const HttpHeader *h, const EgressPolicy *p, const Egress
         }
 
         /* Any dummy we know, anywhere else, goes nowhere. */
-        if (!api && strstr(h->value, EGRESS_DUMMY_KEY_BUILTIN))
+        if (api && !api->pass_through && !isempty(api->dummy) && strstr(h->value, api->dummy))
                 return fail("dummy-unbound", -EACCES, ret_reason);
         for (size_t i = 0; i < p->n_rules; i++)
                 if (p->rules[i].decision == EGRESS_CREDENTIAL && strstr(h->value, p->rules[i].credential.dummy))
@@ -151,6 +151,20 @@ static void head_buffer_wipe(HeadBuffer *b) {
         *b = (HeadBuffer) {};
 }
 
+/* Whether s holds a real secret the gateway knows: the agent never had one, so one coming from it was
+ * echoed back to it by some server, and goes nowhere. */
+static bool holds_secret(const char *s, const EgressPolicy *p, const EgressApiAuth *api) {
+        if (isempty(s))
+                return false;
+        if (api && ((!isempty(api->api_key) && strstr(s, api->api_key)) ||
+                    (!isempty(api->oauth_token) && strstr(s, api->oauth_token))))
+                return true;
+        for (size_t i = 0; i < p->n_rules; i++)
+                if (p->rules[i].decision == EGRESS_CREDENTIAL && strstr(s, p->rules[i].credential.secret))
+                        return true;
+        return false;
+}
+
 int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const EgressRule *rule, const EgressApiAuth *api,
                          const char *host_header, char **ret_head, size_t *ret_size, const char **ret_reason) {
         HeadBuffer b = {};
@@ -158,6 +172,11 @@ int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const Egre
         int q;
 
         *ret_reason = NULL;
+        if (holds_secret(r->path, p, api) || holds_secret(r->query, p, api))
+                return fail("secret-in-request", -EACCES, ret_reason);
+        for (size_t i = 0; i < r->n_headers; i++)
+                if (holds_secret(r->headers[i].value, p, api))
+                        return fail("secret-in-request", -EACCES, ret_reason);
         /* One allocation for the usual head: the request's own, plus room for a longer secret. */
         for (size_t i = 0; i < r->n_headers; i++)
                 estimate += strlen(r->headers[i].name) + strlen(r->headers[i].value) + 4;
@@ -303,4 +322,78 @@ int egress_response_framing(const char *buf, size_t size, const char *request_me
                 f.until_close = true;
         *ret = f;
         return 1;
+}
+
+int egress_scrub_add(EgressScrub *s, const char *secret, const char *dummy) {
+        size_t l = secret ? strlen(secret) : 0;
+
+        if (l == 0 || l > EGRESS_SCRUB_HOLD_MAX || !dummy)
+                return -EINVAL;
+        if (s->n >= EGRESS_SCRUB_PAIRS_MAX)
+                return -E2BIG;
+        s->secret[s->n] = secret;
+        s->dummy[s->n++] = dummy;
+        return 0;
+}
+
+void egress_scrub_reset(EgressScrub *s) {
+        explicit_bzero(s->hold, s->held);
+        s->held = 0;
+        s->n = 0;
+}
+
+int egress_scrub(EgressScrub *s, const char *in, size_t n, bool final, size_t room_before, size_t room_after,
+                 char **ret, size_t *ret_size) {
+        _cleanup_free_ char *all = NULL;
+        size_t total = s->held + n, grow = 0, o, i = 0, hold_from = SIZE_MAX;
+        char *out;
+
+        /* the output grows by at most (dummy - secret) bytes per occurrence */
+        for (size_t k = 0; k < s->n; k++) {
+                size_t sl = strlen(s->secret[k]), dl = strlen(s->dummy[k]);
+                if (dl > sl)
+                        grow = MAX(grow, (dl - sl) * (total / sl + 1));
+        }
+        all = malloc(total + 1);
+        out = malloc(room_before + total + grow + room_after + 1);
+        if (!all || !out) {
+                free(out);
+                return -ENOMEM;
+        }
+        memcpy(all, s->hold, s->held);
+        memcpy(all + s->held, in, n);
+        explicit_bzero(s->hold, s->held);
+        s->held = 0;
+
+        o = room_before;
+        while (i < total) {
+                bool done = false;
+                for (size_t k = 0; k < s->n && !done; k++) {
+                        size_t sl = strlen(s->secret[k]);
+                        if (all[i] != s->secret[k][0])
+                                continue;
+                        if (i + sl <= total && memcmp(all + i, s->secret[k], sl) == 0) {
+                                size_t dl = strlen(s->dummy[k]);
+                                memcpy(out + o, s->dummy[k], dl);
+                                o += dl;
+                                i += sl;
+                                done = true;
+                        } else if (!final && i + sl > total && memcmp(all + i, s->secret[k], total - i) == 0) {
+                                hold_from = i;  /* the rest may start a secret: wait for more */
+                                break;
+                        }
+                }
+                if (hold_from != SIZE_MAX)
+                        break;
+                if (!done)
+                        out[o++] = all[i++];
+        }
+        if (hold_from != SIZE_MAX) {
+                s->held = total - hold_from;
+                memcpy(s->hold, all + hold_from, s->held);
+        }
+        explicit_bzero(all, total);
+        *ret = out;
+        *ret_size = o - room_before;
+        return 0;
 }

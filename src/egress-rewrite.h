@@ -11,9 +11,12 @@
  *   - any known dummy anywhere else (another header, another host): refused, 403 "dummy-unbound";
  *   - the credential header of a credential host holding something other than the dummy: 403
  *     "unknown-dummy" (the agent's own token never reaches a host we hold a credential for);
- *   - API mode: x-api-key "sk-proxy" becomes the API key, "Authorization: Bearer sk-proxy" the OAuth token;
- *     any other value in those headers is refused ("unknown-dummy"), as is the dummy when the gateway has
- *     no real credential of that kind ("no-credential").
+ *   - API mode (api->pass_through): x-api-key with the container's dummy becomes the API key,
+ *     "Authorization: Bearer DUMMY" the OAuth token; any other value in those headers is refused
+ *     ("unknown-dummy"), as is the dummy when the gateway has no real credential of that kind
+ *     ("no-credential"); elsewhere the container's API dummy is refused like any other ("dummy-unbound");
+ *   - a real secret the gateway holds, anywhere in the request (echoed to the agent by some server and
+ *     sent back): refused, 403 "secret-in-request".
  */
 
 #include "egress-policy.h"
@@ -22,12 +25,13 @@
 #define EGRESS_UPSTREAM_HEAD_MAX (64U * 1024U)
 
 typedef struct EgressApiAuth {
-        const char *dummy;              /* EGRESS_DUMMY_KEY */
+        bool pass_through;              /* the request goes to the model API */
+        const char *dummy;              /* the container's API dummy (egress-token.h) */
         const char *api_key;            /* NULL when not configured */
         const char *oauth_token;        /* NULL when not configured */
 } EgressApiAuth;
 
-/* rule is the rule the request matched (NULL in API mode, where api is not NULL). host_header is the Host
+/* rule is the rule the request matched (NULL in API mode). api is never NULL. host_header is the Host
  * the upstream gets. Returns 0 with *ret_head (NUL-terminated), or -EACCES (answer 403) / -E2BIG (431)
  * with *ret_reason a static word for the journal; -ENOMEM. */
 int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const EgressRule *rule, const EgressApiAuth *api,
@@ -52,3 +56,31 @@ typedef struct EgressResponseFraming {
  * when more is needed, -E2BIG when EGRESS_RESPONSE_HEAD_MAX bytes hold none, -EBADMSG when it is not an
  * HTTP/1.x response. */
 int egress_response_framing(const char *buf, size_t size, const char *request_method, EgressResponseFraming *ret);
+
+/* What an upstream answers to a request the gateway injected a secret into: every occurrence of that
+ * secret is replaced by its dummy before the agent gets it (a server that reflects a header, or sets a
+ * cookie from it, would otherwise hand the agent the real value). The response is fed piece by piece; a
+ * tail that could be the start of a secret is held back (at most the longest secret's length - 1 bytes,
+ * and only while it is such a start: a stream of server-sent events is not delayed by it) until the next
+ * piece or the end. */
+#define EGRESS_SCRUB_PAIRS_MAX 2U
+#define EGRESS_SCRUB_HOLD_MAX 4096U     /* a credential's secret is at most 4096 bytes */
+
+typedef struct EgressScrub {
+        const char *secret[EGRESS_SCRUB_PAIRS_MAX];
+        const char *dummy[EGRESS_SCRUB_PAIRS_MAX];
+        size_t n;
+        char hold[EGRESS_SCRUB_HOLD_MAX];
+        size_t held;
+} EgressScrub;
+
+/* Adds a secret and the dummy that replaces it; -E2BIG past EGRESS_SCRUB_PAIRS_MAX, -EINVAL for an empty
+ * or too long secret. */
+int egress_scrub_add(EgressScrub *s, const char *secret, const char *dummy);
+void egress_scrub_reset(EgressScrub *s);
+
+/* The held-back bytes and in[0..n), scrubbed, in a new buffer *ret of *ret_size bytes with room_before
+ * free bytes before them and room_after after them (for chunk framing); the tail that could start a
+ * secret is held back unless final. */
+int egress_scrub(EgressScrub *s, const char *in, size_t n, bool final, size_t room_before, size_t room_after,
+                 char **ret, size_t *ret_size);

@@ -10,9 +10,14 @@
  *
  * The entrypoint starts it as root before the privilege drop, so the agent (another uid, no capabilities)
  * can neither signal nor trace it; --background returns once both ports listen, so the agent never races
- * the relay's start. */
+ * the relay's start.
+ *
+ * Every hand-over carries the container's credential for the gateway ("NAME TOKEN", egress-token.h),
+ * read once at the start from a file only root can read (bound in by the runner): without it the gateway
+ * refuses the connection, so the socket alone serves nobody, and the agent never holds the token. */
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -22,16 +27,19 @@
 #include <sys/un.h>
 
 #include "egress-handover.h"
+#include "io-util.h"
 #include "log.h"
 #include "loop.h"
 
 #define RELAY_SOCKET_DEFAULT "/run/loop/gateway.sock"
+#define RELAY_TOKEN_FILE_DEFAULT "/run/loop/gateway-token"
 #define RELAY_PROXY_PORT_DEFAULT 3128
 #define RELAY_API_PORT_DEFAULT 2376
 #define RELAY_BACKLOG 128
 
 typedef struct Relay {
         const char *socket_path;
+        char credential[EGRESS_HANDOVER_CREDENTIAL_MAX + 1];    /* "NAME TOKEN\n"; empty: none */
 } Relay;
 
 static const char relay_unavailable[] =
@@ -72,6 +80,25 @@ static int listen_loopback(uint16_t port) {
         return TAKE_FD(fd);
 }
 
+/* The container's credential, "NAME TOKEN" on one line. */
+static int relay_read_credential(Relay *r, const char *path) {
+        _cleanup_free_ char *text = NULL;
+        const char *name, *token;
+        size_t size;
+        int q;
+
+        q = read_full_file_at(AT_FDCWD, path, EGRESS_HANDOVER_CREDENTIAL_MAX, true, &text, &size);
+        if (q < 0)
+                return q;
+        text[strcspn(text, "\n")] = 0;
+        (void) snprintf(r->credential, sizeof r->credential, "%s\n", text);
+        q = egress_credential_parse(text, &name, &token);
+        explicit_bzero(text, size);
+        if (q < 0)
+                explicit_bzero(r->credential, sizeof r->credential);
+        return q;
+}
+
 /* Hands one accepted connection over; the gateway holds it from then on, the relay closes its copy. The
  * gateway's socket is systemd's (socket activation), so connecting and sending do not wait for the
  * gateway to start. */
@@ -84,8 +111,8 @@ static void relay_accept(Relay *r, int lfd) {
                 return;
         /* Nagle against the client's delayed ACK would cost 40 ms a round trip */
         (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int) { 1 }, sizeof(int));
-        up = gateway_connect(r->socket_path);
-        q = up < 0 ? up : egress_handover_send(up, fd);
+        up = r->credential[0] ? gateway_connect(r->socket_path) : -ENOKEY;
+        q = up < 0 ? up : egress_handover_send(up, fd, r->credential);
         if (q < 0) {
                 log_warning_errno(q, "Cannot reach the egress gateway at %s: %m", r->socket_path);
                 (void) send(fd, relay_unavailable, sizeof relay_unavailable - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -93,12 +120,14 @@ static void relay_accept(Relay *r, int lfd) {
 }
 
 static void help(void) {
-        printf("%s relay [--socket PATH] [--proxy-port PORT] [--api-port PORT] [--background]\n\n"
+        printf("%s relay [--socket PATH] [--token-file PATH] [--proxy-port PORT] [--api-port PORT] [--background]\n\n"
                "Hand every connection to 127.0.0.1:PROXY-PORT and 127.0.0.1:API-PORT over to the egress gateway\n"
                "through its unix socket. Runs inside agent containers, started by the entrypoint.\n\n"
                "Options:\n"
                "  -h --help              Show this help\n"
                "     --socket PATH       The gateway socket (default $LOOP_GATEWAY_SOCKET, else " RELAY_SOCKET_DEFAULT ")\n"
+               "     --token-file PATH   The container's credential for the gateway (default\n"
+               "                         $LOOP_GATEWAY_TOKEN_FILE, else " RELAY_TOKEN_FILE_DEFAULT ")\n"
                "     --proxy-port PORT   The HTTP proxy port (default %d)\n"
                "     --api-port PORT     The model API port (default %d; 0: none)\n"
                "     --background        Return once both ports listen; the relay goes on in the background\n",
@@ -118,16 +147,18 @@ static int parse_port(const char *s, bool zero_ok, uint16_t *ret) {
 }
 
 int verb_relay(int argc, char *argv[]) {
-        enum { ARG_SOCKET = 0x100, ARG_PROXY_PORT, ARG_API_PORT, ARG_BACKGROUND };
+        enum { ARG_SOCKET = 0x100, ARG_TOKEN_FILE, ARG_PROXY_PORT, ARG_API_PORT, ARG_BACKGROUND };
         static const struct option options[] = {
                 { "help",       no_argument,       NULL, 'h' },
                 { "socket",     required_argument, NULL, ARG_SOCKET },
+                { "token-file", required_argument, NULL, ARG_TOKEN_FILE },
                 { "proxy-port", required_argument, NULL, ARG_PROXY_PORT },
                 { "api-port",   required_argument, NULL, ARG_API_PORT },
                 { "background", no_argument,       NULL, ARG_BACKGROUND },
                 {}
         };
         Relay relay = { .socket_path = getenv("LOOP_GATEWAY_SOCKET") ?: RELAY_SOCKET_DEFAULT };
+        const char *token_file = getenv("LOOP_GATEWAY_TOKEN_FILE") ?: RELAY_TOKEN_FILE_DEFAULT;
         uint16_t proxy_port = RELAY_PROXY_PORT_DEFAULT, api_port = RELAY_API_PORT_DEFAULT;
         _cleanup_close_ int proxy_fd = -EBADF, api_fd = -EBADF;
         bool background = false;
@@ -142,6 +173,9 @@ int verb_relay(int argc, char *argv[]) {
                         if (optarg[0] != '/')
                                 return log_error_errno(EINVAL, "--socket needs an absolute path.");
                         relay.socket_path = optarg;
+                        break;
+                case ARG_TOKEN_FILE:
+                        token_file = optarg;
                         break;
                 case ARG_PROXY_PORT:
                         if (parse_port(optarg, false, &proxy_port) < 0)
@@ -159,6 +193,10 @@ int verb_relay(int argc, char *argv[]) {
                 }
         if (optind != argc)
                 return log_error_errno(EINVAL, "loop relay takes no arguments.");
+
+        c = relay_read_credential(&relay, token_file);
+        if (c < 0)
+                log_warning_errno(c, "No credential for the egress gateway in %s (%m): every connection gets a 503.", token_file);
 
         proxy_fd = listen_loopback(proxy_port);
         if (proxy_fd < 0)

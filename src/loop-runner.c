@@ -293,10 +293,8 @@ int verb_runner(int argc, char *argv[]) {
                 log_error("Channel %s is %s; not running.", channel, ch ? ch->reason : "not configured");
                 return EXIT_FAILURE;
         }
-        if (ch->config.claude_code_oauth_token)
-                (void) audit_add_secret(ch->config.claude_code_oauth_token);
-        if (ch->config.anthropic_api_key)
-                (void) audit_add_secret(ch->config.anthropic_api_key);
+        if (loop_config_register_secrets(&ch->config) < 0)
+                log_warning("Not every secret of channel %s could be registered for redaction.", channel);
 
         r = channel_state_dir(channel, &state_dir);
         if (r < 0)

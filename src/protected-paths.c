@@ -6,9 +6,11 @@
 #include "strv.h"
 
 /* Below the work dir: what steers the host's tools or the next agent run (a git hook runs on the
- * human's next commit, .mcp.json and .claude start programs) is mounted read-only. */
+ * human's next commit, .mcp.json and .claude start programs, .loop/config.json is loop's project file)
+ * is mounted read-only. */
 static const char * const default_read_only[] = {
         ".git/config", ".git/hooks", ".gitmodules", ".claude", ".codex", ".devcontainer", ".idea", ".mcp.json",
+        ".loop",
 };
 
 /* Below the work dir: credentials a project tends to keep next to its code are masked. */

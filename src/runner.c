@@ -16,6 +16,7 @@
 #include "curl-buffer.h"
 #include "audit.h"
 #include "egress-policy.h"
+#include "egress-token.h"
 #include "engine-discover.h"
 #include "gate-policy.h"
 #include "gate-token.h"
@@ -611,31 +612,39 @@ static int dockerproxy_prepare(RunContext *ctx, char ***env, char ***binds) {
         return 0;
 }
 
-/* The egress gateway of one agent container (issue: the egress gateway): the container gets no network;
- * the channel's gateway socket is bind-mounted where `loop relay` (started by the entrypoint) forwards the
- * agent's connections to. Without the socket (no systemd, or the channel's loop-gateway@.socket is not
- * running) the agent has no egress at all: fail closed, said once here. */
+/* The egress gateway of one agent or shell container: the container gets no network; the channel's
+ * gateway socket is bind-mounted where `loop relay` (started by the entrypoint) forwards the agent's
+ * connections to, with the container's token (asked of the gateway, in a root-only file bound in for the
+ * relay alone) and the container's own model-API dummy in the agent's environment. Without the socket or
+ * the token (no systemd, the channel's loop-gateway@.socket is not running, the gateway refuses) the
+ * agent has no egress at all: fail closed, said once here. */
 #define GATEWAY_CONTAINER_SOCKET "/run/loop/gateway.sock"
+#define GATEWAY_CONTAINER_TOKEN "/run/loop/gateway-token"
 #define GATEWAY_CONTAINER_CA "/run/loop/egress-ca.pem"
 /* Made by the entrypoint: the image's own bundle plus the sandbox CA. */
 #define GATEWAY_CONTAINER_CA_BUNDLE "/run/loop-egress/ca-bundle.pem"
 #define GATEWAY_CA_MAX (64U * 1024U)
+#define GATEWAY_REGISTER_MAX (4U * 1024U)
 #define GATEWAY_CA_TIMEOUT_SEC 10L
 
-/* The sandbox CA's certificate, asked of the gateway itself (which makes the CA at its first start). */
-static int egress_fetch_ca(const char *sock, char **ret) {
-        CurlBuffer b = { .max = GATEWAY_CA_MAX };
+/* GET or POST url_path on the gateway socket; the 200 answer's body in *ret. */
+static int egress_ask(const char *sock, const char *url_path, bool post, size_t max, char **ret) {
+        _cleanup_free_ char *url = NULL;
+        CurlBuffer b = { .max = max };
         CURL *h = curl_easy_init();
         long status = 0;
         CURLcode cc;
 
-        if (!h)
+        if (!h || asprintf(&url, "http://localhost%s", url_path) < 0) {
+                curl_easy_cleanup(h);
                 return -ENOMEM;
+        }
         if (curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, sock) != CURLE_OK ||
-            curl_easy_setopt(h, CURLOPT_URL, "http://localhost/.loop/ca.pem") != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_URL, url) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_TIMEOUT, GATEWAY_CA_TIMEOUT_SEC) != CURLE_OK ||
+            (post && curl_easy_setopt(h, CURLOPT_POSTFIELDS, "") != CURLE_OK) ||
             curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, curl_buffer_write) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_WRITEDATA, &b) != CURLE_OK) {
                 curl_easy_cleanup(h);
@@ -644,19 +653,77 @@ static int egress_fetch_ca(const char *sock, char **ret) {
         cc = curl_easy_perform(h);
         (void) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_cleanup(h);
-        if (cc != CURLE_OK || status != 200 || !b.data || !startswith(b.data, "-----BEGIN CERTIFICATE-----")) {
+        if (cc != CURLE_OK || status != 200 || !b.data) {
+                if (b.data)
+                        explicit_bzero(b.data, b.size);
                 free(b.data);
-                return cc == CURLE_OK ? -EBADMSG : -ECONNREFUSED;
+                return cc == CURLE_OK ? (status == 403 ? -EPERM : -EBADMSG) : -ECONNREFUSED;
         }
         *ret = b.data;
         return 0;
 }
 
-static int egress_prepare(RunContext *ctx, char ***env, char ***binds) {
-        _cleanup_free_ char *sock = NULL, *bind = NULL, *ca = NULL, *ca_path = NULL;
+/* The sandbox CA's certificate, asked of the gateway itself (which makes the CA at its first start). */
+static int egress_fetch_ca(const char *sock, char **ret) {
+        _cleanup_free_ char *pem = NULL;
+        int r;
+
+        r = egress_ask(sock, "/.loop/ca.pem", false, GATEWAY_CA_MAX, &pem);
+        if (r < 0)
+                return r;
+        if (!startswith(pem, "-----BEGIN CERTIFICATE-----"))
+                return -EBADMSG;
+        *ret = TAKE_PTR(pem);
+        return 0;
+}
+
+/* The container's token and model-API dummy, from the gateway (which answers root only). */
+static int egress_register(const char *sock, const char *name, char **ret_token, char **ret_dummy) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        _cleanup_free_ char *path = NULL, *body = NULL;
+        json_object *t, *d;
+        int r;
+
+        if (!egress_container_name_is_valid(name) || asprintf(&path, "%s?container=%s", EGRESS_REGISTER_PATH, name) < 0)
+                return -EINVAL;
+        r = egress_ask(sock, path, true, GATEWAY_REGISTER_MAX, &body);
+        if (r < 0)
+                return r;
+        o = json_tokener_parse(body);
+        explicit_bzero(body, strlen(body));
+        if (!o || !json_object_object_get_ex(o, "token", &t) || !json_object_object_get_ex(o, "dummy", &d) ||
+            !json_object_is_type(t, json_type_string) || !json_object_is_type(d, json_type_string) ||
+            json_object_get_string_len(t) != EGRESS_TOKEN_HEX_LEN || !startswith(json_object_get_string(d), EGRESS_DUMMY_PREFIX))
+                return -EBADMSG;
+        *ret_token = strdup(json_object_get_string(t));
+        *ret_dummy = strdup(json_object_get_string(d));
+        if (!*ret_token || !*ret_dummy) {
+                free(*ret_token);
+                free(*ret_dummy);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The host file holding container name's credential for its relay. */
+static char *egress_token_path(const RunContext *ctx, const char *name) {
+        char *p = NULL;
+        return asprintf(&p, "%s/gateway-token-%s", ctx->state_dir, name) < 0 ? NULL : p;
+}
+
+static void token_file_removep(char **p) {
+        if (*p)
+                (void) unlink(*p);
+        *p = mfree(*p);
+}
+
+static int egress_prepare(RunContext *ctx, const char *name, char ***env, char ***binds, char **ret_dummy) {
+        _cleanup_free_ char *sock = NULL, *bind = NULL, *ca = NULL, *ca_path = NULL, *token = NULL, *dummy = NULL,
+                            *token_path = NULL, *line = NULL;
         struct stat st;
         int r;
 
+        *ret_dummy = NULL;
         if (asprintf(&sock, "%s/%s/gateway.sock", loop_runtime_dir(), ctx->channel) < 0)
                 return log_oom();
         if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
@@ -664,9 +731,32 @@ static int egress_prepare(RunContext *ctx, char ***env, char ***binds) {
                             "(start loop-gateway@%s.socket, or set egress.enabled to false).", sock, ctx->channel, ctx->channel);
                 return strv_extend(env, "LOOP_GATEWAY_SOCKET=" GATEWAY_CONTAINER_SOCKET) < 0 ? log_oom() : 0;
         }
+
+        /* The container's credential for the gateway, readable by root in the container only (the
+         * relay), never by the agent; without it the gateway refuses every connection. */
+        r = egress_register(sock, name, &token, &dummy);
+        if (r < 0) {
+                log_warning_errno(r, "The egress gateway of channel %s gives container %s no token (%m): it has no network.",
+                                  ctx->channel, name);
+                return strv_extend(env, "LOOP_GATEWAY_SOCKET=" GATEWAY_CONTAINER_SOCKET) < 0 ? log_oom() : 0;
+        }
+        (void) audit_add_secret(token);
+        token_path = egress_token_path(ctx, name);
+        if (!token_path || asprintf(&line, "%s %s\n", name, token) < 0)
+                return log_oom();
+        explicit_bzero(token, strlen(token));
+        r = write_file_atomic(token_path, line, strlen(line), 0400);
+        explicit_bzero(line, strlen(line));
+        if (r < 0)
+                return log_error_errno(r, "Failed to write %s: %m", token_path);
+        if (asprintf(&bind, "%s:%s:ro", token_path, GATEWAY_CONTAINER_TOKEN) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
+            strv_extend(env, "LOOP_GATEWAY_TOKEN_FILE=" GATEWAY_CONTAINER_TOKEN) < 0)
+                return log_oom();
+
         if (asprintf(&bind, "%s:%s", sock, GATEWAY_CONTAINER_SOCKET) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
             strv_extend(env, "LOOP_GATEWAY_SOCKET=" GATEWAY_CONTAINER_SOCKET) < 0)
                 return log_oom();
+        *ret_dummy = TAKE_PTR(dummy);
 
         /* The sandbox CA goes into the agent's trust store, so the hosts the gateway injects credentials
          * for verify. Without it those hosts fail the agent's own TLS check: closed, not open. */
@@ -697,6 +787,56 @@ static int runner_seccomp_option(RunContext *ctx, char **ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to prepare the seccomp workload profile in %s, not running: %m",
                                        ctx->state_dir);
+        return 0;
+}
+
+/* Every container of a channel but Chrome's (the agent's, the shell's) is planned here, so none can miss a
+ * guard: the egress gateway (no network, the relay, the container's own dummy, no real key), the seccomp
+ * workload profile, and what container_plan_build() adds for all of them (masks, protected paths, caps,
+ * read-only root). extra_env and binds (the gate's, for the agent) come first; the egress gateway's are
+ * added to them. */
+static int runner_container_plan(RunContext *ctx, ContainerType type, const char *name, char * const *cmd,
+                                 char ***extra_env, char ***binds, ContainerPlan **ret) {
+        _cleanup_free_ char *seccomp = NULL, *dummy = NULL;
+        bool egress;
+        int r;
+
+        egress = egress_config_enabled(ctx->config.json);
+        if (egress) {
+                r = egress_prepare(ctx, name, extra_env, binds, &dummy);
+                if (r < 0)
+                        return r;
+        }
+        r = runner_seccomp_option(ctx, &seccomp);
+        if (r < 0)
+                return r;
+
+        ContainerInput in = {
+                .egress_gateway = egress,
+                .egress_dummy = dummy,
+                .channel = ctx->channel,
+                .type = type,
+                .name = name,
+                .config = &ctx->config,
+                .user = &ctx->user,
+                .engine = engine_kind(ctx->conn->engine),
+                .host_env = environ,
+                .timezone = ctx->timezone,
+                .git_excludes_file = ctx->git_excludes,
+                .cmd = cmd,
+                .extra_env = *extra_env,
+                .extra_binds = *binds,
+                .home_dir = ctx->home_dir,
+                .cgroup_parent = ctx->slice,
+                .owner = type == CONTAINER_SHELL ? "shell" : ctx->req->owner ?: "cli",
+                .seccomp_option = seccomp,
+                .empty_dir = ctx->empty_dir,
+        };
+        r = container_plan_build(&in, ret);
+        if (r < 0)
+                return log_error_errno(r, "Failed to prepare the %s container: %m", container_type_to_string(type));
+        STRV_FOREACH(l, (*ret)->skipped)
+                log_notice("%s", *l);
         return 0;
 }
 
@@ -754,13 +894,14 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         _cleanup_(container_plan_freep) ContainerPlan *plan = NULL;
         _cleanup_(stream_parser_freep) StreamParser *parser = NULL;
         _cleanup_strv_free_ char **argv = NULL, **extra_env = NULL, **binds = NULL;
-        _cleanup_free_ char *name = NULL, *id = NULL, *seccomp = NULL;
+        _cleanup_free_ char *name = NULL, *id = NULL;
+        _cleanup_(token_file_removep) char *token_path = NULL;
         _cleanup_(tripwire_freep) Tripwire *tripwire = NULL;
         _cleanup_(gate_files_done) GateFiles gate = {};
         StreamPrinter printer = { .req = ctx->req };
         char **add_dirs = ctx->config.extra_dirs;
         int r, exit_code = -1;
-        bool started = false, egress;
+        bool started = false;
 
         AgentRequest areq = {
                 .bin = ctx->req->agent ?: ctx->config.claude_bin_path,
@@ -789,41 +930,13 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                 }
         }
 
-        egress = egress_config_enabled(ctx->config.json);
-        if (egress) {
-                r = egress_prepare(ctx, &extra_env, &binds);
-                if (r < 0)
-                        return r;
-        }
-        r = runner_seccomp_option(ctx, &seccomp);
+        /* the relay read its token when the container started: the file goes with the run */
+        token_path = egress_token_path(ctx, name);
+        if (!token_path)
+                return log_oom();
+        r = runner_container_plan(ctx, CONTAINER_AGENT, name, argv, &extra_env, &binds, &plan);
         if (r < 0)
                 return r;
-
-        ContainerInput in = {
-                .egress_gateway = egress,
-                .channel = ctx->channel,
-                .type = CONTAINER_AGENT,
-                .name = name,
-                .config = &ctx->config,
-                .user = &ctx->user,
-                .engine = engine_kind(e),
-                .host_env = environ,
-                .timezone = ctx->timezone,
-                .git_excludes_file = ctx->git_excludes,
-                .cmd = argv,
-                .extra_env = extra_env,
-                .extra_binds = binds,
-                .home_dir = ctx->home_dir,
-                .cgroup_parent = ctx->slice,
-                .owner = ctx->req->owner ?: "cli",
-                .seccomp_option = seccomp,
-                .empty_dir = ctx->empty_dir,
-        };
-        r = container_plan_build(&in, &plan);
-        if (r < 0)
-                return log_error_errno(r, "Failed to prepare the container: %m");
-        STRV_FOREACH(s, plan->skipped)
-                log_notice("%s", *s);
 
         r = stream_parser_new(on_event, &printer, &parser);
         if (r < 0)
@@ -952,6 +1065,10 @@ static int runner_prepare(const RunRequest *req, RunContext *ctx) {
         if (!ch->valid)
                 return log_error_errno(EINVAL, "Channel \"%s\" is invalid: %s (see 'loop config check %s').",
                                        req->channel, strna(ch->reason), req->channel);
+
+        /* before anything is logged: a server may echo any of them into the agent's output */
+        if (loop_config_register_secrets(&ch->config) < 0)
+                log_warning("Not every secret of channel %s could be registered for redaction.", req->channel);
 
         r = runner_resolve_user(&ch->config, &ctx->user);
         if (r < 0)
@@ -1169,37 +1286,17 @@ static int shell_find(Engine *e, const char *channel, char **ret_id, char **ret_
 static int shell_create(RunContext *ctx, char **ret_id, char **ret_name) {
         Engine *e = ctx->conn->engine;
         _cleanup_(container_plan_freep) ContainerPlan *plan = NULL;
-        _cleanup_free_ char *base = NULL, *name = NULL, *id = NULL, *seccomp = NULL;
+        _cleanup_strv_free_ char **extra_env = NULL, **binds = NULL;
+        _cleanup_free_ char *base = NULL, *name = NULL, *id = NULL;
         int r;
 
-        r = runner_seccomp_option(ctx, &seccomp);
-        if (r < 0)
-                return r;
         base = container_name_sanitize(ctx->channel);
         if (!base || asprintf(&name, "loop-shell-%s", base) < 0)
                 return log_oom();
-        ContainerInput in = {
-                .channel = ctx->channel,
-                .type = CONTAINER_SHELL,
-                .name = name,
-                .config = &ctx->config,
-                .user = &ctx->user,
-                .engine = engine_kind(e),
-                .host_env = environ,
-                .timezone = ctx->timezone,
-                .git_excludes_file = ctx->git_excludes,
-                .cmd = shell_idle_cmd,
-                .home_dir = ctx->home_dir,
-                .cgroup_parent = ctx->slice,
-                .owner = "shell",
-                .seccomp_option = seccomp,
-                .empty_dir = ctx->empty_dir,
-        };
-        r = container_plan_build(&in, &plan);
+        /* the agent's path exactly: the shell runs what the agent wrote */
+        r = runner_container_plan(ctx, CONTAINER_SHELL, name, shell_idle_cmd, &extra_env, &binds, &plan);
         if (r < 0)
-                return log_error_errno(r, "Failed to prepare the shell container: %m");
-        STRV_FOREACH(s, plan->skipped)
-                log_notice("%s", *s);
+                return r;
 
         r = engine_container_create(e, name, plan->body, &id);
         if (r < 0)

@@ -9,6 +9,8 @@ usage: egress-upstream.py CERT KEY STATE_DIR
   /whoami         what arrived: method, path, and whether an Authorization / x-api-key header was
                   present; the headers themselves go to STATE_DIR/requests.log only (the agent must never
                   be shown a credential, so the test reads them here)
+  /reflect        the Authorization header that arrived, as the body and in a Set-Cookie (an upstream
+                  that echoes credentials back to the agent); chunked, split in two, with X-Chunked
   /echo           the request body's length and MD5, read by its Content-Length or decoded from chunks
                   (trailer fields that arrive are logged as "trailer: ...")
   /chunky         a chunked response with chunk extensions and trailer fields (RFC 9112 7.1.1, 7.1.2),
@@ -106,6 +108,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif path == '/whoami':
             self.body(200, f'{self.command} {path} authorization={"Authorization" in self.headers} '
                            f'x-api-key={"x-api-key" in self.headers}\n')
+        elif path == '/reflect':
+            # an upstream that reflects what it got: the Authorization header, in the body and a cookie
+            # (with X-Chunked: the body chunked, the value split across two chunks)
+            data = (self.headers.get('Authorization') or '').encode()
+            self.send_response(200)
+            self.send_header('Content-Type', 'text/plain')
+            self.send_header('Set-Cookie', 'seen=' + (self.headers.get('Authorization') or '').replace(' ', '_'))
+            if self.headers.get('X-Chunked'):
+                self.send_header('Transfer-Encoding', 'chunked')
+                self.end_headers()
+                self.chunk(data[:len(data) // 2])
+                self.chunk(data[len(data) // 2:])
+                self.wfile.write(b'0\r\n\r\n')
+            else:
+                self.send_header('Content-Length', str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
         elif path == '/echo':
             self.body(200, f'echo {len(data)} {hashlib.md5(data).hexdigest()}\n')
         elif path == '/chunky':

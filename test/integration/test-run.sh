@@ -141,8 +141,9 @@ for eng in podman docker; do
         like "$out" "CHANNEL_ID=demo" "$eng: CHANNEL_ID is the channel"
         like "$out" "PATH=$HOME_T/.local/bin:" "$eng: PATH starts with the user's local bin"
         like "$out" "TZ=[A-Za-z]" "$eng: TZ is set"
-        # The egress gateway is on by default: the agent holds only the dummy key (the gateway swaps it).
-        like "$out" "ANTHROPIC_API_KEY=sk-proxy" "$eng: the agent holds the egress gateway's dummy key"
+        # The egress gateway is on by default: the agent holds only a dummy key (here, without systemd, no
+        # gateway gave it one of its own: nothing can spend it).
+        like "$out" "ANTHROPIC_API_KEY=sk-loop-no-gateway" "$eng: the agent holds a dummy key, not the real one"
         unlike "$out" "sk-test-dummy" "$eng: ...and never the configured one"
         like "$out" "CUSTOM_VAR=custom value" "$eng: custom envs are passed"
         like "$out" "TILDE_VAR=$HOME_T/cache" "$eng: ~ in custom envs is expanded"

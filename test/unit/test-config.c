@@ -501,6 +501,33 @@ static void test_load_set(void) {
         reset_tree();
 }
 
+static void test_project_narrows(void) {
+        _cleanup_(loop_config_done) LoopConfig base = {}, out = {};
+        ConfigProblems p = {};
+        json_object *o;
+
+        ok(load_json("{\"mounts\": [\"/g:/g\", \"./data:/data\"], \"extra_dirs\": [\"/e1\", \"/e2\"],"
+                     " \"container_image\": \"op:1\", \"claude_bin_path\": \"/usr/local/bin/claude\"}", &base) == 0,
+           "setup: a base with mounts, extra dirs, an image and an agent binary");
+        o = json_tokener_parse("{\"mounts\": [\"./data:/data\", \"/etc:/hostetc\"], \"extra_dirs\": [\"/e2\", \"/root\"],"
+                               " \"container_image\": \"op:1\", \"claude_bin_path\": \"/w/tools/agent\"}");
+        ok(config_apply_project_json(&base, o, "/w/.loop/config.json", "/w", &out, &p) == 0, "a narrowing project applies");
+        ok(strv_length(out.mounts) == 1 && streq(out.mounts[0], "./data:/data"), "a project keeps an operator's mount, drops a new one");
+        ok(strv_length(out.extra_dirs) == 1 && streq(out.extra_dirs[0], "/e2"), "...and the same for extra dirs");
+        is_str(out.container_image, "op:1", "naming the operator's image is fine");
+        is_str(out.claude_bin_path, "/usr/local/bin/claude", "an agent binary in the work dir is ignored");
+        ok(has_problem(&p, false, "claude_bin_path", "ignoring"), "...with a warning");
+        json_object_put(o);
+        config_problems_done(&p);
+        loop_config_done(&out);
+
+        o = json_tokener_parse("{\"claude_bin_path\": \"/opt/agent/bin/run\"}");
+        ok(config_apply_project_json(&base, o, "/w/.loop/config.json", "/w", &out, &p) == 0 &&
+           streq_ptr(out.claude_bin_path, "/opt/agent/bin/run"), "an agent binary in the image's /opt is accepted");
+        json_object_put(o);
+        config_problems_done(&p);
+}
+
 static void test_project(void) {
         _cleanup_(loop_config_done) LoopConfig base = {}, out = {}, out2 = {}, out3 = {};
         ConfigProblems p = {};
@@ -525,13 +552,14 @@ static void test_project(void) {
            "setting the OAuth token in a project clears the API key");
         is_int(out.container_timeout_sec, 100, "container_timeout_sec in a project is ignored");
         ok(has_problem(&p, false, "container_timeout_sec", "ignoring"), "...with a warning");
-        ok(strv_length(out.mounts) == 3 && streq(out.mounts[0], "/w/./data:/data") && streq(out.mounts[1], "vol:/v") &&
-           streq(out.mounts[2], "~/.x:/x"), "project mounts replace the global ones, relative sources resolved against the work dir");
+        ok(strv_length(out.mounts) == 0, "project mounts the operator did not configure are not mounted (issue 18 item 7)");
+        ok(has_problem(&p, false, "mounts", "can only narrow"), "...with a warning");
         ok(strv_contains(out.envs, "A=g") && strv_contains(out.envs, "B=p") && strv_contains(out.envs, "C=p"),
            "envs merge by key, the project winning");
         ok(out.n_mcp_servers == 2 && streq(out.mcp_servers[1].command, "p2") && streq(out.mcp_servers[0].command, "g1"),
            "mcp servers merge by name, the project winning");
-        is_str(out.container_image, "proj:1", "container_image is overridden");
+        ok(!streq_ptr(out.container_image, "proj:1"), "a project cannot choose the image (issue 18 item 7)");
+        ok(has_problem(&p, false, "container_image", "cannot choose the image"), "...with a warning");
         ok(!out.gates.audit.verbose, "gates.audit in a project is ignored");
         ok(out.gates.agentgate.n_file_rules == 2 && streq(out.gates.agentgate.file_rules[0].paths[0], "/p") &&
            streq(out.gates.agentgate.file_rules[1].paths[0], "/g"), "project rules are prepended to the global ones");
@@ -677,6 +705,7 @@ int main(void) {
         test_names();
         test_load_set();
         test_project();
+        test_project_narrows();
         test_redaction();
         test_egress();
 

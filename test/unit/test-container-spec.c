@@ -656,7 +656,7 @@ static void test_plan_egress(void) {
         p1 = build(&in);
         is_str(jstr(p1, "HostConfig.NetworkMode"), "none", "behind the gateway the agent container has no network");
         ok(!body(p1, "HostConfig.ExtraHosts"), "... and no ExtraHosts (Docker refuses them without a network)");
-        is_str(env_get(p1, "CLAUDE_CODE_OAUTH_TOKEN"), EGRESS_DUMMY_KEY, "the OAuth token is replaced by the dummy");
+        is_str(env_get(p1, "CLAUDE_CODE_OAUTH_TOKEN"), EGRESS_DUMMY_KEY_NONE, "the OAuth token is replaced by the dummy");
         ok(env_count(p1, "ANTHROPIC_API_KEY") == 0, "... and no API key variable is set");
         {
                 bool leaked = false;
@@ -674,7 +674,7 @@ static void test_plan_egress(void) {
         in = input(&key);
         in.egress_gateway = true;
         p2 = build(&in);
-        is_str(env_get(p2, "ANTHROPIC_API_KEY"), EGRESS_DUMMY_KEY, "an API key is replaced by the dummy");
+        is_str(env_get(p2, "ANTHROPIC_API_KEY"), EGRESS_DUMMY_KEY_NONE, "an API key is replaced by the dummy");
         in = input(&key);
         in.egress_gateway = true;
         in.type = CONTAINER_CHROME;

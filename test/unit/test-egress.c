@@ -18,6 +18,7 @@
 #include "egress-handover.h"
 #include "egress-policy.h"
 #include "egress-rewrite.h"
+#include "egress-token.h"
 #include "io-util.h"
 #include "tls-sni.h"
 #include "tap.h"
@@ -35,7 +36,8 @@ static EgressPolicy *compile(const char *json, const char *api_host, char **ret_
 
 static const char *decide(const EgressPolicy *p, const char *host, uint16_t port, const char *method, const char *path) {
         static char buf[64];
-        const EgressRule *r = egress_policy_match(p, host, port, method, path);
+        /* port 80 stands for a plain request, any other for a CONNECT tunnel */
+        const EgressRule *r = egress_policy_match(p, port == 80 ? EGRESS_SCHEME_HTTP : EGRESS_SCHEME_HTTPS, host, port, method, path);
         snprintf(buf, sizeof buf, "%s %s", egress_decision_to_string(r->decision), r->id);
         return buf;
 }
@@ -59,7 +61,7 @@ static void test_policy_rules(void) {
                     "  \"rules\": ["
                     "    { \"host\": \"evil.example.com\", \"decision\": \"deny\" },"
                     "    { \"host\": \"*.Example.COM.\", \"ports\": [443, 8443], \"decision\": \"allow\" },"
-                    "    { \"host\": \"docs.test\", \"methods\": [\"GET\", \"HEAD\"], \"paths\": [\"^/pub/\"], \"decision\": \"allow\" },"
+                    "    { \"host\": \"docs.test\", \"schemes\": [\"http\", \"https\"], \"methods\": [\"GET\", \"HEAD\"], \"paths\": [\"^/pub/\"], \"decision\": \"allow\" },"
                     "    { \"host\": \"api.github.com\", \"decision\": \"credential\","
                     "      \"credential\": { \"header\": \"Authorization\", \"dummy\": \"ghp_loopdummy0001\", \"secret\": \"Bearer ghp_realrealreal\" } },"
                     "    { \"host\": \"api.anthropic.com\", \"decision\": \"deny\" }"
@@ -84,8 +86,8 @@ static void test_policy_rules(void) {
         is_str(decide(p, "registry.npmjs.org", 443, NULL, NULL), "allow registry[0]", "a listed registry is allowed on 443");
         is_str(decide(p, "files.pythonhosted.org", 80, NULL, NULL), "allow registry[1]", "a *.suffix registry is allowed on 80");
         is_str(decide(p, "registry.npmjs.org", 22, NULL, NULL), "deny default", "registries are not allowed on other ports");
-        ok(egress_policy_host_has_credential(p, "api.github.com", 443), "a credential host is one to intercept");
-        ok(!egress_policy_host_has_credential(p, "a.example.com", 443), "an allowed host is not");
+        ok(egress_policy_host_intercepted(p, "api.github.com", 443), "a credential host is one to intercept");
+        ok(!egress_policy_host_intercepted(p, "a.example.com", 443), "an allowed host is not");
         ok(egress_policy_find_dummy(p, "ghp_loopdummy0001") == &p->rules[3], "the dummy finds its credential rule");
         ok(egress_policy_find_dummy(p, "ghp_unknown00000") == NULL, "an unknown dummy finds nothing");
 }
@@ -93,7 +95,7 @@ static void test_policy_rules(void) {
 static void test_policy_star(void) {
         _cleanup_(egress_policy_freep) EgressPolicy *p = compile("{ \"rules\": [ { \"host\": \"*\", \"decision\": \"allow\" } ] }", NULL, NULL);
 
-        ok(p && streq(decide(p, "anything.test", 1234, NULL, NULL), "allow rule[0]"), "a * rule opens everything else");
+        ok(p && streq(decide(p, "anything.test", 443, NULL, NULL), "allow rule[0]"), "a * rule opens everything else on 443");
 }
 
 static void test_policy_errors(void) {
@@ -149,6 +151,186 @@ static EgressAddressClass classify(const char *s, const EgressOwnAddresses *own)
         return egress_address_classify((struct sockaddr *) &ss, own);
 }
 
+static const char *norm_host(const char *h) {
+        static char buf[128];
+        _cleanup_free_ char *n = NULL;
+        int r = egress_host_normalize(h, &n);
+        snprintf(buf, sizeof buf, "%s", r < 0 ? "REFUSED" : n);
+        return buf;
+}
+
+/* Issue 18 item 5: every spelling of one host is one host, or refused. */
+static void test_host_normalize(void) {
+        is_str(norm_host("X.Internal.Test."), "x.internal.test", "a trailing dot and upper case are normalised away");
+        is_str(norm_host("x.internal.test.."), "REFUSED", "...one trailing dot only");
+        is_str(norm_host("203.0.113.2"), "203.0.113.2", "a dotted quad is its own canonical form");
+        is_str(norm_host("3405803778"), "REFUSED", "a decimal IPv4 (3405803778) is refused");
+        is_str(norm_host("0313.0.0161.02"), "REFUSED", "an octal IPv4 (0313.0.0161.02) is refused");
+        is_str(norm_host("0xcb.0.0x71.2"), "REFUSED", "a hex IPv4 (0xcb.0.0x71.2) is refused");
+        is_str(norm_host("203.0.113.02"), "REFUSED", "a leading zero (203.0.113.02) is refused");
+        is_str(norm_host("203.0.29442"), "REFUSED", "a short form (203.0.29442) is refused");
+        is_str(norm_host("203.0.113.256"), "REFUSED", "an octet over 255 is refused");
+        is_str(norm_host("example.0x1"), "REFUSED", "a name whose last label is hex is refused");
+        is_str(norm_host("[::ffff:203.0.113.2]"), "203.0.113.2", "an IPv4-mapped IPv6 literal is its IPv4 address");
+        is_str(norm_host("::ffff:cb00:7102"), "203.0.113.2", "...also written in hex");
+        is_str(norm_host("[2001:0db8::2]"), "2001:db8::2", "an IPv6 literal with leading zeros is canonical");
+        is_str(norm_host("[2001:DB8::2]"), "2001:db8::2", "an IPv6 literal in upper case is canonical");
+        is_str(norm_host("2001:db8:0:0:0:0:0:2"), "2001:db8::2", "an IPv6 literal written out is canonical");
+        is_str(norm_host("2001:db8::2%eth0"), "REFUSED", "a zone id is refused");
+        is_str(norm_host("xn--bcher-kva.example"), "xn--bcher-kva.example", "an IDNA A-label is a name");
+        is_str(norm_host("b\xc3\xbc" "cher.example"), "REFUSED", "a U-label (not ASCII) is refused");
+        is_str(norm_host("a..b"), "REFUSED", "an empty label is refused");
+        is_str(norm_host(""), "REFUSED", "the empty host is refused");
+        is_str(norm_host("1.2.3.4.example"), "1.2.3.4.example", "a name with numeric labels but a name last is a name");
+}
+
+static const char *norm_path(const char *p) {
+        static char buf[256];
+        _cleanup_free_ char *n = NULL;
+        int r = egress_path_normalize(p, &n);
+        snprintf(buf, sizeof buf, "%s", r < 0 ? "REFUSED" : n);
+        return buf;
+}
+
+static void test_path_normalize(void) {
+        is_str(norm_path("/pub/x"), "/pub/x", "a plain path stays");
+        is_str(norm_path("/pub/../private/x"), "/private/x", "dot-segments are removed (RFC 3986 5.2.4)");
+        is_str(norm_path("/pub/./a/./b/.."), "/pub/a/", "...\".\" too, and a trailing \"..\"");
+        is_str(norm_path("/../../etc"), "/etc", "...never above the root");
+        is_str(norm_path("/%70ub/%7Ex"), "/pub/~x", "escapes of unreserved characters are decoded");
+        is_str(norm_path("/a%3fb%c3%bc"), "/a%3Fb%C3%BC", "other escapes stay, in upper case hex");
+        is_str(norm_path("/pub%2f..%2fprivate"), "REFUSED", "an encoded / is refused");
+        is_str(norm_path("/pub/%2e%2e/private"), "REFUSED", "an encoded .. is refused");
+        is_str(norm_path("/pub/.%2e/private"), "REFUSED", "...partly encoded too");
+        is_str(norm_path("/pub%5c..%5cprivate"), "REFUSED", "an encoded backslash is refused");
+        is_str(norm_path("/a%zz"), "REFUSED", "a bad escape is refused");
+        is_str(norm_path("/a%00b"), "REFUSED", "an encoded NUL is refused");
+        is_str(norm_path("/a%4"), "REFUSED", "a cut escape is refused");
+        is_str(norm_path("*"), "*", "the asterisk form stays");
+}
+
+static void test_policy_spellings(void) {
+        _cleanup_(egress_policy_freep) EgressPolicy *p = compile(
+                "{ \"rules\": [ { \"host\": \"x.internal.test\", \"decision\": \"deny\" },"
+                "  { \"host\": \"203.0.113.2\", \"decision\": \"deny\" },"
+                "  { \"host\": \"[2001:db8::2]\", \"decision\": \"deny\" },"
+                "  { \"host\": \"files.test\", \"schemes\": [\"http\"], \"paths\": [\"^/pub/\"], \"decision\": \"allow\" },"
+                "  { \"host\": \"web.test\", \"decision\": \"allow\" },"
+                "  { \"host\": \"*\", \"schemes\": [\"http\", \"https\"], \"decision\": \"allow\" } ] }", NULL, NULL);
+        static const char * const spellings[] = {
+                "x.internal.test.", "X.INTERNAL.TEST", "[::ffff:203.0.113.2]", "[2001:0db8::2]", "[2001:DB8::2]",
+        };
+
+        ok(p != NULL, "a policy with deny rules before an allow-all compiles");
+        if (!p)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(spellings); i++) {
+                _cleanup_free_ char *h = NULL;
+                char what[96];
+                snprintf(what, sizeof what, "%s, normalised, meets its deny rule", spellings[i]);
+                ok(egress_host_normalize(spellings[i], &h) >= 0 &&
+                   egress_policy_match(p, EGRESS_SCHEME_HTTPS, h, 443, NULL, NULL)->decision == EGRESS_DENY, "%s", what);
+        }
+        ok(egress_policy_match(p, EGRESS_SCHEME_HTTP, "files.test", 80, "GET", "/pub/x")->decision == EGRESS_ALLOW,
+           "a path rule allows its path");
+        {
+                _cleanup_free_ char *n = NULL;
+                ok(egress_path_normalize("/pub/../private/x", &n) >= 0 &&
+                   egress_policy_match(p, EGRESS_SCHEME_HTTP, "files.test", 80, "GET", n) != &p->rules[3],
+                   "...and not /pub/../private/x, matched after dot-segment removal");
+        }
+        ok(streq(egress_policy_match(p, EGRESS_SCHEME_HTTP, "web.test", 443, NULL, NULL)->id, "default"),
+           "http://web.test:443/ does not match an https rule on 443 (the scheme is part of the rule)");
+        ok(streq(egress_policy_match(p, EGRESS_SCHEME_HTTPS, "web.test", 8443, NULL, NULL)->id, "default"),
+           "a rule without ports covers 443 only for https (and 80 only for http)");
+        ok(egress_policy_match(p, EGRESS_SCHEME_HTTPS, "web.test", 443, NULL, NULL) == &p->rules[4], "...which it does cover");
+}
+
+static void test_policy_schemes(void) {
+        _cleanup_free_ char *error = NULL;
+        _cleanup_(egress_policy_freep) EgressPolicy *p = compile(
+                "{ \"rules\": [ { \"host\": \"gh.test\", \"schemes\": [\"http\", \"https\"], \"decision\": \"credential\","
+                "  \"credential\": { \"header\": \"Authorization\", \"dummy\": \"ghp_dummy0001\", \"secret\": \"ghp_SECRET_1234\" } } ] }",
+                NULL, &error);
+        _cleanup_(egress_policy_freep) EgressPolicy *q = compile(
+                "{ \"allow_api\": false, \"rules\": [ { \"host\": \"web.test\", \"intercept\": \"always\", \"decision\": \"allow\" } ] }",
+                NULL, NULL);
+
+        ok(!p && error && strstr(error, "https only"), "a credential rule for plain http does not compile");
+        ok(q && q->rules[0].intercept && egress_policy_host_intercepted(q, "web.test", 443),
+           "intercept: always makes an allowed host intercepted");
+        ok(q && !q->allow_api && egress_policy_match(q, EGRESS_SCHEME_HTTPS, "api.anthropic.com", 443, NULL, NULL)->decision == EGRESS_DENY,
+           "allow_api: false leaves no API rule (and the gateway refuses the pass-through)");
+}
+
+static void test_tokens(void) {
+        uint8_t key[EGRESS_TOKEN_KEY_SIZE], other[EGRESS_TOKEN_KEY_SIZE];
+        char t1[EGRESS_TOKEN_HEX_LEN + 1], t2[EGRESS_TOKEN_HEX_LEN + 1], d1[EGRESS_DUMMY_LEN + 1], d2[EGRESS_DUMMY_LEN + 1];
+        char line[] = "loop-demo-1 0123456789012345678901234567890123456789012345678901234567890123\n";
+        const char *name, *token;
+
+        memset(key, 7, sizeof key);
+        memset(other, 8, sizeof other);
+        ok(egress_token_make(key, "loop-demo-1", t1) == 0 && egress_token_make(key, "loop-demo-2", t2) == 0 && !streq(t1, t2),
+           "each container has its own token");
+        ok(egress_token_check(key, "loop-demo-1", t1) && !egress_token_check(key, "loop-demo-2", t1),
+           "a token is good for its container only");
+        ok(egress_token_make(other, "loop-demo-1", t2) == 0 && !streq(t1, t2), "...and under its gateway's key only");
+        ok(egress_dummy_make(key, "loop-demo-1", d1) == 0 && egress_dummy_make(key, "loop-demo-2", d2) == 0 &&
+           !streq(d1, d2) && startswith(d1, EGRESS_DUMMY_PREFIX) && strlen(d1) == EGRESS_DUMMY_LEN,
+           "each container has its own random-looking dummy");
+        ok(!strstr(t1, d1 + strlen(EGRESS_DUMMY_PREFIX)), "...which says nothing of its token");
+        ok(egress_token_make(key, "../x", t1) == -EINVAL, "a name that is no container name gets no token");
+        ok(egress_credential_parse(line, &name, &token) == 0 && streq(name, "loop-demo-1") && strlen(token) == 64,
+           "the relay's credential line parses");
+}
+
+/* Feeds the pieces (NULL-terminated) through one scrubber and returns all it let out. */
+static char *scrub_pieces(EgressScrub *sc, const char * const *pieces) {
+        static char all[512];
+        size_t o = 0;
+
+        for (size_t i = 0;; i++) {
+                char *out = NULL;
+                size_t n = 0;
+                bool final = !pieces[i];
+                if (egress_scrub(sc, pieces[i] ?: "", pieces[i] ? strlen(pieces[i]) : 0, final, 3, 2, &out, &n) < 0)
+                        return NULL;
+                memcpy(all + o, out + 3, n);
+                o += n;
+                free(out);
+                if (final)
+                        break;
+        }
+        all[o] = 0;
+        return all;
+}
+
+static void test_scrub(void) {
+        EgressScrub sc = {};
+        char *out = NULL;
+        size_t n = 0;
+
+        ok(egress_scrub_add(&sc, "ghp_SECRET_1234", "ghp_dummy0001") == 0 && egress_scrub_add(&sc, "sk-REAL-long-key", "D") == 0,
+           "two secrets with their dummies");
+        ok(egress_scrub_add(&sc, "third-secret", "x") == -E2BIG, "...and no more");
+        is_str(scrub_pieces(&sc, (const char * const[]) { "you sent: token ghp_SECRET_1234 and sk-REAL-long-key!", NULL }),
+               "you sent: token ghp_dummy0001 and D!", "each secret in a response is replaced by its dummy");
+        is_str(scrub_pieces(&sc, (const char * const[]) { "a ghp_SEC", "RET_12", "34 b", NULL }),
+               "a ghp_dummy0001 b", "...also split across pieces (the start of one is held back)");
+        ok(egress_scrub(&sc, "data: one\n\n", 11, false, 0, 0, &out, &n) == 0 && n == 11 && sc.held == 0,
+           "a piece that cannot start a secret is let out whole at once (server-sent events are not delayed)");
+        free(out);
+        ok(egress_scrub(&sc, "x ghp_S", 7, false, 0, 0, &out, &n) == 0 && n == 2 && sc.held == 5,
+           "a tail that may start a secret is held back");
+        free(out);
+        is_str(scrub_pieces(&sc, (const char * const[]) { NULL }), "ghp_S", "...and let out at the end when it was none");
+        is_str(scrub_pieces(&sc, (const char * const[]) { "ghp_SECRET_123", NULL }), "ghp_SECRET_123",
+               "a prefix of a secret alone is no secret");
+        egress_scrub_reset(&sc);
+        ok(sc.n == 0 && sc.held == 0, "a reset forgets the secrets");
+}
+
 static void test_addresses(void) {
         static const struct {
                 const char *addr;
@@ -164,6 +346,8 @@ static void test_addresses(void) {
                 { "169.254.169.254", EGRESS_ADDRESS_LINK_LOCAL },
                 { "100.64.0.1", EGRESS_ADDRESS_CGNAT },
                 { "100.100.100.200", EGRESS_ADDRESS_CGNAT },
+                { "168.63.129.16", EGRESS_ADDRESS_METADATA },           /* Azure WireServer, in a public range */
+                { "::ffff:168.63.129.16", EGRESS_ADDRESS_METADATA },
                 { "224.0.0.1", EGRESS_ADDRESS_MULTICAST },
                 { "255.255.255.255", EGRESS_ADDRESS_RESERVED },
                 { "192.0.0.170", EGRESS_ADDRESS_RESERVED },
@@ -251,6 +435,9 @@ static void test_sni(void) {
         ok(tls_client_hello_sni(hello, n, &sni) == -EBADMSG, "a ClientHello longer than its record is refused");
 }
 
+#define API_DUMMY "sk-loop-0123456789abcdef0123456789abcdef0123456789abcdef"
+static const EgressApiAuth proxied = { .dummy = API_DUMMY, .api_key = "sk-ant-REAL-KEY" };
+
 static int head_of(const char *request, const EgressPolicy *p, const EgressApiAuth *api, char **ret_head,
                    const char **ret_reason) {
         HttpLimits l = { .proxy_forms = true, .head_only = true, .chunked = true };
@@ -262,9 +449,10 @@ static int head_of(const char *request, const EgressPolicy *p, const EgressApiAu
         q = http_request_parse(request, strlen(request), &l, &r, &consumed, &status, NULL);
         if (q != 1)
                 return -EBADMSG;
+        /* as inside an intercepted tunnel: the head is built the same way */
         if (!api)
-                rule = egress_policy_match(p, r.host, r.port, r.method, r.path);
-        q = egress_upstream_head(&r, p, rule, api, api ? "api.test" : r.host, ret_head, &size, ret_reason);
+                rule = egress_policy_match(p, EGRESS_SCHEME_HTTPS, r.host, 443, r.method, r.path);
+        q = egress_upstream_head(&r, p, rule, api ?: &proxied, api ? "api.test" : r.host, ret_head, &size, ret_reason);
         http_request_done(&r);
         return q;
 }
@@ -274,7 +462,7 @@ static void test_rewrite(void) {
                 "{ \"rules\": [ { \"host\": \"gh.test\", \"decision\": \"credential\","
                 "  \"credential\": { \"header\": \"Authorization\", \"dummy\": \"ghp_dummy0001\", \"secret\": \"ghp_SECRET_1234\" } },"
                 "  { \"host\": \"*\", \"decision\": \"allow\" } ] }", NULL, NULL);
-        EgressApiAuth api = { .dummy = "sk-proxy", .api_key = "sk-ant-REAL-KEY", .oauth_token = NULL };
+        EgressApiAuth api = { .pass_through = true, .dummy = API_DUMMY, .api_key = "sk-ant-REAL-KEY", .oauth_token = NULL };
         const char *reason = NULL;
         char *head = NULL;
         int q;
@@ -308,14 +496,14 @@ static void test_rewrite(void) {
         q = head_of("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\nX-Token: abc-ghp_dummy0001\r\n\r\n",
                     p, NULL, &head, &reason);
         ok(q == -EACCES && streq_ptr(reason, "dummy-unbound"), "... also inside another header");
-        q = head_of("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\nx-api-key: sk-proxy\r\n\r\n",
+        q = head_of("GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\nx-api-key: " API_DUMMY "\r\n\r\n",
                     p, NULL, &head, &reason);
         ok(q == -EACCES && streq_ptr(reason, "dummy-unbound"), "the API dummy sent through the proxy is refused");
         q = head_of("GET http://gh.test/ HTTP/1.1\r\nHost: gh.test\r\nAuthorization: token ghp_MINE\r\n\r\n",
                     p, NULL, &head, &reason);
         ok(q == -EACCES && streq_ptr(reason, "unknown-dummy"), "a credential host gets no token of the agent's own");
 
-        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: localhost:2376\r\nx-api-key: sk-proxy\r\nContent-Length: 2\r\n\r\n{}",
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: localhost:2376\r\nx-api-key: " API_DUMMY "\r\nContent-Length: 2\r\n\r\n{}",
                     p, &api, &head, &reason);
         ok(q == 0 && head && strstr(head, "x-api-key: sk-ant-REAL-KEY\r\n") && strstr(head, "Host: api.test\r\n") &&
            !strstr(head, "localhost") && strstr(head, "Content-Length: 2\r\n"),
@@ -323,10 +511,10 @@ static void test_rewrite(void) {
         head = mfree(head);
         q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: sk-ant-agents-own\r\n\r\n", p, &api, &head, &reason);
         ok(q == -EACCES && streq_ptr(reason, "unknown-dummy"), "the API pass-through refuses a key that is not the dummy");
-        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-proxy\r\n\r\n", p, &api, &head, &reason);
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " API_DUMMY "\r\n\r\n", p, &api, &head, &reason);
         ok(q == -EACCES && streq_ptr(reason, "no-credential"), "the OAuth dummy without an OAuth token configured is refused");
         api.oauth_token = "oauth-REAL-TOKEN";
-        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-proxy\r\n\r\n", p, &api, &head, &reason);
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " API_DUMMY "\r\n\r\n", p, &api, &head, &reason);
         ok(q == 0 && head && strstr(head, "Authorization: Bearer oauth-REAL-TOKEN\r\n"), "the OAuth dummy becomes the real token");
         head = mfree(head);
 }
@@ -515,18 +703,21 @@ static void tcp_pair(int *ret_client, int *ret_server) {
         safe_close(l);
 }
 
+#define CRED "loop-demo-abc123 0000000000000000000000000000000000000000000000000000000000000000\n"
+
 static void test_handover(void) {
         int u[2], client, server, got = -EBADF, file;
-        char buf[8];
+        char buf[8], cred[EGRESS_HANDOVER_CREDENTIAL_MAX + 1];
 
         /* the relay's side passes the accepted connection; the gateway's side talks on it */
         tcp_pair(&client, &server);
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u) < 0)
                 abort();
-        ok(egress_handover_send(u[0], server) == 0, "the relay hands an accepted TCP connection over");
+        ok(egress_handover_send(u[0], server, CRED) == 0, "the relay hands an accepted TCP connection over");
         safe_close(server);
         safe_close(u[0]);       /* the relay is done with both before the gateway reads */
-        ok(egress_handover_receive(u[1], &got) == 1 && got >= 0, "the gateway receives it, after the relay closed its end");
+        ok(egress_handover_receive(u[1], &got, cred) == 1 && got >= 0, "the gateway receives it, after the relay closed its end");
+        ok(streq(cred, CRED), "...with the container's credential");
         ok(got >= 0 && fcntl(got, F_GETFD) == FD_CLOEXEC, "...close-on-exec");
         ok(got >= 0 && write(client, "ping", 4) == 4 && read(got, buf, sizeof buf) == 4 && memcmp(buf, "ping", 4) == 0,
            "...and reads what the agent sent on its own connection");
@@ -540,7 +731,7 @@ static void test_handover(void) {
         if (loop_write(u[0], "GET / HTTP/1.1\r\n", 16) < 0)
                 abort();
         got = -EBADF;
-        ok(egress_handover_receive(u[1], &got) == 0 && got < 0, "an HTTP request is no hand-over");
+        ok(egress_handover_receive(u[1], &got, cred) == 0 && got < 0, "an HTTP request is no hand-over");
         ok(recv(u[1], buf, 3, MSG_DONTWAIT) == 3 && memcmp(buf, "GET", 3) == 0, "...and nothing of it was consumed");
         safe_close(u[0]);
         safe_close(u[1]);
@@ -551,14 +742,16 @@ static void test_handover(void) {
         file = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
         if (file < 0)
                 file = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        ok(egress_handover_send(u[0], file) == 0 && egress_handover_receive(u[1], &got) == -EPROTONOSUPPORT,
+        ok(egress_handover_send(u[0], file, CRED) == 0 && egress_handover_receive(u[1], &got, cred) == -EPROTONOSUPPORT,
            "a file passed instead of a connection is refused (and closed)");
         safe_close(file);
-        ok(egress_handover_send(u[0], u[0]) == 0 && egress_handover_receive(u[1], &got) == -EPROTONOSUPPORT,
+        ok(egress_handover_send(u[0], u[0], CRED) == 0 && egress_handover_receive(u[1], &got, cred) == -EPROTONOSUPPORT,
            "...as is a unix socket");
-        ok(write(u[0], "\0", 1) == 1 && egress_handover_receive(u[1], &got) == -EBADMSG, "a marker without an fd is refused");
+        ok(write(u[0], "\0", 1) == 1 && egress_handover_receive(u[1], &got, cred) == -EBADMSG, "a marker without an fd is refused");
+        ok(egress_handover_send(u[0], u[0], "no-newline") == 0 && egress_handover_receive(u[1], &got, cred) == -EBADMSG,
+           "a hand-over without a credential line is refused");
         safe_close(u[0]);
-        ok(egress_handover_receive(u[1], &got) == -ECONNRESET, "a socket that ends before a byte says so");
+        ok(egress_handover_receive(u[1], &got, cred) == -ECONNRESET, "a socket that ends before a byte says so");
         safe_close(u[1]);
 }
 
@@ -737,6 +930,12 @@ int main(void) {
         test_policy_star();
         test_policy_errors();
         test_host_valid();
+        test_host_normalize();
+        test_path_normalize();
+        test_policy_spellings();
+        test_policy_schemes();
+        test_tokens();
+        test_scrub();
         test_addresses();
         test_own_addresses();
         test_sni();

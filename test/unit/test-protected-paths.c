@@ -63,8 +63,8 @@ static void test_lists(void) {
         ok(protected_paths_list(&c, PROTECTED_READ_ONLY, &ro) == 0 && strv_contains(ro, ".git/hooks") &&
            strv_contains(ro, ".git/config") && strv_contains(ro, ".gitmodules") && strv_contains(ro, ".claude") &&
            strv_contains(ro, ".codex") && strv_contains(ro, ".devcontainer") && strv_contains(ro, ".idea") &&
-           strv_contains(ro, ".mcp.json") && strv_length(ro) == 8,
-           "read-only by default: .git/hooks, .git/config, .gitmodules, .claude, .codex, .devcontainer, .idea, .mcp.json");
+           strv_contains(ro, ".mcp.json") && strv_contains(ro, ".loop") && strv_length(ro) == 9,
+           "read-only by default: .git/hooks, .git/config, .gitmodules, .claude, .codex, .devcontainer, .idea, .mcp.json, .loop");
         ok(protected_paths_list(&c, PROTECTED_MASKED, &masked) == 0 && strv_contains(masked, ".env") &&
            strv_contains(masked, ".envrc") && strv_contains(masked, ".npmrc") && strv_contains(masked, ".aws") &&
            strv_contains(masked, ".kube") && strv_contains(masked, ".docker/config.json") &&
@@ -88,7 +88,7 @@ static void test_lists(void) {
                 "\"mask_paths\": [ \"secrets/prod.key\" ], \"unmask_paths\": [ \".env\", \".idea\", \"/proc/version\" ] }",
                 &tuned) == 0, "a channel with protect_paths, mask_paths and unmask_paths loads");
         ok(protected_paths_list(&tuned, PROTECTED_READ_ONLY, &ro2) == 0 && strv_contains(ro2, "Makefile") &&
-           !strv_contains(ro2, ".idea") && strv_length(ro2) == 8,
+           !strv_contains(ro2, ".idea") && strv_length(ro2) == 9,
            "protect_paths adds to the defaults (a repeated one once), unmask_paths takes one off");
         ok(protected_paths_list(&tuned, PROTECTED_MASKED, &masked2) == 0 && strv_contains(masked2, "secrets/prod.key") &&
            !strv_contains(masked2, ".env"), "mask_paths adds, unmask_paths gives .env back");
