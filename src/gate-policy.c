@@ -2033,6 +2033,44 @@ int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, 
         return 0;
 }
 
+int gate_policy_document_guard(json_object *doc, char * const *paths) {
+        _cleanup_(json_object_putp) json_object *rules = NULL;
+        json_object *old;
+        char **patterns = NULL;
+        size_t n = 0, count = strv_length((char **) paths);
+        int r = -ENOMEM;
+
+        if (!doc || !json_object_object_get_ex(doc, "file_rules", &old) || !json_object_is_type(old, json_type_array))
+                return -EINVAL;
+        if (count == 0)
+                return 0;
+        patterns = calloc(count * 2 + 1, sizeof(char *));
+        if (!patterns)
+                return -ENOMEM;
+        STRV_FOREACH(p, paths) {
+                if ((*p)[0] != '/') {
+                        r = -EINVAL;
+                        goto finish;
+                }
+                if (!(patterns[n++] = glob_escape_join(*p, "")) || !(patterns[n++] = glob_escape_join(*p, "/**")))
+                        goto finish;
+        }
+        rules = json_object_new_array();
+        if (!rules || add_file_rule(rules, (const char * const *) patterns, n, OPS_MODIFY, DECISION_DENY,
+                                    "git's control files and the work dir's tool settings must not change or "
+                                    "appear: a hook or setting there would run code on the host") < 0)
+                goto finish;
+        for (size_t i = 0; i < json_object_array_length(old); i++)
+                if (json_append(rules, json_object_get(json_object_array_get_idx(old, i))) < 0)
+                        goto finish;
+        r = json_add(doc, "file_rules", TAKE_PTR(rules));
+finish:
+        for (size_t i = 0; i < n; i++)
+                free(patterns[i]);
+        free(patterns);
+        return r;
+}
+
 int gate_policy_document(const AgentGateConfig *cfg, const char *work_dir, json_object **ret) {
         return gate_policy_document_home(cfg, work_dir, NULL, ret);
 }

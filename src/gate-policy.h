@@ -75,6 +75,12 @@ int gate_policy_document(const AgentGateConfig *cfg, const char *work_dir, json_
 int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, const char *home,
                               json_object **ret);
 
+/* Puts a deny of every modifying operation on each of paths (absolute; a directory with everything
+ * below it) in front of doc's file rules, so no channel rule or workspace allow comes before it: the work
+ * dir's guarded paths (protected_paths_guarded(): git's control surface, tool settings) must neither
+ * change nor appear, and a read-only mount cannot stop a file from appearing. No paths: doc unchanged. */
+int gate_policy_document_guard(json_object *doc, char * const *paths);
+
 /* Besides the reference's fields, a command rule may carry "args_within": "/abs/dir" (the document uses it
  * for "rm inside the workspace"): the rule then matches only when the command has at least one operand
  * and every operand (the arguments after unwrapping that do not start with '-', and all of them after

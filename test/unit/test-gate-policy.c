@@ -924,8 +924,35 @@ static void test_speed(void) {
         ok(v.decision == DECISION_ALLOW, "a wrapped rm check of the default document takes %.0f ns", ns);
 }
 
+/* The guarded paths go in front of every file rule: neither the workspace allow nor a channel's allow
+ * reaches them, and creating a missing one is as denied as writing an existing one. */
+static void test_document_guard(void) {
+        _cleanup_(json_object_putp) json_object *doc = NULL;
+        _cleanup_(gate_policy_freep) GatePolicy *p = NULL;
+        _cleanup_free_ char *error = NULL;
+        char *guarded[] = { (char *) "/work/proj/.git/commondir", (char *) "/work/proj/.git/hooks",
+                            (char *) "/work/p[1]/.vscode", NULL };
+
+        ok(gate_policy_document(NULL, "/work/proj", &doc) == 0 && gate_policy_document_guard(doc, guarded) == 0 &&
+           gate_policy_compile(doc, &p, &error) == 0, "a document with guarded paths compiles");
+        expect(file_(p, FILE_OP_CREATE, "/work/proj/.git/commondir"), DECISION_DENY, "file[0]",
+               "creating a missing guarded file (.git/commondir) is denied, before the workspace allow");
+        expect(file_(p, FILE_OP_WRITE, "/work/proj/.git/hooks/pre-commit"), DECISION_DENY, "file[0]",
+               "writing below a guarded directory is denied");
+        expect(file_(p, FILE_OP_DELETE, "/work/proj/.git/hooks"), DECISION_DENY, "file[0]", "...so is removing it");
+        expect(file_(p, FILE_OP_CREATE, "/work/p[1]/.vscode/tasks.json"), DECISION_DENY, "file[0]",
+               "glob characters in a guarded path are taken literally");
+        ok(file_(p, FILE_OP_READ, "/work/proj/.git/hooks/pre-commit").decision == DECISION_ALLOW,
+           "reading a guarded path stays allowed");
+        ok(file_(p, FILE_OP_WRITE, "/work/proj/.git/index").decision == DECISION_ALLOW &&
+           file_(p, FILE_OP_CREATE, "/work/proj/.git/objects/ab/cd").decision == DECISION_ALLOW,
+           "the rest of .git stays writable (commits work)");
+        ok(gate_policy_document_guard(doc, (char *[]) { (char *) "rel", NULL }) == -EINVAL, "a relative guarded path is refused");
+}
+
 int main(void) {
         test_kinds();
+        test_document_guard();
         test_path_clean();
         test_globs();
         test_compile_errors();
