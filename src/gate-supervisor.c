@@ -796,42 +796,96 @@ static char *abstract_name(const char *p, size_t n) {
         return r;
 }
 
+/* The real ids of this worker thread: the agent's while it duplicates one of the agent's fds
+ * (pidfd_getfd() checks ptrace access with the real ids, which are otherwise root's), root's again after.
+ * The saved ids stay 0 throughout, so the thread keeps its way back and its permitted capabilities. */
+static int thread_set_real_ids(uid_t uid, gid_t gid) {
+        if (syscall(SYS_setresgid, gid, (gid_t) -1, (gid_t) -1) < 0)
+                return -errno;
+        if (syscall(SYS_setresuid, uid, (uid_t) -1, (uid_t) -1) < 0)
+                return -errno;
+        return 0;
+}
+
+/* A duplicate of the caller's fd (the socket of a connect), from its fd table: pidfd_getfd() on a pidfd
+ * of the calling thread, opened before the notification id is checked again (so it is this caller's). */
+static int caller_take_fd(Request *q, int fd) {
+        _cleanup_close_ int pidfd = -EBADF;
+        int r, got, err;
+
+        if (fd < 0)
+                return -EBADF;
+        pidfd = (int) syscall(SYS_pidfd_open, (pid_t) q->n->pid, PIDFD_THREAD);
+        if (pidfd < 0)
+                return -errno;
+        if (!notif_id_valid(q->s->notify_fd, q->n->id))
+                return -ESRCH;
+        r = thread_set_real_ids(q->s->config->uid, q->s->config->gid);
+        if (r < 0)
+                fatal_credentials(r);
+        got = (int) syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+        err = errno;
+        r = thread_set_real_ids(0, 0);
+        if (r < 0)
+                fatal_credentials(r);
+        return got < 0 ? -err : got;
+}
+
+/* connect() is performed here, on the caller's own socket (caller_take_fd()) with the address this
+ * supervisor read and checked, once: the caller's memory and fd table, which a sibling thread can
+ * change at any time, are never read again by the kernel. Whatever the family: the family of the
+ * address in memory can be flipped, the socket's cannot, and a socket number can be swapped for another
+ * (dup2) between a check and the kernel's own connect. A pathname socket is reached through the object
+ * the gate resolved and checked (/proc/self/fd/N of its O_PATH fd), so a symlink or directory swapped on
+ * disk afterwards changes nothing either. The peer sees this supervisor's pid, with the agent's uid and
+ * gid (the worker's effective ids). */
 static void handle_connect(Request *q) {
         const GatePolicy *policy = q->s->config->policy;
-        struct sockaddr_un sa = {}, again = {};
-        size_t len = MIN((size_t) q->call.size, sizeof(sa));
+        struct sockaddr_storage ss = {};
+        struct sockaddr_un *sa = (struct sockaddr_un *) &ss;
+        size_t len = (size_t) q->call.size;
         _cleanup_free_ char *given = NULL, *key = NULL;
+        _cleanup_close_ int sock = -EBADF;
         GateResolved res = GATE_RESOLVED_NULL;
         GateVerdict v;
         bool first = true;
-        size_t plen;
-        int r;
+        int domain = -1, r;
+        socklen_t dlen = sizeof(domain);
 
         q->kind = GATE_KIND_CONNECT;
-        if (len <= offsetof(struct sockaddr_un, sun_path)) {
-                q->result = RESULT_CONTINUE;    /* too short to name a socket: the kernel says EINVAL */
-                return;
-        }
-        r = gate_mem_read(q->mem_fd, q->call.path, &sa, len);
-        if (r < 0)
-                return fail_closed(q, r, "cannot read the socket address");
-        if (sa.sun_family != AF_UNIX) {
-                /* Not gated (TCP goes through the egress gateway); read again so a swapped family is seen. */
-                r = gate_mem_read(q->mem_fd, q->call.path, &again, len);
-                if (r < 0 || memcmp(&sa, &again, len) != 0)
-                        return fail_closed(q, r < 0 ? r : -EAGAIN, "the socket address changed while it was checked");
-                q->result = RESULT_CONTINUE;
-                return;
+        /* What the kernel's copy of the address would refuse. */
+        if (len > sizeof(ss))
+                return result_errno(q, EINVAL);
+        sock = caller_take_fd(q, q->call.dirfd);
+        if (sock == -EBADF)
+                return result_errno(q, EBADF);
+        if (sock == -ESRCH)
+                return fail_closed(q, sock, "the caller went away");
+        if (sock < 0)
+                return fail_closed(q, sock, "cannot reach the caller's socket");
+        if (getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) < 0)
+                return result_errno(q, errno);
+        if (len > 0) {
+                r = gate_mem_read(q->mem_fd, q->call.path, &ss, len);
+                if (r < 0)
+                        return result_errno(q, EFAULT);
         }
 
-        plen = len - offsetof(struct sockaddr_un, sun_path);
-        if (sa.sun_path[0] == 0)
-                given = abstract_name(sa.sun_path + 1, plen - 1);
+        if (domain != AF_UNIX || len <= offsetof(struct sockaddr_un, sun_path) || sa->sun_family != AF_UNIX) {
+                /* Not gated (TCP goes through the egress gateway), or an address the kernel refuses on
+                 * this socket: its own answer, from the bytes read once. */
+                r = connect(sock, len > 0 ? (struct sockaddr *) &ss : NULL, (socklen_t) len);
+                return r < 0 ? result_errno(q, errno) : result_value(q, 0);
+        }
+
+        size_t plen = len - offsetof(struct sockaddr_un, sun_path);
+        if (sa->sun_path[0] == 0)
+                given = abstract_name(sa->sun_path + 1, plen - 1);
         else {
                 _cleanup_free_ char *joined = NULL, *cwd = NULL;
-                char path[sizeof(sa.sun_path) + 1] = {};
+                char path[sizeof(sa->sun_path) + 1] = {};
 
-                memcpy(path, sa.sun_path, plen);
+                memcpy(path, sa->sun_path, MIN(plen, sizeof(sa->sun_path)));
                 if (path[0] != '/') {
                         r = caller_dir(q, AT_FDCWD, &q->cwd_fd);
                         if (r == -ESRCH)
@@ -845,9 +899,17 @@ static void handle_connect(Request *q) {
                                 return fail_closed(q, -ENOMEM, "out of memory");
                 }
                 given = gate_path_clean(joined ?: path);
-                /* The socket the kernel will reach: symlinks resolved like connect() does. */
+                /* The socket the kernel would reach: symlinks resolved like connect() does. */
                 r = gate_resolve(&q->rctx, path[0] == '/' ? q->s->root_fd : q->cwd_fd, path, GATE_RESOLVE_FOLLOW, &res);
-                if (r >= 0 && res.path && !streq_ptr(res.path, given)) {
+                if (r < 0) {
+                        gate_resolved_done(&res);
+                        return result_errno(q, r);      /* ENOENT, ENOTDIR, EACCES...: the kernel's own */
+                }
+                if (res.fd < 0) {
+                        gate_resolved_done(&res);
+                        return result_errno(q, ENOENT);
+                }
+                if (res.path && !streq_ptr(res.path, given)) {
                         gate_policy_check_connect(policy, res.path, &v);
                         verdict_merge(&q->verdict, &v, &first);
                 }
@@ -859,18 +921,25 @@ static void handle_connect(Request *q) {
         gate_policy_check_connect(policy, given, &v);
         verdict_merge(&q->verdict, &v, &first);
         q->target = TAKE_PTR(given);
-        gate_resolved_done(&res);
 
         key = gate_cache_key_connect(q->target);
         settle(q, key);
-        if (q->verdict.decision != DECISION_ALLOW)
+        if (q->verdict.decision != DECISION_ALLOW) {
+                gate_resolved_done(&res);
                 return result_errno(q, GATE_DENY_ERRNO);
+        }
+        q->decided_ns = now_ns(CLOCK_MONOTONIC);
+        if (res.fd >= 0) {
+                struct sockaddr_un via = { .sun_family = AF_UNIX };
 
-        /* The kernel copies the address again when it continues: it must still be the one checked. */
-        r = gate_mem_read(q->mem_fd, q->call.path, &again, len);
-        if (r < 0 || memcmp(&sa, &again, len) != 0)
-                return fail_closed(q, r < 0 ? r : -EAGAIN, "the socket address changed while it was checked");
-        q->result = RESULT_CONTINUE;
+                (void) snprintf(via.sun_path, sizeof(via.sun_path), "/proc/self/fd/%i", res.fd);
+                r = connect(sock, (struct sockaddr *) &via, (socklen_t) SUN_LEN(&via));
+        } else
+                r = connect(sock, (struct sockaddr *) &ss, (socklen_t) len);
+        gate_resolved_done(&res);
+        if (r < 0)
+                return result_errno(q, errno);
+        result_value(q, 0);
 }
 
 /* ---- exec ---- */

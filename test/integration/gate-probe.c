@@ -138,6 +138,75 @@ static int connect_unix(const char *path) {
         return report(connect(fd, (struct sockaddr *) &sa, offsetof(struct sockaddr_un, sun_path) + strlen(path)));
 }
 
+/* race-connect ALLOWED DENIED N [family]: binds a datagram socket at each path (bind is not gated) and
+ * connects N fresh sockets to an address a sibling thread flips between the two paths (same length), or
+ * with "family" between AF_UNIX and AF_INET over the denied path. A connect that lands on DENIED is a
+ * win (getpeername() tells). Prints "connect-wins=N allowed=M refused=K". */
+static struct sockaddr_un race_sa;
+static char race_sun_a[108], race_sun_b[108];
+static bool race_family;
+
+static void *flip_sockaddr(void *arg) {
+        (void) arg;
+        while (!atomic_load(&race_stop)) {
+                /* Some time in each state, so the supervisor's read and the kernel's copy can differ. */
+                if (race_family)
+                        race_sa.sun_family = AF_INET;
+                else
+                        memcpy(race_sa.sun_path, race_sun_b, sizeof(race_sun_b));
+                for (volatile int i = 0; i < 2000; i++)
+                        ;
+                if (race_family)
+                        race_sa.sun_family = AF_UNIX;
+                else
+                        memcpy(race_sa.sun_path, race_sun_a, sizeof(race_sun_a));
+                for (volatile int i = 0; i < 2000; i++)
+                        ;
+        }
+        return NULL;
+}
+
+static int race_connect(const char *allowed, const char *denied, long n, bool family) {
+        struct sockaddr_un ba = { .sun_family = AF_UNIX }, bb = { .sun_family = AF_UNIX };
+        int sa = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), sb = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        long wins = 0, allowed_n = 0, refused = 0;
+        pthread_t t;
+
+        if (strlen(allowed) != strlen(denied) || strlen(allowed) >= sizeof(ba.sun_path)) {
+                fprintf(stderr, "race-connect: the two paths must have one length below 108\n");
+                return 2;
+        }
+        strcpy(ba.sun_path, allowed);
+        strcpy(bb.sun_path, denied);
+        (void) unlink(allowed);
+        (void) unlink(denied);
+        if (bind(sa, (struct sockaddr *) &ba, sizeof(ba)) < 0 || bind(sb, (struct sockaddr *) &bb, sizeof(bb)) < 0)
+                return report(-1);
+        strcpy(race_sun_a, family ? denied : allowed);
+        strcpy(race_sun_b, denied);
+        race_family = family;
+        race_sa.sun_family = AF_UNIX;
+        memcpy(race_sa.sun_path, race_sun_a, sizeof(race_sun_a));
+        pthread_create(&t, NULL, flip_sockaddr, NULL);
+        for (long i = 0; i < n; i++) {
+                int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                struct sockaddr_un peer = {};
+                socklen_t len = sizeof(peer);
+
+                if (connect(fd, (struct sockaddr *) &race_sa, sizeof(race_sa)) < 0)
+                        refused++;
+                else if (getpeername(fd, (struct sockaddr *) &peer, &len) == 0 && !strcmp(peer.sun_path, denied))
+                        wins++;
+                else
+                        allowed_n++;
+                close(fd);
+        }
+        atomic_store(&race_stop, true);
+        pthread_join(t, NULL);
+        printf("connect-wins=%ld allowed=%ld refused=%ld\n", wins, allowed_n, refused);
+        return 0;
+}
+
 /* A user namespace, where the agent would hold capabilities, by each door: unshare(), clone() and clone3(). */
 static const char *errname(long r) {
         return r < 0 ? strerrorname_np(errno) ?: "E?" : "ok";
@@ -547,6 +616,8 @@ int main(int argc, char *argv[]) {
                 race_b = argv[4];
                 return race(true, atol(argv[5]));
         }
+        if (!strcmp(cmd, "race-connect") && argc > 4)    /* race-connect ALLOWED DENIED N [family] */
+                return race_connect(argv[2], argv[3], atol(argv[4]), argc > 5 && !strcmp(argv[5], "family"));
         if (!strcmp(cmd, "userns"))
                 return userns();
         if (!strcmp(cmd, "leave-root") && argc > 2)       /* leave-root COMM */

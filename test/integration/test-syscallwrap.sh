@@ -53,7 +53,8 @@ cat >"$T/policy.json" <<JSON
   "default_decision": "allow",
   "path_rules": [
     {"pattern": "$T/denied.sock", "decision": "deny", "message": "not this socket"},
-    {"pattern": "$T/approve.sock", "decision": "approve", "message": "a human says"}
+    {"pattern": "$T/approve.sock", "decision": "approve", "message": "a human says"},
+    {"pattern": "$H/race-no.sock", "decision": "deny", "message": "not this socket either"}
   ],
   "command_rules": [
     {"commands": ["rm"], "args_patterns": ["-rf /"], "decision": "deny", "message": "no rm -rf of absolute paths"},
@@ -228,6 +229,24 @@ wrap "$PROBE" connect "$T/innocent.sock"
 is "$out" EPERM "  ... also through a symlink to it"
 wrap "$PROBE" connect "$T/ok.sock"
 is "$out" ok "connecting to another socket works"
+# The supervisor performs connect() itself, on the caller's socket, with the address it read and checked
+# once: a sibling thread flipping the address (or its family) in memory wins nothing.
+wrap "$PROBE" race-connect "$H/race-ok.sock" "$H/race-no.sock" 3000
+diag "connect race: $out"
+like "$out" "connect-wins=0 " "a sibling thread flipping the socket address never connects to the denied socket"
+like "$out" "allowed=[1-9]" "  ... while connects to the allowed one succeed"
+wrap "$PROBE" race-connect "$H/race-ok.sock" "$H/race-no.sock" 3000 family
+diag "family race: $out"
+like "$out" "connect-wins=0 " "a sibling thread flipping the family between AF_INET and AF_UNIX never connects either"
+python3 -c 'import socket,sys,os
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
+c, _ = s.accept(); print(c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12).hex())' "$T/cred.sock" >"$T/cred.out" &
+for _ in $(seq 50); do [ -S "$T/cred.sock" ] && break; sleep 0.1; done
+wrap "$PROBE" connect "$T/cred.sock"
+is "$out" ok "an allowed connect performed by the supervisor connects the agent's own socket"
+wait $! 2>/dev/null
+cred=$(cat "$T/cred.out")
+is "$(( 16#${cred:14:2}${cred:12:2}${cred:10:2}${cred:8:2} ))" "$U" "  ... and the peer sees the agent's uid"
 
 # --- attacks on the gate --------------------------------------------------------------------------------
 wrap "$PROBE" io-uring
