@@ -309,19 +309,25 @@ void gate_call_ops(const GateCall *c, FileOp ops[GATE_CALL_OPS_MAX], size_t *ret
                 ops[n++] = FILE_OP_DELETE;
                 break;
         case GATE_ACTION_RENAME:
+                /* The file goes on under another name: whoever may not read it by this name must not
+                 * get it readable by the next one, so moving it is a read of it too. */
                 ops[n++] = FILE_OP_DELETE;
+                ops[n++] = FILE_OP_READ;
                 if (c->flags & RENAME_EXCHANGE) {
                         /* both names get the other's file */
                         ops[n++] = FILE_OP_CREATE;
                         ops[n++] = FILE_OP_WRITE;
                         ops2[n2++] = FILE_OP_DELETE;
+                        ops2[n2++] = FILE_OP_READ;
                 }
                 ops2[n2++] = FILE_OP_CREATE;
                 ops2[n2++] = FILE_OP_WRITE;
                 break;
         case GATE_ACTION_LINK:
+                /* A second name must not grant what the first denies: writing, and reading. */
                 ops[n++] = FILE_OP_LINK;
                 ops[n++] = FILE_OP_WRITE;
+                ops[n++] = FILE_OP_READ;
                 ops2[n2++] = FILE_OP_CREATE;
                 break;
         case GATE_ACTION_SYMLINK:

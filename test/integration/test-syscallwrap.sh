@@ -63,7 +63,8 @@ cat >"$T/policy.json" <<JSON
   "file_rules": [
     {"paths": ["/etc/shadow"], "decision": "deny"},
     {"paths": ["$H/.bashrc"], "operations": ["write", "create", "delete", "chmod", "link"], "decision": "deny", "message": "shell rc"},
-    {"paths": ["$T/secret/**"], "decision": "deny"}
+    {"paths": ["$T/secret/**"], "decision": "deny"},
+    {"paths": ["$H/secret*"], "operations": ["read"], "decision": "deny", "message": "secrets are not read"}
   ]
 }
 JSON
@@ -213,6 +214,20 @@ is "$out" EPERM "executing a memfd is denied"
 record_has '"rule_id":"no-path"'; ok $? "  ... with its decision record"
 wrap sh -c 'sh -c "cat /etc/shadow"'
 like "$err" "Operation not permitted" "the filter survives fork and exec (a grandchild is gated)"
+
+# A read denied by name does not fall to another name: a hard link or a rename of the file is a read of it.
+echo top-secret >"$H/secret.txt"
+chown "$U:$G" "$H/secret.txt"
+wrap sh -c "cat $H/secret.txt; echo rc=\$?"
+like "$out" "rc=1" "reading secret.txt is denied by its name"
+wrap sh -c "ln $H/secret.txt $H/notes.txt; echo rc=\$?; cat $H/notes.txt"
+like "$out" "rc=1" "a hard link to it is denied (a link is a read of its source)"
+unlike "$out" "top-secret" "  ... and the content is not read under the new name"
+wrap sh -c "mv $H/secret.txt $H/s2.txt; echo rc=\$?; cat $H/s2.txt"
+like "$out" "rc=1" "renaming it is denied (a rename is a read of its source)"
+unlike "$out" "top-secret" "  ... and the content is not read under the new name"
+[ -e "$H/secret.txt" ] && [ ! -e "$H/s2.txt" ] && [ ! -e "$H/notes.txt" ]
+ok $? "  ... the file keeps its one name"
 
 # --- sockets ------------------------------------------------------------------------------------------
 python3 -c 'import socket,sys,os
