@@ -1763,6 +1763,14 @@ static const DefaultFileRule default_file_denies[] = {
           DECISION_DENY, "tool configuration that grants access or runs code must not be changed" },
 };
 
+/* Below the work dir, at any depth: the reference's credential files (protected-paths.c masks those
+ * present at the start; these deny reading them whenever they appear). */
+static const char * const work_dir_secret_files[] = {
+        "/**/.env", "/**/.env.*", "/**/.envrc", "/**/.npmrc", "/**/.pypirc", "/**/.netrc", "/**/.pgpass",
+        "/**/.docker/config.json", "/**/.cargo/credentials.toml", "/**/.cargo/credentials", "/**/.aws/**",
+        "/**/.kube/**",
+};
+
 static const DefaultFileRule default_file_system_denies[] = {
         { STRV("/etc/**", "/usr/**", "/bin/**", "/sbin/**", "/lib*/**", "/boot/**"), OPS_MODIFY,
           DECISION_DENY, "system directories must not be changed" },
@@ -2022,6 +2030,26 @@ int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, 
             (r = add_default_file_rules(file_rules, default_file_system_denies,
                                         ELEMENTSOF(default_file_system_denies))) < 0)
                 return r;
+        if (wd) {
+                /* Secret files anywhere in the work dir, also those appearing during the run, which no
+                 * mask at the container's start can cover. */
+                char *secrets[ELEMENTSOF(work_dir_secret_files)] = {};
+                size_t n = 0;
+
+                for (r = 0; n < ELEMENTSOF(work_dir_secret_files); n++)
+                        if (!(secrets[n] = glob_escape_join(wd, work_dir_secret_files[n]))) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                if (r >= 0)
+                        r = add_file_rule(file_rules, (const char * const *) secrets, n, OP(FILE_OP_READ), DECISION_DENY,
+                                          "secret files in the work dir are not read (a file rule of the channel "
+                                          "that allows it gives one back)");
+                for (size_t i = 0; i < n; i++)
+                        free(secrets[i]);
+                if (r < 0)
+                        return r;
+        }
         if (wd && (r = add_file_rule(file_rules, (const char * const[]) { wd_glob }, 1, OPS_ANY, DECISION_ALLOW, NULL)) < 0)
                 return r;
         if (hd && (r = add_file_rule(file_rules, (const char * const[]) { hd_glob }, 1, OPS_ANY, DECISION_ALLOW, NULL)) < 0)

@@ -522,3 +522,87 @@ int protected_paths_guarded(const LoopConfig *c, char **ret_root, char ***ret) {
         *ret = TAKE_PTR(l);
         return 0;
 }
+
+/* Names masked wherever they are in the work dir (the root's are in default_masked already). */
+static bool secret_name(const char *name, bool is_dir) {
+        static const char * const files[] = { ".env", ".envrc", ".npmrc", ".netrc", ".pgpass", ".pypirc" };
+        static const char * const dirs[] = { ".aws", ".kube" };
+
+        if (is_dir) {
+                for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+                        if (streq(name, dirs[i]))
+                                return true;
+                return false;
+        }
+        if (startswith(name, ".env."))
+                return true;
+        for (size_t i = 0; i < ELEMENTSOF(files); i++)
+                if (streq(name, files[i]))
+                        return true;
+        return false;
+}
+
+static int secrets_walk(int dir_fd, const char *path, unsigned depth, unsigned *budget, char ***l) {
+        _cleanup_close_ int fd = -EBADF;
+        DIR *d;
+        struct dirent *de;
+        int r = 0;
+
+        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d)
+                return -errno;
+        fd = -EBADF;
+        while (r >= 0 && *budget > 0 && (de = readdir(d))) {
+                _cleanup_free_ char *child = NULL;
+                _cleanup_close_ int cfd = -EBADF;
+                struct stat st;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") || streq(de->d_name, ".git"))
+                        continue;
+                (*budget)--;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+                        continue;
+                if (asprintf(&child, "%s/%s", path, de->d_name) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (secret_name(de->d_name, S_ISDIR(st.st_mode))) {
+                        if (strv_length(*l) >= PROTECTED_SECRETS_MAX) {
+                                r = -E2BIG;
+                                break;
+                        }
+                        r = strv_consume(l, TAKE_PTR(child));
+                        continue;
+                }
+                if (!S_ISDIR(st.st_mode) || depth + 1 >= PROTECTED_SECRETS_DEPTH_MAX)
+                        continue;
+                cfd = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (cfd >= 0)
+                        r = secrets_walk(cfd, child, depth + 1, budget, l);
+        }
+        closedir(d);
+        return r;
+}
+
+int protected_paths_secrets_found(const char *work_dir, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        unsigned budget = PROTECTED_SECRETS_WALK_MAX;
+        int r;
+
+        fd = open(work_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = secrets_walk(fd, streq(work_dir, "/") ? "" : work_dir, 0, &budget, &l);
+        if (r < 0)
+                return r;
+        if (!l && !(l = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return budget == 0 ? 1 : 0;
+}

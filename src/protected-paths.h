@@ -38,6 +38,16 @@ int protected_paths_git(const char *work_dir, const char *root, char ***ret);
  * surface (protected_paths_git()), minus unmask_paths. *ret_root is the mount root they lie in. */
 int protected_paths_guarded(const LoopConfig *c, char **ret_root, char ***ret);
 
+/* The reference's credential files at any depth of work_dir (.env, .env.*, .envrc, .npmrc, .netrc,
+ * .pgpass, .pypirc files; .aws, .kube directories), as absolute paths, found by a walk that skips .git and
+ * symbolic links, goes PROTECTED_SECRETS_DEPTH_MAX deep and looks at PROTECTED_SECRETS_WALK_MAX entries:
+ * returns 1 when it stopped there (the gate's read rules still cover the rest), 0 when it saw everything,
+ * -E2BIG beyond PROTECTED_SECRETS_MAX finds. Files that appear later are the gate's to refuse. */
+#define PROTECTED_SECRETS_MAX 256U
+#define PROTECTED_SECRETS_DEPTH_MAX 12U
+#define PROTECTED_SECRETS_WALK_MAX 100000U
+int protected_paths_secrets_found(const char *work_dir, char ***ret);
+
 /* The schema's check of one protect_paths / mask_paths entry: a clean relative path below the work dir
  * (no "..", no leading "/", no ':'). NULL when fine, else why not. */
 const char *protected_path_check_entry(const char *v);

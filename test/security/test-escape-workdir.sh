@@ -60,6 +60,9 @@ make_trees() {
         echo 'ref: refs/heads/main' >"$W/.git/modules/sub/HEAD"
         printf '[core]\n\tbare = false\n' >"$W/.git/modules/sub/config"
         echo '{}' >"$W/.vscode/settings.json"
+        mkdir -p "$W/api"
+        echo 'TOKEN=SECRET-LOCAL-MARKER' >"$W/.env.local"
+        echo 'TOKEN=SECRET-API-MARKER' >"$W/api/.env"
         echo main >"$M/README"
         git init -q "$M" && git -C "$M" add -A &&
                 git -C "$M" -c user.name=host -c user.email=host@example.org commit -qm init &&
@@ -136,6 +139,21 @@ for eng in podman docker; do
                 run "$mode" "scenario:sh rm -rf $W/.vscode; mkdir -p $W/.vscode; echo '{\"tasks\":[{\"runOptions\":{\"runOn\":\"folderOpen\"}}]}' >$W/.vscode/tasks.json; echo rc=\$?; sleep 5; echo survived"
                 [ ! -e "$W/.vscode/tasks.json" ] && [ -e "$W/.vscode/settings.json" ]
                 ok $? "$eng/$mode: .vscode cannot be replaced by one with a folderOpen task" || diag "$out $err"
+
+                # Secrets deeper in the tree are masked like the root's .env; one that appears during the
+                # run is the gate's to refuse (no mount can follow it).
+                run "$mode" "scenario:sh cat $W/.env.local $W/api/.env; echo done"
+                unlike "$out" "SECRET-" "$eng/$mode: .env.local and api/.env cannot be read (masked)" || diag "$out"
+                like "$out" "done" "$eng/$mode: ...the agent sees them empty"
+                if [ "$mode" = gated ]; then
+                        (sleep 2; mkdir -p "$W/late" && echo 'TOKEN=SECRET-LATE-MARKER' >"$W/late/.env" &&
+                                chown -R "$UID_T:$GID_T" "$W/late") &
+                        run "$mode" "scenario:sh while [ ! -e $W/late/.env ]; do sleep 0.2; done; cat $W/late/.env; echo rc=\$?"
+                        wait
+                        unlike "$out" "SECRET-" "$eng/$mode: a .env created on the host during the run cannot be read (gate)" ||
+                                diag "$out"
+                        like "$out" "rc=[1-9]" "$eng/$mode: ...the read is refused"
+                fi
 
                 # A worktree (parent_dir): its .git file points into the main checkout's repository,
                 # which must be as protected as the work dir's own.

@@ -732,7 +732,7 @@ static void test_document(void) {
         expect(file_(p, FILE_OP_CREATE, "/work/proj/.loop/other.json"), DECISION_APPROVE, "file[1]",
                "creating files under .loop needs approval");
         expect(file_(p, FILE_OP_DELETE, "/work/proj/.loop"), DECISION_APPROVE, "file[1]", "deleting .loop needs approval");
-        expect(file_(p, FILE_OP_READ, "/work/proj/.loop/config.json"), DECISION_ALLOW, "file[8]",
+        expect(file_(p, FILE_OP_READ, "/work/proj/.loop/config.json"), DECISION_ALLOW, "file[9]",
                "reading the project config is allowed by the workspace rule");
 
         /* Files: defaults */
@@ -764,7 +764,7 @@ static void test_document(void) {
         expect(file_(p, FILE_OP_WRITE, "/home/alice/.bashrc"), DECISION_DENY, "file[6]", "writing ~/.bashrc is denied");
         expect(file_(p, FILE_OP_DELETE, "/home/alice/.zshenv"), DECISION_DENY, "file[6]", "deleting ~/.zshenv is denied");
         expect(file_(p, FILE_OP_READ, "/home/alice/.bashrc"), DECISION_ALLOW, "default", "reading ~/.bashrc is allowed");
-        expect(file_(p, FILE_OP_WRITE, "/work/proj/.bashrc"), DECISION_ALLOW, "file[8]",
+        expect(file_(p, FILE_OP_WRITE, "/work/proj/.bashrc"), DECISION_ALLOW, "file[9]",
                "a .bashrc in the workspace is just a file");
         expect(file_(p, FILE_OP_WRITE, "/etc/passwd"), DECISION_DENY, "file[7]", "writing /etc is denied");
         expect(file_(p, FILE_OP_CREATE, "/usr/local/bin/x"), DECISION_DENY, "file[7]", "creating in /usr is denied");
@@ -772,10 +772,10 @@ static void test_document(void) {
         expect(file_(p, FILE_OP_DELETE, "/lib64/libc.so.6"), DECISION_DENY, "file[7]", "deleting in /lib64 is denied");
         expect(file_(p, FILE_OP_LINK, "/boot/vmlinuz"), DECISION_DENY, "file[7]", "linking in /boot is denied");
         expect(file_(p, FILE_OP_READ, "/usr/bin/ls"), DECISION_ALLOW, "default", "reading /usr is allowed");
-        expect(file_(p, FILE_OP_WRITE, "/work/proj/src/main.c"), DECISION_ALLOW, "file[8]",
-               "writing in the workspace is allowed by file[8]");
-        expect(file_(p, FILE_OP_WRITE, "/tmp/x"), DECISION_ALLOW, "file[9]", "writing /tmp is allowed");
-        expect(file_(p, FILE_OP_READ, "/proc/cpuinfo"), DECISION_ALLOW, "file[10]", "reading /proc is allowed");
+        expect(file_(p, FILE_OP_WRITE, "/work/proj/src/main.c"), DECISION_ALLOW, "file[9]",
+               "writing in the workspace is allowed by file[9]");
+        expect(file_(p, FILE_OP_WRITE, "/tmp/x"), DECISION_ALLOW, "file[10]", "writing /tmp is allowed");
+        expect(file_(p, FILE_OP_READ, "/proc/cpuinfo"), DECISION_ALLOW, "file[11]", "reading /proc is allowed");
         expect(file_(p, FILE_OP_WRITE, "/proc/sys/kernel/x"), DECISION_ALLOW, "default",
                "writing /proc is not covered by the read allow");
 }
@@ -807,15 +807,15 @@ static void test_document_config(void) {
         GateVerdict v = file_(p, FILE_OP_READ, "/work/proj/secret/key");
         expect(v, DECISION_DENY, "file[4]", "a channel deny inside the workspace beats the workspace allow");
         is_str(v.message, "no secrets", "the channel rule's message reaches the verdict");
-        expect(file_(p, FILE_OP_WRITE, "/work/proj/a"), DECISION_ALLOW, "file[11]",
+        expect(file_(p, FILE_OP_WRITE, "/work/proj/a"), DECISION_ALLOW, "file[12]",
                "the workspace is allowed under a deny default");
-        expect(file_(p, FILE_OP_WRITE, "/srv/agent/.claude.json"), DECISION_ALLOW, "file[12]",
+        expect(file_(p, FILE_OP_WRITE, "/srv/agent/.claude.json"), DECISION_ALLOW, "file[13]",
                "HOME is allowed under a deny default");
         expect(file_(p, FILE_OP_WRITE, "/srv/agent/.bashrc"), DECISION_DENY, "file[9]",
                "a HOME outside /home and /root still has its rc files denied");
         expect(file_(p, FILE_OP_READ, "/srv/agent/.ssh/id_rsa"), DECISION_DENY, "file[7]", "HOME's .ssh stays denied");
         expect(file_(p, FILE_OP_WRITE, "/var/lib/x"), DECISION_DENY, "default", "elsewhere the deny default holds");
-        expect(file_(p, FILE_OP_READ, "/sys/class/net"), DECISION_ALLOW, "file[14]", "/sys reads are allowed");
+        expect(file_(p, FILE_OP_READ, "/sys/class/net"), DECISION_ALLOW, "file[15]", "/sys reads are allowed");
         expect(exec_in(p, "/work/proj", ARGV("rm", "x")), DECISION_APPROVE, "cmd[0]",
                "a channel command rule comes before the workspace rm allow");
         expect(exec_(p, ARGV("ls")), DECISION_DENY, "default", "the channel's default decision is the document's");
@@ -825,7 +825,7 @@ static void test_document_config(void) {
         expect(file_(root_home, FILE_OP_WRITE, "/var/lib/x"), DECISION_DENY, "default",
                "HOME=/ does not allow everything");
         _cleanup_(gate_policy_freep) GatePolicy *odd = policy_document(NULL, "/work/a[1]*", NULL);
-        expect(file_(odd, FILE_OP_WRITE, "/work/a[1]*/x"), DECISION_ALLOW, "file[8]",
+        expect(file_(odd, FILE_OP_WRITE, "/work/a[1]*/x"), DECISION_ALLOW, "file[9]",
                "glob characters in the work dir are taken literally");
         expect(file_(odd, FILE_OP_WRITE, "/work/a1x/x"), DECISION_ALLOW, "default",
                "a work dir with glob characters does not match other dirs");
@@ -950,8 +950,29 @@ static void test_document_guard(void) {
         ok(gate_policy_document_guard(doc, (char *[]) { (char *) "rel", NULL }) == -EINVAL, "a relative guarded path is refused");
 }
 
+/* Secret files anywhere in the work dir are not read, also ones that appear during the run. */
+static void test_document_secrets(void) {
+        _cleanup_(gate_policy_freep) GatePolicy *p = policy_document(NULL, "/work/proj", NULL);
+
+        ok(file_(p, FILE_OP_READ, "/work/proj/.env").decision == DECISION_DENY &&
+           file_(p, FILE_OP_READ, "/work/proj/.env.local").decision == DECISION_DENY &&
+           file_(p, FILE_OP_READ, "/work/proj/api/.env").decision == DECISION_DENY &&
+           file_(p, FILE_OP_READ, "/work/proj/a/b/.env.production").decision == DECISION_DENY,
+           "reading .env and .env.* at any depth of the work dir is denied");
+        ok(file_(p, FILE_OP_READ, "/work/proj/svc/.npmrc").decision == DECISION_DENY &&
+           file_(p, FILE_OP_READ, "/work/proj/svc/.cargo/credentials.toml").decision == DECISION_DENY &&
+           file_(p, FILE_OP_READ, "/work/proj/svc/.aws/credentials").decision == DECISION_DENY &&
+           file_(p, FILE_OP_READ, "/work/proj/.envrc").decision == DECISION_DENY,
+           "...and so are the reference's other credential files");
+        ok(file_(p, FILE_OP_READ, "/work/proj/src/environment.c").decision == DECISION_ALLOW &&
+           file_(p, FILE_OP_READ, "/work/proj/.envoy.yaml").decision == DECISION_ALLOW &&
+           file_(p, FILE_OP_WRITE, "/work/proj/.env").decision == DECISION_ALLOW,
+           "...while other files, and writing a .env, stay allowed");
+}
+
 int main(void) {
         test_kinds();
+        test_document_secrets();
         test_document_guard();
         test_path_clean();
         test_globs();

@@ -287,6 +287,22 @@ static void test_git(void) {
                 is_str(root, m, "...all inside the mount root, parent_dir");
         }
         {
+                _cleanup_strv_free_ char **sec = NULL;
+                _cleanup_free_ char *m = NULL;
+
+                assert_se(asprintf(&m, "%s/main", t) >= 0);
+                put(m, "api/.env", "K=1\n");
+                put(m, ".env.local", "K=1\n");
+                put(m, "a/b/.npmrc", "x\n");
+                put(m, "a/.aws/credentials", "x\n");
+                put(m, ".git/x/.env", "x\n");
+                put(m, "src/environment.c", "x\n");
+                ok(protected_paths_secrets_found(m, &sec) == 0 && has(sec, m, "api/.env") && has(sec, m, ".env.local") &&
+                   has(sec, m, "a/b/.npmrc") && has(sec, m, "a/.aws"), "secret files are found at any depth of the work dir");
+                ok(!has(sec, m, ".git/x/.env") && !has(sec, m, "src/environment.c") && !has(sec, m, "a/.aws/credentials") &&
+                   strv_length(sec) == 4, "...not inside .git, not other names, and a masked directory is not walked into");
+        }
+        {
                 _cleanup_free_ char *cmd = NULL;
                 assert_se(asprintf(&cmd, "rm -rf '%s'", t) >= 0);
                 if (system(cmd) != 0)
