@@ -2061,6 +2061,47 @@ int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, 
         return 0;
 }
 
+static bool command_always_denied(const GatePolicy *p, const char *name) {
+        for (size_t i = 0; i < p->n_command_rules; i++) {
+                const GateCommandRule *c = &p->command_rules[i];
+                bool match = c->n_commands == 0;
+
+                for (size_t j = 0; !match && j < c->n_commands; j++)
+                        match = fnmatch(c->commands[j], name, 0) == 0;
+                if (!match)
+                        continue;
+                if (c->decision != DECISION_DENY)
+                        return false;
+                if (c->n_regexes == 0 && !c->within)
+                        return true;
+        }
+        return false;
+}
+
+int gate_policy_denied_commands(const GatePolicy *p, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        for (size_t i = 0; p && i < p->n_command_rules; i++) {
+                const GateCommandRule *c = &p->command_rules[i];
+
+                if (c->decision != DECISION_DENY)
+                        continue;
+                for (size_t j = 0; j < c->n_commands; j++) {
+                        const char *n = c->commands[j];
+
+                        if (strpbrk(n, "*?[\\/") || strv_contains(l, n) || !command_always_denied(p, n))
+                                continue;
+                        if ((r = strv_extend(&l, n)) < 0)
+                                return r;
+                }
+        }
+        if (!l && !(l = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 int gate_policy_document_guard(json_object *doc, char * const *paths) {
         _cleanup_(json_object_putp) json_object *rules = NULL;
         json_object *old;

@@ -75,6 +75,11 @@ int gate_policy_document(const AgentGateConfig *cfg, const char *work_dir, json_
 int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, const char *home,
                               json_object **ret);
 
+/* The command names (literal basenames, no glob) that p denies whatever their arguments: the first rule
+ * that can match the name without conditions is a deny, and every conditional rule before it is a deny
+ * too. These are the ones a static floor may refuse to execute (gate-exec-floor.h). */
+int gate_policy_denied_commands(const GatePolicy *p, char ***ret);
+
 /* Puts a deny of every modifying operation on each of paths (absolute; a directory with everything
  * below it) in front of doc's file rules, so no channel rule or workspace allow comes before it: the work
  * dir's guarded paths (protected_paths_guarded(): git's control surface, tool settings) must neither

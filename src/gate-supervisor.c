@@ -1016,6 +1016,47 @@ static int read_exec(Request *q, char **ret_file, char ***ret_argv) {
         return 0;
 }
 
+/* The "#!" line of the file behind fd (O_PATH), as the kernel reads it: the interpreter and its one
+ * optional argument, within the first GATE_SCRIPT_HEAD bytes. Returns 1 with them, 0 when the file is not
+ * a script (or cannot be read: the kernel's own exec then fails the same way). */
+#define GATE_SCRIPT_HEAD 256U
+static int script_interpreter(int fd, char **ret_interp, char **ret_arg) {
+        _cleanup_close_ int rfd = -EBADF;
+        char buf[GATE_SCRIPT_HEAD + 1], p[64], *s, *e;
+        struct stat st;
+        ssize_t n;
+
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return 0;
+        (void) snprintf(p, sizeof(p), "/proc/self/fd/%i", fd);
+        rfd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (rfd < 0)
+                return 0;
+        n = pread(rfd, buf, GATE_SCRIPT_HEAD, 0);
+        if (n < 2 || buf[0] != '#' || buf[1] != '!')
+                return 0;
+        buf[n] = 0;
+        s = buf + 2;
+        s[strcspn(s, "\n")] = 0;
+        s += strspn(s, " \t");
+        e = s + strcspn(s, " \t");
+        if (e == s)
+                return 0;
+        *ret_interp = strndup(s, (size_t) (e - s));
+        if (!*ret_interp)
+                return -ENOMEM;
+        e += strspn(e, " \t");
+        /* the kernel keeps the rest as one argument, trailing blanks dropped */
+        for (size_t l = strlen(e); l > 0 && (e[l - 1] == ' ' || e[l - 1] == '\t'); l--)
+                e[l - 1] = 0;
+        *ret_arg = NULL;
+        if (*e && !(*ret_arg = strdup(e))) {
+                *ret_interp = mfree(*ret_interp);
+                return -ENOMEM;
+        }
+        return 1;
+}
+
 static void handle_exec(Request *q) {
         const GatePolicy *policy = q->s->config->policy;
         _cleanup_free_ char *file = NULL, *file2 = NULL, *cwd = NULL, *key = NULL, *exec_path = NULL;
@@ -1112,6 +1153,30 @@ static void handle_exec(Request *q) {
                 if (!needs_cwd || cwd)
                         break;
                 r = caller_cwd_path(q, &cwd);
+        }
+        /* A script runs its "#!" interpreter: checked like the command itself, with the argv the kernel
+         * will give it (interpreter, its argument, the script, the rest). */
+        {
+                _cleanup_free_ char *interp = NULL, *iarg = NULL;
+                _cleanup_strv_free_ char **iargv = NULL;
+
+                r = script_interpreter(res.fd, &interp, &iarg);
+                if (r > 0) {
+                        if (strv_extend(&iargv, interp) < 0 || (iarg && strv_extend(&iargv, iarg) < 0) ||
+                            strv_extend(&iargv, exec_path) < 0)
+                                r = -ENOMEM;
+                        for (size_t i = 1; r >= 0 && argv[0] && argv[i]; i++)
+                                if (strv_extend(&iargv, argv[i]) < 0)
+                                        r = -ENOMEM;
+                        if (r >= 0) {
+                                gate_policy_check_execve(policy, interp, iargv, cwd, &v);
+                                verdict_merge(&q->verdict, &v, &first);
+                        }
+                }
+                if (r < 0) {
+                        gate_resolved_done(&res);
+                        return fail_closed(q, r, "cannot read the script's interpreter");
+                }
         }
         /* Closed after the answer: nothing here needs the file any more. */
         res.fd = close_later(q->w, res.fd);

@@ -207,6 +207,68 @@ static int race_connect(const char *allowed, const char *denied, long n, bool fa
         return 0;
 }
 
+/* race-exec ALLOWED DENIED N fork|vfork: N execs of a path a sibling thread flips between two programs
+ * of one length (ALLOWED exits 0, DENIED 1, e.g. copies of true and false): with "fork" the flipping
+ * thread runs in the forked child beside its exec; with "vfork" in the parent, whose memory the vfork
+ * child shares. Prints "exec-wins=N allowed=M refused=K" (wins: DENIED ran). */
+static char exec_race_path[4096];
+
+static void *flip_exec_path(void *arg) {
+        (void) arg;
+        while (!atomic_load(&race_stop)) {
+                strcpy(exec_race_path, race_b);
+                for (volatile int i = 0; i < 2000; i++)
+                        ;
+                strcpy(exec_race_path, race_a);
+                for (volatile int i = 0; i < 2000; i++)
+                        ;
+        }
+        return NULL;
+}
+
+static int race_exec(const char *allowed, const char *denied, long n, bool use_vfork) {
+        volatile long wins = 0, allowed_n = 0, refused = 0;
+        pthread_t t;
+
+        if (strlen(allowed) != strlen(denied)) {
+                fprintf(stderr, "race-exec: the two paths must have one length\n");
+                return 2;
+        }
+        race_a = allowed;
+        race_b = denied;
+        strcpy(exec_race_path, allowed);
+        if (use_vfork)
+                pthread_create(&t, NULL, flip_exec_path, NULL);
+        for (volatile long i = 0; i < n; i++) {
+                char *const args[] = { exec_race_path, NULL };
+                int status;
+                pid_t pid = use_vfork ? vfork() : fork();
+
+                if (pid == 0) {
+                        if (!use_vfork) {
+                                pthread_t ct;
+                                pthread_create(&ct, NULL, flip_exec_path, NULL);
+                        }
+                        execve(exec_race_path, args, environ);
+                        _exit(99);
+                }
+                if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+                        refused++;
+                else if (WEXITSTATUS(status) == 1)
+                        wins++;
+                else if (WEXITSTATUS(status) == 0)
+                        allowed_n++;
+                else
+                        refused++;
+        }
+        if (use_vfork) {
+                atomic_store(&race_stop, true);
+                pthread_join(t, NULL);
+        }
+        printf("exec-wins=%ld allowed=%ld refused=%ld\n", wins, allowed_n, refused);
+        return 0;
+}
+
 /* A user namespace, where the agent would hold capabilities, by each door: unshare(), clone() and clone3(). */
 static const char *errname(long r) {
         return r < 0 ? strerrorname_np(errno) ?: "E?" : "ok";
@@ -618,6 +680,8 @@ int main(int argc, char *argv[]) {
         }
         if (!strcmp(cmd, "race-connect") && argc > 4)    /* race-connect ALLOWED DENIED N [family] */
                 return race_connect(argv[2], argv[3], atol(argv[4]), argc > 5 && !strcmp(argv[5], "family"));
+        if (!strcmp(cmd, "race-exec") && argc > 5)      /* race-exec ALLOWED DENIED N fork|vfork */
+                return race_exec(argv[2], argv[3], atol(argv[4]), !strcmp(argv[5], "vfork"));
         if (!strcmp(cmd, "userns"))
                 return userns();
         if (!strcmp(cmd, "leave-root") && argc > 2)       /* leave-root COMM */

@@ -47,6 +47,15 @@ echo root >"$T/rootonly/file"
 chmod 0700 "$T/rootonly"
 PROBE=$T/gate-probe             # where the agent can reach it
 install -m 0755 "$PROBE_BUILT" "$PROBE"
+# A command denied outright, and an allowed one of the same length: copies of false and true.
+mkdir -p "$T/bin"
+install -m 0755 "$(type -P false)" "$T/bin/denied-tool"
+install -m 0755 "$(type -P true)" "$T/bin/allow1-tool"
+printf '#!%s\nexit 0\n' "$T/bin/denied-tool" >"$H/by-interp.sh"
+chmod 0755 "$H/by-interp.sh"
+printf '#!%s -s\n' "$(type -P uname)" >"$H/uname-interp.sh"
+chmod 0755 "$H/by-interp.sh" "$H/uname-interp.sh"
+chown "$U:$G" "$H/by-interp.sh" "$H/uname-interp.sh"
 
 cat >"$T/policy.json" <<JSON
 {
@@ -58,7 +67,8 @@ cat >"$T/policy.json" <<JSON
   ],
   "command_rules": [
     {"commands": ["rm"], "args_patterns": ["-rf /"], "decision": "deny", "message": "no rm -rf of absolute paths"},
-    {"commands": ["uname"], "decision": "approve", "message": "uname needs a human"}
+    {"commands": ["uname"], "decision": "approve", "message": "uname needs a human"},
+    {"commands": ["denied-tool"], "decision": "deny", "message": "never this one"}
   ],
   "file_rules": [
     {"paths": ["/etc/shadow"], "decision": "deny"},
@@ -214,6 +224,23 @@ is "$out" EPERM "executing a memfd is denied"
 record_has '"rule_id":"no-path"'; ok $? "  ... with its decision record"
 wrap sh -c 'sh -c "cat /etc/shadow"'
 like "$err" "Operation not permitted" "the filter survives fork and exec (a grandchild is gated)"
+
+# --- exec: a command denied outright cannot run, whatever a racing thread writes ----------------------
+PATH=$T/bin:$PATH wrap "$T/bin/denied-tool"
+is "$st" 126 "a command denied outright does not run" || diag "$err"
+PATH=$T/bin:$PATH wrap "$PROBE" race-exec "$T/bin/allow1-tool" "$T/bin/denied-tool" 1500 fork
+diag "exec race (fork): $out"
+like "$out" "exec-wins=0 " "a sibling thread flipping the filename never runs the denied command (fork)"
+like "$out" "allowed=[1-9]" "  ... while the allowed one runs"
+PATH=$T/bin:$PATH wrap "$PROBE" race-exec "$T/bin/allow1-tool" "$T/bin/denied-tool" 1500 vfork
+diag "exec race (vfork): $out"
+like "$out" "exec-wins=0 " "a parent's thread flipping a vfork child's filename never runs the denied command either"
+PATH=$T/bin:$PATH wrap sh -c "$H/by-interp.sh; echo rc=\$?"
+like "$out" "rc=12[6-7]" "a script whose #! interpreter is the denied command does not run either" || diag "$out $err"
+wrap sh -c "$H/uname-interp.sh; echo rc=\$?"
+unlike "$out" "Linux" "a script whose #! interpreter needs a human is checked as that command (nobody approves here)"
+record_has '"target":"[^"]*uname-interp.sh".*"rule_id":"cmd\[1\]"' && r=0 || r=1
+is "$r" 0 "  ... the decision names the interpreter's rule" || diag "$err"
 
 # A read denied by name does not fall to another name: a hard link or a rename of the file is a read of it.
 echo top-secret >"$H/secret.txt"

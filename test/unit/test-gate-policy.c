@@ -9,6 +9,7 @@
 
 #include "gate-policy.h"
 #include "io-util.h"
+#include "strv.h"
 #include "tap.h"
 
 #define ARGV(...) ((char *[]) { __VA_ARGS__, NULL })
@@ -970,8 +971,32 @@ static void test_document_secrets(void) {
            "...while other files, and writing a .env, stay allowed");
 }
 
+/* What the exec floor may refuse by file: commands denied whatever their arguments, and only those. */
+static void test_denied_commands(void) {
+        _cleanup_(json_object_putp) json_object *doc = parse(
+                "{ \"command_rules\": ["
+                "  { \"commands\": [ \"curl\" ], \"args_patterns\": [ \"localhost\" ], \"decision\": \"allow\" },"
+                "  { \"commands\": [ \"curl\", \"nc\", \"py*\" ], \"decision\": \"deny\" },"
+                "  { \"commands\": [ \"rm\" ], \"args_patterns\": [ \"-rf /\" ], \"decision\": \"deny\" },"
+                "  { \"commands\": [ \"rm\", \"wget\" ], \"decision\": \"deny\" },"
+                "  { \"commands\": [ \"ssh\" ], \"decision\": \"approve\" },"
+                "  { \"commands\": [ \"ssh\" ], \"decision\": \"deny\" } ] }");
+        _cleanup_(gate_policy_freep) GatePolicy *p = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        ok(gate_policy_compile(doc, &p, &error) == 0 && gate_policy_denied_commands(p, &l) == 0,
+           "the commands denied outright are listed");
+        ok(strv_contains(l, "nc") && strv_contains(l, "wget") && strv_contains(l, "rm"),
+           "...a deny without arguments, also after a conditional deny (rm)");
+        ok(!strv_contains(l, "curl"), "...not one an earlier rule allows with some arguments");
+        ok(!strv_contains(l, "ssh"), "...not one an earlier rule sends to a human");
+        ok(strv_length(l) == 3, "...and no glob pattern (py*)");
+}
+
 int main(void) {
         test_kinds();
+        test_denied_commands();
         test_document_secrets();
         test_document_guard();
         test_path_clean();
