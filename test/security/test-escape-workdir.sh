@@ -82,8 +82,20 @@ EOF
         echo "{ \"work_dir\": \"$M/wt\", \"parent_dir\": \"$M\" }" >"$T/etc/channels.d/wt-gated.json"
         echo "{ \"work_dir\": \"$M/wt\", \"parent_dir\": \"$M\", \"gates\": { \"agentgate\": { \"enabled\": false } } }" \
                 >"$T/etc/channels.d/wt-ungated.json"
+        # The races of the gate's checks: a socket path and a command denied outright (copies of the
+        # host's false and true, mounted where the agent's PATH finds them; busybox applets are one file).
+        cat >"$T/etc/channels.d/race.json" <<EOF
+{ "work_dir": "$W", "mounts": [ "$T/tools:/opt/tools:ro" ],
+  "envs": { "PATH": "/opt/tools:/usr/local/bin:/usr/bin:/bin" },
+  "gates": { "agentgate": {
+    "path_rules": [ { "pattern": "$W/race-no.sock", "decision": "deny" } ],
+    "command_rules": [ { "commands": [ "denied-tool" ], "decision": "deny" } ] } } }
+EOF
         chmod 0640 "$T"/etc/*.json "$T"/etc/channels.d/*.json
 }
+mkdir -p "$T/tools"
+install -m 0755 "$(type -P false)" "$T/tools/denied-tool"
+install -m 0755 "$(type -P true)" "$T/tools/allow1-tool"
 
 run() {
         out=$("$LOOP" run -q "$@" 2>"$T/stderr") && st=0 || st=$?
@@ -170,6 +182,19 @@ for eng in podman docker; do
                 ok $? "$eng/$mode: ...and the human's git status in the worktree runs nothing"
                 rm -f "$PWNED"
         done
+
+        # Races against the gate's checks, from a real container: a sibling thread flips the socket
+        # address or the command's filename between the check and the kernel's own read.
+        make_trees || bail_out "cannot make the test repositories"
+        run race "scenario:sh cd $W && gate-probe race-connect $W/race-ok.sock $W/race-no.sock 3000; gate-probe race-connect $W/race-ok.sock $W/race-no.sock 3000 family"
+        diag "$eng: $(tr '\n' ' ' <<<"$out")"
+        like "$out" "connect-wins=0 allowed=[1-9][0-9]* refused=[1-9]" "$eng: flipping the socket address never connects to the denied socket" ||
+                diag "$err"
+        like "$out" "connect-wins=0 allowed=0 refused=3000" "$eng: flipping the address family never does either"
+        run race "scenario:sh gate-probe race-exec /opt/tools/allow1-tool /opt/tools/denied-tool 1500 fork; gate-probe race-exec /opt/tools/allow1-tool /opt/tools/denied-tool 1500 vfork"
+        diag "$eng: $(tr '\n' ' ' <<<"$out")"
+        like "$out" "exec-wins=0 allowed=[1-9][0-9]* .*exec-wins=0 allowed=[1-9]" \
+                "$eng: flipping the filename (fork and vfork) never runs the command denied outright" || diag "$err"
         engine_stop "$eng" >/dev/null 2>&1
 done
 
