@@ -12,6 +12,8 @@
 #include <regex.h>
 #include <stdarg.h>
 
+#include <openssl/sha.h>
+
 #include "config-schema.h"
 #include "gate-policy.h"
 #include "io-util.h"
@@ -1688,37 +1690,41 @@ char *gate_cache_key_connect(const char *socket_path) {
         return asprintf(&s, "connect:%s", strempty(socket_path)) < 0 ? NULL : s;
 }
 
-char *gate_cache_key_exec(char * const *argv) {
-        static char * const none[] = { NULL };
-        char * const *v = none;
-        const char *base = "";
-        size_t i = 0;
-        char *s;
-        Unwrap u;
-        int r;
+/* The exec key names exactly what was shown and approved: the file that runs (symlinks resolved) and
+ * every argument, as a JSON array (unambiguous, readable). A key longer than the host takes is the
+ * file and the SHA-256 of that array: still one key per command line. */
+#define GATE_CACHE_KEY_EXEC_MAX 4096U
 
-        /* The first reading, splitting command strings: for script -c "rm -rf /x" the key names rm. */
-        unwrap_all(&u, argv, false);
-        if (u.error == -ENOMEM) {
-                unwrap_done(&u);
+char *gate_cache_key_exec(const char *file, char * const *argv) {
+        _cleanup_(json_object_putp) json_object *a = json_object_new_array();
+        const char *text;
+        char *s;
+
+        if (!a)
                 return NULL;
+        STRV_FOREACH(arg, argv) {
+                json_object *v = json_object_new_string(*arg);
+                if (!v || json_object_array_add(a, v) < 0) {
+                        json_object_put(v);
+                        return NULL;
+                }
         }
-        if (u.error >= 0 && u.n > 0) {
-                v = u.items[0].argv;
-                i = u.items[0].index;
-                base = path_basename(v[i]);
-        } else if (argv && argv[0]) {   /* too ambiguous to unwrap: the literal argv */
-                v = argv;
-                base = path_basename(argv[0]);
+        text = json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text)
+                return NULL;
+        if (strlen(strempty(file)) + strlen(text) + 16 <= GATE_CACHE_KEY_EXEC_MAX)
+                return asprintf(&s, "execve:%s:%s", strempty(file), text) < 0 ? NULL : s;
+        {
+                unsigned char md[SHA256_DIGEST_LENGTH];
+                char hex[2 * SHA256_DIGEST_LENGTH + 1];
+
+                SHA256((const unsigned char *) text, strlen(text), md);
+                for (size_t i = 0; i < sizeof(md); i++)
+                        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+                if (strlen(strempty(file)) > GATE_CACHE_KEY_EXEC_MAX - 100)
+                        return NULL;
+                return asprintf(&s, "execve:%s:sha256:%s", strempty(file), hex) < 0 ? NULL : s;
         }
-        if (v[i] && v[i + 1] && v[i + 2])
-                r = asprintf(&s, "execve:%s:%s %s", base, v[i + 1], v[i + 2]);
-        else if (v[i] && v[i + 1])
-                r = asprintf(&s, "execve:%s:%s", base, v[i + 1]);
-        else
-                r = asprintf(&s, "execve:%s:", base);
-        unwrap_done(&u);
-        return r < 0 ? NULL : s;
 }
 
 char *gate_cache_key_file(FileOp op, const char *path) {

@@ -143,8 +143,10 @@ bool gate_glob_match(const char *pattern, const char *path);
  * no trailing '/'. Returns NULL on ENOMEM or when path is not absolute. */
 char *gate_path_clean(const char *path);
 
-/* Approval cache keys of the reference: "connect:<path>", "execve:<base>:<first 2 args>",
- * "file:<op>:<path>". Allocated; NULL on ENOMEM. */
+/* Approval cache keys: "connect:<path>", "file:<op>:<path>" (the reference's), and for an exec
+ * "execve:<file>:<argv as a JSON array>" with the file that runs and every argument, not the reference's
+ * basename and two arguments: approving "uname -s -n" for the session must not allow "uname -a", nor a
+ * "uname" elsewhere. Allocated; NULL on ENOMEM (or a file name beyond any key). */
 char *gate_cache_key_connect(const char *socket_path);
-char *gate_cache_key_exec(char * const *argv);
+char *gate_cache_key_exec(const char *file, char * const *argv);
 char *gate_cache_key_file(FileOp op, const char *path);

@@ -901,13 +901,20 @@ static void handle_connect(Request *q) {
                 given = gate_path_clean(joined ?: path);
                 /* The socket the kernel would reach: symlinks resolved like connect() does. */
                 r = gate_resolve(&q->rctx, path[0] == '/' ? q->s->root_fd : q->cwd_fd, path, GATE_RESOLVE_FOLLOW, &res);
-                if (r < 0) {
+                if (r < 0 || res.fd < 0) {
+                        /* Nothing to connect to: the kernel's own error (ENOENT, ENOTDIR, EACCES...), unless
+                         * the name itself is denied, which is said first. */
                         gate_resolved_done(&res);
-                        return result_errno(q, r);      /* ENOENT, ENOTDIR, EACCES...: the kernel's own */
-                }
-                if (res.fd < 0) {
-                        gate_resolved_done(&res);
-                        return result_errno(q, ENOENT);
+                        if (!given)
+                                return fail_closed(q, -ENOMEM, "out of memory");
+                        gate_policy_check_connect(policy, given, &v);
+                        if (v.decision == DECISION_DENY) {
+                                q->verdict = v;
+                                q->target = TAKE_PTR(given);
+                                q->event = "local";
+                                return result_errno(q, GATE_DENY_ERRNO);
+                        }
+                        return result_errno(q, r < 0 ? r : -ENOENT);
                 }
                 if (res.path && !streq_ptr(res.path, given)) {
                         gate_policy_check_connect(policy, res.path, &v);
@@ -1059,7 +1066,8 @@ static int script_interpreter(int fd, char **ret_interp, char **ret_arg) {
 
 static void handle_exec(Request *q) {
         const GatePolicy *policy = q->s->config->policy;
-        _cleanup_free_ char *file = NULL, *file2 = NULL, *cwd = NULL, *key = NULL, *exec_path = NULL;
+        _cleanup_free_ char *file = NULL, *file2 = NULL, *cwd = NULL, *key = NULL, *exec_path = NULL,
+                *resolved_path = NULL;
         _cleanup_(strv_freep) char **argv = NULL, **argv2 = NULL;
         GateResolved res = GATE_RESOLVED_NULL;
         unsigned flags = GATE_RESOLVE_OBJECT_ONLY;
@@ -1178,12 +1186,18 @@ static void handle_exec(Request *q) {
                         return fail_closed(q, r, "cannot read the script's interpreter");
                 }
         }
+        /* The session cache names the file that runs, not a name for it. */
+        resolved_path = strdup(res.path);
+        if (!resolved_path) {
+                gate_resolved_done(&res);
+                return fail_closed(q, -ENOMEM, "out of memory");
+        }
         /* Closed after the answer: nothing here needs the file any more. */
         res.fd = close_later(q->w, res.fd);
         res.dir_fd = close_later(q->w, res.dir_fd);
         gate_resolved_done(&res);
 
-        key = gate_cache_key_exec(argv);
+        key = gate_cache_key_exec(resolved_path, argv);
         settle(q, key);
         if (q->verdict.decision != DECISION_ALLOW)
                 return result_errno(q, GATE_DENY_ERRNO);

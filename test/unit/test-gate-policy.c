@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "gate-approval.h"
 #include "gate-policy.h"
 #include "io-util.h"
 #include "strv.h"
@@ -835,18 +836,25 @@ static void test_document_config(void) {
 }
 
 static void test_cache_keys(void) {
-        _cleanup_free_ char *c = gate_cache_key_connect("/run/x.sock"), *e1 = gate_cache_key_exec(ARGV("rm", "-rf", "/x", "/y")),
-                            *e2 = gate_cache_key_exec(ARGV("sudo", "-u", "u", "env", "A=1", "git", "push")),
-                            *e3 = gate_cache_key_exec(ARGV("/usr/bin/ls")),
-                            *e4 = gate_cache_key_exec(ARGV("script", "-c", "rm -rf /tmp/a b", "log")),
-                            *e5 = gate_cache_key_exec(ARGV("curl", "a b")),
+        _cleanup_free_ char *c = gate_cache_key_connect("/run/x.sock"),
+                            *e1 = gate_cache_key_exec("/usr/bin/uname", ARGV("uname", "-s", "-n")),
+                            *e2 = gate_cache_key_exec("/usr/bin/uname", ARGV("uname", "-s", "-n", "-r", "--all")),
+                            *e3 = gate_cache_key_exec("/tmp/uname", ARGV("uname", "-s", "-n")),
+                            *e4 = gate_cache_key_exec("/usr/bin/curl", ARGV("curl", "a b")),
+                            *e5 = gate_cache_key_exec("/usr/bin/curl", ARGV("curl", "a", "b")),
                             *f = gate_cache_key_file(FILE_OP_WRITE, "/etc/hosts");
+        _cleanup_free_ char *big = malloc(10000), *e6 = NULL;
+
         is_str(c, "connect:/run/x.sock", "connect cache key");
-        is_str(e1, "execve:rm:-rf /x", "exec cache key: basename and the first two arguments");
-        is_str(e2, "execve:git:push", "exec cache key after unwrapping");
-        is_str(e3, "execve:ls:", "exec cache key without arguments");
-        is_str(e4, "execve:rm:-rf /tmp/a", "exec cache key of a script -c string");
-        is_str(e5, "execve:curl:a b", "exec cache key with one argument containing a space");
+        is_str(e1, "execve:/usr/bin/uname:[\"uname\",\"-s\",\"-n\"]", "exec cache key: the file that runs and every argument");
+        ok(!streq_ptr(e1, e2), "approving uname -s -n does not approve uname -s -n -r --all (the whole argv is the key)");
+        ok(!streq_ptr(e1, e3), "...nor the same command line running another file");
+        ok(!streq_ptr(e4, e5), "...and one argument with a space is not two arguments");
+        memset(big, 'x', 9999);
+        big[9999] = 0;
+        e6 = gate_cache_key_exec("/usr/bin/echo", ARGV("echo", big));
+        ok(e6 && strlen(e6) < GATE_CACHE_KEY_MAX && startswith(e6, "execve:/usr/bin/echo:sha256:"),
+           "a command line longer than a key is keyed by its SHA-256");
         is_str(f, "file:write:/etc/hosts", "file cache key");
         ok(gate_cache_key_file(_FILE_OP_MAX, "/x") == NULL, "no file cache key for an invalid operation");
 }
