@@ -269,6 +269,90 @@ static int race_exec(const char *allowed, const char *denied, long n, bool use_v
         return 0;
 }
 
+/* flood-gate SOCK N: N approval requests with a token nobody issued, each on its own connection, as
+ * fast as the gate answers them. Prints "sent=N answered=M". */
+static int flood_gate(const char *sock, long n) {
+        static const char req[] =
+                "POST /api/gate/container-approval HTTP/1.1\r\nHost: gate\r\n"
+                "Authorization: Bearer 0000000000000000000000000000000000000000000000000000000000000000\r\n"
+                "Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        long sent = 0, answered = 0;
+
+        strncpy(sa.sun_path, sock, sizeof(sa.sun_path) - 1);
+        for (long i = 0; i < n; i++) {
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                char buf[512];
+
+                if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                        if (i == 0)
+                                printf("connect-error=%s\n", strerrorname_np(errno) ?: "E?");
+                        if (fd >= 0)
+                                close(fd);
+                        continue;
+                }
+                if (write(fd, req, sizeof(req) - 1) == (ssize_t) sizeof(req) - 1)
+                        sent++;
+                if (read(fd, buf, sizeof(buf)) > 0)
+                        answered++;
+                close(fd);
+        }
+        printf("sent=%ld answered=%ld\n", sent, answered);
+        return 0;
+}
+
+/* sigurg-create DIR N: N mkdirs and N O_CREAT|O_EXCL opens of new names in DIR while a sibling thread
+ * sends the main thread SIGURG (a handler with SA_RESTART, as Go's runtime preempts goroutines) as fast
+ * as it can. A restarted call that the supervisor had performed already would say EEXIST. Prints
+ * "eexist=N other=M". */
+static atomic_bool urg_stop;
+static pid_t urg_target;
+
+static void on_urg(int sig) {
+        (void) sig;
+}
+
+static void *urg_thread(void *arg) {
+        (void) arg;
+        while (!atomic_load(&urg_stop))
+                (void) syscall(SYS_tgkill, getpid(), urg_target, SIGURG);
+        return NULL;
+}
+
+static int sigurg_create(const char *dir, long n) {
+        struct sigaction sa = { .sa_handler = on_urg, .sa_flags = SA_RESTART };
+        long eexist = 0, other = 0;
+        pthread_t t;
+
+        sigaction(SIGURG, &sa, NULL);
+        urg_target = (pid_t) syscall(SYS_gettid);
+        pthread_create(&t, NULL, urg_thread, NULL);
+        for (long i = 0; i < n; i++) {
+                char p[4096];
+                int fd;
+
+                snprintf(p, sizeof(p), "%s/d%ld", dir, i);
+                if (mkdir(p, 0755) < 0) {
+                        if (errno == EEXIST)
+                                eexist++;
+                        else
+                                other++;
+                }
+                snprintf(p, sizeof(p), "%s/f%ld", dir, i);
+                fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                if (fd >= 0)
+                        close(fd);
+                else if (errno == EEXIST)
+                        eexist++;
+                else
+                        other++;
+        }
+        atomic_store(&urg_stop, true);
+        pthread_join(t, NULL);
+        printf("eexist=%ld other=%ld\n", eexist, other);
+        return 0;
+}
+
 /* A user namespace, where the agent would hold capabilities, by each door: unshare(), clone() and clone3(). */
 static const char *errname(long r) {
         return r < 0 ? strerrorname_np(errno) ?: "E?" : "ok";
@@ -682,6 +766,10 @@ int main(int argc, char *argv[]) {
                 return race_connect(argv[2], argv[3], atol(argv[4]), argc > 5 && !strcmp(argv[5], "family"));
         if (!strcmp(cmd, "race-exec") && argc > 5)      /* race-exec ALLOWED DENIED N fork|vfork */
                 return race_exec(argv[2], argv[3], atol(argv[4]), !strcmp(argv[5], "vfork"));
+        if (!strcmp(cmd, "flood-gate") && argc > 3)     /* flood-gate SOCK N */
+                return flood_gate(a1, atol(argv[3]));
+        if (!strcmp(cmd, "sigurg-create") && argc > 3)  /* sigurg-create DIR N */
+                return sigurg_create(a1, atol(argv[3]));
         if (!strcmp(cmd, "userns"))
                 return userns();
         if (!strcmp(cmd, "leave-root") && argc > 2)       /* leave-root COMM */
