@@ -8,7 +8,9 @@
 #include <seccomp.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <linux/filter.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -2058,6 +2060,49 @@ static int filter_new(bool logged, scmp_filter_ctx *ret) {
  * its verdicts (of filters that agree, the newest), refuses what would get around the gate, with
  * SECCOMP_FILTER_FLAG_LOG: each refusal is a kernel audit record, like the workload profile's. The flag
  * cannot go on the first, where it would log every trapped call too. */
+#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+#define GATE_FILTER_BYTES_MAX (1024U * 1024U)
+
+/* Loads ctx's program as a filter with a listener, and with WAIT_KILLABLE_RECV where the kernel has it
+ * (5.19): once the supervisor has received a call, only a fatal signal interrupts the caller's wait, so
+ * a call the supervisor performed is never restarted and performed again (a mkdir or an O_EXCL create
+ * then saying EEXIST, which breaks lock files under Go's SIGURG). libseccomp 2.5 cannot ask for that
+ * flag: the program is exported and loaded here. The caller is the agent's process before its exec, a
+ * single thread, so no TSYNC is needed. Returns the listener fd. */
+static int filter_load_listener(scmp_filter_ctx ctx) {
+        _cleanup_close_ int memfd = memfd_create("gate-filter", MFD_CLOEXEC);
+        _cleanup_free_ struct sock_filter *insns = NULL;
+        struct sock_fprog prog;
+        off_t size;
+        long fd;
+        int r;
+
+        if (memfd < 0)
+                return -errno;
+        r = seccomp_export_bpf(ctx, memfd);
+        if (r < 0)
+                return r;
+        size = lseek(memfd, 0, SEEK_END);
+        if (size <= 0 || size > (off_t) GATE_FILTER_BYTES_MAX || size % (off_t) sizeof(struct sock_filter) != 0)
+                return -EINVAL;
+        insns = malloc((size_t) size);
+        if (!insns)
+                return -ENOMEM;
+        if (pread(memfd, insns, (size_t) size, 0) != (ssize_t) size)
+                return -EIO;
+        prog = (struct sock_fprog) { .len = (unsigned short) (size / (off_t) sizeof(struct sock_filter)), .filter = insns };
+        fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                     SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+        if (fd < 0 && errno == EINVAL) {
+                log_debug("The kernel has no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: a call interrupted by a "
+                          "signal may be performed twice.");
+                fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+        }
+        return fd < 0 ? -errno : (int) fd;
+}
+
 int gate_filter_install(int *ret_notify_fd) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL, deny = NULL;
         static const char * const denied[] = { GATE_DENIED_SYSCALLS };
@@ -2113,10 +2158,7 @@ int gate_filter_install(int *ret_notify_fd) {
                 if (r < 0)
                         return r;
         }
-        r = seccomp_load(ctx);
-        if (r < 0)
-                return r;
-        fd = seccomp_notify_fd(ctx);
+        fd = filter_load_listener(ctx);
         if (fd < 0)
                 return fd;
         r = seccomp_load(deny);

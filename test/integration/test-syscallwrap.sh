@@ -242,6 +242,14 @@ unlike "$out" "Linux" "a script whose #! interpreter needs a human is checked as
 record_has '"target":"[^"]*uname-interp.sh".*"rule_id":"cmd\[1\]"' && r=0 || r=1
 is "$r" 0 "  ... the decision names the interpreter's rule" || diag "$err"
 
+# A signal storm (Go's SIGURG) while creating: a call the supervisor performed is not restarted and
+# performed again (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), so no create says EEXIST.
+mkdir -p "$H/urg" && chown "$U:$G" "$H/urg"
+wrap "$PROBE" sigurg-create "$H/urg" 1500
+diag "signal storm: $out"
+like "$out" "eexist=0 other=0" "mkdir and O_EXCL creates under a SIGURG storm never report EEXIST for a name they made"
+rm -rf "$H/urg"
+
 # A read denied by name does not fall to another name: a hard link or a rename of the file is a read of it.
 echo top-secret >"$H/secret.txt"
 chown "$U:$G" "$H/secret.txt"
