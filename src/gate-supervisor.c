@@ -512,7 +512,7 @@ static int open_caller(Request *q) {
                 if (r < 0)
                         return r;
         }
-        q->rctx = (GateResolveContext) { .root_fd = q->s->root_fd, .tid = pid };
+        q->rctx = (GateResolveContext) { .root_fd = q->s->root_fd, .tid = pid, .supervisor = getpid() };
         if (q->mem_kept)
                 return 0;
 
@@ -1556,6 +1556,17 @@ static bool open_fast(Request *q, const char *path) {
         return true;
 }
 
+/* The resolution went through a magic link of the supervisor's own /proc entries (its fds, cwd, root):
+ * a deny of the gate's, recorded with what was asked for. */
+static void deny_supervisors_proc(Request *q, const char *path) {
+        q->verdict = (GateVerdict) { .decision = DECISION_DENY, .message = "the gate's own /proc entries" };
+        (void) snprintf(q->verdict.rule_id, sizeof(q->verdict.rule_id), "%s", "supervisor");
+        q->op = file_op_to_string(q->call.action == GATE_ACTION_OPEN ? gate_open_op(q->call.flags) : FILE_OP_READ);
+        q->target = strdup(path);
+        q->event = "local";
+        result_errno(q, GATE_DENY_ERRNO);
+}
+
 static void handle_file(Request *q) {
         GateResolved res = GATE_RESOLVED_NULL, res2 = GATE_RESOLVED_NULL;
         FileOp ops[GATE_CALL_OPS_MAX], ops2[GATE_CALL_OPS_MAX];
@@ -1592,6 +1603,8 @@ static void handle_file(Request *q) {
         r = resolve_path(q, path, q->call.dirfd, &q->dir_fd, resolve_flags(&q->call), &res);
         if (r == -EFAULT || r == -ENOMEM)
                 return fail_closed(q, r, "cannot read or resolve the path");
+        if (r == -EPERM && q->rctx.supervisor_hit)
+                return deny_supervisors_proc(q, path);
         if (r < 0)
                 return result_errno(q, r);
         if (q->call.path2) {

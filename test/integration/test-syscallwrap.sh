@@ -136,6 +136,12 @@ wrap sh -c 'cat /proc/$PPID/status >/dev/null; echo "rc=$?"; grep -c "^Uid" /pro
 is "$(tr '\n' ' ' <<<"$out")" "rc=1 1 " "the agent cannot read even the supervisor's /proc/PID/status, while its own /proc/self works"
 record_has '"target":"/proc/[0-9]+/status".*"rule_id":"supervisor".*"decision":"deny"' && r=0 || r=1
 is "$r" 0 "  ... denied by the gate (rule supervisor) and recorded"
+# The supervisor opens what it resolves with its own fd table: its fds (its stderr is where decisions
+# are recorded), cwd and root must not be reachable through /proc/PID/fd/N and the like.
+wrap sh -c 'echo forged >/proc/$PPID/fd/2; echo "rc=$?"; cat /proc/$PPID/cwd/allowed.txt; echo "rc=$?"'
+unlike "$out" "^allowed" "the agent cannot reach a file through the supervisor's cwd magic link (/proc/PID/cwd/...)"
+like "$(grep -o 'rc=[0-9]*' <<<"$out" | tr '\n' ' ')" "^rc=[1-9] rc=[1-9] $" "  ... nor its fds (/proc/PID/fd/N)"
+record_has '"rule_id":"supervisor"'; ok $? "  ... denied by the gate and recorded"
 # As root, while the supervisor runs: its environ block no longer holds the token either.
 (cd "$H" && LOOP_GATE_TOKEN=tok-0123456789abcdef exec "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sleep 3 \
         >/dev/null 2>&1) &
