@@ -460,7 +460,7 @@ static int caller_umask(Request *q, mode_t *ret) {
 }
 
 static bool needs_umask(const GateCall *c) {
-        return c->action == GATE_ACTION_MKDIR || c->action == GATE_ACTION_MKNOD ||
+        return c->action == GATE_ACTION_MKDIR || c->action == GATE_ACTION_MKNOD || c->action == GATE_ACTION_BIND ||
                (c->action == GATE_ACTION_OPEN && ((c->flags & O_CREAT) || (c->flags & O_TMPFILE) == O_TMPFILE));
 }
 
@@ -1556,6 +1556,79 @@ static bool open_fast(Request *q, const char *path) {
         return true;
 }
 
+/* bind() is performed here too, on the caller's socket with the address read once: a pathname socket
+ * creates an inode, which is a create of that path for the file rules (a denied path gets none), made
+ * through the directory the gate resolved and with the caller's umask. Other families and abstract
+ * names are not decided, only performed from the bytes read. */
+static void handle_bind(Request *q) {
+        struct sockaddr_storage ss = {};
+        struct sockaddr_un *sa = (struct sockaddr_un *) &ss, via = { .sun_family = AF_UNIX };
+        size_t len = (size_t) q->call.size, plen;
+        char path[sizeof(sa->sun_path) + 1] = {};
+        _cleanup_free_ char *key = NULL;
+        _cleanup_close_ int sock = -EBADF;
+        GateResolved res = GATE_RESOLVED_NULL;
+        bool first = true;
+        int domain = -1, r;
+        socklen_t dlen = sizeof(domain);
+
+        q->kind = GATE_KIND_FILE;
+        if (len > sizeof(ss))
+                return result_errno(q, EINVAL);
+        sock = caller_take_fd(q, q->call.dirfd);
+        if (sock == -EBADF)
+                return result_errno(q, EBADF);
+        if (sock == -ESRCH)
+                return fail_closed(q, sock, "the caller went away");
+        if (sock < 0)
+                return fail_closed(q, sock, "cannot reach the caller's socket");
+        if (getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) < 0)
+                return result_errno(q, errno);
+        if (len > 0 && gate_mem_read(q->mem_fd, q->call.path, &ss, len) < 0)
+                return result_errno(q, EFAULT);
+        if (domain != AF_UNIX || len <= offsetof(struct sockaddr_un, sun_path) || sa->sun_family != AF_UNIX ||
+            sa->sun_path[0] == 0) {
+                r = bind(sock, len > 0 ? (struct sockaddr *) &ss : NULL, (socklen_t) len);
+                return r < 0 ? result_errno(q, errno) : result_value(q, 0);
+        }
+
+        plen = MIN(len - offsetof(struct sockaddr_un, sun_path), sizeof(sa->sun_path));
+        memcpy(path, sa->sun_path, plen);
+        r = resolve_path(q, path, AT_FDCWD, &q->cwd_fd, 0, &res);
+        if (r == -EFAULT || r == -ENOMEM)
+                return fail_closed(q, r, "cannot resolve the socket's path");
+        if (r < 0)
+                return result_errno(q, r);
+        check_file(q, &res, (const FileOp[]) { FILE_OP_CREATE }, 1, &first);
+        q->target = strdup(res.path ?: path);
+        key = gate_cache_key_file(FILE_OP_CREATE, res.path ?: path);
+        settle(q, key);
+        if (q->verdict.decision != DECISION_ALLOW) {
+                gate_resolved_done(&res);
+                return result_errno(q, GATE_DENY_ERRNO);
+        }
+        if (res.fd >= 0 || res.dir_fd < 0 || !res.name) {
+                gate_resolved_done(&res);
+                return result_errno(q, res.fd >= 0 ? EADDRINUSE : EINVAL);
+        }
+        if ((size_t) snprintf(via.sun_path, sizeof(via.sun_path), "/proc/self/fd/%i/%s", res.dir_fd, res.name) >=
+            sizeof(via.sun_path)) {
+                gate_resolved_done(&res);
+                return result_errno(q, ENAMETOOLONG);
+        }
+        r = bind(sock, (struct sockaddr *) &via, (socklen_t) SUN_LEN(&via));
+        if (r < 0) {
+                r = -errno;
+                gate_resolved_done(&res);
+                return result_errno(q, r);
+        }
+        /* The inode got this process's umask: the caller's instead. */
+        if (fchmodat(res.dir_fd, res.name, 0777 & ~q->umask, 0) < 0)
+                log_debug_errno(errno, "Cannot give the socket %s the caller's umask, ignoring: %m", strna(res.path));
+        gate_resolved_done(&res);
+        result_value(q, 0);
+}
+
 /* The resolution went through a magic link of the supervisor's own /proc entries (its fds, cwd, root):
  * a deny of the gate's, recorded with what was asked for. */
 static void deny_supervisors_proc(Request *q, const char *path) {
@@ -1731,6 +1804,9 @@ static void handle(Worker *w, const struct seccomp_notif *n) {
         switch (q.call.action) {
         case GATE_ACTION_CONNECT:
                 handle_connect(&q);
+                break;
+        case GATE_ACTION_BIND:
+                handle_bind(&q);
                 break;
         case GATE_ACTION_EXEC:
                 handle_exec(&q);

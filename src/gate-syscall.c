@@ -19,6 +19,7 @@ typedef struct GateSyscallInfo {
 
 static const GateSyscallInfo syscall_table[_GATE_SYS_MAX] = {
         [GATE_SYS_CONNECT]   = { "connect",   __NR_connect },
+        [GATE_SYS_BIND]      = { "bind",      __NR_bind },
         [GATE_SYS_EXECVE]    = { "execve",    __NR_execve },
         [GATE_SYS_EXECVEAT]  = { "execveat",  __NR_execveat },
         [GATE_SYS_OPENAT]    = { "openat",    __NR_openat },
@@ -105,7 +106,8 @@ int gate_call_decode(long nr, const uint64_t a[6], GateCall *ret) {
 
         switch (s) {
         case GATE_SYS_CONNECT:
-                c.action = GATE_ACTION_CONNECT;
+        case GATE_SYS_BIND:
+                c.action = s == GATE_SYS_BIND ? GATE_ACTION_BIND : GATE_ACTION_CONNECT;
                 c.dirfd = arg_int(a[0]);        /* the socket */
                 c.path = a[1];
                 c.size = (uint32_t) a[2];

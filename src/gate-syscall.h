@@ -23,6 +23,7 @@
 
 typedef enum GateSyscall {
         GATE_SYS_CONNECT,
+        GATE_SYS_BIND,
         GATE_SYS_EXECVE,
         GATE_SYS_EXECVEAT,
         GATE_SYS_OPENAT,
@@ -72,7 +73,8 @@ GateSyscall gate_syscall_from_nr(long nr);
 
 /* What the supervisor does with a call. */
 typedef enum GateAction {
-        GATE_ACTION_CONNECT,    /* checked, then the kernel continues it */
+        GATE_ACTION_CONNECT,    /* performed by the supervisor on the caller's socket */
+        GATE_ACTION_BIND,       /* the same; a pathname socket is a create of its path */
         GATE_ACTION_EXEC,       /* checked, then the kernel continues it */
         GATE_ACTION_OPEN,       /* emulated: opened by the supervisor, the fd injected */
         GATE_ACTION_MKDIR,      /* the rest: emulated, the result returned */

@@ -723,6 +723,13 @@ int main(int argc, char *argv[]) {
                 return memfd_exec();
         if (!strcmp(cmd, "connect"))
                 return connect_unix(a1);
+        if (!strcmp(cmd, "bind")) {                     /* bind PATH: a unix socket bound at PATH */
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+                strncpy(sa.sun_path, a1, sizeof(sa.sun_path) - 1);
+                return report(bind(fd, (struct sockaddr *) &sa, sizeof(sa)));
+        }
         if (!strcmp(cmd, "kill-parent"))
                 return report(kill(getppid(), SIGKILL));
         if (!strcmp(cmd, "ptrace-parent"))

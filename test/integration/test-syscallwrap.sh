@@ -74,7 +74,8 @@ cat >"$T/policy.json" <<JSON
     {"paths": ["/etc/shadow"], "decision": "deny"},
     {"paths": ["$H/.bashrc"], "operations": ["write", "create", "delete", "chmod", "link"], "decision": "deny", "message": "shell rc"},
     {"paths": ["$T/secret/**"], "decision": "deny"},
-    {"paths": ["$H/secret*"], "operations": ["read"], "decision": "deny", "message": "secrets are not read"}
+    {"paths": ["$H/secret*"], "operations": ["read"], "decision": "deny", "message": "secrets are not read"},
+    {"paths": ["$H/nosock/**"], "operations": ["create"], "decision": "deny", "message": "nothing new here"}
   ]
 }
 JSON
@@ -285,6 +286,17 @@ wrap "$PROBE" connect "$T/innocent.sock"
 is "$out" EPERM "  ... also through a symlink to it"
 wrap "$PROBE" connect "$T/ok.sock"
 is "$out" ok "connecting to another socket works"
+# bind() of a pathname socket creates an inode: a create for the file rules, with the agent's umask.
+mkdir -p "$H/nosock" && chown "$U:$G" "$H/nosock"
+wrap "$PROBE" bind "$H/nosock/evil.sock"
+is "$out" EPERM "binding a unix socket at a path where creating is denied is refused"
+[ ! -e "$H/nosock/evil.sock" ]
+ok $? "  ... and no socket inode appears there"
+wrap sh -c "umask 077; $PROBE bind $H/mine.sock"
+is "$out" ok "binding a unix socket at an allowed path works"
+is "$(stat -c '%F %U %a' "$H/mine.sock" 2>/dev/null)" "socket $TEST_USER 700" "  ... the socket belongs to the agent and has its umask"
+rm -f "$H/mine.sock"
+
 # The supervisor performs connect() itself, on the caller's socket, with the address it read and checked
 # once: a sibling thread flipping the address (or its family) in memory wins nothing.
 wrap "$PROBE" race-connect "$H/race-ok.sock" "$H/race-no.sock" 3000

@@ -35,6 +35,14 @@ static void test_table(void) {
                 ok(found, "the reference's %s is trapped", reference[i]);
         }
 #ifdef __x86_64__
+        ok(gate_syscall_from_nr(__NR_bind) == GATE_SYS_BIND, "bind(2) is trapped (a unix socket's inode is a create)");
+        {
+                GateCall bc;
+                uint64_t args[6] = { 5, 0x1000, 110, 0, 0, 0 };
+
+                ok(gate_call_decode(__NR_bind, args, &bc) == 0 && bc.action == GATE_ACTION_BIND && bc.dirfd == 5 &&
+                   bc.path == 0x1000 && bc.size == 110, "bind decodes its socket, address and length");
+        }
         ok(gate_syscall_from_nr(__NR_open) == GATE_SYS_OPEN, "x86_64: the legacy open(2) is trapped");
         ok(gate_syscall_from_nr(__NR_unlink) == GATE_SYS_UNLINK, "x86_64: the legacy unlink(2) is trapped");
         ok(gate_syscall_from_nr(__NR_rename) == GATE_SYS_RENAME, "x86_64: the legacy rename(2) is trapped");
