@@ -1342,18 +1342,27 @@ static void emulate_open(Request *q, GateResolved *res) {
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
 
+        if (f & O_PATH) {
+                /* ADDFD cannot install an O_PATH file (the kernel's fget() refuses them: EBADF). Such an
+                 * fd reads and writes nothing: reopening it by /proc/self/fd/N is an open the gate
+                 * decides on the object, and exec through it is refused by the workload profile
+                 * (execveat); what it tells, metadata, stat() tells untrapped. So an O_PATH open allowed
+                 * by the checked path is left to the kernel (O_CREAT is ignored with O_PATH). */
+                if (res->fd < 0)
+                        return result_errno(q, ENOENT);
+                q->result = RESULT_CONTINUE;
+                return;
+        }
         if (res->fd >= 0) {
                 if ((f & O_CREAT) && (f & O_EXCL))
                         return result_errno(q, EEXIST);
                 if (fstat(res->fd, &st) < 0)
                         return result_errno(q, errno);
-                if (S_ISLNK(st.st_mode) && !(f & O_PATH))
+                if (S_ISLNK(st.st_mode))
                         return result_errno(q, ELOOP);          /* O_NOFOLLOW on a symlink */
                 if ((f & O_DIRECTORY) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
                         return result_errno(q, ENOTDIR);
-                if (f & O_PATH)
-                        fd = TAKE_FD(res->fd);
-                else {
+                {
                         /* Reopen the object we checked (never the path again); O_NOCTTY: a terminal must
                          * not become ours. */
                         _cleanup_free_ char *p = proc_self_fd(res->fd);

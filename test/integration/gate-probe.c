@@ -723,6 +723,14 @@ int main(int argc, char *argv[]) {
                 return memfd_exec();
         if (!strcmp(cmd, "connect"))
                 return connect_unix(a1);
+        if (!strcmp(cmd, "opath")) {                    /* opath PATH: an O_PATH open, then fstat through it */
+                struct stat st;
+                int fd = open(a1, O_PATH | O_CLOEXEC);
+
+                if (fd < 0)
+                        return report(fd);
+                return report(fstat(fd, &st));
+        }
         if (!strcmp(cmd, "bind")) {                     /* bind PATH: a unix socket bound at PATH */
                 struct sockaddr_un sa = { .sun_family = AF_UNIX };
                 int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -286,6 +286,12 @@ wrap "$PROBE" connect "$T/innocent.sock"
 is "$out" EPERM "  ... also through a symlink to it"
 wrap "$PROBE" connect "$T/ok.sock"
 is "$out" ok "connecting to another socket works"
+# O_PATH opens (which ADDFD cannot hand over) work, and stay decided by the path.
+wrap "$PROBE" opath "$H/allowed.txt"
+is "$out" ok "an O_PATH open of an allowed file works"
+wrap "$PROBE" opath /etc/shadow
+is "$out" EPERM "  ... of a denied one is refused"
+
 # bind() of a pathname socket creates an inode: a create for the file rules, with the agent's umask.
 mkdir -p "$H/nosock" && chown "$U:$G" "$H/nosock"
 wrap "$PROBE" bind "$H/nosock/evil.sock"
