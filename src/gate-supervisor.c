@@ -82,6 +82,7 @@ struct GateSupervisor {
         atomic_uint_fast64_t stat_decision[GATE_LATENCY_BUCKETS], stat_answer[GATE_LATENCY_BUCKETS];
         _Atomic uint32_t call_seq;      /* odd while the receiver handles a call (a futex word) */
         atomic_uint standbys_asleep;    /* standbys waiting on call_seq with FUTEX_WAIT */
+        atomic_uint fifo_opens;         /* blocking FIFO opens waiting in threads of their own */
         pthread_mutex_t lock;
         unsigned workers;               /* under lock, like the rest below */
         unsigned standbys;
@@ -130,6 +131,7 @@ typedef enum ResultType {
         RESULT_VALUE,                   /* the call returns val */
         RESULT_CONTINUE,                /* the kernel runs the call */
         RESULT_FD,                      /* fd is installed in the caller and is the call's result */
+        RESULT_DEFERRED,                /* a thread of its own answers later (a blocking FIFO open) */
 } ResultType;
 
 typedef struct Request {
@@ -1337,6 +1339,81 @@ static mode_t caller_mode(const Request *q, mode_t mode) {
         return mode & ~(q->umask & 0777);
 }
 
+/* A blocking open of a FIFO waits until the other end is opened, which may be never: in a worker it
+ * would hold one of GATE_WORKERS_MAX, and enough such readers would stall every trapped call. So it
+ * waits in a thread of its own (at most GATE_FIFO_OPENS_MAX at once; beyond, in the worker as before),
+ * which answers the call when the open returns. The thread is made by a worker and has its
+ * credentials, the agent's. */
+#define GATE_FIFO_OPENS_MAX 1024U
+
+typedef struct FifoOpen {
+        GateSupervisor *s;
+        uint64_t id;
+        int fd;                         /* O_PATH of the FIFO the gate checked */
+        int flags;
+        bool cloexec;
+} FifoOpen;
+
+static void *fifo_open_thread(void *userdata) {
+        FifoOpen *o = userdata;
+        char p[64];
+        int fd, r;
+
+        (void) snprintf(p, sizeof(p), "/proc/self/fd/%i", o->fd);
+        fd = open(p, o->flags | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                (void) notif_send(o->s->notify_fd, o->id, errno, 0, false);
+        else {
+                r = notif_addfd_send(o->s->notify_fd, o->id, fd, o->cloexec);
+                if (r < 0 && r != -ENOENT)
+                        (void) notif_send(o->s->notify_fd, o->id, -r, 0, false);
+                safe_close(fd);
+        }
+        safe_close(o->fd);
+        atomic_fetch_sub(&o->s->fifo_opens, 1);
+        free(o);
+        return NULL;
+}
+
+static bool fifo_open_defer(Request *q, int fifo_fd) {
+        pthread_attr_t attr;
+        pthread_t t;
+        FifoOpen *o;
+        int r;
+
+        if (atomic_fetch_add(&q->s->fifo_opens, 1) >= GATE_FIFO_OPENS_MAX)
+                goto no;
+        o = calloc(1, sizeof(FifoOpen));
+        if (!o)
+                goto no;
+        *o = (FifoOpen) {
+                .s = q->s,
+                .id = q->n->id,
+                .fd = fcntl(fifo_fd, F_DUPFD_CLOEXEC, 3),
+                .flags = (int) (q->call.flags & ~(uint64_t) (O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)),
+                .cloexec = q->call.flags & O_CLOEXEC,
+        };
+        if (o->fd < 0 || pthread_attr_init(&attr) != 0) {
+                safe_close(o->fd);
+                free(o);
+                goto no;
+        }
+        (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        (void) pthread_attr_setstacksize(&attr, 64 * 1024);
+        r = pthread_create(&t, &attr, fifo_open_thread, o);
+        pthread_attr_destroy(&attr);
+        if (r != 0) {
+                safe_close(o->fd);
+                free(o);
+                goto no;
+        }
+        q->result = RESULT_DEFERRED;
+        return true;
+no:
+        atomic_fetch_sub(&q->s->fifo_opens, 1);
+        return false;
+}
+
 static void emulate_open(Request *q, GateResolved *res) {
         uint64_t f = q->call.flags;
         _cleanup_close_ int fd = -EBADF;
@@ -1362,6 +1439,8 @@ static void emulate_open(Request *q, GateResolved *res) {
                         return result_errno(q, ELOOP);          /* O_NOFOLLOW on a symlink */
                 if ((f & O_DIRECTORY) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
                         return result_errno(q, ENOTDIR);
+                if (S_ISFIFO(st.st_mode) && !(f & O_NONBLOCK) && fifo_open_defer(q, res->fd))
+                        return;
                 {
                         /* Reopen the object we checked (never the path again); O_NOCTTY: a terminal must
                          * not become ours. */
@@ -1547,6 +1626,17 @@ static bool open_fast(Request *q, const char *path) {
 
         if (f & O_CREAT)
                 how.mode = caller_mode(q, (mode_t) (q->call.mode & 07777));
+        /* Never blocking here: a FIFO waits for its other end, and waits in a thread of its own
+         * (fifo_open_defer()) after the full resolution; so does anything but a regular file or a
+         * directory. Looked at first, not opened: even a non-blocking open of a FIFO is a reader or
+         * writer for a moment, which the other end notices. */
+        {
+                struct stat st;
+
+                if (fstatat(start, joined ?: path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+                        return false;
+        }
         fd = (int) syscall(SYS_openat2, start, joined ?: path, &how, sizeof(how));
         error = fd < 0 ? errno : 0;
         if (error == ELOOP || error == EXDEV || error == EAGAIN || error == ENOSYS || error == EINVAL || error == E2BIG ||
@@ -1857,6 +1947,8 @@ answer:
                 break;
         case RESULT_ERRNO:
                 (void) notif_send(s->notify_fd, n->id, q.error, 0, false);
+                break;
+        case RESULT_DEFERRED:
                 break;
         }
         request_done(&q);

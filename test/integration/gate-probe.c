@@ -353,6 +353,44 @@ static int sigurg_create(const char *dir, long n) {
         return 0;
 }
 
+/* fifo-readers FIFO N: N children open FIFO for reading (blocking: no writer yet); then the parent makes
+ * an ordinary trapped call (an open of /etc/hostname), which must not wait behind them, and opens the
+ * FIFO for writing, which releases them all. Prints "other-call=ok|stalled released=M". */
+static void on_alarm(int sig) {
+        (void) sig;
+}
+
+static int fifo_readers(const char *fifo, long n) {
+        struct sigaction sa = { .sa_handler = on_alarm };
+        long released = 0;
+        int fd, w, status;
+
+        sigaction(SIGALRM, &sa, NULL);
+        for (long i = 0; i < n; i++)
+                if (fork() == 0) {
+                        char c;
+                        int r = open(fifo, O_RDONLY | O_CLOEXEC);
+                        _exit(r >= 0 && read(r, &c, 1) >= 0 ? 0 : 1);
+                }
+        usleep(500 * 1000);
+        alarm(10);
+        fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+        alarm(0);
+        printf("other-call=%s ", fd >= 0 ? "ok" : "stalled");
+        if (fd >= 0)
+                close(fd);
+        alarm(10);
+        w = open(fifo, O_WRONLY | O_CLOEXEC);
+        alarm(0);
+        if (w >= 0)
+                close(w);
+        while (wait(&status) > 0)
+                if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                        released++;
+        printf("released=%ld\n", released);
+        return 0;
+}
+
 /* A user namespace, where the agent would hold capabilities, by each door: unshare(), clone() and clone3(). */
 static const char *errname(long r) {
         return r < 0 ? strerrorname_np(errno) ?: "E?" : "ok";
@@ -785,6 +823,8 @@ int main(int argc, char *argv[]) {
                 return flood_gate(a1, atol(argv[3]));
         if (!strcmp(cmd, "sigurg-create") && argc > 3)  /* sigurg-create DIR N */
                 return sigurg_create(a1, atol(argv[3]));
+        if (!strcmp(cmd, "fifo-readers") && argc > 3)   /* fifo-readers FIFO N */
+                return fifo_readers(a1, atol(argv[3]));
         if (!strcmp(cmd, "userns"))
                 return userns();
         if (!strcmp(cmd, "leave-root") && argc > 2)       /* leave-root COMM */

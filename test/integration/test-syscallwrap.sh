@@ -286,6 +286,13 @@ wrap "$PROBE" connect "$T/innocent.sock"
 is "$out" EPERM "  ... also through a symlink to it"
 wrap "$PROBE" connect "$T/ok.sock"
 is "$out" ok "connecting to another socket works"
+# Blocking FIFO opens wait in threads of their own: 70 readers without a writer (more than the 64
+# workers) do not stall the other trapped calls, and the writer's open releases them all.
+mkfifo -m 0666 "$H/fifo" && chown "$U:$G" "$H/fifo"
+wrap "$PROBE" fifo-readers "$H/fifo" 70
+is "$out" "other-call=ok released=70" "70 blocked FIFO readers do not hold up other trapped calls, and all are released"
+rm -f "$H/fifo"
+
 # O_PATH opens (which ADDFD cannot hand over) work, and stay decided by the path.
 wrap "$PROBE" opath "$H/allowed.txt"
 is "$out" ok "an O_PATH open of an allowed file works"
