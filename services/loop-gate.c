@@ -84,6 +84,7 @@ typedef struct Connection {
         bool dead;                              /* freed as soon as the current callback returns */
         uint64_t waiting_id;                    /* the pending request this connection waits for */
         uid_t peer_uid;
+        pid_t peer_pid;
         struct Connection *prev, *next;
 } Connection;
 
@@ -93,6 +94,7 @@ struct Server {
         GateApprovals *approvals;
         GateLimits limits;
         GateAuditLimiter *audit_limiter;        /* local decisions journaled per container and second */
+        GateAuditLimiter *unauth_limiter;       /* requests without a known token, journaled per peer */
         bool verbose;
         char *webhook_url;
         uint64_t idle_usec;
@@ -230,6 +232,41 @@ static void audit_local_dropped(const char *container, uint64_t suppressed, void
                          "Gate held back %" PRIu64 " local decision reports of %s%s (more than %u a second).",
                          suppressed, container ? "container " : "", container ?: "containers beyond the count",
                          GATE_AUDIT_RATE_PER_WINDOW);
+}
+
+/* Requests without a token we know come from anyone who can reach the socket, the agent included: a
+ * flood of them must not drown the journal (journald drops what exceeds its rate, and the real decisions
+ * with it). A few per peer and window are journaled one by one, the rest as one count per burst. */
+#define GATE_UNAUTH_PER_WINDOW 3U
+#define GATE_UNAUTH_WINDOW_USEC (10ULL * 1000000ULL)
+
+static void audit_unauth_dropped(const char *peer, uint64_t suppressed, void *userdata) {
+        Server *s = userdata;
+        _cleanup_free_ char *f_dropped = NULL, *f_limit = NULL, *f_peer = NULL;
+
+        if (asprintf(&f_dropped, "LOOP_DROPPED=%" PRIu64, suppressed) < 0 ||
+            asprintf(&f_limit, "LOOP_LIMIT=%u", GATE_UNAUTH_PER_WINDOW) < 0 ||
+            asprintf(&f_peer, "LOOP_PEER=%s", peer ?: "beyond-the-count") < 0) {
+                log_oom();
+                return;
+        }
+        char *extra[] = { f_dropped, f_limit, f_peer, NULL };
+        AuditFields f = { .channel = s->channel, .extra = extra };
+        (void) audit_log(AUDIT_GATE_AUDIT_DROPPED, LOG_WARNING, &f,
+                         "Gate refused %" PRIu64 " more requests without a valid token from %s in %llu s "
+                         "(the first %u journaled one by one).", suppressed, peer ?: "peers beyond the count",
+                         GATE_UNAUTH_WINDOW_USEC / 1000000ULL, GATE_UNAUTH_PER_WINDOW);
+}
+
+/* A request with no token we know: refused; journaled while its peer stays within the limit. */
+static bool unauthorized_journaled(Connection *c) {
+        char peer[64];
+        int r;
+
+        (void) snprintf(peer, sizeof(peer), "pid %d uid %u", (int) c->peer_pid, (unsigned) c->peer_uid);
+        r = gate_audit_limiter_admit(c->server->unauth_limiter, peer, clock_usec(CLOCK_MONOTONIC),
+                                     audit_unauth_dropped, c->server);
+        return r != 0;  /* out of memory: journaled rather than lost */
 }
 
 /* ---- connections ---- */
@@ -551,7 +588,9 @@ static int handle_audit_request(Connection *c, const HttpRequest *req) {
         if (!streq(req->method, "POST"))
                 return reply_error(c, 405, "use POST", req->keep_alive);
         if (container_authenticate(s, req, &container) < 0) {
-                log_debug("Audit report with an unknown token, ignoring it.");
+                if (unauthorized_journaled(c))
+                        log_warning("Audit report with an unknown token from pid %d (uid %u), refused.",
+                                    (int) c->peer_pid, (unsigned) c->peer_uid);
                 return reply_error(c, 401, "unauthorized", false);
         }
         if (parse_json_body(req, &body) < 0 || gate_audit_report_parse(body, &rep, &bad) < 0) {
@@ -598,8 +637,14 @@ static int handle_container_request(Connection *c, const HttpRequest *req) {
         if (!streq(req->method, "POST"))
                 return reply_deny(c, 405, "bad-request", NULL, req->keep_alive);
 
-        if (container_authenticate(s, req, &container) < 0)
-                return reply_deny(c, 401, "unauthorized", NULL, false);
+        if (container_authenticate(s, req, &container) < 0) {
+                _cleanup_(json_object_putp) json_object *refusal = NULL;
+
+                if (unauthorized_journaled(c))
+                        return reply_deny(c, 401, "unauthorized", NULL, false);
+                refusal = decision_json(false, "gate", "unauthorized", 0);
+                return refusal ? connection_reply(c, 401, refusal, false) : -ENOMEM;
+        }
 
         if (parse_json_body(req, &body) < 0)
                 return reply_deny(c, 400, "bad-request", container, req->keep_alive);
@@ -633,9 +678,9 @@ static int handle_container_request(Connection *c, const HttpRequest *req) {
                         .container = container, .kind = info.kind, .target = info.target, .rule = info.rule,
                         .pid = info.pid, .allow = o.allow, .actor = o.actor, .reason = o.reason,
                 };
-                /* Silent allows (from the session cache) only when audit.verbose is on. */
-                if (!o.allow || s->verbose)
-                        audit_gate(s, AUDIT_GATE_DECISION, &d);
+                /* Every answer given without a human this time is journaled too: an allow from the
+                 * session cache means as much as the approval it repeats. */
+                audit_gate(s, AUDIT_GATE_DECISION, &d);
                 if (!j)
                         return -ENOMEM;
                 return connection_reply(c, 200, j, req->keep_alive);
@@ -935,6 +980,7 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
                 c->server = s;
                 c->admin = admin;
                 c->peer_uid = cred.uid;
+                c->peer_pid = cred.pid;
                 c->fd = TAKE_FD(cfd);
                 c->next = s->connections;
                 if (s->connections)
@@ -972,7 +1018,8 @@ static void server_arm_deadline(Server *s) {
 }
 
 static void server_arm_audit_timer(Server *s) {
-        uint64_t next = gate_audit_limiter_next_deadline(s->audit_limiter);
+        uint64_t next = MIN(gate_audit_limiter_next_deadline(s->audit_limiter),
+                            gate_audit_limiter_next_deadline(s->unauth_limiter));
 
         if (next == UINT64_MAX) {
                 (void) sd_event_source_set_enabled(s->audit_timer, SD_EVENT_OFF);
@@ -1005,7 +1052,8 @@ static int server_forget_removed(Server *s) {
 static void server_update_idle(Server *s) {
         bool busy = s->connections || gate_approvals_n_pending(s->approvals) > 0 || s->n_webhooks > 0 ||
                 gate_approvals_n_containers(s->approvals) > 0 ||
-                gate_audit_limiter_n_containers(s->audit_limiter) > 0;     /* a summary may be due */
+                gate_audit_limiter_n_containers(s->audit_limiter) > 0 ||   /* a summary may be due */
+                gate_audit_limiter_n_containers(s->unauth_limiter) > 0;
 
         server_arm_deadline(s);
         server_arm_audit_timer(s);
@@ -1033,6 +1081,7 @@ static int on_audit_window(sd_event_source *src, uint64_t usec, void *userdata) 
         Server *s = userdata;
 
         gate_audit_limiter_expire(s->audit_limiter, clock_usec(CLOCK_MONOTONIC), audit_local_dropped, s);
+        gate_audit_limiter_expire(s->unauth_limiter, clock_usec(CLOCK_MONOTONIC), audit_unauth_dropped, s);
         server_update_idle(s);
         return 0;
 }
@@ -1062,6 +1111,7 @@ static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si,
         if (n > 0)
                 log_notice("Stopping: denied %d pending request(s).", n);
         gate_audit_limiter_expire(s->audit_limiter, UINT64_MAX, audit_local_dropped, s);
+        gate_audit_limiter_expire(s->unauth_limiter, UINT64_MAX, audit_unauth_dropped, s);
         for (Connection *c = s->connections; c; c = c->next)
                 if (c->out_size > 0)
                         (void) connection_flush(c);
@@ -1172,6 +1222,7 @@ static void server_done(Server *s) {
         sd_event_source_disable_unref(s->audit_timer);
         gate_approvals_free(s->approvals);
         gate_audit_limiter_free(s->audit_limiter);
+        gate_audit_limiter_free(s->unauth_limiter);
         sd_event_unref(s->event);
         free(s->webhook_url);
         free(s->channel);
@@ -1201,6 +1252,8 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return log_oom();
         r = gate_audit_limiter_new(GATE_AUDIT_RATE_PER_WINDOW, GATE_AUDIT_WINDOW_USEC, &s.audit_limiter);
+        if (r >= 0)
+                r = gate_audit_limiter_new(GATE_UNAUTH_PER_WINDOW, GATE_UNAUTH_WINDOW_USEC, &s.unauth_limiter);
         if (r < 0)
                 return log_oom();
 

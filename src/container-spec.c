@@ -1015,22 +1015,49 @@ static int builder_drop_host_services(PlanBuilder *b) {
 
 /* Protected paths below the work dir are bound read-only over themselves, masked ones get /dev/null (a
  * file) or an empty read-only tmpfs (a directory); both only when they exist (a bind would create the
- * missing path on the host). A symbolic link is not followed: the engine would resolve it on its own. */
+ * missing path on the host). A symbolic link is not followed: the engine would resolve it on its own.
+ * The read-only ones include git's control surface of the work dir's repository, also where a worktree's
+ * .git file points into parent_dir (protected_paths_guarded()). */
 static int builder_add_protected_paths(PlanBuilder *b) {
-        _cleanup_strv_free_ char **protect = NULL, **mask = NULL;
+        _cleanup_strv_free_ char **protect = NULL, **mask = NULL, **masked_abs = NULL, **found = NULL;
+        _cleanup_free_ char *root = NULL;
         int r;
 
-        if ((r = protected_paths_list(b->in->config, PROTECTED_READ_ONLY, &protect)) < 0 ||
+        if ((r = protected_paths_guarded(b->in->config, &root, &protect)) < 0 ||
             (r = protected_paths_list(b->in->config, PROTECTED_MASKED, &mask)) < 0)
                 return r;
+        STRV_FOREACH(rel, mask) {
+                char *p = path_join_clean(b->work_dir, *rel);
+                if (!p || strv_consume(&masked_abs, p) < 0)
+                        return -ENOMEM;
+        }
+        /* The same credential files deeper in the tree (api/.env, .env.local), unless unmask_paths names them. */
+        r = protected_paths_secrets_found(b->work_dir, &found);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -E2BIG)
+                return log_error_errno(r, "More than %u secret files (.env, .npmrc, ...) below %s to mask, not running.",
+                                       PROTECTED_SECRETS_MAX, b->work_dir);
+        if (r > 0 && (r = plan_skip(b->plan, "the search for secret files below %s stopped after %u entries; the "
+                                    "gate's read rules cover the rest", b->work_dir, PROTECTED_SECRETS_WALK_MAX)) < 0)
+                return r;
+        STRV_FOREACH(f, found) {
+                const char *rel = path_is_inside(*f, b->work_dir) ? *f + strlen(b->work_dir) + (streq(b->work_dir, "/") ? 0 : 1) : NULL;
+
+                if (strv_contains(masked_abs, *f) || (rel && strv_contains(b->in->config->unmask_paths, rel)))
+                        continue;
+                if ((r = strv_extend(&masked_abs, *f)) < 0)
+                        return r;
+        }
 
         for (unsigned k = 0; k < 2; k++)
-                STRV_FOREACH(rel, k == 0 ? protect : mask) {
-                        _cleanup_free_ char *path = path_join_clean(b->work_dir, *rel);
+                STRV_FOREACH(entry, k == 0 ? protect : masked_abs) {
+                        const char *path = *entry;
                         struct stat st;
 
-                        if (!path)
-                                return -ENOMEM;
+                        /* A masked file a host tool runs (.envrc) is guarded too, and stays masked. */
+                        if (k == 0 && strv_contains(masked_abs, path))
+                                continue;
                         if (lstat(path, &st) < 0) {
                                 if (errno == ENOENT || errno == ENOTDIR)
                                         continue;

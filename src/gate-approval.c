@@ -3,6 +3,9 @@
 #include <assert.h>
 #include <stdint.h>
 
+#include <sys/random.h>
+#include <time.h>
+
 #include "gate-approval.h"
 #include "gate-token.h"
 
@@ -97,7 +100,15 @@ int gate_approvals_new(const GateLimits *limits, GateResolvedFn resolved, void *
         a->limits = *limits;
         a->resolved = resolved;
         a->userdata = userdata;
-        a->next_id = 1;
+        /* Ids go on from a random start: an id seen before a restart (loop gate approve 3, typed late)
+         * never names another request. Below 2^31, so ids stay short enough to type. */
+        {
+                uint32_t start = 0;
+
+                if (getrandom(&start, sizeof(start), 0) != (ssize_t) sizeof(start))
+                        start = (uint32_t) time(NULL);
+                a->next_id = GATE_APPROVAL_ID_MIN + start % (GATE_APPROVAL_ID_SPAN);
+        }
         *ret = a;
         return 0;
 }

@@ -32,6 +32,9 @@
 #define GATE_TARGET_MAX 4096U                   /* bytes of a request's target */
 #define GATE_MESSAGE_MAX 1024U                  /* bytes of a request's message */
 #define GATE_CACHE_KEY_MAX (GATE_TARGET_MAX + 256U)
+/* Request ids start at a random point of [MIN, MIN + SPAN) per service start and count up. */
+#define GATE_APPROVAL_ID_MIN 1000U
+#define GATE_APPROVAL_ID_SPAN 1000000000U
 #define GATE_RULE_MAX 64U
 #define GATE_PENDING_MAX 1024U                  /* pending requests of the whole channel */
 #define GATE_CONTAINERS_MAX 1024U               /* containers with state (counters, cache) */

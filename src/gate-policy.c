@@ -12,6 +12,8 @@
 #include <regex.h>
 #include <stdarg.h>
 
+#include <openssl/sha.h>
+
 #include "config-schema.h"
 #include "gate-policy.h"
 #include "io-util.h"
@@ -1688,37 +1690,41 @@ char *gate_cache_key_connect(const char *socket_path) {
         return asprintf(&s, "connect:%s", strempty(socket_path)) < 0 ? NULL : s;
 }
 
-char *gate_cache_key_exec(char * const *argv) {
-        static char * const none[] = { NULL };
-        char * const *v = none;
-        const char *base = "";
-        size_t i = 0;
-        char *s;
-        Unwrap u;
-        int r;
+/* The exec key names exactly what was shown and approved: the file that runs (symlinks resolved) and
+ * every argument, as a JSON array (unambiguous, readable). A key longer than the host takes is the
+ * file and the SHA-256 of that array: still one key per command line. */
+#define GATE_CACHE_KEY_EXEC_MAX 4096U
 
-        /* The first reading, splitting command strings: for script -c "rm -rf /x" the key names rm. */
-        unwrap_all(&u, argv, false);
-        if (u.error == -ENOMEM) {
-                unwrap_done(&u);
+char *gate_cache_key_exec(const char *file, char * const *argv) {
+        _cleanup_(json_object_putp) json_object *a = json_object_new_array();
+        const char *text;
+        char *s;
+
+        if (!a)
                 return NULL;
+        STRV_FOREACH(arg, argv) {
+                json_object *v = json_object_new_string(*arg);
+                if (!v || json_object_array_add(a, v) < 0) {
+                        json_object_put(v);
+                        return NULL;
+                }
         }
-        if (u.error >= 0 && u.n > 0) {
-                v = u.items[0].argv;
-                i = u.items[0].index;
-                base = path_basename(v[i]);
-        } else if (argv && argv[0]) {   /* too ambiguous to unwrap: the literal argv */
-                v = argv;
-                base = path_basename(argv[0]);
+        text = json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text)
+                return NULL;
+        if (strlen(strempty(file)) + strlen(text) + 16 <= GATE_CACHE_KEY_EXEC_MAX)
+                return asprintf(&s, "execve:%s:%s", strempty(file), text) < 0 ? NULL : s;
+        {
+                unsigned char md[SHA256_DIGEST_LENGTH];
+                char hex[2 * SHA256_DIGEST_LENGTH + 1];
+
+                SHA256((const unsigned char *) text, strlen(text), md);
+                for (size_t i = 0; i < sizeof(md); i++)
+                        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+                if (strlen(strempty(file)) > GATE_CACHE_KEY_EXEC_MAX - 100)
+                        return NULL;
+                return asprintf(&s, "execve:%s:sha256:%s", strempty(file), hex) < 0 ? NULL : s;
         }
-        if (v[i] && v[i + 1] && v[i + 2])
-                r = asprintf(&s, "execve:%s:%s %s", base, v[i + 1], v[i + 2]);
-        else if (v[i] && v[i + 1])
-                r = asprintf(&s, "execve:%s:%s", base, v[i + 1]);
-        else
-                r = asprintf(&s, "execve:%s:", base);
-        unwrap_done(&u);
-        return r < 0 ? NULL : s;
 }
 
 char *gate_cache_key_file(FileOp op, const char *path) {
@@ -1761,6 +1767,14 @@ static const DefaultFileRule default_file_denies[] = {
           DECISION_DENY, "credentials are off limits" },
         { STRV("**/.docker/config.json", "**/.npmrc", "**/.claude/settings*.json"), OPS_MODIFY,
           DECISION_DENY, "tool configuration that grants access or runs code must not be changed" },
+};
+
+/* Below the work dir, at any depth: the reference's credential files (protected-paths.c masks those
+ * present at the start; these deny reading them whenever they appear). */
+static const char * const work_dir_secret_files[] = {
+        "/**/.env", "/**/.env.*", "/**/.envrc", "/**/.npmrc", "/**/.pypirc", "/**/.netrc", "/**/.pgpass",
+        "/**/.docker/config.json", "/**/.cargo/credentials.toml", "/**/.cargo/credentials", "/**/.aws/**",
+        "/**/.kube/**",
 };
 
 static const DefaultFileRule default_file_system_denies[] = {
@@ -2022,6 +2036,26 @@ int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, 
             (r = add_default_file_rules(file_rules, default_file_system_denies,
                                         ELEMENTSOF(default_file_system_denies))) < 0)
                 return r;
+        if (wd) {
+                /* Secret files anywhere in the work dir, also those appearing during the run, which no
+                 * mask at the container's start can cover. */
+                char *secrets[ELEMENTSOF(work_dir_secret_files)] = {};
+                size_t n = 0;
+
+                for (r = 0; n < ELEMENTSOF(work_dir_secret_files); n++)
+                        if (!(secrets[n] = glob_escape_join(wd, work_dir_secret_files[n]))) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                if (r >= 0)
+                        r = add_file_rule(file_rules, (const char * const *) secrets, n, OP(FILE_OP_READ), DECISION_DENY,
+                                          "secret files in the work dir are not read (a file rule of the channel "
+                                          "that allows it gives one back)");
+                for (size_t i = 0; i < n; i++)
+                        free(secrets[i]);
+                if (r < 0)
+                        return r;
+        }
         if (wd && (r = add_file_rule(file_rules, (const char * const[]) { wd_glob }, 1, OPS_ANY, DECISION_ALLOW, NULL)) < 0)
                 return r;
         if (hd && (r = add_file_rule(file_rules, (const char * const[]) { hd_glob }, 1, OPS_ANY, DECISION_ALLOW, NULL)) < 0)
@@ -2031,6 +2065,85 @@ int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, 
 
         *ret = TAKE_PTR(doc);
         return 0;
+}
+
+static bool command_always_denied(const GatePolicy *p, const char *name) {
+        for (size_t i = 0; i < p->n_command_rules; i++) {
+                const GateCommandRule *c = &p->command_rules[i];
+                bool match = c->n_commands == 0;
+
+                for (size_t j = 0; !match && j < c->n_commands; j++)
+                        match = fnmatch(c->commands[j], name, 0) == 0;
+                if (!match)
+                        continue;
+                if (c->decision != DECISION_DENY)
+                        return false;
+                if (c->n_regexes == 0 && !c->within)
+                        return true;
+        }
+        return false;
+}
+
+int gate_policy_denied_commands(const GatePolicy *p, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        for (size_t i = 0; p && i < p->n_command_rules; i++) {
+                const GateCommandRule *c = &p->command_rules[i];
+
+                if (c->decision != DECISION_DENY)
+                        continue;
+                for (size_t j = 0; j < c->n_commands; j++) {
+                        const char *n = c->commands[j];
+
+                        if (strpbrk(n, "*?[\\/") || strv_contains(l, n) || !command_always_denied(p, n))
+                                continue;
+                        if ((r = strv_extend(&l, n)) < 0)
+                                return r;
+                }
+        }
+        if (!l && !(l = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int gate_policy_document_guard(json_object *doc, char * const *paths) {
+        _cleanup_(json_object_putp) json_object *rules = NULL;
+        json_object *old;
+        char **patterns = NULL;
+        size_t n = 0, count = strv_length((char **) paths);
+        int r = -ENOMEM;
+
+        if (!doc || !json_object_object_get_ex(doc, "file_rules", &old) || !json_object_is_type(old, json_type_array))
+                return -EINVAL;
+        if (count == 0)
+                return 0;
+        patterns = calloc(count * 2 + 1, sizeof(char *));
+        if (!patterns)
+                return -ENOMEM;
+        STRV_FOREACH(p, paths) {
+                if ((*p)[0] != '/') {
+                        r = -EINVAL;
+                        goto finish;
+                }
+                if (!(patterns[n++] = glob_escape_join(*p, "")) || !(patterns[n++] = glob_escape_join(*p, "/**")))
+                        goto finish;
+        }
+        rules = json_object_new_array();
+        if (!rules || add_file_rule(rules, (const char * const *) patterns, n, OPS_MODIFY, DECISION_DENY,
+                                    "git's control files and the work dir's tool settings must not change or "
+                                    "appear: a hook or setting there would run code on the host") < 0)
+                goto finish;
+        for (size_t i = 0; i < json_object_array_length(old); i++)
+                if (json_append(rules, json_object_get(json_object_array_get_idx(old, i))) < 0)
+                        goto finish;
+        r = json_add(doc, "file_rules", TAKE_PTR(rules));
+finish:
+        for (size_t i = 0; i < n; i++)
+                free(patterns[i]);
+        free(patterns);
+        return r;
 }
 
 int gate_policy_document(const AgentGateConfig *cfg, const char *work_dir, json_object **ret) {

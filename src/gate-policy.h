@@ -75,6 +75,17 @@ int gate_policy_document(const AgentGateConfig *cfg, const char *work_dir, json_
 int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, const char *home,
                               json_object **ret);
 
+/* The command names (literal basenames, no glob) that p denies whatever their arguments: the first rule
+ * that can match the name without conditions is a deny, and every conditional rule before it is a deny
+ * too. These are the ones a static floor may refuse to execute (gate-exec-floor.h). */
+int gate_policy_denied_commands(const GatePolicy *p, char ***ret);
+
+/* Puts a deny of every modifying operation on each of paths (absolute; a directory with everything
+ * below it) in front of doc's file rules, so no channel rule or workspace allow comes before it: the work
+ * dir's guarded paths (protected_paths_guarded(): git's control surface, tool settings) must neither
+ * change nor appear, and a read-only mount cannot stop a file from appearing. No paths: doc unchanged. */
+int gate_policy_document_guard(json_object *doc, char * const *paths);
+
 /* Besides the reference's fields, a command rule may carry "args_within": "/abs/dir" (the document uses it
  * for "rm inside the workspace"): the rule then matches only when the command has at least one operand
  * and every operand (the arguments after unwrapping that do not start with '-', and all of them after
@@ -132,8 +143,10 @@ bool gate_glob_match(const char *pattern, const char *path);
  * no trailing '/'. Returns NULL on ENOMEM or when path is not absolute. */
 char *gate_path_clean(const char *path);
 
-/* Approval cache keys of the reference: "connect:<path>", "execve:<base>:<first 2 args>",
- * "file:<op>:<path>". Allocated; NULL on ENOMEM. */
+/* Approval cache keys: "connect:<path>", "file:<op>:<path>" (the reference's), and for an exec
+ * "execve:<file>:<argv as a JSON array>" with the file that runs and every argument, not the reference's
+ * basename and two arguments: approving "uname -s -n" for the session must not allow "uname -a", nor a
+ * "uname" elsewhere. Allocated; NULL on ENOMEM (or a file name beyond any key). */
 char *gate_cache_key_connect(const char *socket_path);
-char *gate_cache_key_exec(char * const *argv);
+char *gate_cache_key_exec(const char *file, char * const *argv);
 char *gate_cache_key_file(FileOp op, const char *path);

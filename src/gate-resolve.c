@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
@@ -9,6 +10,7 @@
 
 #include "gate-policy.h"
 #include "gate-resolve.h"
+#include "io-util.h"
 
 #define PROC_ROOT_INO 1
 
@@ -116,6 +118,33 @@ static int dir_path(int fd, char **ret) {
         if (st.st_nlink == 0)
                 return -ENOENT;
         return gate_fd_path(fd, ret);
+}
+
+/* Whether dir_fd (a directory of procfs: /proc/N, /proc/N/fd, /proc/N/task/T/fd, ...) belongs to process
+ * pid or one of its threads. In doubt, yes. */
+static bool proc_dir_is_of(int dir_fd, pid_t pid) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        char status[64], *end;
+        const char *p, *t;
+        unsigned long n;
+        size_t size;
+
+        if (gate_fd_path(dir_fd, &path) < 0)
+                return true;
+        p = startswith(path, "/proc/");
+        if (!p || *p < '0' || *p > '9')
+                return false;
+        errno = 0;
+        n = strtoul(p, &end, 10);
+        if (errno != 0 || (*end != 0 && *end != '/') || n > INT_MAX)
+                return true;
+        if ((pid_t) n == pid)
+                return true;
+        (void) snprintf(status, sizeof(status), "/proc/%lu/status", n);
+        if (read_full_file_at(AT_FDCWD, status, 64 * 1024, true, &text, &size) < 0)
+                return true;
+        t = strstr(text, "\nTgid:");
+        return !t || (pid_t) strtol(t + 6, NULL, 10) == pid;
 }
 
 static int finish(GateResolved *res, const char *name) {
@@ -455,6 +484,12 @@ int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsign
 
                                 if (flags & GATE_RESOLVE_NO_MAGICLINKS)
                                         return -ELOOP;
+                                /* The supervisor opens what it resolves with its own fd table: its own
+                                 * fds, cwd and root are never the caller's to reach by name. */
+                                if (ctx->supervisor > 0 && proc_dir_is_of(cur, ctx->supervisor)) {
+                                        ctx->supervisor_hit = true;
+                                        return -EPERM;
+                                }
                                 m = openat(cur, name, O_PATH | O_CLOEXEC);
                                 if (m < 0)
                                         return -errno;

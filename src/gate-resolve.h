@@ -33,6 +33,9 @@ typedef struct GateResolveContext {
         int root_fd;            /* O_PATH fd of the caller's root */
         pid_t tid;              /* the caller's thread, in the supervisor's pid namespace */
         pid_t tgid;             /* its process; 0 until /proc/self needs it */
+        pid_t supervisor;       /* a process whose magic links (/proc/N/fd/M, cwd, root, exe) are not
+                                 * followed for the caller: -EPERM, and supervisor_hit set. 0: none */
+        bool supervisor_hit;
 } GateResolveContext;
 
 typedef struct GateResolved {

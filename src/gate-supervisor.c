@@ -8,7 +8,9 @@
 #include <seccomp.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <linux/filter.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -80,6 +82,7 @@ struct GateSupervisor {
         atomic_uint_fast64_t stat_decision[GATE_LATENCY_BUCKETS], stat_answer[GATE_LATENCY_BUCKETS];
         _Atomic uint32_t call_seq;      /* odd while the receiver handles a call (a futex word) */
         atomic_uint standbys_asleep;    /* standbys waiting on call_seq with FUTEX_WAIT */
+        atomic_uint fifo_opens;         /* blocking FIFO opens waiting in threads of their own */
         pthread_mutex_t lock;
         unsigned workers;               /* under lock, like the rest below */
         unsigned standbys;
@@ -128,6 +131,7 @@ typedef enum ResultType {
         RESULT_VALUE,                   /* the call returns val */
         RESULT_CONTINUE,                /* the kernel runs the call */
         RESULT_FD,                      /* fd is installed in the caller and is the call's result */
+        RESULT_DEFERRED,                /* a thread of its own answers later (a blocking FIFO open) */
 } ResultType;
 
 typedef struct Request {
@@ -458,7 +462,7 @@ static int caller_umask(Request *q, mode_t *ret) {
 }
 
 static bool needs_umask(const GateCall *c) {
-        return c->action == GATE_ACTION_MKDIR || c->action == GATE_ACTION_MKNOD ||
+        return c->action == GATE_ACTION_MKDIR || c->action == GATE_ACTION_MKNOD || c->action == GATE_ACTION_BIND ||
                (c->action == GATE_ACTION_OPEN && ((c->flags & O_CREAT) || (c->flags & O_TMPFILE) == O_TMPFILE));
 }
 
@@ -510,7 +514,7 @@ static int open_caller(Request *q) {
                 if (r < 0)
                         return r;
         }
-        q->rctx = (GateResolveContext) { .root_fd = q->s->root_fd, .tid = pid };
+        q->rctx = (GateResolveContext) { .root_fd = q->s->root_fd, .tid = pid, .supervisor = getpid() };
         if (q->mem_kept)
                 return 0;
 
@@ -796,42 +800,96 @@ static char *abstract_name(const char *p, size_t n) {
         return r;
 }
 
+/* The real ids of this worker thread: the agent's while it duplicates one of the agent's fds
+ * (pidfd_getfd() checks ptrace access with the real ids, which are otherwise root's), root's again after.
+ * The saved ids stay 0 throughout, so the thread keeps its way back and its permitted capabilities. */
+static int thread_set_real_ids(uid_t uid, gid_t gid) {
+        if (syscall(SYS_setresgid, gid, (gid_t) -1, (gid_t) -1) < 0)
+                return -errno;
+        if (syscall(SYS_setresuid, uid, (uid_t) -1, (uid_t) -1) < 0)
+                return -errno;
+        return 0;
+}
+
+/* A duplicate of the caller's fd (the socket of a connect), from its fd table: pidfd_getfd() on a pidfd
+ * of the calling thread, opened before the notification id is checked again (so it is this caller's). */
+static int caller_take_fd(Request *q, int fd) {
+        _cleanup_close_ int pidfd = -EBADF;
+        int r, got, err;
+
+        if (fd < 0)
+                return -EBADF;
+        pidfd = (int) syscall(SYS_pidfd_open, (pid_t) q->n->pid, PIDFD_THREAD);
+        if (pidfd < 0)
+                return -errno;
+        if (!notif_id_valid(q->s->notify_fd, q->n->id))
+                return -ESRCH;
+        r = thread_set_real_ids(q->s->config->uid, q->s->config->gid);
+        if (r < 0)
+                fatal_credentials(r);
+        got = (int) syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+        err = errno;
+        r = thread_set_real_ids(0, 0);
+        if (r < 0)
+                fatal_credentials(r);
+        return got < 0 ? -err : got;
+}
+
+/* connect() is performed here, on the caller's own socket (caller_take_fd()) with the address this
+ * supervisor read and checked, once: the caller's memory and fd table, which a sibling thread can
+ * change at any time, are never read again by the kernel. Whatever the family: the family of the
+ * address in memory can be flipped, the socket's cannot, and a socket number can be swapped for another
+ * (dup2) between a check and the kernel's own connect. A pathname socket is reached through the object
+ * the gate resolved and checked (/proc/self/fd/N of its O_PATH fd), so a symlink or directory swapped on
+ * disk afterwards changes nothing either. The peer sees this supervisor's pid, with the agent's uid and
+ * gid (the worker's effective ids). */
 static void handle_connect(Request *q) {
         const GatePolicy *policy = q->s->config->policy;
-        struct sockaddr_un sa = {}, again = {};
-        size_t len = MIN((size_t) q->call.size, sizeof(sa));
+        struct sockaddr_storage ss = {};
+        struct sockaddr_un *sa = (struct sockaddr_un *) &ss;
+        size_t len = (size_t) q->call.size;
         _cleanup_free_ char *given = NULL, *key = NULL;
+        _cleanup_close_ int sock = -EBADF;
         GateResolved res = GATE_RESOLVED_NULL;
         GateVerdict v;
         bool first = true;
-        size_t plen;
-        int r;
+        int domain = -1, r;
+        socklen_t dlen = sizeof(domain);
 
         q->kind = GATE_KIND_CONNECT;
-        if (len <= offsetof(struct sockaddr_un, sun_path)) {
-                q->result = RESULT_CONTINUE;    /* too short to name a socket: the kernel says EINVAL */
-                return;
-        }
-        r = gate_mem_read(q->mem_fd, q->call.path, &sa, len);
-        if (r < 0)
-                return fail_closed(q, r, "cannot read the socket address");
-        if (sa.sun_family != AF_UNIX) {
-                /* Not gated (TCP goes through the egress gateway); read again so a swapped family is seen. */
-                r = gate_mem_read(q->mem_fd, q->call.path, &again, len);
-                if (r < 0 || memcmp(&sa, &again, len) != 0)
-                        return fail_closed(q, r < 0 ? r : -EAGAIN, "the socket address changed while it was checked");
-                q->result = RESULT_CONTINUE;
-                return;
+        /* What the kernel's copy of the address would refuse. */
+        if (len > sizeof(ss))
+                return result_errno(q, EINVAL);
+        sock = caller_take_fd(q, q->call.dirfd);
+        if (sock == -EBADF)
+                return result_errno(q, EBADF);
+        if (sock == -ESRCH)
+                return fail_closed(q, sock, "the caller went away");
+        if (sock < 0)
+                return fail_closed(q, sock, "cannot reach the caller's socket");
+        if (getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) < 0)
+                return result_errno(q, errno);
+        if (len > 0) {
+                r = gate_mem_read(q->mem_fd, q->call.path, &ss, len);
+                if (r < 0)
+                        return result_errno(q, EFAULT);
         }
 
-        plen = len - offsetof(struct sockaddr_un, sun_path);
-        if (sa.sun_path[0] == 0)
-                given = abstract_name(sa.sun_path + 1, plen - 1);
+        if (domain != AF_UNIX || len <= offsetof(struct sockaddr_un, sun_path) || sa->sun_family != AF_UNIX) {
+                /* Not gated (TCP goes through the egress gateway), or an address the kernel refuses on
+                 * this socket: its own answer, from the bytes read once. */
+                r = connect(sock, len > 0 ? (struct sockaddr *) &ss : NULL, (socklen_t) len);
+                return r < 0 ? result_errno(q, errno) : result_value(q, 0);
+        }
+
+        size_t plen = len - offsetof(struct sockaddr_un, sun_path);
+        if (sa->sun_path[0] == 0)
+                given = abstract_name(sa->sun_path + 1, plen - 1);
         else {
                 _cleanup_free_ char *joined = NULL, *cwd = NULL;
-                char path[sizeof(sa.sun_path) + 1] = {};
+                char path[sizeof(sa->sun_path) + 1] = {};
 
-                memcpy(path, sa.sun_path, plen);
+                memcpy(path, sa->sun_path, MIN(plen, sizeof(sa->sun_path)));
                 if (path[0] != '/') {
                         r = caller_dir(q, AT_FDCWD, &q->cwd_fd);
                         if (r == -ESRCH)
@@ -845,9 +903,24 @@ static void handle_connect(Request *q) {
                                 return fail_closed(q, -ENOMEM, "out of memory");
                 }
                 given = gate_path_clean(joined ?: path);
-                /* The socket the kernel will reach: symlinks resolved like connect() does. */
+                /* The socket the kernel would reach: symlinks resolved like connect() does. */
                 r = gate_resolve(&q->rctx, path[0] == '/' ? q->s->root_fd : q->cwd_fd, path, GATE_RESOLVE_FOLLOW, &res);
-                if (r >= 0 && res.path && !streq_ptr(res.path, given)) {
+                if (r < 0 || res.fd < 0) {
+                        /* Nothing to connect to: the kernel's own error (ENOENT, ENOTDIR, EACCES...), unless
+                         * the name itself is denied, which is said first. */
+                        gate_resolved_done(&res);
+                        if (!given)
+                                return fail_closed(q, -ENOMEM, "out of memory");
+                        gate_policy_check_connect(policy, given, &v);
+                        if (v.decision == DECISION_DENY) {
+                                q->verdict = v;
+                                q->target = TAKE_PTR(given);
+                                q->event = "local";
+                                return result_errno(q, GATE_DENY_ERRNO);
+                        }
+                        return result_errno(q, r < 0 ? r : -ENOENT);
+                }
+                if (res.path && !streq_ptr(res.path, given)) {
                         gate_policy_check_connect(policy, res.path, &v);
                         verdict_merge(&q->verdict, &v, &first);
                 }
@@ -859,18 +932,25 @@ static void handle_connect(Request *q) {
         gate_policy_check_connect(policy, given, &v);
         verdict_merge(&q->verdict, &v, &first);
         q->target = TAKE_PTR(given);
-        gate_resolved_done(&res);
 
         key = gate_cache_key_connect(q->target);
         settle(q, key);
-        if (q->verdict.decision != DECISION_ALLOW)
+        if (q->verdict.decision != DECISION_ALLOW) {
+                gate_resolved_done(&res);
                 return result_errno(q, GATE_DENY_ERRNO);
+        }
+        q->decided_ns = now_ns(CLOCK_MONOTONIC);
+        if (res.fd >= 0) {
+                struct sockaddr_un via = { .sun_family = AF_UNIX };
 
-        /* The kernel copies the address again when it continues: it must still be the one checked. */
-        r = gate_mem_read(q->mem_fd, q->call.path, &again, len);
-        if (r < 0 || memcmp(&sa, &again, len) != 0)
-                return fail_closed(q, r < 0 ? r : -EAGAIN, "the socket address changed while it was checked");
-        q->result = RESULT_CONTINUE;
+                (void) snprintf(via.sun_path, sizeof(via.sun_path), "/proc/self/fd/%i", res.fd);
+                r = connect(sock, (struct sockaddr *) &via, (socklen_t) SUN_LEN(&via));
+        } else
+                r = connect(sock, (struct sockaddr *) &ss, (socklen_t) len);
+        gate_resolved_done(&res);
+        if (r < 0)
+                return result_errno(q, errno);
+        result_value(q, 0);
 }
 
 /* ---- exec ---- */
@@ -947,9 +1027,51 @@ static int read_exec(Request *q, char **ret_file, char ***ret_argv) {
         return 0;
 }
 
+/* The "#!" line of the file behind fd (O_PATH), as the kernel reads it: the interpreter and its one
+ * optional argument, within the first GATE_SCRIPT_HEAD bytes. Returns 1 with them, 0 when the file is not
+ * a script (or cannot be read: the kernel's own exec then fails the same way). */
+#define GATE_SCRIPT_HEAD 256U
+static int script_interpreter(int fd, char **ret_interp, char **ret_arg) {
+        _cleanup_close_ int rfd = -EBADF;
+        char buf[GATE_SCRIPT_HEAD + 1], p[64], *s, *e;
+        struct stat st;
+        ssize_t n;
+
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return 0;
+        (void) snprintf(p, sizeof(p), "/proc/self/fd/%i", fd);
+        rfd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (rfd < 0)
+                return 0;
+        n = pread(rfd, buf, GATE_SCRIPT_HEAD, 0);
+        if (n < 2 || buf[0] != '#' || buf[1] != '!')
+                return 0;
+        buf[n] = 0;
+        s = buf + 2;
+        s[strcspn(s, "\n")] = 0;
+        s += strspn(s, " \t");
+        e = s + strcspn(s, " \t");
+        if (e == s)
+                return 0;
+        *ret_interp = strndup(s, (size_t) (e - s));
+        if (!*ret_interp)
+                return -ENOMEM;
+        e += strspn(e, " \t");
+        /* the kernel keeps the rest as one argument, trailing blanks dropped */
+        for (size_t l = strlen(e); l > 0 && (e[l - 1] == ' ' || e[l - 1] == '\t'); l--)
+                e[l - 1] = 0;
+        *ret_arg = NULL;
+        if (*e && !(*ret_arg = strdup(e))) {
+                *ret_interp = mfree(*ret_interp);
+                return -ENOMEM;
+        }
+        return 1;
+}
+
 static void handle_exec(Request *q) {
         const GatePolicy *policy = q->s->config->policy;
-        _cleanup_free_ char *file = NULL, *file2 = NULL, *cwd = NULL, *key = NULL, *exec_path = NULL;
+        _cleanup_free_ char *file = NULL, *file2 = NULL, *cwd = NULL, *key = NULL, *exec_path = NULL,
+                *resolved_path = NULL;
         _cleanup_(strv_freep) char **argv = NULL, **argv2 = NULL;
         GateResolved res = GATE_RESOLVED_NULL;
         unsigned flags = GATE_RESOLVE_OBJECT_ONLY;
@@ -1044,12 +1166,42 @@ static void handle_exec(Request *q) {
                         break;
                 r = caller_cwd_path(q, &cwd);
         }
+        /* A script runs its "#!" interpreter: checked like the command itself, with the argv the kernel
+         * will give it (interpreter, its argument, the script, the rest). */
+        {
+                _cleanup_free_ char *interp = NULL, *iarg = NULL;
+                _cleanup_strv_free_ char **iargv = NULL;
+
+                r = script_interpreter(res.fd, &interp, &iarg);
+                if (r > 0) {
+                        if (strv_extend(&iargv, interp) < 0 || (iarg && strv_extend(&iargv, iarg) < 0) ||
+                            strv_extend(&iargv, exec_path) < 0)
+                                r = -ENOMEM;
+                        for (size_t i = 1; r >= 0 && argv[0] && argv[i]; i++)
+                                if (strv_extend(&iargv, argv[i]) < 0)
+                                        r = -ENOMEM;
+                        if (r >= 0) {
+                                gate_policy_check_execve(policy, interp, iargv, cwd, &v);
+                                verdict_merge(&q->verdict, &v, &first);
+                        }
+                }
+                if (r < 0) {
+                        gate_resolved_done(&res);
+                        return fail_closed(q, r, "cannot read the script's interpreter");
+                }
+        }
+        /* The session cache names the file that runs, not a name for it. */
+        resolved_path = strdup(res.path);
+        if (!resolved_path) {
+                gate_resolved_done(&res);
+                return fail_closed(q, -ENOMEM, "out of memory");
+        }
         /* Closed after the answer: nothing here needs the file any more. */
         res.fd = close_later(q->w, res.fd);
         res.dir_fd = close_later(q->w, res.dir_fd);
         gate_resolved_done(&res);
 
-        key = gate_cache_key_exec(argv);
+        key = gate_cache_key_exec(resolved_path, argv);
         settle(q, key);
         if (q->verdict.decision != DECISION_ALLOW)
                 return result_errno(q, GATE_DENY_ERRNO);
@@ -1187,23 +1339,109 @@ static mode_t caller_mode(const Request *q, mode_t mode) {
         return mode & ~(q->umask & 0777);
 }
 
+/* A blocking open of a FIFO waits until the other end is opened, which may be never: in a worker it
+ * would hold one of GATE_WORKERS_MAX, and enough such readers would stall every trapped call. So it
+ * waits in a thread of its own (at most GATE_FIFO_OPENS_MAX at once; beyond, in the worker as before),
+ * which answers the call when the open returns. The thread is made by a worker and has its
+ * credentials, the agent's. */
+#define GATE_FIFO_OPENS_MAX 1024U
+
+typedef struct FifoOpen {
+        GateSupervisor *s;
+        uint64_t id;
+        int fd;                         /* O_PATH of the FIFO the gate checked */
+        int flags;
+        bool cloexec;
+} FifoOpen;
+
+static void *fifo_open_thread(void *userdata) {
+        FifoOpen *o = userdata;
+        char p[64];
+        int fd, r;
+
+        (void) snprintf(p, sizeof(p), "/proc/self/fd/%i", o->fd);
+        fd = open(p, o->flags | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                (void) notif_send(o->s->notify_fd, o->id, errno, 0, false);
+        else {
+                r = notif_addfd_send(o->s->notify_fd, o->id, fd, o->cloexec);
+                if (r < 0 && r != -ENOENT)
+                        (void) notif_send(o->s->notify_fd, o->id, -r, 0, false);
+                safe_close(fd);
+        }
+        safe_close(o->fd);
+        atomic_fetch_sub(&o->s->fifo_opens, 1);
+        free(o);
+        return NULL;
+}
+
+static bool fifo_open_defer(Request *q, int fifo_fd) {
+        pthread_attr_t attr;
+        pthread_t t;
+        FifoOpen *o;
+        int r;
+
+        if (atomic_fetch_add(&q->s->fifo_opens, 1) >= GATE_FIFO_OPENS_MAX)
+                goto no;
+        o = calloc(1, sizeof(FifoOpen));
+        if (!o)
+                goto no;
+        *o = (FifoOpen) {
+                .s = q->s,
+                .id = q->n->id,
+                .fd = fcntl(fifo_fd, F_DUPFD_CLOEXEC, 3),
+                .flags = (int) (q->call.flags & ~(uint64_t) (O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)),
+                .cloexec = q->call.flags & O_CLOEXEC,
+        };
+        if (o->fd < 0 || pthread_attr_init(&attr) != 0) {
+                safe_close(o->fd);
+                free(o);
+                goto no;
+        }
+        (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        (void) pthread_attr_setstacksize(&attr, 64 * 1024);
+        r = pthread_create(&t, &attr, fifo_open_thread, o);
+        pthread_attr_destroy(&attr);
+        if (r != 0) {
+                safe_close(o->fd);
+                free(o);
+                goto no;
+        }
+        q->result = RESULT_DEFERRED;
+        return true;
+no:
+        atomic_fetch_sub(&q->s->fifo_opens, 1);
+        return false;
+}
+
 static void emulate_open(Request *q, GateResolved *res) {
         uint64_t f = q->call.flags;
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
 
+        if (f & O_PATH) {
+                /* ADDFD cannot install an O_PATH file (the kernel's fget() refuses them: EBADF). Such an
+                 * fd reads and writes nothing: reopening it by /proc/self/fd/N is an open the gate
+                 * decides on the object, and exec through it is refused by the workload profile
+                 * (execveat); what it tells, metadata, stat() tells untrapped. So an O_PATH open allowed
+                 * by the checked path is left to the kernel (O_CREAT is ignored with O_PATH). */
+                if (res->fd < 0)
+                        return result_errno(q, ENOENT);
+                q->result = RESULT_CONTINUE;
+                return;
+        }
         if (res->fd >= 0) {
                 if ((f & O_CREAT) && (f & O_EXCL))
                         return result_errno(q, EEXIST);
                 if (fstat(res->fd, &st) < 0)
                         return result_errno(q, errno);
-                if (S_ISLNK(st.st_mode) && !(f & O_PATH))
+                if (S_ISLNK(st.st_mode))
                         return result_errno(q, ELOOP);          /* O_NOFOLLOW on a symlink */
                 if ((f & O_DIRECTORY) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
                         return result_errno(q, ENOTDIR);
-                if (f & O_PATH)
-                        fd = TAKE_FD(res->fd);
-                else {
+                if (S_ISFIFO(st.st_mode) && !(f & O_NONBLOCK) && fifo_open_defer(q, res->fd))
+                        return;
+                {
                         /* Reopen the object we checked (never the path again); O_NOCTTY: a terminal must
                          * not become ours. */
                         _cleanup_free_ char *p = proc_self_fd(res->fd);
@@ -1388,6 +1626,17 @@ static bool open_fast(Request *q, const char *path) {
 
         if (f & O_CREAT)
                 how.mode = caller_mode(q, (mode_t) (q->call.mode & 07777));
+        /* Never blocking here: a FIFO waits for its other end, and waits in a thread of its own
+         * (fifo_open_defer()) after the full resolution; so does anything but a regular file or a
+         * directory. Looked at first, not opened: even a non-blocking open of a FIFO is a reader or
+         * writer for a moment, which the other end notices. */
+        {
+                struct stat st;
+
+                if (fstatat(start, joined ?: path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+                        return false;
+        }
         fd = (int) syscall(SYS_openat2, start, joined ?: path, &how, sizeof(how));
         error = fd < 0 ? errno : 0;
         if (error == ELOOP || error == EXDEV || error == EAGAIN || error == ENOSYS || error == EINVAL || error == E2BIG ||
@@ -1404,6 +1653,90 @@ static bool open_fast(Request *q, const char *path) {
         else
                 result_fd(q, fd, f & O_CLOEXEC);
         return true;
+}
+
+/* bind() is performed here too, on the caller's socket with the address read once: a pathname socket
+ * creates an inode, which is a create of that path for the file rules (a denied path gets none), made
+ * through the directory the gate resolved and with the caller's umask. Other families and abstract
+ * names are not decided, only performed from the bytes read. */
+static void handle_bind(Request *q) {
+        struct sockaddr_storage ss = {};
+        struct sockaddr_un *sa = (struct sockaddr_un *) &ss, via = { .sun_family = AF_UNIX };
+        size_t len = (size_t) q->call.size, plen;
+        char path[sizeof(sa->sun_path) + 1] = {};
+        _cleanup_free_ char *key = NULL;
+        _cleanup_close_ int sock = -EBADF;
+        GateResolved res = GATE_RESOLVED_NULL;
+        bool first = true;
+        int domain = -1, r;
+        socklen_t dlen = sizeof(domain);
+
+        q->kind = GATE_KIND_FILE;
+        if (len > sizeof(ss))
+                return result_errno(q, EINVAL);
+        sock = caller_take_fd(q, q->call.dirfd);
+        if (sock == -EBADF)
+                return result_errno(q, EBADF);
+        if (sock == -ESRCH)
+                return fail_closed(q, sock, "the caller went away");
+        if (sock < 0)
+                return fail_closed(q, sock, "cannot reach the caller's socket");
+        if (getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) < 0)
+                return result_errno(q, errno);
+        if (len > 0 && gate_mem_read(q->mem_fd, q->call.path, &ss, len) < 0)
+                return result_errno(q, EFAULT);
+        if (domain != AF_UNIX || len <= offsetof(struct sockaddr_un, sun_path) || sa->sun_family != AF_UNIX ||
+            sa->sun_path[0] == 0) {
+                r = bind(sock, len > 0 ? (struct sockaddr *) &ss : NULL, (socklen_t) len);
+                return r < 0 ? result_errno(q, errno) : result_value(q, 0);
+        }
+
+        plen = MIN(len - offsetof(struct sockaddr_un, sun_path), sizeof(sa->sun_path));
+        memcpy(path, sa->sun_path, plen);
+        r = resolve_path(q, path, AT_FDCWD, &q->cwd_fd, 0, &res);
+        if (r == -EFAULT || r == -ENOMEM)
+                return fail_closed(q, r, "cannot resolve the socket's path");
+        if (r < 0)
+                return result_errno(q, r);
+        check_file(q, &res, (const FileOp[]) { FILE_OP_CREATE }, 1, &first);
+        q->target = strdup(res.path ?: path);
+        key = gate_cache_key_file(FILE_OP_CREATE, res.path ?: path);
+        settle(q, key);
+        if (q->verdict.decision != DECISION_ALLOW) {
+                gate_resolved_done(&res);
+                return result_errno(q, GATE_DENY_ERRNO);
+        }
+        if (res.fd >= 0 || res.dir_fd < 0 || !res.name) {
+                gate_resolved_done(&res);
+                return result_errno(q, res.fd >= 0 ? EADDRINUSE : EINVAL);
+        }
+        if ((size_t) snprintf(via.sun_path, sizeof(via.sun_path), "/proc/self/fd/%i/%s", res.dir_fd, res.name) >=
+            sizeof(via.sun_path)) {
+                gate_resolved_done(&res);
+                return result_errno(q, ENAMETOOLONG);
+        }
+        r = bind(sock, (struct sockaddr *) &via, (socklen_t) SUN_LEN(&via));
+        if (r < 0) {
+                r = -errno;
+                gate_resolved_done(&res);
+                return result_errno(q, r);
+        }
+        /* The inode got this process's umask: the caller's instead. */
+        if (fchmodat(res.dir_fd, res.name, 0777 & ~q->umask, 0) < 0)
+                log_debug_errno(errno, "Cannot give the socket %s the caller's umask, ignoring: %m", strna(res.path));
+        gate_resolved_done(&res);
+        result_value(q, 0);
+}
+
+/* The resolution went through a magic link of the supervisor's own /proc entries (its fds, cwd, root):
+ * a deny of the gate's, recorded with what was asked for. */
+static void deny_supervisors_proc(Request *q, const char *path) {
+        q->verdict = (GateVerdict) { .decision = DECISION_DENY, .message = "the gate's own /proc entries" };
+        (void) snprintf(q->verdict.rule_id, sizeof(q->verdict.rule_id), "%s", "supervisor");
+        q->op = file_op_to_string(q->call.action == GATE_ACTION_OPEN ? gate_open_op(q->call.flags) : FILE_OP_READ);
+        q->target = strdup(path);
+        q->event = "local";
+        result_errno(q, GATE_DENY_ERRNO);
 }
 
 static void handle_file(Request *q) {
@@ -1442,6 +1775,8 @@ static void handle_file(Request *q) {
         r = resolve_path(q, path, q->call.dirfd, &q->dir_fd, resolve_flags(&q->call), &res);
         if (r == -EFAULT || r == -ENOMEM)
                 return fail_closed(q, r, "cannot read or resolve the path");
+        if (r == -EPERM && q->rctx.supervisor_hit)
+                return deny_supervisors_proc(q, path);
         if (r < 0)
                 return result_errno(q, r);
         if (q->call.path2) {
@@ -1569,6 +1904,9 @@ static void handle(Worker *w, const struct seccomp_notif *n) {
         case GATE_ACTION_CONNECT:
                 handle_connect(&q);
                 break;
+        case GATE_ACTION_BIND:
+                handle_bind(&q);
+                break;
         case GATE_ACTION_EXEC:
                 handle_exec(&q);
                 break;
@@ -1609,6 +1947,8 @@ answer:
                 break;
         case RESULT_ERRNO:
                 (void) notif_send(s->notify_fd, n->id, q.error, 0, false);
+                break;
+        case RESULT_DEFERRED:
                 break;
         }
         request_done(&q);
@@ -1910,6 +2250,49 @@ static int filter_new(bool logged, scmp_filter_ctx *ret) {
  * its verdicts (of filters that agree, the newest), refuses what would get around the gate, with
  * SECCOMP_FILTER_FLAG_LOG: each refusal is a kernel audit record, like the workload profile's. The flag
  * cannot go on the first, where it would log every trapped call too. */
+#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+#define GATE_FILTER_BYTES_MAX (1024U * 1024U)
+
+/* Loads ctx's program as a filter with a listener, and with WAIT_KILLABLE_RECV where the kernel has it
+ * (5.19): once the supervisor has received a call, only a fatal signal interrupts the caller's wait, so
+ * a call the supervisor performed is never restarted and performed again (a mkdir or an O_EXCL create
+ * then saying EEXIST, which breaks lock files under Go's SIGURG). libseccomp 2.5 cannot ask for that
+ * flag: the program is exported and loaded here. The caller is the agent's process before its exec, a
+ * single thread, so no TSYNC is needed. Returns the listener fd. */
+static int filter_load_listener(scmp_filter_ctx ctx) {
+        _cleanup_close_ int memfd = memfd_create("gate-filter", MFD_CLOEXEC);
+        _cleanup_free_ struct sock_filter *insns = NULL;
+        struct sock_fprog prog;
+        off_t size;
+        long fd;
+        int r;
+
+        if (memfd < 0)
+                return -errno;
+        r = seccomp_export_bpf(ctx, memfd);
+        if (r < 0)
+                return r;
+        size = lseek(memfd, 0, SEEK_END);
+        if (size <= 0 || size > (off_t) GATE_FILTER_BYTES_MAX || size % (off_t) sizeof(struct sock_filter) != 0)
+                return -EINVAL;
+        insns = malloc((size_t) size);
+        if (!insns)
+                return -ENOMEM;
+        if (pread(memfd, insns, (size_t) size, 0) != (ssize_t) size)
+                return -EIO;
+        prog = (struct sock_fprog) { .len = (unsigned short) (size / (off_t) sizeof(struct sock_filter)), .filter = insns };
+        fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                     SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+        if (fd < 0 && errno == EINVAL) {
+                log_debug("The kernel has no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: a call interrupted by a "
+                          "signal may be performed twice.");
+                fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+        }
+        return fd < 0 ? -errno : (int) fd;
+}
+
 int gate_filter_install(int *ret_notify_fd) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL, deny = NULL;
         static const char * const denied[] = { GATE_DENIED_SYSCALLS };
@@ -1965,10 +2348,7 @@ int gate_filter_install(int *ret_notify_fd) {
                 if (r < 0)
                         return r;
         }
-        r = seccomp_load(ctx);
-        if (r < 0)
-                return r;
-        fd = seccomp_notify_fd(ctx);
+        fd = filter_load_listener(ctx);
         if (fd < 0)
                 return fd;
         r = seccomp_load(deny);

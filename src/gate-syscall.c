@@ -19,6 +19,7 @@ typedef struct GateSyscallInfo {
 
 static const GateSyscallInfo syscall_table[_GATE_SYS_MAX] = {
         [GATE_SYS_CONNECT]   = { "connect",   __NR_connect },
+        [GATE_SYS_BIND]      = { "bind",      __NR_bind },
         [GATE_SYS_EXECVE]    = { "execve",    __NR_execve },
         [GATE_SYS_EXECVEAT]  = { "execveat",  __NR_execveat },
         [GATE_SYS_OPENAT]    = { "openat",    __NR_openat },
@@ -105,7 +106,8 @@ int gate_call_decode(long nr, const uint64_t a[6], GateCall *ret) {
 
         switch (s) {
         case GATE_SYS_CONNECT:
-                c.action = GATE_ACTION_CONNECT;
+        case GATE_SYS_BIND:
+                c.action = s == GATE_SYS_BIND ? GATE_ACTION_BIND : GATE_ACTION_CONNECT;
                 c.dirfd = arg_int(a[0]);        /* the socket */
                 c.path = a[1];
                 c.size = (uint32_t) a[2];
@@ -309,19 +311,25 @@ void gate_call_ops(const GateCall *c, FileOp ops[GATE_CALL_OPS_MAX], size_t *ret
                 ops[n++] = FILE_OP_DELETE;
                 break;
         case GATE_ACTION_RENAME:
+                /* The file goes on under another name: whoever may not read it by this name must not
+                 * get it readable by the next one, so moving it is a read of it too. */
                 ops[n++] = FILE_OP_DELETE;
+                ops[n++] = FILE_OP_READ;
                 if (c->flags & RENAME_EXCHANGE) {
                         /* both names get the other's file */
                         ops[n++] = FILE_OP_CREATE;
                         ops[n++] = FILE_OP_WRITE;
                         ops2[n2++] = FILE_OP_DELETE;
+                        ops2[n2++] = FILE_OP_READ;
                 }
                 ops2[n2++] = FILE_OP_CREATE;
                 ops2[n2++] = FILE_OP_WRITE;
                 break;
         case GATE_ACTION_LINK:
+                /* A second name must not grant what the first denies: writing, and reading. */
                 ops[n++] = FILE_OP_LINK;
                 ops[n++] = FILE_OP_WRITE;
+                ops[n++] = FILE_OP_READ;
                 ops2[n2++] = FILE_OP_CREATE;
                 break;
         case GATE_ACTION_SYMLINK:

@@ -23,6 +23,7 @@
 
 typedef enum GateSyscall {
         GATE_SYS_CONNECT,
+        GATE_SYS_BIND,
         GATE_SYS_EXECVE,
         GATE_SYS_EXECVEAT,
         GATE_SYS_OPENAT,
@@ -72,7 +73,8 @@ GateSyscall gate_syscall_from_nr(long nr);
 
 /* What the supervisor does with a call. */
 typedef enum GateAction {
-        GATE_ACTION_CONNECT,    /* checked, then the kernel continues it */
+        GATE_ACTION_CONNECT,    /* performed by the supervisor on the caller's socket */
+        GATE_ACTION_BIND,       /* the same; a pathname socket is a create of its path */
         GATE_ACTION_EXEC,       /* checked, then the kernel continues it */
         GATE_ACTION_OPEN,       /* emulated: opened by the supervisor, the fd injected */
         GATE_ACTION_MKDIR,      /* the rest: emulated, the result returned */
@@ -117,11 +119,12 @@ FileOp gate_open_op(uint64_t flags);
 
 /* The operations a file call is checked as, first on path, then (rename, link) on the new name. Every
  * listed operation must be allowed; the strictest verdict wins. A rename takes the old name away
- * (delete) and writes the new one (create, write: it replaces what was there); a hard link gives the file
- * a second name, which must not grant what the first denies (link, write on the old name; create on the
- * new one); a symlink is a new name (link, create). Returns the number of operations written to
+ * (delete), hands its content to another name (read: a read denied by name must not fall to the next
+ * name) and writes the new one (create, write: it replaces what was there); a hard link gives the file a
+ * second name, which must not grant what the first denies (link, write, read on the old name; create on
+ * the new one); a symlink is a new name (link, create). Returns the number of operations written to
  * ret_ops (at most GATE_CALL_OPS_MAX) for each of the two paths. */
-#define GATE_CALL_OPS_MAX 3
+#define GATE_CALL_OPS_MAX 4
 void gate_call_ops(const GateCall *c, FileOp ret_ops[GATE_CALL_OPS_MAX], size_t *ret_n,
                    FileOp ret_ops2[GATE_CALL_OPS_MAX], size_t *ret_n2);
 

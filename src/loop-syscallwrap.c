@@ -17,11 +17,13 @@
 #include <curl/curl.h>
 
 #include "gate-client.h"
+#include "gate-exec-floor.h"
 #include "gate-policy.h"
 #include "gate-supervisor.h"
 #include "log.h"
 #include "loop.h"
 #include "privdrop.h"
+#include "strv.h"
 
 #define EXIT_WRAP_FAILED   125
 #define EXIT_CANNOT_INVOKE 126
@@ -117,7 +119,7 @@ static int recv_fd(int sock, char *payload, size_t size, int *ret_fd) {
 
 /* The agent's side: never returns. */
 static _noreturn_ void child_main(int sock, pid_t parent, uid_t uid, gid_t gid, const gid_t *groups,
-                                  size_t n_groups, const char *channel, char **argv) {
+                                  size_t n_groups, const char *channel, int exec_floor, char **argv) {
         sigset_t none;
         char ack;
         int fd, r;
@@ -132,6 +134,16 @@ static _noreturn_ void child_main(int sock, pid_t parent, uid_t uid, gid_t gid, 
                 _exit(EXIT_WRAP_FAILED);
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
                 _exit(EXIT_WRAP_FAILED);
+        /* The commands denied outright cannot execute, whatever a racing thread writes (no_new_privs is
+         * set by the drop). */
+        if (exec_floor >= 0) {
+                r = gate_exec_floor_enforce(exec_floor);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot enforce the gate's exec floor: %m");
+                        _exit(EXIT_WRAP_FAILED);
+                }
+                safe_close(exec_floor);
+        }
 
         r = gate_filter_install(&fd);
         if (r < 0) {
@@ -239,7 +251,7 @@ int verb_syscallwrap(int argc, char *argv[]) {
         bool have_uid = false, have_gid = false;
         uint32_t uid = 0, gid = 0;
         size_t n_groups = 0;
-        int sv[2], c, r;
+        int sv[2], c, r, exec_floor = -EBADF;
         sigset_t mask;
         pid_t parent, child;
 
@@ -307,6 +319,28 @@ int verb_syscallwrap(int argc, char *argv[]) {
                 return EXIT_WRAP_FAILED;
         }
 
+        /* Files of commands denied outright: a Landlock floor keeps them from executing (gate-exec-floor.h). */
+        {
+                _cleanup_strv_free_ char **files = NULL, **skipped = NULL;
+
+                r = gate_exec_floor_files(policy, getenv("PATH"), &files, &skipped);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot find the files of the commands the gate denies: %m");
+                        return EXIT_WRAP_FAILED;
+                }
+                STRV_FOREACH(n, skipped)
+                        log_notice("The denied command %s is a multi-call binary's applet: only the gate's check of its "
+                                   "name refuses it.", *n);
+                if (files[0]) {
+                        r = gate_exec_floor_ruleset(files, &exec_floor);
+                        if (r < 0) {
+                                log_error_errno(r, "Cannot build the exec floor for the commands the gate denies, "
+                                                "refusing to start the agent: %m");
+                                return EXIT_WRAP_FAILED;
+                        }
+                }
+        }
+
         r = take_token(&token);
         if (r < 0) {
                 log_error_errno(r, "Cannot take LOOP_GATE_TOKEN out of the environment: %m");
@@ -350,9 +384,10 @@ int verb_syscallwrap(int argc, char *argv[]) {
                 safe_close(sv[0]);
                 if (token)
                         explicit_bzero(token, strlen(token));
-                child_main(sv[1], parent, uid, gid, groups, n_groups, channel, argv + optind);
+                child_main(sv[1], parent, uid, gid, groups, n_groups, channel, exec_floor, argv + optind);
         }
         safe_close(sv[1]);
+        exec_floor = safe_close(exec_floor);
 
         r = recv_fd(sv[0], payload, CHANNEL_ID_MAX + 1, &notify_fd);
         if (r < 0) {

@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "gate-policy.h"
+#include "io-util.h"
 #include "log.h"
 #include "macro.h"
 #include "protected-paths.h"
@@ -10,7 +16,25 @@
  * is mounted read-only. */
 static const char * const default_read_only[] = {
         ".git/config", ".git/hooks", ".gitmodules", ".claude", ".codex", ".devcontainer", ".idea", ".mcp.json",
-        ".loop",
+        ".vscode", ".loop",
+};
+
+/* Masked files that a tool on the host also runs (direnv sources .envrc on cd): besides masked, they
+ * must not appear or change. */
+static const char * const default_masked_auto_run[] = {
+        ".envrc",
+};
+
+/* git's control surface in one git dir: every file it reads configuration, hooks, excludes and
+ * attributes or other object stores from. A planted core.fsmonitor or hook runs on the human's next
+ * git status; a commondir pointing into the tree brings a config of the agent's along. */
+static const char * const git_control_files[] = {
+        "config", "config.worktree", "commondir", "hooks", "info", "objects/info/alternates",
+        "objects/info/http-alternates",
+};
+/* What a linked worktree's private git dir (worktrees/NAME) holds that steers git. */
+static const char * const git_worktree_control_files[] = {
+        "commondir", "config.worktree",
 };
 
 /* Below the work dir: credentials a project tends to keep next to its code are masked. */
@@ -53,6 +77,10 @@ static const struct {
         { "/var/lib/containerd", "containerd's storage" },
         { "/dev/log",            "the journal's syslog socket" },
 };
+
+#define PROTECTED_GIT_POINTER_MAX 4096U   /* a .git file or a commondir: one path */
+#define PROTECTED_GIT_DIRS_MAX 256U       /* modules and worktrees walked in one repository */
+#define PROTECTED_GIT_DEPTH_MAX 8U        /* nesting of module names (a/b/c) and modules of modules */
 
 static bool path_is_inside(const char *path, const char *dir) {
         size_t n = strlen(dir);
@@ -251,4 +279,331 @@ const char *protected_host_service_exposed(const char *source, const char *engin
             (path_is_inside(s, engine_socket) || path_is_inside(engine_socket, s)))
                 return "the engine's API socket";
         return NULL;
+}
+
+/* The directory the work dir's bind mount brings into the container: parent_dir when the work dir lies
+ * inside it (a worktree's objects live in the main checkout), else the work dir. Clean and absolute. */
+int protected_paths_mount_root(const LoopConfig *c, char **ret) {
+        _cleanup_free_ char *wd = NULL, *parent = NULL;
+
+        if (isempty(c->work_dir) || c->work_dir[0] != '/')
+                return -EINVAL;
+        wd = gate_path_clean(c->work_dir);
+        if (!wd)
+                return -ENOMEM;
+        if (c->parent_dir && c->parent_dir[0] == '/') {
+                parent = gate_path_clean(c->parent_dir);
+                if (!parent)
+                        return -ENOMEM;
+                if (path_is_inside(wd, parent)) {
+                        *ret = TAKE_PTR(parent);
+                        return 0;
+                }
+        }
+        *ret = TAKE_PTR(wd);
+        return 0;
+}
+
+/* The one path a .git file or a commondir file holds, made absolute against base and resolved
+ * (realpath: the host's view, symlinks followed). NULL in *ret when there is none or it does not exist. */
+static int git_pointer_read(const char *file, const char *prefix, const char *base, char **ret) {
+        _cleanup_free_ char *text = NULL, *joined = NULL;
+        size_t n;
+        char *v;
+        int r;
+
+        *ret = NULL;
+        r = read_full_file_at(AT_FDCWD, file, PROTECTED_GIT_POINTER_MAX, true, &text, &n);
+        if (r == -ENOENT || r == -ENOTDIR || r == -ELOOP || r == -EBADFD || r == -EFBIG)
+                return 0;
+        if (r < 0)
+                return r;
+        v = text;
+        if (prefix) {
+                if (!startswith(v, prefix))
+                        return 0;
+                v += strlen(prefix);
+        }
+        v[strcspn(v, "\r\n")] = 0;
+        if (isempty(v))
+                return 0;
+        if (v[0] != '/' && asprintf(&joined, "%s/%s", base, v) < 0)
+                return -ENOMEM;
+        *ret = realpath(joined ?: v, NULL);
+        if (!*ret && errno == ENOMEM)
+                return -ENOMEM;
+        return 0;
+}
+
+static int list_add_inside(char ***l, const char *root, const char *dir, const char *name) {
+        _cleanup_free_ char *p = NULL;
+
+        if (asprintf(&p, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        if (!path_is_inside(p, root) || strv_contains(*l, p))
+                return 0;
+        return strv_extend(l, p);
+}
+
+static int git_dir_add(char ***l, const char *root, const char *git_dir, const char * const *files, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                int r = list_add_inside(l, root, git_dir, files[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Every git dir below dir (a modules directory: names may hold slashes, and modules have modules), each
+ * recognised by its HEAD; *budget caps the walk. */
+static int git_modules_add(char ***l, const char *root, const char *dir, unsigned depth, unsigned *budget) {
+        _cleanup_close_ int fd = -EBADF;
+        DIR *d;
+        struct dirent *de;
+        int r = 0;
+
+        if (depth >= PROTECTED_GIT_DEPTH_MAX)
+                return 0;
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
+        d = fdopendir(fd);
+        if (!d)
+                return -errno;
+        fd = -EBADF;
+        while (r >= 0 && (de = readdir(d))) {
+                _cleanup_free_ char *child = NULL, *head = NULL, *sub = NULL;
+                struct stat st;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (*budget == 0)
+                        break;
+                (*budget)--;
+                if (asprintf(&child, "%s/%s", dir, de->d_name) < 0 || asprintf(&head, "%s/HEAD", child) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (lstat(child, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                if (lstat(head, &st) < 0) {
+                        r = git_modules_add(l, root, child, depth + 1, budget);
+                        continue;
+                }
+                r = git_dir_add(l, root, child, git_control_files, ELEMENTSOF(git_control_files));
+                if (r >= 0 && asprintf(&sub, "%s/modules", child) < 0)
+                        r = -ENOMEM;
+                if (r >= 0)
+                        r = git_modules_add(l, root, sub, depth + 1, budget);
+        }
+        closedir(d);
+        return r;
+}
+
+static int git_worktrees_add(char ***l, const char *root, const char *common_dir, unsigned *budget) {
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        DIR *d;
+        struct dirent *de;
+        int r = 0;
+
+        if (asprintf(&dir, "%s/worktrees", common_dir) < 0)
+                return -ENOMEM;
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
+        d = fdopendir(fd);
+        if (!d)
+                return -errno;
+        fd = -EBADF;
+        while (r >= 0 && (de = readdir(d))) {
+                _cleanup_free_ char *child = NULL;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (*budget == 0)
+                        break;
+                (*budget)--;
+                if (asprintf(&child, "%s/%s", dir, de->d_name) < 0)
+                        r = -ENOMEM;
+                else
+                        r = git_dir_add(l, root, child, git_worktree_control_files,
+                                        ELEMENTSOF(git_worktree_control_files));
+        }
+        closedir(d);
+        return r;
+}
+
+int protected_paths_git(const char *work_dir, const char *root, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *dot_git = NULL, *git_dir = NULL, *commondir_file = NULL, *common = NULL;
+        unsigned budget = PROTECTED_GIT_DIRS_MAX;
+        struct stat st;
+        int r;
+
+        if (asprintf(&dot_git, "%s/.git", work_dir) < 0)
+                return -ENOMEM;
+        if (lstat(dot_git, &st) < 0) {
+                if (errno != ENOENT && errno != ENOTDIR)
+                        return -errno;
+                /* No repository yet: what git init would make must not appear. */
+                if (!(git_dir = strdup(dot_git)))
+                        return -ENOMEM;
+        } else if (S_ISDIR(st.st_mode)) {
+                if (!(git_dir = strdup(dot_git)))
+                        return -ENOMEM;
+        } else if (S_ISREG(st.st_mode)) {
+                /* A worktree or a submodule: the file is the pointer, the repository is elsewhere. */
+                if ((r = list_add_inside(&l, root, work_dir, ".git")) < 0)
+                        return r;
+                r = git_pointer_read(dot_git, "gitdir: ", work_dir, &git_dir);
+                if (r < 0)
+                        return r;
+        }
+
+        if (git_dir) {
+                if ((r = git_dir_add(&l, root, git_dir, git_control_files, ELEMENTSOF(git_control_files))) < 0)
+                        return r;
+                if (asprintf(&commondir_file, "%s/commondir", git_dir) < 0)
+                        return -ENOMEM;
+                if ((r = git_pointer_read(commondir_file, NULL, git_dir, &common)) < 0)
+                        return r;
+                if (!common && !(common = strdup(git_dir)))
+                        return -ENOMEM;
+                if (!streq(common, git_dir) &&
+                    (r = git_dir_add(&l, root, common, git_control_files, ELEMENTSOF(git_control_files))) < 0)
+                        return r;
+                if ((r = git_worktrees_add(&l, root, common, &budget)) < 0)
+                        return r;
+                {
+                        _cleanup_free_ char *modules = NULL;
+                        if (asprintf(&modules, "%s/modules", common) < 0)
+                                return -ENOMEM;
+                        if ((r = git_modules_add(&l, root, modules, 0, &budget)) < 0)
+                                return r;
+                }
+        }
+        if (!l && !(l = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int protected_paths_guarded(const LoopConfig *c, char **ret_root, char ***ret) {
+        _cleanup_strv_free_ char **ro = NULL, **git = NULL, **l = NULL;
+        _cleanup_free_ char *root = NULL, *wd = NULL;
+        int r;
+
+        if ((r = protected_paths_mount_root(c, &root)) < 0)
+                return r;
+        wd = gate_path_clean(c->work_dir);
+        if (!wd)
+                return -ENOMEM;
+        if ((r = protected_paths_list(c, PROTECTED_READ_ONLY, &ro)) < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(default_masked_auto_run); i++)
+                if ((r = list_add(&ro, default_masked_auto_run[i], c->unmask_paths)) < 0)
+                        return r;
+        STRV_FOREACH(p, ro)
+                if ((r = list_add_inside(&l, root, streq(wd, "/") ? "" : wd, *p)) < 0)
+                        return r;
+        if ((r = protected_paths_git(wd, root, &git)) < 0)
+                return r;
+        STRV_FOREACH(p, git) {
+                /* unmask_paths names work-dir paths; it gives back git's control files too. */
+                const char *rel = path_is_inside(*p, wd) && !streq(*p, wd) ? *p + strlen(wd) + 1 : NULL;
+                if (rel && strv_contains(c->unmask_paths, rel))
+                        continue;
+                if (!strv_contains(l, *p) && (r = strv_extend(&l, *p)) < 0)
+                        return r;
+        }
+        if (!l && !(l = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        *ret_root = TAKE_PTR(root);
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* Names masked wherever they are in the work dir (the root's are in default_masked already). */
+static bool secret_name(const char *name, bool is_dir) {
+        static const char * const files[] = { ".env", ".envrc", ".npmrc", ".netrc", ".pgpass", ".pypirc" };
+        static const char * const dirs[] = { ".aws", ".kube" };
+
+        if (is_dir) {
+                for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+                        if (streq(name, dirs[i]))
+                                return true;
+                return false;
+        }
+        if (startswith(name, ".env."))
+                return true;
+        for (size_t i = 0; i < ELEMENTSOF(files); i++)
+                if (streq(name, files[i]))
+                        return true;
+        return false;
+}
+
+static int secrets_walk(int dir_fd, const char *path, unsigned depth, unsigned *budget, char ***l) {
+        _cleanup_close_ int fd = -EBADF;
+        DIR *d;
+        struct dirent *de;
+        int r = 0;
+
+        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d)
+                return -errno;
+        fd = -EBADF;
+        while (r >= 0 && *budget > 0 && (de = readdir(d))) {
+                _cleanup_free_ char *child = NULL;
+                _cleanup_close_ int cfd = -EBADF;
+                struct stat st;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") || streq(de->d_name, ".git"))
+                        continue;
+                (*budget)--;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+                        continue;
+                if (asprintf(&child, "%s/%s", path, de->d_name) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (secret_name(de->d_name, S_ISDIR(st.st_mode))) {
+                        if (strv_length(*l) >= PROTECTED_SECRETS_MAX) {
+                                r = -E2BIG;
+                                break;
+                        }
+                        r = strv_consume(l, TAKE_PTR(child));
+                        continue;
+                }
+                if (!S_ISDIR(st.st_mode) || depth + 1 >= PROTECTED_SECRETS_DEPTH_MAX)
+                        continue;
+                cfd = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (cfd >= 0)
+                        r = secrets_walk(cfd, child, depth + 1, budget, l);
+        }
+        closedir(d);
+        return r;
+}
+
+int protected_paths_secrets_found(const char *work_dir, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        unsigned budget = PROTECTED_SECRETS_WALK_MAX;
+        int r;
+
+        fd = open(work_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = secrets_walk(fd, streq(work_dir, "/") ? "" : work_dir, 0, &budget, &l);
+        if (r < 0)
+                return r;
+        if (!l && !(l = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return budget == 0 ? 1 : 0;
 }

@@ -22,6 +22,32 @@ typedef enum ProtectedKind {
  * duplicates and without what unmask_paths names. Work-dir entries are relative and clean. */
 int protected_paths_list(const LoopConfig *c, ProtectedKind kind, char ***ret);
 
+/* The directory the work dir's bind mount brings into the container: parent_dir when the work dir lies
+ * inside it, else the work dir; clean and absolute. -EINVAL without an absolute work dir. */
+int protected_paths_mount_root(const LoopConfig *c, char **ret);
+
+/* git's control surface of the repository work_dir's .git names, as absolute paths inside root (those
+ * outside are not in the container): config, config.worktree, commondir, hooks, info and the alternates
+ * of its git dir and of the common dir a worktree's commondir points to, of every module's git dir below
+ * modules/ and commondir and config.worktree of every linked worktree; and the .git file itself when it
+ * is a pointer (a worktree). Missing paths are listed too: they must stay missing. */
+int protected_paths_git(const char *work_dir, const char *root, char ***ret);
+
+/* Everything that must neither change nor appear during a run, absolute: the read-only list (defaults
+ * and protect_paths below the work dir), the masked files a host tool runs (.envrc), and git's control
+ * surface (protected_paths_git()), minus unmask_paths. *ret_root is the mount root they lie in. */
+int protected_paths_guarded(const LoopConfig *c, char **ret_root, char ***ret);
+
+/* The reference's credential files at any depth of work_dir (.env, .env.*, .envrc, .npmrc, .netrc,
+ * .pgpass, .pypirc files; .aws, .kube directories), as absolute paths, found by a walk that skips .git and
+ * symbolic links, goes PROTECTED_SECRETS_DEPTH_MAX deep and looks at PROTECTED_SECRETS_WALK_MAX entries:
+ * returns 1 when it stopped there (the gate's read rules still cover the rest), 0 when it saw everything,
+ * -E2BIG beyond PROTECTED_SECRETS_MAX finds. Files that appear later are the gate's to refuse. */
+#define PROTECTED_SECRETS_MAX 256U
+#define PROTECTED_SECRETS_DEPTH_MAX 12U
+#define PROTECTED_SECRETS_WALK_MAX 100000U
+int protected_paths_secrets_found(const char *work_dir, char ***ret);
+
 /* The schema's check of one protect_paths / mask_paths entry: a clean relative path below the work dir
  * (no "..", no leading "/", no ':'). NULL when fine, else why not. */
 const char *protected_path_check_entry(const char *v);

@@ -161,8 +161,11 @@ static char *git_excludes_file(const HostUser *u) {
                 return NULL;
         }
         if (pid == 0) {
-                char *argv[] = { (char *) "git", (char *) "config", (char *) "--global", (char *) "--get",
-                                 (char *) "core.excludesFile", NULL };
+                /* Nothing of a work tree's may steer this git: it runs from /, reads no system config,
+                 * and hooks and fsmonitor are off whatever a config says. */
+                char *argv[] = { (char *) "git", (char *) "-c", (char *) "core.fsmonitor=false", (char *) "-c",
+                                 (char *) "core.hooksPath=/dev/null", (char *) "config", (char *) "--global",
+                                 (char *) "--get", (char *) "core.excludesFile", NULL };
                 int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
                 if (dup2(pipefd[1], STDOUT_FILENO) < 0 || (devnull >= 0 && dup2(devnull, STDERR_FILENO) < 0))
                         _exit(127);
@@ -170,7 +173,16 @@ static char *git_excludes_file(const HostUser *u) {
                                        setresuid(u->uid, u->uid, u->uid) < 0))
                         _exit(127);
                 setenv("HOME", u->home, 1);
+                if (chdir("/") < 0)
+                        _exit(127);
                 unsetenv("GIT_CONFIG_GLOBAL");
+                unsetenv("GIT_DIR");
+                unsetenv("GIT_WORK_TREE");
+                unsetenv("GIT_COMMON_DIR");
+                unsetenv("GIT_CONFIG_PARAMETERS");
+                unsetenv("GIT_CONFIG_COUNT");
+                setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+                setenv("GIT_CEILING_DIRECTORIES", "/", 1);
                 execvp("git", argv);
                 _exit(127);
         }
@@ -543,6 +555,16 @@ static int gate_prepare(RunContext *ctx, const char *name, GateFiles *g, char **
         r = gate_policy_document_home(&ctx->config.gates.agentgate, ctx->config.work_dir, ctx->user.home, &doc);
         if (r < 0)
                 return log_error_errno(r, "Failed to make the gate policy of channel %s: %m", ctx->channel);
+        {
+                _cleanup_strv_free_ char **guarded = NULL;
+                _cleanup_free_ char *root = NULL;
+
+                r = ctx->config.work_dir ? protected_paths_guarded(&ctx->config, &root, &guarded) : 0;
+                if (r >= 0 && guarded)
+                        r = gate_policy_document_guard(doc, guarded);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to guard the protected paths of channel %s: %m", ctx->channel);
+        }
         r = gate_policy_compile(doc, &policy, &error);
         if (r < 0)
                 return log_error_errno(r, "The gate policy of channel %s does not compile, not running: %s",
@@ -842,19 +864,26 @@ static int runner_container_plan(RunContext *ctx, ContainerType type, const char
 
 /* The tripwire over the work dir's protected paths (tripwire.h): a snapshot before the container exists. */
 static int runner_tripwire_new(RunContext *ctx, Tripwire **ret) {
-        _cleanup_strv_free_ char **paths = NULL;
+        _cleanup_strv_free_ char **paths = NULL, **rel = NULL;
+        _cleanup_free_ char *root = NULL;
         int r;
 
         *ret = NULL;
         if (!ctx->config.tripwire)
                 return 0;
-        r = protected_paths_list(&ctx->config, PROTECTED_READ_ONLY, &paths);
+        /* Everything guarded lies in the mount root: the work dir, or parent_dir around a worktree. */
+        r = protected_paths_guarded(&ctx->config, &root, &paths);
         if (r < 0)
-                return log_oom();
-        r = tripwire_new(ctx->config.work_dir, paths, ret);
+                return log_error_errno(r, "Cannot list the protected paths of %s: %m", ctx->config.work_dir);
+        STRV_FOREACH(p, paths) {
+                size_t n = streq(root, "/") ? 0 : strlen(root);
+                if ((*p)[n] == '/' && (r = strv_extend(&rel, *p + n + 1)) < 0)
+                        return log_oom();
+        }
+        r = tripwire_new(root, rel ?: (char *[]) { NULL }, ret);
         if (r < 0)
                 return log_error_errno(r, "Cannot take the tripwire's snapshot of the protected paths in %s (%m); "
-                                       "not running (\"tripwire\": false runs without it).", ctx->config.work_dir);
+                                       "not running (\"tripwire\": false runs without it).", root);
         return 0;
 }
 
@@ -866,6 +895,7 @@ static int runner_tripwire_tripped(const char *channel, const char *work_dir, En
         int restored;
 
         (void) engine_container_stop(e, id, 0);
+        work_dir = tripwire_root(tw);   /* the mount root the paths are relative to */
         restored = tripwire_restore(tw);
         if (asprintf(&f_path, "LOOP_PATH=%s", path) < 0 || asprintf(&f_work, "LOOP_WORK_DIR=%s", work_dir) < 0 ||
             asprintf(&f_restored, "LOOP_RESTORED=%d", restored) < 0)

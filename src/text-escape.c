@@ -5,12 +5,21 @@
 #include "macro.h"
 #include "text-escape.h"
 
+/* Controls, bidi overrides and line separators, and what prints as nothing or as a blank: two targets
+ * that differ only in those must not look alike (soft hyphen, combining grapheme joiner, Hangul fillers,
+ * Mongolian vowel separator, zero-width spaces and joiners, word joiner and invisible operators, the byte
+ * order mark, the interlinear annotation marks, the language tags). */
 static bool codepoint_needs_escape(uint32_t c) {
         return c < 0x20 || c == 0x7f ||
                 (c >= 0x80 && c <= 0x9f) ||
-                c == 0x061c || c == 0x200e || c == 0x200f ||
+                c == 0x00ad || c == 0x034f || c == 0x061c || c == 0x115f || c == 0x1160 || c == 0x17b4 ||
+                c == 0x17b5 || c == 0x180e || c == 0x3164 || c == 0xfeff || c == 0xffa0 ||
+                (c >= 0x200b && c <= 0x200f) ||
                 (c >= 0x202a && c <= 0x202e) ||
+                (c >= 0x2060 && c <= 0x2064) ||
                 (c >= 0x2066 && c <= 0x2069) ||
+                (c >= 0xfff9 && c <= 0xfffb) ||
+                (c >= 0xe0000 && c <= 0xe007f) ||
                 c == 0x2028 || c == 0x2029;
 }
 

@@ -436,6 +436,10 @@ fail:
         return r;
 }
 
+const char *tripwire_root(const Tripwire *t) {
+        return t->work_dir;
+}
+
 size_t tripwire_count(const Tripwire *t) {
         return t ? t->n_entries : 0;
 }

@@ -36,5 +36,7 @@ const char *tripwire_disarm(Tripwire *t);
  * followed. Returns the number of entries it had to rewrite or remove, or -errno. */
 int tripwire_restore(Tripwire *t);
 size_t tripwire_count(const Tripwire *t);
+/* The directory the paths are relative to (work_dir as given to tripwire_new()). */
+const char *tripwire_root(const Tripwire *t);
 Tripwire *tripwire_free(Tripwire *t);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Tripwire *, tripwire_free);

@@ -138,6 +138,259 @@ static int connect_unix(const char *path) {
         return report(connect(fd, (struct sockaddr *) &sa, offsetof(struct sockaddr_un, sun_path) + strlen(path)));
 }
 
+/* race-connect ALLOWED DENIED N [family]: binds a datagram socket at each path (bind is not gated) and
+ * connects N fresh sockets to an address a sibling thread flips between the two paths (same length), or
+ * with "family" between AF_UNIX and AF_INET over the denied path. A connect that lands on DENIED is a
+ * win (getpeername() tells). Prints "connect-wins=N allowed=M refused=K". */
+static struct sockaddr_un race_sa;
+static char race_sun_a[108], race_sun_b[108];
+static bool race_family;
+
+static void *flip_sockaddr(void *arg) {
+        (void) arg;
+        while (!atomic_load(&race_stop)) {
+                /* Some time in each state, so the supervisor's read and the kernel's copy can differ. */
+                if (race_family)
+                        race_sa.sun_family = AF_INET;
+                else
+                        memcpy(race_sa.sun_path, race_sun_b, sizeof(race_sun_b));
+                for (volatile int i = 0; i < 2000; i++)
+                        ;
+                if (race_family)
+                        race_sa.sun_family = AF_UNIX;
+                else
+                        memcpy(race_sa.sun_path, race_sun_a, sizeof(race_sun_a));
+                for (volatile int i = 0; i < 2000; i++)
+                        ;
+        }
+        return NULL;
+}
+
+static int race_connect(const char *allowed, const char *denied, long n, bool family) {
+        struct sockaddr_un ba = { .sun_family = AF_UNIX }, bb = { .sun_family = AF_UNIX };
+        int sa = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), sb = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        long wins = 0, allowed_n = 0, refused = 0;
+        pthread_t t;
+
+        if (strlen(allowed) != strlen(denied) || strlen(allowed) >= sizeof(ba.sun_path)) {
+                fprintf(stderr, "race-connect: the two paths must have one length below 108\n");
+                return 2;
+        }
+        strcpy(ba.sun_path, allowed);
+        strcpy(bb.sun_path, denied);
+        (void) unlink(allowed);
+        (void) unlink(denied);
+        if (bind(sa, (struct sockaddr *) &ba, sizeof(ba)) < 0 || bind(sb, (struct sockaddr *) &bb, sizeof(bb)) < 0)
+                return report(-1);
+        strcpy(race_sun_a, family ? denied : allowed);
+        strcpy(race_sun_b, denied);
+        race_family = family;
+        race_sa.sun_family = AF_UNIX;
+        memcpy(race_sa.sun_path, race_sun_a, sizeof(race_sun_a));
+        pthread_create(&t, NULL, flip_sockaddr, NULL);
+        for (long i = 0; i < n; i++) {
+                int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                struct sockaddr_un peer = {};
+                socklen_t len = sizeof(peer);
+
+                if (connect(fd, (struct sockaddr *) &race_sa, sizeof(race_sa)) < 0)
+                        refused++;
+                else if (getpeername(fd, (struct sockaddr *) &peer, &len) == 0 && !strcmp(peer.sun_path, denied))
+                        wins++;
+                else
+                        allowed_n++;
+                close(fd);
+        }
+        atomic_store(&race_stop, true);
+        pthread_join(t, NULL);
+        printf("connect-wins=%ld allowed=%ld refused=%ld\n", wins, allowed_n, refused);
+        return 0;
+}
+
+/* race-exec ALLOWED DENIED N fork|vfork: N execs of a path a sibling thread flips between two programs
+ * of one length (ALLOWED exits 0, DENIED 1, e.g. copies of true and false): with "fork" the flipping
+ * thread runs in the forked child beside its exec; with "vfork" in the parent, whose memory the vfork
+ * child shares. Prints "exec-wins=N allowed=M refused=K" (wins: DENIED ran). */
+static char exec_race_path[4096];
+
+static void *flip_exec_path(void *arg) {
+        (void) arg;
+        while (!atomic_load(&race_stop)) {
+                strcpy(exec_race_path, race_b);
+                for (volatile int i = 0; i < 2000; i++)
+                        ;
+                strcpy(exec_race_path, race_a);
+                for (volatile int i = 0; i < 2000; i++)
+                        ;
+        }
+        return NULL;
+}
+
+static int race_exec(const char *allowed, const char *denied, long n, bool use_vfork) {
+        volatile long wins = 0, allowed_n = 0, refused = 0;
+        pthread_t t;
+
+        if (strlen(allowed) != strlen(denied)) {
+                fprintf(stderr, "race-exec: the two paths must have one length\n");
+                return 2;
+        }
+        race_a = allowed;
+        race_b = denied;
+        strcpy(exec_race_path, allowed);
+        if (use_vfork)
+                pthread_create(&t, NULL, flip_exec_path, NULL);
+        for (volatile long i = 0; i < n; i++) {
+                char *const args[] = { exec_race_path, NULL };
+                int status;
+                pid_t pid = use_vfork ? vfork() : fork();
+
+                if (pid == 0) {
+                        if (!use_vfork) {
+                                pthread_t ct;
+                                pthread_create(&ct, NULL, flip_exec_path, NULL);
+                        }
+                        execve(exec_race_path, args, environ);
+                        _exit(99);
+                }
+                if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+                        refused++;
+                else if (WEXITSTATUS(status) == 1)
+                        wins++;
+                else if (WEXITSTATUS(status) == 0)
+                        allowed_n++;
+                else
+                        refused++;
+        }
+        if (use_vfork) {
+                atomic_store(&race_stop, true);
+                pthread_join(t, NULL);
+        }
+        printf("exec-wins=%ld allowed=%ld refused=%ld\n", wins, allowed_n, refused);
+        return 0;
+}
+
+/* flood-gate SOCK N: N approval requests with a token nobody issued, each on its own connection, as
+ * fast as the gate answers them. Prints "sent=N answered=M". */
+static int flood_gate(const char *sock, long n) {
+        static const char req[] =
+                "POST /api/gate/container-approval HTTP/1.1\r\nHost: gate\r\n"
+                "Authorization: Bearer 0000000000000000000000000000000000000000000000000000000000000000\r\n"
+                "Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        long sent = 0, answered = 0;
+
+        strncpy(sa.sun_path, sock, sizeof(sa.sun_path) - 1);
+        for (long i = 0; i < n; i++) {
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                char buf[512];
+
+                if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                        if (i == 0)
+                                printf("connect-error=%s\n", strerrorname_np(errno) ?: "E?");
+                        if (fd >= 0)
+                                close(fd);
+                        continue;
+                }
+                if (write(fd, req, sizeof(req) - 1) == (ssize_t) sizeof(req) - 1)
+                        sent++;
+                if (read(fd, buf, sizeof(buf)) > 0)
+                        answered++;
+                close(fd);
+        }
+        printf("sent=%ld answered=%ld\n", sent, answered);
+        return 0;
+}
+
+/* sigurg-create DIR N: N mkdirs and N O_CREAT|O_EXCL opens of new names in DIR while a sibling thread
+ * sends the main thread SIGURG (a handler with SA_RESTART, as Go's runtime preempts goroutines) as fast
+ * as it can. A restarted call that the supervisor had performed already would say EEXIST. Prints
+ * "eexist=N other=M". */
+static atomic_bool urg_stop;
+static pid_t urg_target;
+
+static void on_urg(int sig) {
+        (void) sig;
+}
+
+static void *urg_thread(void *arg) {
+        (void) arg;
+        while (!atomic_load(&urg_stop))
+                (void) syscall(SYS_tgkill, getpid(), urg_target, SIGURG);
+        return NULL;
+}
+
+static int sigurg_create(const char *dir, long n) {
+        struct sigaction sa = { .sa_handler = on_urg, .sa_flags = SA_RESTART };
+        long eexist = 0, other = 0;
+        pthread_t t;
+
+        sigaction(SIGURG, &sa, NULL);
+        urg_target = (pid_t) syscall(SYS_gettid);
+        pthread_create(&t, NULL, urg_thread, NULL);
+        for (long i = 0; i < n; i++) {
+                char p[4096];
+                int fd;
+
+                snprintf(p, sizeof(p), "%s/d%ld", dir, i);
+                if (mkdir(p, 0755) < 0) {
+                        if (errno == EEXIST)
+                                eexist++;
+                        else
+                                other++;
+                }
+                snprintf(p, sizeof(p), "%s/f%ld", dir, i);
+                fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                if (fd >= 0)
+                        close(fd);
+                else if (errno == EEXIST)
+                        eexist++;
+                else
+                        other++;
+        }
+        atomic_store(&urg_stop, true);
+        pthread_join(t, NULL);
+        printf("eexist=%ld other=%ld\n", eexist, other);
+        return 0;
+}
+
+/* fifo-readers FIFO N: N children open FIFO for reading (blocking: no writer yet); then the parent makes
+ * an ordinary trapped call (an open of /etc/hostname), which must not wait behind them, and opens the
+ * FIFO for writing, which releases them all. Prints "other-call=ok|stalled released=M". */
+static void on_alarm(int sig) {
+        (void) sig;
+}
+
+static int fifo_readers(const char *fifo, long n) {
+        struct sigaction sa = { .sa_handler = on_alarm };
+        long released = 0;
+        int fd, w, status;
+
+        sigaction(SIGALRM, &sa, NULL);
+        for (long i = 0; i < n; i++)
+                if (fork() == 0) {
+                        char c;
+                        int r = open(fifo, O_RDONLY | O_CLOEXEC);
+                        _exit(r >= 0 && read(r, &c, 1) >= 0 ? 0 : 1);
+                }
+        usleep(500 * 1000);
+        alarm(10);
+        fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+        alarm(0);
+        printf("other-call=%s ", fd >= 0 ? "ok" : "stalled");
+        if (fd >= 0)
+                close(fd);
+        alarm(10);
+        w = open(fifo, O_WRONLY | O_CLOEXEC);
+        alarm(0);
+        if (w >= 0)
+                close(w);
+        while (wait(&status) > 0)
+                if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                        released++;
+        printf("released=%ld\n", released);
+        return 0;
+}
+
 /* A user namespace, where the agent would hold capabilities, by each door: unshare(), clone() and clone3(). */
 static const char *errname(long r) {
         return r < 0 ? strerrorname_np(errno) ?: "E?" : "ok";
@@ -514,6 +767,21 @@ int main(int argc, char *argv[]) {
                 return memfd_exec();
         if (!strcmp(cmd, "connect"))
                 return connect_unix(a1);
+        if (!strcmp(cmd, "opath")) {                    /* opath PATH: an O_PATH open, then fstat through it */
+                struct stat st;
+                int fd = open(a1, O_PATH | O_CLOEXEC);
+
+                if (fd < 0)
+                        return report(fd);
+                return report(fstat(fd, &st));
+        }
+        if (!strcmp(cmd, "bind")) {                     /* bind PATH: a unix socket bound at PATH */
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+                strncpy(sa.sun_path, a1, sizeof(sa.sun_path) - 1);
+                return report(bind(fd, (struct sockaddr *) &sa, sizeof(sa)));
+        }
         if (!strcmp(cmd, "kill-parent"))
                 return report(kill(getppid(), SIGKILL));
         if (!strcmp(cmd, "ptrace-parent"))
@@ -553,6 +821,16 @@ int main(int argc, char *argv[]) {
                 race_b = argv[4];
                 return race(true, atol(argv[5]));
         }
+        if (!strcmp(cmd, "race-connect") && argc > 4)    /* race-connect ALLOWED DENIED N [family] */
+                return race_connect(argv[2], argv[3], atol(argv[4]), argc > 5 && !strcmp(argv[5], "family"));
+        if (!strcmp(cmd, "race-exec") && argc > 5)      /* race-exec ALLOWED DENIED N fork|vfork */
+                return race_exec(argv[2], argv[3], atol(argv[4]), !strcmp(argv[5], "vfork"));
+        if (!strcmp(cmd, "flood-gate") && argc > 3)     /* flood-gate SOCK N */
+                return flood_gate(a1, atol(argv[3]));
+        if (!strcmp(cmd, "sigurg-create") && argc > 3)  /* sigurg-create DIR N */
+                return sigurg_create(a1, atol(argv[3]));
+        if (!strcmp(cmd, "fifo-readers") && argc > 3)   /* fifo-readers FIFO N */
+                return fifo_readers(a1, atol(argv[3]));
         if (!strcmp(cmd, "userns"))
                 return userns();
         if (!strcmp(cmd, "leave-root") && argc > 2)       /* leave-root COMM */

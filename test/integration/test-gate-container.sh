@@ -119,6 +119,24 @@ agent 'kill -KILL 1; echo rc=$?; grep -c . /proc/1/environ; echo env=$?'
 like "$out" "rc=[1-9]" "the agent cannot kill the supervisor (PID 1 of the container)"
 like "$out" "env=[1-9]" "...nor read its environment (where the token came in)"
 
+# --- the audit cannot be blinded: a flood of requests without a valid token, then a real deny -----------
+shadow_denies() { gate_journal LOOP_DECISION=deny LOOP_TARGET=/etc/shadow | grep -c '^LOOP_TARGET=/etc/shadow$'; }
+before=$(shadow_denies)
+probe flood-gate /run/loop/gate.sock 25000
+like "$out" "answered=2[0-9][0-9][0-9][0-9]" "the agent floods gate.sock with 25000 requests carrying a made-up token" || diag "$out"
+agent 'cat /etc/shadow; echo rc=$?'
+like "$out" "rc=1" "right after it, a real deny"
+more_denies() { [ "$(shadow_denies)" -gt "$before" ]; }
+wait_for 20 more_denies
+ok $? "...is in the journal: the flood did not make journald drop it" ||
+        diag "$(in_ct journalctl -u 'loop-gate@demo' --since -2min | grep -i -E 'suppress|dropped' | tail -3)"
+n=$(gate_journal LOOP_REASON=unauthorized | grep -c '^LOOP_REASON=unauthorized$')
+[ "$n" -lt 100 ]
+ok $? "the flood is journaled as a few records ($n), not one per request"
+dropped_journaled() { gate_journal MESSAGE_ID=310a10fada534a7d93b9fbe9549b2cf2 | grep -q '^LOOP_PEER=pid [0-9]* uid'; }
+wait_for 20 dropped_journaled
+ok $? "...and the rest as counts per burst (gate-audit-dropped with LOOP_DROPPED and LOOP_PEER)"
+
 # --- approvals: a human allows ---------------------------------------------------------------------
 agent_bg '/bin/uname -s' /tmp/approve.out
 wait_for 60 pending

@@ -105,7 +105,7 @@ ok $? "a request with a valid token becomes pending (socket activation started t
 is "$(prop loop-gate@demo.service ActiveState)" active "the service runs while a request waits"
 is "$(prop loop-gate@demo.service User)" loop "it runs as user loop"
 list=$(in_ct loop gate list demo)
-like "$list" "demo/1 +loop-demo-aaaaaa +execve .*git push origin main" "loop gate list shows it with a channel-qualified id"
+like "$list" "demo/[0-9]+ +loop-demo-aaaaaa +execve .*git push origin main" "loop gate list shows it with a channel-qualified id"
 id=$(first_id demo)
 check "loop gate approve $id" in_ct loop gate approve "$id"
 wait $a1
@@ -292,7 +292,7 @@ for f in LOOP_CHANNEL=demo LOOP_CONTAINER=loop-demo-aaaaaa LOOP_PID=7 LOOP_KIND=
          'LOOP_TARGET=git push origin main' 'LOOP_RULE=cmd\[0\]' LOOP_LATENCY_NS=[0-9]+ MESSAGE_ID=1c67da5fa187464598968c5d0c4d6ccd; do
         like "$allow" "$f" "an approval's journal entry has $f"
 done
-like "$(in_ct journalctl -u 'loop-gate@*' LOOP_EVENT=gate-pending -o export)" "LOOP_GATE_ID=demo/1" \
+like "$(in_ct journalctl -u 'loop-gate@*' LOOP_EVENT=gate-pending -o export)" "LOOP_GATE_ID=demo/[0-9]+" \
         "pending requests are journaled with their id"
 exported=$(in_ct journalctl -u 'loop-gate@*' -o export)
 unlike "$exported" "$T1" "no token reaches the journal"

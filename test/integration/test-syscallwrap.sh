@@ -48,22 +48,35 @@ echo root >"$T/rootonly/file"
 chmod 0700 "$T/rootonly"
 PROBE=$T/gate-probe             # where the agent can reach it
 install -m 0755 "$PROBE_BUILT" "$PROBE"
+# A command denied outright, and an allowed one of the same length: copies of false and true.
+mkdir -p "$T/bin"
+install -m 0755 "$(type -P false)" "$T/bin/denied-tool"
+install -m 0755 "$(type -P true)" "$T/bin/allow1-tool"
+printf '#!%s\nexit 0\n' "$T/bin/denied-tool" >"$H/by-interp.sh"
+chmod 0755 "$H/by-interp.sh"
+printf '#!%s -s\n' "$(type -P uname)" >"$H/uname-interp.sh"
+chmod 0755 "$H/by-interp.sh" "$H/uname-interp.sh"
+chown "$U:$G" "$H/by-interp.sh" "$H/uname-interp.sh"
 
 cat >"$T/policy.json" <<JSON
 {
   "default_decision": "allow",
   "path_rules": [
     {"pattern": "$T/denied.sock", "decision": "deny", "message": "not this socket"},
-    {"pattern": "$T/approve.sock", "decision": "approve", "message": "a human says"}
+    {"pattern": "$T/approve.sock", "decision": "approve", "message": "a human says"},
+    {"pattern": "$H/race-no.sock", "decision": "deny", "message": "not this socket either"}
   ],
   "command_rules": [
     {"commands": ["rm"], "args_patterns": ["-rf /"], "decision": "deny", "message": "no rm -rf of absolute paths"},
-    {"commands": ["uname"], "decision": "approve", "message": "uname needs a human"}
+    {"commands": ["uname"], "decision": "approve", "message": "uname needs a human"},
+    {"commands": ["denied-tool"], "decision": "deny", "message": "never this one"}
   ],
   "file_rules": [
     {"paths": ["/etc/shadow"], "decision": "deny"},
     {"paths": ["$H/.bashrc"], "operations": ["write", "create", "delete", "chmod", "link"], "decision": "deny", "message": "shell rc"},
-    {"paths": ["$T/secret/**"], "decision": "deny"}
+    {"paths": ["$T/secret/**"], "decision": "deny"},
+    {"paths": ["$H/secret*"], "operations": ["read"], "decision": "deny", "message": "secrets are not read"},
+    {"paths": ["$H/nosock/**"], "operations": ["create"], "decision": "deny", "message": "nothing new here"}
   ]
 }
 JSON
@@ -125,6 +138,12 @@ wrap sh -c 'cat /proc/$PPID/status >/dev/null; echo "rc=$?"; grep -c "^Uid" /pro
 is "$(tr '\n' ' ' <<<"$out")" "rc=1 1 " "the agent cannot read even the supervisor's /proc/PID/status, while its own /proc/self works"
 record_has '"target":"/proc/[0-9]+/status".*"rule_id":"supervisor".*"decision":"deny"' && r=0 || r=1
 is "$r" 0 "  ... denied by the gate (rule supervisor) and recorded"
+# The supervisor opens what it resolves with its own fd table: its fds (its stderr is where decisions
+# are recorded), cwd and root must not be reachable through /proc/PID/fd/N and the like.
+wrap sh -c 'echo forged >/proc/$PPID/fd/2; echo "rc=$?"; cat /proc/$PPID/cwd/allowed.txt; echo "rc=$?"'
+unlike "$out" "^allowed" "the agent cannot reach a file through the supervisor's cwd magic link (/proc/PID/cwd/...)"
+like "$(grep -o 'rc=[0-9]*' <<<"$out" | tr '\n' ' ')" "^rc=[1-9] rc=[1-9] $" "  ... nor its fds (/proc/PID/fd/N)"
+record_has '"rule_id":"supervisor"'; ok $? "  ... denied by the gate and recorded"
 # As root, while the supervisor runs: its environ block no longer holds the token either.
 (cd "$H" && LOOP_GATE_TOKEN=tok-0123456789abcdef exec "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sleep 3 \
         >/dev/null 2>&1) &
@@ -214,6 +233,45 @@ record_has '"rule_id":"no-path"'; ok $? "  ... with its decision record"
 wrap sh -c 'sh -c "cat /etc/shadow"'
 like "$err" "Operation not permitted" "the filter survives fork and exec (a grandchild is gated)"
 
+# --- exec: a command denied outright cannot run, whatever a racing thread writes ----------------------
+PATH=$T/bin:$PATH wrap "$T/bin/denied-tool"
+is "$st" 126 "a command denied outright does not run" || diag "$err"
+PATH=$T/bin:$PATH wrap "$PROBE" race-exec "$T/bin/allow1-tool" "$T/bin/denied-tool" 1500 fork
+diag "exec race (fork): $out"
+like "$out" "exec-wins=0 " "a sibling thread flipping the filename never runs the denied command (fork)"
+like "$out" "allowed=[1-9]" "  ... while the allowed one runs"
+PATH=$T/bin:$PATH wrap "$PROBE" race-exec "$T/bin/allow1-tool" "$T/bin/denied-tool" 1500 vfork
+diag "exec race (vfork): $out"
+like "$out" "exec-wins=0 " "a parent's thread flipping a vfork child's filename never runs the denied command either"
+PATH=$T/bin:$PATH wrap sh -c "$H/by-interp.sh; echo rc=\$?"
+like "$out" "rc=12[6-7]" "a script whose #! interpreter is the denied command does not run either" || diag "$out $err"
+wrap sh -c "$H/uname-interp.sh; echo rc=\$?"
+unlike "$out" "Linux" "a script whose #! interpreter needs a human is checked as that command (nobody approves here)"
+record_has '"target":"[^"]*uname-interp.sh".*"rule_id":"cmd\[1\]"' && r=0 || r=1
+is "$r" 0 "  ... the decision names the interpreter's rule" || diag "$err"
+
+# A signal storm (Go's SIGURG) while creating: a call the supervisor performed is not restarted and
+# performed again (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), so no create says EEXIST.
+mkdir -p "$H/urg" && chown "$U:$G" "$H/urg"
+wrap "$PROBE" sigurg-create "$H/urg" 1500
+diag "signal storm: $out"
+like "$out" "eexist=0 other=0" "mkdir and O_EXCL creates under a SIGURG storm never report EEXIST for a name they made"
+rm -rf "$H/urg"
+
+# A read denied by name does not fall to another name: a hard link or a rename of the file is a read of it.
+echo top-secret >"$H/secret.txt"
+chown "$U:$G" "$H/secret.txt"
+wrap sh -c "cat $H/secret.txt; echo rc=\$?"
+like "$out" "rc=1" "reading secret.txt is denied by its name"
+wrap sh -c "ln $H/secret.txt $H/notes.txt; echo rc=\$?; cat $H/notes.txt"
+like "$out" "rc=1" "a hard link to it is denied (a link is a read of its source)"
+unlike "$out" "top-secret" "  ... and the content is not read under the new name"
+wrap sh -c "mv $H/secret.txt $H/s2.txt; echo rc=\$?; cat $H/s2.txt"
+like "$out" "rc=1" "renaming it is denied (a rename is a read of its source)"
+unlike "$out" "top-secret" "  ... and the content is not read under the new name"
+[ -e "$H/secret.txt" ] && [ ! -e "$H/s2.txt" ] && [ ! -e "$H/notes.txt" ]
+ok $? "  ... the file keeps its one name"
+
 # --- sockets ------------------------------------------------------------------------------------------
 python3 -c 'import socket,sys,os
 for p in sys.argv[1:]:
@@ -229,6 +287,48 @@ wrap "$PROBE" connect "$T/innocent.sock"
 is "$out" EPERM "  ... also through a symlink to it"
 wrap "$PROBE" connect "$T/ok.sock"
 is "$out" ok "connecting to another socket works"
+# Blocking FIFO opens wait in threads of their own: 70 readers without a writer (more than the 64
+# workers) do not stall the other trapped calls, and the writer's open releases them all.
+mkfifo -m 0666 "$H/fifo" && chown "$U:$G" "$H/fifo"
+wrap "$PROBE" fifo-readers "$H/fifo" 70
+is "$out" "other-call=ok released=70" "70 blocked FIFO readers do not hold up other trapped calls, and all are released"
+rm -f "$H/fifo"
+
+# O_PATH opens (which ADDFD cannot hand over) work, and stay decided by the path.
+wrap "$PROBE" opath "$H/allowed.txt"
+is "$out" ok "an O_PATH open of an allowed file works"
+wrap "$PROBE" opath /etc/shadow
+is "$out" EPERM "  ... of a denied one is refused"
+
+# bind() of a pathname socket creates an inode: a create for the file rules, with the agent's umask.
+mkdir -p "$H/nosock" && chown "$U:$G" "$H/nosock"
+wrap "$PROBE" bind "$H/nosock/evil.sock"
+is "$out" EPERM "binding a unix socket at a path where creating is denied is refused"
+[ ! -e "$H/nosock/evil.sock" ]
+ok $? "  ... and no socket inode appears there"
+wrap sh -c "umask 077; $PROBE bind $H/mine.sock"
+is "$out" ok "binding a unix socket at an allowed path works"
+is "$(stat -c '%F %U %a' "$H/mine.sock" 2>/dev/null)" "socket $TEST_USER 700" "  ... the socket belongs to the agent and has its umask"
+rm -f "$H/mine.sock"
+
+# The supervisor performs connect() itself, on the caller's socket, with the address it read and checked
+# once: a sibling thread flipping the address (or its family) in memory wins nothing.
+wrap "$PROBE" race-connect "$H/race-ok.sock" "$H/race-no.sock" 3000
+diag "connect race: $out"
+like "$out" "connect-wins=0 " "a sibling thread flipping the socket address never connects to the denied socket"
+like "$out" "allowed=[1-9]" "  ... while connects to the allowed one succeed"
+wrap "$PROBE" race-connect "$H/race-ok.sock" "$H/race-no.sock" 3000 family
+diag "family race: $out"
+like "$out" "connect-wins=0 " "a sibling thread flipping the family between AF_INET and AF_UNIX never connects either"
+python3 -c 'import socket,sys,os
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
+c, _ = s.accept(); print(c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12).hex())' "$T/cred.sock" >"$T/cred.out" &
+for _ in $(seq 50); do [ -S "$T/cred.sock" ] && break; sleep 0.1; done
+wrap "$PROBE" connect "$T/cred.sock"
+is "$out" ok "an allowed connect performed by the supervisor connects the agent's own socket"
+wait $! 2>/dev/null
+cred=$(cat "$T/cred.out")
+is "$(( 16#${cred:14:2}${cred:12:2}${cred:10:2}${cred:8:2} ))" "$U" "  ... and the peer sees the agent's uid"
 
 # --- attacks on the gate --------------------------------------------------------------------------------
 wrap "$PROBE" io-uring

@@ -150,9 +150,11 @@ nspawn_boot() {
         [ -e "$st/nspawn.pid" ] && { nspawn_stop "$name" || true; }
         rm -rf "$st" && mkdir -p "$st" || return 1
 
+        # Beyond nspawn's own allow-list, as on a host: Landlock for the seal, pidfd_getfd for the gate's
+        # supervisor (it performs the agent's connect() on the agent's socket).
         local args=(--quiet --register=no --keep-unit --volatile=yes -D / --machine="$name"
                     --console=pipe
-                    --system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self')
+                    --system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self pidfd_getfd')
         [ -z "$stage" ] || args+=(--bind-ro="$stage/usr/local:/usr/local")
         [ -z "$config" ] || args+=(--bind="$config:/etc/loop")
         [ $kmsg = 0 ] || args+=(--bind=/dev/kmsg)

@@ -320,7 +320,11 @@ for eng in podman docker; do
                 rm -rf "$W/.git-moved"
                 # A protected path that was missing stays missing.
                 run "$mode" "scenario:sh mkdir $W/.devcontainer && echo '{}' >$W/.devcontainer/devcontainer.json && sleep 60; echo survived"
-                unlike "$out" "survived" "$eng/$mode: creating the missing .devcontainer kills the run (tripwire)"
+                if [ "$mode" = gated ]; then
+                        like "$out" "Operation not permitted" "$eng/$mode: creating the missing .devcontainer is refused by the gate"
+                else
+                        unlike "$out" "survived" "$eng/$mode: creating the missing .devcontainer kills the run (tripwire)"
+                fi
                 [ ! -e "$W/.devcontainer" ]
                 ok $? "$eng/$mode: ...and it is removed again"
         done

@@ -307,8 +307,22 @@ static void test_tokens(void) {
         rmdir(dir);
 }
 
+/* An id typed after a restart never names another request: each start counts from its own random point. */
+static void test_ids_across_restarts(void) {
+        _cleanup_(gate_approvals_freep) GateApprovals *a = make(500, 30, 60, 300), *b = make(500, 30, 60, 300);
+        uint64_t ida = 0, idb = 0, ida2 = 0;
+        GateOutcome o;
+
+        ok(submit(a, "c1", NULL, SEC, &ida, &o) == 1 && submit(b, "c1", NULL, SEC, &idb, &o) == 1,
+           "two service starts each take a request");
+        ok(ida >= GATE_APPROVAL_ID_MIN && idb >= GATE_APPROVAL_ID_MIN, "ids do not start at 1");
+        ok(ida != idb, "...and the first ids of two starts differ");
+        ok(submit(a, "c1", NULL, SEC, &ida2, &o) == 1 && ida2 == ida + 1, "within one start ids count up");
+}
+
 int main(void) {
         test_answers();
+        test_ids_across_restarts();
         test_session_cache();
         test_rate_limits();
         test_timeout_and_removal();

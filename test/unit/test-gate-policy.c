@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "gate-approval.h"
 #include "gate-policy.h"
 #include "io-util.h"
+#include "strv.h"
 #include "tap.h"
 
 #define ARGV(...) ((char **) ((const char *[]) { __VA_ARGS__, NULL }))
@@ -732,7 +734,7 @@ static void test_document(void) {
         expect(file_(p, FILE_OP_CREATE, "/work/proj/.loop/other.json"), DECISION_APPROVE, "file[1]",
                "creating files under .loop needs approval");
         expect(file_(p, FILE_OP_DELETE, "/work/proj/.loop"), DECISION_APPROVE, "file[1]", "deleting .loop needs approval");
-        expect(file_(p, FILE_OP_READ, "/work/proj/.loop/config.json"), DECISION_ALLOW, "file[8]",
+        expect(file_(p, FILE_OP_READ, "/work/proj/.loop/config.json"), DECISION_ALLOW, "file[9]",
                "reading the project config is allowed by the workspace rule");
 
         /* Files: defaults */
@@ -764,7 +766,7 @@ static void test_document(void) {
         expect(file_(p, FILE_OP_WRITE, "/home/alice/.bashrc"), DECISION_DENY, "file[6]", "writing ~/.bashrc is denied");
         expect(file_(p, FILE_OP_DELETE, "/home/alice/.zshenv"), DECISION_DENY, "file[6]", "deleting ~/.zshenv is denied");
         expect(file_(p, FILE_OP_READ, "/home/alice/.bashrc"), DECISION_ALLOW, "default", "reading ~/.bashrc is allowed");
-        expect(file_(p, FILE_OP_WRITE, "/work/proj/.bashrc"), DECISION_ALLOW, "file[8]",
+        expect(file_(p, FILE_OP_WRITE, "/work/proj/.bashrc"), DECISION_ALLOW, "file[9]",
                "a .bashrc in the workspace is just a file");
         expect(file_(p, FILE_OP_WRITE, "/etc/passwd"), DECISION_DENY, "file[7]", "writing /etc is denied");
         expect(file_(p, FILE_OP_CREATE, "/usr/local/bin/x"), DECISION_DENY, "file[7]", "creating in /usr is denied");
@@ -772,10 +774,10 @@ static void test_document(void) {
         expect(file_(p, FILE_OP_DELETE, "/lib64/libc.so.6"), DECISION_DENY, "file[7]", "deleting in /lib64 is denied");
         expect(file_(p, FILE_OP_LINK, "/boot/vmlinuz"), DECISION_DENY, "file[7]", "linking in /boot is denied");
         expect(file_(p, FILE_OP_READ, "/usr/bin/ls"), DECISION_ALLOW, "default", "reading /usr is allowed");
-        expect(file_(p, FILE_OP_WRITE, "/work/proj/src/main.c"), DECISION_ALLOW, "file[8]",
-               "writing in the workspace is allowed by file[8]");
-        expect(file_(p, FILE_OP_WRITE, "/tmp/x"), DECISION_ALLOW, "file[9]", "writing /tmp is allowed");
-        expect(file_(p, FILE_OP_READ, "/proc/cpuinfo"), DECISION_ALLOW, "file[10]", "reading /proc is allowed");
+        expect(file_(p, FILE_OP_WRITE, "/work/proj/src/main.c"), DECISION_ALLOW, "file[9]",
+               "writing in the workspace is allowed by file[9]");
+        expect(file_(p, FILE_OP_WRITE, "/tmp/x"), DECISION_ALLOW, "file[10]", "writing /tmp is allowed");
+        expect(file_(p, FILE_OP_READ, "/proc/cpuinfo"), DECISION_ALLOW, "file[11]", "reading /proc is allowed");
         expect(file_(p, FILE_OP_WRITE, "/proc/sys/kernel/x"), DECISION_ALLOW, "default",
                "writing /proc is not covered by the read allow");
 }
@@ -807,15 +809,15 @@ static void test_document_config(void) {
         GateVerdict v = file_(p, FILE_OP_READ, "/work/proj/secret/key");
         expect(v, DECISION_DENY, "file[4]", "a channel deny inside the workspace beats the workspace allow");
         is_str(v.message, "no secrets", "the channel rule's message reaches the verdict");
-        expect(file_(p, FILE_OP_WRITE, "/work/proj/a"), DECISION_ALLOW, "file[11]",
+        expect(file_(p, FILE_OP_WRITE, "/work/proj/a"), DECISION_ALLOW, "file[12]",
                "the workspace is allowed under a deny default");
-        expect(file_(p, FILE_OP_WRITE, "/srv/agent/.claude.json"), DECISION_ALLOW, "file[12]",
+        expect(file_(p, FILE_OP_WRITE, "/srv/agent/.claude.json"), DECISION_ALLOW, "file[13]",
                "HOME is allowed under a deny default");
         expect(file_(p, FILE_OP_WRITE, "/srv/agent/.bashrc"), DECISION_DENY, "file[9]",
                "a HOME outside /home and /root still has its rc files denied");
         expect(file_(p, FILE_OP_READ, "/srv/agent/.ssh/id_rsa"), DECISION_DENY, "file[7]", "HOME's .ssh stays denied");
         expect(file_(p, FILE_OP_WRITE, "/var/lib/x"), DECISION_DENY, "default", "elsewhere the deny default holds");
-        expect(file_(p, FILE_OP_READ, "/sys/class/net"), DECISION_ALLOW, "file[14]", "/sys reads are allowed");
+        expect(file_(p, FILE_OP_READ, "/sys/class/net"), DECISION_ALLOW, "file[15]", "/sys reads are allowed");
         expect(exec_in(p, "/work/proj", ARGV("rm", "x")), DECISION_APPROVE, "cmd[0]",
                "a channel command rule comes before the workspace rm allow");
         expect(exec_(p, ARGV("ls")), DECISION_DENY, "default", "the channel's default decision is the document's");
@@ -825,7 +827,7 @@ static void test_document_config(void) {
         expect(file_(root_home, FILE_OP_WRITE, "/var/lib/x"), DECISION_DENY, "default",
                "HOME=/ does not allow everything");
         _cleanup_(gate_policy_freep) GatePolicy *odd = policy_document(NULL, "/work/a[1]*", NULL);
-        expect(file_(odd, FILE_OP_WRITE, "/work/a[1]*/x"), DECISION_ALLOW, "file[8]",
+        expect(file_(odd, FILE_OP_WRITE, "/work/a[1]*/x"), DECISION_ALLOW, "file[9]",
                "glob characters in the work dir are taken literally");
         expect(file_(odd, FILE_OP_WRITE, "/work/a1x/x"), DECISION_ALLOW, "default",
                "a work dir with glob characters does not match other dirs");
@@ -834,18 +836,25 @@ static void test_document_config(void) {
 }
 
 static void test_cache_keys(void) {
-        _cleanup_free_ char *c = gate_cache_key_connect("/run/x.sock"), *e1 = gate_cache_key_exec(ARGV("rm", "-rf", "/x", "/y")),
-                            *e2 = gate_cache_key_exec(ARGV("sudo", "-u", "u", "env", "A=1", "git", "push")),
-                            *e3 = gate_cache_key_exec(ARGV("/usr/bin/ls")),
-                            *e4 = gate_cache_key_exec(ARGV("script", "-c", "rm -rf /tmp/a b", "log")),
-                            *e5 = gate_cache_key_exec(ARGV("curl", "a b")),
+        _cleanup_free_ char *c = gate_cache_key_connect("/run/x.sock"),
+                            *e1 = gate_cache_key_exec("/usr/bin/uname", ARGV("uname", "-s", "-n")),
+                            *e2 = gate_cache_key_exec("/usr/bin/uname", ARGV("uname", "-s", "-n", "-r", "--all")),
+                            *e3 = gate_cache_key_exec("/tmp/uname", ARGV("uname", "-s", "-n")),
+                            *e4 = gate_cache_key_exec("/usr/bin/curl", ARGV("curl", "a b")),
+                            *e5 = gate_cache_key_exec("/usr/bin/curl", ARGV("curl", "a", "b")),
                             *f = gate_cache_key_file(FILE_OP_WRITE, "/etc/hosts");
+        _cleanup_free_ char *big = malloc(10000), *e6 = NULL;
+
         is_str(c, "connect:/run/x.sock", "connect cache key");
-        is_str(e1, "execve:rm:-rf /x", "exec cache key: basename and the first two arguments");
-        is_str(e2, "execve:git:push", "exec cache key after unwrapping");
-        is_str(e3, "execve:ls:", "exec cache key without arguments");
-        is_str(e4, "execve:rm:-rf /tmp/a", "exec cache key of a script -c string");
-        is_str(e5, "execve:curl:a b", "exec cache key with one argument containing a space");
+        is_str(e1, "execve:/usr/bin/uname:[\"uname\",\"-s\",\"-n\"]", "exec cache key: the file that runs and every argument");
+        ok(!streq_ptr(e1, e2), "approving uname -s -n does not approve uname -s -n -r --all (the whole argv is the key)");
+        ok(!streq_ptr(e1, e3), "...nor the same command line running another file");
+        ok(!streq_ptr(e4, e5), "...and one argument with a space is not two arguments");
+        memset(big, 'x', 9999);
+        big[9999] = 0;
+        e6 = gate_cache_key_exec("/usr/bin/echo", ARGV("echo", big));
+        ok(e6 && strlen(e6) < GATE_CACHE_KEY_MAX && startswith(e6, "execve:/usr/bin/echo:sha256:"),
+           "a command line longer than a key is keyed by its SHA-256");
         is_str(f, "file:write:/etc/hosts", "file cache key");
         ok(gate_cache_key_file(_FILE_OP_MAX, "/x") == NULL, "no file cache key for an invalid operation");
 }
@@ -924,8 +933,80 @@ static void test_speed(void) {
         ok(v.decision == DECISION_ALLOW, "a wrapped rm check of the default document takes %.0f ns", ns);
 }
 
+/* The guarded paths go in front of every file rule: neither the workspace allow nor a channel's allow
+ * reaches them, and creating a missing one is as denied as writing an existing one. */
+static void test_document_guard(void) {
+        _cleanup_(json_object_putp) json_object *doc = NULL;
+        _cleanup_(gate_policy_freep) GatePolicy *p = NULL;
+        _cleanup_free_ char *error = NULL;
+        char *guarded[] = { (char *) "/work/proj/.git/commondir", (char *) "/work/proj/.git/hooks",
+                            (char *) "/work/p[1]/.vscode", NULL };
+
+        ok(gate_policy_document(NULL, "/work/proj", &doc) == 0 && gate_policy_document_guard(doc, guarded) == 0 &&
+           gate_policy_compile(doc, &p, &error) == 0, "a document with guarded paths compiles");
+        expect(file_(p, FILE_OP_CREATE, "/work/proj/.git/commondir"), DECISION_DENY, "file[0]",
+               "creating a missing guarded file (.git/commondir) is denied, before the workspace allow");
+        expect(file_(p, FILE_OP_WRITE, "/work/proj/.git/hooks/pre-commit"), DECISION_DENY, "file[0]",
+               "writing below a guarded directory is denied");
+        expect(file_(p, FILE_OP_DELETE, "/work/proj/.git/hooks"), DECISION_DENY, "file[0]", "...so is removing it");
+        expect(file_(p, FILE_OP_CREATE, "/work/p[1]/.vscode/tasks.json"), DECISION_DENY, "file[0]",
+               "glob characters in a guarded path are taken literally");
+        ok(file_(p, FILE_OP_READ, "/work/proj/.git/hooks/pre-commit").decision == DECISION_ALLOW,
+           "reading a guarded path stays allowed");
+        ok(file_(p, FILE_OP_WRITE, "/work/proj/.git/index").decision == DECISION_ALLOW &&
+           file_(p, FILE_OP_CREATE, "/work/proj/.git/objects/ab/cd").decision == DECISION_ALLOW,
+           "the rest of .git stays writable (commits work)");
+        ok(gate_policy_document_guard(doc, (char *[]) { (char *) "rel", NULL }) == -EINVAL, "a relative guarded path is refused");
+}
+
+/* Secret files anywhere in the work dir are not read, also ones that appear during the run. */
+static void test_document_secrets(void) {
+        _cleanup_(gate_policy_freep) GatePolicy *p = policy_document(NULL, "/work/proj", NULL);
+
+        ok(file_(p, FILE_OP_READ, "/work/proj/.env").decision == DECISION_DENY &&
+           file_(p, FILE_OP_READ, "/work/proj/.env.local").decision == DECISION_DENY &&
+           file_(p, FILE_OP_READ, "/work/proj/api/.env").decision == DECISION_DENY &&
+           file_(p, FILE_OP_READ, "/work/proj/a/b/.env.production").decision == DECISION_DENY,
+           "reading .env and .env.* at any depth of the work dir is denied");
+        ok(file_(p, FILE_OP_READ, "/work/proj/svc/.npmrc").decision == DECISION_DENY &&
+           file_(p, FILE_OP_READ, "/work/proj/svc/.cargo/credentials.toml").decision == DECISION_DENY &&
+           file_(p, FILE_OP_READ, "/work/proj/svc/.aws/credentials").decision == DECISION_DENY &&
+           file_(p, FILE_OP_READ, "/work/proj/.envrc").decision == DECISION_DENY,
+           "...and so are the reference's other credential files");
+        ok(file_(p, FILE_OP_READ, "/work/proj/src/environment.c").decision == DECISION_ALLOW &&
+           file_(p, FILE_OP_READ, "/work/proj/.envoy.yaml").decision == DECISION_ALLOW &&
+           file_(p, FILE_OP_WRITE, "/work/proj/.env").decision == DECISION_ALLOW,
+           "...while other files, and writing a .env, stay allowed");
+}
+
+/* What the exec floor may refuse by file: commands denied whatever their arguments, and only those. */
+static void test_denied_commands(void) {
+        _cleanup_(json_object_putp) json_object *doc = parse(
+                "{ \"command_rules\": ["
+                "  { \"commands\": [ \"curl\" ], \"args_patterns\": [ \"localhost\" ], \"decision\": \"allow\" },"
+                "  { \"commands\": [ \"curl\", \"nc\", \"py*\" ], \"decision\": \"deny\" },"
+                "  { \"commands\": [ \"rm\" ], \"args_patterns\": [ \"-rf /\" ], \"decision\": \"deny\" },"
+                "  { \"commands\": [ \"rm\", \"wget\" ], \"decision\": \"deny\" },"
+                "  { \"commands\": [ \"ssh\" ], \"decision\": \"approve\" },"
+                "  { \"commands\": [ \"ssh\" ], \"decision\": \"deny\" } ] }");
+        _cleanup_(gate_policy_freep) GatePolicy *p = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        ok(gate_policy_compile(doc, &p, &error) == 0 && gate_policy_denied_commands(p, &l) == 0,
+           "the commands denied outright are listed");
+        ok(strv_contains(l, "nc") && strv_contains(l, "wget") && strv_contains(l, "rm"),
+           "...a deny without arguments, also after a conditional deny (rm)");
+        ok(!strv_contains(l, "curl"), "...not one an earlier rule allows with some arguments");
+        ok(!strv_contains(l, "ssh"), "...not one an earlier rule sends to a human");
+        ok(strv_length(l) == 3, "...and no glob pattern (py*)");
+}
+
 int main(void) {
         test_kinds();
+        test_denied_commands();
+        test_document_secrets();
+        test_document_guard();
         test_path_clean();
         test_globs();
         test_compile_errors();

@@ -35,6 +35,14 @@ static void test_table(void) {
                 ok(found, "the reference's %s is trapped", reference[i]);
         }
 #ifdef __x86_64__
+        ok(gate_syscall_from_nr(__NR_bind) == GATE_SYS_BIND, "bind(2) is trapped (a unix socket's inode is a create)");
+        {
+                GateCall bc;
+                uint64_t args[6] = { 5, 0x1000, 110, 0, 0, 0 };
+
+                ok(gate_call_decode(__NR_bind, args, &bc) == 0 && bc.action == GATE_ACTION_BIND && bc.dirfd == 5 &&
+                   bc.path == 0x1000 && bc.size == 110, "bind decodes its socket, address and length");
+        }
         ok(gate_syscall_from_nr(__NR_open) == GATE_SYS_OPEN, "x86_64: the legacy open(2) is trapped");
         ok(gate_syscall_from_nr(__NR_unlink) == GATE_SYS_UNLINK, "x86_64: the legacy unlink(2) is trapped");
         ok(gate_syscall_from_nr(__NR_rename) == GATE_SYS_RENAME, "x86_64: the legacy rename(2) is trapped");
@@ -125,15 +133,16 @@ static void test_ops(void) {
 
         c = decode(__NR_renameat2, 3, 0x1000, 4, 0x2000, 0);
         gate_call_ops(&c, ops, &n, ops2, &n2);
-        ok(n == 1 && ops[0] == FILE_OP_DELETE, "rename: the old name is a delete");
+        ok(n == 2 && ops[0] == FILE_OP_DELETE && ops[1] == FILE_OP_READ,
+           "rename: the old name is a delete and a read (the file stays readable under the new name)");
         ok(n2 == 2 && ops2[0] == FILE_OP_CREATE && ops2[1] == FILE_OP_WRITE, "rename: the new name is a create and a write");
         c = decode(__NR_renameat2, 3, 0x1000, 4, 0x2000, RENAME_EXCHANGE);
         gate_call_ops(&c, ops, &n, ops2, &n2);
-        ok(n == 3 && n2 == 3, "rename with RENAME_EXCHANGE: both names are deleted, created and written");
+        ok(n == 4 && n2 == 4, "rename with RENAME_EXCHANGE: both names are deleted, read, created and written");
         c = decode(__NR_linkat, 3, 0x1000, 4, 0x2000, 0);
         gate_call_ops(&c, ops, &n, ops2, &n2);
-        ok(n == 2 && ops[0] == FILE_OP_LINK && ops[1] == FILE_OP_WRITE && n2 == 1 && ops2[0] == FILE_OP_CREATE,
-           "link: link and write on the file, create on the new name");
+        ok(n == 3 && ops[0] == FILE_OP_LINK && ops[1] == FILE_OP_WRITE && ops[2] == FILE_OP_READ && n2 == 1 &&
+           ops2[0] == FILE_OP_CREATE, "link: link, write and read on the file, create on the new name");
         c = decode(__NR_symlinkat, 0x3000, 4, 0x1000, 0, 0);
         gate_call_ops(&c, ops, &n, ops2, &n2);
         ok(n == 2 && ops[0] == FILE_OP_LINK && ops[1] == FILE_OP_CREATE && n2 == 0, "symlink: link and create on the new name");

@@ -63,8 +63,10 @@ static void test_lists(void) {
         ok(protected_paths_list(&c, PROTECTED_READ_ONLY, &ro) == 0 && strv_contains(ro, ".git/hooks") &&
            strv_contains(ro, ".git/config") && strv_contains(ro, ".gitmodules") && strv_contains(ro, ".claude") &&
            strv_contains(ro, ".codex") && strv_contains(ro, ".devcontainer") && strv_contains(ro, ".idea") &&
-           strv_contains(ro, ".mcp.json") && strv_contains(ro, ".loop") && strv_length(ro) == 9,
-           "read-only by default: .git/hooks, .git/config, .gitmodules, .claude, .codex, .devcontainer, .idea, .mcp.json, .loop");
+           strv_contains(ro, ".mcp.json") && strv_contains(ro, ".vscode") && strv_contains(ro, ".loop") &&
+           strv_length(ro) == 10,
+           "read-only by default: .git/hooks, .git/config, .gitmodules, .claude, .codex, .devcontainer, .idea, .mcp.json, "
+           ".vscode, .loop");
         ok(protected_paths_list(&c, PROTECTED_MASKED, &masked) == 0 && strv_contains(masked, ".env") &&
            strv_contains(masked, ".envrc") && strv_contains(masked, ".npmrc") && strv_contains(masked, ".aws") &&
            strv_contains(masked, ".kube") && strv_contains(masked, ".docker/config.json") &&
@@ -198,8 +200,120 @@ static void test_host_services(void) {
         ok(!protected_host_service_exposed("/runx", NULL), "/runx is not /run");
 }
 
+#define assert_se(x) do { if (!(x)) { printf("Bail out! %s\n", #x); exit(1); } } while (0)
+
+static void put(const char *dir, const char *rel, const char *content) {
+        _cleanup_free_ char *p = NULL, *d = NULL;
+
+        assert_se(asprintf(&p, "%s/%s", dir, rel) >= 0);
+        d = strdup(p);
+        *strrchr(d, '/') = 0;
+        assert_se(mkdir_owned(d, 0755, geteuid(), getegid()) >= 0);
+        if (content)
+                assert_se(write_file_atomic(p, content, strlen(content), 0644) >= 0);
+        else
+                assert_se(mkdir(p, 0755) == 0 || errno == EEXIST);
+}
+
+static bool has(char **l, const char *dir, const char *rel) {
+        _cleanup_free_ char *p = NULL;
+        assert_se(asprintf(&p, "%s/%s", dir, rel) >= 0);
+        return strv_contains(l, p);
+}
+
+/* git's control surface, from a real tree: a repository with modules and worktrees, and a worktree
+ * whose .git file points into its parent's repository. */
+static void test_git(void) {
+        char tmpl[] = "/tmp/test-protected-git.XXXXXX";
+        const char *t = mkdtemp(tmpl);
+        _cleanup_strv_free_ char **l = NULL, **w = NULL, **outside = NULL, **fresh = NULL, **g = NULL;
+        _cleanup_free_ char *wt = NULL, *text = NULL, *root = NULL;
+        _cleanup_(loop_config_done) LoopConfig c = {};
+
+        assert_se(t);
+        put(t, "main/.git/HEAD", "ref: refs/heads/main\n");
+        put(t, "main/.git/config", "[core]\n");
+        put(t, "main/.git/hooks", NULL);
+        put(t, "main/.git/objects/info", NULL);
+        put(t, "main/.git/modules/lib/one/HEAD", "x\n");
+        put(t, "main/.git/modules/lib/one/config", "[core]\n");
+        put(t, "main/.git/modules/lib/one/modules/inner/HEAD", "x\n");
+        put(t, "main/.git/worktrees/wt/HEAD", "x\n");
+        put(t, "main/.git/worktrees/wt/commondir", "../..\n");
+        assert_se(asprintf(&text, "gitdir: %s/main/.git/worktrees/wt\n", t) >= 0);
+        put(t, "main/wt/.git", text);
+        assert_se(asprintf(&wt, "%s/main/wt", t) >= 0);
+
+        {
+                _cleanup_free_ char *main_dir = NULL;
+                assert_se(asprintf(&main_dir, "%s/main", t) >= 0);
+                ok(protected_paths_git(main_dir, t, &l) == 0, "the control surface of a repository is computed");
+        }
+        ok(has(l, t, "main/.git/config") && has(l, t, "main/.git/hooks") && has(l, t, "main/.git/commondir") &&
+           has(l, t, "main/.git/config.worktree") && has(l, t, "main/.git/info") &&
+           has(l, t, "main/.git/objects/info/alternates") && has(l, t, "main/.git/objects/info/http-alternates"),
+           "...config, config.worktree, commondir, hooks, info and the alternates, missing ones too");
+        ok(has(l, t, "main/.git/modules/lib/one/config") && has(l, t, "main/.git/modules/lib/one/hooks") &&
+           has(l, t, "main/.git/modules/lib/one/commondir") && has(l, t, "main/.git/modules/lib/one/modules/inner/config"),
+           "...of every module, a name with a slash and a module's module too");
+        ok(has(l, t, "main/.git/worktrees/wt/commondir") && has(l, t, "main/.git/worktrees/wt/config.worktree"),
+           "...and commondir and config.worktree of each linked worktree");
+
+        ok(protected_paths_git(wt, t, &w) == 0, "the control surface of a worktree is computed");
+        ok(has(w, t, "main/wt/.git") && has(w, t, "main/.git/worktrees/wt/commondir") &&
+           has(w, t, "main/.git/config") && has(w, t, "main/.git/hooks") && has(w, t, "main/.git/info"),
+           "...its .git file, its own git dir and the repository its commondir names");
+        ok(protected_paths_git(wt, wt, &outside) == 0 && strv_length(outside) == 1 && has(outside, t, "main/wt/.git"),
+           "...only what lies inside the mount root (the parent's repository is not in a work-dir-only container)");
+
+        {
+                _cleanup_free_ char *f = NULL;
+                assert_se(asprintf(&f, "%s/fresh", t) >= 0);
+                assert_se(mkdir(f, 0755) == 0);
+                ok(protected_paths_git(f, f, &fresh) == 0 && has(fresh, f, ".git/config") && has(fresh, f, ".git/commondir"),
+                   "a work dir without a repository: what git init makes is listed, to stay missing");
+        }
+
+        {
+                _cleanup_free_ char *j = NULL;
+                assert_se(asprintf(&j, "{ \"work_dir\": \"%s\", \"parent_dir\": \"%s/main\", \"unmask_paths\": [ \".idea\" ] }", wt, t) >= 0);
+                ok(load(j, &c) == 0, "a worktree channel with parent_dir loads");
+        }
+        ok(protected_paths_guarded(&c, &root, &g) == 0 && has(g, t, "main/.git/hooks") && has(g, t, "main/wt/.claude") &&
+           has(g, t, "main/wt/.envrc") && has(g, t, "main/wt/.vscode") && !has(g, t, "main/wt/.idea"),
+           "guarded: the parent's repository, the work dir's read-only list and .envrc, minus unmask_paths");
+        {
+                _cleanup_free_ char *m = NULL;
+                assert_se(asprintf(&m, "%s/main", t) >= 0);
+                is_str(root, m, "...all inside the mount root, parent_dir");
+        }
+        {
+                _cleanup_strv_free_ char **sec = NULL;
+                _cleanup_free_ char *m = NULL;
+
+                assert_se(asprintf(&m, "%s/main", t) >= 0);
+                put(m, "api/.env", "K=1\n");
+                put(m, ".env.local", "K=1\n");
+                put(m, "a/b/.npmrc", "x\n");
+                put(m, "a/.aws/credentials", "x\n");
+                put(m, ".git/x/.env", "x\n");
+                put(m, "src/environment.c", "x\n");
+                ok(protected_paths_secrets_found(m, &sec) == 0 && has(sec, m, "api/.env") && has(sec, m, ".env.local") &&
+                   has(sec, m, "a/b/.npmrc") && has(sec, m, "a/.aws"), "secret files are found at any depth of the work dir");
+                ok(!has(sec, m, ".git/x/.env") && !has(sec, m, "src/environment.c") && !has(sec, m, "a/.aws/credentials") &&
+                   strv_length(sec) == 4, "...not inside .git, not other names, and a masked directory is not walked into");
+        }
+        {
+                _cleanup_free_ char *cmd = NULL;
+                assert_se(asprintf(&cmd, "rm -rf '%s'", t) >= 0);
+                if (system(cmd) != 0)
+                        diag("cannot remove the test tree");
+        }
+}
+
 int main(void) {
         test_lists();
+        test_git();
         test_schema();
         test_writable_and_protected();
         test_config_set();

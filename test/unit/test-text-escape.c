@@ -27,6 +27,10 @@ int main(void) {
         check("\xe2\x80\x8e\xe2\x80\x8f\xd8\x9c", 0, "\\u200e\\u200f\\u061c",
               "LRM, RLM and the Arabic letter mark are escaped");
         check("a\xe2\x80\xa8" "b\xe2\x80\xa9", 0, "a\\u2028b\\u2029", "line and paragraph separators are escaped");
+        check("/tmp/a\xe2\x80\x8b" "b", 0, "/tmp/a\\u200bb", "U+200B ZERO WIDTH SPACE is escaped (the target looks like another)");
+        check("x\xe3\x85\xa4y\xc2\xadz", 0, "x\\u3164y\\u00adz", "U+3164 HANGUL FILLER and U+00AD SOFT HYPHEN are escaped");
+        check("\xe2\x80\x8c\xe2\x80\x8d\xe2\x81\xa0\xef\xbb\xbf", 0, "\\u200c\\u200d\\u2060\\ufeff",
+              "zero-width joiners, the word joiner and the byte order mark are escaped");
         check("\xc2\x85\xc2\x9b", 0, "\\u0085\\u009b", "C1 controls (NEL, CSI) are escaped");
         check("bad\xff\xfe", 0, "bad\\xff\\xfe", "bytes that are not UTF-8 become \\xNN");
         check("\xc0\xaf", 0, "\\xc0\\xaf", "an overlong encoding of '/' is not decoded");
