@@ -388,9 +388,11 @@ for eng in podman docker; do
         mkdir -p "$W/.loop"
         echo "{ \"mounts\": [ \"$T/hostdir:$W/.claude\" ] }" >"$W/.loop/config.json"
         chown -R "$UID_T:$GID_T" "$W/.loop"
-        run gated hello
-        is "$st" 2 "$eng: a project config cannot mount over .claude writable"
-        like "$err" "writable but .*\\.claude is protected" "$eng: ...and the run says why"
+        run gated "scenario:sh ls -a $W/.claude; echo rc=\$?"
+        unlike "$out" "journal-link" "$eng: a project config cannot mount a host directory over .claude"
+        like "$out" "rc=" "$eng: ...the agent ran, without that mount"
+        like "$err" "is not in the operator's mounts: a project config can only narrow them, ignoring it" \
+                "$eng: ...and the run says why"
         rm -rf "$W/.loop"
 
         engine_stop "$eng" >/dev/null 2>&1
