@@ -800,7 +800,6 @@ static int conn_freeze_channel(Conn *c) {
         _cleanup_strv_free_ char **paths = NULL;
         _cleanup_close_ int root_fd = -EBADF;
         _cleanup_free_ char *label = NULL;
-        uint64_t deadline;
         int r;
 
         c->froze = true;
@@ -837,17 +836,10 @@ static int conn_freeze_channel(Conn *c) {
                 return conn_refuse_unfrozen(c, r, "the frozen cgroups cannot be recorded");
         c->frozen = TAKE_PTR(paths);
         c->frozen_root_fd = TAKE_FD(root_fd);
-        STRV_FOREACH(cg, c->frozen) {
-                r = cgroup_set_frozen(c->frozen_root_fd, *cg, true);
-                if (r < 0)
-                        return conn_refuse_unfrozen(c, r, "a container's cgroup.freeze cannot be written");
-        }
-        deadline = clock_usec(CLOCK_MONOTONIC) + CGROUP_FREEZE_TIMEOUT_USEC;
-        STRV_FOREACH(cg, c->frozen) {
-                r = cgroup_wait_frozen(c->frozen_root_fd, *cg, deadline);
-                if (r < 0)
-                        return conn_refuse_unfrozen(c, r, "a container did not freeze");
-        }
+        r = cgroup_freeze_all(c->frozen_root_fd, c->frozen);
+        if (r < 0)
+                return conn_refuse_unfrozen(c, r, r == -ETIMEDOUT ? "a container did not freeze" :
+                                                                    "a container's cgroup.freeze cannot be written");
         c->n_frozen = (unsigned) strv_length(c->frozen);
         return 0;
 }

@@ -11,6 +11,7 @@
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
+#include <unistd.h>
 
 #include "cgroup-freeze.h"
 #include "io-util.h"
@@ -166,6 +167,33 @@ int cgroup_wait_frozen(int root_fd, const char *path, uint64_t deadline_usec) {
                 if (k < 0 && errno != EINTR)
                         return -errno;
         }
+}
+
+int cgroup_freeze_all(int root_fd, char * const *paths) {
+        int r = -ETIMEDOUT;
+
+        for (unsigned attempt = 0; attempt < CGROUP_FREEZE_ATTEMPTS && r == -ETIMEDOUT; attempt++) {
+                uint64_t deadline;
+
+                if (attempt > 0) {
+                        for (char * const *p = paths; p && *p; p++)
+                                (void) cgroup_set_frozen(root_fd, *p, false);
+                        (void) usleep(CGROUP_FREEZE_RETRY_USEC);
+                }
+                for (char * const *p = paths; p && *p; p++) {
+                        r = cgroup_set_frozen(root_fd, *p, true);
+                        if (r < 0)
+                                return r;
+                }
+                deadline = clock_usec(CLOCK_MONOTONIC) + CGROUP_FREEZE_TIMEOUT_USEC / CGROUP_FREEZE_ATTEMPTS;
+                r = 0;
+                for (char * const *p = paths; p && *p && r == 0; p++)
+                        r = cgroup_wait_frozen(root_fd, *p, deadline);
+        }
+        if (r == -ETIMEDOUT)
+                for (char * const *p = paths; p && *p; p++)
+                        (void) cgroup_set_frozen(root_fd, *p, false);
+        return r;
 }
 
 static int record_path(const char *dir, char **ret) {

@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #define CGROUP_FREEZE_TIMEOUT_USEC (5ULL * 1000000ULL)  /* for one cgroup to say "frozen 1" */
+#define CGROUP_FREEZE_ATTEMPTS 5U                       /* cgroup_freeze_all() tries, each a fifth of that */
+#define CGROUP_FREEZE_RETRY_USEC (20ULL * 1000ULL)      /* thawed between two tries */
 #define CGROUP_FREEZE_MAX 64U                           /* cgroups one freeze may hold (and a record list) */
 #define CGROUP_FREEZE_RECORD "frozen-cgroups"           /* in the service's runtime directory */
 #define CGROUP_PROC_FILE_MAX (64U * 1024U)              /* /proc/PID/cgroup as read */
@@ -45,6 +47,14 @@ int cgroup_set_frozen(int root_fd, const char *path, bool frozen);
 /* Waits until path's cgroup.events says "frozen 1", polling POLLPRI, until deadline (CLOCK_MONOTONIC
  * usec): -ETIMEDOUT then. */
 int cgroup_wait_frozen(int root_fd, const char *path, uint64_t deadline_usec);
+
+/* Freezes every cgroup of paths and waits until all say "frozen 1". A task that waits for its seccomp
+ * supervisor in a killable sleep (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, the gate's) cannot be frozen
+ * until the supervisor answers, and the supervisor, in the same container, may have been frozen first:
+ * after a fifth of CGROUP_FREEZE_TIMEOUT_USEC everything is thawed for CGROUP_FREEZE_RETRY_USEC, so it
+ * can answer, and frozen again, CGROUP_FREEZE_ATTEMPTS times in all. -ETIMEDOUT (everything thawed)
+ * when no try froze them all; on other errors the caller thaws. */
+int cgroup_freeze_all(int root_fd, char * const *paths);
 
 /* The record of what a freeze holds: one path a line, written (atomically) before the first cgroup is
  * frozen, removed once all are thawed. cgroup_freeze_record_thaw() thaws what a record left behind (a
