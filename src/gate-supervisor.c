@@ -835,6 +835,36 @@ static int caller_take_fd(Request *q, int fd) {
         return got < 0 ? -err : got;
 }
 
+/* The first steps of a connect or bind performed here: the caller's socket (caller_take_fd()), its
+ * domain, and the address read once from the caller's memory into ss. On failure the call is answered
+ * here and a negative value returned. */
+static int caller_socket_call(Request *q, struct sockaddr_storage *ss, int *ret_sock, int *ret_domain) {
+        size_t len = (size_t) q->call.size;
+        _cleanup_close_ int sock = -EBADF;
+        socklen_t dlen = sizeof(int);
+        int domain = -1;
+
+        /* What the kernel's copy of the address would refuse. */
+        if (len > sizeof(*ss))
+                return result_errno(q, EINVAL), -EINVAL;
+        sock = caller_take_fd(q, q->call.dirfd);
+        if (sock == -EBADF)
+                return result_errno(q, EBADF), -EBADF;
+        if (sock == -ESRCH)
+                return fail_closed(q, sock, "the caller went away"), -ESRCH;
+        if (sock < 0)
+                return fail_closed(q, sock, "cannot reach the caller's socket"), sock;
+        if (getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) < 0) {
+                int e = errno;
+                return result_errno(q, e), -e;
+        }
+        if (len > 0 && gate_mem_read(q->mem_fd, q->call.path, ss, len) < 0)
+                return result_errno(q, EFAULT), -EFAULT;
+        *ret_sock = TAKE_FD(sock);
+        *ret_domain = domain;
+        return 0;
+}
+
 /* connect() is performed here, on the caller's own socket (caller_take_fd()) with the address this
  * supervisor read and checked, once: the caller's memory and fd table, which a sibling thread can
  * change at any time, are never read again by the kernel. Whatever the family: the family of the
@@ -854,26 +884,10 @@ static void handle_connect(Request *q) {
         GateVerdict v;
         bool first = true;
         int domain = -1, r;
-        socklen_t dlen = sizeof(domain);
 
         q->kind = GATE_KIND_CONNECT;
-        /* What the kernel's copy of the address would refuse. */
-        if (len > sizeof(ss))
-                return result_errno(q, EINVAL);
-        sock = caller_take_fd(q, q->call.dirfd);
-        if (sock == -EBADF)
-                return result_errno(q, EBADF);
-        if (sock == -ESRCH)
-                return fail_closed(q, sock, "the caller went away");
-        if (sock < 0)
-                return fail_closed(q, sock, "cannot reach the caller's socket");
-        if (getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) < 0)
-                return result_errno(q, errno);
-        if (len > 0) {
-                r = gate_mem_read(q->mem_fd, q->call.path, &ss, len);
-                if (r < 0)
-                        return result_errno(q, EFAULT);
-        }
+        if (caller_socket_call(q, &ss, &sock, &domain) < 0)
+                return;
 
         if (domain != AF_UNIX || len <= offsetof(struct sockaddr_un, sun_path) || sa->sun_family != AF_UNIX) {
                 /* Not gated (TCP goes through the egress gateway), or an address the kernel refuses on
@@ -1669,22 +1683,10 @@ static void handle_bind(Request *q) {
         GateResolved res = GATE_RESOLVED_NULL;
         bool first = true;
         int domain = -1, r;
-        socklen_t dlen = sizeof(domain);
 
         q->kind = GATE_KIND_FILE;
-        if (len > sizeof(ss))
-                return result_errno(q, EINVAL);
-        sock = caller_take_fd(q, q->call.dirfd);
-        if (sock == -EBADF)
-                return result_errno(q, EBADF);
-        if (sock == -ESRCH)
-                return fail_closed(q, sock, "the caller went away");
-        if (sock < 0)
-                return fail_closed(q, sock, "cannot reach the caller's socket");
-        if (getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) < 0)
-                return result_errno(q, errno);
-        if (len > 0 && gate_mem_read(q->mem_fd, q->call.path, &ss, len) < 0)
-                return result_errno(q, EFAULT);
+        if (caller_socket_call(q, &ss, &sock, &domain) < 0)
+                return;
         if (domain != AF_UNIX || len <= offsetof(struct sockaddr_un, sun_path) || sa->sun_family != AF_UNIX ||
             sa->sun_path[0] == 0) {
                 r = bind(sock, len > 0 ? (struct sockaddr *) &ss : NULL, (socklen_t) len);
