@@ -70,6 +70,7 @@
 #include "cgroup-freeze.h"
 #include "config.h"
 #include "curl-buffer.h"
+#include "dockerproxy-endpoint.h"
 #include "dockerproxy-nested.h"
 #include "dockerproxy-path.h"
 #include "dockerproxy-policy.h"
@@ -1747,6 +1748,7 @@ static int conn_handle(Conn *c) {
         _cleanup_(json_object_putp) json_object *start_inspect = NULL;
         char *actor = NULL;
         ProxyVerdict http, bv = {}, v;
+        const ProxyEndpoint *endpoint;
         bool stream, sent_continue = false, frozen_start = false, pause = false;
         int r, status = 0;
 
@@ -1796,7 +1798,24 @@ static int conn_handle(Conn *c) {
         if (r < 0)
                 return conn_reply(c, 400, "parse", "the request target cannot be read unambiguously");
 
-        stream = proxy_path_body_is_stream(c->head.method, c->target.unversioned);
+        /* the allow-list comes first: what it does not name is refused whatever the rules say */
+        if (!proxy_api_version_is_supported(c->target.version)) {
+                _cleanup_free_ char *msg = NULL, *shown = text_escape_display(c->target.version, PROXY_DISPLAY_MAX);
+                if (!shown || asprintf(&msg, "API version %s is not served (vMAJOR.MINOR, " PROXY_API_VERSION_MIN
+                                       " or later)", shown) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                return conn_reply(c, 403, "api-version", msg);
+        }
+        endpoint = proxy_endpoint_lookup(c->head.method, c->target.unversioned);
+        if (!endpoint) {
+                _cleanup_free_ char *msg = NULL, *shown = text_escape_display(c->target.unversioned, PROXY_DISPLAY_MAX);
+                if (!shown || asprintf(&msg, "%s %s is not an endpoint the proxy serves (not in its allow-list)",
+                                       c->head.method, shown) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                return conn_reply(c, 403, "endpoint", msg);
+        }
+
+        stream = endpoint->body == PROXY_BODY_STREAM;
         if (stream && c->content_length == 0 && !c->head.chunked) {
                 /* nothing to stream (a pull): a request like any other */
                 c->complete = true;
@@ -1856,6 +1875,11 @@ static int conn_handle(Conn *c) {
                         return conn_reply(c, 400, "parse", "the JSON body cannot be read unambiguously "
                                           "(invalid, too deep, or keys that differ only in case)");
         }
+
+        /* an endpoint that takes no body gets none: a start with a HostConfig is the old API's create */
+        if (endpoint->body == PROXY_BODY_NONE && body &&
+            !(json_object_is_type(body, json_type_object) && json_object_object_length(body) == 0))
+                return conn_reply(c, 400, "body", "this endpoint takes no request body");
 
         if (c->http_verdict_path && streq(c->http_verdict_method, c->head.method) &&
             streq(c->http_verdict_path, c->target.unversioned))

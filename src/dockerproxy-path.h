@@ -7,8 +7,10 @@
  *
  * Path: percent-encoding decoded once (a decoded '%', '?', '#', '\\', control, space or non-ASCII byte
  * is refused: double encoding and tricks that another decoder would read differently), "//" and "."
- * segments dropped, ".." resolved (never above the root), no trailing '/'. A leading /vN or /vN.M
- * segment is the API version: the rules match the unversioned path, the engine gets the versioned one.
+ * segments dropped, ".." resolved (never above the root), no trailing '/'. A leading /vN.M segment is
+ * the API version: the rules match the unversioned path, the engine gets the versioned one. Any other
+ * first segment that either engine's router might read as a version (Docker's "v[0-9.]+", Podman's
+ * "v[0-9][0-9A-Za-z.-]*", and those with a capital V) is refused: "/v1a/..." is a version to Podman.
  * Case is kept (container names have it); rules match case-insensitively instead.
  *
  * Query: "k=v" pairs separated by '&', '+' and percent-encoding decoded; a ';' (which Go's parser once

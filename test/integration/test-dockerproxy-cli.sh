@@ -335,7 +335,7 @@ for kind in podman docker; do
         refused "-p (a port on the host)" "ports on the host" 'body\[[0-9]+\]' run --rm -p 8080:80 "$IMAGE" true
         refused "a volume binding /etc" "volumes that bind host paths" 'body\[[0-9]+\]' \
                 volume create --opt type=none --opt o=bind --opt device=/etc "bindvol-$kind"
-        refused "a swarm endpoint" "swarm" 'http\[[0-9]+\]' swarm init
+        refused "a swarm endpoint" "swarm" 'endpoint' swarm init
         refused "retagging an image as loop's agent image" "loop's own images" 'body\[[0-9]+\]' tag "$IMAGE" loop-agent:latest
         refused "building into loop's agent image" "loop's own images" 'body\[[0-9]+\]' build -q -t localhost/loop-agent "$T/ctx-$kind"
 
