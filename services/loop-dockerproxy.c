@@ -121,6 +121,8 @@ typedef struct Proxy {
         _Atomic uint64_t last_activity_usec;
         pthread_mutex_t create_lock;            /* count-then-create is one step per channel */
         pthread_mutex_t start_lock;             /* one frozen start at a time; pause and unpause wait for it */
+        pthread_mutex_t not_found_lock;
+        char *not_found[5];                     /* the engine's 404 body for each RefKind, the probe's name in it */
 } Proxy;
 
 typedef struct Conn {
@@ -173,10 +175,12 @@ typedef struct Conn {
          * is read to its end even when the client left, so the process outlives the build's RUN steps
          * and that path never names a recycled pid's namespace */
         bool hold_until_engine_done;
+        bool body_changed;                      /* the parsed body is forwarded, not the one sent */
 } Conn;
 
 static int proxy_seccomp_option(Proxy *p);
 static void proxy_probe_engine(Proxy *p);
+static int engine_connect_socket(Proxy *p);
 
 /* Whether the proxy's network namespace has no interface but loopback (PrivateNetwork=). Read from
  * /proc/self/net/dev: if_nameindex() asks netlink, which RestrictAddressFamilies=AF_UNIX refuses. */
@@ -393,10 +397,10 @@ static void conn_thaw(Conn *c) {
 
 /* ---- answers of the proxy itself ---- */
 
-/* {"message": "..."}: what the docker CLI prints for an error. */
-static int conn_reply(Conn *c, int status, const char *rule, const char *message) {
-        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-        _cleanup_free_ char *buf = NULL, *text = NULL;
+/* An answer of the proxy's own: status and a JSON body; reason is what the journal says. Every error
+ * status is a deny in the record, whatever was decided before (a 502 after an allow included). */
+static int conn_reply_body(Conn *c, int status, const char *rule, const char *reason, const char *body) {
+        _cleanup_free_ char *buf = NULL;
         size_t size;
         int r;
 
@@ -404,12 +408,8 @@ static int conn_reply(Conn *c, int status, const char *rule, const char *message
         c->status = status;
         if (rule)
                 c->rule = rule;
-        if (!c->decision)
+        if (status >= 400 || !c->decision)
                 c->decision = status < 400 ? "allow" : "deny";
-        if (asprintf(&text, "loop-dockerproxy: %s", message) < 0 || !o)
-                return -ENOMEM;
-        json_object_object_add(o, "message", json_object_new_string(text));
-        const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
         /* a request answered before its body was read ends its connection: the rest is not a request */
         if (!c->complete)
                 c->keep_alive = false;
@@ -417,11 +417,22 @@ static int conn_reply(Conn *c, int status, const char *rule, const char *message
         if (r < 0)
                 return r;
         if (!c->reason)
-                c->reason = strdup(message);
+                c->reason = strdup(reason);
         /* journaled before the caller hears of it, like the gate's decisions */
         conn_record(c);
         c->rule = NULL;
         return send_all(c->fd, buf, size);
+}
+
+/* {"message": "..."}: what the docker CLI prints for an error. */
+static int conn_reply(Conn *c, int status, const char *rule, const char *message) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+        _cleanup_free_ char *text = NULL;
+
+        if (asprintf(&text, "loop-dockerproxy: %s", message) < 0 || !o)
+                return -ENOMEM;
+        json_object_object_add(o, "message", json_object_new_string(text));
+        return conn_reply_body(c, status, rule, message, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 }
 
 /* An answer of the proxy's own for an allowed request (a default network, the network list). */
@@ -540,10 +551,117 @@ static const char *json_get_string_or_null(json_object *o) {
         return json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
 }
 
-static int conn_check_ref(Conn *c, RefKind kind, const char *ref) {
+/* ---- objects that are not the channel's answer as missing ones ---- */
+
+/* A reference that names nothing on any engine: the engine's own 404 for it is the template of every
+ * "no such" answer of the proxy, for missing objects and other channels' alike, so that the two cannot
+ * be told apart (no oracle for other channels' ids and names). */
+#define PROXY_PROBE_REF "0000000000000000000000000000000000000000000000000000000000000000"
+#define PROXY_NOT_FOUND_MAX (4U * 1024U)
+
+static const char *ref_kind_path(RefKind kind) {
+        switch (kind) {
+        case REF_CONTAINER:
+                return "/containers/" PROXY_PROBE_REF "/json";
+        case REF_EXEC:
+                return "/exec/" PROXY_PROBE_REF "/json";
+        case REF_VOLUME:
+                return "/volumes/" PROXY_PROBE_REF;
+        case REF_NETWORK:
+                return "/networks/" PROXY_PROBE_REF;
+        default:
+                return NULL;
+        }
+}
+
+/* The engine's 404 body for the probe (made once per kind), or Docker's wording when the engine gives
+ * none. */
+static int engine_not_found_template(Proxy *p, RefKind kind, char **ret) {
+        static const char * const docker_words[] = {
+                [REF_CONTAINER] = "{\"message\":\"No such container: " PROXY_PROBE_REF "\"}",
+                [REF_EXEC] = "{\"message\":\"No such exec instance: " PROXY_PROBE_REF "\"}",
+                [REF_VOLUME] = "{\"message\":\"get " PROXY_PROBE_REF ": no such volume\"}",
+                [REF_NETWORK] = "{\"message\":\"network " PROXY_PROBE_REF " not found\"}",
+        };
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *req = NULL;
+        char buf[PROXY_NOT_FOUND_MAX + 1];
+        size_t size = 0;
+        HttpResponseHead h = {};
+        int r;
+
+        pthread_mutex_lock(&p->not_found_lock);
+        if (p->not_found[kind]) {
+                *ret = strdup(p->not_found[kind]);
+                pthread_mutex_unlock(&p->not_found_lock);
+                return *ret ? 0 : -ENOMEM;
+        }
+        pthread_mutex_unlock(&p->not_found_lock);
+
+        fd = engine_connect_socket(p);
+        if (fd >= 0 && asprintf(&req, "GET %s HTTP/1.0\r\nHost: docker\r\n\r\n", ref_kind_path(kind)) >= 0 &&
+            send_all(fd, req, strlen(req)) >= 0) {
+                uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + PROXY_ENGINE_TIMEOUT_SEC * 1000000ULL;
+                for (;;) {
+                        ssize_t k = size < PROXY_NOT_FOUND_MAX ? recv_some(fd, buf + size, PROXY_NOT_FOUND_MAX - size, deadline) : 0;
+                        if (k <= 0)
+                                break;
+                        size += (size_t) k;
+                }
+        }
+        buf[size] = 0;
+        r = http_response_head_parse(buf, size, PROXY_NOT_FOUND_MAX, &h);
+        const char *body = buf + h.head_size;
+        bool usable = r > 0 && h.status == 404 && !h.chunked && h.has_length && h.head_size + h.length == size &&
+                strlen(body) == h.length && strstr(body, PROXY_PROBE_REF);
+        _cleanup_free_ char *t = strdup(usable ? body : docker_words[kind]);
+        if (!t)
+                return -ENOMEM;
+        if (usable) {           /* kept for the process's life: the engine does not change under it */
+                pthread_mutex_lock(&p->not_found_lock);
+                if (!p->not_found[kind])
+                        p->not_found[kind] = strdup(t);
+                pthread_mutex_unlock(&p->not_found_lock);
+        }
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+/* Answers 404 for ref as the engine answers for a missing object of kind; why is for the journal. */
+static int conn_reply_not_found(Conn *c, RefKind kind, const char *ref, const char *why) {
+        _cleanup_free_ char *template = NULL, *body = NULL;
+        size_t n = 0;
+
+        if (engine_not_found_template(c->proxy, kind, &template) < 0)
+                return conn_reply(c, 500, NULL, "out of memory");
+        /* ref is of ref_is_valid()'s bytes: nothing to escape in JSON */
+        for (const char *t = template; (t = strstr(t, PROXY_PROBE_REF)); t += strlen(PROXY_PROBE_REF))
+                n++;
+        body = malloc(strlen(template) + n * strlen(ref) + 1);
+        if (!body)
+                return conn_reply(c, 500, NULL, "out of memory");
+        char *o = body;
+        for (const char *t = template, *m; ; t = m + strlen(PROXY_PROBE_REF)) {
+                m = strstr(t, PROXY_PROBE_REF);
+                if (!m) {
+                        strcpy(o, t);
+                        break;
+                }
+                o = stpcpy(mempcpy(o, t, (size_t) (m - t)), ref);
+        }
+        return conn_reply_body(c, 404, "ownership", why, body);
+}
+
+/* Whether the container, exec, volume or network ref belongs to the channel, resolved once: the engine
+ * is asked about ref, the ownership checked on its answer, and the object's full id (a volume's name)
+ * returned in *ret_id for the request to name instead of ref (a name or id prefix can be moved to
+ * another container between a check and a use; an id cannot). Others' objects answer as missing ones.
+ * Replies itself (404, 502, 400) and returns < 0 when it does not. ret_id may be NULL. */
+static int conn_check_ref(Conn *c, RefKind kind, const char *ref, char **ret_id) {
         _cleanup_(engine_freep) Engine *e = NULL;
         _cleanup_(json_object_putp) json_object *inspect = NULL, *exec = NULL;
-        _cleanup_free_ char *msg = NULL;
+        const char *id = NULL, *exec_id = NULL;
+        json_object *v;
         int r;
 
         if (!ref_is_valid(ref, strlen(ref)))
@@ -553,13 +671,9 @@ static int conn_check_ref(Conn *c, RefKind kind, const char *ref) {
                 return conn_reply(c, 500, "engine", "out of memory"), r;
 
         if (kind == REF_VOLUME || kind == REF_NETWORK) {
-                const char *what = kind == REF_VOLUME ? "volume" : "network";
                 r = kind == REF_VOLUME ? engine_volume_inspect(e, ref, &inspect) : engine_network_inspect(e, ref, &inspect);
-                if (r == -ENOENT) {
-                        if (asprintf(&msg, "no such %s", what) < 0)
-                                return -ENOMEM;
-                        return conn_reply(c, 404, "ownership", msg), r;
-                }
+                if (r == -ENOENT)
+                        return conn_reply_not_found(c, kind, ref, kind == REF_VOLUME ? "no such volume" : "no such network"), r;
                 if (r < 0)
                         return conn_reply(c, 502, "engine", "the engine cannot be asked about the volume or network"), r;
                 /* the engine's default networks may be looked at (Testcontainers reads the bridge's gateway),
@@ -573,54 +687,118 @@ static int conn_check_ref(Conn *c, RefKind kind, const char *ref) {
                         c->default_network = TAKE_PTR(inspect);
                         return 0;
                 }
-                if (!proxy_object_is_nested_of(inspect, c->proxy->channel)) {
-                        if (asprintf(&msg, "the %s is not one of channel %s's own (created through this proxy)",
-                                     what, c->proxy->channel) < 0)
-                                return -ENOMEM;
-                        return conn_reply(c, 403, "ownership", msg), -EPERM;
-                }
+                if (!proxy_object_is_nested_of(inspect, c->proxy->channel))
+                        return conn_reply_not_found(c, kind, ref, kind == REF_VOLUME ?
+                                                    "the volume is not one of the channel's own (answered as missing)" :
+                                                    "the network is not one of the channel's own (answered as missing)"), -EPERM;
+                if (json_object_object_get_ex(inspect, kind == REF_VOLUME ? "Name" : "Id", &v))
+                        id = json_get_string_or_null(v);
+                if (!id || !ref_is_valid(id, strlen(id)))
+                        return conn_reply(c, 502, "engine", "the engine did not say which object it is"), -EBADMSG;
+                if (ret_id && !(*ret_id = strdup(id)))
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
                 return 0;
         }
 
         if (kind == REF_EXEC) {
-                json_object *id;
                 r = engine_exec_inspect(e, ref, &exec);
                 if (r == -ENOENT)
-                        return conn_reply(c, 404, "ownership", "no such exec instance"), r;
+                        return conn_reply_not_found(c, REF_EXEC, ref, "no such exec instance"), r;
                 if (r < 0)
                         return conn_reply(c, 502, "engine", "the engine cannot be asked about the exec instance"), r;
-                if (!json_object_object_get_ex(exec, "ContainerID", &id) || !json_object_get_string(id))
-                        return conn_reply(c, 502, "engine", "the engine did not say whose exec instance this is"), -EBADMSG;
-                ref = json_get_string_or_null(id);
-                if (!ref)
+                if (json_object_object_get_ex(exec, "ID", &v))
+                        exec_id = json_get_string_or_null(v);
+                if (!json_object_object_get_ex(exec, "ContainerID", &v) || !(ref = json_get_string_or_null(v)) ||
+                    !exec_id || !ref_is_valid(exec_id, strlen(exec_id)))
                         return conn_reply(c, 502, "engine", "the engine did not say whose exec instance this is"), -EBADMSG;
         }
         r = engine_container_inspect(e, ref, &inspect);
+        if (r == -ENOENT && kind == REF_EXEC)
+                return conn_reply_not_found(c, REF_EXEC, exec_id, "the exec instance's container is gone"), r;
         if (r == -ENOENT)
-                return conn_reply(c, 404, "ownership", "no such container"), r;
+                return conn_reply_not_found(c, REF_CONTAINER, ref, "no such container"), r;
         if (r < 0)
                 return conn_reply(c, 502, "engine", "the engine cannot be asked about the container"), r;
         if (!proxy_container_is_nested_of(inspect, c->proxy->channel)) {
-                if (asprintf(&msg, "the container is not one of channel %s's own (created through this proxy)",
-                             c->proxy->channel) < 0)
-                        return -ENOMEM;
-                return conn_reply(c, 403, "ownership", msg), -EPERM;
+                if (kind == REF_EXEC)
+                        return conn_reply_not_found(c, REF_EXEC, exec_id, "the exec instance's container is not one of "
+                                                    "the channel's own (answered as missing)"), -EPERM;
+                return conn_reply_not_found(c, REF_CONTAINER, ref, "the container is not one of the channel's own "
+                                            "(answered as missing)"), -EPERM;
         }
+        if (kind == REF_CONTAINER && json_object_object_get_ex(inspect, "Id", &v))
+                id = json_get_string_or_null(v);
+        if (kind == REF_EXEC)
+                id = exec_id;
+        if (!id || !ref_is_valid(id, strlen(id)))
+                return conn_reply(c, 502, "engine", "the engine did not say which container it is"), -EBADMSG;
+        if (ret_id && !(*ret_id = strdup(id)))
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
         return 0;
 }
 
-/* What the path names, and a container named in the query or body, must be the channel's. */
+/* The request's path with the reference segment that follows prefix replaced by id. */
+static int target_replace_ref(ProxyTarget *t, const char *prefix, const char *ref, const char *id) {
+        const char *rest = startswith(t->unversioned, prefix);
+        _cleanup_free_ char *unversioned = NULL, *path = NULL;
+
+        if (!rest || strncmp(rest, ref, strlen(ref)) != 0 || (rest[strlen(ref)] != 0 && rest[strlen(ref)] != '/'))
+                return -EINVAL;
+        if (asprintf(&unversioned, "%s%s%s", prefix, id, rest + strlen(ref)) < 0 ||
+            asprintf(&path, "%s%s%s", t->version ? "/" : "", strempty(t->version), unversioned) < 0)
+                return -ENOMEM;
+        free(t->unversioned);
+        free(t->path);
+        t->unversioned = TAKE_PTR(unversioned);
+        t->path = TAKE_PTR(path);
+        return 0;
+}
+
+/* What the path names, and a container named in the query or body, must be the channel's; the request
+ * goes on naming their ids. */
 static int conn_check_ownership(Conn *c, json_object *body) {
-        _cleanup_free_ char *ref = NULL, *other = NULL;
+        _cleanup_free_ char *ref = NULL, *other = NULL, *id = NULL, *other_id = NULL;
         RefKind kind;
         int r;
 
         kind = path_ref(c->head.method, c->target.unversioned, &ref);
-        if (kind != REF_NONE && (r = conn_check_ref(c, kind, ref)) < 0)
-                return r;
+        if (kind != REF_NONE) {
+                if ((r = conn_check_ref(c, kind, ref, &id)) < 0)
+                        return r;
+                if (id && !streq(id, ref) && kind != REF_VOLUME) {
+                        static const char * const prefixes[] = {
+                                [REF_CONTAINER] = "/containers/", [REF_EXEC] = "/exec/", [REF_NETWORK] = "/networks/",
+                        };
+                        r = target_replace_ref(&c->target, prefixes[kind], ref, id);
+                        if (r < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), r;
+                }
+        }
         kind = other_ref(c, body, &other);
-        if (kind != REF_NONE && (r = conn_check_ref(c, kind, other)) < 0)
-                return r;
+        if (kind != REF_NONE) {
+                if ((r = conn_check_ref(c, kind, other, &other_id)) < 0)
+                        return r;
+                if (strcasecmp(c->target.unversioned, "/commit") == 0)
+                        r = json_object_object_add(c->target.query, "container", json_object_new_string(other_id));
+                else {
+                        /* the body's key as the engine documents it, the only one (proxy_body_parse()
+                         * refused keys that differ in case only) */
+                        json_object_object_foreach(body, k, e) {
+                                (void) e;
+                                if (strcasecmp(k, "Container") == 0) {
+                                        _cleanup_free_ char *key = strdup(k);
+                                        if (!key)
+                                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                                        json_object_object_del(body, key);
+                                        break;
+                                }
+                        }
+                        r = json_object_object_add(body, "Container", json_object_new_string(other_id));
+                        c->body_changed = true;
+                }
+                if (r < 0)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        }
         return 0;
 }
 
@@ -647,7 +825,7 @@ static int conn_check_references(Conn *c, json_object *body) {
                 }
                 r = engine_volume_inspect(e, *v, &inspect);
                 if (r != -ENOENT) {
-                        if ((r = conn_check_ref(c, REF_VOLUME, *v)) < 0)
+                        if ((r = conn_check_ref(c, REF_VOLUME, *v, NULL)) < 0)
                                 return r;
                         continue;
                 }
@@ -660,11 +838,26 @@ static int conn_check_references(Conn *c, json_object *body) {
                         return conn_reply(c, 502, "engine", "the engine cannot create the named volume"), r;
         }
         STRV_FOREACH(n, refs.networks)
-                if ((r = conn_check_ref(c, REF_NETWORK, *n)) < 0)
+                if ((r = conn_check_ref(c, REF_NETWORK, *n, NULL)) < 0)
                         return r;
-        STRV_FOREACH(n, refs.containers)
-                if ((r = conn_check_ref(c, REF_CONTAINER, *n)) < 0)
-                        return r;
+        /* namespaces of another container: the channel's own, named by id from here on */
+        json_object *hc = NULL;
+        if (json_object_object_get_ex(body, "HostConfig", &hc) && json_object_is_type(hc, json_type_object)) {
+                static const char * const modes[] = { "NetworkMode", "PidMode", "IpcMode" };
+                for (size_t i = 0; i < ELEMENTSOF(modes); i++) {
+                        _cleanup_free_ char *id = NULL, *mode = NULL;
+                        json_object *m = NULL;
+                        const char *ref;
+                        if (!json_object_object_get_ex(hc, modes[i], &m) || !json_object_is_type(m, json_type_string) ||
+                            !(ref = startswith(json_object_get_string(m), "container:")))
+                                continue;
+                        if ((r = conn_check_ref(c, REF_CONTAINER, ref, &id)) < 0)
+                                return r;
+                        if (asprintf(&mode, "container:%s", id) < 0 ||
+                            json_object_object_add(hc, modes[i], json_object_new_string(mode)) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                }
+        }
         return 0;
 }
 
@@ -2008,7 +2201,7 @@ static int conn_handle(Conn *c) {
                         return conn_reply(c, 500, NULL, "out of memory");
                 if (r < 0)
                         return conn_reply(c, 400, "parse", "the build's networkmode cannot be read");
-                if (network && conn_check_ref(c, REF_NETWORK, network) < 0)
+                if (network && conn_check_ref(c, REF_NETWORK, network, NULL) < 0)
                         return 0;       /* answered */
                 /* Podman's compat build runs RUN steps in the engine's own network namespace (the host's)
                  * whatever networkmode says; it honours a namespace given by path: the proxy's own, which
@@ -2113,6 +2306,13 @@ static int conn_handle(Conn *c) {
         }
         if (frozen_start)
                 return conn_start_frozen(c, start_inspect, req_body, req_body_size);
+        if (c->body_changed) {
+                forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+                if (!forced)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                req_body = forced;
+                req_body_size = strlen(forced);
+        }
         if (pause) {
                 pthread_mutex_lock(&p->start_lock);
                 r = conn_forward(c, req_body, req_body_size, NULL, 0);
@@ -2167,6 +2367,7 @@ static void conn_next_request(Conn *c) {
         c->n_frozen = 0;
         c->frozen_usec = 0;
         c->hold_until_engine_done = false;
+        c->body_changed = false;
         c->n_requests++;
         c->start_usec = 0;      /* set when the next request's first byte is in */
         c->deadline_usec = clock_usec(CLOCK_MONOTONIC) + PROXY_KEEPALIVE_IDLE_USEC;
@@ -2462,7 +2663,8 @@ static int proxy_listen(Proxy *p) {
 }
 
 static int run(int argc, char *argv[]) {
-        Proxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER, .start_lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -EBADF };
+        Proxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER, .start_lock = PTHREAD_MUTEX_INITIALIZER,
+                    .not_found_lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -EBADF };
         const char *reason;
         sigset_t mask;
         int r;
