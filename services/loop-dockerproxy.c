@@ -44,6 +44,9 @@
  *   LOOP_DOCKERPROXY_NETWORK         "none": nested containers get no network (the agent has none and
  *                                    gates.docker_proxy.nested_network is off); "engine" (default): as asked
  *   LOOP_DOCKERPROXY_MASKED_PATHS    the channel's masked /proc and /sys paths, ':'-separated
+ *   LOOP_DOCKERPROXY_BUILD           "1": POST /build is served (gates.docker_proxy.build; default 0)
+ *   LOOP_DOCKERPROXY_PROTECTED_IMAGES the operator's images (agent, Chrome), ' '-separated, beside
+ *                                    every loop-* repository: never tagged, committed or removed
  *   RUNTIME_DIRECTORY                where the seccomp profile is written for Podman (default
  *                                    $LOOP_RUNTIME_DIR/NAME/dockerproxy)
  *   LOOP_DOCKERPROXY_IDLE_SEC        how long to linger without connections (default 60)
@@ -58,6 +61,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -70,7 +74,9 @@
 #include "cgroup-freeze.h"
 #include "config.h"
 #include "curl-buffer.h"
+#include "dockerproxy-body.h"
 #include "dockerproxy-endpoint.h"
+#include "dockerproxy-image.h"
 #include "dockerproxy-nested.h"
 #include "dockerproxy-path.h"
 #include "dockerproxy-policy.h"
@@ -108,6 +114,8 @@ typedef struct Proxy {
         char *state_dir;                        /* the seccomp profile's file, for Podman */
         char **masked_paths;
         bool network_none;
+        bool build;                             /* gates.docker_proxy.build: POST /build is served */
+        char **protected_images;                /* the operator's images, beside every loop-* one */
         EngineKind engine_kind;                 /* found at start, or at the first create */
         char *seccomp_option;                   /* for engine_kind, made with it */
         ProxyPolicy *policy;
@@ -176,6 +184,7 @@ typedef struct Conn {
          * and that path never names a recycled pid's namespace */
         bool hold_until_engine_done;
         bool body_changed;                      /* the parsed body is forwarded, not the one sent */
+        char *fields;                           /* the body's fields with a value, or the one refused */
 } Conn;
 
 static int proxy_seccomp_option(Proxy *p);
@@ -221,14 +230,22 @@ static char *record_field(const char *name, const char *value) {
 }
 
 static void conn_record(Conn *c) {
-        _cleanup_free_ char *path = NULL, *reason = NULL, *f_path = NULL, *f_reason = NULL, *f_actor = NULL;
-        char f_method[PROXY_RECORD_FIELD_MAX], f_rule[PROXY_RECORD_FIELD_MAX], f_status[PROXY_RECORD_FIELD_MAX],
+        _cleanup_free_ char *path = NULL, *reason = NULL, *f_path = NULL, *f_reason = NULL, *f_actor = NULL,
+                *f_fields = NULL, *first_line = NULL;
+        char f_peer[PROXY_RECORD_FIELD_MAX], f_peer_uid[PROXY_RECORD_FIELD_MAX], f_method[PROXY_RECORD_FIELD_MAX], f_rule[PROXY_RECORD_FIELD_MAX], f_status[PROXY_RECORD_FIELD_MAX],
                 f_latency[PROXY_RECORD_FIELD_MAX], f_frozen[PROXY_RECORD_FIELD_MAX], f_frozen_us[PROXY_RECORD_FIELD_MAX];
         const char *method = c->head.method ?: "-";
         uint64_t latency = clock_usec(CLOCK_MONOTONIC) - c->start_usec;
         bool deny = !streq_ptr(c->decision, "allow");
 
-        path = text_escape_display(c->target.path ?: strempty(c->head.path), PROXY_DISPLAY_MAX);
+        /* a request that never parsed: what it began with, so that the record says what was refused */
+        if (!c->target.path && !c->head.path && c->in && c->in_size > 0) {
+                size_t n = 0;
+                while (n < c->in_size && n < PROXY_DISPLAY_MAX && c->in[n] != '\r' && c->in[n] != '\n' && c->in[n] != 0)
+                        n++;
+                first_line = strndup(c->in, n);
+        }
+        path = text_escape_display(c->target.path ?: c->head.path ?: strempty(first_line), PROXY_DISPLAY_MAX);
         reason = text_escape_display(strempty(c->reason), PROXY_DISPLAY_MAX);
         if (!path || !reason)
                 goto oom;
@@ -242,10 +259,18 @@ static void conn_record(Conn *c) {
         snprintf(f_rule, sizeof(f_rule), "LOOP_RULE=%s", strna(c->rule));
         snprintf(f_status, sizeof(f_status), "LOOP_STATUS=%d", c->status);
         snprintf(f_latency, sizeof(f_latency), "LOOP_LATENCY_NS=%" PRIu64, latency * 1000U);
-        char *extra[12] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule,
+        snprintf(f_peer, sizeof(f_peer), "LOOP_PEER_PID=%d", (int) c->peer_pid);
+        snprintf(f_peer_uid, sizeof(f_peer_uid), "LOOP_PEER_UID=%d", (int) c->peer_uid);
+        char *extra[16] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule,
                             (char *) (deny ? "LOOP_DECISION=deny" : "LOOP_DECISION=allow"), f_status, f_latency,
-                            f_actor };
-        size_t n = 8;
+                            f_actor, f_peer, f_peer_uid };
+        size_t n = 10;
+        if (!isempty(c->fields)) {
+                f_fields = record_field("LOOP_FIELDS=", c->fields);
+                if (!f_fields)
+                        goto oom;
+                extra[n++] = f_fields;
+        }
         if (c->froze) {         /* a start with pins: how many of the channel's containers it froze, how long */
                 snprintf(f_frozen, sizeof(f_frozen), "LOOP_FROZEN=%u", c->n_frozen);
                 snprintf(f_frozen_us, sizeof(f_frozen_us), "LOOP_FROZEN_US=%" PRIu64, c->frozen_usec);
@@ -802,6 +827,53 @@ static int conn_check_ownership(Conn *c, json_object *body) {
         return 0;
 }
 
+/* ---- names per channel ---- */
+
+/* Volumes and networks an agent names are the channel's by name too: "CHANNEL-..." or "CHANNEL_..."
+ * (compose's project prefix), so that no channel can make one that another channel, or the operator's
+ * runner, would later take for its own. Decided on the name alone, never on whether it exists. */
+static bool name_is_channels(const Proxy *p, const char *name) {
+        const char *rest = startswith(name, p->channel);
+        return rest && (rest[0] == '-' || rest[0] == '_') && rest[1];
+}
+
+static bool network_is_engine_default_name(const char *name) {
+        return streq(name, "bridge") || streq(name, "default") || streq(name, "podman") || streq(name, "none");
+}
+
+static int conn_refuse_name(Conn *c, const char *what, const char *name) {
+        _cleanup_free_ char *msg = NULL, *shown = text_escape_display(name, PROXY_DISPLAY_MAX);
+
+        if (!shown || asprintf(&msg, "the %s name %s is not the channel's: names of channel %s's %ss begin with "
+                               "\"%s-\" or \"%s_\"", what, shown, c->proxy->channel, what, c->proxy->channel,
+                               c->proxy->channel) < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        return conn_reply(c, 403, "names", msg), -EPERM;
+}
+
+/* A volume or network create names its object the channel's way; a volume without a name gets one. */
+static int conn_check_create_name(Conn *c, json_object *body, bool volume) {
+        json_object *name = NULL;
+        _cleanup_free_ char *made = NULL;
+        uint8_t random[16];
+
+        if (json_object_object_get_ex(body, "Name", &name) && !isempty(json_object_get_string(name))) {
+                if (!name_is_channels(c->proxy, json_object_get_string(name)))
+                        return conn_refuse_name(c, volume ? "volume" : "network", json_object_get_string(name));
+                return 0;
+        }
+        if (!volume)
+                return 0;               /* the engine refuses a network without a name */
+        if (getrandom(random, sizeof(random), 0) != (ssize_t) sizeof(random))
+                return conn_reply(c, 500, NULL, "no random bytes for a volume's name"), -EIO;
+        if (asprintf(&made, "%s-%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x", c->proxy->channel,
+                     random[0], random[1], random[2], random[3], random[4], random[5], random[6], random[7], random[8],
+                     random[9], random[10], random[11], random[12], random[13], random[14], random[15]) < 0 ||
+            json_object_object_add(body, "Name", json_object_new_string(made)) < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        return 0;
+}
+
 /* A container create's named volumes, networks and namespace-sharing containers must be the channel's.
  * A named volume that does not exist yet is made here, with the channel's labels, rather than by the
  * engine without them. Replies itself when refused. */
@@ -815,6 +887,12 @@ static int conn_check_references(Conn *c, json_object *body) {
                 return conn_reply(c, 500, NULL, "out of memory"), r;
         if (r < 0)
                 return conn_reply(c, 400, "parse", "the create body names volumes or networks unreadably"), r;
+        STRV_FOREACH(v, refs.volumes)
+                if (!name_is_channels(c->proxy, *v))
+                        return conn_refuse_name(c, "volume", *v);
+        STRV_FOREACH(n, refs.networks)
+                if (!network_is_engine_default_name(*n) && !name_is_channels(c->proxy, *n))
+                        return conn_refuse_name(c, "network", *n);
         STRV_FOREACH(v, refs.volumes) {
                 _cleanup_(json_object_putp) json_object *inspect = NULL, *create = NULL, *made = NULL;
                 if (!ref_is_valid(*v, strlen(*v)))
@@ -1773,6 +1851,7 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
                         return conn_reply(c, 408, "parse", "the request body stalled");
                 if (r < 0) {
                         c->status = 502;
+                        c->decision = "deny";
                         c->reason = strdup("the request could not be sent to the engine");
                         return r;
                 }
@@ -1926,6 +2005,70 @@ static int conn_check_update(Conn *c, const char *ref, json_object *body) {
         return 0;
 }
 
+/* ---- the operator's images ---- */
+
+/* Refuses (403, and returns -EPERM) when ref, or repo with tag, names a protected repository. */
+static int conn_check_image_name(Conn *c, const char *repo, const char *tag) {
+        _cleanup_free_ char *ref = NULL, *msg = NULL, *shown = NULL;
+
+        if (isempty(repo))
+                return 0;
+        if (asprintf(&ref, "%s%s%s", repo, isempty(tag) ? "" : ":", strempty(tag)) < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        if (!proxy_image_ref_is_protected(ref, c->proxy->protected_images))
+                return 0;
+        shown = text_escape_display(ref, PROXY_DISPLAY_MAX);
+        if (!shown || asprintf(&msg, "%s names one of the operator's images (or is no image reference): they are "
+                               "not tagged, committed, built, imported or removed through the proxy", shown) < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        return conn_reply(c, 403, "image", msg), -EPERM;
+}
+
+static const char *query_string(Conn *c, const char *key) {
+        json_object *v = NULL;
+        return json_object_object_get_ex(c->target.query, key, &v) ? json_object_get_string(v) : NULL;
+}
+
+/* Tags, commits, builds and imports may not name a protected repository; a removal may not remove one,
+ * by its name or by an id whose image carries one of its tags. Replies itself when refused. */
+static int conn_check_images(Conn *c, const ProxyEndpoint *endpoint) {
+        const char *pattern = endpoint->pattern;
+        int r;
+
+        if (streq(pattern, "/images/**/tag") || streq(pattern, "/commit") || streq(pattern, "/images/create"))
+                return conn_check_image_name(c, query_string(c, "repo"), query_string(c, "tag"));
+        if (streq(pattern, "/build")) {
+                json_object *t = NULL;
+                if (!json_object_object_get_ex(c->target.query, "t", &t))
+                        return 0;
+                for (size_t i = 0; i < json_object_array_length(t); i++)
+                        if ((r = conn_check_image_name(c, json_object_get_string(json_object_array_get_idx(t, i)), NULL)) < 0)
+                                return r;
+                return 0;
+        }
+        if (streq(pattern, "/images/**") && streq(c->head.method, "DELETE")) {
+                _cleanup_(engine_freep) Engine *e = NULL;
+                _cleanup_(json_object_putp) json_object *inspect = NULL;
+                const char *name = c->target.unversioned + strlen("/images/");
+                json_object *tags = NULL;
+
+                if ((r = conn_check_image_name(c, name, NULL)) < 0)
+                        return r;
+                if (engine_open(c->proxy, &e) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                r = engine_image_inspect(e, name, &inspect);
+                if (r == -ENOENT)
+                        return 0;       /* the engine says so itself */
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked about the image"), r;
+                if (json_object_object_get_ex(inspect, "RepoTags", &tags) && json_object_is_type(tags, json_type_array))
+                        for (size_t i = 0; i < json_object_array_length(tags); i++)
+                                if ((r = conn_check_image_name(c, json_object_get_string(json_object_array_get_idx(tags, i)), NULL)) < 0)
+                                        return r;
+        }
+        return 0;
+}
+
 /* ---- one request ---- */
 
 static int conn_handle(Conn *c) {
@@ -2006,6 +2149,22 @@ static int conn_handle(Conn *c) {
                                        c->head.method, shown) < 0)
                         return conn_reply(c, 500, NULL, "out of memory");
                 return conn_reply(c, 403, "endpoint", msg);
+        }
+
+        /* builds run steps the proxy never sees (and read host files through buildah's bind mounts
+         * from stages): off unless the channel says otherwise */
+        if (streq(endpoint->pattern, "/build") && !p->build)
+                return conn_reply(c, 403, "build", "builds are off for this channel (gates.docker_proxy.build)");
+        /* POST /images/create is an import of the request body (fromSrc=-) only: a pull or an import
+         * from a URL or a path reaches the engine's network or the host's files */
+        if (streq(endpoint->pattern, "/images/create")) {
+                json_object *src = NULL;
+                if (json_object_object_get_ex(c->target.query, "fromImage", NULL))
+                        return conn_reply(c, 403, "pull", "pulls are refused through the proxy (no registry is "
+                                          "reachable for agents; build or import images instead)");
+                if (!json_object_object_get_ex(c->target.query, "fromSrc", &src) ||
+                    !streq_ptr(json_object_get_string(src), "-"))
+                        return conn_reply(c, 403, "pull", "an import reads the request body only (fromSrc=-)");
         }
 
         stream = endpoint->body == PROXY_BODY_STREAM;
@@ -2092,7 +2251,31 @@ static int conn_handle(Conn *c) {
         if (v.decision == DECISION_DENY)
                 return conn_reply(c, 403, c->rule, v.message ?: "denied by the channel's Docker API policy");
 
+        /* the body the engine gets is one the proxy wrote, of fields it knows with values it checked */
+        if (endpoint->body != PROXY_BODY_STREAM) {
+                _cleanup_(json_object_putp) json_object *rebuilt = NULL;
+                ProxyBodyRefusal refusal = {};
+                r = proxy_body_rebuild(endpoint->body, body, &rebuilt, &c->fields, &refusal);
+                if (r == -ENOMEM)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                if (r < 0) {
+                        _cleanup_free_ char *msg = NULL, *shown = text_escape_display(refusal.field, PROXY_DISPLAY_MAX);
+                        if (!shown || asprintf(&msg, "%s%s%s", shown, isempty(shown) ? "" : " ",
+                                               strna(refusal.reason)) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        free(c->fields);
+                        c->fields = TAKE_PTR(shown);
+                        return conn_reply(c, r == -EPERM ? 403 : 400, "body-schema", msg);
+                }
+                json_object_put(body);
+                body = TAKE_PTR(rebuilt);
+                c->body_changed = endpoint->body != PROXY_BODY_NONE;
+        }
+
         r = conn_check_ownership(c, body);
+        if (r < 0)
+                return 0;       /* answered */
+        r = conn_check_images(c, endpoint);
         if (r < 0)
                 return 0;       /* answered */
         {
@@ -2143,6 +2326,25 @@ static int conn_handle(Conn *c) {
                 c->reason = strdup("the engine's default network, without its containers");
                 return conn_answer_json(c, c->default_network);
         }
+        /* the engine as the channel sees it: no other channel's containers, images, labels or names */
+        if (streq(endpoint->pattern, "/info")) {
+                _cleanup_(engine_freep) Engine *e = NULL;
+                _cleanup_(json_object_putp) json_object *info = NULL, *shown = NULL;
+                if (engine_open(p, &e) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                if (engine_info(e, &info) < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked about itself");
+                r = proxy_info_redact(info, &shown);
+                if (r == -ENOMEM)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine's info is malformed");
+                c->reason = strdup("the engine's info, without other channels' objects");
+                return conn_answer_json(c, shown);
+        }
+        if (streq(endpoint->pattern, "/events") && proxy_query_scope_to_channel(c->target.query, p->channel) < 0)
+                return conn_reply(c, 400, "parse", "the filters parameter cannot be read");
+
         /* the network list without filters of the agent's: the channel's networks and the engine's
          * defaults (redacted), picked by the proxy from the engine's whole list */
         if (streq(c->head.method, "GET") && strcasecmp(c->target.unversioned, "/networks") == 0 &&
@@ -2176,6 +2378,8 @@ static int conn_handle(Conn *c) {
         /* volumes and networks made through the proxy are the channel's */
         if (streq(c->head.method, "POST") && (strcasecmp(c->target.unversioned, "/volumes/create") == 0 ||
                                               strcasecmp(c->target.unversioned, "/networks/create") == 0)) {
+                if (conn_check_create_name(c, body, strcasecmp(c->target.unversioned, "/volumes/create") == 0) < 0)
+                        return 0;       /* answered */
                 if (proxy_labels_force(body, p->channel) < 0)
                         return conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
                 forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
@@ -2368,6 +2572,7 @@ static void conn_next_request(Conn *c) {
         c->frozen_usec = 0;
         c->hold_until_engine_done = false;
         c->body_changed = false;
+        c->fields = mfree(c->fields);
         c->n_requests++;
         c->start_usec = 0;      /* set when the next request's first byte is in */
         c->deadline_usec = clock_usec(CLOCK_MONOTONIC) + PROXY_KEEPALIVE_IDLE_USEC;
@@ -2395,6 +2600,7 @@ static void conn_run(Conn *c) {
         http_request_done(&c->head);
         proxy_target_done(&c->target);
         free(c->reason);
+        free(c->fields);
         json_object_put(c->default_network);
         free(c->peer_name);
         free(c->http_verdict_path);
@@ -2547,6 +2753,26 @@ static int proxy_settings(Proxy *p) {
             (r = env_uint("LOOP_DOCKERPROXY_IDLE_SEC", PROXY_IDLE_SEC_DEFAULT, 86400, &p->idle_usec)) < 0)
                 return r;
         p->idle_usec = MAX(p->idle_usec, 1U) * 1000000ULL;
+
+        const char *build = getenv("LOOP_DOCKERPROXY_BUILD");
+        if (!isempty(build) && !streq(build, "0") && !streq(build, "1"))
+                return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_BUILD=%s is neither 0 nor 1.", build);
+        p->build = streq_ptr(build, "1");
+
+        for (const char *i = strempty(getenv("LOOP_DOCKERPROXY_PROTECTED_IMAGES")); *i;) {
+                size_t n = strcspn(i, " ");
+                if (n > 0) {
+                        _cleanup_(proxy_image_ref_done) ProxyImageRef ref = {};
+                        _cleanup_free_ char *image = strndup(i, n);
+                        if (!image)
+                                return log_oom();
+                        if (proxy_image_ref_parse(image, &ref) < 0)
+                                return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_PROTECTED_IMAGES: %s is not an image reference.", image);
+                        if (strv_consume(&p->protected_images, TAKE_PTR(image)) < 0)
+                                return log_oom();
+                }
+                i += n + (i[n] == ' ');
+        }
 
         const char *network = getenv("LOOP_DOCKERPROXY_NETWORK"), *masks = getenv("LOOP_DOCKERPROXY_MASKED_PATHS");
         if (!isempty(network) && !streq(network, "none") && !streq(network, "engine"))

@@ -125,6 +125,14 @@ report(status == 400, f'a start with a HostConfig body is refused ({status})')
 status, _ = send_raw(post('/v1.23/containers/allowed-canary/start', '{"Binds":["/:/host"],"Privileged":true}'))
 report(status == 403, f'a start under API 1.23 is refused ({status})')
 
+# ---- builds and imports (class 6): builds are off unless gates.docker_proxy.build, no pulls, imports of the body only
+status, out = send_raw(b'POST /v1.41/build?t=bypass-build HTTP/1.1\r\nHost: d\r\nContent-Type: application/x-tar\r\nContent-Length: 0\r\n\r\n')
+report(status == 403 and b'builds are off' in out, f'a build is refused while builds are off ({status})', repr(out[-200:]))
+for query in ['fromImage=busybox&tag=latest', 'fromSrc=http%3A%2F%2F127.0.0.1%3A9%2Fx.tar&repo=bypass-import',
+              'fromSrc=%2Fetc%2Fshadow&repo=bypass-import', 'fromImage=registry-1.docker.io%2Flibrary%2Fbusybox']:
+    status, out = send_raw(('POST /v1.41/images/create?%s HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n\r\n' % query).encode())
+    report(status == 403, f'POST /images/create?{query} is refused ({status})', repr(out[-200:]))
+
 # ---- JSON tricks ----
 refused('Privileged spelt with a unicode escape', create('bypass-u1', '{"\\u0050rivileged":true}'))
 refused('Privileged given twice, differing in case', create('bypass-dup1', '{"Privileged":false,"privileged":true}'))

@@ -47,9 +47,10 @@ PROXY_PID=
 start_proxy() {         # SOCKET ENGINE_SOCKET LOG [CONTAINERS_MAX [IDLE_SEC]]
         LOOP_DOCKERPROXY_ENGINE_SOCKET=$2 LOOP_DOCKERPROXY_WORK_DIR=$WORK LOOP_DOCKERPROXY_POLICY=$T/policy.json \
         LOOP_DOCKERPROXY_CONTAINERS_MAX=${4:-6} LOOP_LOG_TARGET=console LOOP_DOCKERPROXY_IDLE_SEC=${5:-3600} LOOP_RUNTIME_DIR=$T/run \
-        LOOP_DOCKERPROXY_NETWORK=none LOOP_DOCKERPROXY_MASKED_PATHS=/proc/version:/proc/kcore \
+        LOOP_DOCKERPROXY_NETWORK=none LOOP_DOCKERPROXY_MASKED_PATHS=/proc/version:/proc/kcore LOOP_DOCKERPROXY_BUILD=${PROXY_BUILD:-1} \
+        LOOP_DOCKERPROXY_PROTECTED_IMAGES="operator-agent:latest operator-chrome:latest" \
                 unshare --net systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR \
-                -E LOOP_DOCKERPROXY_NETWORK -E LOOP_DOCKERPROXY_MASKED_PATHS \
+                -E LOOP_DOCKERPROXY_NETWORK -E LOOP_DOCKERPROXY_MASKED_PATHS -E LOOP_DOCKERPROXY_BUILD -E LOOP_DOCKERPROXY_PROTECTED_IMAGES \
                 -E LOOP_DOCKERPROXY_POLICY -E LOOP_DOCKERPROXY_CONTAINERS_MAX -E LOOP_LOG_TARGET -E LOOP_DOCKERPROXY_IDLE_SEC -E LOOP_RUNTIME_DIR \
                 -l "$1" "$PROXY" "$CHANNEL" >>"$3" 2>&1 &
         PROXY_PID=$!
@@ -227,7 +228,8 @@ for kind in podman docker; do
         like "$inspect" "\"loop-channel\": ?\"$CHANNEL\"" "$kind: the container carries loop-channel=$CHANNEL"
         like "$inspect" "\"loop-type\": ?\"nested\"" "$kind: the container carries loop-type=nested"
         like "$inspect" "no-new-privileges" "$kind: the container has no-new-privileges"
-        like "$inspect" "\"CapDrop\": ?\[[^]]*MKNOD" "$kind: the container has MKNOD dropped"
+        like "$inspect" "\"CapDrop\": ?\[ *\"ALL\" *\]|\"CapDrop\": ?\[[^]]*\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\",[^]]*\"SETUID\"" \
+                "$kind: the container has every capability dropped (CapDrop ALL; Podman lists them)"
         if [ $kind = docker ]; then
                 like "$inspect" "seccomp=.*kernel keyrings" "$kind: the container has the channel's seccomp profile"
         else
@@ -281,27 +283,49 @@ for kind in podman docker; do
                 http://d/v1.41/volumes/create >/dev/null
         engine_api "$sock" -X POST -H 'Content-Type: application/json' -d "{\"Name\":\"foreignnet-$kind\"}" \
                 http://d/v1.41/networks/create >/dev/null
-        check "$kind: docker volume create makes a volume" timeout 60 "$DOCKER" volume create "ownvol-$kind"
-        like "$(engine_api "$sock" "http://d/v1.41/volumes/ownvol-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
+        check "$kind: docker volume create makes a volume" timeout 60 "$DOCKER" volume create "$CHANNEL-ownvol-$kind"
+        like "$(engine_api "$sock" "http://d/v1.41/volumes/$CHANNEL-ownvol-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
                 "$kind: the volume carries loop-channel=$CHANNEL"
         out=$(timeout 60 "$DOCKER" volume ls --format '{{.Name}}' 2>&1)
-        like "$out" "ownvol-$kind" "$kind: docker volume ls lists the channel's volume"
+        like "$out" "$CHANNEL-ownvol-$kind" "$kind: docker volume ls lists the channel's volume"
         unlike "$out" "foreignvol-$kind" "$kind: ...and not another's"
         hidden "inspecting a volume the agent did not make" volume inspect "foreignvol-$kind"
         hidden "removing a volume the agent did not make" volume rm "foreignvol-$kind"
-        hidden "-v with a volume the agent did not make" \
+        # class 7: names are the channel's by their prefix, decided on the name alone
+        refused "-v with a volume the agent did not make" "names of channel $CHANNEL's volumes begin with" "names" \
                 run --rm -v "foreignvol-$kind:/x" "$IMAGE" true
-        hidden "--mount of a volume the agent did not make" \
+        refused "--mount of a volume the agent did not make" "names of channel $CHANNEL's volumes begin with" "names" \
                 run --rm --mount "type=volume,src=foreignvol-$kind,dst=/x" "$IMAGE" true
-        out=$(timeout 60 "$DOCKER" run --rm -v "autovol-$kind:/x" "$IMAGE" sh -c 'echo kept > /x/f; cat /x/f' 2>&1)
+        refused "a volume named outside the channel's names" "names of channel $CHANNEL's volumes begin with" "names" \
+                volume create "othervol-$kind"
+        refused "a network named outside the channel's names" "names of channel $CHANNEL's networks begin with" "names" \
+                network create "othernet-$kind"
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{}' http://d/v1.41/volumes/create)
+        like "$out" "\"Name\": ?\"$CHANNEL-[0-9a-f]{32}\"" "$kind: a volume created without a name gets one of the channel's"
+        engine_api "$sock" -X DELETE "http://d/v1.41/volumes/$(printf '%s' "$out" | grep -o "$CHANNEL-[0-9a-f]\{32\}" | head -n 1)" >/dev/null
+        # /events and /info show nothing of other channels (the private Podman keeps no event history to
+        # read back: checked on Docker)
+        if [ $kind = docker ]; then
+                until_ts=$(date +%s)
+                out=$(curl -sS --max-time 20 --unix-socket "$PSOCK" "http://d/v1.41/events?since=0&until=$until_ts")
+                unlike "$out" "foreign-$kind" "$kind: /events shows nothing of a container the agent did not make"
+                like "$(curl -sS --max-time 20 --unix-socket "$sock" "http://d/v1.41/events?since=0&until=$until_ts")" "foreign-$kind" \
+                        "$kind: (straight on the engine, /events shows it)"
+                like "$out" "own-$kind" "$kind: ...and shows the agent's own containers"
+        fi
+        out=$(curl -sS --unix-socket "$PSOCK" http://d/v1.41/info)
+        like "$out" '"ServerVersion"' "$kind: /info answers with the engine's version"
+        unlike "$out" '"Containers"|"Images"|"Name"|"Labels"' "$kind: ...without counts, names or labels of the engine's objects"
+        refused "docker system df" "not an endpoint the proxy serves" "endpoint" system df
+        out=$(timeout 60 "$DOCKER" run --rm -v "$CHANNEL-autovol-$kind:/x" "$IMAGE" sh -c 'echo kept > /x/f; cat /x/f' 2>&1)
         is "$out" kept "$kind: a named volume that does not exist yet is made on docker run"
-        like "$(engine_api "$sock" "http://d/v1.41/volumes/autovol-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
+        like "$(engine_api "$sock" "http://d/v1.41/volumes/$CHANNEL-autovol-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
                 "$kind: ...with the channel's label"
-        check "$kind: docker network create makes a network" timeout 60 "$DOCKER" network create "ownnet-$kind"
-        like "$(engine_api "$sock" "http://d/v1.41/networks/ownnet-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
+        check "$kind: docker network create makes a network" timeout 60 "$DOCKER" network create "$CHANNEL-ownnet-$kind"
+        like "$(engine_api "$sock" "http://d/v1.41/networks/$CHANNEL-ownnet-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
                 "$kind: the network carries loop-channel=$CHANNEL"
         out=$(timeout 60 "$DOCKER" network ls --format '{{.Name}}' 2>&1)
-        like "$out" "ownnet-$kind" "$kind: docker network ls lists the channel's network"
+        like "$out" "$CHANNEL-ownnet-$kind" "$kind: docker network ls lists the channel's network"
         unlike "$out" "foreignnet-$kind" "$kind: ...and not another's"
         hidden "inspecting a network the agent did not make" network inspect "foreignnet-$kind"
         hidden "removing a network the agent did not make" network rm "foreignnet-$kind"
@@ -334,8 +358,8 @@ for kind in podman docker; do
         hidden "inspecting another's volume named like an endpoint (create)" \
                 volume inspect create
         engine_api "$sock" -X DELETE "http://d/v1.41/volumes/create" >/dev/null
-        check "$kind: docker volume rm removes the channel's volumes" timeout 60 "$DOCKER" volume rm "ownvol-$kind" "autovol-$kind"
-        check "$kind: docker network rm removes the channel's network" timeout 60 "$DOCKER" network rm "ownnet-$kind"
+        check "$kind: docker volume rm removes the channel's volumes" timeout 60 "$DOCKER" volume rm "$CHANNEL-ownvol-$kind" "$CHANNEL-autovol-$kind"
+        check "$kind: docker network rm removes the channel's network" timeout 60 "$DOCKER" network rm "$CHANNEL-ownnet-$kind"
         engine_api "$sock" -X DELETE "http://d/v1.41/volumes/foreignvol-$kind" >/dev/null
         engine_api "$sock" -X DELETE "http://d/v1.41/networks/foreignnet-$kind" >/dev/null
 
@@ -361,6 +385,47 @@ for kind in podman docker; do
                 '{"Mounts":[{"Type":"volume","Source":"v","Target":"/x","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/"}}}}]}'
         refused_create "emptied MaskedPaths" "masked and read-only" 'body\[[0-9]+\]' '{"MaskedPaths":[]}'
         refused_create "Privileged spelt in lower case" "privileged" 'body\[[0-9]+\]' '{"privileged":true}' 
+        # issue 17, class 3: fields the deny-list did not know; the body is rebuilt from the fields the proxy knows
+        refused_create "LogConfig with a path= option" "HostConfig.LogConfig.Config may not be set" 'body-schema' \
+                '{"LogConfig":{"Type":"k8s-file","Config":{"path":"/etc/cron.d/loop-escape"}}}'
+        refused_create "the syslog log driver" "HostConfig.LogConfig.Type is not a log driver" 'body-schema' \
+                '{"LogConfig":{"Type":"syslog","Config":{}}}'
+        refused_create "an overlay bind with upperdir" "has a bind option the proxy does not allow" 'body-schema' \
+                "{\"Binds\":[\"$WORK/data:/x:O,upperdir=/root,workdir=/tmp\"]}"
+        refused_create "PidMode by namespace path" "HostConfig.PidMode is not a namespace mode" 'body-schema' \
+                '{"PidMode":"ns:/proc/self/ns/pid"}'
+        refused_create "a later no-new-privileges=0" "is not a security option the proxy allows" 'body-schema' \
+                '{"SecurityOpt":["no-new-privileges","no-new-privileges=0"]}'
+        refused_create "Links to another container" "HostConfig.Links may not be set" 'body-schema' \
+                "{\"Links\":[\"foreign-$kind:f\"]}"
+        refused_create "a field the proxy does not know" "HostConfig.Annotations may not be set|HostConfig.NoSuchField is not a field" \
+                'body-schema' '{"NoSuchField":true}'
+        before=$(grep -c 'LOOP_STATUS=403' "$LOG")
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{"PidsLimit":-1}' \
+                -w ' %{http_code}' "http://d/v1.41/containers/long-$kind/update")
+        like "$out" "PidsLimit is not a pids limit.* 403\$" "$kind: update with PidsLimit -1 is refused"
+        recorded "update with PidsLimit -1" 'body-schema' "$before"
+        # class 8: the work dir's files are out of reach of a nested container's root (every capability
+        # dropped); on Podman binds are nosuid,nodev
+        mkdir -p "$WORK/private"
+        echo secret >"$WORK/private/.env"
+        chmod 0600 "$WORK/private/.env"
+        chown -R 65534:65534 "$WORK/private"
+        chmod 0700 "$WORK/private"
+        out=$(timeout 60 "$DOCKER" run --rm -v "$WORK/private:/w" "$IMAGE" sh -c 'cat /w/.env; touch /w/x && chmod 4755 /w/x; ls /w' 2>&1)
+        unlike "$out" "secret" "$kind: a nested container's root cannot read a private file of the work dir"
+        [ ! -e "$WORK/private/x" ]
+        ok $? "$kind: ...nor create a (setuid) file in it"
+        if [ $kind = podman ]; then
+                out=$(timeout 60 "$DOCKER" run --rm -v "$WORK/data:/data" "$IMAGE" sh -c 'grep " /data " /proc/mounts' 2>&1)
+                like "$out" "nosuid" "$kind: a bind is mounted nosuid"
+                like "$out" "nodev" "$kind: ...and nodev"
+        fi
+        # class 9: what a rule looked at is in the record
+        timeout 60 "$DOCKER" create --name "fields-$kind" -v "$WORK/data:/data" "$IMAGE" true >/dev/null 2>&1
+        like "$(record 'POST /v1\.[0-9]+/containers/create')" "LOOP_FIELDS=[^ ]*HostConfig.Binds" \
+                "$kind: a create's record lists the body fields that were checked"
+        timeout 60 "$DOCKER" rm -f "fields-$kind" >/dev/null 2>&1
         refused "--cap-add SYS_ADMIN" "capabilities beyond" 'body\[[0-9]+\]' run --rm --cap-add SYS_ADMIN "$IMAGE" true
         refused "--cap-add ALL" "capabilities beyond" 'body\[[0-9]+\]' run --rm --cap-add ALL "$IMAGE" true
         refused "--security-opt seccomp=unconfined" "disable confinement" 'body\[[0-9]+\]' \
@@ -375,6 +440,19 @@ for kind in podman docker; do
                 volume create --opt type=none --opt o=bind --opt device=/etc "bindvol-$kind"
         refused "a swarm endpoint" "swarm" 'endpoint' swarm init
         refused "retagging an image as loop's agent image" "loop's own images" 'body\[[0-9]+\]' tag "$IMAGE" loop-agent:latest
+        # class 5: image references normalised before the guard; the operator's images stay theirs
+        # the operator's agent image, an image of its own (made straight on the engine)
+        op_id=$(engine_api "$sock" -X POST "http://d/v1.41/commit?container=long-$kind&repo=operator-agent&tag=latest" |
+                grep -o '[0-9a-f]\{64\}' | head -n 1)
+        refused "tagging over the agent image by index.docker.io" "one of the operator's images" "image" \
+                tag "$IMAGE" index.docker.io/operator-agent:latest
+        refused "tagging over loop-agent by registry-1.docker.io" "one of the operator's images|loop's own images" 'image|body\[[0-9]+\]' \
+                tag "$IMAGE" registry-1.docker.io/library/loop-agent:latest
+        refused "committing over the agent image" "one of the operator's images" "image" \
+                commit "long-$kind" docker.io/library/operator-agent:latest
+        refused "removing the agent image by its id" "one of the operator's images" "image" rmi -f "${op_id:0:12}"
+        refused "removing the agent image by name" "one of the operator's images" "image" rmi -f "operator-agent:latest"
+        like "$(engine_api "$sock" "http://d/v1.41/images/$op_id/json")" '"Id"' "$kind: ...and the agent image is still there"
         refused "building into loop's agent image" "loop's own images" 'body\[[0-9]+\]' build -q -t localhost/loop-agent "$T/ctx-$kind"
 
         out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{"Privileged":true}' \
@@ -451,7 +529,7 @@ LOG=$T/proxy-dead.log
 start_proxy "$T/dead.sock" "$T/nothing.sock" "$LOG" || bail_out "the proxy did not listen"
 out=$(curl -sS --unix-socket "$T/dead.sock" -o /dev/null -w '%{http_code}' http://d/v1.41/containers/json?all=1)
 is "$out" 502 "an engine that does not answer is a 502"
-like "$(record 'containers/json')" "LOOP_STATUS=502" "the 502 is recorded"
+like "$(record 'containers/json')" "LOOP_DECISION=deny .*LOOP_STATUS=502" "the 502 is recorded as a deny"
 stop_proxy
 
 tap_done
