@@ -442,7 +442,8 @@ for kind in podman docker; do
         refused "retagging an image as loop's agent image" "loop's own images" 'body\[[0-9]+\]' tag "$IMAGE" loop-agent:latest
         # class 5: image references normalised before the guard; the operator's images stay theirs
         # the operator's agent image, an image of its own (made straight on the engine)
-        op_id=$(engine_api "$sock" -X POST "http://d/v1.41/commit?container=long-$kind&repo=operator-agent&tag=latest" |
+        op_id=$(engine_api "$sock" -X POST -H "Content-Type: application/json" -d "{}" \
+                "http://d/v1.41/commit?container=long-$kind&repo=operator-agent&tag=latest" |
                 grep -o '[0-9a-f]\{64\}' | head -n 1)
         refused "tagging over the agent image by index.docker.io" "one of the operator's images" "image" \
                 tag "$IMAGE" index.docker.io/operator-agent:latest
