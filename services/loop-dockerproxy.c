@@ -829,14 +829,6 @@ static int conn_check_ownership(Conn *c, json_object *body) {
 
 /* ---- names per channel ---- */
 
-/* Volumes and networks an agent names are the channel's by name too: "CHANNEL-..." or "CHANNEL_..."
- * (compose's project prefix), so that no channel can make one that another channel, or the operator's
- * runner, would later take for its own. Decided on the name alone, never on whether it exists. */
-static bool name_is_channels(const Proxy *p, const char *name) {
-        const char *rest = startswith(name, p->channel);
-        return rest && (rest[0] == '-' || rest[0] == '_') && rest[1];
-}
-
 static bool network_is_engine_default_name(const char *name) {
         return streq(name, "bridge") || streq(name, "default") || streq(name, "podman") || streq(name, "none");
 }
@@ -858,7 +850,7 @@ static int conn_check_create_name(Conn *c, json_object *body, bool volume) {
         uint8_t random[16];
 
         if (json_object_object_get_ex(body, "Name", &name) && !isempty(json_object_get_string(name))) {
-                if (!name_is_channels(c->proxy, json_object_get_string(name)))
+                if (!proxy_name_is_channels(c->proxy->channel, json_object_get_string(name)))
                         return conn_refuse_name(c, volume ? "volume" : "network", json_object_get_string(name));
                 return 0;
         }
@@ -888,10 +880,10 @@ static int conn_check_references(Conn *c, json_object *body) {
         if (r < 0)
                 return conn_reply(c, 400, "parse", "the create body names volumes or networks unreadably"), r;
         STRV_FOREACH(v, refs.volumes)
-                if (!name_is_channels(c->proxy, *v))
+                if (!proxy_name_is_channels(c->proxy->channel, *v))
                         return conn_refuse_name(c, "volume", *v);
         STRV_FOREACH(n, refs.networks)
-                if (!network_is_engine_default_name(*n) && !name_is_channels(c->proxy, *n))
+                if (!network_is_engine_default_name(*n) && !proxy_name_is_channels(c->proxy->channel, *n))
                         return conn_refuse_name(c, "network", *n);
         STRV_FOREACH(v, refs.volumes) {
                 _cleanup_(json_object_putp) json_object *inspect = NULL, *create = NULL, *made = NULL;

@@ -697,8 +697,8 @@ static const Schema *schema_for(ProxyBodyKind kind) {
 
 typedef struct Walk {
         char path[PROXY_BODY_FIELD_MAX];        /* the field being read */
-        FILE *fields;                           /* the fields with a value, for the journal */
-        size_t fields_size;
+        char *fields;                           /* the fields with a value, for the journal (or NULL) */
+        size_t n_fields;                        /* bytes in fields */
         ProxyBodyRefusal *refusal;
 } Walk;
 
@@ -747,8 +747,14 @@ static bool value_is_zero(json_object *v) {
 }
 
 static void note_field(Walk *w) {
-        if (w->fields && ftell(w->fields) >= 0 && (size_t) ftell(w->fields) + strlen(w->path) + 1 < PROXY_BODY_FIELDS_LOG_MAX)
-                fprintf(w->fields, "%s%s", ftell(w->fields) > 0 ? "," : "", w->path);
+        size_t n = strlen(w->path);
+
+        if (!w->fields || w->n_fields + 1 + n + 1 > PROXY_BODY_FIELDS_LOG_MAX)
+                return;
+        if (w->n_fields > 0)
+                w->fields[w->n_fields++] = ',';
+        memcpy(w->fields + w->n_fields, w->path, n + 1);
+        w->n_fields += n;
 }
 
 static int rebuild_object(Walk *w, const Schema *s, json_object *in, json_object **ret);
@@ -919,8 +925,9 @@ static int rebuild_object(Walk *w, const Schema *s, json_object *in, json_object
                 size_t old = path_push_name(w, k);
                 int r;
 
+                int first = k[0] >= 'a' && k[0] <= 'z' ? k[0] - 'a' + 'A' : k[0];
                 for (size_t i = 0; i < s->n_fields && !f; i++)
-                        if (strcasecmp(s->fields[i].name, k) == 0)
+                        if (s->fields[i].name[0] == first && strcasecmp(s->fields[i].name, k) == 0)
                                 f = &s->fields[i];
                 if (!f)
                         return refuse(w, -EPERM, "is not a field the proxy knows");
@@ -961,16 +968,14 @@ int proxy_body_rebuild(ProxyBodyKind kind, json_object *in, json_object **ret, c
         if (in && !json_object_is_type(in, json_type_object))
                 return refuse(&w, -EBADMSG, "the body is not a JSON object");
         if (ret_fields) {
-                w.fields = open_memstream(&fields, &w.fields_size);
-                if (!w.fields)
+                w.fields = fields = calloc(1, PROXY_BODY_FIELDS_LOG_MAX);
+                if (!fields)
                         return -ENOMEM;
         }
         if (in)
                 r = rebuild_object(&w, s, in, &out);
         else
                 r = (out = json_object_new_object()) ? 0 : -ENOMEM;
-        if (w.fields && fclose(w.fields) != 0 && r >= 0)
-                r = -ENOMEM;
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(out);

@@ -974,3 +974,8 @@ int proxy_info_redact(json_object *info, json_object **ret) {
         *ret = TAKE_PTR(o);
         return 0;
 }
+
+bool proxy_name_is_channels(const char *channel, const char *name) {
+        const char *rest = name && channel ? startswith(name, channel) : NULL;
+        return rest && (rest[0] == '-' || rest[0] == '_') && rest[1];
+}

@@ -120,3 +120,8 @@ int proxy_build_force(json_object *query, bool network_none, char **ret_network,
  * counts of everyone's containers and images, the host's name, labels, registries or plugins. A new
  * object in *ret; -EBADMSG when info is not an object. */
 int proxy_info_redact(json_object *info, json_object **ret);
+
+/* Volumes and networks an agent names are the channel's by name too: "CHANNEL-..." or "CHANNEL_..."
+ * (compose's project prefix), so that no channel can make one that another channel, or the operator's
+ * runner, would later take for its own. Decided on the name alone, never on whether it exists. */
+bool proxy_name_is_channels(const char *channel, const char *name);

@@ -197,7 +197,8 @@ RACE
         like "$out" "may not get a restart policy" \
                 "$eng: a container with binds may not get a restart policy (the engine would mount them unchecked)"
         like "$out" "restarted" "$eng: a restart of a container with binds runs..." || diag "$out $err"
-        like "$(grep "POST /v1\.[0-9.]*/containers/idle-$eng/restart" "$LOG")" "LOOP_FROZEN=[12] " \
+        idle_id=$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/idle-$eng/json" | grep -o '[0-9a-f]\{64\}' | head -n 1)
+        like "$(grep "POST /v1\.[0-9.]*/containers/$idle_id/restart" "$LOG")" "LOOP_FROZEN=[12] " \
                 "$eng: ...with the channel frozen"
 
         # --- a proxy that died with the channel frozen: the next one thaws it; so does --thaw ---

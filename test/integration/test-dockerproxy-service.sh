@@ -31,7 +31,8 @@ cat >"$cfg/loop.json" <<EOF
 EOF
 # The docker CLI comes in read-only; exec is left to the built-in rule, which asks a human.
 cat >"$cfg/channels.d/demo.json" <<'EOF'
-{ "mounts": [ "/opt/loop-test-docker:/opt/docker:ro" ], "gates": { "approval_timeout_sec": 120 } }
+{ "mounts": [ "/opt/loop-test-docker:/opt/docker:ro" ],
+  "gates": { "approval_timeout_sec": 120, "docker_proxy": { "build": true } } }
 EOF
 chmod 0644 "$cfg/loop.json" "$cfg/channels.d/demo.json"
 
@@ -103,7 +104,8 @@ like "$frozen" "LOOP_FROZEN_US=[0-9]+" "...and for how long (LOOP_FROZEN_US)"
 agent_bg "$D exec nested-long echo exec-approved" /tmp/exec.out
 wait_for 60 pending
 ok $? "docker exec waits for a human (loop gate list shows it)"
-like "$(in_ct loop gate list demo)" "docker.*POST .*/containers/nested-long/exec" "...as a docker request naming the endpoint"
+like "$(in_ct loop gate list demo)" "docker.*POST .*/containers/[0-9a-f]{64}/exec" \
+        "...as a docker request naming the endpoint (and the container's id the request was resolved to)"
 check "loop gate approve (exec create)" in_ct loop gate approve "$(first_id)"
 wait_for 60 pending
 ok $? "exec start asks too"

@@ -258,6 +258,12 @@ static void test_values(void) {
         ok(!proxy_capability_may_be_added("ALL"), "ALL may not be added");
         ok(proxy_network_name_is_allowed("mynet"), "an ordinary network name is allowed");
         ok(!proxy_network_name_is_allowed("Host"), "Host in any case is refused");
+        ok(proxy_name_is_channels("web", "web-data"), "web-data is channel web's name");
+        ok(proxy_name_is_channels("web", "web_default"), "web_default (compose's) is channel web's name");
+        ok(!proxy_name_is_channels("web", "webdata"), "webdata is not channel web's (no separator)");
+        ok(!proxy_name_is_channels("web", "web-"), "web- alone is not a name");
+        ok(!proxy_name_is_channels("web", "web2-data"), "web2-data is channel web2's, not web's");
+        ok(!proxy_name_is_channels("web", "data"), "data is no channel's");
 }
 
 int main(void) {
