@@ -78,6 +78,7 @@
 #include "dockerproxy-endpoint.h"
 #include "dockerproxy-image.h"
 #include "dockerproxy-nested.h"
+#include "dockerproxy-ownership.h"
 #include "dockerproxy-path.h"
 #include "dockerproxy-policy.h"
 #include "engine.h"
@@ -130,7 +131,7 @@ typedef struct Proxy {
         pthread_mutex_t create_lock;            /* count-then-create is one step per channel */
         pthread_mutex_t start_lock;             /* one frozen start at a time; pause and unpause wait for it */
         pthread_mutex_t not_found_lock;
-        char *not_found[5];                     /* the engine's 404 body for each RefKind, the probe's name in it */
+        char *not_found[_PROXY_OBJECT_KIND_MAX]; /* the engine's 404 body for each kind, the probe's id in it */
 } Proxy;
 
 typedef struct Conn {
@@ -502,16 +503,6 @@ static int conn_inspect_container(Conn *c, const char *ref, json_object **ret) {
         return 0;
 }
 
-static bool ref_is_valid(const char *s, size_t n) {
-        if (n == 0 || n > 256)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
-                      s[i] == '_' || s[i] == '.' || s[i] == '-'))
-                        return false;
-        return s[0] != '.' && s[0] != '-';
-}
-
 typedef enum RefKind { REF_NONE, REF_CONTAINER, REF_EXEC, REF_VOLUME, REF_NETWORK } RefKind;
 
 /* The container, exec, volume or network a path names: /containers/REF[/...], /exec/REF/...,
@@ -578,38 +569,23 @@ static const char *json_get_string_or_null(json_object *o) {
 
 /* ---- objects that are not the channel's answer as missing ones ---- */
 
-/* A reference that names nothing on any engine: the engine's own 404 for it is the template of every
- * "no such" answer of the proxy, for missing objects and other channels' alike, so that the two cannot
- * be told apart (no oracle for other channels' ids and names). */
-#define PROXY_PROBE_REF "0000000000000000000000000000000000000000000000000000000000000000"
-#define PROXY_NOT_FOUND_MAX (4U * 1024U)
-
-static const char *ref_kind_path(RefKind kind) {
+static ProxyObjectKind ref_object_kind(RefKind kind) {
         switch (kind) {
-        case REF_CONTAINER:
-                return "/containers/" PROXY_PROBE_REF "/json";
         case REF_EXEC:
-                return "/exec/" PROXY_PROBE_REF "/json";
+                return PROXY_OBJECT_EXEC;
         case REF_VOLUME:
-                return "/volumes/" PROXY_PROBE_REF;
+                return PROXY_OBJECT_VOLUME;
         case REF_NETWORK:
-                return "/networks/" PROXY_PROBE_REF;
+                return PROXY_OBJECT_NETWORK;
         default:
-                return NULL;
+                return PROXY_OBJECT_CONTAINER;
         }
 }
 
-/* The engine's 404 body for the probe (made once per kind), or Docker's wording when the engine gives
- * none. */
-static int engine_not_found_template(Proxy *p, RefKind kind, char **ret) {
-        static const char * const docker_words[] = {
-                [REF_CONTAINER] = "{\"message\":\"No such container: " PROXY_PROBE_REF "\"}",
-                [REF_EXEC] = "{\"message\":\"No such exec instance: " PROXY_PROBE_REF "\"}",
-                [REF_VOLUME] = "{\"message\":\"get " PROXY_PROBE_REF ": no such volume\"}",
-                [REF_NETWORK] = "{\"message\":\"network " PROXY_PROBE_REF " not found\"}",
-        };
+/* The engine's 404 body for a missing object of kind (src/dockerproxy-ownership.h), asked once. */
+static int engine_not_found_template(Proxy *p, ProxyObjectKind kind, char **ret) {
         _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *req = NULL;
+        _cleanup_free_ char *req = NULL, *t = NULL;
         char buf[PROXY_NOT_FOUND_MAX + 1];
         size_t size = 0;
         HttpResponseHead h = {};
@@ -624,11 +600,11 @@ static int engine_not_found_template(Proxy *p, RefKind kind, char **ret) {
         pthread_mutex_unlock(&p->not_found_lock);
 
         fd = engine_connect_socket(p);
-        if (fd >= 0 && asprintf(&req, "GET %s HTTP/1.0\r\nHost: docker\r\n\r\n", ref_kind_path(kind)) >= 0 &&
+        if (fd >= 0 && asprintf(&req, "GET %s HTTP/1.0\r\nHost: docker\r\n\r\n", proxy_probe_path(kind)) >= 0 &&
             send_all(fd, req, strlen(req)) >= 0) {
                 uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + PROXY_ENGINE_TIMEOUT_SEC * 1000000ULL;
-                for (;;) {
-                        ssize_t k = size < PROXY_NOT_FOUND_MAX ? recv_some(fd, buf + size, PROXY_NOT_FOUND_MAX - size, deadline) : 0;
+                while (size < PROXY_NOT_FOUND_MAX) {
+                        ssize_t k = recv_some(fd, buf + size, PROXY_NOT_FOUND_MAX - size, deadline);
                         if (k <= 0)
                                 break;
                         size += (size_t) k;
@@ -636,10 +612,9 @@ static int engine_not_found_template(Proxy *p, RefKind kind, char **ret) {
         }
         buf[size] = 0;
         r = http_response_head_parse(buf, size, PROXY_NOT_FOUND_MAX, &h);
-        const char *body = buf + h.head_size;
         bool usable = r > 0 && h.status == 404 && !h.chunked && h.has_length && h.head_size + h.length == size &&
-                strlen(body) == h.length && strstr(body, PROXY_PROBE_REF);
-        _cleanup_free_ char *t = strdup(usable ? body : docker_words[kind]);
+                strlen(buf + h.head_size) == h.length && proxy_not_found_is_template(buf + h.head_size);
+        t = strdup(usable ? buf + h.head_size : proxy_not_found_fallback(kind));
         if (!t)
                 return -ENOMEM;
         if (usable) {           /* kept for the process's life: the engine does not change under it */
@@ -655,25 +630,10 @@ static int engine_not_found_template(Proxy *p, RefKind kind, char **ret) {
 /* Answers 404 for ref as the engine answers for a missing object of kind; why is for the journal. */
 static int conn_reply_not_found(Conn *c, RefKind kind, const char *ref, const char *why) {
         _cleanup_free_ char *template = NULL, *body = NULL;
-        size_t n = 0;
 
-        if (engine_not_found_template(c->proxy, kind, &template) < 0)
+        if (engine_not_found_template(c->proxy, ref_object_kind(kind), &template) < 0 ||
+            proxy_not_found_format(template, ref, &body) < 0)
                 return conn_reply(c, 500, NULL, "out of memory");
-        /* ref is of ref_is_valid()'s bytes: nothing to escape in JSON */
-        for (const char *t = template; (t = strstr(t, PROXY_PROBE_REF)); t += strlen(PROXY_PROBE_REF))
-                n++;
-        body = malloc(strlen(template) + n * strlen(ref) + 1);
-        if (!body)
-                return conn_reply(c, 500, NULL, "out of memory");
-        char *o = body;
-        for (const char *t = template, *m; ; t = m + strlen(PROXY_PROBE_REF)) {
-                m = strstr(t, PROXY_PROBE_REF);
-                if (!m) {
-                        strcpy(o, t);
-                        break;
-                }
-                o = stpcpy(mempcpy(o, t, (size_t) (m - t)), ref);
-        }
         return conn_reply_body(c, 404, "ownership", why, body);
 }
 
@@ -689,7 +649,7 @@ static int conn_check_ref(Conn *c, RefKind kind, const char *ref, char **ret_id)
         json_object *v;
         int r;
 
-        if (!ref_is_valid(ref, strlen(ref)))
+        if (!proxy_ref_is_valid(ref))
                 return conn_reply(c, 400, "parse", "not a valid name or id"), -EINVAL;
         r = engine_open(c->proxy, &e);
         if (r < 0)
@@ -716,9 +676,8 @@ static int conn_check_ref(Conn *c, RefKind kind, const char *ref, char **ret_id)
                         return conn_reply_not_found(c, kind, ref, kind == REF_VOLUME ?
                                                     "the volume is not one of the channel's own (answered as missing)" :
                                                     "the network is not one of the channel's own (answered as missing)"), -EPERM;
-                if (json_object_object_get_ex(inspect, kind == REF_VOLUME ? "Name" : "Id", &v))
-                        id = json_get_string_or_null(v);
-                if (!id || !ref_is_valid(id, strlen(id)))
+                id = proxy_inspect_id(ref_object_kind(kind), inspect);
+                if (!id)
                         return conn_reply(c, 502, "engine", "the engine did not say which object it is"), -EBADMSG;
                 if (ret_id && !(*ret_id = strdup(id)))
                         return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
@@ -731,10 +690,8 @@ static int conn_check_ref(Conn *c, RefKind kind, const char *ref, char **ret_id)
                         return conn_reply_not_found(c, REF_EXEC, ref, "no such exec instance"), r;
                 if (r < 0)
                         return conn_reply(c, 502, "engine", "the engine cannot be asked about the exec instance"), r;
-                if (json_object_object_get_ex(exec, "ID", &v))
-                        exec_id = json_get_string_or_null(v);
-                if (!json_object_object_get_ex(exec, "ContainerID", &v) || !(ref = json_get_string_or_null(v)) ||
-                    !exec_id || !ref_is_valid(exec_id, strlen(exec_id)))
+                exec_id = proxy_inspect_id(PROXY_OBJECT_EXEC, exec);
+                if (!json_object_object_get_ex(exec, "ContainerID", &v) || !(ref = json_get_string_or_null(v)) || !exec_id)
                         return conn_reply(c, 502, "engine", "the engine did not say whose exec instance this is"), -EBADMSG;
         }
         r = engine_container_inspect(e, ref, &inspect);
@@ -751,31 +708,11 @@ static int conn_check_ref(Conn *c, RefKind kind, const char *ref, char **ret_id)
                 return conn_reply_not_found(c, REF_CONTAINER, ref, "the container is not one of the channel's own "
                                             "(answered as missing)"), -EPERM;
         }
-        if (kind == REF_CONTAINER && json_object_object_get_ex(inspect, "Id", &v))
-                id = json_get_string_or_null(v);
-        if (kind == REF_EXEC)
-                id = exec_id;
-        if (!id || !ref_is_valid(id, strlen(id)))
+        id = kind == REF_EXEC ? exec_id : proxy_inspect_id(PROXY_OBJECT_CONTAINER, inspect);
+        if (!id)
                 return conn_reply(c, 502, "engine", "the engine did not say which container it is"), -EBADMSG;
         if (ret_id && !(*ret_id = strdup(id)))
                 return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
-        return 0;
-}
-
-/* The request's path with the reference segment that follows prefix replaced by id. */
-static int target_replace_ref(ProxyTarget *t, const char *prefix, const char *ref, const char *id) {
-        const char *rest = startswith(t->unversioned, prefix);
-        _cleanup_free_ char *unversioned = NULL, *path = NULL;
-
-        if (!rest || strncmp(rest, ref, strlen(ref)) != 0 || (rest[strlen(ref)] != 0 && rest[strlen(ref)] != '/'))
-                return -EINVAL;
-        if (asprintf(&unversioned, "%s%s%s", prefix, id, rest + strlen(ref)) < 0 ||
-            asprintf(&path, "%s%s%s", t->version ? "/" : "", strempty(t->version), unversioned) < 0)
-                return -ENOMEM;
-        free(t->unversioned);
-        free(t->path);
-        t->unversioned = TAKE_PTR(unversioned);
-        t->path = TAKE_PTR(path);
         return 0;
 }
 
@@ -794,7 +731,7 @@ static int conn_check_ownership(Conn *c, json_object *body) {
                         static const char * const prefixes[] = {
                                 [REF_CONTAINER] = "/containers/", [REF_EXEC] = "/exec/", [REF_NETWORK] = "/networks/",
                         };
-                        r = target_replace_ref(&c->target, prefixes[kind], ref, id);
+                        r = proxy_target_replace_ref(&c->target, prefixes[kind], ref, id);
                         if (r < 0)
                                 return conn_reply(c, 500, NULL, "out of memory"), r;
                 }
@@ -887,7 +824,7 @@ static int conn_check_references(Conn *c, json_object *body) {
                         return conn_refuse_name(c, "network", *n);
         STRV_FOREACH(v, refs.volumes) {
                 _cleanup_(json_object_putp) json_object *inspect = NULL, *create = NULL, *made = NULL;
-                if (!ref_is_valid(*v, strlen(*v)))
+                if (!proxy_ref_is_valid(*v))
                         return conn_reply(c, 400, "parse", "not a valid volume name"), -EINVAL;
                 if (!e) {
                         if (engine_open(c->proxy, &e) < 0)

@@ -293,3 +293,20 @@ char *proxy_target_format(const ProxyTarget *t) {
         *p = 0;
         return buf;
 }
+
+int proxy_target_replace_ref(ProxyTarget *t, const char *prefix, const char *ref, const char *id) {
+        const char *rest = startswith(t->unversioned, prefix);
+        _cleanup_free_ char *unversioned = NULL, *path = NULL;
+        size_t n = strlen(ref);
+
+        if (!rest || strncmp(rest, ref, n) != 0 || (rest[n] != 0 && rest[n] != '/') || isempty(id) || strchr(id, '/'))
+                return -EINVAL;
+        if (asprintf(&unversioned, "%s%s%s", prefix, id, rest + n) < 0 ||
+            asprintf(&path, "%s%s%s", t->version ? "/" : "", strempty(t->version), unversioned) < 0)
+                return -ENOMEM;
+        free(t->unversioned);
+        free(t->path);
+        t->unversioned = TAKE_PTR(unversioned);
+        t->path = TAKE_PTR(path);
+        return 0;
+}

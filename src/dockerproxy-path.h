@@ -43,3 +43,8 @@ int proxy_target_parse(const char *path, const char *query, ProxyTarget *ret);
 /* The target to forward: t->path and t->query percent-encoded where needed ("/v1.41/x?a=b%20c").
  * Allocated; NULL on ENOMEM. */
 char *proxy_target_format(const ProxyTarget *t);
+
+/* The reference segment after prefix ("/containers/") of the target replaced by id (both the
+ * unversioned path and the one forwarded): a request resolved once goes on naming the id. -EINVAL when
+ * the path does not have ref there or id is empty or has a '/', -ENOMEM. */
+int proxy_target_replace_ref(ProxyTarget *t, const char *prefix, const char *ref, const char *id);

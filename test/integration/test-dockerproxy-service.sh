@@ -131,7 +131,7 @@ like "$(proxy_journal LOOP_DECISION=allow LOOP_STATUS=201)" "LOOP_PATH=/v[0-9.]+
         "an allowed create is journaled with the engine's 201"
 like "$(proxy_journal LOOP_DECISION=allow LOOP_ACTOR=root)" "LOOP_PATH=/v[0-9.]+/exec/[0-9a-f]+/start" \
         "an approved request is journaled with the human who approved it"
-like "$(proxy_journal LOOP_DECISION=deny LOOP_ACTOR=root)" "LOOP_PATH=/v[0-9.]+/containers/nested-long/exec" \
+like "$(proxy_journal LOOP_DECISION=deny LOOP_ACTOR=root)" "LOOP_PATH=/v[0-9.]+/containers/[0-9a-f]{64}/exec" \
         "a request a human denied is journaled with the human who denied it"
 unlike "$(proxy_journal)" "nested-hello|exec-approved|X-Registry-Auth" "no body or header reaches the journal"
 
