@@ -101,7 +101,8 @@ for eng in podman docker; do
 { "engine": { "socket": "$ENGINE_SOCK" }, "container_image": "$IMAGE", "container_keep_alive_sec": 0,
   "browser": { "enabled": false } }
 EOF
-        echo "{ \"work_dir\": \"$T/work\", \"mounts\": [ \"$T/docker:/opt/docker:ro\" ] }" >"$T/etc/channels.d/$CHANNEL.json"
+        # the agent runs as nobody: the machine need not have the loop user (CI has none)
+        echo "{ \"work_dir\": \"$T/work\", \"user\": \"nobody\", \"mounts\": [ \"$T/docker:/opt/docker:ro\" ] }" >"$T/etc/channels.d/$CHANNEL.json"
         chmod 0644 "$T/etc/loop.json" "$T/etc/channels.d/$CHANNEL.json"
 
         LOG=$T/proxy-$eng.log
@@ -224,7 +225,7 @@ RACE
         run "$D start race-$eng; echo rc=\$?"
         like "$out" "cannot be frozen for this start.*rc=1" "$eng: a start the channel cannot be frozen for is refused" ||
                 diag "$out $err"
-        like "$(grep "POST /v1\.[0-9.]*/containers/race-$eng/start" "$LOG" | tail -1)" \
+        like "$(grep "POST /v1\.[0-9.]*/containers/$race_id/start" "$LOG" | tail -1)" \
                 "LOOP_RULE=bind-pin .*LOOP_DECISION=deny .*LOOP_STATUS=403" "$eng: ...with 403, rule bind-pin, recorded"
         is "$(cat "$IDLE_CG/cgroup.freeze")" 0 "$eng: ...and nothing is left frozen"
         is "$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/race-$eng/json" | grep -o '"Running": *[a-z]*' | grep -o '[a-z]*$')" \
