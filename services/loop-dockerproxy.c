@@ -546,7 +546,7 @@ static RefKind other_ref(Conn *c, json_object *body, char **ret) {
         if (!streq(c->head.method, "POST"))
                 return REF_NONE;
         if (strcasecmp(path, "/commit") == 0)
-                json_object_object_get_ex(c->target.query, "container", &v);
+                v = proxy_query_get(&c->target, "container", NULL);
         else if ((rest = startswith(path, "/networks/")) && strchr(rest, '/') &&
                  (strcasecmp(strchr(rest, '/'), "/connect") == 0 || strcasecmp(strchr(rest, '/'), "/disconnect") == 0)) {
                 json_object_object_foreach(body, k, e)
@@ -740,8 +740,17 @@ static int conn_check_ownership(Conn *c, json_object *body) {
         if (kind != REF_NONE) {
                 if ((r = conn_check_ref(c, kind, other, &other_id)) < 0)
                         return r;
-                if (strcasecmp(c->target.unversioned, "/commit") == 0)
+                if (strcasecmp(c->target.unversioned, "/commit") == 0) {
+                        /* the parameter as the engine documents it, the only one */
+                        const char *spelt = NULL;
+                        if (proxy_query_get(&c->target, "container", &spelt)) {
+                                _cleanup_free_ char *key = strdup(spelt);
+                                if (!key)
+                                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                                json_object_object_del(c->target.query, key);
+                        }
                         r = json_object_object_add(c->target.query, "container", json_object_new_string(other_id));
+                }
                 else {
                         /* the body's key as the engine documents it, the only one (proxy_body_parse()
                          * refused keys that differ in case only) */
@@ -1953,9 +1962,11 @@ static int conn_check_image_name(Conn *c, const char *repo, const char *tag) {
         return conn_reply(c, 403, "image", msg), -EPERM;
 }
 
+/* A parameter ignoring case, as Podman reads it; a list (or anything but a string) is refused by the
+ * caller as an unreadable reference. */
 static const char *query_string(Conn *c, const char *key) {
-        json_object *v = NULL;
-        return json_object_object_get_ex(c->target.query, key, &v) ? json_object_get_string(v) : NULL;
+        json_object *v = proxy_query_get(&c->target, key, NULL);
+        return v ? (json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "\x01") : NULL;
 }
 
 /* Tags, commits, builds and imports may not name a protected repository; a removal may not remove one,
@@ -2087,13 +2098,22 @@ static int conn_handle(Conn *c) {
         /* POST /images/create is an import of the request body (fromSrc=-) only: a pull or an import
          * from a URL or a path reaches the engine's network or the host's files */
         if (streq(endpoint->pattern, "/images/create")) {
-                json_object *src = NULL;
-                if (json_object_object_get_ex(c->target.query, "fromImage", NULL))
+                static const char * const known[] = { "fromSrc", "repo", "tag", "message", "changes", "platform" };
+                json_object *src = proxy_query_get(&c->target, "fromSrc", NULL);
+                if (proxy_query_get(&c->target, "fromImage", NULL))
                         return conn_reply(c, 403, "pull", "pulls are refused through the proxy (no registry is "
                                           "reachable for agents; build or import images instead)");
-                if (!json_object_object_get_ex(c->target.query, "fromSrc", &src) ||
-                    !streq_ptr(json_object_get_string(src), "-"))
+                if (!src || !streq_ptr(json_object_get_string(src), "-"))
                         return conn_reply(c, 403, "pull", "an import reads the request body only (fromSrc=-)");
+                json_object_object_foreach(c->target.query, k, e) {
+                        bool found = false;
+                        (void) e;
+                        for (size_t i = 0; i < ELEMENTSOF(known); i++)
+                                found = found || streq(k, known[i]);
+                        if (!found)
+                                return conn_reply(c, 403, "pull", "an import takes the parameters fromSrc=-, repo, tag, "
+                                                  "message, changes and platform only (as the API spells them)");
+                }
         }
 
         stream = endpoint->body == PROXY_BODY_STREAM;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <stdint.h>
+#include <strings.h>
 
 #include "dockerproxy-path.h"
 
@@ -189,6 +190,13 @@ static int query_parse(const char *query, json_object *into) {
                 /* NUL is among the refused bytes, so key and value are what the engine decodes */
                 if (isempty(key))
                         return -EBADMSG;
+                /* Podman decodes parameters ignoring case (gorilla/schema): "REPO" is its "repo", so two
+                 * keys equal but for case would be one parameter of which either value may win */
+                json_object_object_foreach(into, k, e) {
+                        (void) e;
+                        if (strcasecmp(k, key) == 0 && !streq(k, key))
+                                return -EBADMSG;
+                }
                 json_object *v = json_object_new_string(value), *list = NULL;
                 if (!v)
                         return -ENOMEM;
@@ -309,4 +317,14 @@ int proxy_target_replace_ref(ProxyTarget *t, const char *prefix, const char *ref
         t->unversioned = TAKE_PTR(unversioned);
         t->path = TAKE_PTR(path);
         return 0;
+}
+
+json_object *proxy_query_get(const ProxyTarget *t, const char *key, const char **ret_key) {
+        json_object_object_foreach(t->query, k, v)
+                if (strcasecmp(k, key) == 0) {
+                        if (ret_key)
+                                *ret_key = k;
+                        return v;
+                }
+        return NULL;
 }

@@ -14,7 +14,8 @@
  * Case is kept (container names have it); rules match case-insensitively instead.
  *
  * Query: "k=v" pairs separated by '&', '+' and percent-encoding decoded; a ';' (which Go's parser once
- * took for a separator), a key given twice, a decoded control byte or a malformed escape is refused.
+ * took for a separator), a key given twice (also in another case: Podman reads parameters ignoring
+ * case), a decoded control byte or a malformed escape is refused.
  * The API's list parameters (t, changes, cachefrom) may repeat and are arrays of strings. */
 
 #include <json-c/json.h>
@@ -48,3 +49,7 @@ char *proxy_target_format(const ProxyTarget *t);
  * unversioned path and the one forwarded): a request resolved once goes on naming the id. -EINVAL when
  * the path does not have ref there or id is empty or has a '/', -ENOMEM. */
 int proxy_target_replace_ref(ProxyTarget *t, const char *prefix, const char *ref, const char *id);
+
+/* The query parameter key, ignoring case as Podman reads it (there is at most one: two keys equal but
+ * for case are refused), and the key as spelt in *ret_key (may be NULL). NULL when absent. */
+json_object *proxy_query_get(const ProxyTarget *t, const char *key, const char **ret_key);

@@ -255,6 +255,16 @@ for kind in podman docker; do
         hidden "exec into a container the agent did not make" exec "foreign-$kind" true
         hidden "stopping a container the agent did not make" stop "foreign-$kind"
         hidden "committing a container the agent did not make" commit "foreign-$kind" "stolen-$kind"
+        # Podman reads query parameters ignoring case: CONTAINER= is its container=, REPO= its repo=
+        if [ $kind = podman ]; then     # (Docker reads container= only: CONTAINER= names nothing there)
+                out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{}' -w ' %{http_code}' \
+                        "http://d/v1.41/commit?CONTAINER=foreign-$kind&repo=$CHANNEL-stolen")
+                like "$out" "no such container.* 404\$" "$kind: a commit naming another's container as CONTAINER= answers as a missing one"
+        fi
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{}' -w ' %{http_code}' \
+                "http://d/v1.41/commit?container=long-$kind&CONTAINER=foreign-$kind&repo=$CHANNEL-stolen")
+        like "$out" " 400\$" "$kind: a query with two keys equal but for case is refused"
+        unlike "$(engine_api "$sock" "http://d/v1.41/images/json")" "$CHANNEL-stolen" "$kind: ...and no image was committed"
         # no oracle: another's container answers exactly as one that does not exist, as the engine does
         a=$(curl -sS --unix-socket "$PSOCK" -w ' %{http_code}' "http://d/v1.41/containers/foreign-$kind/json")
         b=$(curl -sS --unix-socket "$PSOCK" -w ' %{http_code}' "http://d/v1.41/containers/nosuch-$kind/json")
@@ -450,6 +460,11 @@ for kind in podman docker; do
                 tag "$IMAGE" index.docker.io/operator-agent:latest
         refused "tagging over loop-agent by registry-1.docker.io" "one of the operator's images|loop's own images" 'image|body\[[0-9]+\]' \
                 tag "$IMAGE" registry-1.docker.io/library/loop-agent:latest
+        before=$(grep -c 'LOOP_STATUS=403' "$LOG")
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -w ' %{http_code}' \
+                "http://d/v1.41/images/$IMAGE/tag?REPO=index.docker.io%2Foperator-agent&tag=latest")
+        like "$out" "one of the operator's images.* 403\$" "$kind: tagging over the agent image with REPO= (Podman's spelling) is refused"
+        recorded "tagging with REPO=" "image" "$before"
         refused "committing over the agent image" "one of the operator's images" "image" \
                 commit "long-$kind" docker.io/library/operator-agent:latest
         refused "removing the agent image by its id" "one of the operator's images" "image" rmi -f "${op_id:0:12}"

@@ -56,6 +56,8 @@ static void test_paths(void) {
         is_path("/", "/", "the root stays the root");
         is_path("/v1.41", "/", "a bare version is the root");
         is_int(target_error("/v1.41x/containers/json", NULL), -EBADMSG, "a version with letters is refused (Podman reads it as one)");
+        is_int(target_error("/v1.41/commit", "container=a&CONTAINER=b"), -EBADMSG,
+               "two query keys equal but for case are refused (Podman reads parameters ignoring case)");
         is_int(target_error("/v1a/containers/json", NULL), -EBADMSG, "/v1a/ is refused (Podman's router takes v[0-9][0-9A-Za-z.-]*)");
         is_int(target_error("/v1.4-1/containers/json", NULL), -EBADMSG, "a version with a dash is refused");
         is_int(target_error("/v./containers/json", NULL), -EBADMSG, "/v./ is refused (Docker's router takes v[0-9.]+)");
