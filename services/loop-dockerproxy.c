@@ -15,8 +15,13 @@
  *      further; the target is normalised (src/dockerproxy-path.h) and only the normalised one is used;
  *   2. a JSON body (every endpoint but the streamed ones: build contexts, image tarballs, archive
  *      uploads) is read whole, at most PROXY_BODY_MAX, and parsed (src/dockerproxy-policy.h);
- *   3. the policy decides (http rules, body rules, default); a container or exec named in the path
- *      must be one of the channel's nested containers (labels loop-channel=NAME, loop-type=nested);
+ *   3. the endpoint must be in the built-in table (src/dockerproxy-endpoint.h) at API 1.24 or later,
+ *      whatever the rules say; the policy decides (http rules, body rules, default); the JSON body is
+ *      rebuilt from the fields the proxy knows, every value checked (src/dockerproxy-body.h); a
+ *      container, exec, volume or network named in the path is resolved once to its id, which the
+ *      request then names, and must be the channel's (others' answer as missing ones,
+ *      src/dockerproxy-ownership.h): one of the channel's nested containers (labels loop-channel=NAME, loop-type=nested);
+ *      image references are normalised and the operator's images kept (src/dockerproxy-image.h);
  *      lists and prunes of containers are scoped to them; a create is refused beyond the channel's
  *      count and rewritten into the channel's policy (src/dockerproxy-nested.h); "approve" asks a
  *      human through the channel's loop-gate@NAME (POST /api/gate/container-approval, with the token
@@ -28,7 +33,8 @@
  *      v2 freezer, src/cgroup-freeze.h) from the last pin check until the engine has answered, so that
  *      none of them can swap a bind source before the runtime mounts it.
  * Every request is one journal entry (dockerproxy-request: method, path, rule, decision, status,
- * latency, what a start froze), never with the query, a header or the body.
+ * latency, the caller, the body's field names, what a start froze), never with the query, a header or
+ * a body value; every error the proxy answers itself is a deny.
  *
  * "loop-dockerproxy --thaw CHANNEL" (the unit's ExecStopPost=) thaws what a proxy that died during a
  * frozen start left frozen, from the record in its runtime directory; the service does so at start.
