@@ -619,17 +619,10 @@ static const Field volume_create_fields[] = {
 };
 static const Schema volume_create_schema = SCHEMA(volume_create_fields);
 
-static const Field ipam_pool_fields[] = {
-        S("Subnet"),
-        S("IPRange"),
-        S("Gateway"),
-        Z("AuxiliaryAddresses"),
-};
-static const Schema ipam_pool_schema = SCHEMA(ipam_pool_fields);
-
 static const Field ipam_fields[] = {
         S("Driver", check_ipam_driver),
-        OV("Config", ipam_pool_schema),
+        Z("Config"),            /* a subnet of the caller's: a bridge on the host that routes it (the LAN's,
+                                 * the gateway's) away from where the host sends it; the engine picks one */
         Z("Options"),
 };
 static const Schema ipam_schema = SCHEMA(ipam_fields);

@@ -158,6 +158,8 @@ static void test_classes(void) {
         is_int(rebuild(PROXY_BODY_NETWORK_CREATE, "{\"Name\":\"n\",\"Options\":{\"com.docker.network.bridge.name\":\"eth0\"}}", NULL, NULL),
                -EPERM, "bridge options naming host interfaces are refused");
         is_int(rebuild(PROXY_BODY_NETWORK_CREATE, "{\"Name\":\"host\"}", NULL, NULL), -EPERM, "a network named host is refused");
+        is_int(rebuild(PROXY_BODY_NETWORK_CREATE, "{\"Name\":\"n\",\"IPAM\":{\"Config\":[{\"Subnet\":\"10.0.0.0/8\"}]}}", NULL, NULL),
+               -EPERM, "a network with a subnet of the caller's is refused (the host would route it to the bridge)");
         is_int(rebuild(PROXY_BODY_NETWORK_CREATE, "{\"Name\":\"slirp4netns\"}", NULL, NULL), -EPERM, "a network named slirp4netns is refused");
         is_int(rebuild(PROXY_BODY_NETWORK_CREATE,
                        "{\"Name\":\"n\",\"CheckDuplicate\":true,\"Driver\":\"bridge\",\"Scope\":\"\",\"EnableIPv6\":false,\"IPAM\":{\"Driver\":\"default\",\"Options\":{},\"Config\":[]},"
