@@ -256,6 +256,8 @@ for kind in podman docker; do
         hidden "stopping a container the agent did not make" stop "foreign-$kind"
         hidden "committing a container the agent did not make" commit "foreign-$kind" "stolen-$kind"
         # Podman reads query parameters ignoring case: CONTAINER= is its container=, REPO= its repo=
+        # (dockerd's images outlive a run: one a run before made is not this run's)
+        engine_api "$sock" -X DELETE "http://d/v1.41/images/$CHANNEL-stolen?force=1" >/dev/null
         if [ $kind = podman ]; then     # (Docker reads container= only: CONTAINER= names nothing there)
                 out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{}' -w ' %{http_code}' \
                         "http://d/v1.41/commit?CONTAINER=foreign-$kind&repo=$CHANNEL-stolen")
