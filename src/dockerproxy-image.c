@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "dockerproxy-image.h"
+#include "dockerproxy-nested.h"
 #include "macro.h"
 #include "strv.h"
 
@@ -204,4 +205,16 @@ bool proxy_image_ref_is_protected(const char *ref, char * const *protected) {
                         return true;
         }
         return false;
+}
+
+bool proxy_image_ref_is_channels(const char *ref, const char *channel) {
+        _cleanup_(proxy_image_ref_done) ProxyImageRef r = {};
+        _cleanup_free_ char *first = NULL;
+        const char *shortname;
+
+        if (isempty(channel) || proxy_image_ref_parse(ref, &r) < 0)
+                return false;
+        shortname = path_short(&r);
+        first = strndup(shortname, strcspn(shortname, "/"));
+        return first && proxy_name_is_channels(channel, first);
 }

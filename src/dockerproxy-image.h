@@ -36,3 +36,9 @@ char *proxy_image_ref_format(const ProxyImageRef *r);
  * tags ignored) or begins with "loop-". A reference that does not parse is protected (refused):
  * the engine may read it some other way. */
 bool proxy_image_ref_is_protected(const char *ref, char * const *protected);
+
+/* Whether ref names a repository of the channel's own: the first component of its path ("library/"
+ * aside, on any domain) is the channel's name then "-" or "_" and more, as volumes and networks are
+ * named (proxy_name_is_channels): "CHANNEL-app", "localhost/CHANNEL_tools/x". The images a channel makes
+ * (tag, commit, build, import) are named so; no other channel can make or overwrite them. */
+bool proxy_image_ref_is_channels(const char *ref, const char *channel);

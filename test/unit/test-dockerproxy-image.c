@@ -63,8 +63,23 @@ static void test_protected(void) {
         ok(!proxy_image_ref_is_protected("proxy-built-docker:latest", NULL), "an agent's own image is not");
 }
 
+static void test_channels(void) {
+        ok(proxy_image_ref_is_channels("chan-app", "chan"), "CHANNEL-app is the channel's");
+        ok(proxy_image_ref_is_channels("docker.io/library/chan_app:v1", "chan"), "CHANNEL_app under docker.io/library is");
+        ok(proxy_image_ref_is_channels("localhost/chan-app/sub:v1", "chan"), "localhost/CHANNEL-app/sub is (the first component decides)");
+        ok(proxy_image_ref_is_channels("index.docker.io/chan-app", "chan"), "index.docker.io/CHANNEL-app is (folded)");
+        ok(!proxy_image_ref_is_channels("other-app", "chan"), "another channel's name is not");
+        ok(!proxy_image_ref_is_channels("chan", "chan"), "the bare channel name is not (a separator and more)");
+        ok(!proxy_image_ref_is_channels("chan-", "chan"), "CHANNEL- with nothing after it is not");
+        ok(!proxy_image_ref_is_channels("channel2-app", "chan"), "a name that only begins with the channel's is not");
+        ok(!proxy_image_ref_is_channels("other/chan-app", "chan"), "CHANNEL-app under another's first component is not");
+        ok(!proxy_image_ref_is_channels("Chan-app", "chan"), "a reference that does not parse is not");
+        ok(!proxy_image_ref_is_channels("chan-app", ""), "no channel: nothing is its");
+}
+
 int main(void) {
         test_normalize();
         test_protected();
+        test_channels();
         return done_testing();
 }
