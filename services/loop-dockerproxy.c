@@ -81,6 +81,7 @@
 #include "config.h"
 #include "curl-buffer.h"
 #include "dockerproxy-body.h"
+#include "dockerproxy-build.h"
 #include "dockerproxy-endpoint.h"
 #include "dockerproxy-image.h"
 #include "dockerproxy-nested.h"
@@ -1952,13 +1953,24 @@ static int conn_check_update(Conn *c, const char *ref, json_object *body) {
 /* ---- the operator's images ---- */
 
 /* Refuses (403, and returns -EPERM) when ref, or repo with tag, names a protected repository. */
-static int conn_check_image_name(Conn *c, const char *repo, const char *tag) {
+static int conn_check_image_name(Conn *c, const char *repo, const char *tag, bool made) {
         _cleanup_free_ char *ref = NULL, *msg = NULL, *shown = NULL;
 
         if (isempty(repo))
                 return 0;
         if (asprintf(&ref, "%s%s%s", repo, isempty(tag) ? "" : ":", strempty(tag)) < 0)
                 return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        /* a name a tag, commit, build or import gives is the channel's own: no channel makes or
+         * overwrites another's */
+        if (made && !proxy_image_ref_is_protected(ref, c->proxy->protected_images) &&
+            !proxy_image_ref_is_channels(ref, c->proxy->channel)) {
+                shown = text_escape_display(ref, PROXY_DISPLAY_MAX);
+                if (!shown || asprintf(&msg, "%s is not a name of channel %s's own: the images a channel makes are "
+                                       "named %s-... or %s_... (on any registry, e.g. localhost/%s-app)", shown,
+                                       c->proxy->channel, c->proxy->channel, c->proxy->channel, c->proxy->channel) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                return conn_reply(c, 403, "image", msg), -EPERM;
+        }
         if (!proxy_image_ref_is_protected(ref, c->proxy->protected_images))
                 return 0;
         shown = text_escape_display(ref, PROXY_DISPLAY_MAX);
@@ -1982,13 +1994,13 @@ static int conn_check_images(Conn *c, const ProxyEndpoint *endpoint) {
         int r;
 
         if (streq(pattern, "/images/**/tag") || streq(pattern, "/commit") || streq(pattern, "/images/create"))
-                return conn_check_image_name(c, query_string(c, "repo"), query_string(c, "tag"));
+                return conn_check_image_name(c, query_string(c, "repo"), query_string(c, "tag"), true);
         if (streq(pattern, "/build")) {
                 json_object *t = NULL;
                 if (!json_object_object_get_ex(c->target.query, "t", &t))
                         return 0;
                 for (size_t i = 0; i < json_object_array_length(t); i++)
-                        if ((r = conn_check_image_name(c, json_object_get_string(json_object_array_get_idx(t, i)), NULL)) < 0)
+                        if ((r = conn_check_image_name(c, json_object_get_string(json_object_array_get_idx(t, i)), NULL, true)) < 0)
                                 return r;
                 return 0;
         }
@@ -1998,7 +2010,7 @@ static int conn_check_images(Conn *c, const ProxyEndpoint *endpoint) {
                 const char *name = c->target.unversioned + strlen("/images/");
                 json_object *tags = NULL;
 
-                if ((r = conn_check_image_name(c, name, NULL)) < 0)
+                if ((r = conn_check_image_name(c, name, NULL, false)) < 0)
                         return r;
                 if (engine_open(c->proxy, &e) < 0)
                         return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
@@ -2009,9 +2021,72 @@ static int conn_check_images(Conn *c, const ProxyEndpoint *endpoint) {
                         return conn_reply(c, 502, "engine", "the engine cannot be asked about the image"), r;
                 if (json_object_object_get_ex(inspect, "RepoTags", &tags) && json_object_is_type(tags, json_type_array))
                         for (size_t i = 0; i < json_object_array_length(tags); i++)
-                                if ((r = conn_check_image_name(c, json_object_get_string(json_object_array_get_idx(tags, i)), NULL)) < 0)
+                                if ((r = conn_check_image_name(c, json_object_get_string(json_object_array_get_idx(tags, i)), NULL, false)) < 0)
                                         return r;
         }
+        return 0;
+}
+
+/* ---- build contexts ---- */
+
+/* A build context is read whole before the engine sees any of it (its Dockerfile decides whether the
+ * build runs), at most PROXY_BUILD_CONTEXT_MAX bytes, within this long; the connection is not kept. */
+#define PROXY_BUILD_READ_TIMEOUT_USEC (120ULL * 1000000ULL)
+
+/* Reads the request's body (Content-Length or chunked, decoded) into *ret. Replies itself on error. */
+static int conn_read_build_context(Conn *c, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *body = NULL, *buf = NULL;
+        HttpChunked chunked = { .framing_unlimited = true, .data_max = PROXY_BUILD_CONTEXT_MAX };
+        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + PROXY_BUILD_READ_TIMEOUT_USEC;
+        const char *in = c->in + c->head_size;
+        size_t n_in = c->in_size - c->head_size, n = 0;
+        bool done = false;
+
+        if (!c->head.chunked && c->content_length > PROXY_BUILD_CONTEXT_MAX)
+                return conn_reply(c, 413, "build", "the build context is larger than the proxy reads "
+                                  "(PROXY_BUILD_CONTEXT_MAX)"), -EFBIG;
+        body = malloc((c->head.chunked ? PROXY_BUILD_CONTEXT_MAX : (size_t) c->content_length) + 1);
+        buf = malloc(PROXY_IO_BUFFER);
+        if (!body || !buf)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        for (;;) {
+                if (c->head.chunked) {
+                        size_t out = 0, used = 0;
+                        /* data_max keeps what is written within the buffer */
+                        int r = http_chunked_decode(&chunked, in, n_in, body + n, &out, &used);
+                        n += out;
+                        if (r == -EFBIG)
+                                return conn_reply(c, 413, "build", "the build context is larger than the proxy reads "
+                                                  "(PROXY_BUILD_CONTEXT_MAX)"), r;
+                        if (r < 0)
+                                return conn_reply(c, 400, "parse", "malformed chunked build context"), r;
+                        done = r > 0;
+                } else {
+                        size_t k = MIN(n_in, (size_t) c->content_length - n);
+                        memcpy(body + n, in, k);
+                        n += k;
+                        done = n == c->content_length;
+                }
+                if (done)
+                        break;
+                ssize_t k = recv_some(c->fd, buf, PROXY_IO_BUFFER, deadline);
+                if (k == -ETIMEDOUT)
+                        return conn_reply(c, 408, "parse", "the build context took too long"), -ETIMEDOUT;
+                if (k <= 0) {
+                        c->rule = "parse";
+                        c->reason = strdup("the client left mid-request");
+                        return -EPIPE;
+                }
+                in = buf;
+                n_in = (size_t) k;
+        }
+        /* what followed the body in the buffer is dropped with the connection */
+        c->complete = true;
+        c->consumed = c->in_size;
+        c->keep_alive = false;
+        body[n] = 0;
+        *ret = TAKE_PTR(body);
+        *ret_size = n;
         return 0;
 }
 
@@ -2029,6 +2104,8 @@ static int conn_handle(Conn *c) {
         _cleanup_free_ char *forced = NULL;
         _cleanup_(json_object_putp) json_object *start_inspect = NULL;
         char *actor = NULL;
+        _cleanup_free_ char *context = NULL;      /* a build's context, read whole */
+        size_t context_size = 0;
         ProxyVerdict http, bv = {}, v;
         const ProxyEndpoint *endpoint;
         bool stream, sent_continue = false, frozen_start = false, pause = false;
@@ -2108,7 +2185,10 @@ static int conn_handle(Conn *c) {
                 json_object *src = proxy_query_get(&c->target, "fromSrc", NULL);
                 if (proxy_query_get(&c->target, "fromImage", NULL))
                         return conn_reply(c, 403, "pull", "pulls are refused through the proxy (no registry is "
-                                          "reachable for agents; build or import images instead)");
+                                          "reachable for agents): the operator pulls the image on the host, straight "
+                                          "on the engine (docker pull, podman pull; loop image build for the agent's "
+                                          "own), or it is built here from a local base (gates.docker_proxy.build) or "
+                                          "imported from the request body (fromSrc=-)");
                 if (!src || !streq_ptr(json_object_get_string(src), "-"))
                         return conn_reply(c, 403, "pull", "an import reads the request body only (fromSrc=-)");
                 json_object_object_foreach(c->target.query, k, e) {
@@ -2122,7 +2202,25 @@ static int conn_handle(Conn *c) {
                 }
         }
 
-        stream = endpoint->body == PROXY_BODY_STREAM;
+        /* a build's context is read whole: its Dockerfile decides (below) whether the engine gets it */
+        if (streq(endpoint->pattern, "/build")) {
+                const char *expect = http_request_header(&c->head, "Expect");
+                if (c->content_length == 0 && !c->head.chunked)
+                        return conn_reply(c, 400, "build", "a build without a build context (the request body) is refused");
+                if (c->in_size == c->head_size && c->head.version_minor == 1 && expect &&
+                    strcasecmp(expect, "100-continue") == 0) {
+                        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                        if (send_all(c->fd, cont, sizeof(cont) - 1) < 0)
+                                return -EPIPE;
+                }
+                r = conn_read_build_context(c, &context, &context_size);
+                if (r == -EPIPE)
+                        return r;
+                if (r < 0)
+                        return 0;       /* answered */
+        }
+
+        stream = endpoint->body == PROXY_BODY_STREAM && !context;
         if (stream && c->content_length == 0 && !c->head.chunked) {
                 /* nothing to stream (a pull): a request like any other */
                 c->complete = true;
@@ -2362,6 +2460,41 @@ static int conn_handle(Conn *c) {
                         return conn_reply(c, 400, "parse", "the build's networkmode cannot be read");
                 if (network && conn_check_ref(c, REF_NETWORK, network, NULL) < 0)
                         return 0;       /* answered */
+                /* the Dockerfile the engine will read, by the name it will read it by */
+                {
+                        _cleanup_free_ char *dockerfile = NULL, *why = NULL;
+                        const char *given = query_string(c, "dockerfile");
+                        r = proxy_build_dockerfile_name(given, &dockerfile);
+                        if (r == -ENOMEM)
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        if (r < 0)
+                                return conn_reply(c, 403, "build", "the dockerfile parameter is refused (a path inside "
+                                                  "the build context only)");
+                        r = proxy_build_context_check(context, context_size, dockerfile, isempty(given), p->channel, &why);
+                        if (r == -ENOMEM)
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        if (r < 0) {
+                                _cleanup_free_ char *why_shown = text_escape_display(why, PROXY_DISPLAY_MAX);
+                                c->decision = "deny";
+                                return conn_reply(c, 403, "build", why_shown ?: "the build context is refused");
+                        }
+                        if (!isempty(given)) {
+                                _cleanup_free_ char *key = NULL;
+                                json_object *o;
+                                json_object_object_foreach(c->target.query, k, e) {
+                                        (void) e;
+                                        if (strcasecmp(k, "dockerfile") == 0 && !key && !(key = strdup(k)))
+                                                return conn_reply(c, 500, NULL, "out of memory");
+                                }
+                                if (key)
+                                        json_object_object_del(c->target.query, key);
+                                if (!(o = json_object_new_string(dockerfile)) ||
+                                    json_object_object_add(c->target.query, "dockerfile", o) < 0) {
+                                        json_object_put(o);
+                                        return conn_reply(c, 500, NULL, "out of memory");
+                                }
+                        }
+                }
                 /* Podman's compat build runs RUN steps in the engine's own network namespace (the host's)
                  * whatever networkmode says; it honours a namespace given by path: the proxy's own, which
                  * PrivateNetwork= leaves with loopback alone and nothing listening */
@@ -2390,6 +2523,8 @@ static int conn_handle(Conn *c) {
                 }
         }
 
+        if (context)
+                return conn_forward(c, context, context_size, NULL, 0);
         if (stream && c->complete)
                 return conn_forward(c, "", 0, NULL, 0);
         if (stream) {

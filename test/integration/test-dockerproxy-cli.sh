@@ -179,11 +179,11 @@ for kind in podman docker; do
         printf 'FROM %s\nRUN echo built-through-proxy > /built\nRUN ls /sys/class/net | tr "\\n" " " > /nets\n' "$IMAGE" \
                 >"$T/ctx-$kind/Dockerfile"
         head -c 3000000 /dev/urandom >"$T/ctx-$kind/blob"      # a build context larger than the JSON cap
-        out=$(timeout 300 "$DOCKER" build -t "proxy-built-$kind:latest" "$T/ctx-$kind" 2>&1)
+        out=$(timeout 300 "$DOCKER" build -t "$CHANNEL-built-$kind:latest" "$T/ctx-$kind" 2>&1)
         ok $? "$kind: docker build builds from a local base through the proxy" || diag "$out"
-        out=$(timeout 60 "$DOCKER" run --rm "proxy-built-$kind:latest" cat /built 2>&1)
+        out=$(timeout 60 "$DOCKER" run --rm "$CHANNEL-built-$kind:latest" cat /built 2>&1)
         is "$out" "built-through-proxy" "$kind: the built image runs"
-        out=$(timeout 60 "$DOCKER" run --rm "proxy-built-$kind:latest" cat /nets 2>&1)
+        out=$(timeout 60 "$DOCKER" run --rm "$CHANNEL-built-$kind:latest" cat /nets 2>&1)
         is "$out" "lo " "$kind: a build's RUN step had no network but loopback (networkmode forced to none)"
         like "$(engine_api "$sock" "http://d/v1.41/networks/$([ $kind = docker ] && echo bridge || echo podman)")" '"Subnet"' \
                 "$kind: (straight on the engine, its default network is there to be joined)"
@@ -218,10 +218,39 @@ for kind in podman docker; do
                 rusagelogfile=%2Ftmp%2Fx extrahosts=h%3Ahost-gateway 'ulimits=%5B%7B%22Name%22%3A%22nproc%22%2C%22Soft%22%3A-1%2C%22Hard%22%3A-1%7D%5D'; do
                 before=$(grep -c 'LOOP_STATUS=403' "$LOG")
                 out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/x-tar' \
-                        --data-binary "@$T/ctx-$kind.tar" -w ' %{http_code}' "http://d/v1.41/build?t=p-$kind&$param")
+                        --data-binary "@$T/ctx-$kind.tar" -w ' %{http_code}' "http://d/v1.41/build?t=$CHANNEL-p-$kind&$param")
                 like "$out" "build parameter ${param%%=*} is refused.* 403\$" "$kind: POST /build with ${param%%=*} is refused"
                 recorded "POST /build with ${param%%=*}" "build" "$before"
         done
+
+        # builds on: the Dockerfile is read from the context before the engine gets it
+        mkdir -p "$T/ctx-mount-$kind"
+        printf 'FROM %s AS base\nFROM %s\nRUN --mount=type=bind,from=base,source=/,target=/h \\\n    cat /h/etc/hostname\n' \
+                "$IMAGE" "$IMAGE" >"$T/ctx-mount-$kind/Dockerfile"
+        refused "a build with RUN --mount=type=bind,from= (buildah CVE-2024-1753)" \
+                "line 3: RUN --mount with from= is refused" "build" build -q -t "$CHANNEL-mount-$kind" "$T/ctx-mount-$kind"
+        like "$(record 'LOOP_STATUS=403')" "LOOP_REASON=.*RUN --mount with from=" "$kind: ...and the record says why"
+        printf 'FROM %s\nADD http://127.0.0.1:9/x /x\n' "$IMAGE" >"$T/ctx-mount-$kind/Other.dockerfile"
+        refused "a build with a remote ADD (by -f)" "ADD http://127.0.0.1:9/x is refused" "build" \
+                build -q -f "$T/ctx-mount-$kind/Other.dockerfile" "$T/ctx-mount-$kind"
+        printf '# syntax=docker/dockerfile:1\nFROM %s\n' "$IMAGE" >"$T/ctx-mount-$kind/Dockerfile"
+        refused "a build whose Dockerfile picks a frontend (# syntax=)" "the syntax directive is refused" "build" \
+                build -q "$T/ctx-mount-$kind"
+        # a gzip-compressed context, sent as the engines take it
+        printf 'FROM %s\nRUN --mount=type=cache,from=%s,target=/c true\n' "$IMAGE" "$IMAGE" >"$T/ctx-mount-$kind/Dockerfile"
+        tar -C "$T/ctx-mount-$kind" -czf "$T/ctx-mount-$kind.tgz" Dockerfile
+        before=$(grep -c 'LOOP_STATUS=403' "$LOG")
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/x-tar' \
+                --data-binary "@$T/ctx-mount-$kind.tgz" -w ' %{http_code}' "http://d/v1.41/build?t=$CHANNEL-gz-$kind")
+        like "$out" "RUN --mount with from= is refused.* 403\$" "$kind: a gzip-compressed context's Dockerfile is read too"
+        recorded "a gzip-compressed context with RUN --mount=type=cache,from=" "build" "$before"
+        before=$(grep -c 'LOOP_STATUS=403' "$LOG")
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/x-tar' \
+                --data-binary "@$T/ctx-$kind.tar" -w ' %{http_code}' "http://d/v1.41/build?t=$CHANNEL-esc-$kind&dockerfile=..%2F..%2Fetc%2Fpasswd")
+        like "$out" "dockerfile parameter is refused.* 403\$" "$kind: a dockerfile parameter outside the context is refused"
+        # images a channel makes are named as its own
+        refused "a build into a name not the channel's" "not a name of channel $CHANNEL's own" "image" \
+                build -q -t "otherchannel-app" "$T/ctx-$kind"
 
         # --- forced into the channel ---
         inspect=$(engine_api "$sock" "http://d/v1.41/containers/own-$kind/json")
@@ -473,6 +502,12 @@ for kind in podman docker; do
         refused "removing the agent image by name" "one of the operator's images" "image" rmi -f "operator-agent:latest"
         like "$(engine_api "$sock" "http://d/v1.41/images/$op_id/json")" '"Id"' "$kind: ...and the agent image is still there"
         refused "building into loop's agent image" "loop's own images" 'body\[[0-9]+\]' build -q -t localhost/loop-agent "$T/ctx-$kind"
+        refused "tagging into a name not the channel's" "not a name of channel $CHANNEL's own" "image" \
+                tag "$IMAGE" "otherchannel-app:latest"
+        refused "committing into a name not the channel's" "not a name of channel $CHANNEL's own" "image" \
+                commit "long-$kind" "localhost/otherchannel-app"
+        refused "a pull" "the operator pulls the image on the host" "pull" pull busybox:latest
+        check "$kind: tagging into the channel's own name works" timeout 60 "$DOCKER" tag "$IMAGE" "localhost/$CHANNEL-mine:v1"
 
         out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{"Privileged":true}' \
                 -o /dev/null -w '%{http_code}' "http://d/v1.41/containers/long-$kind/update")

@@ -86,7 +86,7 @@ agent "$D run --rm -v /:/host --entrypoint /bin/true $IMAGE; echo rc=\$?"
 like "$out" "bind mounts of host system paths" "a bind of / is refused inside the agent"
 
 # build from the local image, in the agent's /tmp
-agent "mkdir -p /tmp/ctx && printf 'FROM $IMAGE\nRUN echo built-in-agent >/built\n' >/tmp/ctx/Dockerfile && $D build -q -t built-by-agent /tmp/ctx && $D run --rm --entrypoint /bin/cat built-by-agent /built"
+agent "mkdir -p /tmp/ctx && printf 'FROM $IMAGE\nRUN echo built-in-agent >/built\n' >/tmp/ctx/Dockerfile && $D build -q -t demo-built-by-agent /tmp/ctx && $D run --rm --entrypoint /bin/cat demo-built-by-agent /built"
 like "$out" "built-in-agent" "docker build inside the agent builds an image from the local base, and it runs" || diag "$out"
 
 # exec: the built-in rule asks a human, through loop-gate@demo with the agent container's token
