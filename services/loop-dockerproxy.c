@@ -2220,8 +2220,10 @@ static int conn_handle(Conn *c) {
                         return 0;       /* answered */
         }
 
-        stream = endpoint->body == PROXY_BODY_STREAM && !context;
-        if (stream && c->content_length == 0 && !c->head.chunked) {
+        stream = endpoint->body == PROXY_BODY_STREAM;
+        if (context)
+                ;       /* read whole above */
+        else if (stream && c->content_length == 0 && !c->head.chunked) {
                 /* nothing to stream (a pull): a request like any other */
                 c->complete = true;
                 c->consumed = c->head_size;
