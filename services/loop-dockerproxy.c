@@ -14,14 +14,17 @@
  *      and parsed strictly (src/http-server.h): smuggling shapes, bad bytes and oversize heads never get
  *      further; the target is normalised (src/dockerproxy-path.h) and only the normalised one is used;
  *   2. a JSON body (every endpoint but the streamed ones: build contexts, image tarballs, archive
- *      uploads) is read whole, at most PROXY_BODY_MAX, and parsed (src/dockerproxy-policy.h);
+ *      uploads) is read whole, at most PROXY_BODY_MAX, and parsed (src/dockerproxy-policy.h); a build
+ *      context (builds on) is read whole too, at most PROXY_BUILD_CONTEXT_MAX, and its Dockerfile
+ *      checked before the engine gets any of it (src/dockerproxy-build.h);
  *   3. the endpoint must be in the built-in table (src/dockerproxy-endpoint.h) at API 1.24 or later,
  *      whatever the rules say; the policy decides (http rules, body rules, default); the JSON body is
  *      rebuilt from the fields the proxy knows, every value checked (src/dockerproxy-body.h); a
  *      container, exec, volume or network named in the path is resolved once to its id, which the
  *      request then names, and must be the channel's (others' answer as missing ones,
  *      src/dockerproxy-ownership.h): one of the channel's nested containers (labels loop-channel=NAME, loop-type=nested);
- *      image references are normalised and the operator's images kept (src/dockerproxy-image.h);
+ *      image references are normalised, the operator's images kept, and the names a channel gives
+ *      images its own (src/dockerproxy-image.h);
  *      lists and prunes of containers are scoped to them; a create is refused beyond the channel's
  *      count and rewritten into the channel's policy (src/dockerproxy-nested.h); "approve" asks a
  *      human through the channel's loop-gate@NAME (POST /api/gate/container-approval, with the token
