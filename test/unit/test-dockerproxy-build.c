@@ -3,6 +3,7 @@
 /* What a build may do, read from its context (src/dockerproxy-build.h), and the tar reader it uses. */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -228,8 +229,45 @@ static void test_tar_long_name(void) {
         is_int(found, 2, "a PAX long name and a symlink are read back");
 }
 
+/* Property: a mount option or a RUN flag the tables do not name is refused, whatever it is called
+ * (every name of one to three letters, and a few longer ones). */
+static void test_unknown_names_refused(void) {
+        static const char * const known[] = {
+                "type", "target", "dst", "destination", "id", "mode", "uid", "gid", "required", "sharing", "size",
+                "readonly", "ro", "rw", "readwrite", "env", "source", "src", "from",
+        };
+        unsigned tried = 0, refused_n = 0, run_tried = 0, run_refused = 0;
+        char name[8];
+
+        for (unsigned n = 0; n < 26 + 26 * 26 + 26 * 26 * 26; n++) {
+                unsigned v = n;
+                size_t len = n < 26 ? 1 : n < 26 + 676 ? 2 : 3;
+                v -= len == 1 ? 0 : len == 2 ? 26 : 26 + 676;
+                for (size_t i = len; i > 0; i--, v /= 26)
+                        name[i - 1] = (char) ('a' + v % 26);
+                name[len] = 0;
+                bool is_known = false;
+                for (size_t i = 0; i < ELEMENTSOF(known); i++)
+                        is_known = is_known || streq(name, known[i]);
+                _cleanup_free_ char *text = NULL, *w = NULL, *text2 = NULL, *w2 = NULL;
+                if (!is_known) {
+                        assert_se(asprintf(&text, "FROM b\nRUN --mount=type=tmpfs,target=/t,%s=1 true\n", name) > 0);
+                        tried++;
+                        refused_n += df(text, &w) == -EPERM;
+                }
+                if (!streq(name, "mount") && !streq(name, "network")) {
+                        assert_se(asprintf(&text2, "FROM b\nRUN --%s=x true\n", name) > 0);
+                        run_tried++;
+                        run_refused += df(text2, &w2) == -EPERM;
+                }
+        }
+        is_int(refused_n, tried, "every mount option outside the table is refused (%u names)", tried);
+        is_int(run_refused, run_tried, "every RUN flag outside the table is refused (%u names)", run_tried);
+}
+
 int main(void) {
         test_dockerfile();
+        test_unknown_names_refused();
         test_dockerfile_name();
         test_context();
         test_tar_long_name();
