@@ -500,6 +500,16 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *escape
                 egress_config_enabled(c->config.json) && !c->config.gates.docker_proxy.nested_network ? "none" : "engine");
         if (!isempty(masks))
                 fprintf(f, "Environment=LOOP_DOCKERPROXY_MASKED_PATHS=%s\n", masks);
+        fprintf(f, "Environment=LOOP_DOCKERPROXY_BUILD=%d\n", c->config.gates.docker_proxy.build);
+        /* the operator's images, which no agent may tag over, commit over or remove */
+        {
+                _cleanup_free_ char *agent = specifier_escape(strempty(c->config.container_image)),
+                        *chrome = specifier_escape(strempty(c->config.browser.chrome_image));
+                if (!agent || !chrome)
+                        return log_oom();
+                fprintf(f, "Environment=\"LOOP_DOCKERPROXY_PROTECTED_IMAGES=%s%s%s\"\n", agent,
+                        isempty(agent) || isempty(chrome) ? "" : " ", chrome);
+        }
         r = unit_file_finish(f, conf);
         if (r < 0)
                 return r;

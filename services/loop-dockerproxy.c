@@ -14,9 +14,17 @@
  *      and parsed strictly (src/http-server.h): smuggling shapes, bad bytes and oversize heads never get
  *      further; the target is normalised (src/dockerproxy-path.h) and only the normalised one is used;
  *   2. a JSON body (every endpoint but the streamed ones: build contexts, image tarballs, archive
- *      uploads) is read whole, at most PROXY_BODY_MAX, and parsed (src/dockerproxy-policy.h);
- *   3. the policy decides (http rules, body rules, default); a container or exec named in the path
- *      must be one of the channel's nested containers (labels loop-channel=NAME, loop-type=nested);
+ *      uploads) is read whole, at most PROXY_BODY_MAX, and parsed (src/dockerproxy-policy.h); a build
+ *      context (builds on) is read whole too, at most PROXY_BUILD_CONTEXT_MAX, and its Dockerfile
+ *      checked before the engine gets any of it (src/dockerproxy-build.h);
+ *   3. the endpoint must be in the built-in table (src/dockerproxy-endpoint.h) at API 1.24 or later,
+ *      whatever the rules say; the policy decides (http rules, body rules, default); the JSON body is
+ *      rebuilt from the fields the proxy knows, every value checked (src/dockerproxy-body.h); a
+ *      container, exec, volume or network named in the path is resolved once to its id, which the
+ *      request then names, and must be the channel's (others' answer as missing ones,
+ *      src/dockerproxy-ownership.h): one of the channel's nested containers (labels loop-channel=NAME, loop-type=nested);
+ *      image references are normalised, the operator's images kept, and the names a channel gives
+ *      images its own (src/dockerproxy-image.h);
  *      lists and prunes of containers are scoped to them; a create is refused beyond the channel's
  *      count and rewritten into the channel's policy (src/dockerproxy-nested.h); "approve" asks a
  *      human through the channel's loop-gate@NAME (POST /api/gate/container-approval, with the token
@@ -28,7 +36,8 @@
  *      v2 freezer, src/cgroup-freeze.h) from the last pin check until the engine has answered, so that
  *      none of them can swap a bind source before the runtime mounts it.
  * Every request is one journal entry (dockerproxy-request: method, path, rule, decision, status,
- * latency, what a start froze), never with the query, a header or the body.
+ * latency, the caller, the body's field names, what a start froze), never with the query, a header or
+ * a body value; every error the proxy answers itself is a deny.
  *
  * "loop-dockerproxy --thaw CHANNEL" (the unit's ExecStopPost=) thaws what a proxy that died during a
  * frozen start left frozen, from the record in its runtime directory; the service does so at start.
@@ -44,6 +53,9 @@
  *   LOOP_DOCKERPROXY_NETWORK         "none": nested containers get no network (the agent has none and
  *                                    gates.docker_proxy.nested_network is off); "engine" (default): as asked
  *   LOOP_DOCKERPROXY_MASKED_PATHS    the channel's masked /proc and /sys paths, ':'-separated
+ *   LOOP_DOCKERPROXY_BUILD           "1": POST /build is served (gates.docker_proxy.build; default 0)
+ *   LOOP_DOCKERPROXY_PROTECTED_IMAGES the operator's images (agent, Chrome), ' '-separated, beside
+ *                                    every loop-* repository: never tagged, committed or removed
  *   RUNTIME_DIRECTORY                where the seccomp profile is written for Podman (default
  *                                    $LOOP_RUNTIME_DIR/NAME/dockerproxy)
  *   LOOP_DOCKERPROXY_IDLE_SEC        how long to linger without connections (default 60)
@@ -58,6 +70,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -70,7 +83,12 @@
 #include "cgroup-freeze.h"
 #include "config.h"
 #include "curl-buffer.h"
+#include "dockerproxy-body.h"
+#include "dockerproxy-build.h"
+#include "dockerproxy-endpoint.h"
+#include "dockerproxy-image.h"
 #include "dockerproxy-nested.h"
+#include "dockerproxy-ownership.h"
 #include "dockerproxy-path.h"
 #include "dockerproxy-policy.h"
 #include "engine.h"
@@ -107,6 +125,8 @@ typedef struct Proxy {
         char *state_dir;                        /* the seccomp profile's file, for Podman */
         char **masked_paths;
         bool network_none;
+        bool build;                             /* gates.docker_proxy.build: POST /build is served */
+        char **protected_images;                /* the operator's images, beside every loop-* one */
         EngineKind engine_kind;                 /* found at start, or at the first create */
         char *seccomp_option;                   /* for engine_kind, made with it */
         ProxyPolicy *policy;
@@ -120,6 +140,8 @@ typedef struct Proxy {
         _Atomic uint64_t last_activity_usec;
         pthread_mutex_t create_lock;            /* count-then-create is one step per channel */
         pthread_mutex_t start_lock;             /* one frozen start at a time; pause and unpause wait for it */
+        pthread_mutex_t not_found_lock;
+        char *not_found[_PROXY_OBJECT_KIND_MAX]; /* the engine's 404 body for each kind, the probe's id in it */
 } Proxy;
 
 typedef struct Conn {
@@ -172,10 +194,13 @@ typedef struct Conn {
          * is read to its end even when the client left, so the process outlives the build's RUN steps
          * and that path never names a recycled pid's namespace */
         bool hold_until_engine_done;
+        bool body_changed;                      /* the parsed body is forwarded, not the one sent */
+        char *fields;                           /* the body's fields with a value, or the one refused */
 } Conn;
 
 static int proxy_seccomp_option(Proxy *p);
 static void proxy_probe_engine(Proxy *p);
+static int engine_connect_socket(Proxy *p);
 
 /* Whether the proxy's network namespace has no interface but loopback (PrivateNetwork=). Read from
  * /proc/self/net/dev: if_nameindex() asks netlink, which RestrictAddressFamilies=AF_UNIX refuses. */
@@ -216,14 +241,22 @@ static char *record_field(const char *name, const char *value) {
 }
 
 static void conn_record(Conn *c) {
-        _cleanup_free_ char *path = NULL, *reason = NULL, *f_path = NULL, *f_reason = NULL, *f_actor = NULL;
-        char f_method[PROXY_RECORD_FIELD_MAX], f_rule[PROXY_RECORD_FIELD_MAX], f_status[PROXY_RECORD_FIELD_MAX],
+        _cleanup_free_ char *path = NULL, *reason = NULL, *f_path = NULL, *f_reason = NULL, *f_actor = NULL,
+                *f_fields = NULL, *first_line = NULL;
+        char f_peer[PROXY_RECORD_FIELD_MAX], f_peer_uid[PROXY_RECORD_FIELD_MAX], f_method[PROXY_RECORD_FIELD_MAX], f_rule[PROXY_RECORD_FIELD_MAX], f_status[PROXY_RECORD_FIELD_MAX],
                 f_latency[PROXY_RECORD_FIELD_MAX], f_frozen[PROXY_RECORD_FIELD_MAX], f_frozen_us[PROXY_RECORD_FIELD_MAX];
         const char *method = c->head.method ?: "-";
         uint64_t latency = clock_usec(CLOCK_MONOTONIC) - c->start_usec;
         bool deny = !streq_ptr(c->decision, "allow");
 
-        path = text_escape_display(c->target.path ?: strempty(c->head.path), PROXY_DISPLAY_MAX);
+        /* a request that never parsed: what it began with, so that the record says what was refused */
+        if (!c->target.path && !c->head.path && c->in && c->in_size > 0) {
+                size_t n = 0;
+                while (n < c->in_size && n < PROXY_DISPLAY_MAX && c->in[n] != '\r' && c->in[n] != '\n' && c->in[n] != 0)
+                        n++;
+                first_line = strndup(c->in, n);
+        }
+        path = text_escape_display(c->target.path ?: c->head.path ?: strempty(first_line), PROXY_DISPLAY_MAX);
         reason = text_escape_display(strempty(c->reason), PROXY_DISPLAY_MAX);
         if (!path || !reason)
                 goto oom;
@@ -237,10 +270,18 @@ static void conn_record(Conn *c) {
         snprintf(f_rule, sizeof(f_rule), "LOOP_RULE=%s", strna(c->rule));
         snprintf(f_status, sizeof(f_status), "LOOP_STATUS=%d", c->status);
         snprintf(f_latency, sizeof(f_latency), "LOOP_LATENCY_NS=%" PRIu64, latency * 1000U);
-        char *extra[12] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule,
+        snprintf(f_peer, sizeof(f_peer), "LOOP_PEER_PID=%d", (int) c->peer_pid);
+        snprintf(f_peer_uid, sizeof(f_peer_uid), "LOOP_PEER_UID=%d", (int) c->peer_uid);
+        char *extra[16] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule,
                             (char *) (deny ? "LOOP_DECISION=deny" : "LOOP_DECISION=allow"), f_status, f_latency,
-                            f_actor };
-        size_t n = 8;
+                            f_actor, f_peer, f_peer_uid };
+        size_t n = 10;
+        if (!isempty(c->fields)) {
+                f_fields = record_field("LOOP_FIELDS=", c->fields);
+                if (!f_fields)
+                        goto oom;
+                extra[n++] = f_fields;
+        }
         if (c->froze) {         /* a start with pins: how many of the channel's containers it froze, how long */
                 snprintf(f_frozen, sizeof(f_frozen), "LOOP_FROZEN=%u", c->n_frozen);
                 snprintf(f_frozen_us, sizeof(f_frozen_us), "LOOP_FROZEN_US=%" PRIu64, c->frozen_usec);
@@ -392,10 +433,10 @@ static void conn_thaw(Conn *c) {
 
 /* ---- answers of the proxy itself ---- */
 
-/* {"message": "..."}: what the docker CLI prints for an error. */
-static int conn_reply(Conn *c, int status, const char *rule, const char *message) {
-        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-        _cleanup_free_ char *buf = NULL, *text = NULL;
+/* An answer of the proxy's own: status and a JSON body; reason is what the journal says. Every error
+ * status is a deny in the record, whatever was decided before (a 502 after an allow included). */
+static int conn_reply_body(Conn *c, int status, const char *rule, const char *reason, const char *body) {
+        _cleanup_free_ char *buf = NULL;
         size_t size;
         int r;
 
@@ -403,12 +444,8 @@ static int conn_reply(Conn *c, int status, const char *rule, const char *message
         c->status = status;
         if (rule)
                 c->rule = rule;
-        if (!c->decision)
+        if (status >= 400 || !c->decision)
                 c->decision = status < 400 ? "allow" : "deny";
-        if (asprintf(&text, "loop-dockerproxy: %s", message) < 0 || !o)
-                return -ENOMEM;
-        json_object_object_add(o, "message", json_object_new_string(text));
-        const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
         /* a request answered before its body was read ends its connection: the rest is not a request */
         if (!c->complete)
                 c->keep_alive = false;
@@ -416,11 +453,22 @@ static int conn_reply(Conn *c, int status, const char *rule, const char *message
         if (r < 0)
                 return r;
         if (!c->reason)
-                c->reason = strdup(message);
+                c->reason = strdup(reason);
         /* journaled before the caller hears of it, like the gate's decisions */
         conn_record(c);
         c->rule = NULL;
         return send_all(c->fd, buf, size);
+}
+
+/* {"message": "..."}: what the docker CLI prints for an error. */
+static int conn_reply(Conn *c, int status, const char *rule, const char *message) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+        _cleanup_free_ char *text = NULL;
+
+        if (asprintf(&text, "loop-dockerproxy: %s", message) < 0 || !o)
+                return -ENOMEM;
+        json_object_object_add(o, "message", json_object_new_string(text));
+        return conn_reply_body(c, status, rule, message, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 }
 
 /* An answer of the proxy's own for an allowed request (a default network, the network list). */
@@ -463,16 +511,6 @@ static int conn_inspect_container(Conn *c, const char *ref, json_object **ret) {
         if (r < 0)
                 return conn_reply(c, 502, "engine", "the engine cannot be asked about the container"), r;
         return 0;
-}
-
-static bool ref_is_valid(const char *s, size_t n) {
-        if (n == 0 || n > 256)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
-                      s[i] == '_' || s[i] == '.' || s[i] == '-'))
-                        return false;
-        return s[0] != '.' && s[0] != '-';
 }
 
 typedef enum RefKind { REF_NONE, REF_CONTAINER, REF_EXEC, REF_VOLUME, REF_NETWORK } RefKind;
@@ -518,7 +556,7 @@ static RefKind other_ref(Conn *c, json_object *body, char **ret) {
         if (!streq(c->head.method, "POST"))
                 return REF_NONE;
         if (strcasecmp(path, "/commit") == 0)
-                json_object_object_get_ex(c->target.query, "container", &v);
+                v = proxy_query_get(&c->target, "container", NULL);
         else if ((rest = startswith(path, "/networks/")) && strchr(rest, '/') &&
                  (strcasecmp(strchr(rest, '/'), "/connect") == 0 || strcasecmp(strchr(rest, '/'), "/disconnect") == 0)) {
                 json_object_object_foreach(body, k, e)
@@ -539,26 +577,98 @@ static const char *json_get_string_or_null(json_object *o) {
         return json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
 }
 
-static int conn_check_ref(Conn *c, RefKind kind, const char *ref) {
-        _cleanup_(engine_freep) Engine *e = NULL;
-        _cleanup_(json_object_putp) json_object *inspect = NULL, *exec = NULL;
-        _cleanup_free_ char *msg = NULL;
+/* ---- objects that are not the channel's answer as missing ones ---- */
+
+static ProxyObjectKind ref_object_kind(RefKind kind) {
+        switch (kind) {
+        case REF_EXEC:
+                return PROXY_OBJECT_EXEC;
+        case REF_VOLUME:
+                return PROXY_OBJECT_VOLUME;
+        case REF_NETWORK:
+                return PROXY_OBJECT_NETWORK;
+        default:
+                return PROXY_OBJECT_CONTAINER;
+        }
+}
+
+/* The engine's 404 body for a missing object of kind (src/dockerproxy-ownership.h), asked once. */
+static int engine_not_found_template(Proxy *p, ProxyObjectKind kind, char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *req = NULL, *t = NULL;
+        char buf[PROXY_NOT_FOUND_MAX + 1];
+        size_t size = 0;
+        HttpResponseHead h = {};
         int r;
 
-        if (!ref_is_valid(ref, strlen(ref)))
+        pthread_mutex_lock(&p->not_found_lock);
+        if (p->not_found[kind]) {
+                *ret = strdup(p->not_found[kind]);
+                pthread_mutex_unlock(&p->not_found_lock);
+                return *ret ? 0 : -ENOMEM;
+        }
+        pthread_mutex_unlock(&p->not_found_lock);
+
+        fd = engine_connect_socket(p);
+        if (fd >= 0 && asprintf(&req, "GET %s HTTP/1.0\r\nHost: docker\r\n\r\n", proxy_probe_path(kind)) >= 0 &&
+            send_all(fd, req, strlen(req)) >= 0) {
+                uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + PROXY_ENGINE_TIMEOUT_SEC * 1000000ULL;
+                while (size < PROXY_NOT_FOUND_MAX) {
+                        ssize_t k = recv_some(fd, buf + size, PROXY_NOT_FOUND_MAX - size, deadline);
+                        if (k <= 0)
+                                break;
+                        size += (size_t) k;
+                }
+        }
+        buf[size] = 0;
+        r = http_response_head_parse(buf, size, PROXY_NOT_FOUND_MAX, &h);
+        bool usable = r > 0 && h.status == 404 && !h.chunked && h.has_length && h.head_size + h.length == size &&
+                strlen(buf + h.head_size) == h.length && proxy_not_found_is_template(buf + h.head_size);
+        t = strdup(usable ? buf + h.head_size : proxy_not_found_fallback(kind));
+        if (!t)
+                return -ENOMEM;
+        if (usable) {           /* kept for the process's life: the engine does not change under it */
+                pthread_mutex_lock(&p->not_found_lock);
+                if (!p->not_found[kind])
+                        p->not_found[kind] = strdup(t);
+                pthread_mutex_unlock(&p->not_found_lock);
+        }
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+/* Answers 404 for ref as the engine answers for a missing object of kind; why is for the journal. */
+static int conn_reply_not_found(Conn *c, RefKind kind, const char *ref, const char *why) {
+        _cleanup_free_ char *template = NULL, *body = NULL;
+
+        if (engine_not_found_template(c->proxy, ref_object_kind(kind), &template) < 0 ||
+            proxy_not_found_format(template, ref, &body) < 0)
+                return conn_reply(c, 500, NULL, "out of memory");
+        return conn_reply_body(c, 404, "ownership", why, body);
+}
+
+/* Whether the container, exec, volume or network ref belongs to the channel, resolved once: the engine
+ * is asked about ref, the ownership checked on its answer, and the object's full id (a volume's name)
+ * returned in *ret_id for the request to name instead of ref (a name or id prefix can be moved to
+ * another container between a check and a use; an id cannot). Others' objects answer as missing ones.
+ * Replies itself (404, 502, 400) and returns < 0 when it does not. ret_id may be NULL. */
+static int conn_check_ref(Conn *c, RefKind kind, const char *ref, char **ret_id) {
+        _cleanup_(engine_freep) Engine *e = NULL;
+        _cleanup_(json_object_putp) json_object *inspect = NULL, *exec = NULL;
+        const char *id = NULL, *exec_id = NULL;
+        json_object *v;
+        int r;
+
+        if (!proxy_ref_is_valid(ref))
                 return conn_reply(c, 400, "parse", "not a valid name or id"), -EINVAL;
         r = engine_open(c->proxy, &e);
         if (r < 0)
                 return conn_reply(c, 500, "engine", "out of memory"), r;
 
         if (kind == REF_VOLUME || kind == REF_NETWORK) {
-                const char *what = kind == REF_VOLUME ? "volume" : "network";
                 r = kind == REF_VOLUME ? engine_volume_inspect(e, ref, &inspect) : engine_network_inspect(e, ref, &inspect);
-                if (r == -ENOENT) {
-                        if (asprintf(&msg, "no such %s", what) < 0)
-                                return -ENOMEM;
-                        return conn_reply(c, 404, "ownership", msg), r;
-                }
+                if (r == -ENOENT)
+                        return conn_reply_not_found(c, kind, ref, kind == REF_VOLUME ? "no such volume" : "no such network"), r;
                 if (r < 0)
                         return conn_reply(c, 502, "engine", "the engine cannot be asked about the volume or network"), r;
                 /* the engine's default networks may be looked at (Testcontainers reads the bridge's gateway),
@@ -572,54 +682,143 @@ static int conn_check_ref(Conn *c, RefKind kind, const char *ref) {
                         c->default_network = TAKE_PTR(inspect);
                         return 0;
                 }
-                if (!proxy_object_is_nested_of(inspect, c->proxy->channel)) {
-                        if (asprintf(&msg, "the %s is not one of channel %s's own (created through this proxy)",
-                                     what, c->proxy->channel) < 0)
-                                return -ENOMEM;
-                        return conn_reply(c, 403, "ownership", msg), -EPERM;
-                }
+                if (!proxy_object_is_nested_of(inspect, c->proxy->channel))
+                        return conn_reply_not_found(c, kind, ref, kind == REF_VOLUME ?
+                                                    "the volume is not one of the channel's own (answered as missing)" :
+                                                    "the network is not one of the channel's own (answered as missing)"), -EPERM;
+                id = proxy_inspect_id(ref_object_kind(kind), inspect);
+                if (!id)
+                        return conn_reply(c, 502, "engine", "the engine did not say which object it is"), -EBADMSG;
+                if (ret_id && !(*ret_id = strdup(id)))
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
                 return 0;
         }
 
         if (kind == REF_EXEC) {
-                json_object *id;
                 r = engine_exec_inspect(e, ref, &exec);
                 if (r == -ENOENT)
-                        return conn_reply(c, 404, "ownership", "no such exec instance"), r;
+                        return conn_reply_not_found(c, REF_EXEC, ref, "no such exec instance"), r;
                 if (r < 0)
                         return conn_reply(c, 502, "engine", "the engine cannot be asked about the exec instance"), r;
-                if (!json_object_object_get_ex(exec, "ContainerID", &id) || !json_object_get_string(id))
-                        return conn_reply(c, 502, "engine", "the engine did not say whose exec instance this is"), -EBADMSG;
-                ref = json_get_string_or_null(id);
-                if (!ref)
+                exec_id = proxy_inspect_id(PROXY_OBJECT_EXEC, exec);
+                if (!json_object_object_get_ex(exec, "ContainerID", &v) || !(ref = json_get_string_or_null(v)) || !exec_id)
                         return conn_reply(c, 502, "engine", "the engine did not say whose exec instance this is"), -EBADMSG;
         }
         r = engine_container_inspect(e, ref, &inspect);
+        if (r == -ENOENT && kind == REF_EXEC)
+                return conn_reply_not_found(c, REF_EXEC, exec_id, "the exec instance's container is gone"), r;
         if (r == -ENOENT)
-                return conn_reply(c, 404, "ownership", "no such container"), r;
+                return conn_reply_not_found(c, REF_CONTAINER, ref, "no such container"), r;
         if (r < 0)
                 return conn_reply(c, 502, "engine", "the engine cannot be asked about the container"), r;
         if (!proxy_container_is_nested_of(inspect, c->proxy->channel)) {
-                if (asprintf(&msg, "the container is not one of channel %s's own (created through this proxy)",
-                             c->proxy->channel) < 0)
-                        return -ENOMEM;
-                return conn_reply(c, 403, "ownership", msg), -EPERM;
+                if (kind == REF_EXEC)
+                        return conn_reply_not_found(c, REF_EXEC, exec_id, "the exec instance's container is not one of "
+                                                    "the channel's own (answered as missing)"), -EPERM;
+                return conn_reply_not_found(c, REF_CONTAINER, ref, "the container is not one of the channel's own "
+                                            "(answered as missing)"), -EPERM;
         }
+        id = kind == REF_EXEC ? exec_id : proxy_inspect_id(PROXY_OBJECT_CONTAINER, inspect);
+        if (!id)
+                return conn_reply(c, 502, "engine", "the engine did not say which container it is"), -EBADMSG;
+        if (ret_id && !(*ret_id = strdup(id)))
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
         return 0;
 }
 
-/* What the path names, and a container named in the query or body, must be the channel's. */
+/* What the path names, and a container named in the query or body, must be the channel's; the request
+ * goes on naming their ids. */
 static int conn_check_ownership(Conn *c, json_object *body) {
-        _cleanup_free_ char *ref = NULL, *other = NULL;
+        _cleanup_free_ char *ref = NULL, *other = NULL, *id = NULL, *other_id = NULL;
         RefKind kind;
         int r;
 
         kind = path_ref(c->head.method, c->target.unversioned, &ref);
-        if (kind != REF_NONE && (r = conn_check_ref(c, kind, ref)) < 0)
-                return r;
+        if (kind != REF_NONE) {
+                if ((r = conn_check_ref(c, kind, ref, &id)) < 0)
+                        return r;
+                if (id && !streq(id, ref) && kind != REF_VOLUME) {
+                        static const char * const prefixes[] = {
+                                [REF_CONTAINER] = "/containers/", [REF_EXEC] = "/exec/", [REF_NETWORK] = "/networks/",
+                        };
+                        r = proxy_target_replace_ref(&c->target, prefixes[kind], ref, id);
+                        if (r < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), r;
+                }
+        }
         kind = other_ref(c, body, &other);
-        if (kind != REF_NONE && (r = conn_check_ref(c, kind, other)) < 0)
-                return r;
+        if (kind != REF_NONE) {
+                if ((r = conn_check_ref(c, kind, other, &other_id)) < 0)
+                        return r;
+                if (strcasecmp(c->target.unversioned, "/commit") == 0) {
+                        /* the parameter as the engine documents it, the only one */
+                        const char *spelt = NULL;
+                        if (proxy_query_get(&c->target, "container", &spelt)) {
+                                _cleanup_free_ char *key = strdup(spelt);
+                                if (!key)
+                                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                                json_object_object_del(c->target.query, key);
+                        }
+                        r = json_object_object_add(c->target.query, "container", json_object_new_string(other_id));
+                }
+                else {
+                        /* the body's key as the engine documents it, the only one (proxy_body_parse()
+                         * refused keys that differ in case only) */
+                        json_object_object_foreach(body, k, e) {
+                                (void) e;
+                                if (strcasecmp(k, "Container") == 0) {
+                                        _cleanup_free_ char *key = strdup(k);
+                                        if (!key)
+                                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                                        json_object_object_del(body, key);
+                                        break;
+                                }
+                        }
+                        r = json_object_object_add(body, "Container", json_object_new_string(other_id));
+                        c->body_changed = true;
+                }
+                if (r < 0)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        }
+        return 0;
+}
+
+/* ---- names per channel ---- */
+
+static bool network_is_engine_default_name(const char *name) {
+        return streq(name, "bridge") || streq(name, "default") || streq(name, "podman") || streq(name, "none");
+}
+
+static int conn_refuse_name(Conn *c, const char *what, const char *name) {
+        _cleanup_free_ char *msg = NULL, *shown = text_escape_display(name, PROXY_DISPLAY_MAX);
+
+        if (!shown || asprintf(&msg, "the %s name %s is not the channel's: names of channel %s's %ss begin with "
+                               "\"%s-\" or \"%s_\"", what, shown, c->proxy->channel, what, c->proxy->channel,
+                               c->proxy->channel) < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        return conn_reply(c, 403, "names", msg), -EPERM;
+}
+
+/* A volume or network create names its object the channel's way; a volume without a name gets one. */
+static int conn_check_create_name(Conn *c, json_object *body, bool volume) {
+        json_object *name = NULL;
+        _cleanup_free_ char *made = NULL;
+        uint8_t random[16];
+
+        if (json_object_object_get_ex(body, "Name", &name) && !isempty(json_object_get_string(name))) {
+                if (!proxy_name_is_channels(c->proxy->channel, json_object_get_string(name)))
+                        return conn_refuse_name(c, volume ? "volume" : "network", json_object_get_string(name));
+                return 0;
+        }
+        if (!volume)
+                return 0;               /* the engine refuses a network without a name */
+        if (getrandom(random, sizeof(random), 0) != (ssize_t) sizeof(random))
+                return conn_reply(c, 500, NULL, "no random bytes for a volume's name"), -EIO;
+        if (asprintf(&made, "%s-%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x", c->proxy->channel,
+                     random[0], random[1], random[2], random[3], random[4], random[5], random[6], random[7], random[8],
+                     random[9], random[10], random[11], random[12], random[13], random[14], random[15]) < 0 ||
+            json_object_object_add(body, "Name", json_object_new_string(made)) < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
         return 0;
 }
 
@@ -636,9 +835,15 @@ static int conn_check_references(Conn *c, json_object *body) {
                 return conn_reply(c, 500, NULL, "out of memory"), r;
         if (r < 0)
                 return conn_reply(c, 400, "parse", "the create body names volumes or networks unreadably"), r;
+        STRV_FOREACH(v, refs.volumes)
+                if (!proxy_name_is_channels(c->proxy->channel, *v))
+                        return conn_refuse_name(c, "volume", *v);
+        STRV_FOREACH(n, refs.networks)
+                if (!network_is_engine_default_name(*n) && !proxy_name_is_channels(c->proxy->channel, *n))
+                        return conn_refuse_name(c, "network", *n);
         STRV_FOREACH(v, refs.volumes) {
                 _cleanup_(json_object_putp) json_object *inspect = NULL, *create = NULL, *made = NULL;
-                if (!ref_is_valid(*v, strlen(*v)))
+                if (!proxy_ref_is_valid(*v))
                         return conn_reply(c, 400, "parse", "not a valid volume name"), -EINVAL;
                 if (!e) {
                         if (engine_open(c->proxy, &e) < 0)
@@ -646,7 +851,7 @@ static int conn_check_references(Conn *c, json_object *body) {
                 }
                 r = engine_volume_inspect(e, *v, &inspect);
                 if (r != -ENOENT) {
-                        if ((r = conn_check_ref(c, REF_VOLUME, *v)) < 0)
+                        if ((r = conn_check_ref(c, REF_VOLUME, *v, NULL)) < 0)
                                 return r;
                         continue;
                 }
@@ -659,11 +864,26 @@ static int conn_check_references(Conn *c, json_object *body) {
                         return conn_reply(c, 502, "engine", "the engine cannot create the named volume"), r;
         }
         STRV_FOREACH(n, refs.networks)
-                if ((r = conn_check_ref(c, REF_NETWORK, *n)) < 0)
+                if ((r = conn_check_ref(c, REF_NETWORK, *n, NULL)) < 0)
                         return r;
-        STRV_FOREACH(n, refs.containers)
-                if ((r = conn_check_ref(c, REF_CONTAINER, *n)) < 0)
-                        return r;
+        /* namespaces of another container: the channel's own, named by id from here on */
+        json_object *hc = NULL;
+        if (json_object_object_get_ex(body, "HostConfig", &hc) && json_object_is_type(hc, json_type_object)) {
+                static const char * const modes[] = { "NetworkMode", "PidMode", "IpcMode" };
+                for (size_t i = 0; i < ELEMENTSOF(modes); i++) {
+                        _cleanup_free_ char *id = NULL, *mode = NULL;
+                        json_object *m = NULL;
+                        const char *ref;
+                        if (!json_object_object_get_ex(hc, modes[i], &m) || !json_object_is_type(m, json_type_string) ||
+                            !(ref = startswith(json_object_get_string(m), "container:")))
+                                continue;
+                        if ((r = conn_check_ref(c, REF_CONTAINER, ref, &id)) < 0)
+                                return r;
+                        if (asprintf(&mode, "container:%s", id) < 0 ||
+                            json_object_object_add(hc, modes[i], json_object_new_string(mode)) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                }
+        }
         return 0;
 }
 
@@ -1571,6 +1791,7 @@ static int conn_forward(Conn *c, const char *body, size_t body_size, const char 
                         return conn_reply(c, 408, "parse", "the request body stalled");
                 if (r < 0) {
                         c->status = 502;
+                        c->decision = "deny";
                         c->reason = strdup("the request could not be sent to the engine");
                         return r;
                 }
@@ -1724,6 +1945,146 @@ static int conn_check_update(Conn *c, const char *ref, json_object *body) {
         return 0;
 }
 
+/* ---- the operator's images ---- */
+
+/* Refuses (403, and returns -EPERM) when ref, or repo with tag, names a protected repository. */
+static int conn_check_image_name(Conn *c, const char *repo, const char *tag, bool made) {
+        _cleanup_free_ char *ref = NULL, *msg = NULL, *shown = NULL;
+
+        if (isempty(repo))
+                return 0;
+        if (asprintf(&ref, "%s%s%s", repo, isempty(tag) ? "" : ":", strempty(tag)) < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        /* a name a tag, commit, build or import gives is the channel's own: no channel makes or
+         * overwrites another's */
+        if (made && !proxy_image_ref_is_protected(ref, c->proxy->protected_images) &&
+            !proxy_image_ref_is_channels(ref, c->proxy->channel)) {
+                shown = text_escape_display(ref, PROXY_DISPLAY_MAX);
+                if (!shown || asprintf(&msg, "%s is not a name of channel %s's own: the images a channel makes are "
+                                       "named %s-... or %s_... (on any registry, e.g. localhost/%s-app)", shown,
+                                       c->proxy->channel, c->proxy->channel, c->proxy->channel, c->proxy->channel) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                return conn_reply(c, 403, "image", msg), -EPERM;
+        }
+        if (!proxy_image_ref_is_protected(ref, c->proxy->protected_images))
+                return 0;
+        shown = text_escape_display(ref, PROXY_DISPLAY_MAX);
+        if (!shown || asprintf(&msg, "%s names one of the operator's images (or is no image reference): they are "
+                               "not tagged, committed, built, imported or removed through the proxy", shown) < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        return conn_reply(c, 403, "image", msg), -EPERM;
+}
+
+/* A parameter ignoring case, as Podman reads it; a list (or anything but a string) is refused by the
+ * caller as an unreadable reference. */
+static const char *query_string(Conn *c, const char *key) {
+        json_object *v = proxy_query_get(&c->target, key, NULL);
+        return v ? (json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "\x01") : NULL;
+}
+
+/* Tags, commits, builds and imports may not name a protected repository; a removal may not remove one,
+ * by its name or by an id whose image carries one of its tags. Replies itself when refused. */
+static int conn_check_images(Conn *c, const ProxyEndpoint *endpoint) {
+        const char *pattern = endpoint->pattern;
+        int r;
+
+        if (streq(pattern, "/images/**/tag") || streq(pattern, "/commit") || streq(pattern, "/images/create"))
+                return conn_check_image_name(c, query_string(c, "repo"), query_string(c, "tag"), true);
+        if (streq(pattern, "/build")) {
+                json_object *t = NULL;
+                if (!json_object_object_get_ex(c->target.query, "t", &t))
+                        return 0;
+                for (size_t i = 0; i < json_object_array_length(t); i++)
+                        if ((r = conn_check_image_name(c, json_object_get_string(json_object_array_get_idx(t, i)), NULL, true)) < 0)
+                                return r;
+                return 0;
+        }
+        if (streq(pattern, "/images/**") && streq(c->head.method, "DELETE")) {
+                _cleanup_(engine_freep) Engine *e = NULL;
+                _cleanup_(json_object_putp) json_object *inspect = NULL;
+                const char *name = c->target.unversioned + strlen("/images/");
+                json_object *tags = NULL;
+
+                if ((r = conn_check_image_name(c, name, NULL, false)) < 0)
+                        return r;
+                if (engine_open(c->proxy, &e) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                r = engine_image_inspect(e, name, &inspect);
+                if (r == -ENOENT)
+                        return 0;       /* the engine says so itself */
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked about the image"), r;
+                if (json_object_object_get_ex(inspect, "RepoTags", &tags) && json_object_is_type(tags, json_type_array))
+                        for (size_t i = 0; i < json_object_array_length(tags); i++)
+                                if ((r = conn_check_image_name(c, json_object_get_string(json_object_array_get_idx(tags, i)), NULL, false)) < 0)
+                                        return r;
+        }
+        return 0;
+}
+
+/* ---- build contexts ---- */
+
+/* A build context is read whole before the engine sees any of it (its Dockerfile decides whether the
+ * build runs), at most PROXY_BUILD_CONTEXT_MAX bytes, within this long; the connection is not kept. */
+#define PROXY_BUILD_READ_TIMEOUT_USEC (120ULL * 1000000ULL)
+
+/* Reads the request's body (Content-Length or chunked, decoded) into *ret. Replies itself on error. */
+static int conn_read_build_context(Conn *c, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *body = NULL, *buf = NULL;
+        HttpChunked chunked = { .framing_unlimited = true, .data_max = PROXY_BUILD_CONTEXT_MAX };
+        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + PROXY_BUILD_READ_TIMEOUT_USEC;
+        const char *in = c->in + c->head_size;
+        size_t n_in = c->in_size - c->head_size, n = 0;
+        bool done = false;
+
+        if (!c->head.chunked && c->content_length > PROXY_BUILD_CONTEXT_MAX)
+                return conn_reply(c, 413, "build", "the build context is larger than the proxy reads "
+                                  "(PROXY_BUILD_CONTEXT_MAX)"), -EFBIG;
+        body = malloc((c->head.chunked ? PROXY_BUILD_CONTEXT_MAX : (size_t) c->content_length) + 1);
+        buf = malloc(PROXY_IO_BUFFER);
+        if (!body || !buf)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        for (;;) {
+                if (c->head.chunked) {
+                        size_t out = 0, used = 0;
+                        /* data_max keeps what is written within the buffer */
+                        int r = http_chunked_decode(&chunked, in, n_in, body + n, &out, &used);
+                        n += out;
+                        if (r == -EFBIG)
+                                return conn_reply(c, 413, "build", "the build context is larger than the proxy reads "
+                                                  "(PROXY_BUILD_CONTEXT_MAX)"), r;
+                        if (r < 0)
+                                return conn_reply(c, 400, "parse", "malformed chunked build context"), r;
+                        done = r > 0;
+                } else {
+                        size_t k = MIN(n_in, (size_t) c->content_length - n);
+                        memcpy(body + n, in, k);
+                        n += k;
+                        done = n == c->content_length;
+                }
+                if (done)
+                        break;
+                ssize_t k = recv_some(c->fd, buf, PROXY_IO_BUFFER, deadline);
+                if (k == -ETIMEDOUT)
+                        return conn_reply(c, 408, "parse", "the build context took too long"), -ETIMEDOUT;
+                if (k <= 0) {
+                        c->rule = "parse";
+                        c->reason = strdup("the client left mid-request");
+                        return -EPIPE;
+                }
+                in = buf;
+                n_in = (size_t) k;
+        }
+        /* what followed the body in the buffer is dropped with the connection */
+        c->complete = true;
+        c->consumed = c->in_size;
+        c->keep_alive = false;
+        body[n] = 0;
+        *ret = TAKE_PTR(body);
+        *ret_size = n;
+        return 0;
+}
+
 /* ---- one request ---- */
 
 static int conn_handle(Conn *c) {
@@ -1738,7 +2099,10 @@ static int conn_handle(Conn *c) {
         _cleanup_free_ char *forced = NULL;
         _cleanup_(json_object_putp) json_object *start_inspect = NULL;
         char *actor = NULL;
+        _cleanup_free_ char *context = NULL;      /* a build's context, read whole */
+        size_t context_size = 0;
         ProxyVerdict http, bv = {}, v;
+        const ProxyEndpoint *endpoint;
         bool stream, sent_continue = false, frozen_start = false, pause = false;
         int r, status = 0;
 
@@ -1788,8 +2152,73 @@ static int conn_handle(Conn *c) {
         if (r < 0)
                 return conn_reply(c, 400, "parse", "the request target cannot be read unambiguously");
 
-        stream = proxy_path_body_is_stream(c->head.method, c->target.unversioned);
-        if (stream && c->content_length == 0 && !c->head.chunked) {
+        /* the allow-list comes first: what it does not name is refused whatever the rules say */
+        if (!proxy_api_version_is_supported(c->target.version)) {
+                _cleanup_free_ char *msg = NULL, *shown = text_escape_display(c->target.version, PROXY_DISPLAY_MAX);
+                if (!shown || asprintf(&msg, "API version %s is not served (vMAJOR.MINOR, " PROXY_API_VERSION_MIN
+                                       " or later)", shown) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                return conn_reply(c, 403, "api-version", msg);
+        }
+        endpoint = proxy_endpoint_lookup(c->head.method, c->target.unversioned);
+        if (!endpoint) {
+                _cleanup_free_ char *msg = NULL, *shown = text_escape_display(c->target.unversioned, PROXY_DISPLAY_MAX);
+                if (!shown || asprintf(&msg, "%s %s is not an endpoint the proxy serves (not in its allow-list)",
+                                       c->head.method, shown) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                return conn_reply(c, 403, "endpoint", msg);
+        }
+
+        /* builds run steps the proxy never sees (and read host files through buildah's bind mounts
+         * from stages): off unless the channel says otherwise */
+        if (streq(endpoint->pattern, "/build") && !p->build)
+                return conn_reply(c, 403, "build", "builds are off for this channel (gates.docker_proxy.build)");
+        /* POST /images/create is an import of the request body (fromSrc=-) only: a pull or an import
+         * from a URL or a path reaches the engine's network or the host's files */
+        if (streq(endpoint->pattern, "/images/create")) {
+                static const char * const known[] = { "fromSrc", "repo", "tag", "message", "changes", "platform" };
+                json_object *src = proxy_query_get(&c->target, "fromSrc", NULL);
+                if (proxy_query_get(&c->target, "fromImage", NULL))
+                        return conn_reply(c, 403, "pull", "pulls are refused through the proxy (no registry is "
+                                          "reachable for agents): the operator pulls the image on the host, straight "
+                                          "on the engine (docker pull, podman pull; loop image build for the agent's "
+                                          "own), or it is built here from a local base (gates.docker_proxy.build) or "
+                                          "imported from the request body (fromSrc=-)");
+                if (!src || !streq_ptr(json_object_get_string(src), "-"))
+                        return conn_reply(c, 403, "pull", "an import reads the request body only (fromSrc=-)");
+                json_object_object_foreach(c->target.query, k, e) {
+                        bool found = false;
+                        (void) e;
+                        for (size_t i = 0; i < ELEMENTSOF(known); i++)
+                                found = found || streq(k, known[i]);
+                        if (!found)
+                                return conn_reply(c, 403, "pull", "an import takes the parameters fromSrc=-, repo, tag, "
+                                                  "message, changes and platform only (as the API spells them)");
+                }
+        }
+
+        /* a build's context is read whole: its Dockerfile decides (below) whether the engine gets it */
+        if (streq(endpoint->pattern, "/build")) {
+                const char *expect = http_request_header(&c->head, "Expect");
+                if (c->content_length == 0 && !c->head.chunked)
+                        return conn_reply(c, 400, "build", "a build without a build context (the request body) is refused");
+                if (c->in_size == c->head_size && c->head.version_minor == 1 && expect &&
+                    strcasecmp(expect, "100-continue") == 0) {
+                        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                        if (send_all(c->fd, cont, sizeof(cont) - 1) < 0)
+                                return -EPIPE;
+                }
+                r = conn_read_build_context(c, &context, &context_size);
+                if (r == -EPIPE)
+                        return r;
+                if (r < 0)
+                        return 0;       /* answered */
+        }
+
+        stream = endpoint->body == PROXY_BODY_STREAM;
+        if (context)
+                ;       /* read whole above */
+        else if (stream && c->content_length == 0 && !c->head.chunked) {
                 /* nothing to stream (a pull): a request like any other */
                 c->complete = true;
                 c->consumed = c->head_size;
@@ -1849,6 +2278,11 @@ static int conn_handle(Conn *c) {
                                           "(invalid, too deep, or keys that differ only in case)");
         }
 
+        /* an endpoint that takes no body gets none: a start with a HostConfig is the old API's create */
+        if (endpoint->body == PROXY_BODY_NONE && body &&
+            !(json_object_is_type(body, json_type_object) && json_object_object_length(body) == 0))
+                return conn_reply(c, 400, "body", "this endpoint takes no request body");
+
         if (c->http_verdict_path && streq(c->http_verdict_method, c->head.method) &&
             streq(c->http_verdict_path, c->target.unversioned))
                 http = c->http_verdict;
@@ -1867,7 +2301,31 @@ static int conn_handle(Conn *c) {
         if (v.decision == DECISION_DENY)
                 return conn_reply(c, 403, c->rule, v.message ?: "denied by the channel's Docker API policy");
 
+        /* the body the engine gets is one the proxy wrote, of fields it knows with values it checked */
+        if (endpoint->body != PROXY_BODY_STREAM) {
+                _cleanup_(json_object_putp) json_object *rebuilt = NULL;
+                ProxyBodyRefusal refusal = {};
+                r = proxy_body_rebuild(endpoint->body, body, &rebuilt, &c->fields, &refusal);
+                if (r == -ENOMEM)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                if (r < 0) {
+                        _cleanup_free_ char *msg = NULL, *shown = text_escape_display(refusal.field, PROXY_DISPLAY_MAX);
+                        if (!shown || asprintf(&msg, "%s%s%s", shown, isempty(shown) ? "" : " ",
+                                               strna(refusal.reason)) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        free(c->fields);
+                        c->fields = TAKE_PTR(shown);
+                        return conn_reply(c, r == -EPERM ? 403 : 400, "body-schema", msg);
+                }
+                json_object_put(body);
+                body = TAKE_PTR(rebuilt);
+                c->body_changed = endpoint->body != PROXY_BODY_NONE;
+        }
+
         r = conn_check_ownership(c, body);
+        if (r < 0)
+                return 0;       /* answered */
+        r = conn_check_images(c, endpoint);
         if (r < 0)
                 return 0;       /* answered */
         {
@@ -1918,6 +2376,25 @@ static int conn_handle(Conn *c) {
                 c->reason = strdup("the engine's default network, without its containers");
                 return conn_answer_json(c, c->default_network);
         }
+        /* the engine as the channel sees it: no other channel's containers, images, labels or names */
+        if (streq(endpoint->pattern, "/info")) {
+                _cleanup_(engine_freep) Engine *e = NULL;
+                _cleanup_(json_object_putp) json_object *info = NULL, *shown = NULL;
+                if (engine_open(p, &e) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                if (engine_info(e, &info) < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked about itself");
+                r = proxy_info_redact(info, &shown);
+                if (r == -ENOMEM)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine's info is malformed");
+                c->reason = strdup("the engine's info, without other channels' objects");
+                return conn_answer_json(c, shown);
+        }
+        if (streq(endpoint->pattern, "/events") && proxy_query_scope_to_channel(c->target.query, p->channel) < 0)
+                return conn_reply(c, 400, "parse", "the filters parameter cannot be read");
+
         /* the network list without filters of the agent's: the channel's networks and the engine's
          * defaults (redacted), picked by the proxy from the engine's whole list */
         if (streq(c->head.method, "GET") && strcasecmp(c->target.unversioned, "/networks") == 0 &&
@@ -1951,6 +2428,8 @@ static int conn_handle(Conn *c) {
         /* volumes and networks made through the proxy are the channel's */
         if (streq(c->head.method, "POST") && (strcasecmp(c->target.unversioned, "/volumes/create") == 0 ||
                                               strcasecmp(c->target.unversioned, "/networks/create") == 0)) {
+                if (conn_check_create_name(c, body, strcasecmp(c->target.unversioned, "/volumes/create") == 0) < 0)
+                        return 0;       /* answered */
                 if (proxy_labels_force(body, p->channel) < 0)
                         return conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
                 forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
@@ -1976,8 +2455,43 @@ static int conn_handle(Conn *c) {
                         return conn_reply(c, 500, NULL, "out of memory");
                 if (r < 0)
                         return conn_reply(c, 400, "parse", "the build's networkmode cannot be read");
-                if (network && conn_check_ref(c, REF_NETWORK, network) < 0)
+                if (network && conn_check_ref(c, REF_NETWORK, network, NULL) < 0)
                         return 0;       /* answered */
+                /* the Dockerfile the engine will read, by the name it will read it by */
+                {
+                        _cleanup_free_ char *dockerfile = NULL, *why = NULL;
+                        const char *given = query_string(c, "dockerfile");
+                        r = proxy_build_dockerfile_name(given, &dockerfile);
+                        if (r == -ENOMEM)
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        if (r < 0)
+                                return conn_reply(c, 403, "build", "the dockerfile parameter is refused (a path inside "
+                                                  "the build context only)");
+                        r = proxy_build_context_check(context, context_size, dockerfile, isempty(given), p->channel, &why);
+                        if (r == -ENOMEM)
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        if (r < 0) {
+                                _cleanup_free_ char *why_shown = text_escape_display(why, PROXY_DISPLAY_MAX);
+                                c->decision = "deny";
+                                return conn_reply(c, 403, "build", why_shown ?: "the build context is refused");
+                        }
+                        if (!isempty(given)) {
+                                _cleanup_free_ char *key = NULL;
+                                json_object *o;
+                                json_object_object_foreach(c->target.query, k, e) {
+                                        (void) e;
+                                        if (strcasecmp(k, "dockerfile") == 0 && !key && !(key = strdup(k)))
+                                                return conn_reply(c, 500, NULL, "out of memory");
+                                }
+                                if (key)
+                                        json_object_object_del(c->target.query, key);
+                                if (!(o = json_object_new_string(dockerfile)) ||
+                                    json_object_object_add(c->target.query, "dockerfile", o) < 0) {
+                                        json_object_put(o);
+                                        return conn_reply(c, 500, NULL, "out of memory");
+                                }
+                        }
+                }
                 /* Podman's compat build runs RUN steps in the engine's own network namespace (the host's)
                  * whatever networkmode says; it honours a namespace given by path: the proxy's own, which
                  * PrivateNetwork= leaves with loopback alone and nothing listening */
@@ -2006,6 +2520,8 @@ static int conn_handle(Conn *c) {
                 }
         }
 
+        if (context)
+                return conn_forward(c, context, context_size, NULL, 0);
         if (stream && c->complete)
                 return conn_forward(c, "", 0, NULL, 0);
         if (stream) {
@@ -2081,6 +2597,13 @@ static int conn_handle(Conn *c) {
         }
         if (frozen_start)
                 return conn_start_frozen(c, start_inspect, req_body, req_body_size);
+        if (c->body_changed) {
+                forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+                if (!forced)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                req_body = forced;
+                req_body_size = strlen(forced);
+        }
         if (pause) {
                 pthread_mutex_lock(&p->start_lock);
                 r = conn_forward(c, req_body, req_body_size, NULL, 0);
@@ -2135,6 +2658,8 @@ static void conn_next_request(Conn *c) {
         c->n_frozen = 0;
         c->frozen_usec = 0;
         c->hold_until_engine_done = false;
+        c->body_changed = false;
+        c->fields = mfree(c->fields);
         c->n_requests++;
         c->start_usec = 0;      /* set when the next request's first byte is in */
         c->deadline_usec = clock_usec(CLOCK_MONOTONIC) + PROXY_KEEPALIVE_IDLE_USEC;
@@ -2162,6 +2687,7 @@ static void conn_run(Conn *c) {
         http_request_done(&c->head);
         proxy_target_done(&c->target);
         free(c->reason);
+        free(c->fields);
         json_object_put(c->default_network);
         free(c->peer_name);
         free(c->http_verdict_path);
@@ -2315,6 +2841,26 @@ static int proxy_settings(Proxy *p) {
                 return r;
         p->idle_usec = MAX(p->idle_usec, 1U) * 1000000ULL;
 
+        const char *build = getenv("LOOP_DOCKERPROXY_BUILD");
+        if (!isempty(build) && !streq(build, "0") && !streq(build, "1"))
+                return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_BUILD=%s is neither 0 nor 1.", build);
+        p->build = streq_ptr(build, "1");
+
+        for (const char *i = strempty(getenv("LOOP_DOCKERPROXY_PROTECTED_IMAGES")); *i;) {
+                size_t n = strcspn(i, " ");
+                if (n > 0) {
+                        _cleanup_(proxy_image_ref_done) ProxyImageRef ref = {};
+                        _cleanup_free_ char *image = strndup(i, n);
+                        if (!image)
+                                return log_oom();
+                        if (proxy_image_ref_parse(image, &ref) < 0)
+                                return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_PROTECTED_IMAGES: %s is not an image reference.", image);
+                        if (strv_consume(&p->protected_images, TAKE_PTR(image)) < 0)
+                                return log_oom();
+                }
+                i += n + (i[n] == ' ');
+        }
+
         const char *network = getenv("LOOP_DOCKERPROXY_NETWORK"), *masks = getenv("LOOP_DOCKERPROXY_MASKED_PATHS");
         if (!isempty(network) && !streq(network, "none") && !streq(network, "engine"))
                 return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_NETWORK=%s is neither \"none\" nor \"engine\".", network);
@@ -2430,7 +2976,8 @@ static int proxy_listen(Proxy *p) {
 }
 
 static int run(int argc, char *argv[]) {
-        Proxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER, .start_lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -EBADF };
+        Proxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER, .start_lock = PTHREAD_MUTEX_INITIALIZER,
+                    .not_found_lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -EBADF };
         const char *reason;
         sigset_t mask;
         int r;

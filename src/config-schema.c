@@ -366,6 +366,7 @@ static const Field docker_proxy_fields[] = {
         ARRAY("body_rules", SCOPE_ALL, body_rule_schema),
         UINT("containers_max", SCOPE_CONFIG, 1, 10000),
         BOOL("nested_network", SCOPE_CONFIG),
+        BOOL("build", SCOPE_CONFIG),
 };
 static const Schema docker_proxy_schema = SCHEMA("docker_proxy", docker_proxy_fields);
 
@@ -1331,6 +1332,7 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
         c.gates.docker_proxy.default_decision = load_decision(proxy, "default_decision", DECISION_ALLOW);
         c.gates.docker_proxy.containers_max = load_uint(proxy, "containers_max", 16);
         c.gates.docker_proxy.nested_network = load_bool(proxy, "nested_network", false);
+        c.gates.docker_proxy.build = load_bool(proxy, "build", false);
         if ((r = load_array(get(proxy, "http_rules"), &c.gates.docker_proxy.http_rules,
                             &c.gates.docker_proxy.n_http_rules, load_http_rule)) < 0 ||
             (r = load_array(get(proxy, "body_rules"), &c.gates.docker_proxy.body_rules,

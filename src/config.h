@@ -128,6 +128,7 @@ typedef struct DockerProxyConfig {
         size_t n_body_rules;
         uint64_t containers_max;        /* nested containers the channel may have at once */
         bool nested_network;            /* nested containers get a network even when the agent has none */
+        bool build;                     /* POST /build through the proxy (default false) */
 } DockerProxyConfig;
 
 typedef struct GatesConfig {

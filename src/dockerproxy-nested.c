@@ -11,7 +11,14 @@
 #include "dockerproxy-nested.h"
 #include "strv.h"
 
-static const char * const dropped_capabilities[] = { "NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP" };
+/* ["ALL"] */
+static json_object *json_object_new_string_array_all(void) {
+        json_object *a = json_object_new_array();
+
+        if (a && json_object_array_add(a, json_object_new_string("ALL")) < 0)
+                return json_object_put(a), NULL;
+        return a;
+}
 
 /* The value of key in o ignoring case, and the key as spelt in o. */
 static json_object *get_icase(json_object *o, const char *key, const char **ret_key) {
@@ -96,19 +103,6 @@ static int set_icase(json_object *o, const char *key, json_object *v) {
         return 0;
 }
 
-static bool array_has_capability(json_object *a, const char *cap) {
-        for (size_t i = 0; a && i < json_object_array_length(a); i++) {
-                const char *s = json_object_get_string(json_object_array_get_idx(a, i));
-                if (!s)
-                        continue;
-                if (strncasecmp(s, "CAP_", 4) == 0)
-                        s += 4;
-                if (strcasecmp(s, cap) == 0 || strcasecmp(s, "ALL") == 0)
-                        return true;
-        }
-        return false;
-}
-
 /* Adds the strings of add (n of them) to the array a that it lacks. */
 static int array_add_missing(json_object *a, const char * const *add, size_t n) {
         for (size_t i = 0; i < n; i++) {
@@ -121,10 +115,12 @@ static int array_add_missing(json_object *a, const char * const *add, size_t n) 
         return 0;
 }
 
-/* A security option the channel decides: "seccomp=..." / "seccomp:..." and Podman's "unmask=...". */
+/* A security option the channel decides: "seccomp=..." / "seccomp:...", Podman's "unmask=...", and
+ * no-new-privileges in any form (the proxy's own goes last, so no later one of the caller's wins). */
 static bool security_opt_is_forced(const char *s) {
         size_t n = strcspn(s, "=:");
-        return (n == 7 && strncasecmp(s, "seccomp", 7) == 0) || (n == 6 && strncasecmp(s, "unmask", 6) == 0);
+        return (n == 7 && strncasecmp(s, "seccomp", 7) == 0) || (n == 6 && strncasecmp(s, "unmask", 6) == 0) ||
+                (n == 17 && strncasecmp(s, "no-new-privileges", 17) == 0);
 }
 
 static int force_security_opt(json_object *secopt, const ProxyNestedPolicy *policy) {
@@ -149,9 +145,8 @@ static int force_security_opt(json_object *secopt, const ProxyNestedPolicy *poli
                 if (json_object_array_add(secopt, json_object_get(json_object_array_get_idx(kept, i))) < 0)
                         return -ENOMEM;
 
-        const char *nnp = "no-new-privileges";
-        if ((r = array_add_missing(secopt, &nnp, 1)) < 0)
-                return r;
+        if (json_object_array_add(secopt, json_object_new_string("no-new-privileges")) < 0)
+                return -ENOMEM;
         if (policy->seccomp_option && (r = array_add_missing(secopt, &policy->seccomp_option, 1)) < 0)
                 return r;
         if (policy->podman && policy->masked_paths && policy->masked_paths[0]) {
@@ -165,10 +160,90 @@ static int force_security_opt(json_object *secopt, const ProxyNestedPolicy *poli
         return 0;
 }
 
+/* Podman takes nosuid and nodev as bind options: every bind gets them (Docker takes neither, in Binds
+ * or in Mounts). A Mounts entry of type bind becomes a Binds entry for that. */
+static int bind_with_options(const char *spec, char **ret) {
+        const char *dst = strchr(spec, ':'), *opts = dst ? strchr(dst + 1, ':') : NULL;
+        _cleanup_free_ char *s = NULL;
+
+        if (!dst)
+                return -EBADMSG;
+        if (!opts)
+                return asprintf(ret, "%s:nosuid,nodev", spec) < 0 ? -ENOMEM : 0;
+        s = strdup(spec);
+        if (!s)
+                return -ENOMEM;
+        for (const char *want[] = { "nosuid", "nodev" }, **w = want; w < want + 2; w++) {
+                bool found = false;
+                for (const char *p = strrchr(s, ':') + 1; *p;) {
+                        size_t n = strcspn(p, ",");
+                        found = found || (n == strlen(*w) && strncmp(p, *w, n) == 0);
+                        p += n + (p[n] == ',');
+                }
+                if (!found) {
+                        char *t = NULL;
+                        bool empty = s[strlen(s) - 1] == ':';
+                        if (asprintf(&t, "%s%s%s", s, empty ? "" : ",", *w) < 0)
+                                return -ENOMEM;
+                        free(s);
+                        s = t;
+                }
+        }
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+static int binds_nosuid_nodev(json_object *hc) {
+        json_object *binds, *mounts = get_icase(hc, "Mounts", NULL);
+        int r;
+
+        if ((r = child_array(hc, "Binds", &binds)) < 0)
+                return r;
+        if (json_object_is_type(mounts, json_type_array))
+                for (size_t i = json_object_array_length(mounts); i > 0; i--) {
+                        json_object *m = json_object_array_get_idx(mounts, i - 1), *t, *src, *dst, *ro, *bo, *prop = NULL;
+                        _cleanup_free_ char *spec = NULL;
+                        if (!json_object_is_type(m, json_type_object))
+                                return -EBADMSG;
+                        t = get_icase(m, "Type", NULL);
+                        if (!t || strcasecmp(strempty(json_object_get_string(t)), "bind") != 0)
+                                continue;
+                        src = get_icase(m, "Source", NULL);
+                        dst = get_icase(m, "Target", NULL);
+                        ro = get_icase(m, "ReadOnly", NULL);
+                        bo = get_icase(m, "BindOptions", NULL);
+                        if (json_object_is_type(bo, json_type_object))
+                                prop = get_icase(bo, "Propagation", NULL);
+                        if (!json_object_is_type(src, json_type_string) || !json_object_is_type(dst, json_type_string))
+                                return -EBADMSG;
+                        const char *p = json_object_is_type(prop, json_type_string) ? json_object_get_string(prop) : "";
+                        bool readonly = json_object_get_boolean(ro);
+                        if (asprintf(&spec, "%s:%s%s%s%s%s", json_object_get_string(src), json_object_get_string(dst),
+                                     readonly || !isempty(p) ? ":" : "", readonly ? "ro" : "",
+                                     readonly && !isempty(p) ? "," : "", p) < 0)
+                                return -ENOMEM;
+                        if (json_object_array_add(binds, json_object_new_string(spec)) < 0 ||
+                            json_object_array_del_idx(mounts, i - 1, 1) < 0)
+                                return -ENOMEM;
+                }
+        for (size_t i = 0; i < json_object_array_length(binds); i++) {
+                json_object *b = json_object_array_get_idx(binds, i);
+                _cleanup_free_ char *spec = NULL;
+                if (!json_object_is_type(b, json_type_string))
+                        return -EBADMSG;
+                r = bind_with_options(json_object_get_string(b), &spec);
+                if (r < 0)
+                        return r;
+                if (json_object_array_put_idx(binds, i, json_object_new_string(spec)) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int proxy_container_force(json_object *body, const ProxyNestedPolicy *policy) {
         static const char * const docker_masked[] = { PROXY_DOCKER_MASKED_PATHS };
         static const char * const docker_readonly[] = { PROXY_DOCKER_READONLY_PATHS };
-        json_object *hc, *secopt, *capdrop, *capadd, *pids, *masked, *readonly;
+        json_object *hc, *secopt, *capdrop, *pids, *masked, *readonly;
         const char *channel = policy->channel, *cgroup_parent = policy->cgroup_parent;
         int r;
 
@@ -199,14 +274,12 @@ int proxy_container_force(json_object *body, const ProxyNestedPolicy *policy) {
                 if ((r = set_icase(hc, "NetworkMode", json_object_new_string("none"))) < 0)
                         return r;
         }
-        capadd = get_icase(hc, "CapAdd", NULL);
-        if (capadd && !json_object_is_type(capadd, json_type_array))
-                capadd = NULL;
-        for (size_t i = 0; i < ELEMENTSOF(dropped_capabilities); i++)
-                if (!array_has_capability(capadd, dropped_capabilities[i]) &&
-                    !array_has_capability(capdrop, dropped_capabilities[i]) &&
-                    json_object_array_add(capdrop, json_object_new_string(dropped_capabilities[i])) < 0)
-                        return -ENOMEM;
+        /* every capability dropped; what CapAdd gives back was checked (dockerproxy-body.h) */
+        (void) capdrop;
+        if ((r = set_icase(hc, "CapDrop", json_object_new_string_array_all())) < 0)
+                return r;
+        if (policy->podman && (r = binds_nosuid_nodev(hc)) < 0)
+                return r;
 
         pids = get_icase(hc, "PidsLimit", NULL);
         if (!pids || !json_object_is_type(pids, json_type_int) || json_object_get_int64(pids) <= 0 ||
@@ -873,4 +946,36 @@ int proxy_build_force(json_object *query, bool network_none, char **ret_network,
                         return -ENOMEM;
         }
         return 0;
+}
+
+int proxy_info_redact(json_object *info, json_object **ret) {
+        static const char * const kept[] = {
+                "ServerVersion", "OperatingSystem", "OSType", "OSVersion", "Architecture", "NCPU", "MemTotal",
+                "KernelVersion", "Driver", "CgroupDriver", "CgroupVersion", "DefaultRuntime", "SecurityOptions",
+                "Debug", "ExperimentalBuild", "LoggingDriver", "MemoryLimit", "SwapLimit", "PidsLimit",
+                "CpuCfsPeriod", "CpuCfsQuota", "CPUShares", "CPUSet", "OomKillDisable", "IPv4Forwarding",
+        };
+        _cleanup_(json_object_putp) json_object *o = NULL;
+
+        if (!json_object_is_type(info, json_type_object))
+                return -EBADMSG;
+        o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(kept); i++) {
+                json_object *v = NULL, *copy = NULL;
+                if (!json_object_object_get_ex(info, kept[i], &v))
+                        continue;
+                if (json_object_deep_copy(v, &copy, NULL) < 0 || json_object_object_add(o, kept[i], copy) < 0) {
+                        json_object_put(copy);
+                        return -ENOMEM;
+                }
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+bool proxy_name_is_channels(const char *channel, const char *name) {
+        const char *rest = name && channel ? startswith(name, channel) : NULL;
+        return rest && (rest[0] == '-' || rest[0] == '_') && rest[1];
 }

@@ -114,3 +114,14 @@ int proxy_tmpfs_check(json_object *body, const char **ret_reason);
  * networkmode parameter becomes "none" whatever was asked. Otherwise a named network is returned in
  * *ret_network, for the caller to check it is the channel's. -EBADMSG, -ENOMEM. */
 int proxy_build_force(json_object *query, bool network_none, char **ret_network, char **ret_refused);
+
+/* GET /info as a channel's agent sees it: of the engine's answer only what describes the engine and the
+ * host's size (version, OS, kernel, architecture, CPUs, memory, drivers, security options), not the
+ * counts of everyone's containers and images, the host's name, labels, registries or plugins. A new
+ * object in *ret; -EBADMSG when info is not an object. */
+int proxy_info_redact(json_object *info, json_object **ret);
+
+/* Volumes and networks an agent names are the channel's by name too: "CHANNEL-..." or "CHANNEL_..."
+ * (compose's project prefix), so that no channel can make one that another channel, or the operator's
+ * runner, would later take for its own. Decided on the name alone, never on whether it exists. */
+bool proxy_name_is_channels(const char *channel, const char *name);

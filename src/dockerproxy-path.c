@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <stdint.h>
+#include <strings.h>
 
 #include "dockerproxy-path.h"
 
@@ -52,18 +53,30 @@ static bool query_byte_refused(unsigned char c) {
         return c < 0x20 || c == 0x7f;
 }
 
-static bool segment_is_version(const char *s, size_t n) {
-        bool digit = false;
+/* Whether the first segment is an API version: 1 when it is one as both engines read it ("v1.41"), 0
+ * when neither engine reads it as one, -EBADMSG when one of them might (Docker's router takes
+ * "v[0-9.]+", Podman's "v[0-9][0-9A-Za-z.-]*"; "V1.41" is refused too, so that no case folding of
+ * either side can make it one): such a request would name one endpoint for the rules and another
+ * for the engine. */
+static int segment_version(const char *s, size_t n) {
+        size_t i = 1, dots = 0, digits_before = 0, digits_after = 0;
 
-        if (n < 2 || n > PROXY_API_VERSION_MAX || (s[0] != 'v' && s[0] != 'V'))
-                return false;
-        for (size_t i = 1; i < n; i++) {
-                if (s[i] >= '0' && s[i] <= '9')
-                        digit = true;
-                else if (s[i] != '.')
-                        return false;
+        if (n < 2 || (s[0] != 'v' && s[0] != 'V') || !((s[1] >= '0' && s[1] <= '9') || s[1] == '.'))
+                return 0;
+        if (s[0] != 'v' || n > PROXY_API_VERSION_MAX)
+                return -EBADMSG;
+        for (; i < n; i++) {
+                if (s[i] >= '0' && s[i] <= '9') {
+                        if (dots == 0)
+                                digits_before++;
+                        else
+                                digits_after++;
+                } else if (s[i] == '.')
+                        dots++;
+                else
+                        return -EBADMSG;
         }
-        return digit;
+        return dots == 1 && digits_before > 0 && digits_after > 0 ? 1 : -EBADMSG;
 }
 
 static int path_normalize(const char *raw, ProxyTarget *t) {
@@ -117,7 +130,10 @@ static int path_normalize(const char *raw, ProxyTarget *t) {
         rest = out;
         if (n_segments > 0) {
                 size_t len = strcspn(out + 1, "/");
-                if (segment_is_version(out + 1, len)) {
+                r = segment_version(out + 1, len);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
                         t->version = strndup(out + 1, len);
                         if (!t->version)
                                 return -ENOMEM;
@@ -174,6 +190,13 @@ static int query_parse(const char *query, json_object *into) {
                 /* NUL is among the refused bytes, so key and value are what the engine decodes */
                 if (isempty(key))
                         return -EBADMSG;
+                /* Podman decodes parameters ignoring case (gorilla/schema): "REPO" is its "repo", so two
+                 * keys equal but for case would be one parameter of which either value may win */
+                json_object_object_foreach(into, k, e) {
+                        (void) e;
+                        if (strcasecmp(k, key) == 0 && !streq(k, key))
+                                return -EBADMSG;
+                }
                 json_object *v = json_object_new_string(value), *list = NULL;
                 if (!v)
                         return -ENOMEM;
@@ -277,4 +300,31 @@ char *proxy_target_format(const ProxyTarget *t) {
         }
         *p = 0;
         return buf;
+}
+
+int proxy_target_replace_ref(ProxyTarget *t, const char *prefix, const char *ref, const char *id) {
+        const char *rest = startswith(t->unversioned, prefix);
+        _cleanup_free_ char *unversioned = NULL, *path = NULL;
+        size_t n = strlen(ref);
+
+        if (!rest || strncmp(rest, ref, n) != 0 || (rest[n] != 0 && rest[n] != '/') || isempty(id) || strchr(id, '/'))
+                return -EINVAL;
+        if (asprintf(&unversioned, "%s%s%s", prefix, id, rest + n) < 0 ||
+            asprintf(&path, "%s%s%s", t->version ? "/" : "", strempty(t->version), unversioned) < 0)
+                return -ENOMEM;
+        free(t->unversioned);
+        free(t->path);
+        t->unversioned = TAKE_PTR(unversioned);
+        t->path = TAKE_PTR(path);
+        return 0;
+}
+
+json_object *proxy_query_get(const ProxyTarget *t, const char *key, const char **ret_key) {
+        json_object_object_foreach(t->query, k, v)
+                if (strcasecmp(k, key) == 0) {
+                        if (ret_key)
+                                *ret_key = k;
+                        return v;
+                }
+        return NULL;
 }

@@ -2,7 +2,10 @@
 
 #include <assert.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -465,4 +468,193 @@ int tar_finish(TarWriter *t, const void **ret_data, size_t *ret_size) {
         if (ret_size)
                 *ret_size = t->size;
         return 0;
+}
+
+/* ---- reading ---- */
+
+void tar_entry_done(TarEntry *e) {
+        if (!e)
+                return;
+        e->name = mfree(e->name);
+        e->linkname = mfree(e->linkname);
+}
+
+/* An octal field (NUL or space terminated, leading spaces allowed); base-256 is refused. */
+static int tar_parse_octal(const char *field, size_t width, uint64_t *ret) {
+        uint64_t v = 0;
+        size_t i = 0;
+
+        if ((unsigned char) field[0] & 0x80)
+                return -EBADMSG;
+        while (i < width && field[i] == ' ')
+                i++;
+        for (; i < width && field[i] >= '0' && field[i] <= '7'; i++) {
+                if (v > (UINT64_MAX >> 3))
+                        return -EBADMSG;
+                v = v << 3 | (uint64_t) (field[i] - '0');
+        }
+        for (; i < width; i++)
+                if (field[i] != 0 && field[i] != ' ')
+                        return -EBADMSG;
+        *ret = v;
+        return 0;
+}
+
+static char *tar_field_dup(const char *field, size_t width) {
+        return strndup(field, strnlen(field, width));
+}
+
+/* The PAX records of an 'x' header: path and linkpath kept, size refused, others ignored. */
+static int tar_parse_pax(const char *p, size_t n, char **path, char **linkpath) {
+        while (n > 0) {
+                size_t len = 0, i = 0;
+                while (i < n && p[i] >= '0' && p[i] <= '9') {
+                        if (len > TAR_READ_NAME_MAX * 4)
+                                return -EBADMSG;
+                        len = len * 10 + (size_t) (p[i] - '0');
+                        i++;
+                }
+                if (i == 0 || i >= n || p[i] != ' ' || len <= i + 1 || len > n || p[len - 1] != '\n')
+                        return -EBADMSG;
+                const char *kv = p + i + 1, *end = p + len - 1, *eq = memchr(kv, '=', (size_t) (end - kv));
+                if (!eq)
+                        return -EBADMSG;
+                size_t klen = (size_t) (eq - kv), vlen = (size_t) (end - eq - 1);
+                char **dst = NULL;
+                if (klen == 4 && memcmp(kv, "path", 4) == 0)
+                        dst = path;
+                else if (klen == 8 && memcmp(kv, "linkpath", 8) == 0)
+                        dst = linkpath;
+                else if ((klen == 4 && memcmp(kv, "size", 4) == 0) || (klen > 12 && memcmp(kv, "GNU.sparse.", 11) == 0))
+                        return -EBADMSG;
+                if (dst) {
+                        if (vlen > TAR_READ_NAME_MAX || memchr(eq + 1, 0, vlen))
+                                return -EBADMSG;
+                        free(*dst);
+                        *dst = strndup(eq + 1, vlen);
+                        if (!*dst)
+                                return -ENOMEM;
+                }
+                p += len;
+                n -= len;
+        }
+        return 0;
+}
+
+int tar_read_next(const void *data, size_t size, size_t *offset, TarEntry *ret) {
+        _cleanup_free_ char *long_name = NULL, *long_link = NULL, *pax_path = NULL, *pax_link = NULL;
+        const char *base = data;
+        size_t off = *offset;
+        int r;
+
+        assert(data || size == 0);
+        assert(ret);
+        *ret = (TarEntry) {};
+
+        for (;;) {
+                static const char zero[TAR_BLOCK];
+                const TarHeader *h;
+                uint64_t fsize;
+
+                if (off >= size || size - off < TAR_BLOCK) {
+                        if (off == size && !long_name && !long_link && !pax_path && !pax_link)
+                                return 0;       /* no end blocks at all: Go reads an EOF here too */
+                        return -EBADMSG;
+                }
+                if (memcmp(base + off, zero, TAR_BLOCK) == 0) {
+                        if (long_name || long_link || pax_path || pax_link)
+                                return -EBADMSG;
+                        *offset = size;
+                        return 0;
+                }
+                h = (const TarHeader *) (base + off);
+
+                /* the checksum, as Go checks it (unsigned or signed sum) */
+                uint64_t want;
+                if (tar_parse_octal(h->chksum, sizeof h->chksum, &want) < 0)
+                        return -EBADMSG;
+                uint64_t us = 0;
+                int64_t ss = 0;
+                for (size_t i = 0; i < TAR_BLOCK; i++) {
+                        bool in_sum = i >= offsetof(TarHeader, chksum) && i < offsetof(TarHeader, chksum) + sizeof h->chksum;
+                        unsigned char c = in_sum ? ' ' : (unsigned char) base[off + i];
+                        us += c;
+                        ss += (signed char) c;
+                }
+                if (want != us && (int64_t) want != ss)
+                        return -EBADMSG;
+
+                if (tar_parse_octal(h->size, sizeof h->size, &fsize) < 0)
+                        return -EBADMSG;
+                off += TAR_BLOCK;
+                if (fsize > size - off)
+                        return -EBADMSG;
+                /* header-only types: Go ignores their size field (what follows is the next header) */
+                if (strchr("123456", h->typeflag) && h->typeflag != 0)
+                        fsize = 0;
+                size_t padded = round_up_block((size_t) fsize);
+                if (padded > size - off)
+                        padded = size - off;    /* a last entry without padding: Go reads it */
+                const char *content = base + off;
+
+                switch (h->typeflag) {
+                case 'L':
+                case 'K': {
+                        char **dst = h->typeflag == 'L' ? &long_name : &long_link;
+                        if (fsize > TAR_READ_NAME_MAX)
+                                return -EBADMSG;
+                        free(*dst);
+                        *dst = strndup(content, strnlen(content, (size_t) fsize));
+                        if (!*dst)
+                                return -ENOMEM;
+                        off += padded;
+                        continue;
+                }
+                case 'x':
+                        if (fsize > TAR_READ_NAME_MAX * 4)
+                                return -EBADMSG;
+                        r = tar_parse_pax(content, (size_t) fsize, &pax_path, &pax_link);
+                        if (r < 0)
+                                return r;
+                        off += padded;
+                        continue;
+                case 'g':
+                        off += padded;
+                        continue;
+                case 'S':
+                        return -EBADMSG;        /* GNU sparse files: not read */
+                default:
+                        break;
+                }
+
+                _cleanup_free_ char *name = NULL, *link = NULL;
+                if (pax_path)
+                        name = TAKE_PTR(pax_path);
+                else if (long_name)
+                        name = TAKE_PTR(long_name);
+                else if (memcmp(h->magic, "ustar\0", 6) == 0 && memcmp(h->version, "00", 2) == 0 && h->prefix[0]) {
+                        _cleanup_free_ char *pre = tar_field_dup(h->prefix, sizeof h->prefix),
+                                            *n = tar_field_dup(h->name, sizeof h->name);
+                        if (!pre || !n || asprintf(&name, "%s/%s", pre, n) < 0)
+                                return -ENOMEM;
+                } else
+                        name = tar_field_dup(h->name, sizeof h->name);
+                if (!name)
+                        return -ENOMEM;
+                if (h->typeflag == '1' || h->typeflag == '2') {
+                        link = pax_link ? TAKE_PTR(pax_link) : long_link ? TAKE_PTR(long_link)
+                                                                         : tar_field_dup(h->linkname, sizeof h->linkname);
+                        if (!link)
+                                return -ENOMEM;
+                }
+                *ret = (TarEntry) {
+                        .name = TAKE_PTR(name),
+                        .linkname = TAKE_PTR(link),
+                        .type = h->typeflag == 0 || h->typeflag == '7' ? '0' : h->typeflag,
+                        .data = content,
+                        .size = (size_t) fsize,
+                };
+                *offset = off + padded;
+                return 1;
+        }
 }

@@ -25,3 +25,24 @@ int tar_add_symlink(TarWriter *t, const char *name, const char *target);
 int tar_add_tree(TarWriter *t, int dir_fd, const char *prefix);
 /* Ends the archive; the buffer stays owned by the writer. */
 int tar_finish(TarWriter *t, const void **ret_data, size_t *ret_size);
+
+/* Reading tar archives in memory, as Go's archive/tar reads them (the engines extract build contexts
+ * with it): ustar (its prefix field), GNU long names and link names ('L', 'K'), PAX records ('x': path
+ * and linkpath; a PAX size or a base-256 size is refused), global headers ('g') skipped. The archive
+ * ends at its first zero block. */
+
+#define TAR_READ_NAME_MAX 4096U         /* bytes of an entry's name or link target */
+
+typedef struct TarEntry {
+        char *name;             /* as stored (not normalised) */
+        char *linkname;         /* symlinks and hard links, else NULL */
+        char type;              /* '0' (also '\0' and '7'), '1', '2', '5', ... */
+        const void *data;       /* regular files: into the archive */
+        size_t size;
+} TarEntry;
+
+void tar_entry_done(TarEntry *e);
+
+/* Reads the entry at *offset and moves *offset past it: 1 and the entry, 0 at the end of the archive,
+ * -EBADMSG for what cannot be read, -ENOMEM. */
+int tar_read_next(const void *data, size_t size, size_t *offset, TarEntry *ret);

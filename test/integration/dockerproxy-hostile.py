@@ -103,6 +103,36 @@ refused('a privileged create on a percent-encoded path',
 refused('a privileged create on an unversioned path',
         create('bypass-unversioned', PRIV).replace(b'/v1.41/containers/create', b'/containers/create'))
 
+# ---- versions and endpoints the proxy does not know (issue 17, class 1 and 2) ----
+# Podman's router takes v[0-9][0-9A-Za-z.-]* as a version: /v1a/ names the create to the engine.
+for target in ['/v1a/containers/create', '/v1.41a/containers/create', '/v1-1/containers/create',
+               '/v1/containers/create', '/v1.23/containers/create', '/v1.9/containers/create',
+               '/V1.41/containers/create', '/v./containers/create', '/v1.41.0/containers/create']:
+    refused('a privileged create under the version ' + target.split('/')[1],
+            create('bypass-ver', PRIV).replace(b'/v1.41/containers/create', target.encode()))
+for target in ['/libpod/containers/create', '/v1.41/libpod/containers/create', '/v4.0.0/libpod/containers/create']:
+    refused('a privileged create on ' + target,
+            post(target + '?name=bypass-libpod', '{"image":"%s","privileged":true}' % IMAGE))
+for method, target in [('GET', '/v1.41/containers/canary/attach/ws'), ('GET', '/v1.41/system/df'),
+                       ('POST', '/v1.41/images/load'), ('POST', '/v1.41/images/prune'), ('GET', '/v1.41/x-unknown'),
+                       ('POST', '/v1.41/auth'), ('GET', '/v1.41/distribution/busybox/json')]:
+    status, out = send_raw(('%s %s HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n\r\n' % (method, target)).encode())
+    report(status == 403 and b'not an endpoint the proxy serves' in out,
+           f'{method} {target} is refused as an endpoint outside the allow-list ({status})', repr(out[-200:]))
+# Below API 1.24 a start took a HostConfig: no start body is forwarded, and no old version.
+status, _ = send_raw(post('/v1.41/containers/allowed-canary/start', '{"Binds":["/:/host"],"Privileged":true}'))
+report(status == 400, f'a start with a HostConfig body is refused ({status})')
+status, _ = send_raw(post('/v1.23/containers/allowed-canary/start', '{"Binds":["/:/host"],"Privileged":true}'))
+report(status == 403, f'a start under API 1.23 is refused ({status})')
+
+# ---- builds and imports (class 6): builds are off unless gates.docker_proxy.build, no pulls, imports of the body only
+status, out = send_raw(b'POST /v1.41/build?t=bypass-build HTTP/1.1\r\nHost: d\r\nContent-Type: application/x-tar\r\nContent-Length: 0\r\n\r\n')
+report(status == 403 and b'builds are off' in out, f'a build is refused while builds are off ({status})', repr(out[-200:]))
+for query in ['fromImage=busybox&tag=latest', 'fromSrc=http%3A%2F%2F127.0.0.1%3A9%2Fx.tar&repo=bypass-import',
+              'fromSrc=%2Fetc%2Fshadow&repo=bypass-import', 'fromImage=registry-1.docker.io%2Flibrary%2Fbusybox']:
+    status, out = send_raw(('POST /v1.41/images/create?%s HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n\r\n' % query).encode())
+    report(status == 403, f'POST /images/create?{query} is refused ({status})', repr(out[-200:]))
+
 # ---- JSON tricks ----
 refused('Privileged spelt with a unicode escape', create('bypass-u1', '{"\\u0050rivileged":true}'))
 refused('Privileged given twice, differing in case', create('bypass-dup1', '{"Privileged":false,"privileged":true}'))

@@ -202,7 +202,8 @@ RACE
         like "$out" "may not get a restart policy" \
                 "$eng: a container with binds may not get a restart policy (the engine would mount them unchecked)"
         like "$out" "restarted" "$eng: a restart of a container with binds runs..." || diag "$out $err"
-        like "$(grep "POST /v1\.[0-9.]*/containers/idle-$eng/restart" "$LOG")" "LOOP_FROZEN=[12] " \
+        idle_id=$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/idle-$eng/json" | grep -o '[0-9a-f]\{64\}' | head -n 1)
+        like "$(grep "POST /v1\.[0-9.]*/containers/$idle_id/restart" "$LOG")" "LOOP_FROZEN=[12] " \
                 "$eng: ...with the channel frozen"
 
         # --- a proxy that died with the channel frozen: the next one thaws it; so does --thaw ---
@@ -228,7 +229,7 @@ RACE
         run "$D start race-$eng; echo rc=\$?"
         like "$out" "cannot be frozen for this start.*rc=1" "$eng: a start the channel cannot be frozen for is refused" ||
                 diag "$out $err"
-        like "$(grep "POST /v1\.[0-9.]*/containers/race-$eng/start" "$LOG" | tail -1)" \
+        like "$(grep "POST /v1\.[0-9.]*/containers/$race_id/start" "$LOG" | tail -1)" \
                 "LOOP_RULE=bind-pin .*LOOP_DECISION=deny .*LOOP_STATUS=403" "$eng: ...with 403, rule bind-pin, recorded"
         is "$(cat "$IDLE_CG/cgroup.freeze")" 0 "$eng: ...and nothing is left frozen"
         is "$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/race-$eng/json" | grep -o '"Running": *[a-z]*' | grep -o '[a-z]*$')" \

@@ -47,9 +47,10 @@ PROXY_PID=
 start_proxy() {         # SOCKET ENGINE_SOCKET LOG [CONTAINERS_MAX [IDLE_SEC]]
         LOOP_DOCKERPROXY_ENGINE_SOCKET=$2 LOOP_DOCKERPROXY_WORK_DIR=$WORK LOOP_DOCKERPROXY_POLICY=$T/policy.json \
         LOOP_DOCKERPROXY_CONTAINERS_MAX=${4:-6} LOOP_LOG_TARGET=console LOOP_DOCKERPROXY_IDLE_SEC=${5:-3600} LOOP_RUNTIME_DIR=$T/run \
-        LOOP_DOCKERPROXY_NETWORK=none LOOP_DOCKERPROXY_MASKED_PATHS=/proc/version:/proc/kcore \
+        LOOP_DOCKERPROXY_NETWORK=none LOOP_DOCKERPROXY_MASKED_PATHS=/proc/version:/proc/kcore LOOP_DOCKERPROXY_BUILD=${PROXY_BUILD:-1} \
+        LOOP_DOCKERPROXY_PROTECTED_IMAGES="operator-agent:latest operator-chrome:latest" \
                 unshare --net systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR \
-                -E LOOP_DOCKERPROXY_NETWORK -E LOOP_DOCKERPROXY_MASKED_PATHS \
+                -E LOOP_DOCKERPROXY_NETWORK -E LOOP_DOCKERPROXY_MASKED_PATHS -E LOOP_DOCKERPROXY_BUILD -E LOOP_DOCKERPROXY_PROTECTED_IMAGES \
                 -E LOOP_DOCKERPROXY_POLICY -E LOOP_DOCKERPROXY_CONTAINERS_MAX -E LOOP_LOG_TARGET -E LOOP_DOCKERPROXY_IDLE_SEC -E LOOP_RUNTIME_DIR \
                 -l "$1" "$PROXY" "$CHANNEL" >>"$3" 2>&1 &
         PROXY_PID=$!
@@ -96,6 +97,24 @@ recorded() {         # NAME RULE-REGEX COUNT-BEFORE
                 ok 1 "$kind: $1 is recorded as a deny by $2"
                 diag "no new 403 record"
         fi
+}
+
+# A docker command through the proxy about another's object, which must answer as if it did not exist:
+# exit status non-zero, the engine's own "no such" wording, a 404 record by the ownership rule.
+hidden() {          # NAME DOCKER-ARGS...
+        local name=$1 out rc before after
+        shift
+        before=$(grep -c 'LOOP_STATUS=404 .*LOOP_RULE=ownership\|LOOP_RULE=ownership .*LOOP_STATUS=404' "$LOG")
+        out=$(timeout 60 "$DOCKER" "$@" 2>&1) && rc=0 || rc=$?
+        if [ "$rc" -ne 0 ] && [[ $out =~ [Nn]o\ such|not\ found ]] && [[ ! $out =~ loop-dockerproxy ]]; then
+                ok 0 "$kind: $name answers as a missing object"
+        else
+                ok 1 "$kind: $name answers as a missing object"
+                diag "exit $rc: $out"
+        fi
+        after=$(grep -c 'LOOP_STATUS=404 .*LOOP_RULE=ownership\|LOOP_RULE=ownership .*LOOP_STATUS=404' "$LOG")
+        [ "$after" -gt "$before" ]
+        ok $? "$kind: $name is recorded as a deny by ownership (404)"
 }
 
 # A create body sent as is (for what the CLI checks itself first): 403 and the rule's message.
@@ -160,11 +179,11 @@ for kind in podman docker; do
         printf 'FROM %s\nRUN echo built-through-proxy > /built\nRUN ls /sys/class/net | tr "\\n" " " > /nets\n' "$IMAGE" \
                 >"$T/ctx-$kind/Dockerfile"
         head -c 3000000 /dev/urandom >"$T/ctx-$kind/blob"      # a build context larger than the JSON cap
-        out=$(timeout 300 "$DOCKER" build -t "proxy-built-$kind:latest" "$T/ctx-$kind" 2>&1)
+        out=$(timeout 300 "$DOCKER" build -t "$CHANNEL-built-$kind:latest" "$T/ctx-$kind" 2>&1)
         ok $? "$kind: docker build builds from a local base through the proxy" || diag "$out"
-        out=$(timeout 60 "$DOCKER" run --rm "proxy-built-$kind:latest" cat /built 2>&1)
+        out=$(timeout 60 "$DOCKER" run --rm "$CHANNEL-built-$kind:latest" cat /built 2>&1)
         is "$out" "built-through-proxy" "$kind: the built image runs"
-        out=$(timeout 60 "$DOCKER" run --rm "proxy-built-$kind:latest" cat /nets 2>&1)
+        out=$(timeout 60 "$DOCKER" run --rm "$CHANNEL-built-$kind:latest" cat /nets 2>&1)
         is "$out" "lo " "$kind: a build's RUN step had no network but loopback (networkmode forced to none)"
         like "$(engine_api "$sock" "http://d/v1.41/networks/$([ $kind = docker ] && echo bridge || echo podman)")" '"Subnet"' \
                 "$kind: (straight on the engine, its default network is there to be joined)"
@@ -199,17 +218,47 @@ for kind in podman docker; do
                 rusagelogfile=%2Ftmp%2Fx extrahosts=h%3Ahost-gateway 'ulimits=%5B%7B%22Name%22%3A%22nproc%22%2C%22Soft%22%3A-1%2C%22Hard%22%3A-1%7D%5D'; do
                 before=$(grep -c 'LOOP_STATUS=403' "$LOG")
                 out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/x-tar' \
-                        --data-binary "@$T/ctx-$kind.tar" -w ' %{http_code}' "http://d/v1.41/build?t=p-$kind&$param")
+                        --data-binary "@$T/ctx-$kind.tar" -w ' %{http_code}' "http://d/v1.41/build?t=$CHANNEL-p-$kind&$param")
                 like "$out" "build parameter ${param%%=*} is refused.* 403\$" "$kind: POST /build with ${param%%=*} is refused"
                 recorded "POST /build with ${param%%=*}" "build" "$before"
         done
+
+        # builds on: the Dockerfile is read from the context before the engine gets it
+        mkdir -p "$T/ctx-mount-$kind"
+        printf 'FROM %s AS base\nFROM %s\nRUN --mount=type=bind,from=base,source=/,target=/h \\\n    cat /h/etc/hostname\n' \
+                "$IMAGE" "$IMAGE" >"$T/ctx-mount-$kind/Dockerfile"
+        refused "a build with RUN --mount=type=bind,from= (buildah CVE-2024-1753)" \
+                "line 3: RUN --mount with from= is refused" "build" build -q -t "$CHANNEL-mount-$kind" "$T/ctx-mount-$kind"
+        like "$(record 'LOOP_STATUS=403')" "LOOP_REASON=.*RUN --mount with from=" "$kind: ...and the record says why"
+        printf 'FROM %s\nADD http://127.0.0.1:9/x /x\n' "$IMAGE" >"$T/ctx-mount-$kind/Other.dockerfile"
+        refused "a build with a remote ADD (by -f)" "ADD http://127.0.0.1:9/x is refused" "build" \
+                build -q -f "$T/ctx-mount-$kind/Other.dockerfile" "$T/ctx-mount-$kind"
+        printf '# syntax=docker/dockerfile:1\nFROM %s\n' "$IMAGE" >"$T/ctx-mount-$kind/Dockerfile"
+        refused "a build whose Dockerfile picks a frontend (# syntax=)" "the syntax directive is refused" "build" \
+                build -q "$T/ctx-mount-$kind"
+        # a gzip-compressed context, sent as the engines take it
+        printf 'FROM %s\nRUN --mount=type=cache,from=%s,target=/c true\n' "$IMAGE" "$IMAGE" >"$T/ctx-mount-$kind/Dockerfile"
+        tar -C "$T/ctx-mount-$kind" -czf "$T/ctx-mount-$kind.tgz" Dockerfile
+        before=$(grep -c 'LOOP_STATUS=403' "$LOG")
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/x-tar' \
+                --data-binary "@$T/ctx-mount-$kind.tgz" -w ' %{http_code}' "http://d/v1.41/build?t=$CHANNEL-gz-$kind")
+        like "$out" "RUN --mount with from= is refused.* 403\$" "$kind: a gzip-compressed context's Dockerfile is read too"
+        recorded "a gzip-compressed context with RUN --mount=type=cache,from=" "build" "$before"
+        before=$(grep -c 'LOOP_STATUS=403' "$LOG")
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/x-tar' \
+                --data-binary "@$T/ctx-$kind.tar" -w ' %{http_code}' "http://d/v1.41/build?t=$CHANNEL-esc-$kind&dockerfile=..%2F..%2Fetc%2Fpasswd")
+        like "$out" "dockerfile parameter is refused.* 403\$" "$kind: a dockerfile parameter outside the context is refused"
+        # images a channel makes are named as its own
+        refused "a build into a name not the channel's" "not a name of channel $CHANNEL's own" "image" \
+                build -q -t "otherchannel-app" "$T/ctx-$kind"
 
         # --- forced into the channel ---
         inspect=$(engine_api "$sock" "http://d/v1.41/containers/own-$kind/json")
         like "$inspect" "\"loop-channel\": ?\"$CHANNEL\"" "$kind: the container carries loop-channel=$CHANNEL"
         like "$inspect" "\"loop-type\": ?\"nested\"" "$kind: the container carries loop-type=nested"
         like "$inspect" "no-new-privileges" "$kind: the container has no-new-privileges"
-        like "$inspect" "\"CapDrop\": ?\[[^]]*MKNOD" "$kind: the container has MKNOD dropped"
+        like "$inspect" "\"CapDrop\": ?\[ *\"ALL\" *\]|\"CapDrop\": ?\[[^]]*\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\",[^]]*\"SETUID\"" \
+                "$kind: the container has every capability dropped (CapDrop ALL; Podman lists them)"
         if [ $kind = docker ]; then
                 like "$inspect" "seccomp=.*kernel keyrings" "$kind: the container has the channel's seccomp profile"
         else
@@ -232,9 +281,41 @@ for kind in podman docker; do
         timeout 60 "$DOCKER" rm -f "masks-$kind" >/dev/null 2>&1
 
         # --- other containers are out of reach ---
-        refused "exec into a container the agent did not make" "not one of channel" "ownership" exec "foreign-$kind" true
-        refused "stopping a container the agent did not make" "not one of channel" "ownership" stop "foreign-$kind"
-        refused "committing a container the agent did not make" "not one of channel" "ownership" commit "foreign-$kind" "stolen-$kind"
+        hidden "exec into a container the agent did not make" exec "foreign-$kind" true
+        hidden "stopping a container the agent did not make" stop "foreign-$kind"
+        hidden "committing a container the agent did not make" commit "foreign-$kind" "stolen-$kind"
+        # Podman reads query parameters ignoring case: CONTAINER= is its container=, REPO= its repo=
+        # (dockerd's images outlive a run: one a run before made is not this run's)
+        engine_api "$sock" -X DELETE "http://d/v1.41/images/$CHANNEL-stolen?force=1" >/dev/null
+        if [ $kind = podman ]; then     # (Docker reads container= only: CONTAINER= names nothing there)
+                out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{}' -w ' %{http_code}' \
+                        "http://d/v1.41/commit?CONTAINER=foreign-$kind&repo=$CHANNEL-stolen")
+                like "$out" "no such container.* 404\$" "$kind: a commit naming another's container as CONTAINER= answers as a missing one"
+        fi
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{}' -w ' %{http_code}' \
+                "http://d/v1.41/commit?container=long-$kind&CONTAINER=foreign-$kind&repo=$CHANNEL-stolen")
+        like "$out" " 400\$" "$kind: a query with two keys equal but for case is refused"
+        unlike "$(engine_api "$sock" "http://d/v1.41/images/json")" "$CHANNEL-stolen" "$kind: ...and no image was committed"
+        # no oracle: another's container answers exactly as one that does not exist, as the engine does
+        a=$(curl -sS --unix-socket "$PSOCK" -w ' %{http_code}' "http://d/v1.41/containers/foreign-$kind/json")
+        b=$(curl -sS --unix-socket "$PSOCK" -w ' %{http_code}' "http://d/v1.41/containers/nosuch-$kind/json")
+        e=$(curl -sS --unix-socket "$sock" -w ' %{http_code}' "http://d/v1.41/containers/nosuch-$kind/json")
+        is "${a//foreign-$kind/REF}" "${b//nosuch-$kind/REF}" \
+                "$kind: another channel's container answers exactly as a missing one (no 403-vs-404 oracle)"
+        is "$b" "$e" "$kind: ...which is the engine's own answer for a missing container"
+        a=$(curl -sS --unix-socket "$PSOCK" -X POST -w ' %{http_code}' "http://d/v1.41/containers/foreign-$kind/kill")
+        b=$(curl -sS --unix-socket "$PSOCK" -X POST -w ' %{http_code}' "http://d/v1.41/containers/nosuch-$kind/kill")
+        is "${a//foreign-$kind/REF}" "${b//nosuch-$kind/REF}" "$kind: a kill of another's container answers as one of a missing one"
+        is "$(engine_api "$sock" "http://d/v1.41/containers/foreign-$kind/json" | grep -o '"Running": *[a-z]*')" '"Running":true' \
+                "$kind: ...and the other container still runs"
+        # resolved once: the request the engine gets names the id the ownership was checked on
+        own_id=$(engine_api "$sock" "http://d/v1.41/containers/long-$kind/json" | grep -o '"Id": *"[0-9a-f]*"' | grep -o '[0-9a-f]\{64\}')
+        timeout 60 "$DOCKER" top "long-$kind" >/dev/null 2>&1
+        like "$(record 'containers/[^ ]*/top')" "GET /v1\.[0-9]+/containers/$own_id/top" \
+                "$kind: a container named by name is forwarded (and recorded) by the id its ownership was checked on"
+        timeout 60 "$DOCKER" inspect "${own_id:0:12}" >/dev/null 2>&1
+        like "$(record 'containers/[^ ]*/json')" "GET /v1\.[0-9]+/containers/$own_id/json" \
+                "$kind: ...and so is one named by an id prefix"
         refused "copying out of a container without a human (approve, no approver)" "not approved" 'http\[[0-9]+\]' \
                 cp "long-$kind:/etc/passwd" "$T/passwd-$kind"
 
@@ -243,31 +324,53 @@ for kind in podman docker; do
                 http://d/v1.41/volumes/create >/dev/null
         engine_api "$sock" -X POST -H 'Content-Type: application/json' -d "{\"Name\":\"foreignnet-$kind\"}" \
                 http://d/v1.41/networks/create >/dev/null
-        check "$kind: docker volume create makes a volume" timeout 60 "$DOCKER" volume create "ownvol-$kind"
-        like "$(engine_api "$sock" "http://d/v1.41/volumes/ownvol-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
+        check "$kind: docker volume create makes a volume" timeout 60 "$DOCKER" volume create "$CHANNEL-ownvol-$kind"
+        like "$(engine_api "$sock" "http://d/v1.41/volumes/$CHANNEL-ownvol-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
                 "$kind: the volume carries loop-channel=$CHANNEL"
         out=$(timeout 60 "$DOCKER" volume ls --format '{{.Name}}' 2>&1)
-        like "$out" "ownvol-$kind" "$kind: docker volume ls lists the channel's volume"
+        like "$out" "$CHANNEL-ownvol-$kind" "$kind: docker volume ls lists the channel's volume"
         unlike "$out" "foreignvol-$kind" "$kind: ...and not another's"
-        refused "inspecting a volume the agent did not make" "not one of channel" "ownership" volume inspect "foreignvol-$kind"
-        refused "removing a volume the agent did not make" "not one of channel" "ownership" volume rm "foreignvol-$kind"
-        refused "-v with a volume the agent did not make" "not one of channel" "ownership" \
+        hidden "inspecting a volume the agent did not make" volume inspect "foreignvol-$kind"
+        hidden "removing a volume the agent did not make" volume rm "foreignvol-$kind"
+        # class 7: names are the channel's by their prefix, decided on the name alone
+        refused "-v with a volume the agent did not make" "names of channel $CHANNEL's volumes begin with" "names" \
                 run --rm -v "foreignvol-$kind:/x" "$IMAGE" true
-        refused "--mount of a volume the agent did not make" "not one of channel" "ownership" \
+        refused "--mount of a volume the agent did not make" "names of channel $CHANNEL's volumes begin with" "names" \
                 run --rm --mount "type=volume,src=foreignvol-$kind,dst=/x" "$IMAGE" true
-        out=$(timeout 60 "$DOCKER" run --rm -v "autovol-$kind:/x" "$IMAGE" sh -c 'echo kept > /x/f; cat /x/f' 2>&1)
+        refused "a volume named outside the channel's names" "names of channel $CHANNEL's volumes begin with" "names" \
+                volume create "othervol-$kind"
+        refused "a network named outside the channel's names" "names of channel $CHANNEL's networks begin with" "names" \
+                network create "othernet-$kind"
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{}' http://d/v1.41/volumes/create)
+        like "$out" "\"Name\": ?\"$CHANNEL-[0-9a-f]{32}\"" "$kind: a volume created without a name gets one of the channel's"
+        engine_api "$sock" -X DELETE "http://d/v1.41/volumes/$(printf '%s' "$out" | grep -o "$CHANNEL-[0-9a-f]\{32\}" | head -n 1)" >/dev/null
+        # /events and /info show nothing of other channels (the private Podman keeps no event history to
+        # read back: checked on Docker)
+        if [ $kind = docker ]; then
+                until_ts=$(date +%s)
+                out=$(curl -sS --max-time 20 --unix-socket "$PSOCK" "http://d/v1.41/events?since=0&until=$until_ts")
+                unlike "$out" "foreign-$kind" "$kind: /events shows nothing of a container the agent did not make"
+                like "$(curl -sS --max-time 20 --unix-socket "$sock" "http://d/v1.41/events?since=0&until=$until_ts")" "foreign-$kind" \
+                        "$kind: (straight on the engine, /events shows it)"
+                like "$out" "own-$kind" "$kind: ...and shows the agent's own containers"
+        fi
+        out=$(curl -sS --unix-socket "$PSOCK" http://d/v1.41/info)
+        like "$out" '"ServerVersion"' "$kind: /info answers with the engine's version"
+        unlike "$out" '"Containers"|"Images"|"Name"|"Labels"' "$kind: ...without counts, names or labels of the engine's objects"
+        refused "docker system df" "not an endpoint the proxy serves" "endpoint" system df
+        out=$(timeout 60 "$DOCKER" run --rm -v "$CHANNEL-autovol-$kind:/x" "$IMAGE" sh -c 'echo kept > /x/f; cat /x/f' 2>&1)
         is "$out" kept "$kind: a named volume that does not exist yet is made on docker run"
-        like "$(engine_api "$sock" "http://d/v1.41/volumes/autovol-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
+        like "$(engine_api "$sock" "http://d/v1.41/volumes/$CHANNEL-autovol-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
                 "$kind: ...with the channel's label"
-        check "$kind: docker network create makes a network" timeout 60 "$DOCKER" network create "ownnet-$kind"
-        like "$(engine_api "$sock" "http://d/v1.41/networks/ownnet-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
+        check "$kind: docker network create makes a network" timeout 60 "$DOCKER" network create "$CHANNEL-ownnet-$kind"
+        like "$(engine_api "$sock" "http://d/v1.41/networks/$CHANNEL-ownnet-$kind")" "\"loop-channel\": ?\"$CHANNEL\"" \
                 "$kind: the network carries loop-channel=$CHANNEL"
         out=$(timeout 60 "$DOCKER" network ls --format '{{.Name}}' 2>&1)
-        like "$out" "ownnet-$kind" "$kind: docker network ls lists the channel's network"
+        like "$out" "$CHANNEL-ownnet-$kind" "$kind: docker network ls lists the channel's network"
         unlike "$out" "foreignnet-$kind" "$kind: ...and not another's"
-        refused "inspecting a network the agent did not make" "not one of channel" "ownership" network inspect "foreignnet-$kind"
-        refused "removing a network the agent did not make" "not one of channel" "ownership" network rm "foreignnet-$kind"
-        refused "connecting to a network the agent did not make" "not one of channel" "ownership" \
+        hidden "inspecting a network the agent did not make" network inspect "foreignnet-$kind"
+        hidden "removing a network the agent did not make" network rm "foreignnet-$kind"
+        hidden "connecting to a network the agent did not make" \
                 network connect "foreignnet-$kind" "long-$kind"
         # the engine's default network: seen read-only, without the containers on it (foreign-$kind is one)
         defnet=bridge
@@ -283,21 +386,21 @@ for kind in podman docker; do
         like "$out" "(^|[[:space:]])bridge([[:space:]]|\$)" "$kind: docker network ls lists the engine's default network"
         unlike "$(curl -sS --unix-socket "$PSOCK" http://d/v1.41/networks)" "foreign-$kind" \
                 "$kind: ...without the containers on it"
-        refused "connecting a container to the default network" "not one of channel" "ownership" \
+        hidden "connecting a container to the default network" \
                 network connect "$defnet" "long-$kind"
-        refused "removing the default network" "not one of channel" "ownership" network rm "$defnet"
+        hidden "removing the default network" network rm "$defnet"
         if [ $kind = docker ]; then
                 out=$(timeout 60 "$DOCKER" network inspect host --format '{{.Name}}' 2>&1)
                 is "$out" host "$kind: docker network inspect host shows the host network"
-                refused "connecting a container to the host network" "not one of channel" "ownership" \
+                hidden "connecting a container to the host network" \
                         network connect host "long-$kind"
         fi
         engine_api "$sock" -X POST -H 'Content-Type: application/json' -d '{"Name":"create"}' http://d/v1.41/volumes/create >/dev/null
-        refused "inspecting another's volume named like an endpoint (create)" "not one of channel" "ownership" \
+        hidden "inspecting another's volume named like an endpoint (create)" \
                 volume inspect create
         engine_api "$sock" -X DELETE "http://d/v1.41/volumes/create" >/dev/null
-        check "$kind: docker volume rm removes the channel's volumes" timeout 60 "$DOCKER" volume rm "ownvol-$kind" "autovol-$kind"
-        check "$kind: docker network rm removes the channel's network" timeout 60 "$DOCKER" network rm "ownnet-$kind"
+        check "$kind: docker volume rm removes the channel's volumes" timeout 60 "$DOCKER" volume rm "$CHANNEL-ownvol-$kind" "$CHANNEL-autovol-$kind"
+        check "$kind: docker network rm removes the channel's network" timeout 60 "$DOCKER" network rm "$CHANNEL-ownnet-$kind"
         engine_api "$sock" -X DELETE "http://d/v1.41/volumes/foreignvol-$kind" >/dev/null
         engine_api "$sock" -X DELETE "http://d/v1.41/networks/foreignnet-$kind" >/dev/null
 
@@ -323,6 +426,48 @@ for kind in podman docker; do
                 '{"Mounts":[{"Type":"volume","Source":"v","Target":"/x","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/"}}}}]}'
         refused_create "emptied MaskedPaths" "masked and read-only" 'body\[[0-9]+\]' '{"MaskedPaths":[]}'
         refused_create "Privileged spelt in lower case" "privileged" 'body\[[0-9]+\]' '{"privileged":true}' 
+        # class 8: the work dir's files are out of reach of a nested container's root (every capability
+        # dropped); on Podman binds are nosuid,nodev
+        mkdir -p "$WORK/private"
+        echo secret >"$WORK/private/.env"
+        chmod 0600 "$WORK/private/.env"
+        chown -R 65534:65534 "$WORK/private"
+        chmod 0700 "$WORK/private"
+        out=$(timeout 60 "$DOCKER" run --rm -v "$WORK/private:/w" "$IMAGE" sh -c 'cat /w/.env; touch /w/x && chmod 4755 /w/x; echo ran' 2>&1)
+        like "$out" "ran" "$kind: a nested container binding a private directory of the work dir runs" || diag "$out"
+        unlike "$out" "secret" "$kind: ...and its root cannot read the private file in it"
+        [ ! -e "$WORK/private/x" ]
+        ok $? "$kind: ...nor create a (setuid) file in it"
+        if [ $kind = podman ]; then
+                out=$(timeout 60 "$DOCKER" run --rm -v "$WORK/data:/data" "$IMAGE" sh -c 'grep " /data " /proc/mounts' 2>&1)
+                like "$out" "nosuid" "$kind: a bind is mounted nosuid"
+                like "$out" "nodev" "$kind: ...and nodev"
+        fi
+        # issue 17, class 3: fields the deny-list did not know; the body is rebuilt from the fields the proxy knows
+        refused_create "LogConfig with a path= option" "HostConfig.LogConfig.Config may not be set" 'body-schema' \
+                '{"LogConfig":{"Type":"k8s-file","Config":{"path":"/etc/cron.d/loop-escape"}}}'
+        refused_create "the syslog log driver" "HostConfig.LogConfig.Type is not a log driver" 'body-schema' \
+                '{"LogConfig":{"Type":"syslog","Config":{}}}'
+        refused_create "an overlay bind with upperdir" "has a bind option the proxy does not allow" 'body-schema' \
+                "{\"Binds\":[\"$WORK/data:/x:O,upperdir=/root,workdir=/tmp\"]}"
+        refused_create "PidMode by namespace path" "HostConfig.PidMode is not a namespace mode" 'body-schema' \
+                '{"PidMode":"ns:/proc/self/ns/pid"}'
+        refused_create "a later no-new-privileges=0" "is not a security option the proxy allows" 'body-schema' \
+                '{"SecurityOpt":["no-new-privileges","no-new-privileges=0"]}'
+        refused_create "Links to another container" "HostConfig.Links may not be set" 'body-schema' \
+                "{\"Links\":[\"foreign-$kind:f\"]}"
+        refused_create "a field the proxy does not know" "HostConfig.Annotations may not be set|HostConfig.NoSuchField is not a field" \
+                'body-schema' '{"NoSuchField":true}'
+        before=$(grep -c 'LOOP_STATUS=403' "$LOG")
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{"PidsLimit":-1}' \
+                -w ' %{http_code}' "http://d/v1.41/containers/long-$kind/update")
+        like "$out" "PidsLimit is not a pids limit.* 403\$" "$kind: update with PidsLimit -1 is refused"
+        recorded "update with PidsLimit -1" 'body-schema' "$before"
+        # class 9: what a rule looked at is in the record
+        timeout 60 "$DOCKER" create --name "fields-$kind" -v "$WORK/data:/data" "$IMAGE" true >/dev/null 2>&1
+        like "$(record 'POST /v1\.[0-9]+/containers/create')" "LOOP_FIELDS=[^ ]*HostConfig.Binds" \
+                "$kind: a create's record lists the body fields that were checked"
+        timeout 60 "$DOCKER" rm -f "fields-$kind" >/dev/null 2>&1
         refused "--cap-add SYS_ADMIN" "capabilities beyond" 'body\[[0-9]+\]' run --rm --cap-add SYS_ADMIN "$IMAGE" true
         refused "--cap-add ALL" "capabilities beyond" 'body\[[0-9]+\]' run --rm --cap-add ALL "$IMAGE" true
         refused "--security-opt seccomp=unconfined" "disable confinement" 'body\[[0-9]+\]' \
@@ -335,9 +480,34 @@ for kind in podman docker; do
         refused "-p (a port on the host)" "ports on the host" 'body\[[0-9]+\]' run --rm -p 8080:80 "$IMAGE" true
         refused "a volume binding /etc" "volumes that bind host paths" 'body\[[0-9]+\]' \
                 volume create --opt type=none --opt o=bind --opt device=/etc "bindvol-$kind"
-        refused "a swarm endpoint" "swarm" 'http\[[0-9]+\]' swarm init
+        refused "a swarm endpoint" "swarm" 'endpoint' swarm init
         refused "retagging an image as loop's agent image" "loop's own images" 'body\[[0-9]+\]' tag "$IMAGE" loop-agent:latest
+        # class 5: image references normalised before the guard; the operator's images stay theirs
+        # the operator's agent image, an image of its own (made straight on the engine)
+        op_id=$(engine_api "$sock" -X POST -H "Content-Type: application/json" -d "{}" \
+                "http://d/v1.41/commit?container=long-$kind&repo=operator-agent&tag=latest" |
+                grep -o '[0-9a-f]\{64\}' | head -n 1)
+        refused "tagging over the agent image by index.docker.io" "one of the operator's images" "image" \
+                tag "$IMAGE" index.docker.io/operator-agent:latest
+        refused "tagging over loop-agent by registry-1.docker.io" "one of the operator's images|loop's own images" 'image|body\[[0-9]+\]' \
+                tag "$IMAGE" registry-1.docker.io/library/loop-agent:latest
+        before=$(grep -c 'LOOP_STATUS=403' "$LOG")
+        out=$(curl -sS --unix-socket "$PSOCK" -X POST -w ' %{http_code}' \
+                "http://d/v1.41/images/$IMAGE/tag?REPO=index.docker.io%2Foperator-agent&tag=latest")
+        like "$out" "one of the operator's images.* 403\$" "$kind: tagging over the agent image with REPO= (Podman's spelling) is refused"
+        recorded "tagging with REPO=" "image" "$before"
+        refused "committing over the agent image" "one of the operator's images" "image" \
+                commit "long-$kind" docker.io/library/operator-agent:latest
+        refused "removing the agent image by its id" "one of the operator's images" "image" rmi -f "${op_id:0:12}"
+        refused "removing the agent image by name" "one of the operator's images" "image" rmi -f "operator-agent:latest"
+        like "$(engine_api "$sock" "http://d/v1.41/images/$op_id/json")" '"Id"' "$kind: ...and the agent image is still there"
         refused "building into loop's agent image" "loop's own images" 'body\[[0-9]+\]' build -q -t localhost/loop-agent "$T/ctx-$kind"
+        refused "tagging into a name not the channel's" "not a name of channel $CHANNEL's own" "image" \
+                tag "$IMAGE" "otherchannel-app:latest"
+        refused "committing into a name not the channel's" "not a name of channel $CHANNEL's own" "image" \
+                commit "long-$kind" "localhost/otherchannel-app"
+        refused "a pull" "the operator pulls the image on the host" "pull" pull busybox:latest
+        check "$kind: tagging into the channel's own name works" timeout 60 "$DOCKER" tag "$IMAGE" "localhost/$CHANNEL-mine:v1"
 
         out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{"Privileged":true}' \
                 -o /dev/null -w '%{http_code}' "http://d/v1.41/containers/long-$kind/update")
@@ -413,7 +583,7 @@ LOG=$T/proxy-dead.log
 start_proxy "$T/dead.sock" "$T/nothing.sock" "$LOG" || bail_out "the proxy did not listen"
 out=$(curl -sS --unix-socket "$T/dead.sock" -o /dev/null -w '%{http_code}' http://d/v1.41/containers/json?all=1)
 is "$out" 502 "an engine that does not answer is a 502"
-like "$(record 'containers/json')" "LOOP_STATUS=502" "the 502 is recorded"
+like "$(record 'containers/json')" "LOOP_DECISION=deny .*LOOP_STATUS=502" "the 502 is recorded as a deny"
 stop_proxy
 
 tap_done

@@ -31,7 +31,8 @@ cat >"$cfg/loop.json" <<EOF
 EOF
 # The docker CLI comes in read-only; exec is left to the built-in rule, which asks a human.
 cat >"$cfg/channels.d/demo.json" <<'EOF'
-{ "mounts": [ "/opt/loop-test-docker:/opt/docker:ro" ], "gates": { "approval_timeout_sec": 120 } }
+{ "mounts": [ "/opt/loop-test-docker:/opt/docker:ro" ],
+  "gates": { "approval_timeout_sec": 120, "docker_proxy": { "build": true } } }
 EOF
 chmod 0644 "$cfg/loop.json" "$cfg/channels.d/demo.json"
 
@@ -85,7 +86,7 @@ agent "$D run --rm -v /:/host --entrypoint /bin/true $IMAGE; echo rc=\$?"
 like "$out" "bind mounts of host system paths" "a bind of / is refused inside the agent"
 
 # build from the local image, in the agent's /tmp
-agent "mkdir -p /tmp/ctx && printf 'FROM $IMAGE\nRUN echo built-in-agent >/built\n' >/tmp/ctx/Dockerfile && $D build -q -t built-by-agent /tmp/ctx && $D run --rm --entrypoint /bin/cat built-by-agent /built"
+agent "mkdir -p /tmp/ctx && printf 'FROM $IMAGE\nRUN echo built-in-agent >/built\n' >/tmp/ctx/Dockerfile && $D build -q -t demo-built-by-agent /tmp/ctx && $D run --rm --entrypoint /bin/cat demo-built-by-agent /built"
 like "$out" "built-in-agent" "docker build inside the agent builds an image from the local base, and it runs" || diag "$out"
 
 # exec: the built-in rule asks a human, through loop-gate@demo with the agent container's token
@@ -103,7 +104,8 @@ like "$frozen" "LOOP_FROZEN_US=[0-9]+" "...and for how long (LOOP_FROZEN_US)"
 agent_bg "$D exec nested-long echo exec-approved" /tmp/exec.out
 wait_for 60 pending
 ok $? "docker exec waits for a human (loop gate list shows it)"
-like "$(in_ct loop gate list demo)" "docker.*POST .*/containers/nested-long/exec" "...as a docker request naming the endpoint"
+like "$(in_ct loop gate list demo)" "docker.*POST .*/containers/[0-9a-f]{64}/exec" \
+        "...as a docker request naming the endpoint (and the container's id the request was resolved to)"
 check "loop gate approve (exec create)" in_ct loop gate approve "$(first_id)"
 wait_for 60 pending
 ok $? "exec start asks too"
@@ -129,7 +131,7 @@ like "$(proxy_journal LOOP_DECISION=allow LOOP_STATUS=201)" "LOOP_PATH=/v[0-9.]+
         "an allowed create is journaled with the engine's 201"
 like "$(proxy_journal LOOP_DECISION=allow LOOP_ACTOR=root)" "LOOP_PATH=/v[0-9.]+/exec/[0-9a-f]+/start" \
         "an approved request is journaled with the human who approved it"
-like "$(proxy_journal LOOP_DECISION=deny LOOP_ACTOR=root)" "LOOP_PATH=/v[0-9.]+/containers/nested-long/exec" \
+like "$(proxy_journal LOOP_DECISION=deny LOOP_ACTOR=root)" "LOOP_PATH=/v[0-9.]+/containers/[0-9a-f]{64}/exec" \
         "a request a human denied is journaled with the human who denied it"
 unlike "$(proxy_journal)" "nested-hello|exec-approved|X-Registry-Auth" "no body or header reaches the journal"
 
