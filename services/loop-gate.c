@@ -20,7 +20,9 @@
  *            gates.audit.verbose is on here. 401 for a bad token and 400 for a bad body, journaling nothing.
  *   "admin"  /run/loop/NAME/gate-admin.sock, root and group loop only (`loop gate`):
  *              GET  /api/gate/pending              -> {"channel":..., "pending":[...]}
- *              POST /api/gate/pending/ID {"answer":"once|session|deny|deny-session"}
+ *              POST /api/gate/pending/N-DIGEST {"answer":"once|session|deny|deny-session"}
+ *            The DIGEST (src/gate-approval.h) must be the pending request's: an answer names the container,
+ *            kind and target the human was shown, so a stale or mistyped id answers nothing (409).
  *
  * Settings come from the environment that loop-generator writes into the unit's drop-in (the service
  * cannot read /etc/loop/loop.json, which holds credentials): LOOP_GATE_APPROVAL_TIMEOUT_SEC,
@@ -112,6 +114,7 @@ typedef struct GateDecision {
         const char *kind, *target, *rule;
         pid_t pid;
         uint64_t id;
+        const char *digest;                     /* with id: the request as humans name it */
         bool allow;
         const char *actor, *reason;
         uint64_t latency_usec;
@@ -130,7 +133,7 @@ static void audit_gate(Server *s, AuditEvent event, const GateDecision *d) {
             asprintf(&f_kind, "LOOP_KIND=%s", strna(d->kind)) < 0 ||
             asprintf(&f_target, "LOOP_TARGET=%s", target) < 0 ||
             asprintf(&f_rule, "LOOP_RULE=%s", strna(d->rule)) < 0 ||
-            asprintf(&f_id, "LOOP_GATE_ID=%s/%" PRIu64, s->channel, d->id) < 0 ||
+            asprintf(&f_id, "LOOP_GATE_ID=%s/%" PRIu64 "-%s", s->channel, d->id, strempty(d->digest)) < 0 ||
             (!pending && asprintf(&f_decision, "LOOP_DECISION=%s", d->allow ? "allow" : "deny") < 0) ||
             (!pending && asprintf(&f_actor, "LOOP_ACTOR=%s", strna(d->actor)) < 0) ||
             (!pending && asprintf(&f_reason, "LOOP_REASON=%s", strna(d->reason)) < 0) ||
@@ -152,8 +155,8 @@ static void audit_gate(Server *s, AuditEvent event, const GateDecision *d) {
 
         if (pending)
                 (void) audit_log(event, LOG_NOTICE, &f,
-                                 "Approval %s/%" PRIu64 " pending: %s %s (container %s, rule %s)",
-                                 s->channel, d->id, strna(d->kind), shown, strna(d->container), strna(d->rule));
+                                 "Approval %s/%" PRIu64 "-%s pending: %s %s (container %s, rule %s)",
+                                 s->channel, d->id, strempty(d->digest), strna(d->kind), shown, strna(d->container), strna(d->rule));
         else
                 (void) audit_log(event, d->allow ? LOG_INFO : LOG_WARNING, &f,
                                  "Gate %s: %s %s (container %s, actor %s, reason %s)",
@@ -402,7 +405,7 @@ static void on_resolved(GateApprovals *a, GatePending *p, const GateOutcome *o, 
         Connection *c = p->userdata;
         GateDecision d = {
                 .container = p->container, .kind = p->kind, .target = p->target, .rule = p->rule,
-                .pid = p->pid, .id = p->id, .allow = o->allow, .actor = o->actor, .reason = o->reason,
+                .pid = p->pid, .id = p->id, .digest = p->digest, .allow = o->allow, .actor = o->actor, .reason = o->reason,
                 .latency_usec = now - p->created_usec,
         };
 
@@ -481,7 +484,7 @@ static void webhook_notify(Server *s, const GatePending *p) {
         target = text_escape_display(p->target, GATE_DISPLAY_MAX);
         message = text_escape_display(strempty(p->message), GATE_DISPLAY_MAX);
         o = json_object_new_object();
-        if (!target || !message || !o || asprintf(&id, "%s/%" PRIu64, s->channel, p->id) < 0) {
+        if (!target || !message || !o || asprintf(&id, "%s/%" PRIu64 "-%s", s->channel, p->id, p->digest) < 0) {
                 log_oom();
                 return;
         }
@@ -694,7 +697,7 @@ static int handle_container_request(Connection *c, const HttpRequest *req) {
         {
                 GateDecision d = {
                         .container = container, .kind = p->kind, .target = p->target, .rule = p->rule,
-                        .pid = p->pid, .id = p->id,
+                        .pid = p->pid, .id = p->id, .digest = p->digest,
                 };
                 audit_gate(s, AUDIT_GATE_PENDING, &d);
         }
@@ -720,13 +723,14 @@ static json_object *pending_json(Server *s, const GatePending *p, uint64_t now) 
 
         target = text_escape_display(p->target, GATE_DISPLAY_MAX);
         message = text_escape_display(strempty(p->message), GATE_DISPLAY_MAX);
-        if (!o || !target || !message || asprintf(&id, "%s/%" PRIu64, s->channel, p->id) < 0) {
+        if (!o || !target || !message || asprintf(&id, "%s/%" PRIu64 "-%s", s->channel, p->id, p->digest) < 0) {
                 json_object_put(o);
                 return NULL;
         }
         json_object_object_add(o, "id", json_object_new_string(id));
         json_object_object_add(o, "channel", json_object_new_string(s->channel));
         json_object_object_add(o, "number", json_object_new_uint64(p->id));
+        json_object_object_add(o, "digest", json_object_new_string(p->digest));
         json_object_object_add(o, "container", json_object_new_string(p->container));
         json_object_object_add(o, "kind", json_object_new_string(p->kind));
         json_object_object_add(o, "target", json_object_new_string(target));
@@ -774,17 +778,17 @@ static int handle_admin_request(Connection *c, const HttpRequest *req) {
                 _cleanup_(json_object_putp) json_object *body = NULL, *reply = NULL;
                 _cleanup_free_ char *actor = NULL;
                 json_object *v;
+                char digest[GATE_APPROVAL_DIGEST_HEX + 1];
                 GateAnswer answer;
+                GatePending *p;
                 uint64_t id;
-                char *end;
                 int r;
 
                 if (!streq(req->method, "POST"))
                         return reply_error(c, 405, "use POST", req->keep_alive);
-                errno = 0;
-                id = strtoull(id_str, &end, 10);
-                if (errno != 0 || end == id_str || *end || id == 0 || *id_str < '0' || *id_str > '9')
-                        return reply_error(c, 400, "bad request id", req->keep_alive);
+                if (gate_request_id_parse(id_str, &id, digest) < 0)
+                        return reply_error(c, 400, "bad request id (N-DIGEST, as `loop gate list` shows)",
+                                           req->keep_alive);
                 if (parse_json_body(req, &body) < 0 ||
                     !json_object_object_get_ex(body, "answer", &v) || !json_object_is_type(v, json_type_string) ||
                     json_object_get_string_len(v) > (int) GATE_ADMIN_ANSWER_MAX)
@@ -797,7 +801,19 @@ static int handle_admin_request(Connection *c, const HttpRequest *req) {
                 r = peer_name(c->peer_uid, &actor);
                 if (r < 0)
                         return r;
-                r = gate_approvals_answer(s->approvals, id, answer, actor, clock_usec(CLOCK_MONOTONIC));
+                p = gate_approvals_find(s->approvals, id);
+                if (p && !streq(p->digest, digest)) {
+                        _cleanup_free_ char *shown = text_escape_display(p->target, GATE_DISPLAY_MAX);
+
+                        log_warning("Refused %s's answer \"%s\" to %s/%" PRIu64 "-%s: request %" PRIu64 " is %s/%" PRIu64 "-%s "
+                                    "(%s of %s by %s), not the one answered; nothing was decided.",
+                                    actor, gate_answer_to_string(answer), s->channel, id, digest, id, s->channel,
+                                    id, p->digest, p->kind, strna(shown), p->container);
+                        return reply_error(c, 409, "the id names another request than this one: its target is not the "
+                                           "one that was shown (see `loop gate list`); nothing was answered",
+                                           req->keep_alive);
+                }
+                r = gate_approvals_answer(s->approvals, id, digest, answer, actor, clock_usec(CLOCK_MONOTONIC));
                 if (r == -ENOENT)
                         return reply_error(c, 404, "no such pending request (answered, timed out or withdrawn)",
                                            req->keep_alive);
