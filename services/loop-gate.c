@@ -95,8 +95,8 @@ struct Server {
         char *channel;
         GateApprovals *approvals;
         GateLimits limits;
-        GateAuditLimiter *audit_limiter;        /* local decisions journaled per container and second */
-        GateAuditLimiter *unauth_limiter;       /* requests without a known token, journaled per peer */
+        AuditLimiter *audit_limiter;        /* local decisions journaled per container and second */
+        AuditLimiter *unauth_limiter;       /* requests without a known token, journaled per peer */
         bool verbose;
         char *webhook_url;
         uint64_t idle_usec;
@@ -267,7 +267,7 @@ static bool unauthorized_journaled(Connection *c) {
         int r;
 
         (void) snprintf(peer, sizeof(peer), "pid %d uid %u", (int) c->peer_pid, (unsigned) c->peer_uid);
-        r = gate_audit_limiter_admit(c->server->unauth_limiter, peer, clock_usec(CLOCK_MONOTONIC),
+        r = audit_limiter_admit(c->server->unauth_limiter, peer, clock_usec(CLOCK_MONOTONIC),
                                      audit_unauth_dropped, c->server);
         return r != 0;  /* out of memory: journaled rather than lost */
 }
@@ -607,7 +607,7 @@ static int handle_audit_request(Connection *c, const HttpRequest *req) {
 
         /* The container's verbose setting is its own claim; ours decides whether allows are recorded. */
         if (!rep.allow || s->verbose) {
-                r = gate_audit_limiter_admit(s->audit_limiter, container, clock_usec(CLOCK_MONOTONIC), audit_local_dropped, s);
+                r = audit_limiter_admit(s->audit_limiter, container, clock_usec(CLOCK_MONOTONIC), audit_local_dropped, s);
                 if (r < 0)
                         return r;
                 if (r > 0)
@@ -1034,8 +1034,8 @@ static void server_arm_deadline(Server *s) {
 }
 
 static void server_arm_audit_timer(Server *s) {
-        uint64_t next = MIN(gate_audit_limiter_next_deadline(s->audit_limiter),
-                            gate_audit_limiter_next_deadline(s->unauth_limiter));
+        uint64_t next = MIN(audit_limiter_next_deadline(s->audit_limiter),
+                            audit_limiter_next_deadline(s->unauth_limiter));
 
         if (next == UINT64_MAX) {
                 (void) sd_event_source_set_enabled(s->audit_timer, SD_EVENT_OFF);
@@ -1068,8 +1068,8 @@ static int server_forget_removed(Server *s) {
 static void server_update_idle(Server *s) {
         bool busy = s->connections || gate_approvals_n_pending(s->approvals) > 0 || s->n_webhooks > 0 ||
                 gate_approvals_n_containers(s->approvals) > 0 ||
-                gate_audit_limiter_n_containers(s->audit_limiter) > 0 ||   /* a summary may be due */
-                gate_audit_limiter_n_containers(s->unauth_limiter) > 0;
+                audit_limiter_n_keys(s->audit_limiter) > 0 ||   /* a summary may be due */
+                audit_limiter_n_keys(s->unauth_limiter) > 0;
 
         server_arm_deadline(s);
         server_arm_audit_timer(s);
@@ -1096,8 +1096,8 @@ static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {
 static int on_audit_window(sd_event_source *src, uint64_t usec, void *userdata) {
         Server *s = userdata;
 
-        gate_audit_limiter_expire(s->audit_limiter, clock_usec(CLOCK_MONOTONIC), audit_local_dropped, s);
-        gate_audit_limiter_expire(s->unauth_limiter, clock_usec(CLOCK_MONOTONIC), audit_unauth_dropped, s);
+        audit_limiter_expire(s->audit_limiter, clock_usec(CLOCK_MONOTONIC), audit_local_dropped, s);
+        audit_limiter_expire(s->unauth_limiter, clock_usec(CLOCK_MONOTONIC), audit_unauth_dropped, s);
         server_update_idle(s);
         return 0;
 }
@@ -1126,8 +1126,8 @@ static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si,
         n = gate_approvals_deny_all(s->approvals, "service-stopping", clock_usec(CLOCK_MONOTONIC));
         if (n > 0)
                 log_notice("Stopping: denied %d pending request(s).", n);
-        gate_audit_limiter_expire(s->audit_limiter, UINT64_MAX, audit_local_dropped, s);
-        gate_audit_limiter_expire(s->unauth_limiter, UINT64_MAX, audit_unauth_dropped, s);
+        audit_limiter_expire(s->audit_limiter, UINT64_MAX, audit_local_dropped, s);
+        audit_limiter_expire(s->unauth_limiter, UINT64_MAX, audit_unauth_dropped, s);
         for (Connection *c = s->connections; c; c = c->next)
                 if (c->out_size > 0)
                         (void) connection_flush(c);
@@ -1237,8 +1237,8 @@ static void server_done(Server *s) {
         sd_event_source_disable_unref(s->idle_timer);
         sd_event_source_disable_unref(s->audit_timer);
         gate_approvals_free(s->approvals);
-        gate_audit_limiter_free(s->audit_limiter);
-        gate_audit_limiter_free(s->unauth_limiter);
+        audit_limiter_free(s->audit_limiter);
+        audit_limiter_free(s->unauth_limiter);
         sd_event_unref(s->event);
         free(s->webhook_url);
         free(s->channel);
@@ -1267,9 +1267,9 @@ static int run(int argc, char *argv[]) {
         r = gate_approvals_new(&s.limits, on_resolved, &s, &s.approvals);
         if (r < 0)
                 return log_oom();
-        r = gate_audit_limiter_new(GATE_AUDIT_RATE_PER_WINDOW, GATE_AUDIT_WINDOW_USEC, &s.audit_limiter);
+        r = audit_limiter_new(GATE_AUDIT_RATE_PER_WINDOW, GATE_AUDIT_WINDOW_USEC, &s.audit_limiter);
         if (r >= 0)
-                r = gate_audit_limiter_new(GATE_UNAUTH_PER_WINDOW, GATE_UNAUTH_WINDOW_USEC, &s.unauth_limiter);
+                r = audit_limiter_new(GATE_UNAUTH_PER_WINDOW, GATE_UNAUTH_WINDOW_USEC, &s.unauth_limiter);
         if (r < 0)
                 return log_oom();
 
