@@ -274,9 +274,6 @@ static char *record_field(const char *name, const char *value) {
 }
 
 static void conn_record(Conn *c) {
-        if (c->unjournaled)
-                return;
-
         _cleanup_free_ char *path = NULL, *reason = NULL, *f_path = NULL, *f_reason = NULL, *f_actor = NULL;
         char f_method[PROXY_RECORD_FIELD_MAX], f_rule[PROXY_RECORD_FIELD_MAX], f_status[PROXY_RECORD_FIELD_MAX],
                 f_latency[PROXY_RECORD_FIELD_MAX], f_frozen[PROXY_RECORD_FIELD_MAX], f_frozen_us[PROXY_RECORD_FIELD_MAX];
@@ -284,6 +281,8 @@ static void conn_record(Conn *c) {
         uint64_t latency = clock_usec(CLOCK_MONOTONIC) - c->start_usec;
         bool deny = !streq_ptr(c->decision, "allow");
 
+        if (c->unjournaled)     /* counted for a summary record (refusal_journaled()) */
+                return;
         path = text_escape_display(c->target.path ?: strempty(c->head.path), PROXY_DISPLAY_MAX);
         reason = text_escape_display(strempty(c->reason), PROXY_DISPLAY_MAX);
         if (!path || !reason)
