@@ -80,6 +80,7 @@
 #include <time.h>
 
 #include "audit.h"
+#include "audit-limiter.h"
 #include "cgroup-freeze.h"
 #include "config.h"
 #include "curl-buffer.h"
@@ -142,6 +143,8 @@ typedef struct Proxy {
         pthread_mutex_t start_lock;             /* one frozen start at a time; pause and unpause wait for it */
         pthread_mutex_t not_found_lock;
         char *not_found[_PROXY_OBJECT_KIND_MAX]; /* the engine's 404 body for each kind, the probe's id in it */
+        pthread_mutex_t refusal_lock;           /* guards refusals: the workers share it */
+        AuditLimiter *refusals;                 /* refusals before a request is a caller's: journaled per peer */
 } Proxy;
 
 typedef struct Conn {
@@ -187,6 +190,7 @@ typedef struct Conn {
         char **frozen;                          /* the cgroups this request froze, until thawed */
         int frozen_root_fd;                     /* the cgroup2 mount they are in */
         bool froze;                             /* the record says how many and for how long */
+        bool unjournaled;                       /* this refusal is counted in a summary instead */
         bool start_locked;                      /* holds the proxy's start_lock until the thaw */
         unsigned n_frozen;
         uint64_t frozen_since, frozen_usec;
@@ -231,6 +235,60 @@ static bool proxy_network_is_isolated(void) {
  * allocated, each once. */
 #define PROXY_RECORD_FIELD_MAX 128U
 
+/* Refusals that come before anything is the caller's request (a caller that is not one of the channel's
+ * containers, a connection beyond PROXY_CONNECTIONS_MAX) can be caused by anyone who reaches the socket,
+ * at any rate: PROXY_REFUSED_PER_WINDOW per peer and window are journaled one by one, the rest of a burst
+ * as one record with the count. Every request of a caller that passed the check is journaled. */
+#define PROXY_REFUSED_PER_WINDOW 3U
+#define PROXY_REFUSED_WINDOW_USEC (10ULL * 1000000ULL)
+
+/* key: "RULE:PEER" */
+static void refusals_summary(const char *key, uint64_t suppressed, void *userdata) {
+        Proxy *p = userdata;
+        _cleanup_free_ char *rule = NULL, *f_dropped = NULL, *f_limit = NULL, *f_peer = NULL, *f_rule = NULL;
+        const char *colon = key ? strchr(key, ':') : NULL;
+        const char *peer = colon ? colon + 1 : "peers beyond the count";
+
+        rule = colon ? strndup(key, (size_t) (colon - key)) : strdup("refused");
+        if (!rule ||
+            asprintf(&f_dropped, "LOOP_DROPPED=%" PRIu64, suppressed) < 0 ||
+            asprintf(&f_limit, "LOOP_LIMIT=%u", PROXY_REFUSED_PER_WINDOW) < 0 ||
+            asprintf(&f_peer, "LOOP_PEER=%s", colon ? peer : "beyond-the-count") < 0 ||
+            asprintf(&f_rule, "LOOP_RULE=%s", rule) < 0) {
+                log_oom();
+                return;
+        }
+        char *extra[] = { (char *) "LOOP_KIND=docker", (char *) "LOOP_DECISION=deny", f_rule, f_dropped, f_limit,
+                          f_peer, NULL };
+        AuditFields f = { .channel = p->channel, .extra = extra };
+        (void) audit_log(AUDIT_DOCKERPROXY_REQUEST, LOG_WARNING, &f,
+                         "Docker API deny: %" PRIu64 " more connections or requests of %s refused (rule %s) in %llu s "
+                         "(the first %u journaled one by one).", suppressed, peer, rule,
+                         PROXY_REFUSED_WINDOW_USEC / 1000000ULL, PROXY_REFUSED_PER_WINDOW);
+}
+
+/* Whether this refusal of peer is journaled by itself (else it is counted for a summary). */
+static bool refusal_journaled(Proxy *p, const char *rule, pid_t pid, uid_t uid) {
+        char key[96];
+        int r;
+
+        if (!p->refusals)
+                return true;
+        (void) snprintf(key, sizeof(key), "%s:pid %d uid %u", rule, (int) pid, (unsigned) uid);
+        pthread_mutex_lock(&p->refusal_lock);
+        r = audit_limiter_admit(p->refusals, key, clock_usec(CLOCK_MONOTONIC), refusals_summary, p);
+        pthread_mutex_unlock(&p->refusal_lock);
+        return r != 0;  /* out of memory: journaled rather than lost */
+}
+
+static void refusals_expire(Proxy *p, uint64_t now) {
+        if (!p->refusals)
+                return;
+        pthread_mutex_lock(&p->refusal_lock);
+        audit_limiter_expire(p->refusals, now, refusals_summary, p);
+        pthread_mutex_unlock(&p->refusal_lock);
+}
+
 static char *record_field(const char *name, const char *value) {
         size_t n = strlen(name), v = strlen(value);
         char *s = malloc(n + v + 1);
@@ -249,6 +307,8 @@ static void conn_record(Conn *c) {
         uint64_t latency = clock_usec(CLOCK_MONOTONIC) - c->start_usec;
         bool deny = !streq_ptr(c->decision, "allow");
 
+        if (c->unjournaled)     /* counted for a summary record (refusal_journaled()) */
+                return;
         /* a request that never parsed: what it began with, so that the record says what was refused */
         if (!c->target.path && !c->head.path && c->in && c->in_size > 0) {
                 size_t n = 0;
@@ -2139,8 +2199,12 @@ static int conn_handle(Conn *c) {
         /* once per connection: its peer is fixed at connect, and a container's labels never change */
         if (!c->peer_known) {
                 r = peer_check(c, c->peer_uid, &c->peer_name);
-                if (r == -EPERM)
-                        return conn_reply(c, 403, "caller", "only the channel's own containers may use its Docker API");
+                if (r == -EPERM) {
+                        c->unjournaled = !refusal_journaled(c->proxy, "caller", c->peer_pid, c->peer_uid);
+                        r = conn_reply(c, 403, "caller", "only the channel's own containers may use its Docker API");
+                        c->unjournaled = false;
+                        return r;
+                }
                 if (r < 0)
                         return conn_reply(c, 502, "engine", "the engine cannot be asked who is calling");
                 c->peer_known = true;
@@ -2736,15 +2800,18 @@ static void *worker_main(void *userdata) {
                 if (idle == 0 && atomic_load(&p->n_workers) <= PROXY_CONNECTIONS_MAX)
                         (void) worker_spawn(p);
 
+                (void) getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
                 if (atomic_fetch_add(&p->n_connections, 1) >= PROXY_CONNECTIONS_MAX) {
                         static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
                         atomic_fetch_sub(&p->n_connections, 1);
                         (void) send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
                         safe_close(cfd);
-                        log_warning("%u connections at once, refusing one.", PROXY_CONNECTIONS_MAX);
+                        if (refusal_journaled(p, "busy", len == sizeof(cred) ? cred.pid : 0,
+                                              len == sizeof(cred) ? cred.uid : (uid_t) -1))
+                                log_warning("%u connections at once, refusing one of pid %d.", PROXY_CONNECTIONS_MAX,
+                                            len == sizeof(cred) ? (int) cred.pid : 0);
                         continue;
                 }
-                (void) getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
                 c = calloc(1, sizeof(Conn));
                 if (!c) {
                         atomic_fetch_sub(&p->n_connections, 1);
@@ -2790,6 +2857,8 @@ static int worker_spawn(Proxy *p) {
 
 static int on_idle_check(sd_event_source *src, uint64_t usec, void *userdata) {
         Proxy *p = userdata;
+
+        refusals_expire(p, clock_usec(CLOCK_MONOTONIC));
 
         if (atomic_load(&p->n_connections) == 0 &&
             atomic_load(&p->n_idle_workers) == atomic_load(&p->n_workers) &&
@@ -2977,7 +3046,8 @@ static int proxy_listen(Proxy *p) {
 
 static int run(int argc, char *argv[]) {
         Proxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER, .start_lock = PTHREAD_MUTEX_INITIALIZER,
-                    .not_found_lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -EBADF };
+                    .not_found_lock = PTHREAD_MUTEX_INITIALIZER, .refusal_lock = PTHREAD_MUTEX_INITIALIZER,
+                    .listen_fd = -EBADF };
         const char *reason;
         sigset_t mask;
         int r;
@@ -3015,6 +3085,9 @@ static int run(int argc, char *argv[]) {
                 return log_error_errno(errno, "Cannot block signals: %m");
         (void) signal(SIGPIPE, SIG_IGN);
 
+        r = audit_limiter_new(PROXY_REFUSED_PER_WINDOW, PROXY_REFUSED_WINDOW_USEC, &p.refusals);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the refusal limiter: %m");
         r = sd_event_default(&p.event);
         if (r < 0)
                 return log_error_errno(r, "Cannot allocate the event loop: %m");
@@ -3031,6 +3104,7 @@ static int run(int argc, char *argv[]) {
         (void) sd_notify(false, "READY=1\nSTATUS=Forwarding the Docker API.");
 
         r = sd_event_loop(p.event);
+        refusals_expire(&p, UINT64_MAX);        /* what is still counted gets its summary */
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
         /* Threads may still run (a terminate with requests in flight): the process ends under them. */

@@ -20,7 +20,9 @@
  *            gates.audit.verbose is on here. 401 for a bad token and 400 for a bad body, journaling nothing.
  *   "admin"  /run/loop/NAME/gate-admin.sock, root and group loop only (`loop gate`):
  *              GET  /api/gate/pending              -> {"channel":..., "pending":[...]}
- *              POST /api/gate/pending/ID {"answer":"once|session|deny|deny-session"}
+ *              POST /api/gate/pending/N-DIGEST {"answer":"once|session|deny|deny-session"}
+ *            The DIGEST (src/gate-approval.h) must be the pending request's: an answer names the container,
+ *            kind and target the human was shown, so a stale or mistyped id answers nothing (409).
  *
  * Settings come from the environment that loop-generator writes into the unit's drop-in (the service
  * cannot read /etc/loop/loop.json, which holds credentials): LOOP_GATE_APPROVAL_TIMEOUT_SEC,
@@ -93,8 +95,8 @@ struct Server {
         char *channel;
         GateApprovals *approvals;
         GateLimits limits;
-        GateAuditLimiter *audit_limiter;        /* local decisions journaled per container and second */
-        GateAuditLimiter *unauth_limiter;       /* requests without a known token, journaled per peer */
+        AuditLimiter *audit_limiter;        /* local decisions journaled per container and second */
+        AuditLimiter *unauth_limiter;       /* requests without a known token, journaled per peer */
         bool verbose;
         char *webhook_url;
         uint64_t idle_usec;
@@ -112,6 +114,7 @@ typedef struct GateDecision {
         const char *kind, *target, *rule;
         pid_t pid;
         uint64_t id;
+        const char *digest;                     /* with id: the request as humans name it */
         bool allow;
         const char *actor, *reason;
         uint64_t latency_usec;
@@ -130,7 +133,7 @@ static void audit_gate(Server *s, AuditEvent event, const GateDecision *d) {
             asprintf(&f_kind, "LOOP_KIND=%s", strna(d->kind)) < 0 ||
             asprintf(&f_target, "LOOP_TARGET=%s", target) < 0 ||
             asprintf(&f_rule, "LOOP_RULE=%s", strna(d->rule)) < 0 ||
-            asprintf(&f_id, "LOOP_GATE_ID=%s/%" PRIu64, s->channel, d->id) < 0 ||
+            asprintf(&f_id, "LOOP_GATE_ID=%s/%" PRIu64 "-%s", s->channel, d->id, strempty(d->digest)) < 0 ||
             (!pending && asprintf(&f_decision, "LOOP_DECISION=%s", d->allow ? "allow" : "deny") < 0) ||
             (!pending && asprintf(&f_actor, "LOOP_ACTOR=%s", strna(d->actor)) < 0) ||
             (!pending && asprintf(&f_reason, "LOOP_REASON=%s", strna(d->reason)) < 0) ||
@@ -152,8 +155,8 @@ static void audit_gate(Server *s, AuditEvent event, const GateDecision *d) {
 
         if (pending)
                 (void) audit_log(event, LOG_NOTICE, &f,
-                                 "Approval %s/%" PRIu64 " pending: %s %s (container %s, rule %s)",
-                                 s->channel, d->id, strna(d->kind), shown, strna(d->container), strna(d->rule));
+                                 "Approval %s/%" PRIu64 "-%s pending: %s %s (container %s, rule %s)",
+                                 s->channel, d->id, strempty(d->digest), strna(d->kind), shown, strna(d->container), strna(d->rule));
         else
                 (void) audit_log(event, d->allow ? LOG_INFO : LOG_WARNING, &f,
                                  "Gate %s: %s %s (container %s, actor %s, reason %s)",
@@ -264,7 +267,7 @@ static bool unauthorized_journaled(Connection *c) {
         int r;
 
         (void) snprintf(peer, sizeof(peer), "pid %d uid %u", (int) c->peer_pid, (unsigned) c->peer_uid);
-        r = gate_audit_limiter_admit(c->server->unauth_limiter, peer, clock_usec(CLOCK_MONOTONIC),
+        r = audit_limiter_admit(c->server->unauth_limiter, peer, clock_usec(CLOCK_MONOTONIC),
                                      audit_unauth_dropped, c->server);
         return r != 0;  /* out of memory: journaled rather than lost */
 }
@@ -402,7 +405,7 @@ static void on_resolved(GateApprovals *a, GatePending *p, const GateOutcome *o, 
         Connection *c = p->userdata;
         GateDecision d = {
                 .container = p->container, .kind = p->kind, .target = p->target, .rule = p->rule,
-                .pid = p->pid, .id = p->id, .allow = o->allow, .actor = o->actor, .reason = o->reason,
+                .pid = p->pid, .id = p->id, .digest = p->digest, .allow = o->allow, .actor = o->actor, .reason = o->reason,
                 .latency_usec = now - p->created_usec,
         };
 
@@ -481,7 +484,7 @@ static void webhook_notify(Server *s, const GatePending *p) {
         target = text_escape_display(p->target, GATE_DISPLAY_MAX);
         message = text_escape_display(strempty(p->message), GATE_DISPLAY_MAX);
         o = json_object_new_object();
-        if (!target || !message || !o || asprintf(&id, "%s/%" PRIu64, s->channel, p->id) < 0) {
+        if (!target || !message || !o || asprintf(&id, "%s/%" PRIu64 "-%s", s->channel, p->id, p->digest) < 0) {
                 log_oom();
                 return;
         }
@@ -604,7 +607,7 @@ static int handle_audit_request(Connection *c, const HttpRequest *req) {
 
         /* The container's verbose setting is its own claim; ours decides whether allows are recorded. */
         if (!rep.allow || s->verbose) {
-                r = gate_audit_limiter_admit(s->audit_limiter, container, clock_usec(CLOCK_MONOTONIC), audit_local_dropped, s);
+                r = audit_limiter_admit(s->audit_limiter, container, clock_usec(CLOCK_MONOTONIC), audit_local_dropped, s);
                 if (r < 0)
                         return r;
                 if (r > 0)
@@ -694,7 +697,7 @@ static int handle_container_request(Connection *c, const HttpRequest *req) {
         {
                 GateDecision d = {
                         .container = container, .kind = p->kind, .target = p->target, .rule = p->rule,
-                        .pid = p->pid, .id = p->id,
+                        .pid = p->pid, .id = p->id, .digest = p->digest,
                 };
                 audit_gate(s, AUDIT_GATE_PENDING, &d);
         }
@@ -720,13 +723,14 @@ static json_object *pending_json(Server *s, const GatePending *p, uint64_t now) 
 
         target = text_escape_display(p->target, GATE_DISPLAY_MAX);
         message = text_escape_display(strempty(p->message), GATE_DISPLAY_MAX);
-        if (!o || !target || !message || asprintf(&id, "%s/%" PRIu64, s->channel, p->id) < 0) {
+        if (!o || !target || !message || asprintf(&id, "%s/%" PRIu64 "-%s", s->channel, p->id, p->digest) < 0) {
                 json_object_put(o);
                 return NULL;
         }
         json_object_object_add(o, "id", json_object_new_string(id));
         json_object_object_add(o, "channel", json_object_new_string(s->channel));
         json_object_object_add(o, "number", json_object_new_uint64(p->id));
+        json_object_object_add(o, "digest", json_object_new_string(p->digest));
         json_object_object_add(o, "container", json_object_new_string(p->container));
         json_object_object_add(o, "kind", json_object_new_string(p->kind));
         json_object_object_add(o, "target", json_object_new_string(target));
@@ -774,17 +778,17 @@ static int handle_admin_request(Connection *c, const HttpRequest *req) {
                 _cleanup_(json_object_putp) json_object *body = NULL, *reply = NULL;
                 _cleanup_free_ char *actor = NULL;
                 json_object *v;
+                char digest[GATE_APPROVAL_DIGEST_HEX + 1];
                 GateAnswer answer;
+                GatePending *p;
                 uint64_t id;
-                char *end;
                 int r;
 
                 if (!streq(req->method, "POST"))
                         return reply_error(c, 405, "use POST", req->keep_alive);
-                errno = 0;
-                id = strtoull(id_str, &end, 10);
-                if (errno != 0 || end == id_str || *end || id == 0 || *id_str < '0' || *id_str > '9')
-                        return reply_error(c, 400, "bad request id", req->keep_alive);
+                if (gate_request_id_parse(id_str, &id, digest) < 0)
+                        return reply_error(c, 400, "bad request id (N-DIGEST, as `loop gate list` shows)",
+                                           req->keep_alive);
                 if (parse_json_body(req, &body) < 0 ||
                     !json_object_object_get_ex(body, "answer", &v) || !json_object_is_type(v, json_type_string) ||
                     json_object_get_string_len(v) > (int) GATE_ADMIN_ANSWER_MAX)
@@ -797,7 +801,19 @@ static int handle_admin_request(Connection *c, const HttpRequest *req) {
                 r = peer_name(c->peer_uid, &actor);
                 if (r < 0)
                         return r;
-                r = gate_approvals_answer(s->approvals, id, answer, actor, clock_usec(CLOCK_MONOTONIC));
+                p = gate_approvals_find(s->approvals, id);
+                if (p && !streq(p->digest, digest)) {
+                        _cleanup_free_ char *shown = text_escape_display(p->target, GATE_DISPLAY_MAX);
+
+                        log_warning("Refused %s's answer \"%s\" to %s/%" PRIu64 "-%s: request %" PRIu64 " is %s/%" PRIu64 "-%s "
+                                    "(%s of %s by %s), not the one answered; nothing was decided.",
+                                    actor, gate_answer_to_string(answer), s->channel, id, digest, id, s->channel,
+                                    id, p->digest, p->kind, strna(shown), p->container);
+                        return reply_error(c, 409, "the id names another request than this one: its target is not the "
+                                           "one that was shown (see `loop gate list`); nothing was answered",
+                                           req->keep_alive);
+                }
+                r = gate_approvals_answer(s->approvals, id, digest, answer, actor, clock_usec(CLOCK_MONOTONIC));
                 if (r == -ENOENT)
                         return reply_error(c, 404, "no such pending request (answered, timed out or withdrawn)",
                                            req->keep_alive);
@@ -1018,8 +1034,8 @@ static void server_arm_deadline(Server *s) {
 }
 
 static void server_arm_audit_timer(Server *s) {
-        uint64_t next = MIN(gate_audit_limiter_next_deadline(s->audit_limiter),
-                            gate_audit_limiter_next_deadline(s->unauth_limiter));
+        uint64_t next = MIN(audit_limiter_next_deadline(s->audit_limiter),
+                            audit_limiter_next_deadline(s->unauth_limiter));
 
         if (next == UINT64_MAX) {
                 (void) sd_event_source_set_enabled(s->audit_timer, SD_EVENT_OFF);
@@ -1052,8 +1068,8 @@ static int server_forget_removed(Server *s) {
 static void server_update_idle(Server *s) {
         bool busy = s->connections || gate_approvals_n_pending(s->approvals) > 0 || s->n_webhooks > 0 ||
                 gate_approvals_n_containers(s->approvals) > 0 ||
-                gate_audit_limiter_n_containers(s->audit_limiter) > 0 ||   /* a summary may be due */
-                gate_audit_limiter_n_containers(s->unauth_limiter) > 0;
+                audit_limiter_n_keys(s->audit_limiter) > 0 ||   /* a summary may be due */
+                audit_limiter_n_keys(s->unauth_limiter) > 0;
 
         server_arm_deadline(s);
         server_arm_audit_timer(s);
@@ -1080,8 +1096,8 @@ static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {
 static int on_audit_window(sd_event_source *src, uint64_t usec, void *userdata) {
         Server *s = userdata;
 
-        gate_audit_limiter_expire(s->audit_limiter, clock_usec(CLOCK_MONOTONIC), audit_local_dropped, s);
-        gate_audit_limiter_expire(s->unauth_limiter, clock_usec(CLOCK_MONOTONIC), audit_unauth_dropped, s);
+        audit_limiter_expire(s->audit_limiter, clock_usec(CLOCK_MONOTONIC), audit_local_dropped, s);
+        audit_limiter_expire(s->unauth_limiter, clock_usec(CLOCK_MONOTONIC), audit_unauth_dropped, s);
         server_update_idle(s);
         return 0;
 }
@@ -1110,8 +1126,8 @@ static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si,
         n = gate_approvals_deny_all(s->approvals, "service-stopping", clock_usec(CLOCK_MONOTONIC));
         if (n > 0)
                 log_notice("Stopping: denied %d pending request(s).", n);
-        gate_audit_limiter_expire(s->audit_limiter, UINT64_MAX, audit_local_dropped, s);
-        gate_audit_limiter_expire(s->unauth_limiter, UINT64_MAX, audit_unauth_dropped, s);
+        audit_limiter_expire(s->audit_limiter, UINT64_MAX, audit_local_dropped, s);
+        audit_limiter_expire(s->unauth_limiter, UINT64_MAX, audit_unauth_dropped, s);
         for (Connection *c = s->connections; c; c = c->next)
                 if (c->out_size > 0)
                         (void) connection_flush(c);
@@ -1221,8 +1237,8 @@ static void server_done(Server *s) {
         sd_event_source_disable_unref(s->idle_timer);
         sd_event_source_disable_unref(s->audit_timer);
         gate_approvals_free(s->approvals);
-        gate_audit_limiter_free(s->audit_limiter);
-        gate_audit_limiter_free(s->unauth_limiter);
+        audit_limiter_free(s->audit_limiter);
+        audit_limiter_free(s->unauth_limiter);
         sd_event_unref(s->event);
         free(s->webhook_url);
         free(s->channel);
@@ -1251,9 +1267,9 @@ static int run(int argc, char *argv[]) {
         r = gate_approvals_new(&s.limits, on_resolved, &s, &s.approvals);
         if (r < 0)
                 return log_oom();
-        r = gate_audit_limiter_new(GATE_AUDIT_RATE_PER_WINDOW, GATE_AUDIT_WINDOW_USEC, &s.audit_limiter);
+        r = audit_limiter_new(GATE_AUDIT_RATE_PER_WINDOW, GATE_AUDIT_WINDOW_USEC, &s.audit_limiter);
         if (r >= 0)
-                r = gate_audit_limiter_new(GATE_UNAUTH_PER_WINDOW, GATE_UNAUTH_WINDOW_USEC, &s.unauth_limiter);
+                r = audit_limiter_new(GATE_UNAUTH_PER_WINDOW, GATE_UNAUTH_WINDOW_USEC, &s.unauth_limiter);
         if (r < 0)
                 return log_oom();
 

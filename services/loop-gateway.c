@@ -69,6 +69,7 @@
 #include <time.h>
 
 #include "audit.h"
+#include "audit-limiter.h"
 #include "config.h"
 #include "egress-address.h"
 #include "egress-ca.h"
@@ -158,6 +159,7 @@ typedef struct Gateway {
         int listen_fd;
         int done_fd;                    /* eventfd: a connection thread ended */
         atomic_uint active;
+        AuditLimiter *busy;             /* connections refused beyond GATEWAY_CONNECTIONS_MAX, per peer */
 } Gateway;
 
 typedef struct Connection {
@@ -2179,6 +2181,35 @@ static void *connection_run(void *userdata) {
 
 /* ---- the main thread: accept, idle exit ---- */
 
+/* Connections beyond GATEWAY_CONNECTIONS_MAX are refused before they are requests, as fast as a client
+ * opens them: GATEWAY_BUSY_PER_WINDOW per peer address and window are journaled one by one, the rest of a
+ * burst as one record with the count. Only the main thread uses the limiter. */
+#define GATEWAY_BUSY_PER_WINDOW 3U
+#define GATEWAY_BUSY_WINDOW_USEC (10ULL * 1000000ULL)
+
+static void busy_summary(const char *peer, uint64_t suppressed, void *userdata) {
+        Gateway *g = userdata;
+        _cleanup_free_ char *f_dropped = NULL, *f_limit = NULL, *f_peer = NULL;
+
+        if (asprintf(&f_dropped, "LOOP_DROPPED=%" PRIu64, suppressed) < 0 ||
+            asprintf(&f_limit, "LOOP_LIMIT=%u", GATEWAY_BUSY_PER_WINDOW) < 0 ||
+            asprintf(&f_peer, "LOOP_PEER=%s", peer ?: "beyond-the-count") < 0) {
+                log_oom();
+                return;
+        }
+        char *extra[] = { (char *) "LOOP_DECISION=deny", (char *) "LOOP_REASON=busy", f_dropped, f_limit, f_peer, NULL };
+        AuditFields f = { .channel = g->channel, .extra = extra };
+        (void) audit_log(AUDIT_GATEWAY_REQUEST, LOG_WARNING, &f,
+                         "Egress deny: %" PRIu64 " more connections of %s refused beyond %u at once in %llu s "
+                         "(the first %u journaled one by one).", suppressed, peer ?: "peers beyond the count",
+                         GATEWAY_CONNECTIONS_MAX, GATEWAY_BUSY_WINDOW_USEC / 1000000ULL, GATEWAY_BUSY_PER_WINDOW);
+}
+
+static void busy_expire(Gateway *g, uint64_t now) {
+        if (g->busy)
+                audit_limiter_expire(g->busy, now, busy_summary, g);
+}
+
 static void gateway_update_idle(Gateway *g) {
         if (atomic_load(&g->active) > 0) {
                 (void) sd_event_source_set_enabled(g->idle_timer, SD_EVENT_OFF);
@@ -2203,6 +2234,7 @@ static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 
         if (read(fd, &n, sizeof n) < 0)
                 log_debug_errno(errno, "Reading the eventfd failed, ignoring: %m");
+        busy_expire(userdata, clock_usec(CLOCK_MONOTONIC));
         gateway_update_idle(userdata);
         return 0;
 }
@@ -2223,8 +2255,16 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         }
         if (atomic_load(&g->active) >= GATEWAY_CONNECTIONS_MAX) {
                 static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+                struct sockaddr_storage peer = {};
+                socklen_t pl = sizeof peer;
+                char address[INET6_ADDRSTRLEN + 8] = "unknown";
+
                 (void) send(cfd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-                log_warning("More than %u connections at once, refusing one.", GATEWAY_CONNECTIONS_MAX);
+                if (getpeername(cfd, (struct sockaddr *) &peer, &pl) >= 0)
+                        (void) egress_address_format((struct sockaddr *) &peer, address, sizeof address);
+                if (!g->busy || audit_limiter_admit(g->busy, address, clock_usec(CLOCK_MONOTONIC), busy_summary, g) != 0)
+                        log_warning("More than %u connections at once, refusing one of %s.", GATEWAY_CONNECTIONS_MAX,
+                                    address);
                 return 0;
         }
 
@@ -2344,6 +2384,9 @@ static int run(int argc, char *argv[]) {
         r = sd_event_default(&g.event);
         if (r < 0)
                 return log_error_errno(r, "Cannot allocate the event loop: %m");
+        r = audit_limiter_new(GATEWAY_BUSY_PER_WINDOW, GATEWAY_BUSY_WINDOW_USEC, &g.busy);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the refusal limiter: %m");
         if ((r = sd_event_add_signal(g.event, NULL, SIGTERM, NULL, NULL)) < 0 ||
             (r = sd_event_add_signal(g.event, NULL, SIGINT, NULL, NULL)) < 0 ||
             (r = sd_event_add_io(g.event, NULL, g.done_fd, EPOLLIN, on_done, &g)) < 0 ||
@@ -2356,6 +2399,7 @@ static int run(int argc, char *argv[]) {
         (void) sd_notify(false, g.config_error ? "READY=1\nSTATUS=Misconfigured: refusing every request."
                                                : "READY=1\nSTATUS=Serving egress.");
         r = sd_event_loop(g.event);
+        busy_expire(&g, UINT64_MAX);            /* what is still counted gets its summary */
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
         /* Threads still running end with the process: their clients see the connection break. */

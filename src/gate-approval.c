@@ -3,6 +3,8 @@
 #include <assert.h>
 #include <stdint.h>
 
+#include <ctype.h>
+#include <openssl/evp.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -66,6 +68,59 @@ bool gate_request_kind_is_valid(const char *kind) {
                 if (streq(kind, kinds[i]))
                         return true;
         return false;
+}
+
+void gate_request_digest(const char *container, const char *kind, const char *target,
+                         char ret[static GATE_APPROVAL_DIGEST_HEX + 1]) {
+        static const char hex[] = "0123456789abcdef";
+        const char *fields[] = { strempty(container), strempty(kind), strempty(target) };
+        unsigned char md[EVP_MAX_MD_SIZE] = {};
+        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+        bool good;
+
+        /* The fields are C strings: with their NULs in between, no two requests hash the same text. */
+        good = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+        for (size_t i = 0; good && i < ELEMENTSOF(fields); i++)
+                good = EVP_DigestUpdate(ctx, fields[i], strlen(fields[i]) + 1) == 1;
+        good = good && EVP_DigestFinal_ex(ctx, md, NULL) == 1;
+        EVP_MD_CTX_free(ctx);
+        if (!good) {
+                /* Fail closed: a digest no parsed id can have (not hex), so nothing can be answered. */
+                memset(ret, '-', GATE_APPROVAL_DIGEST_HEX);
+                ret[GATE_APPROVAL_DIGEST_HEX] = 0;
+                return;
+        }
+        for (size_t i = 0; i < GATE_APPROVAL_DIGEST_HEX / 2; i++) {
+                ret[2 * i] = hex[md[i] >> 4];
+                ret[2 * i + 1] = hex[md[i] & 15];
+        }
+        ret[GATE_APPROVAL_DIGEST_HEX] = 0;
+}
+
+int gate_request_id_parse(const char *s, uint64_t *ret_id, char ret_digest[static GATE_APPROVAL_DIGEST_HEX + 1]) {
+        char digest[GATE_APPROVAL_DIGEST_HEX + 1];
+        const char *dash;
+        uint64_t id;
+        char *end;
+
+        if (!s || *s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        id = strtoull(s, &end, 10);
+        if (errno != 0 || id == 0 || *end != '-')
+                return -EINVAL;
+        dash = end;
+        if (strlen(dash + 1) != GATE_APPROVAL_DIGEST_HEX)
+                return -EINVAL;
+        for (size_t i = 0; i < GATE_APPROVAL_DIGEST_HEX; i++) {
+                if (!isxdigit((unsigned char) dash[1 + i]))
+                        return -EINVAL;
+                digest[i] = (char) tolower((unsigned char) dash[1 + i]);
+        }
+        digest[GATE_APPROVAL_DIGEST_HEX] = 0;
+        *ret_id = id;
+        memcpy(ret_digest, digest, sizeof(digest));
+        return 0;
 }
 
 static void gate_pending_free(GatePending *p) {
@@ -278,6 +333,7 @@ int gate_approvals_submit(GateApprovals *a, const GateRequestInfo *info, uint64_
         p->pid = info->pid;
         p->created_usec = now_usec;
         p->id = a->next_id++;
+        gate_request_digest(p->container, p->kind, p->target, p->digest);
 
         if (a->pending_last)
                 a->pending_last->next = p;
@@ -326,7 +382,8 @@ GatePending *gate_approvals_find(const GateApprovals *a, uint64_t id) {
         return NULL;
 }
 
-int gate_approvals_answer(GateApprovals *a, uint64_t id, GateAnswer answer, const char *actor, uint64_t now_usec) {
+int gate_approvals_answer(GateApprovals *a, uint64_t id, const char *digest, GateAnswer answer, const char *actor,
+                          uint64_t now_usec) {
         _cleanup_free_ char *container = NULL, *key = NULL;
         GateOutcome o;
         GatePending *p;
@@ -338,6 +395,8 @@ int gate_approvals_answer(GateApprovals *a, uint64_t id, GateAnswer answer, cons
         p = gate_approvals_find(a, id);
         if (!p)
                 return -ENOENT;
+        if (!digest || !streq(digest, p->digest))
+                return -ESTALE;
 
         o = (GateOutcome) {
                 .allow = answer == GATE_ANSWER_ONCE || answer == GATE_ANSWER_SESSION,

@@ -35,6 +35,10 @@
 /* Request ids start at a random point of [MIN, MIN + SPAN) per service start and count up. */
 #define GATE_APPROVAL_ID_MIN 1000U
 #define GATE_APPROVAL_ID_SPAN 1000000000U
+/* A request id as humans see it is N-DIGEST: DIGEST is the first GATE_APPROVAL_DIGEST_HEX hex digits of
+ * SHA-256 over the container, kind and target, so an answer names what was shown, not only a number. */
+#define GATE_APPROVAL_DIGEST_HEX 8U
+#define GATE_APPROVAL_ID_STR_MAX (20U + 1U + GATE_APPROVAL_DIGEST_HEX + 1U)
 #define GATE_RULE_MAX 64U
 #define GATE_PENDING_MAX 1024U                  /* pending requests of the whole channel */
 #define GATE_CONTAINERS_MAX 1024U               /* containers with state (counters, cache) */
@@ -89,6 +93,7 @@ typedef struct GateOutcome {
 
 typedef struct GatePending {
         uint64_t id;                    /* > 0, unique in the life of the GateApprovals */
+        char digest[GATE_APPROVAL_DIGEST_HEX + 1];      /* lowercase hex, see GATE_APPROVAL_DIGEST_HEX */
         char *container, *kind, *target, *message, *cache_key, *rule;
         pid_t pid;
         uint64_t created_usec;          /* monotonic */
@@ -117,9 +122,18 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(GateApprovals *, gate_approvals_free);
 int gate_approvals_submit(GateApprovals *a, const GateRequestInfo *info, uint64_t now_usec,
                           GateOutcome *ret_outcome, GatePending **ret_pending);
 
-/* A human's answer to pending request id; actor names them (the outcome points to it during the callback). Returns the number of requests
- * settled (>= 1: a session answer may settle more), -ENOENT when id is not pending (any more). */
-int gate_approvals_answer(GateApprovals *a, uint64_t id, GateAnswer answer, const char *actor, uint64_t now_usec);
+/* A human's answer to pending request id, whose digest must be the one shown with it (the request the
+ * human saw); actor names them (the outcome points to it during the callback). Returns the number of
+ * requests settled (>= 1: a session answer may settle more), -ENOENT when id is not pending (any more),
+ * -ESTALE when digest is not the pending request's (nothing is settled). */
+int gate_approvals_answer(GateApprovals *a, uint64_t id, const char *digest, GateAnswer answer, const char *actor,
+                          uint64_t now_usec);
+
+/* The digest of a request (GATE_APPROVAL_DIGEST_HEX lowercase hex digits and a NUL into ret). */
+void gate_request_digest(const char *container, const char *kind, const char *target,
+                         char ret[static GATE_APPROVAL_DIGEST_HEX + 1]);
+/* Parses "N-DIGEST" (DIGEST in either case, stored lowercase). -EINVAL for anything else, a bare N too. */
+int gate_request_id_parse(const char *s, uint64_t *ret_id, char ret_digest[static GATE_APPROVAL_DIGEST_HEX + 1]);
 
 /* Denies what has waited timeout_usec or longer. Returns the number settled. */
 int gate_approvals_expire(GateApprovals *a, uint64_t now_usec);

@@ -9,8 +9,7 @@
  * well-formed and bounded; who sent it (the container) comes from the bearer token and where (the channel)
  * from the service instance, never from the body.
  *
- * GateAuditLimiter caps how many reports per container reach the journal in each window, so a container
- * that floods cannot flood the journal; what it held back is handed out once per window for a summary. */
+ * How many reports per container reach the journal is capped with an AuditLimiter (src/audit-limiter.h). */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,6 +17,7 @@
 
 #include <json-c/json.h>
 
+#include "audit-limiter.h"
 #include "macro.h"
 
 #define GATE_AUDIT_TARGET_MAX (8U * 1024U)      /* bytes of a report's target */
@@ -29,7 +29,6 @@
 #define GATE_AUDIT_ERRNO_MAX 4095
 #define GATE_AUDIT_RATE_PER_WINDOW 200U         /* reports journaled per container and window */
 #define GATE_AUDIT_WINDOW_USEC 1000000ULL
-#define GATE_AUDIT_CONTAINERS_MAX 1024U         /* containers counted at once */
 
 /* A well-formed report. The strings point into the json_object it was parsed from. */
 typedef struct GateAuditReport {
@@ -51,24 +50,3 @@ typedef struct GateAuditReport {
  * Unknown keys are ignored, so the supervisor may add fields. Returns 0, or -EBADMSG with the first
  * offending key in *ret_bad_field (a static string). */
 int gate_audit_report_parse(json_object *o, GateAuditReport *ret, const char **ret_bad_field);
-
-typedef struct GateAuditLimiter GateAuditLimiter;
-
-/* A window ended in which container held back suppressed reports (container NULL: reports of
- * containers beyond GATE_AUDIT_CONTAINERS_MAX, which are not counted one by one). */
-typedef void (*GateAuditSummaryFn)(const char *container, uint64_t suppressed, void *userdata);
-
-int gate_audit_limiter_new(unsigned per_window, uint64_t window_usec, GateAuditLimiter **ret);
-GateAuditLimiter *gate_audit_limiter_free(GateAuditLimiter *l);
-DEFINE_TRIVIAL_CLEANUP_FUNC(GateAuditLimiter *, gate_audit_limiter_free);
-
-/* Counts a report of container at now. Ends the container's window first when it is over (a summary
- * goes to fn). Returns 1 when the report may be journaled, 0 when it is held back, -ENOMEM. */
-int gate_audit_limiter_admit(GateAuditLimiter *l, const char *container, uint64_t now,
-                             GateAuditSummaryFn fn, void *userdata);
-/* Ends every window that is over at now (UINT64_MAX: all of them), with a summary for each that held
- * reports back, and forgets those containers. */
-void gate_audit_limiter_expire(GateAuditLimiter *l, uint64_t now, GateAuditSummaryFn fn, void *userdata);
-/* When the earliest window ends, UINT64_MAX when nothing is counted. */
-uint64_t gate_audit_limiter_next_deadline(const GateAuditLimiter *l);
-size_t gate_audit_limiter_n_containers(const GateAuditLimiter *l);

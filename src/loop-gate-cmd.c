@@ -2,8 +2,10 @@
 
 /* `loop gate list|approve|deny`: the humans' side of the security gate. Each channel's loop-gate@NAME
  * service listens on /run/loop/NAME/gate-admin.sock (root and group loop only); connecting starts it if
- * it is not running, and a service that was not running has nothing pending. Request ids are NAME/N,
- * unambiguous across channels; a bare N is accepted when exactly one channel has it pending. */
+ * it is not running, and a service that was not running has nothing pending. Request ids are
+ * NAME/N-DIGEST, unambiguous across channels; DIGEST binds the id to the container, kind and target that
+ * `loop gate list` showed (the gate refuses an answer whose digest is not the pending request's), and a
+ * bare N-DIGEST is accepted when exactly one channel has request N pending. */
 
 #include <curl/curl.h>
 #include <getopt.h>
@@ -12,6 +14,7 @@
 
 #include "config.h"
 #include "curl-buffer.h"
+#include "gate-approval.h"
 #include "gate-token.h"
 #include "log.h"
 #include "loop.h"
@@ -231,34 +234,31 @@ static int gate_list(int argc, char *argv[]) {
                 printf("No approval requests pending.\n");
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
-        printf("%-16s %-24s %-8s %8s %8s  %s\n", "ID", "CONTAINER", "KIND", "WAITING", "LEFT", "TARGET");
+        printf("%-26s %-24s %-8s %8s %8s  %s\n", "ID", "CONTAINER", "KIND", "WAITING", "LEFT", "TARGET");
         for (size_t i = 0; i < json_object_array_length(all); i++) {
                 json_object *e = json_object_array_get_idx(all, i);
                 const char *message = json_str(e, "message"), *rule = json_str(e, "rule");
 
                 /* Targets and messages come escaped by the gate: no control or bidi character reaches
                  * the terminal. */
-                printf("%-16s %-24s %-8s %7" PRIi64 "s %7" PRIi64 "s  %s\n",
+                printf("%-26s %-24s %-8s %7" PRIi64 "s %7" PRIi64 "s  %s\n",
                        json_str(e, "id"), json_str(e, "container"), json_str(e, "kind"),
                        json_int(e, "waiting_sec"), json_int(e, "timeout_sec"), json_str(e, "target"));
                 if (!isempty(message) || !isempty(rule))
-                        printf("%-16s %s%s%s%s\n", "", isempty(rule) ? "" : "rule ", rule,
+                        printf("%-26s %s%s%s%s\n", "", isempty(rule) ? "" : "rule ", rule,
                                !isempty(rule) && !isempty(message) ? ": " : "", message);
         }
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
-/* NAME/N, or N when exactly one channel has request N pending. */
-static int resolve_id(const char *arg, char **ret_channel, uint64_t *ret_number) {
+/* NAME/N-DIGEST, or N-DIGEST when exactly one channel has request N pending. */
+static int resolve_id(const char *arg, char **ret_channel, uint64_t *ret_number, char ret_digest[static GATE_APPROVAL_DIGEST_HEX + 1]) {
         _cleanup_free_ char *channel = NULL;
         const char *slash = strrchr(arg, '/'), *num = slash ? slash + 1 : arg;
         uint64_t n;
-        char *end;
 
-        errno = 0;
-        n = strtoull(num, &end, 10);
-        if (errno != 0 || end == num || *end || n == 0 || *num < '0' || *num > '9')
-                return log_error_errno(EINVAL, "\"%s\" is not a request id (NAME/N, as `loop gate list` shows).", arg);
+        if (gate_request_id_parse(num, &n, ret_digest) < 0)
+                return log_error_errno(EINVAL, "\"%s\" is not a request id (NAME/N-DIGEST, as `loop gate list` shows).", arg);
 
         if (slash) {
                 channel = strndup(arg, (size_t) (slash - arg));
@@ -270,6 +270,7 @@ static int resolve_id(const char *arg, char **ret_channel, uint64_t *ret_number)
                 _cleanup_(json_object_putp) json_object *all = NULL;
                 size_t matches = 0;
 
+                /* Only the number picks the channel: the digest is checked by that channel's gate. */
                 (void) collect_pending(NULL, true, &all);
                 for (size_t i = 0; all && i < json_object_array_length(all); i++) {
                         json_object *e = json_object_array_get_idx(all, i);
@@ -284,8 +285,8 @@ static int resolve_id(const char *arg, char **ret_channel, uint64_t *ret_number)
                 if (matches == 0)
                         return log_error_errno(ENOENT, "No channel has request %" PRIu64 " pending.", n);
                 if (matches > 1)
-                        return log_error_errno(EINVAL, "Request %" PRIu64 " is pending in %zu channels; say which: NAME/%" PRIu64 ".",
-                                               n, matches, n);
+                        return log_error_errno(EINVAL, "Request %" PRIu64 " is pending in %zu channels; say which: NAME/%s.",
+                                               n, matches, arg);
         }
         *ret_channel = TAKE_PTR(channel);
         *ret_number = n;
@@ -300,6 +301,7 @@ static int gate_answer(int argc, char *argv[], bool allow) {
         };
         _cleanup_(json_object_putp) json_object *reply = NULL;
         _cleanup_free_ char *channel = NULL, *path = NULL, *body = NULL;
+        char digest[GATE_APPROVAL_DIGEST_HEX + 1];
         bool session = false;
         const char *answer;
         uint64_t n = 0;
@@ -317,14 +319,14 @@ static int gate_answer(int argc, char *argv[], bool allow) {
                         return EXIT_FAILURE;
                 }
         if (argc - optind != 1)
-                return log_error("Expected one request id (NAME/N), see `loop gate list`."), EXIT_FAILURE;
+                return log_error("Expected one request id (NAME/N-DIGEST), see `loop gate list`."), EXIT_FAILURE;
 
-        r = resolve_id(argv[optind], &channel, &n);
+        r = resolve_id(argv[optind], &channel, &n, digest);
         if (r < 0)
                 return EXIT_FAILURE;
 
         answer = allow ? (session ? "session" : "once") : (session ? "deny-session" : "deny");
-        if (asprintf(&path, "/api/gate/pending/%" PRIu64, n) < 0 ||
+        if (asprintf(&path, "/api/gate/pending/%" PRIu64 "-%s", n, digest) < 0 ||
             asprintf(&body, "{\"answer\":\"%s\"}", answer) < 0)
                 return log_oom(), EXIT_FAILURE;
 
@@ -332,13 +334,17 @@ static int gate_answer(int argc, char *argv[], bool allow) {
         if (r < 0)
                 return log_admin_error(r, channel), EXIT_FAILURE;
         if (r == 404)
-                return log_error("Request %s/%" PRIu64 " is not pending (answered, timed out or withdrawn).", channel, n),
-                        EXIT_FAILURE;
+                return log_error("Request %s/%" PRIu64 "-%s is not pending (answered, timed out or withdrawn).", channel, n,
+                                 digest), EXIT_FAILURE;
+        if (r == 409)
+                return log_error("Refused: %s/%" PRIu64 "-%s does not name what is pending as request %" PRIu64 " (its container, "
+                                 "kind or target differ from the ones shown with this id). Nothing was answered; see "
+                                 "`loop gate list`.", channel, n, digest, n), EXIT_FAILURE;
         if (r != 200)
                 return log_error("The gate of channel %s refused the answer: %s", channel, json_str(reply, "error")),
                         EXIT_FAILURE;
 
-        printf("%s %s/%" PRIu64 " (%s)", allow ? "Approved" : "Denied", channel, n, answer);
+        printf("%s %s/%" PRIu64 "-%s (%s)", allow ? "Approved" : "Denied", channel, n, digest, answer);
         if (json_int(reply, "settled") > 1)
                 printf(", and %" PRIi64 " more waiting request(s) of that container with the same key",
                        json_int(reply, "settled") - 1);

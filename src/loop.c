@@ -55,7 +55,7 @@ static void help(void) {
                "  gate list [NAME] [--json]\n"
                "                         Show approval requests of the security gate\n"
                "  gate approve|deny ID [--session]\n"
-               "                         Answer one (ID as `gate list` shows it: NAME/N)\n"
+               "                         Answer one (ID as `gate list` shows it: NAME/N-DIGEST)\n"
                "  reconcile [NAME...]    Sync the container registry with the engine\n"
                "  shell NAME [-- CMD...] A shell in the channel's shell container\n"
                "  runner NAME            Process the channel's queue (loop-agent@NAME.service)\n"

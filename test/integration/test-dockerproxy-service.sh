@@ -140,6 +140,33 @@ code=$(in_ct setpriv --reuid 65534 --regid 65534 --clear-groups \
         curl -s -o /dev/null -w '%{http_code}' --unix-socket /run/loop/demo/docker.sock http://d/_ping)
 is "$code" 403 "a host process that is neither root nor in the channel's containers is refused"
 
+# --- a flood of refused callers does not blind the journal ---------------------------------------------
+# Anyone who reaches the socket can be refused as fast as they can ask: the proxy journals a few per peer,
+# the rest as counts, and journald's rate limit is far above it (LogRateLimitBurst=), so the real
+# decision right after the flood is journaled.
+is "$(prop loop-dockerproxy@demo.service LogRateLimitIntervalUSec)/$(prop loop-dockerproxy@demo.service LogRateLimitBurst)" \
+        1s/1000000 "loop-dockerproxy@.service lifts journald's rate limit far above what it logs"
+FLOOD=25000
+in_ct sh -c "yes 'url = \"http://d/_ping\"
+output = /dev/null' | head -n $((2 * FLOOD)) >/tmp/flood.curl"
+cursor=$(proxy_journal -n 1 | sed -n 's/^__CURSOR=//p')
+in_ct setpriv --reuid 65534 --regid 65534 --clear-groups curl -s -K /tmp/flood.curl --unix-socket /run/loop/demo/docker.sock
+in_ct curl -s -o /dev/null --unix-socket /run/loop/demo/docker.sock http://d/containers/after-the-flood/json
+like "$(proxy_journal --after-cursor "$cursor")" "LOOP_PATH=(/v[0-9.]+)?/containers/after-the-flood/json" \
+        "after $FLOOD refused requests, the next real decision is in the journal"
+caller_counts() {
+        proxy_journal --after-cursor "$cursor" LOOP_RULE=caller | awk -v one=0 -v dropped=0 '
+                /^$/ { if (seen) { if (d != "") dropped += d; else one++ } seen = 0; d = "" }
+                /^LOOP_RULE=caller$/ { seen = 1 }
+                /^LOOP_DROPPED=/ { d = substr($0, 14) }
+                END { if (seen) { if (d != "") dropped += d; else one++ } print one, dropped }'
+}
+flood_counted() { read -r one dropped <<<"$(caller_counts)"; [ $((one + dropped)) -eq $FLOOD ]; }
+wait_for 30 flood_counted
+read -r one dropped <<<"$(caller_counts)"
+ok "$([ "$one" -le 30 ] && echo 0 || echo 1)" "the refused caller's requests are journaled a few one by one ($one)"
+is "$((one + dropped))" "$FLOOD" "...and the rest as counts per burst (LOOP_DROPPED: $dropped)"
+
 # --- idle exit and hardening -----------------------------------------------------------------------
 in_ct mkdir -p /run/systemd/system/loop-dockerproxy@demo.service.d
 in_ct sh -c 'printf "[Service]\nEnvironment=LOOP_DOCKERPROXY_IDLE_SEC=2\n" >/run/systemd/system/loop-dockerproxy@demo.service.d/90-idle.conf'

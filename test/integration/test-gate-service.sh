@@ -105,8 +105,26 @@ ok $? "a request with a valid token becomes pending (socket activation started t
 is "$(prop loop-gate@demo.service ActiveState)" active "the service runs while a request waits"
 is "$(prop loop-gate@demo.service User)" loop "it runs as user loop"
 list=$(in_ct loop gate list demo)
-like "$list" "demo/[0-9]+ +loop-demo-aaaaaa +execve .*git push origin main" "loop gate list shows it with a channel-qualified id"
+like "$list" "demo/[0-9]+-[0-9a-f]{8} +loop-demo-aaaaaa +execve .*git push origin main" "loop gate list shows it with a channel-qualified id"
 id=$(first_id demo)
+# The id is bound to what was shown: its digest is SHA-256 over container, kind and target.
+digest_of() { printf '%s\0%s\0%s\0' "$1" "$2" "$3" | sha256sum | cut -c1-8; }
+is "${id##*-}" "$(digest_of loop-demo-aaaaaa execve 'git push origin main')" \
+        "the id carries the digest of the request's container, kind and target"
+wrong="${id%-*}-$(digest_of loop-demo-aaaaaa execve 'git push origin evil')"
+r=$(in_ct loop gate approve "$wrong" 2>&1)
+st=$?
+ok "$([ $st -ne 0 ] && echo 0 || echo 1)" "loop gate approve with the digest of another target is refused" || diag "$r"
+like "$r" "does not name what is pending" "...with a clear error"
+is "$(n_pending demo)" 1 "...and the request still waits"
+in_ct journalctl --sync
+like "$(in_ct journalctl -u loop-gate@demo -o cat)" "Refused root's answer \"once\" to $wrong" "...and the refusal is journaled"
+r=$(in_ct curl -s -o /dev/null -w '%{http_code}' --max-time 10 --unix-socket /run/loop/demo/gate-admin.sock \
+        -d '{"answer":"session"}' "http://localhost/api/gate/pending/${wrong#demo/}")
+is "$r" 409 "the admin endpoint answers 409 to a mismatched digest (session answer)"
+r=$(in_ct loop gate deny "${id%-*}" 2>&1)
+ok "$([ $? -ne 0 ] && echo 0 || echo 1)" "an id without its digest is refused too (deny)" || diag "$r"
+is "$(n_pending demo)" 1 "...and the request still waits for the right id"
 check "loop gate approve $id" in_ct loop gate approve "$id"
 wait $a1
 is "$(jfield decision <"$out/r1")" allow "the waiting caller gets allow"

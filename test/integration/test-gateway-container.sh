@@ -353,6 +353,12 @@ agent "$curl_proxy --connect-to up.test:443:other.test:443 https://up.test/hello
 like "$out" "rc=(35|56)" "a ClientHello whose server name is not the CONNECT target is refused" || diag "$out"
 unlike "$out" "hello from upstream" "...and no byte of the response comes back"
 
+# --- journald's rate limit --------------------------------------------------------------------------
+# The gateway bounds a flood itself (GATEWAY_CONNECTIONS_MAX, one record per request, refusals beyond the
+# cap counted per peer), so journald's rate limit, which would drop decisions with a flood, is lifted for it.
+is "$(in_ct systemctl show -P LogRateLimitIntervalUSec loop-gateway@demo.service)/$(in_ct systemctl show -P LogRateLimitBurst loop-gateway@demo.service)" 1s/1000000 \
+        "loop-gateway@.service lifts journald's rate limit far above what it logs"
+
 # --- the journal ------------------------------------------------------------------------------------
 like "$(gw_record "LOOP_ADDRESS=198.51.100.2" LOOP_EVENT=gateway-request LOOP_HOST=up.test LOOP_KIND=connect LOOP_DECISION=allow)" \
         "LOOP_ADDRESS=198.51.100.2" "an allowed tunnel is journaled with the address connected to"

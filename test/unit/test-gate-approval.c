@@ -4,6 +4,7 @@
  * (gate-token.c): decisions, the session cache, rate limits, timeouts, removed containers. */
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sys/stat.h>
 
 #include "gate-approval.h"
@@ -60,6 +61,51 @@ static int submit(GateApprovals *a, const char *container, const char *key, uint
         return r;
 }
 
+/* The digest `loop gate list` shows with id, "" when it is not pending. */
+static const char *digest_of(GateApprovals *a, uint64_t id) {
+        GatePending *p = gate_approvals_find(a, id);
+        return p ? p->digest : "";
+}
+
+static void test_digest(void) {
+        _cleanup_(gate_approvals_freep) GateApprovals *a = make(500, 30, 60, 300);
+        char d[GATE_APPROVAL_DIGEST_HEX + 1], other[GATE_APPROVAL_DIGEST_HEX + 1];
+        GatePending *p = NULL;
+        GateOutcome o;
+        uint64_t id = 0, n;
+        int r;
+
+        GateRequestInfo info = { .container = "c1", .kind = "execve", .target = "/bin/uname -s" };
+        is_int(gate_approvals_submit(a, &info, SEC, &o, &p), 1, "a request is pending");
+        id = p->id;
+        gate_request_digest("c1", "execve", "/bin/uname -s", d);
+        is_str(p->digest, d, "its digest is that of its container, kind and target");
+        gate_request_digest("c1", "execve", "/bin/uname -a", other);
+        ok(!streq(d, other), "another target has another digest");
+        gate_request_digest("c1", "execvex", "/bin/uname -s", other);
+        ok(!streq(d, other), "the fields cannot shift into each other");
+        is_int(gate_approvals_answer(a, id, other, GATE_ANSWER_ONCE, "alice", 2 * SEC), -ESTALE,
+               "an answer with another request's digest is -ESTALE");
+        is_int(gate_approvals_answer(a, id, NULL, GATE_ANSWER_ONCE, "alice", 2 * SEC), -ESTALE,
+               "an answer without a digest is -ESTALE");
+        ok(n_settled == 0 && gate_approvals_find(a, id), "and nothing is settled: the request still waits");
+        is_int(gate_approvals_answer(a, id, d, GATE_ANSWER_ONCE, "alice", 2 * SEC), 1, "the right digest answers it");
+
+        char text[64];
+        snprintf(text, sizeof(text), "%" PRIu64 "-%s", id, d);
+        r = gate_request_id_parse(text, &n, other);
+        ok(r == 0 && n == id && streq(other, d), "N-DIGEST parses");
+        snprintf(text, sizeof(text), "%" PRIu64 "-ABCDEF01", id);
+        r = gate_request_id_parse(text, &n, other);
+        ok(r == 0 && streq(other, "abcdef01"), "the digest is taken in either case, kept lowercase");
+        is_int(gate_request_id_parse("1234", &n, other), -EINVAL, "a bare number is not an id");
+        is_int(gate_request_id_parse("1234-abcdef0", &n, other), -EINVAL, "a short digest is not");
+        is_int(gate_request_id_parse("1234-abcdef012", &n, other), -EINVAL, "a long one is not");
+        is_int(gate_request_id_parse("1234-abcdefgh", &n, other), -EINVAL, "nor one with other letters");
+        is_int(gate_request_id_parse("0-abcdef01", &n, other), -EINVAL, "nor number 0");
+        is_int(gate_request_id_parse("-1-abcdef01", &n, other), -EINVAL, "nor a sign");
+}
+
 static void test_answers(void) {
         _cleanup_(gate_approvals_freep) GateApprovals *a = make(500, 30, 60, 300);
         GateOutcome o;
@@ -68,18 +114,18 @@ static void test_answers(void) {
         is_int(submit(a, "c1", "execve:git:push", 1 * SEC, &id1, &o), 1, "an approval request becomes pending");
         ok(id1 > 0, "a pending request has an id");
         is_int(gate_approvals_n_pending(a), 1, "it is listed as pending");
-        is_int(gate_approvals_answer(a, id1, GATE_ANSWER_ONCE, "alice", 2 * SEC), 1, "a human answers once");
+        is_int(gate_approvals_answer(a, id1, digest_of(a, id1), GATE_ANSWER_ONCE, "alice", 2 * SEC), 1, "a human answers once");
         ok(n_settled == 1 && settled[0].allow, "once allows");
         is_str(settled[0].actor, "alice", "the actor is the human who answered");
         is_str(settled[0].reason, "once", "the reason is the answer");
         is_int(gate_approvals_n_pending(a), 0, "an answered request is no longer pending");
-        is_int(gate_approvals_answer(a, id1, GATE_ANSWER_ONCE, "alice", 2 * SEC), -ENOENT, "answering twice is -ENOENT");
+        is_int(gate_approvals_answer(a, id1, digest_of(a, id1), GATE_ANSWER_ONCE, "alice", 2 * SEC), -ENOENT, "answering twice is -ENOENT");
 
         is_int(submit(a, "c1", "execve:git:push", 3 * SEC, &id2, &o), 1, "once is not cached: the next request asks again");
-        is_int(gate_approvals_answer(a, id2, GATE_ANSWER_DENY, "bob", 4 * SEC), 1, "a human answers deny");
+        is_int(gate_approvals_answer(a, id2, digest_of(a, id2), GATE_ANSWER_DENY, "bob", 4 * SEC), 1, "a human answers deny");
         ok(!settled[1].allow, "deny denies");
         is_int(submit(a, "c1", "execve:git:push", 5 * SEC, NULL, &o), 1, "deny is not cached either");
-        is_int(gate_approvals_answer(a, 4242, GATE_ANSWER_ONCE, "x", 5 * SEC), -ENOENT, "an unknown id is -ENOENT");
+        is_int(gate_approvals_answer(a, 4242, digest_of(a, 4242), GATE_ANSWER_ONCE, "x", 5 * SEC), -ENOENT, "an unknown id is -ENOENT");
         is_int(gate_answer_from_string("deny-session"), GATE_ANSWER_DENY_SESSION, "\"deny-session\" is an answer");
         is_int(gate_answer_from_string("always"), _GATE_ANSWER_INVALID, "\"always\" is not");
 }
@@ -93,7 +139,7 @@ static void test_session_cache(void) {
         submit(a, "c1", "file:write:/w/.loop/config.json", SEC, &id2, &o);
         submit(a, "c1", "connect:/run/x.sock", SEC, &id3, &o);
         submit(a, "c2", "file:write:/w/.loop/config.json", SEC, &id4, &o);
-        is_int(gate_approvals_answer(a, id1, GATE_ANSWER_SESSION, "alice", 2 * SEC), 2,
+        is_int(gate_approvals_answer(a, id1, digest_of(a, id1), GATE_ANSWER_SESSION, "alice", 2 * SEC), 2,
                "a session answer also settles the container's other requests with the same key");
         ok(settled[0].allow && settled[1].allow && settled[1].id == id2, "both are allowed");
         is_int(gate_approvals_n_pending(a), 2, "other keys and other containers still wait");
@@ -104,14 +150,14 @@ static void test_session_cache(void) {
         is_str(o.reason, "session", "its reason is \"session\"");
         ok(gate_approvals_find(a, id4) != NULL, "the cache is per container: the other container's request still waits");
 
-        is_int(gate_approvals_answer(a, id3, GATE_ANSWER_DENY_SESSION, "alice", 4 * SEC), 1, "deny-session settles one request");
+        is_int(gate_approvals_answer(a, id3, digest_of(a, id3), GATE_ANSWER_DENY_SESSION, "alice", 4 * SEC), 1, "deny-session settles one request");
         is_int(submit(a, "c1", "connect:/run/x.sock", 5 * SEC, NULL, &o), 0, "deny-session is cached");
         ok(!o.allow, "the cached deny-session denies");
         is_str(o.reason, "deny-session", "its reason is \"deny-session\"");
 
         uint64_t id5;
         is_int(submit(a, "c1", NULL, 6 * SEC, &id5, &o), 1, "a request without cache key is pending");
-        is_int(gate_approvals_answer(a, id5, GATE_ANSWER_SESSION, "alice", 6 * SEC), 1, "a session answer to it settles it");
+        is_int(gate_approvals_answer(a, id5, digest_of(a, id5), GATE_ANSWER_SESSION, "alice", 6 * SEC), 1, "a session answer to it settles it");
         is_int(submit(a, "c1", NULL, 7 * SEC, NULL, &o), 1, "but nothing without a key is ever cached");
 }
 
@@ -127,7 +173,7 @@ static void test_rate_limits(void) {
                 ok(!o.allow, "the pending limit denies");
                 is_str(o.reason, "rate-limit-pending", "with reason rate-limit-pending");
                 is_int(submit(a, "c2", "k3", SEC, NULL, &o), 1, "the limits are per container");
-                gate_approvals_answer(a, id, GATE_ANSWER_ONCE, "h", 2 * SEC);
+                gate_approvals_answer(a, id, digest_of(a, id), GATE_ANSWER_ONCE, "h", 2 * SEC);
                 is_int(submit(a, "c1", "k3", 2 * SEC, NULL, &o), 1, "after an answer there is room again");
                 gate_approvals_deny_all(a, "test", 3 * SEC);
                 is_int(submit(a, "c1", "k4", 3 * SEC, NULL, &o), 0, "the fourth request of a container exceeds total=3");
@@ -144,7 +190,7 @@ static void test_rate_limits(void) {
                 _cleanup_(gate_approvals_freep) GateApprovals *a = make(500, 30, 3, 300);
                 for (int i = 0; i < 3; i++) {
                         submit(a, "c1", "k", 10 * SEC, &id, &o);
-                        gate_approvals_answer(a, id, GATE_ANSWER_ONCE, "h", 10 * SEC);
+                        gate_approvals_answer(a, id, digest_of(a, id), GATE_ANSWER_ONCE, "h", 10 * SEC);
                 }
                 is_int(submit(a, "c1", "k", 20 * SEC, NULL, &o), 0, "the fourth request within a minute is answered at once");
                 is_str(o.reason, "rate-limit-per-minute", "with reason rate-limit-per-minute");
@@ -321,6 +367,7 @@ static void test_ids_across_restarts(void) {
 }
 
 int main(void) {
+        test_digest();
         test_answers();
         test_ids_across_restarts();
         test_session_cache();

@@ -140,56 +140,56 @@ static void on_summary(const char *container, uint64_t suppressed, void *userdat
 }
 
 static void test_limiter(void) {
-        _cleanup_(gate_audit_limiter_freep) GateAuditLimiter *l = NULL;
+        _cleanup_(audit_limiter_freep) AuditLimiter *l = NULL;
         unsigned admitted = 0;
         char name[32];
         int r;
 
-        is_int(gate_audit_limiter_new(GATE_AUDIT_RATE_PER_WINDOW, GATE_AUDIT_WINDOW_USEC, &l), 0, "a limiter is made");
-        ok(gate_audit_limiter_next_deadline(l) == UINT64_MAX && gate_audit_limiter_n_containers(l) == 0,
+        is_int(audit_limiter_new(GATE_AUDIT_RATE_PER_WINDOW, GATE_AUDIT_WINDOW_USEC, &l), 0, "a limiter is made");
+        ok(audit_limiter_next_deadline(l) == UINT64_MAX && audit_limiter_n_keys(l) == 0,
            "an empty limiter has no deadline");
 
         n_summaries = 0;
         for (unsigned i = 0; i < 1000; i++)
-                if (gate_audit_limiter_admit(l, "loop-demo-a", 10 * SEC + i, on_summary, NULL) == 1)
+                if (audit_limiter_admit(l, "loop-demo-a", 10 * SEC + i, on_summary, NULL) == 1)
                         admitted++;
         is_int(admitted, GATE_AUDIT_RATE_PER_WINDOW, "a flood of 1000 reports in a window admits GATE_AUDIT_RATE_PER_WINDOW");
         is_int(n_summaries, 0, "no summary while the window lasts");
-        is_int(gate_audit_limiter_admit(l, "loop-demo-b", 10 * SEC + 500, on_summary, NULL), 1,
+        is_int(audit_limiter_admit(l, "loop-demo-b", 10 * SEC + 500, on_summary, NULL), 1,
                "another container has a window of its own");
-        is_int(gate_audit_limiter_next_deadline(l), 11 * SEC, "the next deadline is the end of the first window");
+        is_int(audit_limiter_next_deadline(l), 11 * SEC, "the next deadline is the end of the first window");
 
-        gate_audit_limiter_expire(l, 11 * SEC - 1, on_summary, NULL);
-        ok(n_summaries == 0 && gate_audit_limiter_n_containers(l) == 2, "nothing ends before the deadline");
-        gate_audit_limiter_expire(l, 11 * SEC, on_summary, NULL);
+        audit_limiter_expire(l, 11 * SEC - 1, on_summary, NULL);
+        ok(n_summaries == 0 && audit_limiter_n_keys(l) == 2, "nothing ends before the deadline");
+        audit_limiter_expire(l, 11 * SEC, on_summary, NULL);
         ok(n_summaries == 1 && streq(summaries[0].container, "loop-demo-a") && summaries[0].suppressed == 800,
            "at the window's end one summary says 800 reports of loop-demo-a were held back");
-        is_int(gate_audit_limiter_n_containers(l), 1, "... and loop-demo-a is forgotten");
-        gate_audit_limiter_expire(l, 12 * SEC, on_summary, NULL);
-        ok(n_summaries == 1 && gate_audit_limiter_n_containers(l) == 0, "a window that held nothing back ends without a summary");
+        is_int(audit_limiter_n_keys(l), 1, "... and loop-demo-a is forgotten");
+        audit_limiter_expire(l, 12 * SEC, on_summary, NULL);
+        ok(n_summaries == 1 && audit_limiter_n_keys(l) == 0, "a window that held nothing back ends without a summary");
 
         /* a window that ends on the container's next report, before the timer */
         n_summaries = 0;
         for (unsigned i = 0; i < GATE_AUDIT_RATE_PER_WINDOW + 5; i++)
-                (void) gate_audit_limiter_admit(l, "loop-demo-a", 20 * SEC, on_summary, NULL);
-        r = gate_audit_limiter_admit(l, "loop-demo-a", 21 * SEC, on_summary, NULL);
+                (void) audit_limiter_admit(l, "loop-demo-a", 20 * SEC, on_summary, NULL);
+        r = audit_limiter_admit(l, "loop-demo-a", 21 * SEC, on_summary, NULL);
         ok(r == 1 && n_summaries == 1 && summaries[0].suppressed == 5,
            "the next window's first report is admitted after the summary of the last one");
-        gate_audit_limiter_expire(l, UINT64_MAX, on_summary, NULL);
-        ok(n_summaries == 1 && gate_audit_limiter_n_containers(l) == 0, "expire(UINT64_MAX) ends every window");
+        audit_limiter_expire(l, UINT64_MAX, on_summary, NULL);
+        ok(n_summaries == 1 && audit_limiter_n_keys(l) == 0, "expire(UINT64_MAX) ends every window");
 
         /* the table of containers is capped */
-        for (unsigned i = 0; i < GATE_AUDIT_CONTAINERS_MAX; i++) {
+        for (unsigned i = 0; i < AUDIT_LIMITER_KEYS_MAX; i++) {
                 snprintf(name, sizeof(name), "c-%u", i);
-                (void) gate_audit_limiter_admit(l, name, 30 * SEC, on_summary, NULL);
+                (void) audit_limiter_admit(l, name, 30 * SEC, on_summary, NULL);
         }
-        is_int(gate_audit_limiter_admit(l, "one-too-many", 30 * SEC, on_summary, NULL), 0,
-               "a container beyond GATE_AUDIT_CONTAINERS_MAX is held back");
+        is_int(audit_limiter_admit(l, "one-too-many", 30 * SEC, on_summary, NULL), 0,
+               "a container beyond AUDIT_LIMITER_KEYS_MAX is held back");
         n_summaries = 0;
-        gate_audit_limiter_expire(l, 31 * SEC, on_summary, NULL);
+        audit_limiter_expire(l, 31 * SEC, on_summary, NULL);
         ok(n_summaries == 1 && streq(summaries[0].container, "(overflow)") && summaries[0].suppressed == 1,
            "... and reported in a summary without a container");
-        is_int(gate_audit_limiter_n_containers(l), 0, "all windows ended");
+        is_int(audit_limiter_n_keys(l), 0, "all windows ended");
 }
 
 int main(void) {
