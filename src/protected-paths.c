@@ -13,10 +13,11 @@
 
 /* Below the work dir: what steers the host's tools or the next agent run (a git hook runs on the
  * human's next commit, .mcp.json and .claude start programs, .loop/config.json is loop's project file)
- * is mounted read-only. */
+ * is mounted read-only. Of .loop only the project file: the runner writes the MCP config beside it on the
+ * host during runs, which a watch of the whole directory would take for tampering. */
 static const char * const default_read_only[] = {
         ".git/config", ".git/hooks", ".gitmodules", ".claude", ".codex", ".devcontainer", ".idea", ".mcp.json",
-        ".vscode", ".loop",
+        ".vscode", ".loop/config.json",
 };
 
 /* Masked files that a tool on the host also runs (direnv sources .envrc on cd): besides masked, they

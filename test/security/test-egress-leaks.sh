@@ -252,10 +252,11 @@ like "$out" "http=403"$'\n'"http=400"$'\n'"http=400"$'\n'"http=403" \
         "a path rule sees the path after dot-segment removal and decoding; encoded separators and dot-segments are refused" || diag "$out"
 
 # --- item 7: the project file cannot choose the image, and the agent cannot write it --------------------
+in_ct sh -c "mkdir -p $W/.loop && echo '{}' >$W/.loop/config.json && chmod 0644 $W/.loop/config.json"
 agent 'echo "{\"container_image\": \"localhost/evil:latest\"}" >/var/lib/loop/demo/work/.loop/config.json; echo rc=$?
-       grep " /var/lib/loop/demo/work/.loop " /proc/self/mountinfo | cut -d" " -f5,6'
-like "$out" "rc=[1-9]"$'\n'"/var/lib/loop/demo/work/.loop ro" \
-        "the agent cannot write .loop/config.json: .loop is mounted read-only in its container" || diag "$out"
+       grep " /var/lib/loop/demo/work/.loop/config.json " /proc/self/mountinfo | cut -d" " -f5,6'
+like "$out" "rc=[1-9]"$'\n'"/var/lib/loop/demo/work/.loop/config.json ro" \
+        "the agent cannot write .loop/config.json: it is mounted read-only in its container" || diag "$out"
 in_ct sh -c 'echo "{\"container_image\": \"localhost/evil:latest\"}" >/var/lib/loop/demo/work/.loop/config.json'
 agent 'echo ran-in-the-operators-image'
 like "$out" "cannot choose the image.*ran-in-the-operators-image" \

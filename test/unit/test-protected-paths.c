@@ -63,10 +63,10 @@ static void test_lists(void) {
         ok(protected_paths_list(&c, PROTECTED_READ_ONLY, &ro) == 0 && strv_contains(ro, ".git/hooks") &&
            strv_contains(ro, ".git/config") && strv_contains(ro, ".gitmodules") && strv_contains(ro, ".claude") &&
            strv_contains(ro, ".codex") && strv_contains(ro, ".devcontainer") && strv_contains(ro, ".idea") &&
-           strv_contains(ro, ".mcp.json") && strv_contains(ro, ".vscode") && strv_contains(ro, ".loop") &&
+           strv_contains(ro, ".mcp.json") && strv_contains(ro, ".vscode") && strv_contains(ro, ".loop/config.json") &&
            strv_length(ro) == 10,
            "read-only by default: .git/hooks, .git/config, .gitmodules, .claude, .codex, .devcontainer, .idea, .mcp.json, "
-           ".vscode, .loop");
+           ".vscode, .loop/config.json");
         ok(protected_paths_list(&c, PROTECTED_MASKED, &masked) == 0 && strv_contains(masked, ".env") &&
            strv_contains(masked, ".envrc") && strv_contains(masked, ".npmrc") && strv_contains(masked, ".aws") &&
            strv_contains(masked, ".kube") && strv_contains(masked, ".docker/config.json") &&
