@@ -716,7 +716,10 @@ static size_t path_push_index(Walk *w, size_t i) {
         return old;
 }
 
-static bool value_is_zero(json_object *v) {
+/* Whether a field the proxy does not let a caller set holds nothing: stricter than the policy's
+ * value_is_zero() (src/dockerproxy-policy.c, the rule language's "present"), on purpose: a double is always
+ * a value, and an array counts as unset only when every element is. */
+static bool body_value_is_unset(json_object *v) {
         switch (json_object_get_type(v)) {
         case json_type_null:
                 return true;
@@ -730,7 +733,7 @@ static bool value_is_zero(json_object *v) {
                 return json_object_get_string_len(v) == 0;
         case json_type_array:
                 for (size_t i = 0; i < json_object_array_length(v); i++)
-                        if (!value_is_zero(json_object_array_get_idx(v, i)))
+                        if (!body_value_is_unset(json_object_array_get_idx(v, i)))
                                 return false;
                 return true;
         case json_type_object:
@@ -788,7 +791,7 @@ static int rebuild_value(Walk *w, const Field *f, json_object *v, json_object **
         *ret = NULL;
         switch (f->type) {
         case FIELD_ZERO:
-                return value_is_zero(v) ? 0 : refuse(w, -EPERM, "may not be set through the proxy");
+                return body_value_is_unset(v) ? 0 : refuse(w, -EPERM, "may not be set through the proxy");
         case FIELD_STRING:
                 if (!json_object_is_type(v, json_type_string))
                         return refuse(w, -EBADMSG, "is not a string");
@@ -924,7 +927,7 @@ static int rebuild_object(Walk *w, const Schema *s, json_object *in, json_object
                                 f = &s->fields[i];
                 if (!f)
                         return refuse(w, -EPERM, "is not a field the proxy knows");
-                if (json_object_is_type(v, json_type_null) || (f->type == FIELD_ZERO && value_is_zero(v))) {
+                if (json_object_is_type(v, json_type_null) || (f->type == FIELD_ZERO && body_value_is_unset(v))) {
                         w->path[old] = 0;
                         continue;               /* absent to the engine */
                 }
@@ -935,7 +938,7 @@ static int rebuild_object(Walk *w, const Schema *s, json_object *in, json_object
                 if (r < 0)
                         return r;
                 if (o) {
-                        if (!value_is_zero(o) && f->type != FIELD_OBJECT && f->type != FIELD_OBJECTV && f->type != FIELD_OBJECTMAP)
+                        if (!body_value_is_unset(o) && f->type != FIELD_OBJECT && f->type != FIELD_OBJECTV && f->type != FIELD_OBJECTMAP)
                                 note_field(w);
                         if (json_object_object_add(out, f->name, o) < 0) {
                                 json_object_put(o);
