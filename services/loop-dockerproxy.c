@@ -11,29 +11,29 @@
  * a streamed body, an unframed answer or "Connection: close" ends the connection after its request.
  * Per request:
  *   1. the head is read (at most PROXY_HEAD_TIMEOUT_USEC for the whole request: slow clients are cut off)
- *      and parsed strictly (src/http-server.h): smuggling shapes, bad bytes and oversize heads never get
- *      further; the target is normalised (src/dockerproxy-path.h) and only the normalised one is used;
+ *      and parsed strictly (src/shared/http-server.h): smuggling shapes, bad bytes and oversize heads never get
+ *      further; the target is normalised (src/dockerproxy/dockerproxy-path.h) and only the normalised one is used;
  *   2. a JSON body (every endpoint but the streamed ones: build contexts, image tarballs, archive
- *      uploads) is read whole, at most PROXY_BODY_MAX, and parsed (src/dockerproxy-policy.h); a build
+ *      uploads) is read whole, at most PROXY_BODY_MAX, and parsed (src/dockerproxy/dockerproxy-policy.h); a build
  *      context (builds on) is read whole too, at most PROXY_BUILD_CONTEXT_MAX, and its Dockerfile
- *      checked before the engine gets any of it (src/dockerproxy-build.h);
- *   3. the endpoint must be in the built-in table (src/dockerproxy-endpoint.h) at API 1.24 or later,
+ *      checked before the engine gets any of it (src/dockerproxy/dockerproxy-build.h);
+ *   3. the endpoint must be in the built-in table (src/dockerproxy/dockerproxy-endpoint.h) at API 1.24 or later,
  *      whatever the rules say; the policy decides (http rules, body rules, default); the JSON body is
- *      rebuilt from the fields the proxy knows, every value checked (src/dockerproxy-body.h); a
+ *      rebuilt from the fields the proxy knows, every value checked (src/dockerproxy/dockerproxy-body.h); a
  *      container, exec, volume or network named in the path is resolved once to its id, which the
  *      request then names, and must be the channel's (others' answer as missing ones,
- *      src/dockerproxy-ownership.h): one of the channel's nested containers (labels loop-channel=NAME, loop-type=nested);
+ *      src/dockerproxy/dockerproxy-ownership.h): one of the channel's nested containers (labels loop-channel=NAME, loop-type=nested);
  *      image references are normalised, the operator's images kept, and the names a channel gives
- *      images its own (src/dockerproxy-image.h);
+ *      images its own (src/dockerproxy/dockerproxy-image.h);
  *      lists and prunes of containers are scoped to them; a create is refused beyond the channel's
- *      count and rewritten into the channel's policy (src/dockerproxy-nested.h); "approve" asks a
+ *      count and rewritten into the channel's policy (src/dockerproxy/dockerproxy-nested.h); "approve" asks a
  *      human through the channel's loop-gate@NAME (POST /api/gate/container-approval, with the token
  *      of the calling container, found from its cgroup);
  *   4. an allowed request is sent to the engine as a new request (normalised target, hop-by-hop headers
  *      dropped, the body re-framed), the response streamed back as it comes, and attach and exec start
  *      become a raw two-way stream once the engine has switched protocols; a start, restart or attach
  *      of a container with pinned binds is made with the channel's running containers frozen (cgroup
- *      v2 freezer, src/cgroup-freeze.h) from the last pin check until the engine has answered, so that
+ *      v2 freezer, src/shared/cgroup-freeze.h) from the last pin check until the engine has answered, so that
  *      none of them can swap a bind source before the runtime mounts it.
  * Every request is one journal entry (dockerproxy-request: method, path, rule, decision, status,
  * latency, the caller, the body's field names, what a start froze), never with the query, a header or
@@ -325,7 +325,7 @@ static void conn_record(Conn *c) {
         f_actor = record_field("LOOP_ACTOR=", c->actor ?: "policy");
         if (!f_path || !f_reason || !f_actor)
                 goto oom;
-        /* the method is a token of at most HTTP_METHOD_MAX bytes (src/http-server.c) */
+        /* the method is a token of at most HTTP_METHOD_MAX bytes (src/shared/http-server.c) */
         snprintf(f_method, sizeof(f_method), "LOOP_METHOD=%s", method);
         snprintf(f_rule, sizeof(f_rule), "LOOP_RULE=%s", strna(c->rule));
         snprintf(f_status, sizeof(f_status), "LOOP_STATUS=%d", c->status);
@@ -652,7 +652,7 @@ static ProxyObjectKind ref_object_kind(RefKind kind) {
         }
 }
 
-/* The engine's 404 body for a missing object of kind (src/dockerproxy-ownership.h), asked once. */
+/* The engine's 404 body for a missing object of kind (src/dockerproxy/dockerproxy-ownership.h), asked once. */
 static int engine_not_found_template(Proxy *p, ProxyObjectKind kind, char **ret) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *req = NULL, *t = NULL;

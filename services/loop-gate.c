@@ -14,14 +14,14 @@
  *              POST /api/gate/audit
  *              Authorization: Bearer <the container's token>
  *              {"kind":"file","target":"/etc/shadow","rule_id":"default","decision":"deny",...}
- *            -> 200 {}: a decision the supervisor made by itself (src/gate-client.h has the body), journaled
+ *            -> 200 {}: a decision the supervisor made by itself (src/gate/gate-client.h has the body), journaled
  *            as a gate-decision with LOOP_SOURCE=local, at most GATE_AUDIT_RATE_PER_WINDOW per container
  *            and second (the rest is counted in one gate-audit-dropped entry); allows only when
  *            gates.audit.verbose is on here. 401 for a bad token and 400 for a bad body, journaling nothing.
  *   "admin"  /run/loop/NAME/gate-admin.sock, root and group loop only (`loop gate`):
  *              GET  /api/gate/pending              -> {"channel":..., "pending":[...]}
  *              POST /api/gate/pending/N-DIGEST {"answer":"once|session|deny|deny-session"}
- *            The DIGEST (src/gate-approval.h) must be the pending request's: an answer names the container,
+ *            The DIGEST (src/gate/gate-approval.h) must be the pending request's: an answer names the container,
  *            kind and target the human was shown, so a stale or mistyped id answers nothing (409).
  *
  * Settings come from the environment that loop-generator writes into the unit's drop-in (the service

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# The engine client (src/engine.c, src/engine-discover.c) against a real Podman service and a real
+# The engine client (src/engine/engine.c, src/engine/engine-discover.c) against a real Podman service and a real
 # dockerd, both started here on private sockets (test/lib/engines.sh) and stopped at the end, with
 # nothing left running. The assertions live in the C driver test-engine-client; this script starts and
 # kills engines around it and turns its TAP points into ours, prefixed with the engine's name.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* The audit stream without a journal: events as lines on stderr (LOOP_LOG_TARGET=console), redaction by
- * value and by key, the field caps, and the ids against src/loop.catalog. What reaches journald is
+ * value and by key, the field caps, and the ids against catalog/loop.catalog. What reaches journald is
  * checked on a real one by test/integration/test-journal.sh. */
 
 #include <assert.h>
@@ -94,9 +94,9 @@ static void test_catalog(void) {
         bool all_found = true, subjects = true;
         int r;
 
-        assert(asprintf(&path, "%s/src/loop.catalog", LOOP_SOURCE_DIR) >= 0);
+        assert(asprintf(&path, "%s/catalog/loop.catalog", LOOP_SOURCE_DIR) >= 0);
         r = read_full_file_at(AT_FDCWD, path, 1024 * 1024, false, &cat, &size);
-        if (!ok(r >= 0, "src/loop.catalog is readable"))
+        if (!ok(r >= 0, "catalog/loop.catalog is readable"))
                 return;
 
         for (const char *p = cat; (p = strstr(p, "\n-- ")); p++)
@@ -117,8 +117,8 @@ static void test_catalog(void) {
                 if (!startswith(entry, "Subject: ") || !memmem(entry, (size_t) (next - entry), "\nDefined-By: loop\n", 17))
                         subjects = false;
         }
-        ok(all_found, "src/loop.catalog has exactly one entry for each MESSAGE_ID");
-        is_int(n_headers, _AUDIT_EVENT_MAX, "src/loop.catalog has no entries for unknown ids");
+        ok(all_found, "catalog/loop.catalog has exactly one entry for each MESSAGE_ID");
+        is_int(n_headers, _AUDIT_EVENT_MAX, "catalog/loop.catalog has no entries for unknown ids");
         ok(subjects, "each catalog entry starts with Subject: and says Defined-By: loop");
 }
 

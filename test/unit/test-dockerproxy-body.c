@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* The Docker API proxy's rebuilt bodies (src/dockerproxy-body.h) and the floor forced on them
- * (src/dockerproxy-nested.h). */
+/* The Docker API proxy's rebuilt bodies (src/dockerproxy/dockerproxy-body.h) and the floor forced on them
+ * (src/dockerproxy/dockerproxy-nested.h). */
 
 #include <stdlib.h>
 #include <string.h>

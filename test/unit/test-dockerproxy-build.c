@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* What a build may do, read from its context (src/dockerproxy-build.h), and the tar reader it uses. */
+/* What a build may do, read from its context (src/dockerproxy/dockerproxy-build.h), and the tar reader it uses. */
 
 #include <errno.h>
 #include <stdio.h>

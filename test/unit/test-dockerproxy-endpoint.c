@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* The Docker API proxy's endpoint allow-list and API versions (src/dockerproxy-endpoint.h). */
+/* The Docker API proxy's endpoint allow-list and API versions (src/dockerproxy/dockerproxy-endpoint.h). */
 
 #include <stdlib.h>
 

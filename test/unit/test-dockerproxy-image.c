@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* Image references as the engines read them (src/dockerproxy-image.h). */
+/* Image references as the engines read them (src/dockerproxy/dockerproxy-image.h). */
 
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* Answers about other channels' objects and the ids acted on (src/dockerproxy-ownership.h). */
+/* Answers about other channels' objects and the ids acted on (src/dockerproxy/dockerproxy-ownership.h). */
 
 #include <stdlib.h>
 #include <string.h>

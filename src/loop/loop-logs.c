@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* `loop logs [NAME]`: the audit stream (src/audit.c) read back from the journal with sd-journal. */
+/* `loop logs [NAME]`: the audit stream (src/shared/audit.c) read back from the journal with sd-journal. */
 
 #include <getopt.h>
 #include <inttypes.h>

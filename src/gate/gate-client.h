@@ -23,7 +23,7 @@
  * 2. POST /api/gate/audit: a decision the supervisor made locally, so the host can journal it (the
  *    container has no journal). Fire and forget: queued (at most GATE_AUDIT_QUEUE_MAX records; more are
  *    dropped and counted), sent one by one from a thread, the reply ignored beyond its status.
- *    loop-gate answers 200 {} and journals a gate-decision with LOOP_SOURCE=local (src/gate-audit.h
+ *    loop-gate answers 200 {} and journals a gate-decision with LOOP_SOURCE=local (src/gate/gate-audit.h
  *    checks the body; a bad one is 400, a bad token 401, both journal nothing). It takes the container
  *    from the token and the channel from itself, never from the body; it keeps allows only when its own
  *    gates.audit.verbose is on, and at most GATE_AUDIT_RATE_PER_WINDOW records per container and second.

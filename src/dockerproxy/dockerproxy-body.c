@@ -717,7 +717,7 @@ static size_t path_push_index(Walk *w, size_t i) {
 }
 
 /* Whether a field the proxy does not let a caller set holds nothing: stricter than the policy's
- * value_is_zero() (src/dockerproxy-policy.c, the rule language's "present"), on purpose: a double is always
+ * value_is_zero() (src/dockerproxy/dockerproxy-policy.c, the rule language's "present"), on purpose: a double is always
  * a value, and an array counts as unset only when every element is. */
 static bool body_value_is_unset(json_object *v) {
         switch (json_object_get_type(v)) {

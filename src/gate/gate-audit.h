@@ -3,13 +3,13 @@
 
 /* The host's side of POST /api/gate/audit (services/loop-gate.c): a decision the in-container supervisor
  * made by itself (a default-rule deny of /etc/shadow, say), reported so that it reaches the journal, as
- * src/gate-client.h documents it. Pure code, no I/O, no clock of its own.
+ * src/gate/gate-client.h documents it. Pure code, no I/O, no clock of its own.
  *
  * Everything in a report is the container's claim. gate_audit_report_parse() only makes sure it is
  * well-formed and bounded; who sent it (the container) comes from the bearer token and where (the channel)
  * from the service instance, never from the body.
  *
- * How many reports per container reach the journal is capped with an AuditLimiter (src/audit-limiter.h). */
+ * How many reports per container reach the journal is capped with an AuditLimiter (src/shared/audit-limiter.h). */
 
 #include <stdbool.h>
 #include <stdint.h>
