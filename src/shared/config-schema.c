@@ -565,6 +565,7 @@ static const Field root_fields[] = {
         OBJECT("limits", SCOPE_CONFIG, limits_schema),
         STR("user", SCOPE_CONFIG, check_user),
         UINT("max_attempts", SCOPE_CONFIG, 1, 100),
+        UINT("retry_delay_sec", SCOPE_CONFIG, 0, 3600),
 };
 const Schema config_schema_root = SCHEMA("config", root_fields);
 
@@ -1341,6 +1342,7 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
 
         c.enabled = load_bool(obj, "enabled", true);
         c.max_attempts = (unsigned) load_uint(obj, "max_attempts", 3);
+        c.retry_delay_sec = (unsigned) load_uint(obj, "retry_delay_sec", 10);
         c.limits.memory_max_mb = load_uint(limits, "memory_max_mb", 0);
         c.limits.cpu_quota_percent = load_uint(limits, "cpu_quota_percent", 0);
         c.limits.tasks_max = load_uint(limits, "tasks_max", 0);
