@@ -350,8 +350,7 @@ ConfigSet *config_set_free(ConfigSet *s) {
         return NULL;
 }
 
-static int channel_invalidate(Channel *c, const char *format, ...) _printf_(2, 3);
-static int channel_invalidate(Channel *c, const char *format, ...) {
+int channel_invalidate(Channel *c, const char *format, ...) {
         va_list ap;
         int r;
 
@@ -651,6 +650,15 @@ static int register_secrets(json_object *o) {
                         r = q;
         }
         return r;
+}
+
+const char *loop_config_egress_ca_file(const LoopConfig *c) {
+        json_object *egress, *v;
+
+        if (!c || !json_object_object_get_ex(c->json, "egress", &egress) ||
+            !json_object_object_get_ex(egress, "ca_file", &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return isempty(json_object_get_string(v)) ? NULL : json_object_get_string(v);
 }
 
 int loop_config_register_secrets(const LoopConfig *c) {
