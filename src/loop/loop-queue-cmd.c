@@ -224,6 +224,7 @@ int verb_send(int argc, char *argv[]) {
                           channel);
                 return EXIT_FAILURE;
         }
+        config_set_log_warnings(set, ch->path);
         if (!ch->config.enabled) {
                 log_error("Channel \"%s\" is disabled (\"enabled\": false in %s); nothing would run the message.",
                           channel, ch->path);

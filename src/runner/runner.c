@@ -1096,6 +1096,7 @@ static int runner_prepare(const RunRequest *req, RunContext *ctx) {
         if (!ch->valid)
                 return log_error_errno(EINVAL, "Channel \"%s\" is invalid: %s (see 'loop config check %s').",
                                        req->channel, strna(ch->reason), req->channel);
+        config_set_log_warnings(set, ch->path);
 
         /* before anything is logged: a server may echo any of them into the agent's output */
         if (loop_config_register_secrets(&ch->config) < 0)

@@ -9,6 +9,7 @@
 #   - a message whose run fails waits before its next attempt, longer each time (journaled);
 #   - a run that cannot start says why: in the queue entry, in failed/, and in the journal under
 #     LOOP_CHANNEL= (so `loop logs NAME` and `journalctl LOOP_CHANNEL=NAME` find it);
+#   - an unknown key is warned about by every command that runs the channel, not only config check;
 #   - a CA file the config names that is not there fails `loop config check` and the run, at once;
 #   - `loop send` to a channel whose inbox nobody watches warns, and `loop status` says so.
 set -uo pipefail
@@ -30,6 +31,7 @@ printf '%s\n' "{ \"container_image\": \"$IMAGE\", \"browser\": { \"enabled\": fa
 echo '{ "description": "recovery", "max_attempts": 3, "retry_delay_sec": 1 }' >"$cfg/channels.d/demo.json"
 echo '{ "description": "no image", "max_attempts": 2, "retry_delay_sec": 1, "container_image": "localhost/not-there:1" }' \
         >"$cfg/channels.d/noimg.json"
+echo '{ "description": "a typo", "work_dri": "/srv/typo" }' >"$cfg/channels.d/typo.json"
 echo '{ "description": "CA file missing", "egress": { "ca_file": "/etc/loop/missing-ca.pem" } }' >"$cfg/channels.d/badca.json"
 chmod 0644 "$cfg/loop.json" "$cfg"/channels.d/*.json
 
@@ -119,6 +121,12 @@ like "$out" "egress.ca_file: /etc/loop/missing-ca.pem cannot be loaded: No such 
 out=$(in_ct loop run badca "anything" 2>&1) && st=0 || st=$?
 is "$st" 2 "loop run fails at once for it (the run could not start)"
 like "$out" "egress.ca_file /etc/loop/missing-ca.pem of channel badca cannot be loaded" "...with the reason"
+
+# --- a typo is said by every command that runs the channel -----------------------------------------
+out=$(in_ct loop run -q typo "hello" 2>&1)
+like "$out" "typo.json: work_dri: unknown key, ignoring \(did you mean \"work_dir\"\?\)" \
+        "loop run warns about an unknown key in the channel's file, with the likely key"
+like "$(in_ct loop send typo "hello" 2>&1)" "work_dri: unknown key" "so does loop send"
 
 # --- an inbox nobody watches ----------------------------------------------------------------------
 check "loop-agent@demo.path stops" in_ct systemctl stop loop-agent@demo.path
