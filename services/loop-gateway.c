@@ -45,8 +45,11 @@
  * host and port (GATEWAY_POOL_MAX, GATEWAY_POOL_IDLE_SEC) for the next request there, from this client
  * or another: one TCP and TLS handshake (verified) serves many requests.
  *
- * One thread per connection (at most GATEWAY_CONNECTIONS_MAX), blocking I/O with timeouts; the main thread
- * runs the sd-event loop that accepts and exits after LOOP_GATEWAY_IDLE_SEC without connections. */
+ * The helper skeleton (socket-service.h) accepts on its sd-event loop and runs each connection on a worker
+ * thread it joins (at most GATEWAY_CONNECTIONS_MAX), blocking I/O with timeouts; a request head (the
+ * hand-over, a head, a ClientHello, the agent's TLS handshake) has GATEWAY_HEAD_TIMEOUT_MS in all, not per
+ * read. It exits after LOOP_GATEWAY_IDLE_SEC without connections (0: never); SIGTERM lets the requests
+ * under way finish. */
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -60,12 +63,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <strings.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
-#include <systemd/sd-event.h>
 #include <time.h>
 
 #include "audit.h"
@@ -80,6 +80,7 @@
 #include "http-server.h"
 #include "io-util.h"
 #include "log.h"
+#include "socket-service.h"
 #include "tls-sni.h"
 
 #define GATEWAY_CONNECTIONS_MAX 256U
@@ -94,6 +95,7 @@
 #define GATEWAY_TUNNEL_HALF_CLOSED_MS (5 * 1000)            /* silence after one side of a tunnel closed */
 #define GATEWAY_ADDRESSES_MAX 16U                           /* of a name, tried in order */
 #define GATEWAY_IDLE_SEC_DEFAULT 60U
+#define GATEWAY_IDLE_SEC_MAX 86400U
 #define GATEWAY_STREAM_BUFFER_SIZE (64U * 1024U)            /* per connection, for responses */
 #define GATEWAY_CHUNK_LINE_MAX 24U                          /* "%zx\r\n" before a re-chunked piece */
 #define GATEWAY_POOL_MAX 64U                                /* idle upstream connections kept */
@@ -153,17 +155,12 @@ typedef struct Gateway {
         } leaves[GATEWAY_LEAVES_MAX];
         size_t n_leaves;
 
-        sd_event *event;
-        sd_event_source *idle_timer;
-        uint64_t idle_usec;
-        int listen_fd;
-        int done_fd;                    /* eventfd: a connection thread ended */
-        atomic_uint active;
         AuditLimiter *busy;             /* connections refused beyond GATEWAY_CONNECTIONS_MAX, per peer */
 } Gateway;
 
 typedef struct Connection {
         Gateway *gw;
+        SocketConnection *sc;           /* owns fd; shuts its read side when a head is late */
         int fd;
         bool handed_over;               /* the relay of a container the gateway knows handed fd over */
         char container[EGRESS_CONTAINER_NAME_MAX + 1];  /* ... that container's name */
@@ -626,12 +623,19 @@ static int connection_read_head(Connection *c) {
                 .head_only = true,
         };
 
+        /* SIGTERM: no further request on this connection */
+        if (socket_connection_head_begin(c->sc) < 0) {
+                c->reason = "client-gone";
+                return -ECONNRESET;
+        }
         for (;;) {
                 size_t consumed;
                 int status = 400, q;
                 ssize_t k;
 
                 q = http_request_parse(c->buf, c->size, &limits, &c->req, &consumed, &status, NULL);
+                if (q > 0 && socket_connection_head_end(c->sc) == -ETIMEDOUT)
+                        return refuse(c, 408, "deny", "timeout", "the request head did not arrive in time");
                 if (q > 0) {
                         /* what follows the head (body, or a ClientHello sent early) stays at buf[0..size) */
                         memmove(c->buf, c->buf + consumed, c->size - consumed);
@@ -643,6 +647,9 @@ static int connection_read_head(Connection *c) {
                 if (c->size >= GATEWAY_HEADER_SIZE_MAX)
                         return refuse(c, 431, "deny", "bad-request", "the request head is too large");
                 k = client_read(c, c->buf + c->size, GATEWAY_HEADER_SIZE_MAX - c->size, GATEWAY_HEAD_TIMEOUT_MS);
+                /* the skeleton shut the read side: the head's deadline passed, however it trickled in */
+                if (k <= 0 && k != -ETIMEDOUT && socket_connection_head_expired(c->sc))
+                        k = -ETIMEDOUT;
                 if (k == -ETIMEDOUT && c->size == 0 && c->requests > 0) {
                         c->reason = "client-gone";      /* an idle kept-alive connection, closed */
                         return -ECONNRESET;
@@ -1755,7 +1762,10 @@ static int handle_intercept(Connection *c) {
         SSL_CTX_free(ctx);
         if (!c->client_ssl || SSL_set_fd(c->client_ssl, c->fd) != 1)
                 return -ENOMEM;
-        if (SSL_accept(c->client_ssl) != 1) {
+        (void) socket_connection_head_begin(c->sc);
+        q = SSL_accept(c->client_ssl);
+        (void) socket_connection_head_end(c->sc);
+        if (q != 1) {
                 ERR_clear_error();
                 SSL_free(c->client_ssl);
                 c->client_ssl = NULL;
@@ -1827,6 +1837,7 @@ static int handle_connect(Connection *c) {
          * policy allowed: otherwise an allowed name could front a tunnel to any server on that address. */
         memcpy(hello, c->buf, MIN(c->size, sizeof hello));
         got = MIN(c->size, sizeof hello);
+        (void) socket_connection_head_begin(c->sc);
         for (;;) {
                 ssize_t k;
                 q = tls_client_hello_sni(hello, got, &sni);
@@ -1834,11 +1845,13 @@ static int handle_connect(Connection *c) {
                         break;
                 k = read_timeout(c->fd, hello + got, sizeof hello - got, GATEWAY_HEAD_TIMEOUT_MS);
                 if (k <= 0) {
+                        (void) socket_connection_head_end(c->sc);
                         c->reason = "client-gone";
                         return -ECONNRESET;
                 }
                 got += (size_t) k;
         }
+        (void) socket_connection_head_end(c->sc);
         if (q < 0) {
                 c->decision = "deny";
                 c->reason = "not-tls";
@@ -1984,7 +1997,7 @@ static void connection_free(Connection *c) {
                 SSL_free(c->client_ssl);
         }
         safe_close(c->up);
-        safe_close(c->fd);
+        /* c->fd is the skeleton's */
         http_request_done(&c->req);
         if (c->buf) {
                 explicit_bzero(c->buf, GATEWAY_HEADER_SIZE_MAX);
@@ -2128,7 +2141,7 @@ static int connection_take_over(Connection *c) {
         }
         explicit_bzero(credential, sizeof credential);
         /* the agent's connection either way: a refusal is answered on it */
-        safe_close(c->fd);
+        socket_connection_set_fd(c->sc, fd);
         c->fd = fd;
         if (q < 0)
                 return -EPERM;
@@ -2136,12 +2149,30 @@ static int connection_take_over(Connection *c) {
         return 0;
 }
 
-static void *connection_run(void *userdata) {
-        Connection *c = userdata;
-        Gateway *g = c->gw;
-        uint64_t one = 1;
+static void connection_run(SocketConnection *sc, void *userdata) {
+        Gateway *g = userdata;
+        Connection *c;
         int q;
 
+        c = calloc(1, sizeof(Connection));
+        if (!c || !(c->buf = malloc(GATEWAY_HEADER_SIZE_MAX)) || !(c->rbuf = malloc(GATEWAY_STREAM_BUFFER_SIZE)) ||
+            !(c->scratch = malloc(GATEWAY_STREAM_BUFFER_SIZE + GATEWAY_CHUNK_LINE_MAX))) {
+                if (c) {
+                        free(c->buf);
+                        free(c->rbuf);
+                }
+                free(c);
+                log_oom();
+                return;
+        }
+        c->gw = g;
+        c->sc = sc;
+        c->fd = socket_connection_fd(sc);
+        c->up = -EBADF;
+        (void) clock_gettime(CLOCK_MONOTONIC, &c->start);
+
+        /* the hand-over and the first head share one deadline */
+        (void) socket_connection_head_begin(sc);
         q = connection_take_over(c);
         if (q == -EBADMSG || q == -EPROTONOSUPPORT) {
                 c->kind = "handover";
@@ -2173,13 +2204,9 @@ static void *connection_run(void *userdata) {
                 connection_journal(c);
         }
         connection_free(c);
-        atomic_fetch_sub(&g->active, 1);
-        if (write(g->done_fd, &one, sizeof one) < 0)
-                log_debug_errno(errno, "Waking the event loop failed, ignoring: %m");
-        return NULL;
 }
 
-/* ---- the main thread: accept, idle exit ---- */
+/* ---- the main thread: the skeleton's callbacks ---- */
 
 /* Connections beyond GATEWAY_CONNECTIONS_MAX are refused before they are requests, as fast as a client
  * opens them: GATEWAY_BUSY_PER_WINDOW per peer address and window are journaled one by one, the rest of a
@@ -2210,124 +2237,46 @@ static void busy_expire(Gateway *g, uint64_t now) {
                 audit_limiter_expire(g->busy, now, busy_summary, g);
 }
 
-static void gateway_update_idle(Gateway *g) {
-        if (atomic_load(&g->active) > 0) {
-                (void) sd_event_source_set_enabled(g->idle_timer, SD_EVENT_OFF);
-                return;
-        }
-        (void) sd_event_source_set_time_relative(g->idle_timer, g->idle_usec);
-        (void) sd_event_source_set_enabled(g->idle_timer, SD_EVENT_ONESHOT);
-}
-
-static int on_idle(sd_event_source *s, uint64_t usec, void *userdata) {
-        Gateway *g = userdata;
-
-        if (atomic_load(&g->active) > 0)
-                return 0;
-        log_debug("Idle, exiting; the next connection starts the gateway again.");
-        (void) sd_notify(false, "STOPPING=1");
-        return sd_event_exit(g->event, 0);
-}
-
-static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        uint64_t n;
-
-        if (read(fd, &n, sizeof n) < 0)
-                log_debug_errno(errno, "Reading the eventfd failed, ignoring: %m");
+static void on_released(SocketService *s, void *userdata) {
         busy_expire(userdata, clock_usec(CLOCK_MONOTONIC));
-        gateway_update_idle(userdata);
-        return 0;
 }
 
-static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static void on_busy(SocketService *s, int fd, void *userdata) {
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
         Gateway *g = userdata;
-        _cleanup_close_ int cfd = -EBADF;
-        pthread_attr_t attr;
-        pthread_t t;
-        Connection *c;
-        int q;
+        struct sockaddr_storage peer = {};
+        socklen_t pl = sizeof peer;
+        char address[INET6_ADDRSTRLEN + 8] = "unknown";
 
-        cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
-        if (cfd < 0) {
-                if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-                        log_warning_errno(errno, "accept() failed, ignoring: %m");
-                return 0;
-        }
-        if (atomic_load(&g->active) >= GATEWAY_CONNECTIONS_MAX) {
-                static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-                struct sockaddr_storage peer = {};
-                socklen_t pl = sizeof peer;
-                char address[INET6_ADDRSTRLEN + 8] = "unknown";
-
-                (void) send(cfd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (getpeername(cfd, (struct sockaddr *) &peer, &pl) >= 0)
-                        (void) egress_address_format((struct sockaddr *) &peer, address, sizeof address);
-                if (!g->busy || audit_limiter_admit(g->busy, address, clock_usec(CLOCK_MONOTONIC), busy_summary, g) != 0)
-                        log_warning("More than %u connections at once, refusing one of %s.", GATEWAY_CONNECTIONS_MAX,
-                                    address);
-                return 0;
-        }
-
-        c = calloc(1, sizeof(Connection));
-        if (!c || !(c->buf = malloc(GATEWAY_HEADER_SIZE_MAX)) || !(c->rbuf = malloc(GATEWAY_STREAM_BUFFER_SIZE)) ||
-            !(c->scratch = malloc(GATEWAY_STREAM_BUFFER_SIZE + GATEWAY_CHUNK_LINE_MAX))) {
-                if (c) {
-                        free(c->buf);
-                        free(c->rbuf);
-                }
-                free(c);
-                log_oom();
-                return 0;
-        }
-        c->gw = g;
-        c->fd = TAKE_FD(cfd);
-        c->up = -EBADF;
-        (void) clock_gettime(CLOCK_MONOTONIC, &c->start);
-
-        atomic_fetch_add(&g->active, 1);
-        gateway_update_idle(g);
-        (void) pthread_attr_init(&attr);
-        (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        (void) pthread_attr_setstacksize(&attr, 512U * 1024U);
-        q = pthread_create(&t, &attr, connection_run, c);
-        (void) pthread_attr_destroy(&attr);
-        if (q != 0) {
-                log_warning_errno(q, "Cannot start a connection thread, dropping the connection: %m");
-                connection_free(c);
-                atomic_fetch_sub(&g->active, 1);
-                gateway_update_idle(g);
-        }
-        return 0;
-}
-
-static int gateway_listen(Gateway *g) {
-        int r;
-
-        r = listen_fd_from_systemd(true, &g->listen_fd);
-        if (r < 0)
-                return log_error_errno(r, "Expected one listening AF_UNIX stream socket from loop-gateway@NAME.socket: %m");
-        r = sd_event_add_io(g->event, NULL, g->listen_fd, EPOLLIN, on_accept, g);
-        if (r < 0)
-                return log_error_errno(r, "Cannot watch the listening socket: %m");
-        return 0;
+        (void) send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (getpeername(fd, (struct sockaddr *) &peer, &pl) >= 0)
+                (void) egress_address_format((struct sockaddr *) &peer, address, sizeof address);
+        if (!g->busy || audit_limiter_admit(g->busy, address, clock_usec(CLOCK_MONOTONIC), busy_summary, g) != 0)
+                log_warning("More than %u connections at once, refusing one of %s.", GATEWAY_CONNECTIONS_MAX, address);
 }
 
 static int run(int argc, char *argv[]) {
-        Gateway g = { .listen_fd = -EBADF, .done_fd = -EBADF };
-        const char *reason, *config = NULL, *idle;
-        sigset_t mask;
+        Gateway g = {};
+        const char *reason, *config = NULL;
+        char *channel = NULL;
+        SocketServiceOption options[] = { { "config", &config } };
+        _cleanup_(socket_service_freep) SocketService *service = NULL;
+        uint64_t idle_sec;
         int r;
 
         log_setup();
 
-        if (argc == 4 && streq(argv[2], "--config"))
-                config = argv[3];
-        else if (argc != 2)
-                return log_error_errno(EINVAL, "Usage: %s CHANNEL [--config FILE] (started by loop-gateway@CHANNEL.socket)",
-                                       program_invocation_short_name);
-        if (channel_name_check(argv[1], &reason) < 0)
-                return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", argv[1], reason);
-        g.channel = argv[1];
+        r = socket_service_parse_argv(argc, argv, "CHANNEL [--config FILE]",
+                                      "The egress gateway of a channel, started by loop-gateway@CHANNEL.socket.",
+                                      options, ELEMENTSOF(options), 1, &channel);
+        if (r <= 0)
+                return r;
+        if (channel_name_check(channel, &reason) < 0)
+                return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", channel, reason);
+        g.channel = channel;
+        r = env_uint("LOOP_GATEWAY_IDLE_SEC", GATEWAY_IDLE_SEC_DEFAULT, GATEWAY_IDLE_SEC_MAX, &idle_sec);
+        if (r < 0)
+                return r;
 
         r = gateway_load(&g, config);
         if (r < 0)
@@ -2367,42 +2316,31 @@ static int run(int argc, char *argv[]) {
         (void) pthread_mutex_init(&g.leaves_lock, NULL);
         (void) pthread_mutex_init(&g.sessions_lock, NULL);
         (void) pthread_mutex_init(&g.pool_lock, NULL);
-        idle = getenv("LOOP_GATEWAY_IDLE_SEC");
-        g.idle_usec = (idle && atoi(idle) > 0 ? (uint64_t) atoi(idle) : GATEWAY_IDLE_SEC_DEFAULT) * 1000000ULL;
 
-        /* Threads inherit this mask: only the event loop takes SIGTERM/SIGINT. */
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return log_error_errno(errno, "Cannot block signals: %m");
-        (void) signal(SIGPIPE, SIG_IGN);
-
-        g.done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (g.done_fd < 0)
-                return log_error_errno(errno, "Cannot make an eventfd: %m");
-        r = sd_event_default(&g.event);
-        if (r < 0)
-                return log_error_errno(r, "Cannot allocate the event loop: %m");
         r = audit_limiter_new(GATEWAY_BUSY_PER_WINDOW, GATEWAY_BUSY_WINDOW_USEC, &g.busy);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the refusal limiter: %m");
-        if ((r = sd_event_add_signal(g.event, NULL, SIGTERM, NULL, NULL)) < 0 ||
-            (r = sd_event_add_signal(g.event, NULL, SIGINT, NULL, NULL)) < 0 ||
-            (r = sd_event_add_io(g.event, NULL, g.done_fd, EPOLLIN, on_done, &g)) < 0 ||
-            (r = sd_event_add_time_relative(g.event, &g.idle_timer, CLOCK_MONOTONIC, g.idle_usec, 0, on_idle, &g)) < 0)
-                return log_error_errno(r, "Cannot set up the event loop: %m");
-        r = gateway_listen(&g);
+        r = socket_service_new(&(SocketServiceConfig) {
+                        .connections_max = GATEWAY_CONNECTIONS_MAX,
+                        .idle_usec = idle_sec * 1000000ULL,
+                        .head_usec = GATEWAY_HEAD_TIMEOUT_MS * 1000ULL,
+                        .run = connection_run,
+                        .busy = on_busy,
+                        .released = on_released,
+                        .userdata = &g,
+                }, &service);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "Cannot set up the event loop: %m");
+        r = socket_service_listen_systemd(service);
+        if (r < 0)
+                return log_error_errno(r, "Expected listening AF_UNIX stream sockets from loop-gateway@NAME.socket: %m");
 
         (void) sd_notify(false, g.config_error ? "READY=1\nSTATUS=Misconfigured: refusing every request."
                                                : "READY=1\nSTATUS=Serving egress.");
-        r = sd_event_loop(g.event);
+        r = socket_service_run(service);
         busy_expire(&g, UINT64_MAX);            /* what is still counted gets its summary */
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
-        /* Threads still running end with the process: their clients see the connection break. */
         return 0;
 }
 

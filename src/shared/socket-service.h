@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "macro.h"
+
 #define SOCKET_SERVICE_LISTEN_FDS_MAX 8U
 #define SOCKET_SERVICE_CONNECTIONS_MAX_DEFAULT 256U
 #define SOCKET_SERVICE_HEAD_USEC_DEFAULT (30ULL * 1000000ULL)
@@ -59,6 +61,7 @@ typedef struct SocketServiceConfig {
 
 int socket_service_new(const SocketServiceConfig *config, SocketService **ret);
 SocketService *socket_service_free(SocketService *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(SocketService *, socket_service_free);
 
 /* The listening sockets systemd passed: at least one, at most SOCKET_SERVICE_LISTEN_FDS_MAX, each a
  * listening AF_UNIX stream socket (-ENOTSOCK otherwise, -EBADF when there is none). */
