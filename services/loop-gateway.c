@@ -77,6 +77,7 @@
 #include "egress-policy.h"
 #include "egress-rewrite.h"
 #include "egress-token.h"
+#include "egress-upstream.h"
 #include "http-server.h"
 #include "io-util.h"
 #include "log.h"
@@ -101,26 +102,17 @@
 #define GATEWAY_POOL_MAX 64U                                /* idle upstream connections kept */
 #define GATEWAY_POOL_IDLE_SEC 20U                           /* below the keep-alive timeout of most servers */
 #define GATEWAY_PROXY_REPLY_MAX (8U * 1024U)
-#define GATEWAY_PROXY_USERINFO_MAX 1024U                    /* user:password of the host's proxy */
 #define GATEWAY_LEAVES_MAX 256U                             /* cached leaf certificates; then started over */
 #define GATEWAY_CA_PATH "/.loop/ca.pem"                     /* the sandbox CA, for the runner */
 #define GATEWAY_SESSIONS_MAX 256U                           /* upstream TLS sessions kept for resumption */
 #define GATEWAY_TLS_READ_BUFFER_SIZE (64U * 1024U)          /* per upstream TLS connection, read ahead */
 
-typedef struct Upstream {
-        bool tls;
-        char *host;                     /* NULL: not configured */
-        uint16_t port;
-        char *base_path;                /* "" or "/prefix" without a trailing slash */
-        char *authorization;            /* "Basic ..." from user:password@ in the URL, or NULL */
-} Upstream;
-
 typedef struct Gateway {
         char *channel;
         char *config_error;             /* set: misconfigured, every request is answered 503 */
         EgressPolicy *policy;
-        Upstream api;
-        Upstream proxy;                 /* the host's HTTP proxy */
+        EgressUpstream api;
+        EgressUpstream proxy;                /* the host's HTTP proxy */
         char *api_key, *oauth_token;
         SSL_CTX *tls;
         EgressOwnAddresses own;
@@ -194,118 +186,6 @@ typedef struct Connection {
         uint64_t sent, received;
 } Connection;
 
-static void upstream_done(Upstream *u) {
-        free(u->host);
-        free(u->base_path);
-        if (u->authorization) {
-                explicit_bzero(u->authorization, strlen(u->authorization));
-                free(u->authorization);
-        }
-        *u = (Upstream) {};
-}
-
-/* "Basic base64(user:password)" of the percent-encoded userinfo[0..size) (RFC 3986 3.2.1, RFC 7617). */
-static int basic_authorization(const char *userinfo, size_t size, char **ret) {
-        _cleanup_free_ char *plain = NULL, *out = NULL;
-        size_t n = 0;
-        int l;
-
-        if (size > GATEWAY_PROXY_USERINFO_MAX || !memchr(userinfo, ':', size))
-                return -EINVAL;
-        plain = malloc(size + 1);
-        out = malloc(strlen("Basic ") + 4 * ((size + 2) / 3) + 1);
-        if (!plain || !out)
-                return -ENOMEM;
-        for (size_t i = 0; i < size; i++) {
-                if (userinfo[i] == '%') {
-                        int a = i + 2 < size ? unhexchar(userinfo[i + 1]) : -1, b = i + 2 < size ? unhexchar(userinfo[i + 2]) : -1;
-                        if (a < 0 || b < 0 || (a == 0 && b == 0))
-                                goto fail;
-                        plain[n++] = (char) (a << 4 | b);
-                        i += 2;
-                } else
-                        plain[n++] = userinfo[i];
-        }
-        memcpy(out, "Basic ", 6);
-        l = EVP_EncodeBlock((unsigned char *) out + 6, (const unsigned char *) plain, (int) n);
-        explicit_bzero(plain, size + 1);
-        if (l < 0)
-                return -EINVAL;
-        *ret = TAKE_PTR(out);
-        return 0;
-fail:
-        explicit_bzero(plain, size + 1);
-        return -EINVAL;
-}
-
-/* scheme://[user:password@]host[:port][/path], scheme http or https; IPv6 in brackets. */
-static int upstream_parse(const char *url, bool allow_path, Upstream *ret) {
-        Upstream u = {};
-        const char *rest, *end, *colon = NULL, *at;
-        size_t host_len;
-
-        if ((rest = startswith(url, "https://")))
-                u.tls = true;
-        else if (!(rest = startswith(url, "http://")))
-                return -EINVAL;
-        end = rest + strcspn(rest, "/");
-        at = memrchr(rest, '@', (size_t) (end - rest));
-        if (at) {
-                int r = basic_authorization(rest, (size_t) (at - rest), &u.authorization);
-                if (r < 0)
-                        return r;
-                rest = at + 1;
-        }
-        if (rest[0] == '[') {
-                const char *close = memchr(rest, ']', (size_t) (end - rest));
-                if (!close)
-                        return -EINVAL;
-                u.host = strndup(rest + 1, (size_t) (close - rest - 1));
-                if (close + 1 < end) {
-                        if (close[1] != ':')
-                                goto fail;
-                        colon = close + 1;
-                }
-        } else {
-                colon = memchr(rest, ':', (size_t) (end - rest));
-                host_len = colon ? (size_t) (colon - rest) : (size_t) (end - rest);
-                u.host = strndup(rest, host_len);
-        }
-        if (!u.host) {
-                upstream_done(&u);
-                return -ENOMEM;
-        }
-        {
-                char *n = NULL;
-                if (egress_host_normalize(u.host, &n) < 0)
-                        goto fail;
-                free(u.host);
-                u.host = n;
-        }
-        if (colon) {
-                char *e;
-                unsigned long p;
-                errno = 0;
-                p = strtoul(colon + 1, &e, 10);
-                if (errno != 0 || e != end || e == colon + 1 || p == 0 || p > 65535)
-                        goto fail;
-                u.port = (uint16_t) p;
-        } else
-                u.port = u.tls ? 443 : 80;
-        if (*end && !allow_path)
-                goto fail;
-        u.base_path = strndup(end, strlen(end) - (strlen(end) > 0 && end[strlen(end) - 1] == '/'));
-        if (!u.base_path) {
-                upstream_done(&u);
-                return -ENOMEM;
-        }
-        *ret = u;
-        return 0;
-fail:
-        upstream_done(&u);
-        return -EINVAL;
-}
-
 /* ---- configuration ---- */
 
 static int on_new_session(SSL *ssl, SSL_SESSION *session);
@@ -376,7 +256,7 @@ static int gateway_load(Gateway *g, const char *path) {
                         return log_oom();
 
         s = json_str(egress, "api_upstream");
-        r = upstream_parse(isempty(s) ? EGRESS_API_UPSTREAM_DEFAULT : s, true, &g->api);
+        r = egress_upstream_parse(isempty(s) ? EGRESS_API_UPSTREAM_DEFAULT : s, &g->api);
         if (r >= 0 && g->api.authorization)
                 r = -EINVAL;
         if (r < 0)
@@ -395,7 +275,7 @@ static int gateway_load(Gateway *g, const char *path) {
                                 from_env = proxy_variables[i];
         }
         if (!isempty(s)) {
-                r = upstream_parse(s, true, &g->proxy);
+                r = egress_upstream_parse(s, &g->proxy);
                 if (r == -ENOMEM)
                         return log_oom();
                 /* not echoed: a proxy URL may carry a password */
@@ -763,7 +643,7 @@ static int tcp_connect_any(Connection *c, const struct sockaddr_storage *addrs, 
 
 /* A tunnel through the host's HTTP proxy to an address we checked. */
 static int proxy_tunnel(Connection *c, const struct sockaddr_storage *target) {
-        const Upstream *p = &c->gw->proxy;
+        const EgressUpstream *p = &c->gw->proxy;
         struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP };
         struct addrinfo *res = NULL;
         struct sockaddr_storage addrs[GATEWAY_ADDRESSES_MAX];
@@ -1693,7 +1573,7 @@ static void request_reset(Connection *c) {
 }
 
 /* One request inside an intercepted tunnel. */
-static int intercept_request(Connection *c, bool literal) {
+static int intercept_request(Connection *c) {
         Gateway *g = c->gw;
         _cleanup_free_ char *head = NULL, *host_header = NULL;
         const EgressRule *rule;
@@ -1714,8 +1594,7 @@ static int intercept_request(Connection *c, bool literal) {
         if (rule->decision == EGRESS_DENY)
                 return refuse(c, 403, "deny", "policy", "the egress policy does not allow this request");
 
-        if ((c->port == 443 ? asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]" : "%s", c->host)
-                            : asprintf(&host_header, literal && strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host, c->port)) < 0)
+        if (egress_authority_format(c->host, c->port, 443, &host_header) < 0)
                 return -ENOMEM;
         EgressApiAuth auth = { .dummy = c->dummy, .api_key = g->api_key, .oauth_token = g->oauth_token };
         q = egress_upstream_head(&c->req, g->policy, rule, &auth, host_header, &head, &size, &reason);
@@ -1788,7 +1667,7 @@ static int handle_intercept(Connection *c) {
                                 c->quiet = true;
                         return q;
                 }
-                q = intercept_request(c, literal);
+                q = intercept_request(c);
                 c->requests++;
                 if (q < 0 || !c->again)
                         return q;
@@ -1901,8 +1780,7 @@ static int handle_http(Connection *c) {
         if (rule->decision == EGRESS_DENY)
                 return refuse(c, 403, "deny", "policy", "the egress policy does not allow this request");
 
-        if ((c->req.port == 80 ? asprintf(&host_header, strchr(c->req.host, ':') ? "[%s]" : "%s", c->req.host)
-                               : asprintf(&host_header, strchr(c->req.host, ':') ? "[%s]:%u" : "%s:%u", c->req.host, c->req.port)) < 0)
+        if (egress_authority_format(c->req.host, c->req.port, 80, &host_header) < 0)
                 return -ENOMEM;
         EgressApiAuth auth = { .dummy = c->dummy, .api_key = c->gw->api_key, .oauth_token = c->gw->oauth_token };
         q = egress_upstream_head(&c->req, c->gw->policy, rule, &auth, host_header, &head, &size, &reason);
@@ -1941,9 +1819,7 @@ static int handle_api(Connection *c) {
         if (!c->host)
                 return -ENOMEM;
 
-        if ((g->api.tls ? g->api.port != 443 : g->api.port != 80) ?
-            asprintf(&host_header, strchr(g->api.host, ':') ? "[%s]:%u" : "%s:%u", g->api.host, g->api.port) < 0 :
-            asprintf(&host_header, strchr(g->api.host, ':') ? "[%s]" : "%s", g->api.host) < 0)
+        if (egress_authority_format(g->api.host, g->api.port, g->api.tls ? 443 : 80, &host_header) < 0)
                 return -ENOMEM;
         if (asprintf(&path, "%s%s", g->api.base_path, c->req.path) < 0)
                 return -ENOMEM;
