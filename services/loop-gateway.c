@@ -73,6 +73,7 @@
 #include "config.h"
 #include "egress-address.h"
 #include "egress-ca.h"
+#include "egress-config.h"
 #include "egress-handover.h"
 #include "egress-policy.h"
 #include "egress-rewrite.h"
@@ -88,7 +89,6 @@
 #define GATEWAY_HEADER_SIZE_MAX (32U * 1024U)
 #define GATEWAY_HEADERS_MAX 100U
 #define GATEWAY_BODY_MAX (4ULL * 1024U * 1024U * 1024U)     /* a request body, streamed, never buffered */
-#define GATEWAY_CONFIG_MAX (1024U * 1024U)
 #define GATEWAY_HEAD_TIMEOUT_MS (30 * 1000)                 /* to send a request head, or a ClientHello */
 #define GATEWAY_CONNECT_TIMEOUT_MS (10 * 1000)
 #define GATEWAY_IO_TIMEOUT_SEC 300                          /* silence on an upstream exchange */
@@ -109,11 +109,7 @@
 
 typedef struct Gateway {
         char *channel;
-        char *config_error;             /* set: misconfigured, every request is answered 503 */
-        EgressPolicy *policy;
-        EgressUpstream api;
-        EgressUpstream proxy;                /* the host's HTTP proxy */
-        char *api_key, *oauth_token;
+        EgressConfig config;            /* .error set: misconfigured, every request is answered 503 */
         SSL_CTX *tls;
         EgressOwnAddresses own;
         EgressCa *ca;                   /* NULL: no state directory, no interception */
@@ -190,112 +186,17 @@ typedef struct Connection {
 
 static int on_new_session(SSL *ssl, SSL_SESSION *session);
 
-static int gateway_fail_config(Gateway *g, const char *format, ...) _printf_(2, 3);
-static int gateway_fail_config(Gateway *g, const char *format, ...) {
-        va_list ap;
-
-        va_start(ap, format);
-        if (vasprintf(&g->config_error, format, ap) < 0)
-                g->config_error = NULL;
-        va_end(ap);
-        if (!g->config_error)
-                return log_oom();
-        return 0;
-}
-
-static const char *json_str(json_object *o, const char *key) {
-        json_object *v;
-        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-                return NULL;
-        return json_object_get_string(v);
-}
-
 static int gateway_load(Gateway *g, const char *path) {
-        _cleanup_(json_object_putp) json_object *doc = NULL;
-        _cleanup_free_ char *text = NULL, *error = NULL, *api_host = NULL, *config_path = NULL;
-        json_object *egress = NULL;
-        const char *s, *dir, *from_env = NULL;
-        size_t size;
         int r;
 
-        if (!path) {
-                dir = getenv("CREDENTIALS_DIRECTORY");
-                if (isempty(dir))
-                        return gateway_fail_config(g, "no egress.json credential ($CREDENTIALS_DIRECTORY is not set)");
-                if (asprintf(&config_path, "%s/egress.json", dir) < 0)
-                        return log_oom();
-                path = config_path;
-        }
-        r = read_full_file_at(AT_FDCWD, path, GATEWAY_CONFIG_MAX, true, &text, &size);
+        r = egress_config_load(path, &g->config);
         if (r < 0)
-                return gateway_fail_config(g, "cannot read %s: %s", path, strerror(-r));
-        doc = json_tokener_parse(text);
-        explicit_bzero(text, size);
-        if (!doc || !json_object_is_type(doc, json_type_object))
-                return gateway_fail_config(g, "%s is not a JSON object", path);
-
-        /* Secrets first, so that nothing logged from here on can carry them. */
-        s = json_str(doc, "anthropic_api_key");
-        if (!isempty(s) && (!(g->api_key = strdup(s)) || audit_add_secret(s) < 0))
                 return log_oom();
-        s = json_str(doc, "claude_code_oauth_token");
-        if (!isempty(s) && (!(g->oauth_token = strdup(s)) || audit_add_secret(s) < 0))
-                return log_oom();
-
-        (void) json_object_object_get_ex(doc, "egress", &egress);
-        r = egress_config_api_host(doc, &api_host);
-        if (r < 0)
-                return gateway_fail_config(g, "egress.api_upstream is not a usable URL");
-        r = egress_policy_compile(egress, api_host, &g->policy, &error);
-        if (r == -ENOMEM)
-                return log_oom();
-        if (r < 0)
-                return gateway_fail_config(g, "the egress policy does not compile: %s", strna(error));
-        for (size_t i = 0; i < g->policy->n_rules; i++)
-                if (g->policy->rules[i].decision == EGRESS_CREDENTIAL && audit_add_secret(g->policy->rules[i].credential.secret) < 0)
-                        return log_oom();
-
-        s = json_str(egress, "api_upstream");
-        r = egress_upstream_parse(isempty(s) ? EGRESS_API_UPSTREAM_DEFAULT : s, &g->api);
-        if (r >= 0 && g->api.authorization)
-                r = -EINVAL;
-        if (r < 0)
-                return gateway_fail_config(g, "egress.api_upstream \"%s\" is not an http(s)://HOST[:PORT][/PATH] URL", s);
-        /* the real key goes only into TLS the gateway made and verified */
-        if (!g->api.tls)
-                return gateway_fail_config(g, "egress.api_upstream \"%s\" is not https://: the real key is never sent in clear text", s);
-        /* Without egress.upstream_proxy, the host's own proxy variables, as the service's environment has
-         * them (DefaultEnvironment= of the manager, or a drop-in): the gateway goes out the way the host
-         * does. */
-        s = json_str(egress, "upstream_proxy");
-        if (isempty(s)) {
-                static const char * const proxy_variables[] = { "https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY" };
-                for (size_t i = 0; i < ELEMENTSOF(proxy_variables) && isempty(s); i++)
-                        if (!isempty(s = getenv(proxy_variables[i])))
-                                from_env = proxy_variables[i];
-        }
-        if (!isempty(s)) {
-                r = egress_upstream_parse(s, &g->proxy);
-                if (r == -ENOMEM)
-                        return log_oom();
-                /* not echoed: a proxy URL may carry a password */
-                if (r < 0 || g->proxy.tls)
-                        return gateway_fail_config(g, "the upstream proxy (egress.upstream_proxy, or the service's "
-                                                   "https_proxy/http_proxy) is not an http://[USER:PASSWORD@]HOST:PORT URL");
-                if (g->proxy.authorization) {
-                        /* redacted by value from every log line, in the forms it could take */
-                        const char *at = strrchr(s, '@'), *userinfo = strstr(s, "://") + 3;
-                        _cleanup_free_ char *raw = strndup(userinfo, (size_t) (at - userinfo));
-                        const char *password = raw ? strchr(raw, ':') : NULL;
-                        if (!raw || audit_add_secret(raw) < 0 || (password && !isempty(password + 1) && audit_add_secret(password + 1) < 0) ||
-                            audit_add_secret(g->proxy.authorization + strlen("Basic ")) < 0)
-                                return log_oom();
-                        explicit_bzero(raw, strlen(raw));
-                        if (from_env)
-                                log_warning("The upstream proxy's password comes from $%s, which `systemctl show` displays; "
-                                            "egress.upstream_proxy keeps it in the gateway's credential only.", from_env);
-                }
-        }
+        if (g->config.error)
+                return 0;
+        if (g->config.proxy.authorization && !streq(g->config.proxy_from, "egress.upstream_proxy"))
+                log_warning("The upstream proxy's password comes from $%s, which `systemctl show` displays; "
+                            "egress.upstream_proxy keeps it in the gateway's credential only.", g->config.proxy_from);
 
         g->tls = SSL_CTX_new(TLS_client_method());
         if (!g->tls)
@@ -313,9 +214,8 @@ static int gateway_load(Gateway *g, const char *path) {
         SSL_CTX_set_verify(g->tls, SSL_VERIFY_PEER, NULL);
         if (SSL_CTX_set_default_verify_paths(g->tls) != 1)
                 log_warning("Cannot load the system's trust store; only egress.ca_file is trusted.");
-        s = json_str(egress, "ca_file");
-        if (!isempty(s) && SSL_CTX_load_verify_locations(g->tls, s, NULL) != 1)
-                return gateway_fail_config(g, "egress.ca_file %s cannot be loaded", s);
+        if (g->config.ca_file && SSL_CTX_load_verify_locations(g->tls, g->config.ca_file, NULL) != 1)
+                return asprintf(&g->config.error, "egress.ca_file %s cannot be loaded", g->config.ca_file) < 0 ? log_oom() : 0;
 
         r = egress_own_addresses_load(&g->own);
         if (r < 0)
@@ -643,7 +543,7 @@ static int tcp_connect_any(Connection *c, const struct sockaddr_storage *addrs, 
 
 /* A tunnel through the host's HTTP proxy to an address we checked. */
 static int proxy_tunnel(Connection *c, const struct sockaddr_storage *target) {
-        const EgressUpstream *p = &c->gw->proxy;
+        const EgressUpstream *p = &c->gw->config.proxy;
         struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP };
         struct addrinfo *res = NULL;
         struct sockaddr_storage addrs[GATEWAY_ADDRESSES_MAX];
@@ -719,7 +619,7 @@ static int upstream_open(Connection *c, const char *host, uint16_t port) {
         q = resolve_checked(c, host, port, addrs, lens, &n);
         if (q < 0)
                 return q;
-        if (c->gw->proxy.host) {
+        if (c->gw->config.proxy.host) {
                 q = -ECONNREFUSED;
                 for (size_t i = 0; i < n && q < 0 && q != -EKEYREJECTED; i++)
                         q = proxy_tunnel(c, &addrs[i]);
@@ -1589,15 +1489,15 @@ static int intercept_request(Connection *c) {
         c->req.port = c->port;
         if (!host_header_agrees(&c->req, 443))
                 return refuse(c, 421, "deny", "host-mismatch", "the Host header is not the CONNECT target");
-        rule = egress_policy_match(g->policy, EGRESS_SCHEME_HTTPS, c->host, c->port, c->req.method, c->req.path);
+        rule = egress_policy_match(g->config.policy, EGRESS_SCHEME_HTTPS, c->host, c->port, c->req.method, c->req.path);
         c->rule = rule->id;
         if (rule->decision == EGRESS_DENY)
                 return refuse(c, 403, "deny", "policy", "the egress policy does not allow this request");
 
         if (egress_authority_format(c->host, c->port, 443, &host_header) < 0)
                 return -ENOMEM;
-        EgressApiAuth auth = { .dummy = c->dummy, .api_key = g->api_key, .oauth_token = g->oauth_token };
-        q = egress_upstream_head(&c->req, g->policy, rule, &auth, host_header, &head, &size, &reason);
+        EgressApiAuth auth = { .dummy = c->dummy, .api_key = g->config.api_key, .oauth_token = g->config.oauth_token };
+        q = egress_upstream_head(&c->req, g->config.policy, rule, &auth, host_header, &head, &size, &reason);
         if (q == -ENOMEM)
                 return q;
         if (q < 0)
@@ -1686,11 +1586,11 @@ static int handle_connect(Connection *c) {
         c->kind = "connect";
         if (!host_header_agrees(&c->req, c->req.port))
                 return refuse(c, 400, "deny", "host-mismatch", "the Host header does not name the CONNECT target");
-        rule = egress_policy_match(c->gw->policy, EGRESS_SCHEME_HTTPS, c->req.host, c->req.port, NULL, NULL);
+        rule = egress_policy_match(c->gw->config.policy, EGRESS_SCHEME_HTTPS, c->req.host, c->req.port, NULL, NULL);
         c->rule = rule->id;
         /* A host some credential (or "intercept": "always") rule names is intercepted, whatever that
          * rule's methods and paths: the policy then decides on each request inside. */
-        if (egress_policy_host_intercepted(c->gw->policy, c->req.host, c->req.port)) {
+        if (egress_policy_host_intercepted(c->gw->config.policy, c->req.host, c->req.port)) {
                 /* Without a CA (no state directory) the host is refused rather than reached without
                  * its credential. */
                 if (!c->gw->ca)
@@ -1775,15 +1675,15 @@ static int handle_http(Connection *c) {
         c->kind = "http";
         if (!host_header_agrees(&c->req, 80))
                 return refuse(c, 400, "deny", "host-mismatch", "the Host header does not name the request's target");
-        rule = egress_policy_match(c->gw->policy, EGRESS_SCHEME_HTTP, c->req.host, c->req.port, c->req.method, c->req.path);
+        rule = egress_policy_match(c->gw->config.policy, EGRESS_SCHEME_HTTP, c->req.host, c->req.port, c->req.method, c->req.path);
         c->rule = rule->id;
         if (rule->decision == EGRESS_DENY)
                 return refuse(c, 403, "deny", "policy", "the egress policy does not allow this request");
 
         if (egress_authority_format(c->req.host, c->req.port, 80, &host_header) < 0)
                 return -ENOMEM;
-        EgressApiAuth auth = { .dummy = c->dummy, .api_key = c->gw->api_key, .oauth_token = c->gw->oauth_token };
-        q = egress_upstream_head(&c->req, c->gw->policy, rule, &auth, host_header, &head, &size, &reason);
+        EgressApiAuth auth = { .dummy = c->dummy, .api_key = c->gw->config.api_key, .oauth_token = c->gw->config.oauth_token };
+        q = egress_upstream_head(&c->req, c->gw->config.policy, rule, &auth, host_header, &head, &size, &reason);
         if (q == -ENOMEM)
                 return q;
         /* No credential rule matches plain HTTP (they are https only): a dummy here is one the agent
@@ -1803,7 +1703,7 @@ static int handle_http(Connection *c) {
 static int handle_api(Connection *c) {
         const Gateway *g = c->gw;
         _cleanup_free_ char *head = NULL, *host_header = NULL, *path = NULL;
-        EgressApiAuth auth = { .pass_through = true, .dummy = c->dummy, .api_key = g->api_key, .oauth_token = g->oauth_token };
+        EgressApiAuth auth = { .pass_through = true, .dummy = c->dummy, .api_key = g->config.api_key, .oauth_token = g->config.oauth_token };
         const char *reason = NULL;
         char *saved_path;
         size_t size = 0;
@@ -1811,21 +1711,21 @@ static int handle_api(Connection *c) {
 
         c->kind = "api";
         c->rule = "api";
-        if (!g->policy->allow_api)
+        if (!g->config.policy->allow_api)
                 return refuse(c, 403, "deny", "api-disabled", "the model API is not allowed (egress.allow_api is false)");
         free(c->host);
-        c->host = strdup(g->api.host);
-        c->port = g->api.port;
+        c->host = strdup(g->config.api.host);
+        c->port = g->config.api.port;
         if (!c->host)
                 return -ENOMEM;
 
-        if (egress_authority_format(g->api.host, g->api.port, g->api.tls ? 443 : 80, &host_header) < 0)
+        if (egress_authority_format(g->config.api.host, g->config.api.port, g->config.api.tls ? 443 : 80, &host_header) < 0)
                 return -ENOMEM;
-        if (asprintf(&path, "%s%s", g->api.base_path, c->req.path) < 0)
+        if (asprintf(&path, "%s%s", g->config.api.base_path, c->req.path) < 0)
                 return -ENOMEM;
         saved_path = c->req.path;
         c->req.path = path;
-        q = egress_upstream_head(&c->req, g->policy, NULL, &auth, host_header, &head, &size, &reason);
+        q = egress_upstream_head(&c->req, g->config.policy, NULL, &auth, host_header, &head, &size, &reason);
         c->req.path = saved_path;
         if (q == -ENOMEM)
                 return q;
@@ -1835,10 +1735,10 @@ static int handle_api(Connection *c) {
 
         c->decision = "credential";
         egress_scrub_reset(&c->scrub);
-        if ((g->api_key && egress_scrub_add(&c->scrub, g->api_key, c->dummy) < 0) ||
-            (g->oauth_token && egress_scrub_add(&c->scrub, g->oauth_token, c->dummy) < 0))
+        if ((g->config.api_key && egress_scrub_add(&c->scrub, g->config.api_key, c->dummy) < 0) ||
+            (g->config.oauth_token && egress_scrub_add(&c->scrub, g->config.oauth_token, c->dummy) < 0))
                 return -EINVAL;
-        q = forward(c, g->api.host, g->api.port, g->api.tls, head, size);
+        q = forward(c, g->config.api.host, g->config.api.port, g->config.api.tls, head, size);
         explicit_bzero(head, size);
         return q;
 }
@@ -1961,7 +1861,7 @@ static void connection_dispatch(Connection *c) {
         c->port = c->req.host ? c->req.port : 0;
         /* A misconfigured gateway still registers containers (it refuses their requests): the agent is
          * told why it has no egress, not that the gateway cannot be reached. */
-        if (g->config_error && !(!c->handed_over && c->req.form == HTTP_TARGET_ORIGIN && streq_ptr(c->req.path, EGRESS_REGISTER_PATH))) {
+        if (g->config.error && !(!c->handed_over && c->req.form == HTTP_TARGET_ORIGIN && streq_ptr(c->req.path, EGRESS_REGISTER_PATH))) {
                 (void) refuse(c, 503, "deny", "misconfigured", "the egress gateway is misconfigured; see its journal");
                 return;
         }
@@ -2157,15 +2057,15 @@ static int run(int argc, char *argv[]) {
         r = gateway_load(&g, config);
         if (r < 0)
                 return r;
-        if (g.config_error) {
+        if (g.config.error) {
                 char *extra[] = { NULL, NULL };
                 _cleanup_free_ char *e = NULL;
-                if (asprintf(&e, "LOOP_REASON=%s", g.config_error) >= 0)
+                if (asprintf(&e, "LOOP_REASON=%s", g.config.error) >= 0)
                         extra[0] = e;
                 AuditFields f = { .channel = g.channel, .extra = extra };
                 (void) audit_log(AUDIT_GATEWAY_FAILED, LOG_ERR, &f,
                                  "The egress gateway of channel %s cannot serve, every request is refused: %s",
-                                 g.channel, g.config_error);
+                                 g.channel, g.config.error);
         }
         {
                 const char *state = getenv("STATE_DIRECTORY");
@@ -2176,7 +2076,7 @@ static int run(int argc, char *argv[]) {
                         log_info("No $STATE_DIRECTORY: no sandbox CA and no token key, every container is refused.");
                 else if ((dfd = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
                         log_warning_errno(errno, "Cannot open %s, no sandbox CA and no token key: %m", state);
-                else if (g.config_error)
+                else if (g.config.error)
                         ;       /* no CA: nothing is served but the registration */
                 else if (asprintf(&cn, "loop egress CA of channel %s", g.channel) < 0)
                         return log_oom();
@@ -2211,7 +2111,7 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return log_error_errno(r, "Expected listening AF_UNIX stream sockets from loop-gateway@NAME.socket: %m");
 
-        (void) sd_notify(false, g.config_error ? "READY=1\nSTATUS=Misconfigured: refusing every request."
+        (void) sd_notify(false, g.config.error ? "READY=1\nSTATUS=Misconfigured: refusing every request."
                                                : "READY=1\nSTATUS=Serving egress.");
         r = socket_service_run(service);
         busy_expire(&g, UINT64_MAX);            /* what is still counted gets its summary */
