@@ -75,7 +75,9 @@
 #include "egress-ca.h"
 #include "egress-config.h"
 #include "egress-handover.h"
+#include "egress-leaf.h"
 #include "egress-policy.h"
+#include "egress-pool.h"
 #include "egress-rewrite.h"
 #include "egress-token.h"
 #include "egress-upstream.h"
@@ -116,33 +118,10 @@ typedef struct Gateway {
         uint8_t token_key[EGRESS_TOKEN_KEY_SIZE];
         bool have_token_key;            /* false: no state directory, every hand-over is refused */
 
-        /* Upstream TLS sessions by "host:port", resumed by the next connection there: a full handshake
-         * and certificate check per request would cost more than the request. */
-        pthread_mutex_t sessions_lock;
-        struct {
-                char *key;
-                SSL_SESSION *session;
-        } sessions[GATEWAY_SESSIONS_MAX];
-        size_t n_sessions;
+        EgressSessions *sessions;       /* upstream TLS sessions by "host:port" */
+        EgressPool *pool;               /* idle upstream connections by "scheme host port" */
 
-        /* Idle upstream connections, oldest first, by "scheme host port". */
-        pthread_mutex_t pool_lock;
-        struct {
-                char *key;
-                int fd;
-                SSL *ssl;
-                char address[INET6_ADDRSTRLEN];
-                uint64_t since;         /* CLOCK_MONOTONIC, µs */
-        } pool[GATEWAY_POOL_MAX];
-        size_t n_pool;
-
-        pthread_mutex_t leaves_lock;
-        struct {
-                char *host;
-                SSL_CTX *ctx;
-        } leaves[GATEWAY_LEAVES_MAX];
-        size_t n_leaves;
-
+        EgressLeafCache *leaves;        /* NULL: no CA, no interception */
         AuditLimiter *busy;             /* connections refused beyond GATEWAY_CONNECTIONS_MAX, per peer */
 } Gateway;
 
@@ -650,52 +629,18 @@ static int session_key(const Connection *c, char *buf, size_t size) {
 
 static int on_new_session(SSL *ssl, SSL_SESSION *session) {
         Connection *c = SSL_get_app_data(ssl);
-        Gateway *g;
         char key[EGRESS_HOST_MAX + 8];
-        size_t i;
 
         if (!c || session_key(c, key, sizeof key) < 0)
                 return 0;
-        g = c->gw;
-        pthread_mutex_lock(&g->sessions_lock);
-        for (i = 0; i < g->n_sessions; i++)
-                if (streq(g->sessions[i].key, key))
-                        break;
-        if (i == g->n_sessions) {
-                if (g->n_sessions >= GATEWAY_SESSIONS_MAX) {
-                        for (size_t j = 0; j < g->n_sessions; j++) {
-                                free(g->sessions[j].key);
-                                SSL_SESSION_free(g->sessions[j].session);
-                        }
-                        g->n_sessions = i = 0;
-                }
-                g->sessions[i].key = strdup(key);
-                if (!g->sessions[i].key) {
-                        pthread_mutex_unlock(&g->sessions_lock);
-                        return 0;
-                }
-                g->sessions[i].session = NULL;
-                g->n_sessions++;
-        }
-        SSL_SESSION_free(g->sessions[i].session);
-        g->sessions[i].session = session;       /* the reference OpenSSL gave us (return 1) */
-        pthread_mutex_unlock(&g->sessions_lock);
-        return 1;
+        return egress_sessions_put(c->gw->sessions, key, session);
 }
 
 static void session_resume(Connection *c) {
-        Gateway *g = c->gw;
         char key[EGRESS_HOST_MAX + 8];
 
-        if (session_key(c, key, sizeof key) < 0)
-                return;
-        pthread_mutex_lock(&g->sessions_lock);
-        for (size_t i = 0; i < g->n_sessions; i++)
-                if (streq(g->sessions[i].key, key) && g->sessions[i].session) {
-                        (void) SSL_set_session(c->ssl, g->sessions[i].session);
-                        break;
-                }
-        pthread_mutex_unlock(&g->sessions_lock);
+        if (session_key(c, key, sizeof key) >= 0)
+                egress_sessions_resume(c->gw->sessions, key, c->ssl);
 }
 
 static int upstream_tls(Connection *c, const char *host) {
@@ -760,75 +705,35 @@ static ssize_t up_read(Connection *c, void *buf, size_t n) {
 
 /* ---- the upstream connection pool ---- */
 
-static void pool_entry_free(Gateway *g, size_t i) {
-        free(g->pool[i].key);
-        SSL_free(g->pool[i].ssl);
-        safe_close(g->pool[i].fd);
-        memmove(&g->pool[i], &g->pool[i + 1], (g->n_pool - i - 1) * sizeof g->pool[0]);
-        g->n_pool--;
-}
-
-/* An idle connection to key, the newest first. One the server closed (or that has bytes nobody asked
- * for) is readable: it is dropped, as are those idle too long. */
+/* An idle connection to key, the newest first (egress_pool_take()). */
 static bool pool_take(Connection *c, const char *key) {
-        Gateway *g = c->gw;
-        uint64_t now = clock_usec(CLOCK_MONOTONIC);
-        bool found = false;
+        EgressPooled e;
 
-        pthread_mutex_lock(&g->pool_lock);
-        for (size_t i = g->n_pool; i > 0 && !found; i--) {
-                struct pollfd p = { .fd = g->pool[i - 1].fd, .events = POLLIN };
-
-                if (now - g->pool[i - 1].since > GATEWAY_POOL_IDLE_SEC * 1000000ULL) {
-                        pool_entry_free(g, i - 1);
-                        continue;
-                }
-                if (!streq(g->pool[i - 1].key, key))
-                        continue;
-                if (poll(&p, 1, 0) != 0) {
-                        pool_entry_free(g, i - 1);
-                        continue;
-                }
-                c->up = g->pool[i - 1].fd;
-                c->ssl = g->pool[i - 1].ssl;
-                memcpy(c->address, g->pool[i - 1].address, sizeof c->address);
-                g->pool[i - 1].fd = -EBADF;
-                g->pool[i - 1].ssl = NULL;
-                pool_entry_free(g, i - 1);
-                found = true;
-        }
-        pthread_mutex_unlock(&g->pool_lock);
-        if (found && c->ssl)
+        if (egress_pool_take(c->gw->pool, key, clock_usec(CLOCK_MONOTONIC), &e) <= 0)
+                return false;
+        c->up = e.fd;
+        c->ssl = e.ssl;
+        memcpy(c->address, e.address, sizeof c->address);
+        if (c->ssl)
                 (void) SSL_set_app_data(c->ssl, c);
-        return found;
+        return true;
 }
 
 /* Hands c->up to the pool (reusable) or closes it. */
 static void upstream_release(Connection *c, bool reusable) {
-        Gateway *g = c->gw;
-
         if (c->up < 0)
                 return;
         /* bytes after the response that OpenSSL read ahead: the server is confused */
         if (c->ssl && SSL_has_pending(c->ssl))
                 reusable = false;
         if (reusable && c->up_key) {
-                char *key = strdup(c->up_key);
-                if (key) {
-                        if (c->ssl)
-                                (void) SSL_set_app_data(c->ssl, NULL);
-                        pthread_mutex_lock(&g->pool_lock);
-                        if (g->n_pool >= GATEWAY_POOL_MAX)
-                                pool_entry_free(g, 0);
-                        g->pool[g->n_pool].key = key;
-                        g->pool[g->n_pool].fd = TAKE_FD(c->up);
-                        g->pool[g->n_pool].ssl = TAKE_PTR(c->ssl);
-                        memcpy(g->pool[g->n_pool].address, c->address, sizeof c->address);
-                        g->pool[g->n_pool].since = clock_usec(CLOCK_MONOTONIC);
-                        g->n_pool++;
-                        pthread_mutex_unlock(&g->pool_lock);
-                        return;
-                }
+                EgressPooled e = { .fd = TAKE_FD(c->up), .ssl = TAKE_PTR(c->ssl) };
+
+                if (e.ssl)
+                        (void) SSL_set_app_data(e.ssl, NULL);
+                memcpy(e.address, c->address, sizeof e.address);
+                (void) egress_pool_put(c->gw->pool, c->up_key, &e, clock_usec(CLOCK_MONOTONIC));
+                return;
         }
         if (c->ssl) {
                 (void) SSL_shutdown(c->ssl);
@@ -1417,50 +1322,6 @@ static bool sni_agrees(const char *sni, const char *host) {
         return sni && egress_host_normalize(sni, &n) >= 0 && streq(n, host);
 }
 
-/* The server context with the leaf certificate of host, made once and cached. */
-static SSL_CTX *leaf_ctx(Gateway *g, const char *host) {
-        SSL_CTX *ctx = NULL;
-        X509 *cert = NULL;
-        EVP_PKEY *key = NULL;
-
-        pthread_mutex_lock(&g->leaves_lock);
-        for (size_t i = 0; i < g->n_leaves; i++)
-                if (streq(g->leaves[i].host, host)) {
-                        ctx = g->leaves[i].ctx;
-                        SSL_CTX_up_ref(ctx);
-                        goto done;
-                }
-        if (egress_ca_issue(g->ca, host, &cert, &key) < 0)
-                goto done;
-        ctx = SSL_CTX_new(TLS_server_method());
-        if (!ctx || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
-            SSL_CTX_use_certificate(ctx, cert) != 1 || SSL_CTX_use_PrivateKey(ctx, key) != 1) {
-                SSL_CTX_free(ctx);
-                ctx = NULL;
-                goto done;
-        }
-        SSL_CTX_set_read_ahead(ctx, 1);
-        /* A full cache starts over: leaves are cheap to make again, and connections hold their own
-         * reference. */
-        if (g->n_leaves >= GATEWAY_LEAVES_MAX) {
-                for (size_t i = 0; i < g->n_leaves; i++) {
-                        free(g->leaves[i].host);
-                        SSL_CTX_free(g->leaves[i].ctx);
-                }
-                g->n_leaves = 0;
-        }
-        g->leaves[g->n_leaves].host = strdup(host);
-        if (g->leaves[g->n_leaves].host) {
-                g->leaves[g->n_leaves++].ctx = ctx;
-                SSL_CTX_up_ref(ctx);
-        }
-done:
-        pthread_mutex_unlock(&g->leaves_lock);
-        X509_free(cert);
-        EVP_PKEY_free(key);
-        return ctx;
-}
-
 static void request_reset(Connection *c) {
         http_request_done(&c->req);
         egress_scrub_reset(&c->scrub);
@@ -1525,8 +1386,7 @@ static int handle_intercept(Connection *c) {
 
         if (c->size > 0)
                 return refuse(c, 400, "deny", "early-data", "nothing may follow CONNECT before its answer");
-        ctx = leaf_ctx(g, c->host);
-        if (!ctx)
+        if (egress_leaf_cache_get(g->leaves, c->host, &ctx) < 0)
                 return refuse(c, 500, "error", "leaf-certificate", "no certificate can be made for this host");
         c->status = 200;
         q = loop_write(c->fd, "HTTP/1.1 200 Connection Established\r\n\r\n", 39);
@@ -2089,9 +1949,11 @@ static int run(int argc, char *argv[]) {
                         g.have_token_key = r >= 0;
                 }
         }
-        (void) pthread_mutex_init(&g.leaves_lock, NULL);
-        (void) pthread_mutex_init(&g.sessions_lock, NULL);
-        (void) pthread_mutex_init(&g.pool_lock, NULL);
+        if (g.ca && egress_leaf_cache_new(GATEWAY_LEAVES_MAX, egress_leaf_mint, g.ca, &g.leaves) < 0)
+                return log_oom();
+        if (egress_sessions_new(GATEWAY_SESSIONS_MAX, &g.sessions) < 0 ||
+            egress_pool_new(GATEWAY_POOL_MAX, GATEWAY_POOL_IDLE_SEC * 1000000ULL, &g.pool) < 0)
+                return log_oom();
 
         r = audit_limiter_new(GATEWAY_BUSY_PER_WINDOW, GATEWAY_BUSY_WINDOW_USEC, &g.busy);
         if (r < 0)
