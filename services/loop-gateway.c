@@ -738,6 +738,7 @@ static int run(int argc, char *argv[]) {
                         .connections_max = GATEWAY_CONNECTIONS_MAX,
                         .idle_usec = idle_sec * 1000000ULL,
                         .head_usec = GATEWAY_HEAD_TIMEOUT_MS * 1000ULL,
+                        .drain_usec = GATEWAY_DRAIN_SEC * 1000000ULL,
                         .run = connection_run,
                         .busy = on_busy,
                         .released = on_released,

@@ -40,6 +40,7 @@
 #define GATEWAY_ADDRESSES_MAX 16U                           /* of a name, tried in order */
 #define GATEWAY_IDLE_SEC_DEFAULT 60U
 #define GATEWAY_IDLE_SEC_MAX 86400U
+#define GATEWAY_DRAIN_SEC 5U                                /* after SIGTERM; the unit's TimeoutStopSec= is 10 s */
 #define GATEWAY_STREAM_BUFFER_SIZE (64U * 1024U)            /* per connection, for responses */
 #define GATEWAY_CHUNK_LINE_MAX 24U                          /* "%zx\r\n" before a re-chunked piece */
 #define GATEWAY_POOL_MAX 64U                                /* idle upstream connections kept */
