@@ -15,7 +15,7 @@
 
 typedef enum Mode {
         MODE_HOLD,              /* "hi", then wait for the client to close */
-        MODE_HEAD,              /* a request head read a byte at a time under the head deadline */
+        MODE_HEAD,              /* "reading", then a request head read a byte at a time under the head deadline */
         MODE_WORK,              /* one byte, "started", work, "done", then report to the test */
 } Mode;
 
@@ -36,6 +36,7 @@ static void run_connection(SocketConnection *c, void *userdata) {
         case MODE_HEAD:
                 if (socket_connection_head_begin(c) < 0)
                         break;
+                (void) write(fd, "reading\n", 8);
                 while (read(fd, &b, 1) > 0)
                         ;
                 if (socket_connection_head_end(c) == -ETIMEDOUT)
@@ -158,6 +159,8 @@ static void test_head_deadline(void) {
         mode = MODE_HEAD;
         pid = serve((SocketServiceConfig) { .head_usec = 500 * 1000 });
         fd = client();
+        read_line(fd, line, sizeof line);
+        is_str(line, "reading\n", "the worker reads a head under its deadline");
         /* a byte every 100 ms: no single read waits long, the head as a whole takes 5 s */
         for (unsigned i = 0; i < 50; i++) {
                 if (send(fd, "x", 1, MSG_NOSIGNAL) != 1)
@@ -181,6 +184,7 @@ static void test_head_deadline(void) {
 
         pid = serve((SocketServiceConfig) { .head_usec = 60 * 1000 * 1000 });
         fd = client();
+        read_line(fd, line, sizeof line);
         (void) send(fd, "xyz", 3, MSG_NOSIGNAL);
         (void) shutdown(fd, SHUT_WR);
         read_line(fd, line, sizeof line);
@@ -218,8 +222,9 @@ static void test_sigterm(void) {
         mode = MODE_HEAD;
         pid = serve((SocketServiceConfig) { .head_usec = 60 * 1000 * 1000 });
         fd = client();
+        read_line(fd, line, sizeof line);
+        is_str(line, "reading\n", "a worker waits for a request head");
         (void) send(fd, "x", 1, MSG_NOSIGNAL);
-        usleep(100 * 1000);
         kill(pid, SIGTERM);
         read_line(fd, line, sizeof line);
         is_str(line, "complete\n", "SIGTERM ends a connection waiting for a head, without calling it a timeout");
