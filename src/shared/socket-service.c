@@ -14,6 +14,7 @@
 #include "log.h"
 #include "macro.h"
 #include "socket-service.h"
+#include "strv.h"
 
 struct SocketConnection {
         SocketService *service;
@@ -30,6 +31,7 @@ struct SocketService {
         SocketServiceConfig config;
         sd_event *event;
         int listen_fds[SOCKET_SERVICE_LISTEN_FDS_MAX];
+        char *listen_names[SOCKET_SERVICE_LISTEN_FDS_MAX];
         sd_event_source *listeners[SOCKET_SERVICE_LISTEN_FDS_MAX];
         size_t n_listeners;
         sd_event_source *idle_timer, *deadline_timer, *drain_timer, *wake_source;
@@ -49,11 +51,17 @@ static void service_wake(SocketService *s) {
                 log_debug_errno(errno, "Waking the event loop failed, ignoring: %m");
 }
 
-static void service_update_idle(SocketService *s) {
-        if (s->n_connections > 0 || s->config.idle_usec == 0 || atomic_load(&s->stopping)) {
+static bool service_busy(SocketService *s) {
+        return s->n_connections > 0 || (s->config.keeps_alive && s->config.keeps_alive(s, s->config.userdata));
+}
+
+void socket_service_update_idle(SocketService *s) {
+        if (service_busy(s) || s->config.idle_usec == 0 || atomic_load(&s->stopping)) {
                 (void) sd_event_source_set_enabled(s->idle_timer, SD_EVENT_OFF);
                 return;
         }
+        if (sd_event_source_get_enabled(s->idle_timer, NULL) > 0)
+                return;         /* counting down already */
         (void) sd_event_source_set_time_relative(s->idle_timer, s->config.idle_usec);
         (void) sd_event_source_set_enabled(s->idle_timer, SD_EVENT_ONESHOT);
 }
@@ -127,7 +135,7 @@ static int on_wake(sd_event_source *source, int fd, uint32_t revents, void *user
                 log_debug_errno(errno, "Reading the eventfd failed, ignoring: %m");
         service_reap(s);
         service_check_deadlines(s);
-        service_update_idle(s);
+        socket_service_update_idle(s);
         return service_exit_if_drained(s);
 }
 
@@ -139,7 +147,7 @@ static int on_deadline(sd_event_source *source, uint64_t usec, void *userdata) {
 static int on_idle(sd_event_source *source, uint64_t usec, void *userdata) {
         SocketService *s = userdata;
 
-        if (s->n_connections > 0)
+        if (service_busy(s))
                 return 0;
         log_debug("Idle, exiting; the next connection starts the service again.");
         (void) sd_notify(false, "STOPPING=1");
@@ -178,7 +186,9 @@ static int on_signal(sd_event_source *source, const struct signalfd_siginfo *si,
                 }
         pthread_mutex_unlock(&s->lock);
 
-        service_update_idle(s);
+        if (s->config.stop)
+                s->config.stop(s, s->config.userdata);
+        socket_service_update_idle(s);
         if (s->n_connections > 0) {
                 r = sd_event_add_time_relative(s->event, &s->drain_timer, CLOCK_MONOTONIC, s->config.drain_usec, 0,
                                                on_drain_timeout, s);
@@ -208,10 +218,19 @@ static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *us
         SocketConnection *c;
         int r;
 
-        cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+        cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | (s->config.accept ? SOCK_NONBLOCK : 0));
         if (cfd < 0) {
                 if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                         log_warning_errno(errno, "accept() failed, ignoring: %m");
+                return 0;
+        }
+        if (s->config.accept) {
+                const char *name = "unknown";
+                for (size_t i = 0; i < s->n_listeners; i++)
+                        if (s->listen_fds[i] == fd)
+                                name = s->listen_names[i] ?: "unknown";
+                s->config.accept(s, TAKE_FD(cfd), name, s->config.userdata);
+                socket_service_update_idle(s);
                 return 0;
         }
         if (s->n_connections >= s->config.connections_max) {
@@ -243,7 +262,7 @@ static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *us
                 c->next->prev = c;
         s->connections = c;
         s->n_connections++;
-        service_update_idle(s);
+        socket_service_update_idle(s);
         return 0;
 }
 
@@ -252,7 +271,7 @@ int socket_service_new(const SocketServiceConfig *config, SocketService **ret) {
         sigset_t mask;
         int r;
 
-        assert(config && config->run && ret);
+        assert(config && !!config->run != !!config->accept && ret);
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -292,7 +311,7 @@ int socket_service_new(const SocketServiceConfig *config, SocketService **ret) {
             (r = sd_event_add_time(s->event, &s->idle_timer, CLOCK_MONOTONIC, 0, 0, on_idle, s)) < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(s->deadline_timer, SD_EVENT_OFF);
-        service_update_idle(s);
+        socket_service_update_idle(s);
         *ret = s;
         return 0;
 fail:
@@ -305,9 +324,10 @@ SocketService *socket_service_free(SocketService *s) {
                 return NULL;
         /* socket_service_run() joined every worker; without it, none was started */
         assert(s->n_connections == 0);
-        for (size_t i = 0; i < s->n_listeners; i++) {
+        for (size_t i = 0; i < SOCKET_SERVICE_LISTEN_FDS_MAX; i++) {
                 sd_event_source_unref(s->listeners[i]);
                 safe_close(s->listen_fds[i]);
+                free(s->listen_names[i]);
         }
         sd_event_source_unref(s->idle_timer);
         sd_event_source_unref(s->deadline_timer);
@@ -320,7 +340,7 @@ SocketService *socket_service_free(SocketService *s) {
         return NULL;
 }
 
-int socket_service_add_listener(SocketService *s, int fd) {
+int socket_service_add_listener(SocketService *s, int fd, const char *name) {
         int r, flags;
 
         if (s->n_listeners >= SOCKET_SERVICE_LISTEN_FDS_MAX) {
@@ -328,6 +348,8 @@ int socket_service_add_listener(SocketService *s, int fd) {
                 return -EMFILE;
         }
         s->listen_fds[s->n_listeners] = fd;     /* closed with s from here on */
+        if (name && !(s->listen_names[s->n_listeners] = strdup(name)))
+                return -ENOMEM;
         r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
         if (r < 0)
                 return r;
@@ -343,10 +365,19 @@ int socket_service_add_listener(SocketService *s, int fd) {
         return 0;
 }
 
+size_t socket_service_n_listeners(SocketService *s) {
+        return s->n_listeners;
+}
+
+const char *socket_service_listener_name(SocketService *s, size_t i) {
+        return i < s->n_listeners && s->listen_names[i] ? s->listen_names[i] : "unknown";
+}
+
 int socket_service_listen_systemd(SocketService *s) {
+        _cleanup_strv_free_ char **names = NULL;
         int n, r;
 
-        n = sd_listen_fds(true);
+        n = sd_listen_fds_with_names(true, &names);
         if (n < 0)
                 return n;
         if (n == 0)
@@ -354,7 +385,7 @@ int socket_service_listen_systemd(SocketService *s) {
         if ((unsigned) n > SOCKET_SERVICE_LISTEN_FDS_MAX)
                 return -EMFILE;
         for (int i = 0; i < n; i++) {
-                r = socket_service_add_listener(s, SD_LISTEN_FDS_START + i);
+                r = socket_service_add_listener(s, SD_LISTEN_FDS_START + i, names ? names[i] : NULL);
                 if (r < 0) {
                         for (int j = i + 1; j < n; j++)
                                 safe_close(SD_LISTEN_FDS_START + j);

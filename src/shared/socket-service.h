@@ -20,6 +20,10 @@
  *     way finish; after drain_usec every connection is shut down both ways; every worker is joined, then
  *     socket_service_run() returns.
  *
+ * A helper whose every step is an event (the gate: a request waits for a human without blocking anything)
+ * takes its connections with the accept callback instead and keeps them on the same loop; the skeleton
+ * still takes the sockets, parses the command line, idles, and stops it.
+ *
  * Signals: socket_service_new() blocks SIGTERM and SIGINT in the calling thread (which every thread
  * started later inherits, so only the event loop sees them) and ignores SIGPIPE.
  *
@@ -52,6 +56,17 @@ typedef struct SocketServiceConfig {
         /* On a worker thread: serves the connection until it ends. socket_connection_fd() is the
          * connection; the skeleton closes it after run() returns. */
         void (*run)(SocketConnection *c, void *userdata);
+        /* Instead of run, for a helper that never blocks: on the event loop, a new connection (non-blocking)
+         * from the listener called listener (FileDescriptorName=, or "unknown"), the helper's from now on.
+         * Such a helper caps its connections and times its requests itself, and says through keeps_alive
+         * whether it may idle. */
+        void (*accept)(SocketService *s, int fd, const char *listener, void *userdata);
+        /* On the event loop, optional: whether the helper has work that must keep it running (connections
+         * of its own, requests waiting); asked whenever socket_service_update_idle() runs. */
+        bool (*keeps_alive)(SocketService *s, void *userdata);
+        /* On the event loop, optional: SIGTERM or SIGINT arrived, after the listeners were closed to new
+         * connections (an accept helper answers what waits, the service exits when it returns). */
+        void (*stop)(SocketService *s, void *userdata);
         /* On the event loop, optional: a connection beyond connections_max, closed after it returns. */
         void (*busy)(SocketService *s, int fd, void *userdata);
         /* On the event loop, optional: workers were joined (a helper's chance to expire its own state). */
@@ -67,7 +82,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(SocketService *, socket_service_free);
  * listening AF_UNIX stream socket (-ENOTSOCK otherwise, -EBADF when there is none). */
 int socket_service_listen_systemd(SocketService *s);
 /* A listening socket made by the caller (tests), checked the same way; taken over even on failure. */
-int socket_service_add_listener(SocketService *s, int fd);
+int socket_service_add_listener(SocketService *s, int fd, const char *name);
+size_t socket_service_n_listeners(SocketService *s);
+/* The FileDescriptorName= of listener i, "unknown" without one. */
+const char *socket_service_listener_name(SocketService *s, size_t i);
+
+/* Arms the idle timer when nothing keeps the service alive (no worker, keeps_alive says no), unless it is
+ * counting down already; stops it otherwise. A helper with state of its own calls it when that changes. */
+void socket_service_update_idle(SocketService *s);
 
 /* The event loop, for a helper's own sources on the main thread. */
 sd_event *socket_service_event(SocketService *s);

@@ -56,6 +56,25 @@ static void run_connection(SocketConnection *c, void *userdata) {
         }
 }
 
+/* An accept helper: answers with its listener's name and closes; keeps the service alive until its first
+ * connection; says "stopped" to the test when stopped. */
+static bool released;
+
+static void on_accept_test(SocketService *s, int fd, const char *listener, void *userdata) {
+        (void) write(fd, listener, strlen(listener));
+        (void) write(fd, "\n", 1);
+        close(fd);
+        released = true;
+}
+
+static bool on_keeps_alive(SocketService *s, void *userdata) {
+        return !released;
+}
+
+static void on_stop(SocketService *s, void *userdata) {
+        (void) write(report_fd, "stopped", 7);
+}
+
 static void on_busy(SocketService *s, int fd, void *userdata) {
         (void) write(fd, "busy\n", 5);
 }
@@ -82,10 +101,11 @@ static pid_t serve(SocketServiceConfig config) {
                 SocketService *s = NULL;
                 int r;
 
-                config.run = run_connection;
+                if (!config.accept)
+                        config.run = run_connection;
                 r = socket_service_new(&config, &s);
                 if (r >= 0)
-                        r = socket_service_add_listener(s, fd);
+                        r = socket_service_add_listener(s, fd, "test");
                 if (r >= 0)
                         r = socket_service_run(s);
                 socket_service_free(s);
@@ -251,6 +271,34 @@ static void test_busy(void) {
         ok(exited_cleanly(pid), "the service stops with its connections closed");
 }
 
+static void test_accept_helper(void) {
+        char line[16], report[16] = {};
+        int pipe_fds[2], fd;
+        pid_t pid;
+
+        pid = serve((SocketServiceConfig) { .accept = on_accept_test, .keeps_alive = on_keeps_alive, .idle_usec = 200 * 1000 });
+        usleep(700 * 1000);
+        ok(still_running(pid), "keeps_alive holds the idle exit while the helper has work");
+        fd = client();
+        read_line(fd, line, sizeof line);
+        is_str(line, "test\n", "an accept helper gets the connection with its listener's name");
+        close(fd);
+        ok(exited_cleanly(pid), "once keeps_alive says no more, the service idles out");
+
+        if (pipe2(pipe_fds, O_CLOEXEC) < 0)
+                abort();
+        report_fd = pipe_fds[1];
+        pid = serve((SocketServiceConfig) { .accept = on_accept_test, .stop = on_stop });
+        close(pipe_fds[1]);
+        fd = client();
+        read_line(fd, line, sizeof line);       /* serving */
+        close(fd);
+        kill(pid, SIGTERM);
+        ok(exited_cleanly(pid), "SIGTERM stops an accept helper");
+        ok(read(pipe_fds[0], report, sizeof report - 1) == 7 && streq(report, "stopped"), "its stop callback ran first");
+        close(pipe_fds[0]);
+}
+
 static void test_listeners(void) {
         SocketService *s = NULL;
         int pair[2];
@@ -258,11 +306,11 @@ static void test_listeners(void) {
         ok(socket_service_new(&(SocketServiceConfig) { .run = run_connection }, &s) >= 0, "a service is made");
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
                 abort();
-        ok(socket_service_add_listener(s, pair[0]) == -ENOTSOCK, "a connected socket is not taken as a listener");
+        ok(socket_service_add_listener(s, pair[0], NULL) == -ENOTSOCK, "a connected socket is not taken as a listener");
         close(pair[1]);
         if (pipe2(pair, O_CLOEXEC) < 0)
                 abort();
-        ok(socket_service_add_listener(s, pair[0]) == -ENOTSOCK, "a pipe is not taken as a listener");
+        ok(socket_service_add_listener(s, pair[0], NULL) == -ENOTSOCK, "a pipe is not taken as a listener");
         close(pair[1]);
         (void) unsetenv("LISTEN_FDS");
         ok(socket_service_listen_systemd(s) == -EBADF, "without sockets from systemd the service refuses to start");
@@ -346,6 +394,7 @@ int main(void) {
         test_head_deadline();
         test_sigterm();
         test_busy();
+        test_accept_helper();
 
         (void) unlink(socket_path);
         (void) rmdir(dir);
