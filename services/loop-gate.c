@@ -52,6 +52,7 @@
 #include "http-server.h"
 #include "io-util.h"
 #include "log.h"
+#include "socket-service.h"
 #include "strv.h"
 #include "text-escape.h"
 
@@ -99,12 +100,11 @@ struct Server {
         AuditLimiter *unauth_limiter;       /* requests without a known token, journaled per peer */
         bool verbose;
         char *webhook_url;
-        uint64_t idle_usec;
         Connection *connections;
         unsigned n_connections, n_admin;
         unsigned n_webhooks;
-        int admin_fd;                           /* the listening admin socket, -EBADF when not passed */
-        sd_event_source *deadline_timer, *recheck_timer, *idle_timer, *audit_timer;
+        SocketService *service;                 /* the skeleton: sockets, idling, stopping; owns event */
+        sd_event_source *deadline_timer, *recheck_timer, *audit_timer;
 };
 
 /* ---- audit ---- */
@@ -958,66 +958,55 @@ static int on_connection_timeout(sd_event_source *src, uint64_t usec, void *user
         return 0;
 }
 
-static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+static void on_accept(SocketService *service, int fd, const char *listener, void *userdata) {
+        _cleanup_close_ int cfd = fd;
         Server *s = userdata;
-        bool admin = fd == s->admin_fd;
+        bool admin = streq(listener, "admin");
+        struct ucred cred = {};
+        socklen_t len = sizeof(cred);
+        Connection *c;
+        int r;
 
-        for (;;) {
-                _cleanup_close_ int cfd = -EBADF;
-                struct ucred cred = {};
-                socklen_t len = sizeof(cred);
-                Connection *c;
-                int r;
-
-                cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (cfd < 0) {
-                        if (errno == EINTR || errno == ECONNABORTED)
-                                continue;
-                        if (errno != EAGAIN)
-                                log_warning_errno(errno, "accept() failed, ignoring: %m");
-                        return 0;
-                }
-                /* Over the cap: closing is a deny for the caller, and costs us nothing. */
-                if (admin ? s->n_admin >= GATE_ADMIN_CONNECTIONS_MAX : s->n_connections >= GATE_CONNECTIONS_MAX) {
-                        log_warning("Too many %s connections, refusing one.", admin ? "admin" : "container");
-                        continue;
-                }
-                if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-                        log_warning_errno(errno, "Cannot get the peer's credentials, refusing: %m");
-                        continue;
-                }
-
-                c = calloc(1, sizeof(*c));
-                if (!c || !(c->in = malloc(GATE_HEADER_SIZE_MAX + GATE_BODY_MAX))) {
-                        free(c);
-                        log_oom();
-                        continue;
-                }
-                c->server = s;
-                c->admin = admin;
-                c->peer_uid = cred.uid;
-                c->peer_pid = cred.pid;
-                c->fd = TAKE_FD(cfd);
-                c->next = s->connections;
-                if (s->connections)
-                        s->connections->prev = c;
-                s->connections = c;
-                if (admin)
-                        s->n_admin++;
-                else
-                        s->n_connections++;
-
-                r = sd_event_add_io(s->event, &c->io, c->fd, EPOLLIN | EPOLLRDHUP, on_connection_io, c);
-                if (r >= 0)
-                        r = sd_event_add_time_relative(s->event, &c->timer, CLOCK_MONOTONIC,
-                                                       GATE_REQUEST_TIMEOUT_USEC, 0, on_connection_timeout, c);
-                if (r < 0) {
-                        log_warning_errno(r, "Cannot watch a new connection, closing it: %m");
-                        connection_free(c);
-                        continue;
-                }
-                server_update_idle(s);
+        /* Over the cap: closing is a deny for the caller, and costs us nothing. */
+        if (admin ? s->n_admin >= GATE_ADMIN_CONNECTIONS_MAX : s->n_connections >= GATE_CONNECTIONS_MAX) {
+                log_warning("Too many %s connections, refusing one.", admin ? "admin" : "container");
+                return;
         }
+        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+                log_warning_errno(errno, "Cannot get the peer's credentials, refusing: %m");
+                return;
+        }
+
+        c = calloc(1, sizeof(*c));
+        if (!c || !(c->in = malloc(GATE_HEADER_SIZE_MAX + GATE_BODY_MAX))) {
+                free(c);
+                log_oom();
+                return;
+        }
+        c->server = s;
+        c->admin = admin;
+        c->peer_uid = cred.uid;
+        c->peer_pid = cred.pid;
+        c->fd = TAKE_FD(cfd);
+        c->next = s->connections;
+        if (s->connections)
+                s->connections->prev = c;
+        s->connections = c;
+        if (admin)
+                s->n_admin++;
+        else
+                s->n_connections++;
+
+        r = sd_event_add_io(s->event, &c->io, c->fd, EPOLLIN | EPOLLRDHUP, on_connection_io, c);
+        if (r >= 0)
+                r = sd_event_add_time_relative(s->event, &c->timer, CLOCK_MONOTONIC,
+                                               GATE_REQUEST_TIMEOUT_USEC, 0, on_connection_timeout, c);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot watch a new connection, closing it: %m");
+                connection_free(c);
+                return;
+        }
+        server_update_idle(s);
 }
 
 /* ---- timers ---- */
@@ -1065,24 +1054,24 @@ static int server_forget_removed(Server *s) {
         return r;
 }
 
-static void server_update_idle(Server *s) {
-        bool busy = s->connections || gate_approvals_n_pending(s->approvals) > 0 || s->n_webhooks > 0 ||
+/* The skeleton's keeps_alive: no idling while anything is open, pending or kept. */
+static bool server_busy(SocketService *service, void *userdata) {
+        Server *s = userdata;
+
+        return s->connections || gate_approvals_n_pending(s->approvals) > 0 || s->n_webhooks > 0 ||
                 gate_approvals_n_containers(s->approvals) > 0 ||
                 audit_limiter_n_keys(s->audit_limiter) > 0 ||   /* a summary may be due */
                 audit_limiter_n_keys(s->unauth_limiter) > 0;
+}
 
+static void server_update_idle(Server *s) {
+        if (!s->service)
+                return;         /* being torn down */
         server_arm_deadline(s);
         server_arm_audit_timer(s);
         (void) sd_event_source_set_enabled(s->recheck_timer,
                                            gate_approvals_n_containers(s->approvals) > 0 ? SD_EVENT_ON : SD_EVENT_OFF);
-        if (busy) {
-                (void) sd_event_source_set_enabled(s->idle_timer, SD_EVENT_OFF);
-                return;
-        }
-        if (sd_event_source_get_enabled(s->idle_timer, NULL) > 0)
-                return;         /* already counting down */
-        (void) sd_event_source_set_time_relative(s->idle_timer, s->idle_usec);
-        (void) sd_event_source_set_enabled(s->idle_timer, SD_EVENT_ONESHOT);
+        socket_service_update_idle(s->service);
 }
 
 static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {
@@ -1111,14 +1100,8 @@ static int on_recheck(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static int on_idle(sd_event_source *src, uint64_t usec, void *userdata) {
-        Server *s = userdata;
-
-        log_debug("Idle, exiting; the socket starts us again.");
-        return sd_event_exit(s->event, 0);
-}
-
-static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
+/* The skeleton's stop: SIGTERM or SIGINT. */
+static void on_stop(SocketService *service, void *userdata) {
         Server *s = userdata;
         int n;
 
@@ -1131,12 +1114,11 @@ static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si,
         for (Connection *c = s->connections; c; c = c->next)
                 if (c->out_size > 0)
                         (void) connection_flush(c);
-        return sd_event_exit(s->event, 0);
 }
 
 /* ---- setup ---- */
 
-static int server_settings(Server *s) {
+static int server_settings(Server *s, uint64_t *ret_idle_usec) {
         _cleanup_free_ char *from_credential = NULL;
         uint64_t timeout_sec, idle_sec, verbose;
         const char *url, *creds;
@@ -1151,7 +1133,7 @@ static int server_settings(Server *s) {
                 return r;
         s->limits.timeout_usec = timeout_sec * 1000000ULL;
         s->verbose = verbose;
-        s->idle_usec = MAX(idle_sec, 1U) * 1000000ULL;
+        *ret_idle_usec = MAX(idle_sec, 1U) * 1000000ULL;
 
         /* The generator passes the URL as a credential (it may hold a secret); the environment is for
          * running by hand. */
@@ -1182,43 +1164,23 @@ static int server_settings(Server *s) {
         return 0;
 }
 
+/* Two listening sockets, told apart by FileDescriptorName=: "gate" (required) and "admin". */
 static int server_listen(Server *s) {
-        _cleanup_strv_free_ char **names = NULL;
         bool have_gate = false;
-        int n, r;
+        int r;
 
-        n = sd_listen_fds_with_names(true, &names);
-        if (n < 0)
-                return log_error_errno(n, "Failed to get the listening sockets from systemd: %m");
-        if (n == 0)
-                return log_error_errno(EBADF, "No sockets passed; loop-gate is started by loop-gate@NAME.socket.");
+        r = socket_service_listen_systemd(s->service);
+        if (r == -EBADF)
+                return log_error_errno(r, "No sockets passed; loop-gate is started by loop-gate@NAME.socket.");
+        if (r < 0)
+                return log_error_errno(r, "The sockets from systemd are not listening AF_UNIX stream sockets: %m");
+        for (size_t i = 0; i < socket_service_n_listeners(s->service); i++) {
+                const char *name = socket_service_listener_name(s->service, i);
 
-        for (int i = 0; i < n; i++) {
-                int fd = SD_LISTEN_FDS_START + i;
-                const char *name = names && names[i] ? names[i] : "unknown";
-                bool admin;
-
-                if (streq(name, "gate"))
-                        admin = false;
-                else if (streq(name, "admin"))
-                        admin = true;
-                else
-                        return log_error_errno(EINVAL, "Socket %d is named \"%s\", expected \"gate\" or \"admin\" "
-                                               "(FileDescriptorName=).", fd, name);
-                r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot check socket %s: %m", name);
-                if (r == 0)
-                        return log_error_errno(EINVAL, "Socket %s is not a listening AF_UNIX stream socket.", name);
-                r = fcntl(fd, F_GETFL);
-                if (r < 0 || fcntl(fd, F_SETFL, r | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-                        return log_error_errno(errno, "Cannot make socket %s non-blocking: %m", name);
-                if (admin)
-                        s->admin_fd = fd;
-                r = sd_event_add_io(s->event, NULL, fd, EPOLLIN, on_listen, s);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot watch socket %s: %m", name);
-                have_gate = have_gate || !admin;
+                if (!streq(name, "gate") && !streq(name, "admin"))
+                        return log_error_errno(EINVAL, "Socket %zu is named \"%s\", expected \"gate\" or \"admin\" "
+                                               "(FileDescriptorName=).", i, name);
+                have_gate = have_gate || streq(name, "gate");
         }
         if (!have_gate)
                 return log_error_errno(EINVAL, "No \"gate\" socket was passed.");
@@ -1226,6 +1188,8 @@ static int server_listen(Server *s) {
 }
 
 static void server_done(Server *s) {
+        SocketService *service = TAKE_PTR(s->service);  /* server_update_idle() does nothing from here */
+
         while (s->connections) {
                 Connection *c = s->connections;
                 c->waiting_id = 0;
@@ -1234,34 +1198,37 @@ static void server_done(Server *s) {
         }
         sd_event_source_disable_unref(s->deadline_timer);
         sd_event_source_disable_unref(s->recheck_timer);
-        sd_event_source_disable_unref(s->idle_timer);
         sd_event_source_disable_unref(s->audit_timer);
         gate_approvals_free(s->approvals);
         audit_limiter_free(s->audit_limiter);
         audit_limiter_free(s->unauth_limiter);
-        sd_event_unref(s->event);
+        socket_service_free(service);
         free(s->webhook_url);
         free(s->channel);
 }
 
 static int run(int argc, char *argv[]) {
-        _cleanup_(server_done) Server s = { .admin_fd = -EBADF };
+        _cleanup_(server_done) Server s = {};
         const char *reason;
+        char *channel = NULL;
+        uint64_t idle_usec;
         sigset_t mask;
         int r;
 
         log_setup();
 
-        if (argc != 2)
-                return log_error_errno(EINVAL, "Usage: %s CHANNEL (started by loop-gate@CHANNEL.socket)",
-                                       program_invocation_short_name);
-        if (channel_name_check(argv[1], &reason) < 0)
-                return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", argv[1], reason);
-        s.channel = strdup(argv[1]);
+        r = socket_service_parse_argv(argc, argv, "CHANNEL",
+                                      "The host side of the security gate of a channel, started by loop-gate@CHANNEL.socket.",
+                                      NULL, 0, 1, &channel);
+        if (r <= 0)
+                return r;
+        if (channel_name_check(channel, &reason) < 0)
+                return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", channel, reason);
+        s.channel = strdup(channel);
         if (!s.channel)
                 return log_oom();
 
-        r = server_settings(&s);
+        r = server_settings(&s, &idle_usec);
         if (r < 0)
                 return r;
         r = gate_approvals_new(&s.limits, on_resolved, &s, &s.approvals);
@@ -1273,25 +1240,25 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return log_oom();
 
-        /* SIGCHLD for the webhook children (sd_event_add_child), SIGTERM/SIGINT to deny what waits. */
+        /* SIGCHLD for the webhook children (sd_event_add_child); the skeleton blocks SIGTERM/SIGINT. */
         sigemptyset(&mask);
         sigaddset(&mask, SIGCHLD);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return log_error_errno(errno, "Cannot block signals: %m");
-        /* A webhook child must not take a broken pipe for a reason to die silently. */
-        (void) signal(SIGPIPE, SIG_IGN);
 
-        r = sd_event_default(&s.event);
+        r = socket_service_new(&(SocketServiceConfig) {
+                        .idle_usec = idle_usec,
+                        .accept = on_accept,
+                        .keeps_alive = server_busy,
+                        .stop = on_stop,
+                        .userdata = &s,
+                }, &s.service);
         if (r < 0)
-                return log_error_errno(r, "Cannot allocate the event loop: %m");
-        if ((r = sd_event_add_signal(s.event, NULL, SIGTERM, on_terminate, &s)) < 0 ||
-            (r = sd_event_add_signal(s.event, NULL, SIGINT, on_terminate, &s)) < 0 ||
-            (r = sd_event_add_time(s.event, &s.deadline_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_deadline, &s)) < 0 ||
+                return log_error_errno(r, "Cannot set up the event loop: %m");
+        s.event = socket_service_event(s.service);
+        if ((r = sd_event_add_time(s.event, &s.deadline_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_deadline, &s)) < 0 ||
             (r = sd_event_add_time_relative(s.event, &s.recheck_timer, CLOCK_MONOTONIC, GATE_TOKEN_RECHECK_USEC,
                                             0, on_recheck, &s)) < 0 ||
-            (r = sd_event_add_time_relative(s.event, &s.idle_timer, CLOCK_MONOTONIC, s.idle_usec, 0, on_idle, &s)) < 0 ||
             (r = sd_event_add_time(s.event, &s.audit_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_audit_window, &s)) < 0)
                 return log_error_errno(r, "Cannot set up the event loop: %m");
         (void) sd_event_source_set_enabled(s.deadline_timer, SD_EVENT_OFF);
@@ -1307,8 +1274,9 @@ static int run(int argc, char *argv[]) {
                   s.channel, (uint64_t) (s.limits.timeout_usec / 1000000U), s.limits.total, s.limits.pending,
                   s.limits.per_minute, s.webhook_url ? ", webhook on" : "");
         (void) sd_notify(false, "READY=1\nSTATUS=Serving approvals.");
+        server_update_idle(&s);
 
-        r = sd_event_loop(s.event);
+        r = socket_service_run(s.service);
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
         return 0;
