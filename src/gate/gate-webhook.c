@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <signal.h>
+
+#include "gate-record.h"
+#include "gate-webhook.h"
+#include "macro.h"
+#include "text-escape.h"
+
+static int json_add_string(json_object *o, const char *key, const char *value) {
+        json_object *v = json_object_new_string(value);
+
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int gate_webhook_body(const char *channel, const GatePending *p, uint64_t timeout_usec, char **ret) {
+        _cleanup_(json_object_putp) json_object *o = NULL;
+        _cleanup_free_ char *target = NULL, *message = NULL, *id = NULL, *text = NULL;
+        json_object *timeout;
+        char *body;
+
+        target = text_escape_display(p->target, GATE_DISPLAY_MAX);
+        message = text_escape_display(strempty(p->message), GATE_DISPLAY_MAX);
+        o = json_object_new_object();
+        if (!target || !message || !o || asprintf(&id, "%s/%" PRIu64 "-%s", channel, p->id, p->digest) < 0 ||
+            asprintf(&text, "loop: %s asks to %s %s. Answer with: loop gate approve %s [--session] / loop gate deny %s",
+                     p->container, p->kind, target, id, id) < 0)
+                return -ENOMEM;
+        if (json_add_string(o, "event", "gate-pending") < 0 ||
+            json_add_string(o, "id", id) < 0 ||
+            json_add_string(o, "channel", channel) < 0 ||
+            json_add_string(o, "container", p->container) < 0 ||
+            json_add_string(o, "kind", p->kind) < 0 ||
+            json_add_string(o, "target", target) < 0 ||
+            json_add_string(o, "message", message) < 0 ||
+            json_add_string(o, "rule", strempty(p->rule)) < 0)
+                return -ENOMEM;
+        timeout = json_object_new_uint64(timeout_usec / 1000000ULL);
+        if (!timeout || json_object_object_add(o, "timeout_sec", timeout) < 0) {
+                json_object_put(timeout);
+                return -ENOMEM;
+        }
+        if (json_add_string(o, "text", text) < 0)
+                return -ENOMEM;
+        body = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        if (!body)
+                return -ENOMEM;
+        *ret = body;
+        return 0;
+}
+
+_noreturn_ static void webhook_child(const char *url, const char *body) {
+        CURL *curl;
+        struct curl_slist *headers = NULL;
+        long code = 0;
+        CURLcode cr;
+        sigset_t none;
+
+        sigemptyset(&none);
+        (void) sigprocmask(SIG_SETMASK, &none, NULL);
+
+        curl = curl_easy_init();
+        if (!curl)
+                _exit(EXIT_FAILURE);
+        headers = curl_slist_append(headers, "Content-Type: application/json");
+        curl_easy_setopt(curl, CURLOPT_URL, url);
+        curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, GATE_WEBHOOK_TIMEOUT_MS);
+        curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+        cr = curl_easy_perform(curl);
+        if (cr == CURLE_OK)
+                curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+        _exit(cr == CURLE_OK && code >= 200 && code < 300 ? EXIT_SUCCESS : EXIT_FAILURE);
+}
+
+int gate_webhook_spawn(const char *url, const char *body, pid_t *ret_pid) {
+        pid_t pid;
+
+        pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0)
+                webhook_child(url, body);
+        *ret_pid = pid;
+        return 0;
+}
