@@ -15,8 +15,10 @@
 #include <openssl/sha.h>
 
 #include "config-schema.h"
+#include "gate-glob.h"
 #include "gate-policy.h"
 #include "io-util.h"
+#include "path-util.h"
 #include "strv.h"
 
 #define GATE_STACK_BUF 4096U            /* joined args and resolved paths up to this size stay on the stack */
@@ -54,14 +56,6 @@ static unsigned decision_rank(Decision d) {
 
 /* ---- compiled policy ---- */
 
-typedef struct GateGlob {
-        char *pattern;
-        bool plain;                     /* no wildcard, no escape: strcmp() */
-        char *literal;                  /* for a pattern starting with a wildcard: a run every match contains */
-        size_t prefix_len;              /* the pattern's first prefix_len bytes begin every match */
-        size_t suffix_len;              /* its last suffix_len bytes end every match */
-} GateGlob;
-
 typedef struct GatePathRule {
         char *pattern;                  /* cleaned when absolute */
         Decision decision;
@@ -75,7 +69,6 @@ typedef struct GateCommandRule {
         regex_t *regexes;
         size_t n_regexes;               /* compiled ones, freed with the rule */
         char *within;                   /* args_within, cleaned; NULL: none */
-        size_t within_len;
         Decision decision;
         char *message;
         char id[GATE_RULE_ID_MAX];
@@ -120,10 +113,8 @@ GatePolicy *gate_policy_free(GatePolicy *p) {
         free(p->command_rules);
         for (size_t i = 0; i < p->n_file_rules; i++) {
                 GateFileRule *f = &p->file_rules[i];
-                for (size_t j = 0; j < f->n_paths; j++) {
-                        free(f->paths[j].pattern);
-                        free(f->paths[j].literal);
-                }
+                for (size_t j = 0; j < f->n_paths; j++)
+                        gate_glob_done(&f->paths[j]);
                 free(f->paths);
                 free(f->message);
         }
@@ -143,353 +134,6 @@ static void verdict_error(GateVerdict *v) {
 
 static void verdict_default(const GatePolicy *p, GateVerdict *v) {
         verdict_set(v, p->default_decision, "default", NULL);
-}
-
-/* ---- paths ---- */
-
-/* Appends the components of s to buf[0..*n), resolving "." and ".." lexically ("/.." stays "/"). buf
- * must have room for *n + strlen(s) + 1 bytes. */
-static void path_push(char *buf, size_t *n, const char *s) {
-        while (*s) {
-                size_t l;
-
-                while (*s == '/')
-                        s++;
-                if (!*s)
-                        break;
-                l = strcspn(s, "/");
-                if (l == 1 && s[0] == '.')
-                        ;
-                else if (l == 2 && s[0] == '.' && s[1] == '.') {
-                        while (*n > 0 && buf[*n - 1] != '/')
-                                (*n)--;
-                        if (*n > 0)
-                                (*n)--;
-                } else {
-                        buf[(*n)++] = '/';
-                        memcpy(buf + *n, s, l);
-                        *n += l;
-                }
-                s += l;
-        }
-}
-
-static void path_finish(char *buf, size_t n) {
-        if (n == 0)
-                buf[n++] = '/';
-        buf[n] = 0;
-}
-
-char *gate_path_clean(const char *path) {
-        char *buf;
-        size_t n = 0;
-
-        if (!path || path[0] != '/') {
-                errno = EINVAL;
-                return NULL;
-        }
-        buf = malloc(strlen(path) + 2);
-        if (!buf)
-                return NULL;
-        path_push(buf, &n, path);
-        path_finish(buf, n);
-        return buf;
-}
-
-/* Cleans path (made absolute against base when relative) into *buf, which is stack (of stack_size
- * bytes) unless the result may not fit; then *ret_heap owns a new buffer. -EINVAL when path is relative
- * and base is not absolute. */
-static int path_resolve(const char *base, const char *path, char *stack, size_t stack_size,
-                        char **ret_buf, char **ret_heap) {
-        bool relative = path[0] != '/';
-        size_t need = strlen(path) + 2 + (relative ? strlen(base ?: "") + 1 : 0), n = 0;
-        char *buf = stack;
-
-        if (relative && (!base || base[0] != '/'))
-                return -EINVAL;
-        *ret_heap = NULL;
-        if (need > stack_size) {
-                buf = *ret_heap = malloc(need);
-                if (!buf)
-                        return -ENOMEM;
-        }
-        if (relative)
-                path_push(buf, &n, base);
-        path_push(buf, &n, path);
-        path_finish(buf, n);
-        *ret_buf = buf;
-        return 0;
-}
-
-static const char *path_basename(const char *s) {
-        const char *b = strrchr(s, '/');
-        return b ? b + 1 : s;
-}
-
-/* ---- globs ---- */
-
-/* Parses the bracket expression at p ('['), reports whether c is in it; returns the pointer after the
- * closing ']', or NULL when it is not closed. */
-static const char *glob_bracket(const char *p, char c, bool *ret_match) {
-        bool negate = false, match = false, first = true;
-
-        p++;
-        if (*p == '!' || *p == '^') {
-                negate = true;
-                p++;
-        }
-        for (;; first = false) {
-                unsigned char lo, hi;
-
-                if (!*p)
-                        return NULL;
-                if (*p == ']' && !first)
-                        break;
-                if (p[0] == '[' && p[1] == ':') {
-                        static const struct {
-                                const char *name;
-                                int (*is)(int);
-                        } classes[] = {
-                                { "alnum", isalnum }, { "alpha", isalpha }, { "blank", isblank },
-                                { "cntrl", iscntrl }, { "digit", isdigit }, { "graph", isgraph },
-                                { "lower", islower }, { "print", isprint }, { "punct", ispunct },
-                                { "space", isspace }, { "upper", isupper }, { "xdigit", isxdigit },
-                        };
-                        const char *e = strstr(p + 2, ":]");
-                        size_t l;
-                        bool known = false;
-
-                        if (!e)
-                                return NULL;
-                        l = (size_t) (e - (p + 2));
-                        for (size_t i = 0; i < ELEMENTSOF(classes); i++)
-                                if (strlen(classes[i].name) == l && strncmp(classes[i].name, p + 2, l) == 0) {
-                                        known = true;
-                                        if (classes[i].is((unsigned char) c))
-                                                match = true;
-                                }
-                        if (!known)
-                                return NULL;
-                        p = e + 2;
-                        continue;
-                }
-                if (*p == '\\' && p[1])
-                        p++;
-                lo = hi = (unsigned char) *p++;
-                if (p[0] == '-' && p[1] && p[1] != ']') {
-                        p++;
-                        if (*p == '\\' && p[1])
-                                p++;
-                        hi = (unsigned char) *p++;
-                }
-                if ((unsigned char) c >= lo && (unsigned char) c <= hi)
-                        match = true;
-        }
-        *ret_match = match != negate;
-        return p + 1;
-}
-
-/* NULL when pattern is a valid glob, else why not. */
-static const char *glob_check(const char *pattern) {
-        if (isempty(pattern))
-                return "empty pattern";
-        for (const char *p = pattern; *p; p++) {
-                bool m;
-
-                if (*p == '\\') {
-                        if (!p[1])
-                                return "invalid glob (trailing '\\')";
-                        p++;
-                } else if (*p == '[') {
-                        const char *e = glob_bracket(p, 'a', &m);
-                        if (!e)
-                                return "invalid glob (unclosed '[')";
-                        p = e - 1;
-                }
-        }
-        return NULL;
-}
-
-enum {
-        GLOB_MATCH,
-        GLOB_NOMATCH,
-        GLOB_ABORT_ALL,                 /* the text ran out under a star: no outer star can do better */
-        GLOB_ABORT_TO_STARSTAR,         /* a "*" met a '/': only an outer "**" can still help */
-};
-
-/* The wildmatch idea (as in rsync and git): a star that has tried every position up to the end of the
- * text tells the stars around it to stop, which keeps matching polynomial. */
-static int glob_match_at(const char *p, const char *t) {
-        for (;; p++, t++) {
-                switch (*p) {
-                case 0:
-                        return *t ? GLOB_NOMATCH : GLOB_MATCH;
-
-                case '/':
-                        /* A "**" component after this '/' may stand for no component at all. */
-                        if (p[1] == '*' && p[2] == '*' && (p[3] == '/' || p[3] == 0) &&
-                            glob_match_at(p + 3, t) == GLOB_MATCH)
-                                return GLOB_MATCH;
-                        if (*t != '/')
-                                return GLOB_NOMATCH;
-                        break;
-
-                case '?':
-                        if (!*t || *t == '/')
-                                return GLOB_NOMATCH;
-                        break;
-
-                case '[': {
-                        bool m = false;
-                        const char *e = glob_bracket(p, *t, &m);
-                        if (!e) {               /* not a class: a literal '[' (compile refuses these) */
-                                if (*t != '[')
-                                        return GLOB_NOMATCH;
-                                break;
-                        }
-                        if (!*t || *t == '/' || !m)
-                                return GLOB_NOMATCH;
-                        p = e - 1;
-                        break;
-                }
-
-                case '*': {
-                        bool cross = p[1] == '*';
-
-                        while (*p == '*')
-                                p++;
-                        if (!*p)
-                                return cross || !strchr(t, '/') ? GLOB_MATCH : GLOB_NOMATCH;
-                        for (;;) {
-                                int r = glob_match_at(p, t);
-                                if (r != GLOB_NOMATCH && (!cross || r != GLOB_ABORT_TO_STARSTAR))
-                                        return r;
-                                if (!*t)
-                                        return GLOB_ABORT_ALL;
-                                if (!cross && *t == '/')
-                                        return GLOB_ABORT_TO_STARSTAR;
-                                t++;
-                        }
-                }
-
-                case '\\':
-                        if (p[1])
-                                p++;
-                        __attribute__((fallthrough));
-                default:
-                        if (*t != *p)
-                                return GLOB_NOMATCH;
-                        break;
-                }
-        }
-}
-
-bool gate_glob_match(const char *pattern, const char *path) {
-        if (!pattern || !path)
-                return false;
-        return glob_match_at(pattern, path) == GLOB_MATCH;
-}
-
-/* The longest run of plain characters of pattern; a '/' that may stand for nothing (before "**") ends
- * a run. *ret is NULL when there is none worth a strstr(). */
-static int glob_literal(const char *pattern, char **ret) {
-        const char *best = NULL, *run = NULL;
-        size_t best_len = 0;
-
-        for (const char *p = pattern;; p++) {
-                bool plain = *p && !strchr("*?[\\", *p) && !(p[0] == '/' && p[1] == '*' && p[2] == '*');
-
-                if (plain && !run)
-                        run = p;
-                if (!plain && run) {
-                        if ((size_t) (p - run) > best_len) {
-                                best = run;
-                                best_len = (size_t) (p - run);
-                        }
-                        run = NULL;
-                }
-                if (!*p)
-                        break;
-                if (*p == '\\' && p[1])
-                        p++;
-                else if (*p == '[') {
-                        bool m;
-                        const char *e = glob_bracket(p, 'a', &m);
-                        if (e)
-                                p = e - 1;
-                }
-        }
-        *ret = NULL;
-        if (best_len < 2)
-                return 0;
-        *ret = strndup(best, best_len);
-        return *ret ? 0 : -ENOMEM;
-}
-
-/* The plain characters a pattern starts and ends with, which every path it matches starts and ends with:
- * most rules are then refused by two comparisons. The prefix ends at the first wildcard, and before a '/'
- * that a star follows (a "**" after "/etc/" may stand for nothing: it matches "/etc" too); the suffix
- * starts after the last wildcard (a star, a '?' or a bracket expression). A pattern with escapes gets
- * neither. */
-static void glob_ends(const char *pattern, size_t *ret_prefix, size_t *ret_suffix) {
-        size_t n = strlen(pattern), prefix = n, wild_end = 0;
-
-        *ret_prefix = *ret_suffix = 0;
-        if (strchr(pattern, '\\'))
-                return;
-        for (size_t i = 0; i < n; i++) {
-                bool m;
-
-                if (pattern[i] == '*' || pattern[i] == '?' || (pattern[i] == '/' && pattern[i + 1] == '*'))
-                        prefix = MIN(prefix, i);
-                if (pattern[i] == '*' || pattern[i] == '?')
-                        wild_end = i + 1;
-                else if (pattern[i] == '[') {
-                        const char *e = glob_bracket(pattern + i, 'a', &m);
-
-                        prefix = MIN(prefix, i);
-                        if (e) {
-                                wild_end = (size_t) (e - pattern);
-                                i = wild_end - 1;
-                        }
-                }
-        }
-        *ret_prefix = prefix;
-        *ret_suffix = n - wild_end;
-}
-
-static int glob_compile(const char *pattern, GateGlob *ret) {
-        _cleanup_free_ char *copy = strdup(pattern), *literal = NULL;
-        size_t prefix, suffix;
-
-        if (!copy)
-                return -ENOMEM;
-        /* Only a leading wildcard needs the hint: otherwise the first characters already decide. */
-        if (strchr("*?[", pattern[0]) && glob_literal(pattern, &literal) < 0)
-                return -ENOMEM;
-        glob_ends(pattern, &prefix, &suffix);
-        *ret = (GateGlob) {
-                .plain = !strpbrk(pattern, "*?[\\"),
-                .pattern = TAKE_PTR(copy),
-                .literal = TAKE_PTR(literal),
-                .prefix_len = prefix,
-                .suffix_len = suffix,
-        };
-        return 0;
-}
-
-static bool glob_matches(const GateGlob *g, const char *path, size_t path_len) {
-        if (g->plain)
-                return streq(g->pattern, path);
-        if (g->prefix_len > 0 && strncmp(path, g->pattern, g->prefix_len) != 0)
-                return false;
-        if (g->suffix_len > 0 &&
-            (path_len < g->suffix_len ||
-             memcmp(path + path_len - g->suffix_len, g->pattern + strlen(g->pattern) - g->suffix_len, g->suffix_len) != 0))
-                return false;
-        if (g->literal && !strstr(path, g->literal))
-                return false;
-        return glob_match_at(g->pattern, path) == GLOB_MATCH;
 }
 
 /* ---- compiling ---- */
@@ -654,7 +298,7 @@ static int compile_path_rule(Compiler *c, json_object *o, size_t i, GatePathRule
         if (s[0] != '/' && s[0] != '@')
                 return compile_fail(c, "%s.pattern: %s is neither an absolute socket path nor @name", where,
                                     QUOTE(s));
-        rule->pattern = s[0] == '/' ? gate_path_clean(s) : strdup(s);
+        rule->pattern = s[0] == '/' ? path_clean(s) : strdup(s);
         if (!rule->pattern)
                 return -ENOMEM;
         if ((r = compile_decision(c, o, where, &rule->decision)) < 0 ||
@@ -684,7 +328,7 @@ static int compile_command_rule(Compiler *c, json_object *o, size_t i, GateComma
         }
         for (size_t j = 0; j < n_commands; j++) {
                 const char *s = json_object_get_string(json_object_array_get_idx(commands, j));
-                const char *why = glob_check(s);
+                const char *why = gate_glob_check(s);
                 if (why)
                         return compile_fail(c, "%s.commands[%zu]: %s %s", where, j, why, QUOTE(s));
                 rule->commands[j] = strdup(s);
@@ -726,12 +370,11 @@ static int compile_command_rule(Compiler *c, json_object *o, size_t i, GateComma
                         return compile_fail(c, "%s.args_within: empty directory", where);
                 if (s[0] != '/')
                         return compile_fail(c, "%s.args_within: %s is not an absolute directory", where, QUOTE(s));
-                rule->within = gate_path_clean(s);
+                rule->within = path_clean(s);
                 if (!rule->within)
                         return -ENOMEM;
                 if (streq(rule->within, "/"))
                         return compile_fail(c, "%s.args_within: the root directory would contain everything", where);
-                rule->within_len = strlen(rule->within);
         }
 
         if ((r = compile_decision(c, o, where, &rule->decision)) < 0 ||
@@ -762,10 +405,10 @@ static int compile_file_rule(Compiler *c, json_object *o, size_t i, GateFileRule
                 return -ENOMEM;
         for (size_t j = 0; j < n_paths; j++) {
                 const char *s = json_object_get_string(json_object_array_get_idx(paths, j));
-                const char *why = glob_check(s);
+                const char *why = gate_glob_check(s);
                 if (why)
                         return compile_fail(c, "%s.paths[%zu]: %s %s", where, j, why, QUOTE(s));
-                r = glob_compile(s, &rule->paths[j]);
+                r = gate_glob_compile(s, &rule->paths[j]);
                 if (r < 0)
                         return r;
                 rule->n_paths++;
@@ -906,7 +549,7 @@ void gate_policy_check_connect(const GatePolicy *p, const char *socket_path, Gat
         /* A path given with "//" or "/./" must not slip past an exact rule. */
         if (socket_path[0] == '/') {
                 char *buf;
-                if (path_resolve(NULL, socket_path, stack, sizeof stack, &buf, &heap) < 0)
+                if (path_resolve_clean(NULL, socket_path, stack, sizeof stack, &buf, &heap) < 0)
                         { verdict_error(ret); return; }
                 path = buf;
         }
@@ -930,7 +573,7 @@ void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, Ga
         if (op < 0 || op >= _FILE_OP_MAX || !path || path[0] != '/')
                 { verdict_error(ret); return; }
         /* The supervisor cleans already; doing it again costs one pass and closes "/etc/./shadow". */
-        if (path_resolve(NULL, path, stack, sizeof stack, &clean, &heap) < 0)
+        if (path_resolve_clean(NULL, path, stack, sizeof stack, &clean, &heap) < 0)
                 { verdict_error(ret); return; }
 
         clean_len = strlen(clean);
@@ -939,7 +582,7 @@ void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, Ga
                 if (f->operations != 0 && !(f->operations & (1U << op)))
                         continue;
                 for (size_t j = 0; j < f->n_paths; j++)
-                        if (glob_matches(&f->paths[j], clean, clean_len))
+                        if (gate_glob_matches(&f->paths[j], clean, clean_len))
                                 { verdict_set(ret, f->decision, f->id, f->message); return; }
         }
         verdict_default(p, ret);
@@ -1569,12 +1212,12 @@ static int args_within(const GateCommandRule *rule, char * const *args, const ch
                         continue;
                 if (isempty(*a))
                         return 0;
-                r = path_resolve(cwd, *a, stack, sizeof stack, &path, &heap);
+                r = path_resolve_clean(cwd, *a, stack, sizeof stack, &path, &heap);
                 if (r == -EINVAL)
                         return cwd ? 0 : -EAGAIN;       /* relative, no cwd: cannot be shown to be inside */
                 if (r < 0)
                         return r;
-                if (strncmp(path, rule->within, rule->within_len) != 0 || path[rule->within_len] != '/')
+                if (!path_is_inside(path, rule->within) || streq(path, rule->within))
                         return 0;
                 operands++;
         }
@@ -1893,22 +1536,6 @@ static int add_default_file_rules(json_object *rules, const DefaultFileRule *d, 
         return 0;
 }
 
-/* dir with glob characters escaped, followed by suffix. */
-static char *glob_escape_join(const char *dir, const char *suffix) {
-        size_t n = 0;
-        char *s = malloc(strlen(dir) * 2 + strlen(suffix) + 1);
-
-        if (!s)
-                return NULL;
-        for (const char *p = dir; *p; p++) {
-                if (strchr("*?[]\\", *p))
-                        s[n++] = '\\';
-                s[n++] = *p;
-        }
-        strcpy(s + n, suffix);
-        return s;
-}
-
 /* Shell start-up files under /root, /home/ * and HOME (home_glob: glob-escaped, NULL for none). */
 static int add_shell_rc_rule(json_object *rules, const char *home, const char *home_glob) {
         const char *dirs[3] = { "/root", "/home/*", NULL };
@@ -1948,27 +1575,27 @@ int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, 
         if (work_dir) {
                 if (work_dir[0] != '/')
                         return -EINVAL;
-                wd = gate_path_clean(work_dir);
+                wd = path_clean(work_dir);
                 if (!wd)
                         return -ENOMEM;
                 if (streq(wd, "/"))
                         return -EINVAL;
-                wd_glob = glob_escape_join(wd, "/**");
-                loop_config = glob_escape_join(wd, "/.loop/config.json");
-                loop_dir = glob_escape_join(wd, "/.loop/**");
+                wd_glob = gate_glob_escape_join(wd, "/**");
+                loop_config = gate_glob_escape_join(wd, "/.loop/config.json");
+                loop_dir = gate_glob_escape_join(wd, "/.loop/**");
                 if (!wd_glob || !loop_config || !loop_dir)
                         return -ENOMEM;
         }
         if (home) {
                 if (home[0] != '/')
                         return -EINVAL;
-                hd = gate_path_clean(home);
+                hd = path_clean(home);
                 if (!hd)
                         return -ENOMEM;
                 /* HOME=/ (a passwd entry without a home): allowing "/" "**" would allow everything. */
                 if (streq(hd, "/"))
                         hd = mfree(hd);
-                else if (!(hd_glob = glob_escape_join(hd, "/**")) || !(hd_escaped = glob_escape_join(hd, "")))
+                else if (!(hd_glob = gate_glob_escape_join(hd, "/**")) || !(hd_escaped = gate_glob_escape_join(hd, "")))
                         return -ENOMEM;
         }
 
@@ -2043,7 +1670,7 @@ int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, 
                 size_t n = 0;
 
                 for (r = 0; n < ELEMENTSOF(work_dir_secret_files); n++)
-                        if (!(secrets[n] = glob_escape_join(wd, work_dir_secret_files[n]))) {
+                        if (!(secrets[n] = gate_glob_escape_join(wd, work_dir_secret_files[n]))) {
                                 r = -ENOMEM;
                                 break;
                         }
@@ -2127,7 +1754,7 @@ int gate_policy_document_guard(json_object *doc, char * const *paths) {
                         r = -EINVAL;
                         goto finish;
                 }
-                if (!(patterns[n++] = glob_escape_join(*p, "")) || !(patterns[n++] = glob_escape_join(*p, "/**")))
+                if (!(patterns[n++] = gate_glob_escape_join(*p, "")) || !(patterns[n++] = gate_glob_escape_join(*p, "/**")))
                         goto finish;
         }
         rules = json_object_new_array();

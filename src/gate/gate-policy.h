@@ -15,6 +15,7 @@
  * compiles it at start; a document that fails to compile stops the container with the reason. */
 
 #include "config.h"
+#include "gate-glob.h"
 
 typedef enum GateKind {
         GATE_KIND_CONNECT,              /* connect() to an AF_UNIX path */
@@ -132,16 +133,6 @@ void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, Ga
  * reading and take the strictest verdict (deny > approve > allow), so wrapping a command never makes its
  * check less strict than that of the plain command. Also unwrapped: ld-musl-* (the musl loader). */
 size_t gate_unwrap_argv(char * const *argv);
-
-/* "**" crosses '/', "*" and "?" do not, [...] classes as in fnmatch(3) (never matching '/'), '\\' escapes.
- * A "/" followed by "**" and then '/' or the end may also match nothing: "/a/" "**" matches /a itself,
- * "/a/" "**" "/b" matches /a/b, and a pattern starting with "**" "/.ssh/" "**" matches /.ssh at any
- * depth. Matching never backtracks exponentially. */
-bool gate_glob_match(const char *pattern, const char *path);
-
-/* Lexical cleaning of an absolute path: "//", "/./", "/x/../" removed, ".." at the root stays at the root,
- * no trailing '/'. Returns NULL on ENOMEM or when path is not absolute. */
-char *gate_path_clean(const char *path);
 
 /* Approval cache keys: "connect:<path>", "file:<op>:<path>" (the reference's), and for an exec
  * "execve:<file>:<argv as a JSON array>" with the file that runs and every argument, not the reference's
