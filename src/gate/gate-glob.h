@@ -7,14 +7,22 @@
  * "**" crosses '/', "*" and "?" do not, [...] classes as in fnmatch(3) (never matching '/'), '\\' escapes.
  * A "/" followed by "**" and then '/' or the end may also match nothing: "/a/" "**" matches /a itself,
  * "/a/" "**" "/b" matches /a/b, and a pattern starting with "**" "/.ssh/" "**" matches /.ssh at any
- * depth. Matching never backtracks exponentially. */
+ * depth. A match takes at most a fixed budget of backtracking plus (pattern length + 1) x path length
+ * steps, whatever the pattern. A pattern longer than GATE_GLOB_PATTERN_MAX is invalid (and matches
+ * nothing once it runs out of that budget). */
 
 #include <stdbool.h>
 #include <stddef.h>
 
-bool gate_glob_match(const char *pattern, const char *path);
+#define GATE_GLOB_PATTERN_MAX (2U * 4096U + 64U)        /* a PATH_MAX directory, escaped, and a suffix */
 
-/* NULL when pattern is a valid glob, else why not ("empty pattern", "invalid glob (unclosed '[')", ...):
+bool gate_glob_match(const char *pattern, const char *path);
+/* The same answer from the automaton gate_glob_match() falls back to when backtracking takes too long:
+ * for tests and fuzzing. */
+bool gate_glob_match_automaton(const char *pattern, const char *path);
+
+/* NULL when pattern is a valid glob, else why not ("empty pattern", "pattern too long",
+ * "invalid glob (unclosed '[')", ...):
  * a static string. */
 const char *gate_glob_check(const char *pattern);
 

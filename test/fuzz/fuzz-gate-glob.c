@@ -49,6 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         subject = memchr(text, 0, size) ? text + strlen(text) + 1 : text + size + 1;
 
         m = gate_glob_match(pattern, subject);         /* any pattern, valid or not, must not crash */
+        if (strlen(pattern) <= GATE_GLOB_PATTERN_MAX && gate_glob_match_automaton(pattern, subject) != m)
+                abort();        /* the two matchers agree */
         if (!gate_glob_check(pattern)) {
                 if (gate_glob_compile(pattern, &g) < 0)
                         return 0;
