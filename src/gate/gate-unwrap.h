@@ -40,10 +40,10 @@ typedef struct GateUnwrap {
         int error;
 } GateUnwrap;
 
-/* Fills u with every reading of argv (NULL or empty: one reading of ""), each a candidate whose argv
- * u owns until gate_unwrap_done(); u->error is negative when the argv cannot be judged within the caps
- * (-E2BIG: too many readings or steps; -ELOOP: command strings nested too deep; -ENOMEM): the caller must
- * then deny. primary: the most likely reading only,
- * as gate_unwrap_argv(). */
+/* Fills u with every reading of argv (NULL or empty: one reading of ""): a candidate is argv itself or
+ * words split from a command string in it, which u owns until gate_unwrap_done(). u->error is negative
+ * when argv cannot be judged within the caps (-E2BIG: too many readings or steps; -ELOOP: command strings
+ * nested too deep; -ENOMEM): the caller must then deny. primary: the most likely reading only, as
+ * gate_unwrap_argv(). */
 void gate_unwrap_all(GateUnwrap *u, char * const *argv, bool primary);
 void gate_unwrap_done(GateUnwrap *u);
