@@ -20,6 +20,7 @@
 #include "io-util.h"
 #include "seal.h"
 #include "log.h"
+#include "path-util.h"
 #include "strv.h"
 
 #define PASSWD_BUFFER_MAX (1024U * 1024U)       /* getpw*_r() buffers grow up to this */
@@ -65,65 +66,6 @@ static bool ascii_isalnum(char c) {
         return ascii_isdigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-static bool path_is_absolute(const char *p) {
-        return p && p[0] == '/';
-}
-
-/* Lexical clean of an absolute path in place: "//" and "." dropped, ".." pops (never above "/"), no
- * trailing "/". Targets are compared after this, so "/home/u/./x" and "/home/u/x/" collide as they
- * would in the engine. */
-static char *path_clean(char *p) {
-        const char *in = p;
-        size_t n = 1;
-
-        assert(path_is_absolute(p));
-        while (*in) {
-                size_t l;
-
-                while (*in == '/')
-                        in++;
-                if (!*in)
-                        break;
-                l = strcspn(in, "/");
-                if (l == 1 && in[0] == '.')
-                        ;
-                else if (l == 2 && in[0] == '.' && in[1] == '.') {
-                        while (n > 1 && p[n - 1] != '/')
-                                n--;
-                        if (n > 1)
-                                n--;
-                } else {
-                        if (n > 1)
-                                p[n++] = '/';
-                        memmove(p + n, in, l);
-                        n += l;
-                }
-                in += l;
-        }
-        p[n] = 0;
-        return p;
-}
-
-/* dir + "/" + rel, cleaned. */
-static char *path_join_clean(const char *dir, const char *rel) {
-        char *p;
-
-        assert(path_is_absolute(dir));
-        if (asprintf(&p, "%s/%s", dir, rel) < 0)
-                return NULL;
-        return path_clean(p);
-}
-
-/* path equals dir or lies below it; both clean and absolute. */
-static bool path_is_inside(const char *path, const char *dir) {
-        const char *rest;
-
-        if (streq(dir, "/"))
-                return true;
-        rest = startswith(path, dir);
-        return rest && (*rest == 0 || *rest == '/');
-}
-
 /* "~" and "~/x" expand to home; "~user" is refused; anything else is copied as is. */
 static int expand_home(const char *s, const char *home, char **ret) {
         char *r;
@@ -151,7 +93,7 @@ static int host_path_resolve(const char *s, const char *home, const char *base, 
         if (r < 0)
                 return r;
         if (path_is_absolute(p)) {
-                *ret = path_clean(TAKE_PTR(p));
+                *ret = path_simplify(TAKE_PTR(p));
                 return 0;
         }
         if (!path_is_absolute(base))
@@ -247,7 +189,7 @@ int host_user_resolve(const char *spec, HostUser *ret) {
         home = strdup(path_is_absolute(result->pw_dir) ? result->pw_dir : "/");
         if (!name || !home)
                 return -ENOMEM;
-        path_clean(home);
+        path_simplify(home);
 
         *ret = (HostUser) {
                 .name = TAKE_PTR(name),
@@ -566,7 +508,7 @@ int mount_spec_parse(const char *spec, const char *home, MountSpec *ret) {
                         return r;
                 /* Relative sources stay relative: the caller resolves them against the work dir. */
                 free(source);
-                source = path_is_absolute(s) ? path_clean(TAKE_PTR(s)) : TAKE_PTR(s);
+                source = path_is_absolute(s) ? path_simplify(TAKE_PTR(s)) : TAKE_PTR(s);
         }
 
         r = expand_home(t, home, &target);
@@ -574,7 +516,7 @@ int mount_spec_parse(const char *spec, const char *home, MountSpec *ret) {
                 return r;
         if (!path_is_absolute(target))
                 return -EINVAL;
-        path_clean(target);
+        path_simplify(target);
 
         *ret = (MountSpec) {
                 .source = TAKE_PTR(source),
@@ -809,7 +751,7 @@ static int builder_add_git_excludes(PlanBuilder *b) {
         path = strdup(f);
         if (!path)
                 return -ENOMEM;
-        path_clean(path);
+        path_simplify(path);
         r = builder_check_exists(b, "git excludes file", path, NULL);
         if (r != 0)
                 return r < 0 ? r : 0;
@@ -828,7 +770,7 @@ static int builder_add_work_dir(PlanBuilder *b) {
                 parent = strdup(b->in->config->parent_dir);
                 if (!parent)
                         return -ENOMEM;
-                path_clean(parent);
+                path_simplify(parent);
                 if (path_is_inside(b->work_dir, parent))
                         dir = parent;
                 else
@@ -1619,7 +1561,7 @@ int container_plan_build(const ContainerInput *in, ContainerPlan **ret) {
         b.home = strdup(in->user->home);
         if (!b.home)
                 return -ENOMEM;
-        path_clean(b.home);
+        path_simplify(b.home);
 
         if (!chrome) {
                 const char *w = in->config->work_dir;
@@ -1629,7 +1571,7 @@ int container_plan_build(const ContainerInput *in, ContainerPlan **ret) {
                 b.work_dir = strdup(w);
                 if (!b.work_dir)
                         return -ENOMEM;
-                path_clean(b.work_dir);
+                path_simplify(b.work_dir);
 
                 if ((r = builder_add_config_mounts(&b)) < 0 ||
                     (r = builder_add_git_excludes(&b)) < 0 ||

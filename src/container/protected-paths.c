@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "gate-policy.h"
+#include "path-util.h"
 #include "io-util.h"
 #include "log.h"
 #include "macro.h"
@@ -82,14 +82,6 @@ static const struct {
 #define PROTECTED_GIT_POINTER_MAX 4096U   /* a .git file or a commondir: one path */
 #define PROTECTED_GIT_DIRS_MAX 256U       /* modules and worktrees walked in one repository */
 #define PROTECTED_GIT_DEPTH_MAX 8U        /* nesting of module names (a/b/c) and modules of modules */
-
-static bool path_is_inside(const char *path, const char *dir) {
-        size_t n = strlen(dir);
-
-        if (streq(dir, "/"))
-                return path[0] == '/';
-        return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
-}
 
 static bool path_has_dotdot_or_dot(const char *p) {
         for (const char *s = p; *s;) {
@@ -289,11 +281,11 @@ int protected_paths_mount_root(const LoopConfig *c, char **ret) {
 
         if (isempty(c->work_dir) || c->work_dir[0] != '/')
                 return -EINVAL;
-        wd = gate_path_clean(c->work_dir);
+        wd = path_clean(c->work_dir);
         if (!wd)
                 return -ENOMEM;
         if (c->parent_dir && c->parent_dir[0] == '/') {
-                parent = gate_path_clean(c->parent_dir);
+                parent = path_clean(c->parent_dir);
                 if (!parent)
                         return -ENOMEM;
                 if (path_is_inside(wd, parent)) {
@@ -497,7 +489,7 @@ int protected_paths_guarded(const LoopConfig *c, char **ret_root, char ***ret) {
 
         if ((r = protected_paths_mount_root(c, &root)) < 0)
                 return r;
-        wd = gate_path_clean(c->work_dir);
+        wd = path_clean(c->work_dir);
         if (!wd)
                 return -ENOMEM;
         if ((r = protected_paths_list(c, PROTECTED_READ_ONLY, &ro)) < 0)

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "path-util.h"
 #include "seal.h"
 #include "strv.h"
 
@@ -121,14 +122,6 @@ uint64_t seal_tier_access(SealTier t, int abi) {
         default:                return 0;
         }
         return a & seal_handled_access_fs(abi);
-}
-
-static bool path_is_inside(const char *path, const char *dir) {
-        size_t n = strlen(dir);
-
-        if (streq(dir, "/"))
-                return path[0] == '/';
-        return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
 }
 
 /* Absolute, no "." or ".." components, no "//", no trailing "/" (but "/" itself). */

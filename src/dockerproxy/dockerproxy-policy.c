@@ -13,7 +13,7 @@
 
 #include "config-schema.h"
 #include "dockerproxy-policy.h"
-#include "gate-policy.h"
+#include "path-util.h"
 #include "io-util.h"
 #include "strv.h"
 
@@ -632,7 +632,7 @@ static int compile_check(Compiler *c, json_object *o, const char *where, Check *
                                         return compile_fail(c, "%s: \"%s\" is not an absolute path", where, *s);
                                 if (strlen(*s) >= PATH_MAX)
                                         return compile_fail(c, "%s: a path is too long", where);
-                                clean = gate_path_clean(*s);
+                                clean = path_clean(*s);
                                 if (!clean)
                                         return -ENOMEM;
                                 free(*s);
@@ -948,17 +948,11 @@ static bool strv_contains_icase(char * const *l, const char *s) {
         return false;
 }
 
-static bool path_is_under(const char *path, const char *dir) {
-        size_t n = strlen(dir);
-
-        if (streq(dir, "/"))
-                return streq(path, "/");
-        return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
-}
-
+/* "/" in a list of host sources names a bind of the whole root, not everything below it: the default list
+ * refuses "/" beside "/etc" and "/home" without refusing every other path. */
 static bool path_under_any(const char *path, char * const *dirs) {
         STRV_FOREACH(d, dirs)
-                if (path_is_under(path, *d))
+                if (streq(*d, "/") ? streq(path, "/") : path_is_inside(path, *d))
                         return true;
         return false;
 }

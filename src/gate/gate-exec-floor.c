@@ -9,6 +9,7 @@
 #include "gate-exec-floor.h"
 #include "log.h"
 #include "macro.h"
+#include "path-util.h"
 #include "strv.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -75,14 +76,6 @@ int gate_exec_floor_files(const GatePolicy *p, const char *path_env, char ***ret
         return 0;
 }
 
-static bool is_inside(const char *path, const char *dir) {
-        size_t n = strlen(dir);
-
-        if (streq(dir, "/"))
-                return path[0] == '/';
-        return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
-}
-
 static int grant(int ruleset, int fd, unsigned *n_rules) {
         struct landlock_path_beneath_attr pb = { .allowed_access = LANDLOCK_ACCESS_FS_EXECUTE, .parent_fd = fd };
 
@@ -124,7 +117,7 @@ static int grant_dir(int ruleset, const char *dir, char * const *files, unsigned
                 }
                 STRV_FOREACH(f, files) {
                         denied = denied || streq(*f, child);
-                        on_way = on_way || (is_inside(*f, child) && !streq(*f, child));
+                        on_way = on_way || (path_is_inside(*f, child) && !streq(*f, child));
                 }
                 if (denied)
                         continue;

@@ -15,8 +15,11 @@
 #include <openssl/sha.h>
 
 #include "config-schema.h"
+#include "gate-glob.h"
+#include "gate-unwrap.h"
 #include "gate-policy.h"
 #include "io-util.h"
+#include "path-util.h"
 #include "strv.h"
 
 #define GATE_STACK_BUF 4096U            /* joined args and resolved paths up to this size stay on the stack */
@@ -54,14 +57,6 @@ static unsigned decision_rank(Decision d) {
 
 /* ---- compiled policy ---- */
 
-typedef struct GateGlob {
-        char *pattern;
-        bool plain;                     /* no wildcard, no escape: strcmp() */
-        char *literal;                  /* for a pattern starting with a wildcard: a run every match contains */
-        size_t prefix_len;              /* the pattern's first prefix_len bytes begin every match */
-        size_t suffix_len;              /* its last suffix_len bytes end every match */
-} GateGlob;
-
 typedef struct GatePathRule {
         char *pattern;                  /* cleaned when absolute */
         Decision decision;
@@ -75,7 +70,6 @@ typedef struct GateCommandRule {
         regex_t *regexes;
         size_t n_regexes;               /* compiled ones, freed with the rule */
         char *within;                   /* args_within, cleaned; NULL: none */
-        size_t within_len;
         Decision decision;
         char *message;
         char id[GATE_RULE_ID_MAX];
@@ -120,10 +114,8 @@ GatePolicy *gate_policy_free(GatePolicy *p) {
         free(p->command_rules);
         for (size_t i = 0; i < p->n_file_rules; i++) {
                 GateFileRule *f = &p->file_rules[i];
-                for (size_t j = 0; j < f->n_paths; j++) {
-                        free(f->paths[j].pattern);
-                        free(f->paths[j].literal);
-                }
+                for (size_t j = 0; j < f->n_paths; j++)
+                        gate_glob_done(&f->paths[j]);
                 free(f->paths);
                 free(f->message);
         }
@@ -143,353 +135,6 @@ static void verdict_error(GateVerdict *v) {
 
 static void verdict_default(const GatePolicy *p, GateVerdict *v) {
         verdict_set(v, p->default_decision, "default", NULL);
-}
-
-/* ---- paths ---- */
-
-/* Appends the components of s to buf[0..*n), resolving "." and ".." lexically ("/.." stays "/"). buf
- * must have room for *n + strlen(s) + 1 bytes. */
-static void path_push(char *buf, size_t *n, const char *s) {
-        while (*s) {
-                size_t l;
-
-                while (*s == '/')
-                        s++;
-                if (!*s)
-                        break;
-                l = strcspn(s, "/");
-                if (l == 1 && s[0] == '.')
-                        ;
-                else if (l == 2 && s[0] == '.' && s[1] == '.') {
-                        while (*n > 0 && buf[*n - 1] != '/')
-                                (*n)--;
-                        if (*n > 0)
-                                (*n)--;
-                } else {
-                        buf[(*n)++] = '/';
-                        memcpy(buf + *n, s, l);
-                        *n += l;
-                }
-                s += l;
-        }
-}
-
-static void path_finish(char *buf, size_t n) {
-        if (n == 0)
-                buf[n++] = '/';
-        buf[n] = 0;
-}
-
-char *gate_path_clean(const char *path) {
-        char *buf;
-        size_t n = 0;
-
-        if (!path || path[0] != '/') {
-                errno = EINVAL;
-                return NULL;
-        }
-        buf = malloc(strlen(path) + 2);
-        if (!buf)
-                return NULL;
-        path_push(buf, &n, path);
-        path_finish(buf, n);
-        return buf;
-}
-
-/* Cleans path (made absolute against base when relative) into *buf, which is stack (of stack_size
- * bytes) unless the result may not fit; then *ret_heap owns a new buffer. -EINVAL when path is relative
- * and base is not absolute. */
-static int path_resolve(const char *base, const char *path, char *stack, size_t stack_size,
-                        char **ret_buf, char **ret_heap) {
-        bool relative = path[0] != '/';
-        size_t need = strlen(path) + 2 + (relative ? strlen(base ?: "") + 1 : 0), n = 0;
-        char *buf = stack;
-
-        if (relative && (!base || base[0] != '/'))
-                return -EINVAL;
-        *ret_heap = NULL;
-        if (need > stack_size) {
-                buf = *ret_heap = malloc(need);
-                if (!buf)
-                        return -ENOMEM;
-        }
-        if (relative)
-                path_push(buf, &n, base);
-        path_push(buf, &n, path);
-        path_finish(buf, n);
-        *ret_buf = buf;
-        return 0;
-}
-
-static const char *path_basename(const char *s) {
-        const char *b = strrchr(s, '/');
-        return b ? b + 1 : s;
-}
-
-/* ---- globs ---- */
-
-/* Parses the bracket expression at p ('['), reports whether c is in it; returns the pointer after the
- * closing ']', or NULL when it is not closed. */
-static const char *glob_bracket(const char *p, char c, bool *ret_match) {
-        bool negate = false, match = false, first = true;
-
-        p++;
-        if (*p == '!' || *p == '^') {
-                negate = true;
-                p++;
-        }
-        for (;; first = false) {
-                unsigned char lo, hi;
-
-                if (!*p)
-                        return NULL;
-                if (*p == ']' && !first)
-                        break;
-                if (p[0] == '[' && p[1] == ':') {
-                        static const struct {
-                                const char *name;
-                                int (*is)(int);
-                        } classes[] = {
-                                { "alnum", isalnum }, { "alpha", isalpha }, { "blank", isblank },
-                                { "cntrl", iscntrl }, { "digit", isdigit }, { "graph", isgraph },
-                                { "lower", islower }, { "print", isprint }, { "punct", ispunct },
-                                { "space", isspace }, { "upper", isupper }, { "xdigit", isxdigit },
-                        };
-                        const char *e = strstr(p + 2, ":]");
-                        size_t l;
-                        bool known = false;
-
-                        if (!e)
-                                return NULL;
-                        l = (size_t) (e - (p + 2));
-                        for (size_t i = 0; i < ELEMENTSOF(classes); i++)
-                                if (strlen(classes[i].name) == l && strncmp(classes[i].name, p + 2, l) == 0) {
-                                        known = true;
-                                        if (classes[i].is((unsigned char) c))
-                                                match = true;
-                                }
-                        if (!known)
-                                return NULL;
-                        p = e + 2;
-                        continue;
-                }
-                if (*p == '\\' && p[1])
-                        p++;
-                lo = hi = (unsigned char) *p++;
-                if (p[0] == '-' && p[1] && p[1] != ']') {
-                        p++;
-                        if (*p == '\\' && p[1])
-                                p++;
-                        hi = (unsigned char) *p++;
-                }
-                if ((unsigned char) c >= lo && (unsigned char) c <= hi)
-                        match = true;
-        }
-        *ret_match = match != negate;
-        return p + 1;
-}
-
-/* NULL when pattern is a valid glob, else why not. */
-static const char *glob_check(const char *pattern) {
-        if (isempty(pattern))
-                return "empty pattern";
-        for (const char *p = pattern; *p; p++) {
-                bool m;
-
-                if (*p == '\\') {
-                        if (!p[1])
-                                return "invalid glob (trailing '\\')";
-                        p++;
-                } else if (*p == '[') {
-                        const char *e = glob_bracket(p, 'a', &m);
-                        if (!e)
-                                return "invalid glob (unclosed '[')";
-                        p = e - 1;
-                }
-        }
-        return NULL;
-}
-
-enum {
-        GLOB_MATCH,
-        GLOB_NOMATCH,
-        GLOB_ABORT_ALL,                 /* the text ran out under a star: no outer star can do better */
-        GLOB_ABORT_TO_STARSTAR,         /* a "*" met a '/': only an outer "**" can still help */
-};
-
-/* The wildmatch idea (as in rsync and git): a star that has tried every position up to the end of the
- * text tells the stars around it to stop, which keeps matching polynomial. */
-static int glob_match_at(const char *p, const char *t) {
-        for (;; p++, t++) {
-                switch (*p) {
-                case 0:
-                        return *t ? GLOB_NOMATCH : GLOB_MATCH;
-
-                case '/':
-                        /* A "**" component after this '/' may stand for no component at all. */
-                        if (p[1] == '*' && p[2] == '*' && (p[3] == '/' || p[3] == 0) &&
-                            glob_match_at(p + 3, t) == GLOB_MATCH)
-                                return GLOB_MATCH;
-                        if (*t != '/')
-                                return GLOB_NOMATCH;
-                        break;
-
-                case '?':
-                        if (!*t || *t == '/')
-                                return GLOB_NOMATCH;
-                        break;
-
-                case '[': {
-                        bool m = false;
-                        const char *e = glob_bracket(p, *t, &m);
-                        if (!e) {               /* not a class: a literal '[' (compile refuses these) */
-                                if (*t != '[')
-                                        return GLOB_NOMATCH;
-                                break;
-                        }
-                        if (!*t || *t == '/' || !m)
-                                return GLOB_NOMATCH;
-                        p = e - 1;
-                        break;
-                }
-
-                case '*': {
-                        bool cross = p[1] == '*';
-
-                        while (*p == '*')
-                                p++;
-                        if (!*p)
-                                return cross || !strchr(t, '/') ? GLOB_MATCH : GLOB_NOMATCH;
-                        for (;;) {
-                                int r = glob_match_at(p, t);
-                                if (r != GLOB_NOMATCH && (!cross || r != GLOB_ABORT_TO_STARSTAR))
-                                        return r;
-                                if (!*t)
-                                        return GLOB_ABORT_ALL;
-                                if (!cross && *t == '/')
-                                        return GLOB_ABORT_TO_STARSTAR;
-                                t++;
-                        }
-                }
-
-                case '\\':
-                        if (p[1])
-                                p++;
-                        __attribute__((fallthrough));
-                default:
-                        if (*t != *p)
-                                return GLOB_NOMATCH;
-                        break;
-                }
-        }
-}
-
-bool gate_glob_match(const char *pattern, const char *path) {
-        if (!pattern || !path)
-                return false;
-        return glob_match_at(pattern, path) == GLOB_MATCH;
-}
-
-/* The longest run of plain characters of pattern; a '/' that may stand for nothing (before "**") ends
- * a run. *ret is NULL when there is none worth a strstr(). */
-static int glob_literal(const char *pattern, char **ret) {
-        const char *best = NULL, *run = NULL;
-        size_t best_len = 0;
-
-        for (const char *p = pattern;; p++) {
-                bool plain = *p && !strchr("*?[\\", *p) && !(p[0] == '/' && p[1] == '*' && p[2] == '*');
-
-                if (plain && !run)
-                        run = p;
-                if (!plain && run) {
-                        if ((size_t) (p - run) > best_len) {
-                                best = run;
-                                best_len = (size_t) (p - run);
-                        }
-                        run = NULL;
-                }
-                if (!*p)
-                        break;
-                if (*p == '\\' && p[1])
-                        p++;
-                else if (*p == '[') {
-                        bool m;
-                        const char *e = glob_bracket(p, 'a', &m);
-                        if (e)
-                                p = e - 1;
-                }
-        }
-        *ret = NULL;
-        if (best_len < 2)
-                return 0;
-        *ret = strndup(best, best_len);
-        return *ret ? 0 : -ENOMEM;
-}
-
-/* The plain characters a pattern starts and ends with, which every path it matches starts and ends with:
- * most rules are then refused by two comparisons. The prefix ends at the first wildcard, and before a '/'
- * that a star follows (a "**" after "/etc/" may stand for nothing: it matches "/etc" too); the suffix
- * starts after the last wildcard (a star, a '?' or a bracket expression). A pattern with escapes gets
- * neither. */
-static void glob_ends(const char *pattern, size_t *ret_prefix, size_t *ret_suffix) {
-        size_t n = strlen(pattern), prefix = n, wild_end = 0;
-
-        *ret_prefix = *ret_suffix = 0;
-        if (strchr(pattern, '\\'))
-                return;
-        for (size_t i = 0; i < n; i++) {
-                bool m;
-
-                if (pattern[i] == '*' || pattern[i] == '?' || (pattern[i] == '/' && pattern[i + 1] == '*'))
-                        prefix = MIN(prefix, i);
-                if (pattern[i] == '*' || pattern[i] == '?')
-                        wild_end = i + 1;
-                else if (pattern[i] == '[') {
-                        const char *e = glob_bracket(pattern + i, 'a', &m);
-
-                        prefix = MIN(prefix, i);
-                        if (e) {
-                                wild_end = (size_t) (e - pattern);
-                                i = wild_end - 1;
-                        }
-                }
-        }
-        *ret_prefix = prefix;
-        *ret_suffix = n - wild_end;
-}
-
-static int glob_compile(const char *pattern, GateGlob *ret) {
-        _cleanup_free_ char *copy = strdup(pattern), *literal = NULL;
-        size_t prefix, suffix;
-
-        if (!copy)
-                return -ENOMEM;
-        /* Only a leading wildcard needs the hint: otherwise the first characters already decide. */
-        if (strchr("*?[", pattern[0]) && glob_literal(pattern, &literal) < 0)
-                return -ENOMEM;
-        glob_ends(pattern, &prefix, &suffix);
-        *ret = (GateGlob) {
-                .plain = !strpbrk(pattern, "*?[\\"),
-                .pattern = TAKE_PTR(copy),
-                .literal = TAKE_PTR(literal),
-                .prefix_len = prefix,
-                .suffix_len = suffix,
-        };
-        return 0;
-}
-
-static bool glob_matches(const GateGlob *g, const char *path, size_t path_len) {
-        if (g->plain)
-                return streq(g->pattern, path);
-        if (g->prefix_len > 0 && strncmp(path, g->pattern, g->prefix_len) != 0)
-                return false;
-        if (g->suffix_len > 0 &&
-            (path_len < g->suffix_len ||
-             memcmp(path + path_len - g->suffix_len, g->pattern + strlen(g->pattern) - g->suffix_len, g->suffix_len) != 0))
-                return false;
-        if (g->literal && !strstr(path, g->literal))
-                return false;
-        return glob_match_at(g->pattern, path) == GLOB_MATCH;
 }
 
 /* ---- compiling ---- */
@@ -654,7 +299,7 @@ static int compile_path_rule(Compiler *c, json_object *o, size_t i, GatePathRule
         if (s[0] != '/' && s[0] != '@')
                 return compile_fail(c, "%s.pattern: %s is neither an absolute socket path nor @name", where,
                                     QUOTE(s));
-        rule->pattern = s[0] == '/' ? gate_path_clean(s) : strdup(s);
+        rule->pattern = s[0] == '/' ? path_clean(s) : strdup(s);
         if (!rule->pattern)
                 return -ENOMEM;
         if ((r = compile_decision(c, o, where, &rule->decision)) < 0 ||
@@ -684,7 +329,7 @@ static int compile_command_rule(Compiler *c, json_object *o, size_t i, GateComma
         }
         for (size_t j = 0; j < n_commands; j++) {
                 const char *s = json_object_get_string(json_object_array_get_idx(commands, j));
-                const char *why = glob_check(s);
+                const char *why = gate_glob_check(s);
                 if (why)
                         return compile_fail(c, "%s.commands[%zu]: %s %s", where, j, why, QUOTE(s));
                 rule->commands[j] = strdup(s);
@@ -726,12 +371,11 @@ static int compile_command_rule(Compiler *c, json_object *o, size_t i, GateComma
                         return compile_fail(c, "%s.args_within: empty directory", where);
                 if (s[0] != '/')
                         return compile_fail(c, "%s.args_within: %s is not an absolute directory", where, QUOTE(s));
-                rule->within = gate_path_clean(s);
+                rule->within = path_clean(s);
                 if (!rule->within)
                         return -ENOMEM;
                 if (streq(rule->within, "/"))
                         return compile_fail(c, "%s.args_within: the root directory would contain everything", where);
-                rule->within_len = strlen(rule->within);
         }
 
         if ((r = compile_decision(c, o, where, &rule->decision)) < 0 ||
@@ -762,10 +406,10 @@ static int compile_file_rule(Compiler *c, json_object *o, size_t i, GateFileRule
                 return -ENOMEM;
         for (size_t j = 0; j < n_paths; j++) {
                 const char *s = json_object_get_string(json_object_array_get_idx(paths, j));
-                const char *why = glob_check(s);
+                const char *why = gate_glob_check(s);
                 if (why)
                         return compile_fail(c, "%s.paths[%zu]: %s %s", where, j, why, QUOTE(s));
-                r = glob_compile(s, &rule->paths[j]);
+                r = gate_glob_compile(s, &rule->paths[j]);
                 if (r < 0)
                         return r;
                 rule->n_paths++;
@@ -906,7 +550,7 @@ void gate_policy_check_connect(const GatePolicy *p, const char *socket_path, Gat
         /* A path given with "//" or "/./" must not slip past an exact rule. */
         if (socket_path[0] == '/') {
                 char *buf;
-                if (path_resolve(NULL, socket_path, stack, sizeof stack, &buf, &heap) < 0)
+                if (path_resolve_clean(NULL, socket_path, stack, sizeof stack, &buf, &heap) < 0)
                         { verdict_error(ret); return; }
                 path = buf;
         }
@@ -930,7 +574,7 @@ void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, Ga
         if (op < 0 || op >= _FILE_OP_MAX || !path || path[0] != '/')
                 { verdict_error(ret); return; }
         /* The supervisor cleans already; doing it again costs one pass and closes "/etc/./shadow". */
-        if (path_resolve(NULL, path, stack, sizeof stack, &clean, &heap) < 0)
+        if (path_resolve_clean(NULL, path, stack, sizeof stack, &clean, &heap) < 0)
                 { verdict_error(ret); return; }
 
         clean_len = strlen(clean);
@@ -939,588 +583,10 @@ void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, Ga
                 if (f->operations != 0 && !(f->operations & (1U << op)))
                         continue;
                 for (size_t j = 0; j < f->n_paths; j++)
-                        if (glob_matches(&f->paths[j], clean, clean_len))
+                        if (gate_glob_matches(&f->paths[j], clean, clean_len))
                                 { verdict_set(ret, f->decision, f->id, f->message); return; }
         }
         verdict_default(p, ret);
-}
-
-/* ---- exec: unwrapping ---- */
-
-typedef enum WrapperKind {
-        WRAPPER_GETOPT,                 /* options first (getopt with "+"), then operands, then the command */
-        WRAPPER_SCRIPT,                 /* no command operand: the command is the -c string */
-        WRAPPER_LOADER,                 /* ld.so: exact long options; anything else is the program */
-} WrapperKind;
-
-typedef struct Wrapper {
-        const char *name;
-        bool prefix;                    /* name is a prefix (ld-linux*) */
-        WrapperKind kind;
-        const char *short_value;        /* short options that take a value */
-        const char *short_flag;         /* short options that do not */
-        const char * const *long_value;
-        const char * const *long_flag;  /* including those whose value is optional (only "=VALUE") */
-        unsigned positionals;           /* operands before the command: a duration, a mask, a priority */
-        bool numeric_positional;        /* chrt: the priority is there only when it is a number */
-        bool assignments;               /* NAME=VALUE operands before the command */
-        bool dash_is_flag;              /* env: a lone "-" means -i */
-        bool numeric_flags;             /* nice: -5, --5 */
-        char split_short;               /* env -S: the value is split into words and read as arguments */
-        const char *split_long;
-        char command_short;             /* script -c: the value is a shell command */
-        const char *command_long;
-} Wrapper;
-
-#define STRV(...) ((const char * const[]) { __VA_ARGS__, NULL })
-#define HELP_VERSION "help", "version"
-
-static const Wrapper wrappers[] = {
-        { .name = "env", .short_value = "CSua", .short_flag = "iv0",
-          .long_value = STRV("chdir", "split-string", "unset", "argv0"),
-          .long_flag = STRV("ignore-environment", "null", "debug", "default-signal", "ignore-signal",
-                            "block-signal", "list-signal-handling", HELP_VERSION),
-          .assignments = true, .dash_is_flag = true, .split_short = 'S', .split_long = "split-string" },
-        /* -h is --help, or --host with an attached value: left out of both lists, it is read both ways. */
-        { .name = "sudo", .short_value = "aCcDgpRrTtUu", .short_flag = "AbBEeHiKklNnPSsVv",
-          .long_value = STRV("auth-type", "close-from", "login-class", "chdir", "group", "host", "prompt",
-                             "chroot", "role", "type", "command-timeout", "other-user", "user"),
-          .long_flag = STRV("askpass", "background", "bell", "preserve-env", "edit", "set-home", "login",
-                            "remove-timestamp", "reset-timestamp", "list", "non-interactive",
-                            "preserve-groups", "stdin", "shell", "validate", HELP_VERSION),
-          .assignments = true },
-        { .name = "nice", .short_value = "n", .short_flag = "",
-          .long_value = STRV("adjustment"), .long_flag = STRV(HELP_VERSION), .numeric_flags = true },
-        { .name = "ionice", .short_value = "cnpPu", .short_flag = "thV",
-          .long_value = STRV("class", "classdata", "pid", "pgid", "uid"), .long_flag = STRV("ignore", HELP_VERSION) },
-        { .name = "chrt", .short_value = "DPT", .short_flag = "abdefhimoprRvV",
-          .long_value = STRV("sched-runtime", "sched-period", "sched-deadline"),
-          .long_flag = STRV("all-tasks", "batch", "deadline", "ext", "fifo", "idle", "max", "other", "pid", "rr",
-                            "reset-on-fork", "verbose", HELP_VERSION),
-          .positionals = 1, .numeric_positional = true },
-        { .name = "timeout", .short_value = "ks", .short_flag = "fpv",
-          .long_value = STRV("kill-after", "signal"),
-          .long_flag = STRV("foreground", "preserve-status", "verbose", HELP_VERSION), .positionals = 1 },
-        { .name = "nohup", .short_value = "", .short_flag = "",
-          .long_value = STRV(NULL), .long_flag = STRV(HELP_VERSION) },
-        { .name = "unshare", .short_value = "GRSw", .short_flag = "CcfhimnprTUuV",
-          .long_value = STRV("propagation", "setgroups", "setuid", "setgid", "root", "wd", "monotonic",
-                             "boottime", "map-user", "map-group", "map-users", "map-groups", "load-interp"),
-          .long_flag = STRV("mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "fork", "kill-child",
-                            "mount-proc", "mount-binfmt", "map-root-user", "map-current-user", "map-auto",
-                            "keep-caps", HELP_VERSION) },
-        { .name = "setsid", .short_value = "", .short_flag = "cfhVw",
-          .long_value = STRV(NULL), .long_flag = STRV("ctty", "fork", "wait", HELP_VERSION) },
-        { .name = "taskset", .short_value = "", .short_flag = "achpV",
-          .long_value = STRV(NULL), .long_flag = STRV("all-tasks", "cpu-list", "pid", HELP_VERSION),
-          .positionals = 1 },
-        { .name = "stdbuf", .short_value = "eio", .short_flag = "",
-          .long_value = STRV("input", "output", "error"), .long_flag = STRV(HELP_VERSION) },
-        { .name = "script", .kind = WRAPPER_SCRIPT, .short_value = "BcEIOmoT", .short_flag = "aefhqtV",
-          .long_value = STRV("command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format",
-                             "output-limit"),
-          .long_flag = STRV("append", "return", "flush", "force", "quiet", "timing", HELP_VERSION),
-          .command_short = 'c', .command_long = "command" },
-        { .name = "ld-linux", .prefix = true, .kind = WRAPPER_LOADER,
-          .long_value = STRV("library-path", "inhibit-rpath", "audit", "preload", "argv0",
-                             "glibc-hwcaps-prefix", "glibc-hwcaps-mask"),
-          .long_flag = STRV("list", "verify", "inhibit-cache", "list-tunables", "list-diagnostics", HELP_VERSION) },
-        { .name = "ld-musl-", .prefix = true, .kind = WRAPPER_LOADER,
-          .long_value = STRV("library-path", "preload", "argv0"), .long_flag = STRV("list") },
-};
-
-static const Wrapper *wrapper_find(const char *arg) {
-        const char *base = path_basename(arg);
-
-        for (size_t i = 0; i < ELEMENTSOF(wrappers); i++)
-                if (wrappers[i].prefix ? !!startswith(base, wrappers[i].name) : streq(base, wrappers[i].name))
-                        return &wrappers[i];
-        return NULL;
-}
-
-typedef enum OptionShape {
-        OPTION_FLAG,
-        OPTION_VALUE,
-        OPTION_UNKNOWN,
-} OptionShape;
-
-/* What getopt_long() would make of --NAME (name_len bytes): an exact match, else a unique prefix
- * (prefixes that agree on the shape count as unique, as getopt itself only refuses real ambiguity). */
-static OptionShape long_option_shape(const Wrapper *w, const char *name, size_t len, const char **ret_option) {
-        const char *value = NULL, *flag = NULL;
-        unsigned n_value = 0, n_flag = 0;
-
-        *ret_option = NULL;
-        if (len == 0)
-                return OPTION_UNKNOWN;
-        for (const char * const *o = w->long_value; *o; o++)
-                if (strncmp(*o, name, len) == 0) {
-                        if ((*o)[len] == 0) {
-                                *ret_option = *o;
-                                return OPTION_VALUE;
-                        }
-                        value = *o;
-                        n_value++;
-                }
-        for (const char * const *o = w->long_flag; *o; o++)
-                if (strncmp(*o, name, len) == 0) {
-                        if ((*o)[len] == 0) {
-                                *ret_option = *o;
-                                return OPTION_FLAG;
-                        }
-                        flag = *o;
-                        n_flag++;
-                }
-        if (w->kind == WRAPPER_LOADER)          /* ld.so knows no abbreviations */
-                return OPTION_UNKNOWN;
-        if (n_value > 0 && n_flag == 0) {
-                *ret_option = n_value == 1 ? value : NULL;
-                return OPTION_VALUE;
-        }
-        if (n_flag > 0 && n_value == 0) {
-                *ret_option = n_flag == 1 ? flag : NULL;
-                return OPTION_FLAG;
-        }
-        return OPTION_UNKNOWN;
-}
-
-typedef struct Candidate {
-        char * const *argv;
-        size_t index;
-} Candidate;
-
-typedef struct Unwrap {
-        bool primary;                   /* only the most likely reading, no splitting (gate_unwrap_argv()) */
-        Candidate items[GATE_UNWRAP_CANDIDATES_MAX];
-        size_t n;
-        unsigned steps;
-        void *allocs[2 * GATE_UNWRAP_STEPS_MAX];
-        size_t n_allocs;
-        int error;
-} Unwrap;
-
-static void unwrap_done(Unwrap *u) {
-        for (size_t i = 0; i < u->n_allocs; i++)
-                free(u->allocs[i]);
-        u->n_allocs = 0;
-}
-
-static void *unwrap_keep(Unwrap *u, void *p) {
-        if (!p) {
-                u->error = -ENOMEM;
-                return NULL;
-        }
-        if (u->n_allocs >= ELEMENTSOF(u->allocs)) {
-                free(p);
-                u->error = -E2BIG;
-                return NULL;
-        }
-        return u->allocs[u->n_allocs++] = p;
-}
-
-static bool unwrap_step(Unwrap *u) {
-        if (u->error < 0)
-                return false;
-        if (++u->steps > GATE_UNWRAP_STEPS_MAX) {
-                u->error = -E2BIG;
-                return false;
-        }
-        return true;
-}
-
-static void unwrap_add(Unwrap *u, char * const *argv, size_t index) {
-        if (u->error < 0)
-                return;
-        for (size_t i = 0; i < u->n; i++)
-                if (u->items[i].argv == argv && u->items[i].index == index)
-                        return;
-        if (u->n >= ELEMENTSOF(u->items)) {
-                u->error = -E2BIG;
-                return;
-        }
-        u->items[u->n++] = (Candidate) { argv, index };
-}
-
-static void unwrap_chain(Unwrap *u, char * const *argv, size_t i, size_t wrapper, unsigned depth);
-static void unwrap_options(Unwrap *u, const Wrapper *w, char * const *argv, size_t wi, size_t j,
-                           bool options_done, unsigned positionals, unsigned depth);
-
-/* Splits a command string into words: whitespace separates, quotes and backslashes as in sh, '#' at the
- * start of a word ends it all. With shell, the separators of sh (; & | ( ) ` and newline) also end a
- * command; the result is then a list of NULL-terminated word lists, one per command, ended by an empty
- * one. Returns the number of entries written (both passes count the same), buf and words NULL to count. */
-static size_t split_words(const char *s, bool shell, char *buf, char **words, size_t *ret_chars) {
-        size_t n = 0, chars = 0;
-        bool in_word = false, segment_empty = true;
-
-#define WORD_START() do {                                                       \
-                if (!in_word) {                                                 \
-                        if (words)                                              \
-                                words[n] = buf + chars;                         \
-                        n++;                                                    \
-                        in_word = true;                                         \
-                        segment_empty = false;                                  \
-                }                                                               \
-        } while (0)
-#define WORD_PUT(ch) do {                                                       \
-                WORD_START();                                                   \
-                if (buf)                                                        \
-                        buf[chars] = (ch);                                      \
-                chars++;                                                        \
-        } while (0)
-#define WORD_END() do {                                                         \
-                if (in_word) {                                                  \
-                        if (buf)                                                \
-                                buf[chars] = 0;                                 \
-                        chars++;                                                \
-                        in_word = false;                                        \
-                }                                                               \
-        } while (0)
-#define SEGMENT_END() do {                                                      \
-                if (!segment_empty) {                                           \
-                        if (words)                                              \
-                                words[n] = NULL;                                \
-                        n++;                                                    \
-                        segment_empty = true;                                   \
-                }                                                               \
-        } while (0)
-
-        for (const char *p = s; *p; p++) {
-                if (*p == ' ' || *p == '\t' || (*p == '\n' && !shell))
-                        WORD_END();
-                else if (shell && strchr(";&|()`\n", *p)) {
-                        WORD_END();
-                        SEGMENT_END();
-                } else if (*p == '#' && !in_word)
-                        break;
-                else if (*p == '\'') {
-                        WORD_START();           /* '' is an empty word */
-                        for (p++; *p && *p != '\''; p++)
-                                WORD_PUT(*p);
-                        if (!*p)
-                                break;
-                } else if (*p == '"') {
-                        WORD_START();
-                        for (p++; *p && *p != '"'; p++) {
-                                if (*p == '\\' && p[1] && strchr("\"\\$`", p[1]))
-                                        p++;
-                                WORD_PUT(*p);
-                        }
-                        if (!*p)
-                                break;
-                } else if (*p == '\\' && p[1]) {
-                        p++;
-                        WORD_PUT(*p);
-                } else
-                        WORD_PUT(*p);
-        }
-        WORD_END();
-        SEGMENT_END();
-        if (words)
-                words[n] = NULL;        /* the empty list that ends them */
-        n++;
-        *ret_chars = chars;
-        return n;
-#undef WORD_START
-#undef WORD_PUT
-#undef WORD_END
-#undef SEGMENT_END
-}
-
-/* One allocation holding the word pointers and the characters. */
-static char **split_words_new(Unwrap *u, const char *s, bool shell, size_t *ret_n) {
-        size_t chars, n = split_words(s, shell, NULL, NULL, &chars);
-        char **words = unwrap_keep(u, malloc(n * sizeof(char *) + chars + 1));
-
-        if (!words)
-                return NULL;
-        (void) split_words(s, shell, (char *) (words + n), words, &chars);
-        *ret_n = n;
-        return words;
-}
-
-static bool is_assignment(const char *s) {
-        if (!(isalpha((unsigned char) s[0]) || s[0] == '_'))
-                return false;
-        for (s++; *s != '='; s++)
-                if (!(isalnum((unsigned char) *s) || *s == '_'))
-                        return false;
-        return true;
-}
-
-/* script -c CMD: every simple command of CMD is a candidate. The shell the command runs in execs each
- * of them again under the same filter, so this is about the verdict for script itself. */
-static void unwrap_shell_command(Unwrap *u, const char *command, unsigned depth) {
-        static const char * const keywords[] = {
-                "!", "{", "}", "if", "then", "else", "elif", "do", "while", "until", "exec", "command",
-                "builtin", "time", "eval", NULL,
-        };
-        size_t n;
-        char **words;
-
-        if (depth + 1 > GATE_UNWRAP_DEPTH_MAX) {
-                u->error = -ELOOP;
-                return;
-        }
-        words = split_words_new(u, command, true, &n);
-        if (!words)
-                return;
-        for (size_t s = 0; s < n && words[s]; ) {
-                size_t k = s;
-                for (; words[k]; k++) {
-                        bool keyword = false;
-                        for (const char * const *kw = keywords; *kw; kw++)
-                                if (streq(*kw, words[k]))
-                                        keyword = true;
-                        if (!keyword && !(strchr(words[k], '=') && is_assignment(words[k])))
-                                break;
-                }
-                if (words[k])
-                        unwrap_chain(u, words, k, SIZE_MAX, depth + 1);
-                while (words[k])
-                        k++;
-                s = k + 1;
-        }
-}
-
-static void unwrap_script(Unwrap *u, const Wrapper *w, char * const *argv, size_t wi, unsigned depth) {
-        bool found = false;
-        size_t j = wi + 1;
-
-        /* script's getopt permutes: a -c may come anywhere before "--". Every -c counts, even one that
-         * another option might have swallowed as its value: more candidates only make the check stricter. */
-        for (; argv[j]; j++) {
-                const char *a = argv[j], *value = NULL;
-                size_t value_index = j;
-
-                if (streq(a, "--"))
-                        break;
-                if (a[0] != '-' || !a[1])
-                        continue;
-                if (a[1] == '-') {
-                        const char *name = a + 2, *eq = strchr(name, '='), *option;
-                        size_t len = eq ? (size_t) (eq - name) : strlen(name);
-                        if (long_option_shape(w, name, len, &option) != OPTION_VALUE || !streq_ptr(option, w->command_long))
-                                continue;
-                        value = eq ? eq + 1 : argv[j + 1];
-                        value_index = eq ? j : j + 1;
-                } else
-                        for (const char *c = a + 1; *c; c++) {
-                                if (*c == w->command_short) {
-                                        value = c[1] ? c + 1 : argv[j + 1];
-                                        value_index = c[1] ? j : j + 1;
-                                        break;
-                                }
-                                if (strchr(w->short_value, *c))
-                                        break;
-                        }
-                if (!value)
-                        continue;
-                found = true;
-                if (u->primary)
-                        { unwrap_add(u, argv, value_index); return; }
-                unwrap_shell_command(u, value, depth);
-        }
-        if (!found)             /* script runs a shell: script itself is what is executed */
-                unwrap_add(u, argv, u->primary ? j + strv_length((char **) argv + j) : wi);
-}
-
-/* env -S STRING: the words of STRING take the place of the option, followed by the rest of argv. */
-static void unwrap_split(Unwrap *u, const Wrapper *w, char * const *argv, size_t wi, const char *value,
-                         size_t rest, unsigned depth) {
-        size_t n_words, n_rest = 0, k = 0;
-        char **words, **v;
-
-        if (depth + 1 > GATE_UNWRAP_DEPTH_MAX) {
-                u->error = -ELOOP;
-                return;
-        }
-        words = split_words_new(u, value, false, &n_words);
-        if (!words)
-                return;
-        while (argv[rest + n_rest])
-                n_rest++;
-        v = unwrap_keep(u, malloc((1 + n_words + n_rest + 1) * sizeof(char *)));
-        if (!v)
-                return;
-        v[k++] = argv[wi];
-        for (size_t i = 0; words[i]; i++)
-                v[k++] = words[i];
-        for (size_t i = 0; i < n_rest; i++)
-                v[k++] = argv[rest + i];
-        v[k] = NULL;
-
-        /* Counts as one level, like script -c, so that "-S" inside the string cannot recurse forever. */
-        unwrap_options(u, w, v, 0, 1, false, 0, depth + 1);
-}
-
-static bool is_number(const char *s) {
-        if (*s == '+' || *s == '-')
-                s++;
-        if (!*s)
-                return false;
-        for (; *s; s++)
-                if (!isdigit((unsigned char) *s))
-                        return false;
-        return true;
-}
-
-/* Walks the arguments of wrapper argv[wi] from j on, until its command. An option whose shape is not
- * known is read both ways (a flag; an option taking the next word) and both readings are followed. */
-static void unwrap_options(Unwrap *u, const Wrapper *w, char * const *argv, size_t wi, size_t j,
-                           bool options_done, unsigned positionals, unsigned depth) {
-        if (!unwrap_step(u))
-                return;
-
-        for (;;) {
-                const char *a = argv[j];
-
-                if (!a) {
-                        /* Nothing left to run: the wrapper itself is the command ("env" prints, "nohup"
-                         * complains), and gate_unwrap_argv() says "nothing" with the count. */
-                        unwrap_add(u, argv, u->primary ? j : wi);
-                        return;
-                }
-
-                if (!options_done && streq(a, "--")) {
-                        options_done = true;
-                        j++;
-                        continue;
-                }
-                if (!options_done && w->dash_is_flag && streq(a, "-")) {
-                        j++;
-                        continue;
-                }
-
-                if (!options_done && a[0] == '-' && a[1]) {
-                        if (w->kind == WRAPPER_LOADER && a[1] != '-')
-                                break;          /* ld.so runs "-x" as the program */
-
-                        if (a[1] == '-') {
-                                const char *name = a + 2, *eq = strchr(name, '='), *option;
-                                size_t len = eq ? (size_t) (eq - name) : strlen(name);
-                                OptionShape shape;
-
-                                if (w->numeric_flags && is_number(name)) {
-                                        j++;
-                                        continue;
-                                }
-                                shape = long_option_shape(w, name, len, &option);
-                                if (shape == OPTION_VALUE && w->split_long && streq_ptr(option, w->split_long) &&
-                                    (eq || argv[j + 1])) {
-                                        if (u->primary)
-                                                { unwrap_add(u, argv, eq ? j : j + 1); return; }
-                                        { unwrap_split(u, w, argv, wi, eq ? eq + 1 : argv[j + 1],
-                                                            eq ? j + 1 : j + 2, depth); return; }
-                                }
-                                if (shape == OPTION_UNKNOWN && w->kind == WRAPPER_LOADER)
-                                        break;
-                                if (eq || shape == OPTION_FLAG) {
-                                        j++;
-                                        continue;
-                                }
-                                if (shape == OPTION_VALUE) {
-                                        j += argv[j + 1] ? 2 : 1;
-                                        continue;
-                                }
-                                /* Unknown: maybe it takes the next word... */
-                                if (!u->primary && argv[j + 1])
-                                        unwrap_options(u, w, argv, wi, j + 2, false, positionals, depth);
-                                /* ...and maybe not. */
-                                j++;
-                                continue;
-                        }
-
-                        for (const char *c = a + 1; *c; c++) {
-                                if (w->numeric_flags && isdigit((unsigned char) *c))
-                                        continue;
-                                if (strchr(w->short_value, *c)) {
-                                        if (w->split_short && *c == w->split_short && (c[1] || argv[j + 1])) {
-                                                if (u->primary)
-                                                        { unwrap_add(u, argv, c[1] ? j : j + 1); return; }
-                                                { unwrap_split(u, w, argv, wi, c[1] ? c + 1 : argv[j + 1],
-                                                                    c[1] ? j + 1 : j + 2, depth); return; }
-                                        }
-                                        if (!c[1] && argv[j + 1])
-                                                j++;    /* the value is the next word */
-                                        break;
-                                }
-                                if (strchr(w->short_flag, *c))
-                                        continue;
-                                /* Unknown: maybe the rest of the word, or the next word, is its value... */
-                                if (!u->primary)
-                                        unwrap_options(u, w, argv, wi, c[1] || !argv[j + 1] ? j + 1 : j + 2,
-                                                       false, positionals, depth);
-                                /* ...and maybe it is a flag. */
-                        }
-                        j++;
-                        continue;
-                }
-
-                if (w->assignments && strchr(a, '=')) {
-                        options_done = true;
-                        j++;
-                        continue;
-                }
-                if (positionals > 0) {
-                        positionals--;
-                        if (!(w->numeric_positional && !is_number(a))) {
-                                options_done = true;
-                                j++;
-                                continue;
-                        }
-                }
-                break;
-        }
-        unwrap_chain(u, argv, j, wi, depth);
-}
-
-/* argv[i] is a command; when it is a wrapper, what it runs is. wrapper: the index of the wrapper that
- * runs argv[i], SIZE_MAX for none. */
-static void unwrap_chain(Unwrap *u, char * const *argv, size_t i, size_t wrapper, unsigned depth) {
-        const Wrapper *w;
-
-        if (u->error < 0)
-                return;
-        if (!argv[i]) {
-                if (u->primary || wrapper != SIZE_MAX)
-                        unwrap_add(u, argv, u->primary ? i : wrapper);
-                return;
-        }
-        w = wrapper_find(argv[i]);
-        if (!w)
-                { unwrap_add(u, argv, i); return; }
-        if (w->kind == WRAPPER_SCRIPT) {
-                if (unwrap_step(u))
-                        unwrap_script(u, w, argv, i, depth);
-                return;
-        }
-        unwrap_options(u, w, argv, i, i + 1, false, w->positionals, depth);
-}
-
-/* Fills u with every reading of argv; u->error < 0 when there are too many to check. */
-static void unwrap_all(Unwrap *u, char * const *argv, bool primary) {
-        static char * const empty[] = { (char *) "", NULL };
-
-        *u = (Unwrap) { .primary = primary };
-        if (!argv || !argv[0])
-                argv = empty;
-        unwrap_chain(u, argv, 0, SIZE_MAX, 0);
-        if (u->error >= 0 && u->n == 0)         /* e.g. script -c "" */
-                unwrap_add(u, argv, 0);
-}
-
-size_t gate_unwrap_argv(char * const *argv) {
-        Unwrap u;
-        size_t r;
-
-        if (!argv || !argv[0])
-                return 0;
-        unwrap_all(&u, argv, true);
-        /* The primary reading never branches or splits: one candidate, on argv itself. */
-        r = u.error >= 0 && u.n > 0 && u.items[0].argv == argv ? u.items[0].index : strv_length((char **) argv);
-        unwrap_done(&u);
-        return r;
 }
 
 /* ---- exec: matching ---- */
@@ -1569,12 +635,12 @@ static int args_within(const GateCommandRule *rule, char * const *args, const ch
                         continue;
                 if (isempty(*a))
                         return 0;
-                r = path_resolve(cwd, *a, stack, sizeof stack, &path, &heap);
+                r = path_resolve_clean(cwd, *a, stack, sizeof stack, &path, &heap);
                 if (r == -EINVAL)
                         return cwd ? 0 : -EAGAIN;       /* relative, no cwd: cannot be shown to be inside */
                 if (r < 0)
                         return r;
-                if (strncmp(path, rule->within, rule->within_len) != 0 || path[rule->within_len] != '/')
+                if (!path_is_inside(path, rule->within) || streq(path, rule->within))
                         return 0;
                 operands++;
         }
@@ -1625,12 +691,12 @@ static void check_exec_candidate(const GatePolicy *p, char * const *argv, size_t
 /* The strictest verdict over every reading of argv; on a tie the earlier reading's rule. */
 static void check_exec_all(const GatePolicy *p, char * const *argv, const char *cwd, GateVerdict *ret) {
         bool needs_cwd = false;
-        Unwrap u;
+        GateUnwrap u;
 
         ret->needs_cwd = false;
-        unwrap_all(&u, argv, false);
+        gate_unwrap_all(&u, argv, false);
         if (u.error < 0) {
-                unwrap_done(&u);
+                gate_unwrap_done(&u);
                 { verdict_error(ret); return; }
         }
         for (size_t i = 0; i < u.n; i++) {
@@ -1643,7 +709,7 @@ static void check_exec_all(const GatePolicy *p, char * const *argv, const char *
                         break;
         }
         ret->needs_cwd = needs_cwd;
-        unwrap_done(&u);
+        gate_unwrap_done(&u);
 }
 
 void gate_policy_check_exec(const GatePolicy *p, char * const *argv, const char *cwd, GateVerdict *ret) {
@@ -1740,6 +806,7 @@ char *gate_cache_key_file(FileOp op, const char *path) {
 
 /* ---- the per-container document ---- */
 
+#define STRV(...) ((const char * const[]) { __VA_ARGS__, NULL })
 #define OP(o) (1U << (o))
 #define OPS_ANY 0U
 #define OPS_MODIFY (OP(FILE_OP_WRITE) | OP(FILE_OP_CREATE) | OP(FILE_OP_DELETE) | OP(FILE_OP_CHMOD) | \
@@ -1893,22 +960,6 @@ static int add_default_file_rules(json_object *rules, const DefaultFileRule *d, 
         return 0;
 }
 
-/* dir with glob characters escaped, followed by suffix. */
-static char *glob_escape_join(const char *dir, const char *suffix) {
-        size_t n = 0;
-        char *s = malloc(strlen(dir) * 2 + strlen(suffix) + 1);
-
-        if (!s)
-                return NULL;
-        for (const char *p = dir; *p; p++) {
-                if (strchr("*?[]\\", *p))
-                        s[n++] = '\\';
-                s[n++] = *p;
-        }
-        strcpy(s + n, suffix);
-        return s;
-}
-
 /* Shell start-up files under /root, /home/ * and HOME (home_glob: glob-escaped, NULL for none). */
 static int add_shell_rc_rule(json_object *rules, const char *home, const char *home_glob) {
         const char *dirs[3] = { "/root", "/home/*", NULL };
@@ -1948,27 +999,27 @@ int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, 
         if (work_dir) {
                 if (work_dir[0] != '/')
                         return -EINVAL;
-                wd = gate_path_clean(work_dir);
+                wd = path_clean(work_dir);
                 if (!wd)
                         return -ENOMEM;
                 if (streq(wd, "/"))
                         return -EINVAL;
-                wd_glob = glob_escape_join(wd, "/**");
-                loop_config = glob_escape_join(wd, "/.loop/config.json");
-                loop_dir = glob_escape_join(wd, "/.loop/**");
+                wd_glob = gate_glob_escape_join(wd, "/**");
+                loop_config = gate_glob_escape_join(wd, "/.loop/config.json");
+                loop_dir = gate_glob_escape_join(wd, "/.loop/**");
                 if (!wd_glob || !loop_config || !loop_dir)
                         return -ENOMEM;
         }
         if (home) {
                 if (home[0] != '/')
                         return -EINVAL;
-                hd = gate_path_clean(home);
+                hd = path_clean(home);
                 if (!hd)
                         return -ENOMEM;
                 /* HOME=/ (a passwd entry without a home): allowing "/" "**" would allow everything. */
                 if (streq(hd, "/"))
                         hd = mfree(hd);
-                else if (!(hd_glob = glob_escape_join(hd, "/**")) || !(hd_escaped = glob_escape_join(hd, "")))
+                else if (!(hd_glob = gate_glob_escape_join(hd, "/**")) || !(hd_escaped = gate_glob_escape_join(hd, "")))
                         return -ENOMEM;
         }
 
@@ -2043,7 +1094,7 @@ int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, 
                 size_t n = 0;
 
                 for (r = 0; n < ELEMENTSOF(work_dir_secret_files); n++)
-                        if (!(secrets[n] = glob_escape_join(wd, work_dir_secret_files[n]))) {
+                        if (!(secrets[n] = gate_glob_escape_join(wd, work_dir_secret_files[n]))) {
                                 r = -ENOMEM;
                                 break;
                         }
@@ -2127,7 +1178,7 @@ int gate_policy_document_guard(json_object *doc, char * const *paths) {
                         r = -EINVAL;
                         goto finish;
                 }
-                if (!(patterns[n++] = glob_escape_join(*p, "")) || !(patterns[n++] = glob_escape_join(*p, "/**")))
+                if (!(patterns[n++] = gate_glob_escape_join(*p, "")) || !(patterns[n++] = gate_glob_escape_join(*p, "/**")))
                         goto finish;
         }
         rules = json_object_new_array();

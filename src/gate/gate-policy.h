@@ -15,6 +15,8 @@
  * compiles it at start; a document that fails to compile stops the container with the reason. */
 
 #include "config.h"
+#include "gate-glob.h"
+#include "gate-unwrap.h"
 
 typedef enum GateKind {
         GATE_KIND_CONNECT,              /* connect() to an AF_UNIX path */
@@ -35,12 +37,6 @@ GateKind gate_kind_from_string(const char *s);
 /* The rule id of a verdict the checks could not make (out of memory, an argv too ambiguous to unwrap, an
  * invalid operation): its decision is always deny. */
 #define GATE_RULE_ID_ERROR "error"
-
-/* Caps of the exec unwrapping (gate_unwrap_argv() and the exec checks); past any of them the exec check
- * answers deny with GATE_RULE_ID_ERROR. */
-#define GATE_UNWRAP_CANDIDATES_MAX 16U  /* interpretations of one argv that are checked */
-#define GATE_UNWRAP_STEPS_MAX 128U      /* wrappers and option branches walked for one argv */
-#define GATE_UNWRAP_DEPTH_MAX 4U        /* command strings within command strings (script -c, env -S) */
 
 typedef struct GateVerdict {
         Decision decision;
@@ -121,27 +117,6 @@ void gate_policy_check_exec(const GatePolicy *p, char * const *argv, const char 
 void gate_policy_check_execve(const GatePolicy *p, const char *path, char * const *argv, const char *cwd,
                               GateVerdict *ret);
 void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, GateVerdict *ret);
-
-/* The index in argv of the real command after unwrapping env, sudo, nice, ionice, chrt, timeout, nohup,
- * unshare, setsid, taskset, stdbuf, script and ld-linux* (their options and K=V arguments dropped, "--"
- * ends options). Returns the count of argv when nothing is left (e.g. a bare "env").
- *
- * This is the most likely reading only. Where the command is inside a string (script -c CMD, env -S STR)
- * the index is that of the string. The checks do more: they split such strings into words (and script's
- * into shell commands), and where an option's shape is unknown (does it take a value?) they check every
- * reading and take the strictest verdict (deny > approve > allow), so wrapping a command never makes its
- * check less strict than that of the plain command. Also unwrapped: ld-musl-* (the musl loader). */
-size_t gate_unwrap_argv(char * const *argv);
-
-/* "**" crosses '/', "*" and "?" do not, [...] classes as in fnmatch(3) (never matching '/'), '\\' escapes.
- * A "/" followed by "**" and then '/' or the end may also match nothing: "/a/" "**" matches /a itself,
- * "/a/" "**" "/b" matches /a/b, and a pattern starting with "**" "/.ssh/" "**" matches /.ssh at any
- * depth. Matching never backtracks exponentially. */
-bool gate_glob_match(const char *pattern, const char *path);
-
-/* Lexical cleaning of an absolute path: "//", "/./", "/x/../" removed, ".." at the root stays at the root,
- * no trailing '/'. Returns NULL on ENOMEM or when path is not absolute. */
-char *gate_path_clean(const char *path);
 
 /* Approval cache keys: "connect:<path>", "file:<op>:<path>" (the reference's), and for an exec
  * "execve:<file>:<argv as a JSON array>" with the file that runs and every argument, not the reference's

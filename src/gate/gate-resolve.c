@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
-#include "gate-policy.h"
+#include "path-util.h"
 #include "gate-resolve.h"
 #include "io-util.h"
 
@@ -161,14 +161,14 @@ static int finish(GateResolved *res, const char *name) {
                         return r;
                 if (d[0] != '/' || st.st_nlink == 0)
                         return 0;
-                res->path = gate_path_clean(d);
+                res->path = path_clean(d);
                 return res->path ? 0 : -ENOMEM;
         }
         if (!name) {
                 r = dir_path(res->fd, &d);
                 if (r < 0)
                         return r;
-                res->path = gate_path_clean(d);
+                res->path = path_clean(d);
                 return res->path ? 0 : -ENOMEM;
         }
         r = dir_path(res->dir_fd, &d);
@@ -178,7 +178,7 @@ static int finish(GateResolved *res, const char *name) {
                 return -ENOENT;
         if (asprintf(&joined, "%s/%s", d, name) < 0)
                 return -ENOMEM;
-        res->path = gate_path_clean(joined);
+        res->path = path_clean(joined);
         if (!res->path)
                 return -ENOMEM;
         res->name = strdup(name);
@@ -210,7 +210,7 @@ static int resolve_object(int start_fd, const char *path, unsigned flags, GateRe
         if (path[0] == '/') {
                 fd = (int) syscall(SYS_openat2, start_fd, path, &how, sizeof(how));
                 if (fd >= 0) {
-                        res.path = gate_path_clean(path);
+                        res.path = path_clean(path);
                         if (!res.path)
                                 return -ENOMEM;
                         res.fd = TAKE_FD(fd);
@@ -234,7 +234,7 @@ static int resolve_object(int start_fd, const char *path, unsigned flags, GateRe
         /* Not on a path, or deleted meanwhile (which d_path marks; a name really ending so takes the walk). */
         if (p[0] != '/' || endswith(p, " (deleted)"))
                 return -EAGAIN;
-        res.path = gate_path_clean(p);
+        res.path = path_clean(p);
         if (!res.path)
                 return -ENOMEM;
         res.fd = TAKE_FD(fd);
@@ -311,7 +311,7 @@ static int resolve_fast(int start_fd, const char *path, unsigned flags, GateReso
                 if (asprintf(&joined, "%s/%s", base, dir_followed ? name : path) < 0)
                         return -ENOMEM;
         }
-        res.path = gate_path_clean(joined ?: path);
+        res.path = path_clean(joined ?: path);
         res.name = strdup(name);
         if (!res.path || !res.name) {
                 gate_resolved_done(&res);

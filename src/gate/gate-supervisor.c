@@ -25,6 +25,7 @@
 #include "gate-syscall.h"
 #include "io-util.h"
 #include "log.h"
+#include "path-util.h"
 #include "seccomp-profile.h"
 #include "strv.h"
 
@@ -916,7 +917,7 @@ static void handle_connect(Request *q) {
                         if (asprintf(&joined, "%s/%s", cwd, path) < 0)
                                 return fail_closed(q, -ENOMEM, "out of memory");
                 }
-                given = gate_path_clean(joined ?: path);
+                given = path_clean(joined ?: path);
                 /* The socket the kernel would reach: symlinks resolved like connect() does. */
                 r = gate_resolve(&q->rctx, path[0] == '/' ? q->s->root_fd : q->cwd_fd, path, GATE_RESOLVE_FOLLOW, &res);
                 if (r < 0 || res.fd < 0) {
@@ -1150,7 +1151,7 @@ static void handle_exec(Request *q) {
                 _cleanup_free_ char *base = NULL, *joined = NULL;
 
                 if (file[0] == '/')
-                        exec_path = gate_path_clean(file);
+                        exec_path = path_clean(file);
                 else if (file[0] == 0)
                         exec_path = strdup(res.path);
                 else {
@@ -1158,7 +1159,7 @@ static void handle_exec(Request *q) {
                         if (r >= 0 && asprintf(&joined, "%s/%s", base ?: cwd, file) < 0)
                                 r = -ENOMEM;
                         if (r >= 0)
-                                exec_path = gate_path_clean(joined);
+                                exec_path = path_clean(joined);
                 }
                 if (r >= 0 && !exec_path)
                         r = -ENOMEM;
@@ -1628,7 +1629,7 @@ static bool open_fast(Request *q, const char *path) {
                 if (asprintf(&joined, "%s/%s", streq(base, "/") ? "" : base, path) < 0)
                         return false;
         }
-        clean = gate_path_clean(joined ?: path);
+        clean = path_clean(joined ?: path);
         if (!clean)
                 return false;
         if (startswith(clean, "/proc/"))

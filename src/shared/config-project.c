@@ -15,6 +15,7 @@
 #include "config-schema.h"
 #include "io-util.h"
 #include "log.h"
+#include "path-util.h"
 #include "strv.h"
 
 static const char * const project_replace[] = { "permissions" };
@@ -173,11 +174,6 @@ static int config_load_keeping_work_dir(json_object *merged, const LoopConfig *b
         return 0;
 }
 
-static bool path_is_below(const char *path, const char *dir) {
-        const char *rest = startswith(path, dir);
-        return rest && (rest[0] == '/' || rest[0] == 0 || endswith(dir, "/"));
-}
-
 static bool json_array_has_string(json_object *a, const char *s) {
         for (size_t i = 0; a && i < json_object_array_length(a); i++)
                 if (streq_ptr(json_object_get_string(json_object_array_get_idx(a, i)), s))
@@ -238,10 +234,15 @@ static int apply_narrow_agent(json_object *merged, json_object *project, const L
         v = get(project, "claude_bin_path");
         s = v ? json_object_get_string(v) : NULL;
         if (s) {
+                /* decided on the cleaned forms: "/usr//x" is in the image, "/srv/w/./bin" in the work dir */
+                _cleanup_free_ char *clean = path_clean(s), *wd = path_clean(work_dir);
                 bool in_image = false;
-                for (size_t i = 0; i < ELEMENTSOF(project_bin_prefixes); i++)
-                        in_image = in_image || startswith(s, project_bin_prefixes[i]);
-                if (in_image && (strstr(s, "/../") || path_is_below(s, work_dir)))
+
+                if ((!clean && path_is_absolute(s)) || (!wd && path_is_absolute(work_dir)))
+                        return -ENOMEM;
+                for (size_t i = 0; clean && i < ELEMENTSOF(project_bin_prefixes); i++)
+                        in_image = in_image || startswith(clean, project_bin_prefixes[i]);
+                if (in_image && (strstr(s, "/../") || !wd || path_is_inside(clean, wd)))
                         in_image = false;
                 if (in_image || streq_ptr(s, base->claude_bin_path)) {
                         if ((r = set(merged, "claude_bin_path", copy(v))) < 0)

@@ -548,6 +548,21 @@ static void test_project_narrows(void) {
            streq_ptr(out.claude_bin_path, "/opt/agent/bin/run"), "an agent binary in the image's /opt is accepted");
         json_object_put(o);
         config_problems_done(&p);
+
+        /* A work dir below an image prefix: the binary's path is cleaned before it is compared. */
+        static const char * const spellings[] = { "/opt//w/tools/agent", "/opt/w/./tools/agent", "/opt/./w/agent" };
+        for (size_t i = 0; i < ELEMENTSOF(spellings); i++) {
+                _cleanup_(loop_config_done) LoopConfig spelled = {};
+                _cleanup_free_ char *text = NULL;
+                if (asprintf(&text, "{\"claude_bin_path\": \"%s\"}", spellings[i]) < 0)
+                        abort();
+                o = json_tokener_parse(text);
+                ok(config_apply_project_json(&base, o, "/opt/w/.loop/config.json", "/opt/w/", &spelled, &p) == 0 &&
+                   streq_ptr(spelled.claude_bin_path, "/usr/local/bin/claude"),
+                   "an agent binary in a work dir below /opt, spelled %s, is ignored", spellings[i]);
+                json_object_put(o);
+                config_problems_done(&p);
+        }
 }
 
 static void test_project(void) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* The gate's policy: compiling, every rule type, first match, unwrapping, globs, path cleaning, the
- * per-container document with its default rules, cache keys. */
+/* The gate's policy: compiling, every rule type, first match, unwrapping, globs, the
+ * per-container document with its default rules, cache keys. Path cleaning is in test-path-util. */
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -102,29 +102,6 @@ static void test_kinds(void) {
         ok(gate_kind_from_string("execve") == GATE_KIND_EXEC, "\"execve\" parses as the exec kind");
         ok(gate_kind_from_string("exec") < 0 && gate_kind_from_string(NULL) < 0,
            "unknown kind names are refused");
-}
-
-static void clean_is(const char *in, const char *want) {
-        _cleanup_free_ char *got = gate_path_clean(in);
-        is_str(got, want, "path %s cleans to %s", in, want ?: "NULL");
-}
-
-static void test_path_clean(void) {
-        clean_is("/", "/");
-        clean_is("/a/b", "/a/b");
-        clean_is("//a//b//", "/a/b");
-        clean_is("/a/./b/.", "/a/b");
-        clean_is("/a/b/../c", "/a/c");
-        clean_is("/a/b/..", "/a");
-        clean_is("/a/..", "/");
-        clean_is("/..", "/");
-        clean_is("/../../etc/shadow", "/etc/shadow");
-        clean_is("/work/../../etc", "/etc");
-        clean_is("/a/.../b", "/a/.../b");
-        clean_is("/a/..b/.c", "/a/..b/.c");
-        clean_is("relative/path", NULL);
-        clean_is("", NULL);
-        ok(gate_path_clean(NULL) == NULL, "a NULL path cleans to NULL");
 }
 
 static void glob_is(const char *pattern, const char *path, bool want) {
@@ -1007,7 +984,6 @@ int main(void) {
         test_denied_commands();
         test_document_secrets();
         test_document_guard();
-        test_path_clean();
         test_globs();
         test_compile_errors();
         test_path_rules();

@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "config-build.h"
+#include "dockerproxy-policy.h"
+#include "egress-policy.h"
+#include "generator.h"
+#include "log.h"
+#include "protected-paths.h"
+#include "strv.h"
+#include "unit-file.h"
+#include "unit-name.h"
+
+#define AGENT_PATH_TEMPLATE LOOP_UNITDIR "/loop-agent@.path"
+#define GATE_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gate@.socket"
+#define GATE_ADMIN_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gate-admin@.socket"
+#define DOCKERPROXY_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-dockerproxy@.socket"
+#define GATEWAY_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gateway@.socket"
+#define RECONCILE_TIMER LOOP_UNITDIR "/loop-reconcile.timer"
+
+static int unit_new(UnitFile **ret) {
+        return unit_file_new(GENERATOR_NAME, ret) < 0 ? log_oom() : 0;
+}
+
+/* Writes u as the new unit file name; a value the writer refused on the way fails it here. */
+static int unit_write(UnitFile *u, int dir_fd, const char *name) {
+        int r = unit_file_write(u, dir_fd, name, 0644);
+
+        if (r < 0)
+                return log_error_errno(r, "Failed to write %s: %m", name);
+        return 0;
+}
+
+static int data_write(int dir_fd, const char *name, mode_t mode, const char *text) {
+        int r = unit_data_file_write(dir_fd, name, mode, text, strlen(text));
+
+        if (r < 0)
+                return log_error_errno(r, "Failed to write %s: %m", name);
+        return 0;
+}
+
+/* Environment=NAME=N: a number the helper reads with env_uint(). */
+static int set_environment_uint(UnitFile *u, const char *name, uint64_t value) {
+        char buf[32];
+
+        (void) snprintf(buf, sizeof buf, "%" PRIu64, value);
+        return unit_file_set_environment_word(u, name, buf);
+}
+
+static int mkdirat_exist_ok(int dir_fd, const char *name) {
+        if (mkdirat(dir_fd, name, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "Failed to create directory %s: %m", name);
+        return 0;
+}
+
+static int write_slice(int dir_fd, const Channel *c) {
+        const ChannelLimits *l = &c->config.limits;
+        _cleanup_(unit_file_freep) UnitFile *u = NULL;
+        _cleanup_free_ char *name = NULL, *description = NULL;
+        int r;
+
+        name = channel_slice_name(c->name);
+        if (!name || asprintf(&description, "loop channel %s", c->name) < 0)
+                return log_oom();
+
+        r = unit_new(&u);
+        if (r < 0)
+                return r;
+        unit_file_section(u, "Unit");
+        unit_file_set(u, "Description", description);
+        unit_file_set(u, "Documentation", "man:loop(1)");
+        unit_file_set_path(u, "SourcePath", c->path);
+        unit_file_set(u, "Before", "slices.target");
+
+        if (l->memory_max_mb > 0 || l->cpu_quota_percent > 0 || l->tasks_max > 0)
+                unit_file_section(u, "Slice");
+        if (l->memory_max_mb > 0)
+                unit_file_setf(u, "MemoryMax", "%" PRIu64 "M", l->memory_max_mb);
+        if (l->cpu_quota_percent > 0)
+                unit_file_setf(u, "CPUQuota", "%" PRIu64 "%%", l->cpu_quota_percent);
+        if (l->tasks_max > 0)
+                unit_file_setf(u, "TasksMax", "%" PRIu64, l->tasks_max);
+
+        return unit_write(u, dir_fd, name);
+}
+
+static int write_agent_dropin(int dir_fd, const Channel *c, const char *config_dir) {
+        _cleanup_(unit_file_freep) UnitFile *u = NULL;
+        _cleanup_free_ char *dir = NULL, *name = NULL, *slice = NULL, *text = NULL, *description = NULL;
+        int r;
+
+        if (c->config.description) {
+                r = unit_value_from_text(c->config.description, &text);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (r < 0)
+                        log_warning_errno(r, "%s: description is not valid UTF-8 or ends with a backslash, "
+                                          "leaving it out of the unit.", c->path);
+        }
+
+        slice = channel_slice_name(c->name);
+        if (!slice ||
+            asprintf(&dir, "loop-agent@%s.service.d", c->name) < 0 ||
+            asprintf(&name, "%s/50-channel.conf", dir) < 0 ||
+            (!isempty(text) && asprintf(&description, "loop agent for channel %s: %s", c->name, text) < 0))
+                return log_oom();
+
+        r = mkdirat_exist_ok(dir_fd, dir);
+        if (r < 0)
+                return r;
+        r = unit_new(&u);
+        if (r < 0)
+                return r;
+
+        unit_file_section(u, "Unit");
+        if (description)
+                unit_file_set(u, "Description", description);
+        unit_file_set_path(u, "SourcePath", c->path);
+        unit_file_section(u, "Service");
+        unit_file_set(u, "Slice", slice);
+        unit_file_set_environment_word(u, "LOOP_CHANNEL", c->name);
+        if (config_dir)
+                unit_file_set_environment(u, "LOOP_CONFIG_DIR", config_dir);
+
+        return unit_write(u, dir_fd, name);
+}
+
+/* The drop-in of a channel's helper service, with the lines every one of them starts with. */
+static int channel_dropin_new(const Channel *c, UnitFile **ret) {
+        _cleanup_(unit_file_freep) UnitFile *u = NULL;
+        int r;
+
+        r = unit_new(&u);
+        if (r < 0)
+                return r;
+        unit_file_section(u, "Unit");
+        unit_file_set_path(u, "SourcePath", c->path);
+        unit_file_section(u, "Service");
+        unit_file_set_environment_word(u, "LOOP_CHANNEL", c->name);
+        *ret = TAKE_PTR(u);
+        return 0;
+}
+
+static int write_wants_symlink(int dir_fd, const Channel *c, const char *unit_prefix, const char *suffix,
+                               const char *target) {
+        _cleanup_free_ char *link = NULL;
+        int r;
+
+        if (asprintf(&link, "loop.target.wants/%s@%s.%s", unit_prefix, c->name, suffix) < 0)
+                return log_oom();
+
+        r = mkdirat_exist_ok(dir_fd, "loop.target.wants");
+        if (r < 0)
+                return r;
+        if (symlinkat(target, dir_fd, link) < 0)
+                return log_error_errno(errno, "Failed to create symlink %s: %m", link);
+        return 0;
+}
+
+/* loop-gate@NAME.service's settings: loop.json holds credentials, so the service gets what it needs
+ * from here instead of reading the config. The webhook URL may carry a chat's credential: it goes into a
+ * file only root can read, which systemd hands to the service as a credential, never into Environment=
+ * (visible to every user through `systemctl show`). */
+static int write_gate_dropin(int dir_fd, const Channel *c, const char *output_dir) {
+        const GatesConfig *g = &c->config.gates;
+        _cleanup_(unit_file_freep) UnitFile *u = NULL;
+        _cleanup_free_ char *dir = NULL, *name = NULL, *webhook = NULL, *webhook_path = NULL, *credential = NULL;
+        int r;
+
+        if (asprintf(&dir, "loop-gate@%s.service.d", c->name) < 0 ||
+            asprintf(&name, "%s/50-channel.conf", dir) < 0)
+                return log_oom();
+        r = mkdirat_exist_ok(dir_fd, dir);
+        if (r < 0)
+                return r;
+
+        if (g->webhook_url) {
+                if (string_has_control(g->webhook_url) || strchr(g->webhook_url, ' '))
+                        log_warning("%s: gates.webhook_url contains spaces or control characters, not using it.", c->path);
+                else if (!unit_value_is_path(output_dir))
+                        log_warning("Output dir %s cannot be named in a unit file, not passing the webhook URL.", output_dir);
+                else {
+                        if (asprintf(&webhook, "%s/webhook-url", dir) < 0 ||
+                            asprintf(&webhook_path, "%s/%s", output_dir, webhook) < 0 ||
+                            asprintf(&credential, "webhook-url:%s", webhook_path) < 0)
+                                return log_oom();
+                        r = data_write(dir_fd, webhook, 0600, g->webhook_url);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        r = channel_dropin_new(c, &u);
+        if (r < 0)
+                return r;
+        set_environment_uint(u, "LOOP_GATE_APPROVAL_TIMEOUT_SEC", g->approval_timeout_sec);
+        set_environment_uint(u, "LOOP_GATE_RATE_TOTAL", g->rate_limits.total);
+        set_environment_uint(u, "LOOP_GATE_RATE_PENDING", g->rate_limits.pending);
+        set_environment_uint(u, "LOOP_GATE_RATE_PER_MINUTE", g->rate_limits.per_minute);
+        set_environment_uint(u, "LOOP_GATE_AUDIT_VERBOSE", g->audit.verbose);
+        if (credential) {
+                unit_file_set(u, "LoadCredential", credential);
+                /* The webhook needs the network this unit otherwise does not have. */
+                unit_file_set(u, "PrivateNetwork", "no");
+                unit_file_set(u, "IPAddressDeny", "");
+                unit_file_set(u, "RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6 AF_NETLINK");
+        }
+        return unit_write(u, dir_fd, name);
+}
+
+static int generate_gate(int dir_fd, const Channel *c, const char *output_dir) {
+        int r;
+
+        r = write_gate_dropin(dir_fd, c, output_dir);
+        if (r < 0)
+                return r;
+        r = write_wants_symlink(dir_fd, c, "loop-gate", "socket", GATE_SOCKET_TEMPLATE);
+        if (r < 0)
+                return r;
+        return write_wants_symlink(dir_fd, c, "loop-gate-admin", "socket", GATE_ADMIN_SOCKET_TEMPLATE);
+}
+
+/* The Docker API proxy: its policy document (the channel's rules and the built-in ones), compiled here
+ * first so that a document the service would refuse never gets a socket: no proxy is a closed door. */
+static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output_dir) {
+        _cleanup_free_ char *dir = NULL, *conf = NULL, *policy = NULL, *policy_path = NULL, *credential = NULL,
+                *error = NULL, *masks = NULL, *images = NULL;
+        _cleanup_strv_free_ char **kernel_masks = NULL;
+        _cleanup_(json_object_putp) json_object *channel = NULL, *doc = NULL;
+        _cleanup_(proxy_policy_freep) ProxyPolicy *compiled = NULL;
+        _cleanup_(unit_file_freep) UnitFile *u = NULL;
+        const char *w = c->config.work_dir, *sock = c->config.engine.socket;
+        const char *agent_image = strempty(c->config.container_image),
+                *chrome_image = strempty(c->config.browser.chrome_image);
+        int r;
+
+        if (w && !unit_value_is_word(w)) {
+                log_warning("%s: the work dir cannot be named in a unit file, no Docker API proxy.", c->path);
+                return 0;
+        }
+        if (sock && !unit_value_is_word(sock)) {
+                log_warning("%s: engine.socket cannot be named in a unit file, no Docker API proxy.", c->path);
+                return 0;
+        }
+        if (!unit_value_is_path(output_dir)) {
+                log_warning("Output dir %s cannot be named in a unit file, no Docker API proxy.", output_dir);
+                return 0;
+        }
+        r = protected_paths_list(&c->config, PROTECTED_KERNEL, &kernel_masks);
+        if (r < 0)
+                return log_error_errno(r, "%s: cannot list the kernel paths to mask: %m", c->path);
+        masks = strv_join(kernel_masks, ":");
+        if (!masks)
+                return log_oom();
+        /* the proxy splits the list at ':' and hands each entry to the engine as it is */
+        if (!unit_value_is_word(masks) || strpbrk(masks, "%$")) {
+                log_warning("%s: the masked paths cannot be named in a unit file, no Docker API proxy.", c->path);
+                return 0;
+        }
+        r = proxy_policy_channel_document(&c->config.gates.docker_proxy, &channel);
+        if (r >= 0)
+                r = proxy_policy_document_merge(channel, w, &doc);
+        if (r < 0)
+                return log_error_errno(r, "%s: cannot build the Docker API policy: %m", c->path);
+        r = proxy_policy_compile(doc, &compiled, &error);
+        if (r < 0) {
+                log_warning("%s: the Docker API policy does not compile (%s), no Docker API proxy.", c->path,
+                            strna(error));
+                return 0;
+        }
+
+        if (asprintf(&dir, "loop-dockerproxy@%s.service.d", c->name) < 0 ||
+            asprintf(&conf, "%s/50-channel.conf", dir) < 0 ||
+            asprintf(&policy, "%s/policy.json", dir) < 0 ||
+            asprintf(&policy_path, "%s/%s", output_dir, policy) < 0 ||
+            asprintf(&credential, "policy:%s", policy_path) < 0 ||
+            asprintf(&images, "%s%s%s", agent_image, isempty(agent_image) || isempty(chrome_image) ? "" : " ",
+                     chrome_image) < 0)
+                return log_oom();
+        r = mkdirat_exist_ok(dir_fd, dir);
+        if (r < 0)
+                return r;
+
+        if (!proxy_policy_channel_document_is_empty(channel)) {
+                r = data_write(dir_fd, policy, 0644,
+                               json_object_to_json_string_ext(channel, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                if (r < 0)
+                        return r;
+        } else
+                credential = mfree(credential);
+
+        r = channel_dropin_new(c, &u);
+        if (r < 0)
+                return r;
+        if (credential)
+                unit_file_set(u, "LoadCredential", credential);
+        if (!isempty(w))
+                unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_WORK_DIR", w);
+        if (!isempty(sock))
+                unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_ENGINE_SOCKET", sock);
+        /* what nested containers get of the channel's policy: the service does not read loop.json */
+        set_environment_uint(u, "LOOP_DOCKERPROXY_CONTAINERS_MAX", c->config.gates.docker_proxy.containers_max);
+        unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_NETWORK",
+                                       egress_config_enabled(c->config.json) &&
+                                       !c->config.gates.docker_proxy.nested_network ? "none" : "engine");
+        if (!isempty(masks))
+                unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_MASKED_PATHS", masks);
+        set_environment_uint(u, "LOOP_DOCKERPROXY_BUILD", c->config.gates.docker_proxy.build);
+        /* the operator's images, which no agent may tag over, commit over or remove */
+        unit_file_set_environment(u, "LOOP_DOCKERPROXY_PROTECTED_IMAGES", images);
+        r = unit_write(u, dir_fd, conf);
+        if (r < 0)
+                return r;
+        return write_wants_symlink(dir_fd, c, "loop-dockerproxy", "socket", DOCKERPROXY_SOCKET_TEMPLATE);
+}
+
+/* The egress gateway gets its policy and the real credentials as one credential file only root can read;
+ * the service sees it under $CREDENTIALS_DIRECTORY, never in its environment. A policy that does not
+ * compile is written anyway: the gateway then refuses everything and journals why (fail closed), which an
+ * operator finds where they look first. */
+static int generate_gateway(int dir_fd, const Channel *c, const char *output_dir) {
+        _cleanup_(json_object_putp) json_object *doc = json_object_new_object();
+        _cleanup_free_ char *dir = NULL, *name = NULL, *cred = NULL, *cred_path = NULL, *credential = NULL;
+        _cleanup_(unit_file_freep) UnitFile *u = NULL;
+        json_object *egress;
+        int r;
+
+        if (!unit_value_is_path(output_dir))
+                return log_error_errno(EINVAL, "Output dir %s cannot be named in a unit file, no egress gateway for %s.",
+                                       output_dir, c->name);
+        if (!doc)
+                return log_oom();
+        if (json_object_object_get_ex(c->config.json, "egress", &egress) &&
+            json_object_object_add(doc, "egress", json_object_get(egress)) < 0)
+                return log_oom();
+        if (!isempty(c->config.claude_code_oauth_token) &&
+            json_object_object_add(doc, "claude_code_oauth_token", json_object_new_string(c->config.claude_code_oauth_token)) < 0)
+                return log_oom();
+        if (!isempty(c->config.anthropic_api_key) &&
+            json_object_object_add(doc, "anthropic_api_key", json_object_new_string(c->config.anthropic_api_key)) < 0)
+                return log_oom();
+        {
+                _cleanup_(egress_policy_freep) EgressPolicy *p = NULL;
+                _cleanup_free_ char *error = NULL, *api_host = NULL;
+                if (egress_config_api_host(c->config.json, &api_host) < 0 ||
+                    egress_policy_compile(json_object_object_get_ex(c->config.json, "egress", &egress) ? egress : NULL,
+                                          api_host, &p, &error) < 0)
+                        log_error("%s: the egress policy does not compile, the gateway of channel %s will refuse every "
+                                  "request: %s", c->path, c->name, strna(error));
+        }
+
+        if (asprintf(&dir, "loop-gateway@%s.service.d", c->name) < 0 ||
+            asprintf(&name, "%s/50-channel.conf", dir) < 0 ||
+            asprintf(&cred, "%s/egress.json", dir) < 0 ||
+            asprintf(&cred_path, "%s/%s", output_dir, cred) < 0 ||
+            asprintf(&credential, "egress.json:%s", cred_path) < 0)
+                return log_oom();
+        r = mkdirat_exist_ok(dir_fd, dir);
+        if (r < 0)
+                return r;
+
+        r = data_write(dir_fd, cred, 0600,
+                       json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        if (r < 0)
+                return r;
+
+        r = channel_dropin_new(c, &u);
+        if (r < 0)
+                return r;
+        unit_file_set(u, "LoadCredential", credential);
+        r = unit_write(u, dir_fd, name);
+        if (r < 0)
+                return r;
+        return write_wants_symlink(dir_fd, c, "loop-gateway", "socket", GATEWAY_SOCKET_TEMPLATE);
+}
+
+int generator_channel(int dir_fd, const Channel *c, const char *config_dir, const char *output_dir) {
+        int r;
+
+        /* The name was checked by the config module: [A-Za-z0-9][A-Za-z0-9_.-]*, safe in a file name and
+         * as a unit instance; the path lies below the config dir, which was checked in generator_run(). */
+        r = write_slice(dir_fd, c);
+        if (r < 0)
+                return r;
+        r = write_agent_dropin(dir_fd, c, config_dir);
+        if (r < 0)
+                return r;
+        r = write_wants_symlink(dir_fd, c, "loop-agent", "path", AGENT_PATH_TEMPLATE);
+        if (r < 0)
+                return r;
+        if (egress_config_enabled(c->config.json)) {
+                r = generate_gateway(dir_fd, c, output_dir);
+                if (r < 0)
+                        return r;
+        }
+        if (c->config.gates.agentgate.enabled) {
+                r = generate_gate(dir_fd, c, output_dir);
+                if (r < 0)
+                        return r;
+        }
+        if (c->config.gates.agentgate.enabled && c->config.gates.docker_proxy.enabled)
+                return generate_dockerproxy(dir_fd, c, output_dir);
+        return 0;
+}
+
+/* Whether p is an error in the file of a channel: those are reported once per channel, with its reason. */
+static bool problem_is_channel_error(const ConfigSet *set, const ConfigProblem *p) {
+        _cleanup_free_ char *name = NULL;
+        const char *base, *suffix;
+        const Channel *c;
+
+        if (!p->error || !p->file)
+                return false;
+        base = strrchr(p->file, '/');
+        base = base ? base + 1 : p->file;
+        suffix = endswith(base, ".json");
+        if (!suffix)
+                return false;
+        name = strndup(base, (size_t) (suffix - base));
+        if (!name)
+                return false;   /* logging it twice is better than not at all */
+        c = config_set_find_channel(set, name);
+        return c && streq(c->path, p->file);
+}
+
+static void log_problems(const ConfigSet *set) {
+        for (size_t i = 0; i < set->problems.n; i++) {
+                const ConfigProblem *p = &set->problems.items[i];
+                _cleanup_free_ char *s = NULL;
+
+                if (problem_is_channel_error(set, p))
+                        continue;
+                s = config_problem_to_string(p);
+                if (!s) {
+                        log_oom();
+                        return;
+                }
+                log_full(p->error ? LOG_ERR : LOG_WARNING, "%s", s);
+        }
+}
+
+/* The config dir ends up in SourcePath= and Environment=: it must be a path systemd accepts as it is. */
+static int check_config_dir(const char *dir) {
+        if (dir[0] != '/')
+                return log_error_errno(EINVAL, "Config dir \"%s\" is not an absolute path.", dir);
+        if (!unit_value_is_path(dir))
+                return log_error_errno(EINVAL, "Config dir path contains control characters or invalid UTF-8, "
+                                       "or ends with a space or a backslash.");
+        return 0;
+}
+
+int generator_run(const char *config_dir, const char *output_dir) {
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        _cleanup_close_ int dir_fd = -EBADF;
+        size_t generated = 0;
+        int r, ret = 0;
+
+        r = check_config_dir(config_dir);
+        if (r < 0)
+                return r;
+
+        dir_fd = open(output_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0)
+                return log_error_errno(errno, "Failed to open output directory %s: %m", output_dir);
+
+        r = config_load(config_dir, &set);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the configuration from %s: %m", config_dir);
+
+        log_problems(set);
+        if (set->n_channels == 0)
+                log_debug("No channel files in %s/channels.d, nothing to generate.", config_dir);
+
+        for (size_t i = 0; i < set->n_channels; i++) {
+                const Channel *c = &set->channels[i];
+
+                if (!c->valid) {
+                        log_error("%s: invalid, skipping channel %s: %s", c->path, c->name, strna(c->reason));
+                        continue;
+                }
+                if (!c->config.enabled) {
+                        log_info("%s: channel %s is disabled, skipping.", c->path, c->name);
+                        continue;
+                }
+
+                /* Programs started by the units must read the same config dir as we did. */
+                r = generator_channel(dir_fd, c, streq(config_dir, LOOP_CONFIG_DIR_DEFAULT) ? NULL : config_dir,
+                                      output_dir);
+                if (r < 0 && ret == 0)
+                        ret = r;  /* already logged; the other channels are still written */
+                else if (r >= 0)
+                        generated++;
+        }
+
+        /* The registry's reconcile loop runs while there is a channel whose containers it looks after. */
+        if (generated > 0) {
+                r = mkdirat_exist_ok(dir_fd, "loop.target.wants");
+                if (r >= 0 && symlinkat(RECONCILE_TIMER, dir_fd, "loop.target.wants/loop-reconcile.timer") < 0)
+                        r = log_error_errno(errno, "Failed to create symlink loop.target.wants/loop-reconcile.timer: %m");
+                if (r < 0 && ret == 0)
+                        ret = r;
+        }
+
+        return ret;
+}
