@@ -125,6 +125,7 @@ typedef struct Proxy {
         char *cgroup_parent;                    /* the channel's slice when the engine uses systemd's cgroups */
         char *state_dir;                        /* the seccomp profile's file, for Podman */
         char **masked_paths;
+        char *work_dir;                         /* the channel's; its owner is who root on the host makes binds as */
         bool network_none;
         bool build;                             /* gates.docker_proxy.build: POST /build is served */
         char **protected_images;                /* the operator's images, beside every loop-* one */
@@ -152,6 +153,7 @@ typedef struct Conn {
         int fd;
         pid_t peer_pid;
         uid_t peer_uid;
+        gid_t peer_gid;
         char *peer_name;                        /* the calling container's name, NULL for the host */
         bool peer_known;                        /* peer_check() said yes for this connection */
         int up;                                 /* the engine connection kept from the last request */
@@ -1976,6 +1978,62 @@ static int conn_start_frozen(Conn *c, json_object *inspect, const char *body, si
 /* POST /containers/ID/update of a container with pinned binds may not give it a restart policy: the
  * engine restarting it on its own would mount its binds by path, unchecked and unfrozen. Replies itself
  * when refused. */
+/* Who a nested container that binds host paths runs as (dockerproxy-nested.h, proxy_container_run_as):
+ * the agent, that is the calling process of the channel's container as the kernel saw it at connect.
+ * Root there is not the agent (which never runs as root) and is refused. Root on the host (the operator,
+ * tests) makes them as the work dir's owner, or as asked when that is root too: the caller is root on
+ * the host already. 1 with the ids, 0 when nothing is forced, -EPERM. */
+static int conn_run_as(Conn *c, uid_t *ret_uid, gid_t *ret_gid) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        if (c->peer_name) {
+                if (c->peer_uid == 0 || c->peer_uid == (uid_t) -1 || c->peer_gid == (gid_t) -1)
+                        return -EPERM;
+                *ret_uid = c->peer_uid;
+                *ret_gid = c->peer_gid;
+                return 1;
+        }
+        if (c->peer_uid != 0)
+                return -EPERM;          /* peer_check() lets no one else in */
+        if (!c->proxy->work_dir)
+                return 0;
+        fd = open(c->proxy->work_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -EPERM;
+        if (st.st_uid == 0)
+                return 0;
+        *ret_uid = st.st_uid;
+        *ret_gid = st.st_gid;
+        return 1;
+}
+
+/* A container that binds host paths gets no exec as another user, nor files copied in by the engine (which
+ * extracts a tar as root, with the owners and setuid bits it names, into a bind as well). */
+static int conn_check_host_binds(Conn *c, const char *ref, const char *tail, json_object *body) {
+        _cleanup_(json_object_putp) json_object *inspect = NULL;
+        uid_t uid;
+        gid_t gid;
+        int r;
+
+        if (conn_inspect_container(c, ref, &inspect) < 0)
+                return -EIO;    /* answered */
+        if (!proxy_inspect_binds_host(inspect))
+                return 0;
+        if (strcasecmp(tail, "/archive") == 0)
+                return conn_reply(c, 403, "bind-owner", "files cannot be copied into a container that binds host "
+                                  "paths (the engine would write them with the owners and modes the archive names)"), -EPERM;
+        r = conn_run_as(c, &uid, &gid);
+        if (r < 0)
+                return conn_reply(c, 403, "bind-owner", "a container that binds host paths runs as the agent's "
+                                  "uid, which this caller does not have (root in the agent's container)"), -EPERM;
+        if (r > 0 && proxy_exec_run_as(body, uid, gid) < 0)
+                return conn_reply(c, 400, "parse", "the exec body has fields of the wrong type"), -EBADMSG;
+        if (r > 0)
+                c->body_changed = true;
+        return 0;
+}
+
 static int conn_check_update(Conn *c, const char *ref, json_object *body) {
         _cleanup_(json_object_putp) json_object *inspect = NULL;
         bool restart = false;
@@ -2417,8 +2475,18 @@ static int conn_handle(Conn *c) {
                         frozen_start = r > 0;
                 } else if (tail && strcasecmp(tail, "/update") == 0 && conn_check_update(c, ref, body) < 0)
                         return 0;       /* answered */
+                else if (tail && strcasecmp(tail, "/exec") == 0 && conn_check_host_binds(c, ref, tail, body) < 0)
+                        return 0;       /* answered */
                 /* a pause or unpause in the middle of a frozen start would change what it froze */
                 pause = tail && (strcasecmp(tail, "/pause") == 0 || strcasecmp(tail, "/unpause") == 0);
+        }
+
+        if (streq(c->head.method, "PUT")) {
+                _cleanup_free_ char *ref = NULL;
+                if (path_ref(c->head.method, c->target.unversioned, &ref) == REF_CONTAINER &&
+                    strcasecmp(c->target.unversioned + strlen("/containers/") + strlen(ref), "/archive") == 0 &&
+                    conn_check_host_binds(c, ref, "/archive", NULL) < 0)
+                        return 0;       /* answered */
         }
 
         if (v.decision == DECISION_APPROVE) {
@@ -2635,6 +2703,21 @@ static int conn_handle(Conn *c) {
                         return conn_reply(c, 400, "parse", "the create body's binds cannot be read");
                 if (r < 0)
                         return conn_reply(c, 403, "bind-pin", "a bind source cannot be resolved to a path a bind can name");
+                /* a container that binds host paths writes host files as whoever runs in it: the agent */
+                r = proxy_container_host_binds(body);
+                if (r < 0)
+                        return conn_reply(c, 400, "parse", "the create body's binds cannot be read");
+                if (r > 0) {
+                        uid_t uid;
+                        gid_t gid;
+                        r = conn_run_as(c, &uid, &gid);
+                        if (r < 0)
+                                return conn_reply(c, 403, "bind-owner", "a container that binds host paths runs as the "
+                                                  "agent's uid, which this caller does not have (root in the agent's "
+                                                  "container)");
+                        if (r > 0 && proxy_container_run_as(body, uid, gid) < 0)
+                                return conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
+                }
                 c->decision = "allow";
                 forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
                 if (!forced || engine_open(p, &e) < 0)
@@ -2825,6 +2908,7 @@ static void *worker_main(void *userdata) {
                 c->frozen_root_fd = -EBADF;
                 c->peer_pid = len == sizeof(cred) ? cred.pid : 0;
                 c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
+                c->peer_gid = len == sizeof(cred) ? cred.gid : (gid_t) -1;
                 c->start_usec = clock_usec(CLOCK_MONOTONIC);
                 c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
                 conn_run(c);
@@ -2964,6 +3048,8 @@ static int proxy_settings(Proxy *p) {
         }
         if (!isempty(work_dir) && (work_dir[0] != '/' || streq(work_dir, "/")))
                 return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_WORK_DIR=%s must be absolute and not /.", work_dir);
+        if (!isempty(work_dir) && !(p->work_dir = strdup(work_dir)))
+                return log_oom();
         if (!isempty(policy)) {
                 r = proxy_policy_load_channel_file(policy, isempty(work_dir) ? NULL : work_dir, &p->policy, &error);
                 if (r < 0)
