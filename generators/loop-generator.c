@@ -46,6 +46,7 @@
 #include "config-build.h"
 #include "config.h"
 #include "dockerproxy-policy.h"
+#include "dockerproxy-registry.h"
 #include "egress-policy.h"
 #include "log.h"
 #include "protected-paths.h"
@@ -419,7 +420,7 @@ static int generate_gate(int dir_fd, const Channel *c, const char *escaped_path,
  * first so that a document the service would refuse never gets a socket: no proxy is a closed door. */
 static int generate_dockerproxy(int dir_fd, const Channel *c, const char *escaped_path, const char *output_dir) {
         _cleanup_free_ char *dir = NULL, *conf = NULL, *policy = NULL, *policy_path = NULL, *escaped = NULL,
-                *error = NULL, *work = NULL, *engine = NULL, *masks = NULL;
+                *error = NULL, *work = NULL, *engine = NULL, *masks = NULL, *egress_escaped = NULL;
         _cleanup_strv_free_ char **kernel_masks = NULL;
         _cleanup_(json_object_putp) json_object *channel = NULL, *doc = NULL;
         _cleanup_(proxy_policy_freep) ProxyPolicy *compiled = NULL;
@@ -485,11 +486,36 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *escape
         } else
                 escaped = mfree(escaped);
 
+        /* pulls and pushes go where the channel's egress policy lets the agent go: its rules without the
+         * secrets, for the proxy to decide on (no egress gateway: no pulls, no pushes) */
+        if (egress_config_enabled(c->config.json)) {
+                _cleanup_(json_object_putp) json_object *registry_doc = NULL;
+                _cleanup_free_ char *egress_policy = NULL, *egress_path = NULL;
+                json_object *egress = NULL;
+                (void) json_object_object_get_ex(c->config.json, "egress", &egress);
+                r = proxy_registry_policy_document(egress, &registry_doc);
+                if (r < 0)
+                        return log_error_errno(r, "%s: cannot build the proxy's copy of the egress policy: %m", c->path);
+                if (asprintf(&egress_policy, "%s/egress.json", dir) < 0 ||
+                    asprintf(&egress_path, "%s/%s", output_dir, egress_policy) < 0 ||
+                    !(egress_escaped = specifier_escape(egress_path)))
+                        return log_oom();
+                r = file_create(dir_fd, egress_policy, 0644, &f);
+                if (r < 0)
+                        return r;
+                fputs(json_object_to_json_string_ext(registry_doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE), f);
+                r = unit_file_finish(f, egress_policy);
+                if (r < 0)
+                        return r;
+        }
+
         r = channel_dropin_create(dir_fd, dir, c, escaped_path, &conf, &f);
         if (r < 0)
                 return r;
         if (escaped)
                 fprintf(f, "LoadCredential=policy:%s\n", escaped);
+        if (egress_escaped)
+                fprintf(f, "LoadCredential=egress:%s\n", egress_escaped);
         if (!isempty(work))
                 fprintf(f, "Environment=LOOP_DOCKERPROXY_WORK_DIR=%s\n", work);
         if (!isempty(engine))

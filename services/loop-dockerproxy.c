@@ -92,6 +92,7 @@
 #include "dockerproxy-ownership.h"
 #include "dockerproxy-path.h"
 #include "dockerproxy-policy.h"
+#include "dockerproxy-registry.h"
 #include "engine.h"
 #include "seccomp-profile.h"
 #include "gate-token.h"
@@ -126,6 +127,7 @@ typedef struct Proxy {
         char *state_dir;                        /* the seccomp profile's file, for Podman */
         char **masked_paths;
         char *work_dir;                         /* the channel's; its owner is who root on the host makes binds as */
+        EgressPolicy *egress;                   /* the registries pulls and pushes may reach; NULL: none */
         bool network_none;
         bool build;                             /* gates.docker_proxy.build: POST /build is served */
         char **protected_images;                /* the operator's images, beside every loop-* one */
@@ -2077,6 +2079,13 @@ static int conn_check_image_name(Conn *c, const char *repo, const char *tag, boo
          * overwrites another's */
         if (made && !proxy_image_ref_is_protected(ref, c->proxy->protected_images) &&
             !proxy_image_ref_is_channels(ref, c->proxy->channel)) {
+                if (!proxy_channel_names_images(c->proxy->channel)) {
+                        if (asprintf(&msg, "channel %s makes no images through the proxy: image names are lower case "
+                                     "and the channel's name is not one (a channel named in lower case can make "
+                                     "images named after it)", c->proxy->channel) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                        return conn_reply(c, 403, "image", msg), -EPERM;
+                }
                 shown = text_escape_display(ref, PROXY_DISPLAY_MAX);
                 if (!shown || asprintf(&msg, "%s is not a name of channel %s's own: the images a channel makes are "
                                        "named %s-... or %s_... (on any registry, e.g. localhost/%s-app)", shown,
@@ -2098,6 +2107,42 @@ static int conn_check_image_name(Conn *c, const char *repo, const char *tag, boo
 static const char *query_string(Conn *c, const char *key) {
         json_object *v = proxy_query_get(&c->target, key, NULL);
         return v ? (json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "\x01") : NULL;
+}
+
+/* A pull or a push reaches the registry of the reference from the engine, past the egress gateway: only
+ * where the channel's egress policy lets the agent go (dockerproxy-registry.h). A pull may not name the
+ * operator's images either (it would replace them). Refuses (403) and returns -EPERM otherwise. */
+static int conn_check_registry(Conn *c, const char *what, const char *repo, const char *tag) {
+        _cleanup_free_ char *ref = NULL, *registry = NULL, *msg = NULL, *shown = NULL;
+        const char *rule = NULL;
+        int r;
+
+        if (isempty(repo) || (tag && !*tag))
+                tag = NULL;
+        /* as the engines join them: a tag that is a digest follows an '@' */
+        if (isempty(repo) || asprintf(&ref, "%s%s%s", repo, !tag ? "" : strchr(tag, ':') ? "@" : ":", strempty(tag)) < 0)
+                return conn_reply(c, isempty(repo) ? 400 : 500, what, isempty(repo) ? "no image named" : "out of memory"), -EINVAL;
+        if (streq(what, "pull") && conn_check_image_name(c, ref, NULL, false) < 0)
+                return -EPERM;
+        r = proxy_registry_allows(c->proxy->egress, ref, &registry, &rule);
+        if (r == -ENOMEM)
+                return conn_reply(c, 500, NULL, "out of memory"), r;
+        if (r < 0) {
+                shown = text_escape_display(ref, PROXY_DISPLAY_MAX);
+                if (!shown || asprintf(&msg, "%s is not an image reference whose registry can be told", shown) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                return conn_reply(c, 403, what, msg), -EPERM;
+        }
+        free(c->reason);
+        if (asprintf(&c->reason, "registry %s, egress %s", registry, rule) < 0)
+                c->reason = NULL;
+        if (r > 0)
+                return 0;
+        if (asprintf(&msg, "%ss from %s are refused: the channel's egress policy does not allow that registry "
+                     "(%s; the operator allows it in egress.registries or egress.rules)", what, registry,
+                     c->proxy->egress ? rule : "the channel has no egress gateway") < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        return conn_reply(c, 403, what, msg), -EPERM;
 }
 
 /* Tags, commits, builds and imports may not name a protected repository; a removal may not remove one,
@@ -2297,15 +2342,23 @@ static int conn_handle(Conn *c) {
                 return conn_reply(c, 403, "build", "builds are off for this channel (gates.docker_proxy.build)");
         /* POST /images/create is an import of the request body (fromSrc=-) only: a pull or an import
          * from a URL or a path reaches the engine's network or the host's files */
-        if (streq(endpoint->pattern, "/images/create")) {
+        if (streq(endpoint->pattern, "/images/create") && proxy_query_get(&c->target, "fromImage", NULL)) {
+                static const char * const known[] = { "fromImage", "tag", "platform" };
+                json_object_object_foreach(c->target.query, k, e) {
+                        bool found = false;
+                        (void) e;
+                        for (size_t i = 0; i < ELEMENTSOF(known); i++)
+                                found = found || streq(k, known[i]);
+                        if (!found)
+                                return conn_reply(c, 403, "pull", "a pull takes the parameters fromImage, tag and "
+                                                  "platform only (as the API spells them)");
+                }
+                r = conn_check_registry(c, "pull", query_string(c, "fromImage"), query_string(c, "tag"));
+                if (r < 0)
+                        return 0;       /* answered */
+        } else if (streq(endpoint->pattern, "/images/create")) {
                 static const char * const known[] = { "fromSrc", "repo", "tag", "message", "changes", "platform" };
                 json_object *src = proxy_query_get(&c->target, "fromSrc", NULL);
-                if (proxy_query_get(&c->target, "fromImage", NULL))
-                        return conn_reply(c, 403, "pull", "pulls are refused through the proxy (no registry is "
-                                          "reachable for agents): the operator pulls the image on the host, straight "
-                                          "on the engine (docker pull, podman pull; loop image build for the agent's "
-                                          "own), or it is built here from a local base (gates.docker_proxy.build) or "
-                                          "imported from the request body (fromSrc=-)");
                 if (!src || !streq_ptr(json_object_get_string(src), "-"))
                         return conn_reply(c, 403, "pull", "an import reads the request body only (fromSrc=-)");
                 json_object_object_foreach(c->target.query, k, e) {
@@ -2317,6 +2370,23 @@ static int conn_handle(Conn *c) {
                                 return conn_reply(c, 403, "pull", "an import takes the parameters fromSrc=-, repo, tag, "
                                                   "message, changes and platform only (as the API spells them)");
                 }
+        }
+
+        /* a push: of the channel's own images, to a registry its egress policy allows */
+        if (streq(endpoint->pattern, "/images/**/push")) {
+                _cleanup_free_ char *name = strndup(c->target.unversioned + strlen("/images/"),
+                                                    strlen(c->target.unversioned) - strlen("/images/") - strlen("/push"));
+                if (!name)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                json_object_object_foreach(c->target.query, k, e) {
+                        (void) e;
+                        if (!streq(k, "tag"))
+                                return conn_reply(c, 403, "push", "a push takes the parameter tag only");
+                }
+                if (conn_check_image_name(c, name, query_string(c, "tag"), true) < 0)
+                        return 0;       /* answered */
+                if (conn_check_registry(c, "push", name, query_string(c, "tag")) < 0)
+                        return 0;       /* answered */
         }
 
         /* a build's context is read whole: its Dockerfile decides (below) whether the engine gets it */
@@ -3050,6 +3120,29 @@ static int proxy_settings(Proxy *p) {
                 return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_WORK_DIR=%s must be absolute and not /.", work_dir);
         if (!isempty(work_dir) && !(p->work_dir = strdup(work_dir)))
                 return log_oom();
+        {
+                _cleanup_free_ char *cred_egress = NULL, *text = NULL, *egress_error = NULL;
+                _cleanup_(json_object_putp) json_object *doc = NULL;
+                const char *egress = getenv("LOOP_DOCKERPROXY_EGRESS");
+                size_t size;
+                if (isempty(egress) && !isempty(creds)) {
+                        if (asprintf(&cred_egress, "%s/egress", creds) < 0)
+                                return log_oom();
+                        if (access(cred_egress, F_OK) >= 0)
+                                egress = cred_egress;
+                }
+                if (!isempty(egress)) {
+                        r = read_full_file_at(AT_FDCWD, egress, PROXY_BODY_MAX, false, &text, &size);
+                        if (r < 0)
+                                return log_error_errno(r, "Cannot read the egress policy %s: %m", egress);
+                        doc = json_tokener_parse(text);
+                        if (!doc)
+                                return log_error_errno(EINVAL, "The egress policy %s is not JSON.", egress);
+                        r = egress_policy_compile(doc, NULL, &p->egress, &egress_error);
+                        if (r < 0)
+                                return log_error_errno(r, "The egress policy %s refused: %s", egress, strna(egress_error));
+                }
+        }
         if (!isempty(policy)) {
                 r = proxy_policy_load_channel_file(policy, isempty(work_dir) ? NULL : work_dir, &p->policy, &error);
                 if (r < 0)
