@@ -487,15 +487,21 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *escape
                 escaped = mfree(escaped);
 
         /* pulls and pushes go where the channel's egress policy lets the agent go: its rules without the
-         * secrets, for the proxy to decide on (no egress gateway: no pulls, no pushes) */
+         * secrets, for the proxy to decide on; written when they allow anything at all (no egress gateway,
+         * or one without rules or registries: no pulls, no pushes) */
         if (egress_config_enabled(c->config.json)) {
                 _cleanup_(json_object_putp) json_object *registry_doc = NULL;
                 _cleanup_free_ char *egress_policy = NULL, *egress_path = NULL;
-                json_object *egress = NULL;
+                json_object *egress = NULL, *rules = NULL, *registries = NULL;
                 (void) json_object_object_get_ex(c->config.json, "egress", &egress);
                 r = proxy_registry_policy_document(egress, &registry_doc);
                 if (r < 0)
                         return log_error_errno(r, "%s: cannot build the proxy's copy of the egress policy: %m", c->path);
+                (void) json_object_object_get_ex(registry_doc, "rules", &rules);
+                (void) json_object_object_get_ex(registry_doc, "registries", &registries);
+                if ((!json_object_is_type(rules, json_type_array) || json_object_array_length(rules) == 0) &&
+                    (!json_object_is_type(registries, json_type_array) || json_object_array_length(registries) == 0))
+                        goto no_registries;
                 if (asprintf(&egress_policy, "%s/egress.json", dir) < 0 ||
                     asprintf(&egress_path, "%s/%s", output_dir, egress_policy) < 0 ||
                     !(egress_escaped = specifier_escape(egress_path)))
@@ -508,6 +514,7 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *escape
                 if (r < 0)
                         return r;
         }
+no_registries:
 
         r = channel_dropin_create(dir_fd, dir, c, escaped_path, &conf, &f);
         if (r < 0)

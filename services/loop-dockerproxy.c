@@ -2138,8 +2138,9 @@ static int conn_check_registry(Conn *c, const char *what, const char *repo, cons
                 c->reason = NULL;
         if (r > 0)
                 return 0;
-        if (asprintf(&msg, "%ss from %s are refused: the channel's egress policy does not allow that registry "
-                     "(%s; the operator allows it in egress.registries or egress.rules)", what, registry,
+        if (asprintf(&msg, "%s %s are refused: the channel's egress policy does not allow that registry "
+                     "(%s; the operator allows it in egress.registries or egress.rules)",
+                     streq(what, "push") ? "pushes to" : "pulls from", registry,
                      c->proxy->egress ? rule : "the channel has no egress gateway") < 0)
                 return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
         return conn_reply(c, 403, what, msg), -EPERM;
@@ -2192,6 +2193,61 @@ static int conn_check_images(Conn *c, const ProxyEndpoint *endpoint) {
 #define PROXY_BUILD_READ_TIMEOUT_USEC (120ULL * 1000000ULL)
 
 /* Reads the request's body (Content-Length or chunked, decoded) into *ret. Replies itself on error. */
+/* A build's base images: each FROM names a local image (asked of the engine once, by the normalised
+ * reference), never one the engine would pull (that would reach a registry past the egress policy, and
+ * bring ONBUILD triggers nobody checked: pull it first, through the proxy), and the base's own ONBUILD
+ * triggers pass the Dockerfile allow-list. Refuses (403) and returns -EPERM otherwise. */
+static int conn_check_build_bases(Conn *c, char **bases) {
+        _cleanup_(engine_freep) Engine *e = NULL;
+        int r;
+
+        if (strv_length(bases) == 0)
+                return 0;
+        if (engine_open(c->proxy, &e) < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        STRV_FOREACH(b, bases) {
+                _cleanup_(proxy_image_ref_done) ProxyImageRef ref = {};
+                _cleanup_(json_object_putp) json_object *inspect = NULL;
+                _cleanup_free_ char *normalized = NULL, *shown = text_escape_display(*b, PROXY_DISPLAY_MAX),
+                        *msg = NULL, *why = NULL;
+                json_object *config, *onbuild = NULL;
+
+                if (!shown)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                if (proxy_image_ref_parse(*b, &ref) < 0 || !(normalized = proxy_image_ref_format(&ref))) {
+                        if (asprintf(&msg, "FROM %s is refused (not an image reference)", shown) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                        c->decision = "deny";
+                        return conn_reply(c, 403, "build", msg), -EPERM;
+                }
+                r = engine_image_inspect(e, normalized, &inspect);
+                if (r == -ENOENT) {
+                        if (asprintf(&msg, "FROM %s is refused: it is not a local image, and the engine would pull it "
+                                     "(pull it first through the proxy, from a registry the channel's egress policy "
+                                     "allows, or build it here)", shown) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                        c->decision = "deny";
+                        return conn_reply(c, 403, "build", msg), -EPERM;
+                }
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked about a base image"), r;
+                if (json_object_object_get_ex(inspect, "Config", &config))
+                        (void) json_object_object_get_ex(config, "OnBuild", &onbuild);
+                r = proxy_build_onbuild_check(onbuild, c->proxy->channel, &why);
+                if (r == -ENOMEM)
+                        return conn_reply(c, 500, NULL, "out of memory"), r;
+                if (r < 0) {
+                        _cleanup_free_ char *why_shown = text_escape_display(why, PROXY_DISPLAY_MAX);
+                        if (!why_shown || asprintf(&msg, "FROM %s is refused: its ONBUILD triggers do not pass the "
+                                                   "Dockerfile allow-list (trigger %s)", shown, why_shown) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                        c->decision = "deny";
+                        return conn_reply(c, 403, "build", msg), -EPERM;
+                }
+        }
+        return 0;
+}
+
 static int conn_read_build_context(Conn *c, char **ret, size_t *ret_size) {
         _cleanup_free_ char *body = NULL, *buf = NULL;
         HttpChunked chunked = { .framing_unlimited = true, .data_max = PROXY_BUILD_CONTEXT_MAX };
@@ -2669,13 +2725,34 @@ static int conn_handle(Conn *c) {
                         if (r < 0)
                                 return conn_reply(c, 403, "build", "the dockerfile parameter is refused (a path inside "
                                                   "the build context only)");
-                        r = proxy_build_context_check(context, context_size, dockerfile, isempty(given), p->channel, &why);
+                        _cleanup_strv_free_ char **bases = NULL;
+                        r = proxy_build_context_check_bases(context, context_size, dockerfile, isempty(given), p->channel,
+                                                            &bases, &why);
                         if (r == -ENOMEM)
                                 return conn_reply(c, 500, NULL, "out of memory");
                         if (r < 0) {
                                 _cleanup_free_ char *why_shown = text_escape_display(why, PROXY_DISPLAY_MAX);
                                 c->decision = "deny";
                                 return conn_reply(c, 403, "build", why_shown ?: "the build context is refused");
+                        }
+                        if (conn_check_build_bases(c, bases) < 0)
+                                return 0;       /* answered */
+                        /* the bases checked are the ones built on: the engine pulls none (Podman: never;
+                         * Docker's classic builder takes local images first, which they are) */
+                        for (bool again = true; again;) {
+                                _cleanup_free_ char *key = NULL;
+                                again = false;
+                                json_object_object_foreach(c->target.query, k, e) {
+                                        (void) e;
+                                        if (!key && (strcasecmp(k, "pull") == 0 || strcasecmp(k, "pullpolicy") == 0)) {
+                                                if (!(key = strdup(k)))
+                                                        return conn_reply(c, 500, NULL, "out of memory");
+                                        }
+                                }
+                                if (key) {
+                                        json_object_object_del(c->target.query, key);
+                                        again = true;
+                                }
                         }
                         if (!isempty(given)) {
                                 _cleanup_free_ char *key = NULL;
@@ -2715,6 +2792,11 @@ static int conn_handle(Conn *c) {
                             !(o = json_object_new_string(ns)))
                                 return conn_reply(c, 500, NULL, "out of memory");
                         if (json_object_object_add(c->target.query, "nsoptions", o) < 0) {
+                                json_object_put(o);
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        }
+                        if (!(o = json_object_new_string("never")) ||
+                            json_object_object_add(c->target.query, "pullpolicy", o) < 0) {
                                 json_object_put(o);
                                 return conn_reply(c, 500, NULL, "out of memory");
                         }
