@@ -2203,6 +2203,12 @@ static int conn_check_build_bases(Conn *c, char **bases) {
 
         if (strv_length(bases) == 0)
                 return 0;
+        pthread_mutex_lock(&c->proxy->create_lock);
+        if (c->proxy->engine_kind == ENGINE_UNKNOWN)
+                proxy_probe_engine(c->proxy);
+        pthread_mutex_unlock(&c->proxy->create_lock);
+        if (c->proxy->engine_kind == ENGINE_UNKNOWN)
+                return conn_reply(c, 502, "engine", "the engine cannot be asked which it is"), -EIO;
         if (engine_open(c->proxy, &e) < 0)
                 return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
         STRV_FOREACH(b, bases) {
@@ -2231,6 +2237,24 @@ static int conn_check_build_bases(Conn *c, char **bases) {
                 }
                 if (r < 0)
                         return conn_reply(c, 502, "engine", "the engine cannot be asked about a base image"), r;
+                /* Podman's compat inspect never shows OnBuild; an image in Docker's format may have
+                 * triggers (buildah runs them), one in OCI's has none: the former is refused there */
+                if (c->proxy->engine_kind != ENGINE_DOCKER) {
+                        _cleanup_(json_object_putp) json_object *libpod = NULL;
+                        json_object *type;
+                        r = engine_image_inspect_libpod(e, normalized, &libpod);
+                        if (r < 0 && r != -ENOENT)
+                                return conn_reply(c, 502, "engine", "the engine cannot be asked about a base image"), r;
+                        if (r < 0 || !json_object_object_get_ex(libpod, "ManifestType", &type) ||
+                            !startswith(strempty(json_object_get_string(type)), "application/vnd.oci.")) {
+                                if (asprintf(&msg, "FROM %s is refused: on Podman an image in Docker's format may carry "
+                                             "ONBUILD triggers that the engine's API does not show (an OCI image, "
+                                             "e.g. one built or imported with Podman, is read)", shown) < 0)
+                                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                                c->decision = "deny";
+                                return conn_reply(c, 403, "build", msg), -EPERM;
+                        }
+                }
                 if (json_object_object_get_ex(inspect, "Config", &config))
                         (void) json_object_object_get_ex(config, "OnBuild", &onbuild);
                 r = proxy_build_onbuild_check(onbuild, c->proxy->channel, &why);

@@ -280,6 +280,34 @@ for kind in podman docker; do
         # images a channel makes are named as its own
         refused "a build into a name not the channel's" "not a name of channel $CHANNEL's own" "image" \
                 build -q -t "otherchannel-app" "$T/ctx-$kind"
+        # a build's bases: local images only (the engine pulls none), their ONBUILD triggers allow-listed
+        printf 'FROM quay.io/nonexistent/base:1\nRUN true\n' >"$T/ctx-mount-$kind/Dockerfile"
+        refused "a build FROM an image that is not local" "FROM quay.io/nonexistent/base:1 is refused: it is not a local image" \
+                "build" build -q "$T/ctx-mount-$kind"
+        printf 'ARG B=%s\nFROM $B\n' "$IMAGE" >"$T/ctx-mount-$kind/Dockerfile"
+        refused "a build FROM a build arg" "named by a variable" "build" build -q "$T/ctx-mount-$kind"
+        # an image on the engine (the operator's build, in Docker's format) whose trigger would fetch a URL
+        # in the child build; Podman's compat inspect never shows triggers, its libpod one shows the history
+        mkdir -p "$T/ctx-onbuild-$kind"
+        printf 'FROM %s\nONBUILD ADD http://127.0.0.1:9/x /x\n' "$IMAGE" >"$T/ctx-onbuild-$kind/Dockerfile"
+        tar -C "$T/ctx-onbuild-$kind" -cf "$T/ctx-onbuild-$kind.tar" Dockerfile
+        engine_api "$sock" -X POST -H 'Content-Type: application/x-tar' --data-binary "@$T/ctx-onbuild-$kind.tar" \
+                "http://d/v1.41/build?t=$CHANNEL-onbuild:v1&outputformat=application%2Fvnd.docker.distribution.manifest.v2%2Bjson" >/dev/null
+        if [ "$kind" = docker ]; then
+                like "$(engine_api "$sock" "http://d/v1.41/images/$CHANNEL-onbuild:v1/json")" '"OnBuild": ?\[ ?"ADD http' \
+                        "$kind: (the base image on the engine carries an ONBUILD trigger)"
+                onbuild_refusal="its ONBUILD triggers do not pass.*ADD http://127.0.0.1:9/x is refused"
+        else
+                like "$(engine_api "$sock" "http://d/v4.3.0/libpod/images/$CHANNEL-onbuild:v1/json")" 'docker.distribution.manifest.v2.*ONBUILD ADD http' \
+                        "$kind: (the base image on the engine carries an ONBUILD trigger, in Docker's format)"
+                onbuild_refusal="on Podman an image in Docker's format may carry ONBUILD triggers"
+        fi
+        printf 'FROM %s-onbuild:v1\nRUN true\n' "$CHANNEL" >"$T/ctx-mount-$kind/Dockerfile"
+        refused "a build FROM a base whose ONBUILD trigger ADDs a URL" "$onbuild_refusal" \
+                "build" build -q "$T/ctx-mount-$kind"
+        engine_api "$sock" -X DELETE "http://d/v1.41/images/$CHANNEL-onbuild:v1" >/dev/null
+        out=$(timeout 300 "$DOCKER" build -q --pull -t "$CHANNEL-pulled-$kind" "$T/ctx-$kind" 2>&1)
+        ok $? "$kind: a build with --pull builds from the local base (the engine is made to pull nothing)" || diag "$out"
 
         # --- forced into the channel ---
         inspect=$(engine_api "$sock" "http://d/v1.41/containers/own-$kind/json")
@@ -494,6 +522,11 @@ for kind in podman docker; do
         recorded "update with PidsLimit -1" 'body-schema' "$before"
         # class 9: what a rule looked at is in the record
         timeout 60 "$DOCKER" create --name "fields-$kind" -v "$WORK/data:/data" "$IMAGE" true >/dev/null 2>&1
+        # an allowed request is journaled once the client has the answer's head: the CLI may be done first
+        for _ in $(seq 50); do
+                [[ $(record 'POST /v1\.[0-9]+/containers/create') =~ LOOP_FIELDS=[^\ ]*HostConfig.Binds ]] && break
+                sleep 0.1
+        done
         like "$(record 'POST /v1\.[0-9]+/containers/create')" "LOOP_FIELDS=[^ ]*HostConfig.Binds" \
                 "$kind: a create's record lists the body fields that were checked"
         timeout 60 "$DOCKER" rm -f "fields-$kind" >/dev/null 2>&1
