@@ -2654,6 +2654,12 @@ static int conn_handle(Conn *c) {
         }
         c->decision = "allow";
 
+        /* when the agent has no network its nested containers have none: a connect after the create
+         * (compose makes one per network) is dropped as the create's networks were, and answered done */
+        if (p->network_none && streq(endpoint->pattern, "/networks/*/connect")) {
+                c->reason = strdup("the channel's nested containers have no network: the connect is dropped");
+                return conn_reply_body(c, 200, "network", "dropped", "");
+        }
         if (c->default_network) {
                 c->reason = strdup("the engine's default network, without its containers");
                 return conn_answer_json(c, c->default_network);

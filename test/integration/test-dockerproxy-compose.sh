@@ -6,8 +6,10 @@
 # systemd-socket-activate as its socket unit would be, the client on the host side as in
 # test-dockerproxy-cli. A two-service project with a named volume and a network of its own (the
 # project named after the channel, as a channel's volumes and networks must be): up, ps, logs, down -v.
-# The channel lets nested containers use the engine's networks (gates.docker_proxy.nested_network), so
-# the project's network is really joined: one service reaches the other by its name.
+# With gates.docker_proxy.nested_network (LOOP_DOCKERPROXY_NETWORK=engine) the project's network is
+# really joined: one service reaches the other by its name. Without it (the default behind the egress
+# gateway) the services get no network, and the project still comes up and down: the proxy drops
+# compose's network connects as it drops the create's networks.
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
@@ -31,9 +33,9 @@ atexit "rm -rf '$T'"
 mkdir -p "$T/work" "$T/project" "$T/run"
 
 PROXY_PID=
-start_proxy() {         # SOCKET ENGINE_SOCKET LOG
+start_proxy() {         # SOCKET ENGINE_SOCKET LOG NETWORK
         LOOP_DOCKERPROXY_ENGINE_SOCKET=$2 LOOP_DOCKERPROXY_WORK_DIR=$T/work LOOP_LOG_TARGET=console \
-        LOOP_DOCKERPROXY_IDLE_SEC=3600 LOOP_RUNTIME_DIR=$T/run LOOP_DOCKERPROXY_NETWORK=engine \
+        LOOP_DOCKERPROXY_IDLE_SEC=3600 LOOP_RUNTIME_DIR=$T/run LOOP_DOCKERPROXY_NETWORK=$4 \
                 systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR \
                 -E LOOP_DOCKERPROXY_NETWORK -E LOOP_LOG_TARGET -E LOOP_DOCKERPROXY_IDLE_SEC -E LOOP_RUNTIME_DIR \
                 -l "$1" "$PROXY" "$CHANNEL" >>"$3" 2>&1 &
@@ -71,10 +73,13 @@ YAML
 for kind in podman docker; do
         engine_start "$kind" >/dev/null || { ok 1 "$kind: the engine starts"; continue; }
         engine_import_busybox "$ENGINE_SOCK" "$IMAGE" || bail_out "busybox import into $kind failed"
-        LOG=$T/proxy-$kind.log
-        PSOCK=$T/$kind-proxy.sock
-        start_proxy "$PSOCK" "$ENGINE_SOCK" "$LOG" || bail_out "the proxy did not listen"
+        for network in engine none; do
+        LOG=$T/proxy-$kind-$network.log
+        PSOCK=$T/$kind-$network-proxy.sock
+        start_proxy "$PSOCK" "$ENGINE_SOCK" "$LOG" "$network" || bail_out "the proxy did not listen"
         dc() { (cd "$T/project" && DOCKER_HOST=unix://$PSOCK COMPOSE_PROJECT_NAME=$CHANNEL timeout 120 "$COMPOSE" "$@"); }
+        kind=${kind%% *}
+        [ "$network" = none ] && kind="$kind (no network)"
 
         out=$(dc up -d 2>&1)
         ok $? "$kind: docker-compose up -d starts the project through the proxy" || diag "$out"
@@ -84,7 +89,14 @@ for kind in podman docker; do
         for _ in $(seq 30); do dc logs web 2>/dev/null | grep -q db-ready && break; sleep 1; done
         out=$(dc logs 2>&1)
         like "$out" "db-started" "$kind: docker-compose logs shows the db service's output" || diag "$out"
-        like "$out" "web_1 .*db-ready" "$kind: web reached db by its name on the project's network, which served the named volume's file"
+        if [ "$network" = engine ]; then
+                like "$out" "web_1 .*db-ready" "$kind: web reached db by its name on the project's network, which served the named volume's file"
+        else
+                like "$(grep 'POST /v1\.[0-9]*/networks/[^ ]*/connect' "$LOG" | tail -1)" "LOOP_STATUS=200 .*connect is dropped" \
+                        "$kind: compose's network connect is dropped, and recorded so" || diag "$(grep connect "$LOG")"
+                like "$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/${CHANNEL}_web_1/json")" '"NetworkMode": ?"none"' \
+                        "$kind: ...and the service has no network"
+        fi
         inspect=$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/${CHANNEL}_db_1/json")
         like "$inspect" "\"loop-channel\": ?\"$CHANNEL\"" "$kind: the project's containers carry the channel's label"
         like "$(engine_api "$ENGINE_SOCK" "http://d/v1.41/volumes/${CHANNEL}_data")" "\"loop-channel\": ?\"$CHANNEL\"" \
@@ -99,6 +111,8 @@ for kind in podman docker; do
         is "$(grep -c 'LOOP_STATUS=403' "$LOG")" 0 "$kind: the proxy refused nothing compose asked" ||
                 diag "$(grep 'LOOP_STATUS=403' "$LOG" | head -5)"
         stop_proxy
+        done
+        kind=${kind%% *}
         engine_stop "$kind" >/dev/null 2>&1
 done
 
