@@ -670,6 +670,15 @@ for kind in podman docker; do
         check "$kind: docker rm -f removes the agent's containers" timeout 60 "$DOCKER" rm -f "own-$kind" "long-$kind" "swap-$kind"
         unlike "$(grep -c 'X-Registry-Auth\|Authorization' "$LOG")" '^[1-9]' "$kind: no header reaches the record"
         stop_proxy
+
+        # --- a channel named with capital letters makes no images (image names are lower case) ---
+        LOG=$T/proxy-$kind-case.log
+        CHANNEL=ProxyCase start_proxy "$T/$kind-case.sock" "$sock" "$LOG" || bail_out "the proxy did not listen"
+        export DOCKER_HOST=unix://$T/$kind-case.sock
+        refused "tagging by a channel named with capital letters, even into its name lower-cased" \
+                "channel ProxyCase makes no images through the proxy: image names are lower case" "image" \
+                tag "$IMAGE" "proxycase-app:v1"
+        stop_proxy
         unset DOCKER_HOST
 done
 
