@@ -92,6 +92,7 @@
 #include "dockerproxy-ownership.h"
 #include "dockerproxy-path.h"
 #include "dockerproxy-policy.h"
+#include "dockerproxy-registry.h"
 #include "engine.h"
 #include "seccomp-profile.h"
 #include "gate-token.h"
@@ -125,6 +126,8 @@ typedef struct Proxy {
         char *cgroup_parent;                    /* the channel's slice when the engine uses systemd's cgroups */
         char *state_dir;                        /* the seccomp profile's file, for Podman */
         char **masked_paths;
+        char *work_dir;                         /* the channel's; its owner is who root on the host makes binds as */
+        EgressPolicy *egress;                   /* the registries pulls and pushes may reach; NULL: none */
         bool network_none;
         bool build;                             /* gates.docker_proxy.build: POST /build is served */
         char **protected_images;                /* the operator's images, beside every loop-* one */
@@ -152,6 +155,7 @@ typedef struct Conn {
         int fd;
         pid_t peer_pid;
         uid_t peer_uid;
+        gid_t peer_gid;
         char *peer_name;                        /* the calling container's name, NULL for the host */
         bool peer_known;                        /* peer_check() said yes for this connection */
         int up;                                 /* the engine connection kept from the last request */
@@ -1976,6 +1980,62 @@ static int conn_start_frozen(Conn *c, json_object *inspect, const char *body, si
 /* POST /containers/ID/update of a container with pinned binds may not give it a restart policy: the
  * engine restarting it on its own would mount its binds by path, unchecked and unfrozen. Replies itself
  * when refused. */
+/* Who a nested container that binds host paths runs as (dockerproxy-nested.h, proxy_container_run_as):
+ * the agent, that is the calling process of the channel's container as the kernel saw it at connect.
+ * Root there is not the agent (which never runs as root) and is refused. Root on the host (the operator,
+ * tests) makes them as the work dir's owner, or as asked when that is root too: the caller is root on
+ * the host already. 1 with the ids, 0 when nothing is forced, -EPERM. */
+static int conn_run_as(Conn *c, uid_t *ret_uid, gid_t *ret_gid) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        if (c->peer_name) {
+                if (c->peer_uid == 0 || c->peer_uid == (uid_t) -1 || c->peer_gid == (gid_t) -1)
+                        return -EPERM;
+                *ret_uid = c->peer_uid;
+                *ret_gid = c->peer_gid;
+                return 1;
+        }
+        if (c->peer_uid != 0)
+                return -EPERM;          /* peer_check() lets no one else in */
+        if (!c->proxy->work_dir)
+                return 0;
+        fd = open(c->proxy->work_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -EPERM;
+        if (st.st_uid == 0)
+                return 0;
+        *ret_uid = st.st_uid;
+        *ret_gid = st.st_gid;
+        return 1;
+}
+
+/* A container that binds host paths gets no exec as another user, nor files copied in by the engine (which
+ * extracts a tar as root, with the owners and setuid bits it names, into a bind as well). */
+static int conn_check_host_binds(Conn *c, const char *ref, const char *tail, json_object *body) {
+        _cleanup_(json_object_putp) json_object *inspect = NULL;
+        uid_t uid;
+        gid_t gid;
+        int r;
+
+        if (conn_inspect_container(c, ref, &inspect) < 0)
+                return -EIO;    /* answered */
+        if (!proxy_inspect_binds_host(inspect))
+                return 0;
+        if (strcasecmp(tail, "/archive") == 0)
+                return conn_reply(c, 403, "bind-owner", "files cannot be copied into a container that binds host "
+                                  "paths (the engine would write them with the owners and modes the archive names)"), -EPERM;
+        r = conn_run_as(c, &uid, &gid);
+        if (r < 0)
+                return conn_reply(c, 403, "bind-owner", "a container that binds host paths runs as the agent's "
+                                  "uid, which this caller does not have (root in the agent's container)"), -EPERM;
+        if (r > 0 && proxy_exec_run_as(body, uid, gid) < 0)
+                return conn_reply(c, 400, "parse", "the exec body has fields of the wrong type"), -EBADMSG;
+        if (r > 0)
+                c->body_changed = true;
+        return 0;
+}
+
 static int conn_check_update(Conn *c, const char *ref, json_object *body) {
         _cleanup_(json_object_putp) json_object *inspect = NULL;
         bool restart = false;
@@ -2019,6 +2079,13 @@ static int conn_check_image_name(Conn *c, const char *repo, const char *tag, boo
          * overwrites another's */
         if (made && !proxy_image_ref_is_protected(ref, c->proxy->protected_images) &&
             !proxy_image_ref_is_channels(ref, c->proxy->channel)) {
+                if (!proxy_channel_names_images(c->proxy->channel)) {
+                        if (asprintf(&msg, "channel %s makes no images through the proxy: image names are lower case "
+                                     "and the channel's name is not one (a channel named in lower case can make "
+                                     "images named after it)", c->proxy->channel) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                        return conn_reply(c, 403, "image", msg), -EPERM;
+                }
                 shown = text_escape_display(ref, PROXY_DISPLAY_MAX);
                 if (!shown || asprintf(&msg, "%s is not a name of channel %s's own: the images a channel makes are "
                                        "named %s-... or %s_... (on any registry, e.g. localhost/%s-app)", shown,
@@ -2040,6 +2107,43 @@ static int conn_check_image_name(Conn *c, const char *repo, const char *tag, boo
 static const char *query_string(Conn *c, const char *key) {
         json_object *v = proxy_query_get(&c->target, key, NULL);
         return v ? (json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "\x01") : NULL;
+}
+
+/* A pull or a push reaches the registry of the reference from the engine, past the egress gateway: only
+ * where the channel's egress policy lets the agent go (dockerproxy-registry.h). A pull may not name the
+ * operator's images either (it would replace them). Refuses (403) and returns -EPERM otherwise. */
+static int conn_check_registry(Conn *c, const char *what, const char *repo, const char *tag) {
+        _cleanup_free_ char *ref = NULL, *registry = NULL, *msg = NULL, *shown = NULL;
+        const char *rule = NULL;
+        int r;
+
+        if (isempty(repo) || (tag && !*tag))
+                tag = NULL;
+        /* as the engines join them: a tag that is a digest follows an '@' */
+        if (isempty(repo) || asprintf(&ref, "%s%s%s", repo, !tag ? "" : strchr(tag, ':') ? "@" : ":", strempty(tag)) < 0)
+                return conn_reply(c, isempty(repo) ? 400 : 500, what, isempty(repo) ? "no image named" : "out of memory"), -EINVAL;
+        if (streq(what, "pull") && conn_check_image_name(c, ref, NULL, false) < 0)
+                return -EPERM;
+        r = proxy_registry_allows(c->proxy->egress, ref, &registry, &rule);
+        if (r == -ENOMEM)
+                return conn_reply(c, 500, NULL, "out of memory"), r;
+        if (r < 0) {
+                shown = text_escape_display(ref, PROXY_DISPLAY_MAX);
+                if (!shown || asprintf(&msg, "%s is not an image reference whose registry can be told", shown) < 0)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                return conn_reply(c, 403, what, msg), -EPERM;
+        }
+        free(c->reason);
+        if (asprintf(&c->reason, "registry %s, egress %s", registry, rule) < 0)
+                c->reason = NULL;
+        if (r > 0)
+                return 0;
+        if (asprintf(&msg, "%s %s are refused: the channel's egress policy does not allow that registry "
+                     "(%s; the operator allows it in egress.registries or egress.rules)",
+                     streq(what, "push") ? "pushes to" : "pulls from", registry,
+                     c->proxy->egress ? rule : "the channel has no egress gateway") < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        return conn_reply(c, 403, what, msg), -EPERM;
 }
 
 /* Tags, commits, builds and imports may not name a protected repository; a removal may not remove one,
@@ -2089,6 +2193,85 @@ static int conn_check_images(Conn *c, const ProxyEndpoint *endpoint) {
 #define PROXY_BUILD_READ_TIMEOUT_USEC (120ULL * 1000000ULL)
 
 /* Reads the request's body (Content-Length or chunked, decoded) into *ret. Replies itself on error. */
+/* A build's base images: each FROM names a local image (asked of the engine once, by the normalised
+ * reference), never one the engine would pull (that would reach a registry past the egress policy, and
+ * bring ONBUILD triggers nobody checked: pull it first, through the proxy), and the base's own ONBUILD
+ * triggers pass the Dockerfile allow-list. Refuses (403) and returns -EPERM otherwise. */
+static int conn_check_build_bases(Conn *c, char **bases) {
+        _cleanup_(engine_freep) Engine *e = NULL;
+        int r;
+
+        if (strv_length(bases) == 0)
+                return 0;
+        pthread_mutex_lock(&c->proxy->create_lock);
+        if (c->proxy->engine_kind == ENGINE_UNKNOWN)
+                proxy_probe_engine(c->proxy);
+        pthread_mutex_unlock(&c->proxy->create_lock);
+        if (c->proxy->engine_kind == ENGINE_UNKNOWN)
+                return conn_reply(c, 502, "engine", "the engine cannot be asked which it is"), -EIO;
+        if (engine_open(c->proxy, &e) < 0)
+                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+        STRV_FOREACH(b, bases) {
+                _cleanup_(proxy_image_ref_done) ProxyImageRef ref = {};
+                _cleanup_(json_object_putp) json_object *inspect = NULL;
+                _cleanup_free_ char *normalized = NULL, *shown = text_escape_display(*b, PROXY_DISPLAY_MAX),
+                        *msg = NULL, *why = NULL;
+                json_object *config, *onbuild = NULL;
+
+                if (!shown)
+                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                if (proxy_image_ref_parse(*b, &ref) < 0 || !(normalized = proxy_image_ref_format(&ref))) {
+                        if (asprintf(&msg, "FROM %s is refused (not an image reference)", shown) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                        c->decision = "deny";
+                        return conn_reply(c, 403, "build", msg), -EPERM;
+                }
+                r = engine_image_inspect(e, normalized, &inspect);
+                if (r == -ENOENT) {
+                        if (asprintf(&msg, "FROM %s is refused: it is not a local image, and the engine would pull it "
+                                     "(pull it first through the proxy, from a registry the channel's egress policy "
+                                     "allows, or build it here)", shown) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                        c->decision = "deny";
+                        return conn_reply(c, 403, "build", msg), -EPERM;
+                }
+                if (r < 0)
+                        return conn_reply(c, 502, "engine", "the engine cannot be asked about a base image"), r;
+                /* Podman's compat inspect never shows OnBuild; an image in Docker's format may have
+                 * triggers (buildah runs them), one in OCI's has none: the former is refused there */
+                if (c->proxy->engine_kind != ENGINE_DOCKER) {
+                        _cleanup_(json_object_putp) json_object *libpod = NULL;
+                        json_object *type;
+                        r = engine_image_inspect_libpod(e, normalized, &libpod);
+                        if (r < 0 && r != -ENOENT)
+                                return conn_reply(c, 502, "engine", "the engine cannot be asked about a base image"), r;
+                        if (r < 0 || !json_object_object_get_ex(libpod, "ManifestType", &type) ||
+                            !startswith(strempty(json_object_get_string(type)), "application/vnd.oci.")) {
+                                if (asprintf(&msg, "FROM %s is refused: on Podman an image in Docker's format may carry "
+                                             "ONBUILD triggers that the engine's API does not show (an OCI image, "
+                                             "e.g. one built or imported with Podman, is read)", shown) < 0)
+                                        return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                                c->decision = "deny";
+                                return conn_reply(c, 403, "build", msg), -EPERM;
+                        }
+                }
+                if (json_object_object_get_ex(inspect, "Config", &config))
+                        (void) json_object_object_get_ex(config, "OnBuild", &onbuild);
+                r = proxy_build_onbuild_check(onbuild, c->proxy->channel, &why);
+                if (r == -ENOMEM)
+                        return conn_reply(c, 500, NULL, "out of memory"), r;
+                if (r < 0) {
+                        _cleanup_free_ char *why_shown = text_escape_display(why, PROXY_DISPLAY_MAX);
+                        if (!why_shown || asprintf(&msg, "FROM %s is refused: its ONBUILD triggers do not pass the "
+                                                   "Dockerfile allow-list (trigger %s)", shown, why_shown) < 0)
+                                return conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                        c->decision = "deny";
+                        return conn_reply(c, 403, "build", msg), -EPERM;
+                }
+        }
+        return 0;
+}
+
 static int conn_read_build_context(Conn *c, char **ret, size_t *ret_size) {
         _cleanup_free_ char *body = NULL, *buf = NULL;
         HttpChunked chunked = { .framing_unlimited = true, .data_max = PROXY_BUILD_CONTEXT_MAX };
@@ -2239,15 +2422,23 @@ static int conn_handle(Conn *c) {
                 return conn_reply(c, 403, "build", "builds are off for this channel (gates.docker_proxy.build)");
         /* POST /images/create is an import of the request body (fromSrc=-) only: a pull or an import
          * from a URL or a path reaches the engine's network or the host's files */
-        if (streq(endpoint->pattern, "/images/create")) {
+        if (streq(endpoint->pattern, "/images/create") && proxy_query_get(&c->target, "fromImage", NULL)) {
+                static const char * const known[] = { "fromImage", "tag", "platform" };
+                json_object_object_foreach(c->target.query, k, e) {
+                        bool found = false;
+                        (void) e;
+                        for (size_t i = 0; i < ELEMENTSOF(known); i++)
+                                found = found || streq(k, known[i]);
+                        if (!found)
+                                return conn_reply(c, 403, "pull", "a pull takes the parameters fromImage, tag and "
+                                                  "platform only (as the API spells them)");
+                }
+                r = conn_check_registry(c, "pull", query_string(c, "fromImage"), query_string(c, "tag"));
+                if (r < 0)
+                        return 0;       /* answered */
+        } else if (streq(endpoint->pattern, "/images/create")) {
                 static const char * const known[] = { "fromSrc", "repo", "tag", "message", "changes", "platform" };
                 json_object *src = proxy_query_get(&c->target, "fromSrc", NULL);
-                if (proxy_query_get(&c->target, "fromImage", NULL))
-                        return conn_reply(c, 403, "pull", "pulls are refused through the proxy (no registry is "
-                                          "reachable for agents): the operator pulls the image on the host, straight "
-                                          "on the engine (docker pull, podman pull; loop image build for the agent's "
-                                          "own), or it is built here from a local base (gates.docker_proxy.build) or "
-                                          "imported from the request body (fromSrc=-)");
                 if (!src || !streq_ptr(json_object_get_string(src), "-"))
                         return conn_reply(c, 403, "pull", "an import reads the request body only (fromSrc=-)");
                 json_object_object_foreach(c->target.query, k, e) {
@@ -2259,6 +2450,23 @@ static int conn_handle(Conn *c) {
                                 return conn_reply(c, 403, "pull", "an import takes the parameters fromSrc=-, repo, tag, "
                                                   "message, changes and platform only (as the API spells them)");
                 }
+        }
+
+        /* a push: of the channel's own images, to a registry its egress policy allows */
+        if (streq(endpoint->pattern, "/images/**/push")) {
+                _cleanup_free_ char *name = strndup(c->target.unversioned + strlen("/images/"),
+                                                    strlen(c->target.unversioned) - strlen("/images/") - strlen("/push"));
+                if (!name)
+                        return conn_reply(c, 500, NULL, "out of memory");
+                json_object_object_foreach(c->target.query, k, e) {
+                        (void) e;
+                        if (!streq(k, "tag"))
+                                return conn_reply(c, 403, "push", "a push takes the parameter tag only");
+                }
+                if (conn_check_image_name(c, name, query_string(c, "tag"), true) < 0)
+                        return 0;       /* answered */
+                if (conn_check_registry(c, "push", name, query_string(c, "tag")) < 0)
+                        return 0;       /* answered */
         }
 
         /* a build's context is read whole: its Dockerfile decides (below) whether the engine gets it */
@@ -2417,8 +2625,18 @@ static int conn_handle(Conn *c) {
                         frozen_start = r > 0;
                 } else if (tail && strcasecmp(tail, "/update") == 0 && conn_check_update(c, ref, body) < 0)
                         return 0;       /* answered */
+                else if (tail && strcasecmp(tail, "/exec") == 0 && conn_check_host_binds(c, ref, tail, body) < 0)
+                        return 0;       /* answered */
                 /* a pause or unpause in the middle of a frozen start would change what it froze */
                 pause = tail && (strcasecmp(tail, "/pause") == 0 || strcasecmp(tail, "/unpause") == 0);
+        }
+
+        if (streq(c->head.method, "PUT")) {
+                _cleanup_free_ char *ref = NULL;
+                if (path_ref(c->head.method, c->target.unversioned, &ref) == REF_CONTAINER &&
+                    strcasecmp(c->target.unversioned + strlen("/containers/") + strlen(ref), "/archive") == 0 &&
+                    conn_check_host_binds(c, ref, "/archive", NULL) < 0)
+                        return 0;       /* answered */
         }
 
         if (v.decision == DECISION_APPROVE) {
@@ -2436,6 +2654,12 @@ static int conn_handle(Conn *c) {
         }
         c->decision = "allow";
 
+        /* when the agent has no network its nested containers have none: a connect after the create
+         * (compose makes one per network) is dropped as the create's networks were, and answered done */
+        if (p->network_none && streq(endpoint->pattern, "/networks/*/connect")) {
+                c->reason = strdup("the channel's nested containers have no network: the connect is dropped");
+                return conn_reply_body(c, 200, "network", "dropped", "");
+        }
         if (c->default_network) {
                 c->reason = strdup("the engine's default network, without its containers");
                 return conn_answer_json(c, c->default_network);
@@ -2531,13 +2755,34 @@ static int conn_handle(Conn *c) {
                         if (r < 0)
                                 return conn_reply(c, 403, "build", "the dockerfile parameter is refused (a path inside "
                                                   "the build context only)");
-                        r = proxy_build_context_check(context, context_size, dockerfile, isempty(given), p->channel, &why);
+                        _cleanup_strv_free_ char **bases = NULL;
+                        r = proxy_build_context_check_bases(context, context_size, dockerfile, isempty(given), p->channel,
+                                                            &bases, &why);
                         if (r == -ENOMEM)
                                 return conn_reply(c, 500, NULL, "out of memory");
                         if (r < 0) {
                                 _cleanup_free_ char *why_shown = text_escape_display(why, PROXY_DISPLAY_MAX);
                                 c->decision = "deny";
                                 return conn_reply(c, 403, "build", why_shown ?: "the build context is refused");
+                        }
+                        if (conn_check_build_bases(c, bases) < 0)
+                                return 0;       /* answered */
+                        /* the bases checked are the ones built on: the engine pulls none (Podman: never;
+                         * Docker's classic builder takes local images first, which they are) */
+                        for (bool again = true; again;) {
+                                _cleanup_free_ char *key = NULL;
+                                again = false;
+                                json_object_object_foreach(c->target.query, k, e) {
+                                        (void) e;
+                                        if (!key && (strcasecmp(k, "pull") == 0 || strcasecmp(k, "pullpolicy") == 0)) {
+                                                if (!(key = strdup(k)))
+                                                        return conn_reply(c, 500, NULL, "out of memory");
+                                        }
+                                }
+                                if (key) {
+                                        json_object_object_del(c->target.query, key);
+                                        again = true;
+                                }
                         }
                         if (!isempty(given)) {
                                 _cleanup_free_ char *key = NULL;
@@ -2577,6 +2822,11 @@ static int conn_handle(Conn *c) {
                             !(o = json_object_new_string(ns)))
                                 return conn_reply(c, 500, NULL, "out of memory");
                         if (json_object_object_add(c->target.query, "nsoptions", o) < 0) {
+                                json_object_put(o);
+                                return conn_reply(c, 500, NULL, "out of memory");
+                        }
+                        if (!(o = json_object_new_string("never")) ||
+                            json_object_object_add(c->target.query, "pullpolicy", o) < 0) {
                                 json_object_put(o);
                                 return conn_reply(c, 500, NULL, "out of memory");
                         }
@@ -2635,6 +2885,21 @@ static int conn_handle(Conn *c) {
                         return conn_reply(c, 400, "parse", "the create body's binds cannot be read");
                 if (r < 0)
                         return conn_reply(c, 403, "bind-pin", "a bind source cannot be resolved to a path a bind can name");
+                /* a container that binds host paths writes host files as whoever runs in it: the agent */
+                r = proxy_container_host_binds(body);
+                if (r < 0)
+                        return conn_reply(c, 400, "parse", "the create body's binds cannot be read");
+                if (r > 0) {
+                        uid_t uid;
+                        gid_t gid;
+                        r = conn_run_as(c, &uid, &gid);
+                        if (r < 0)
+                                return conn_reply(c, 403, "bind-owner", "a container that binds host paths runs as the "
+                                                  "agent's uid, which this caller does not have (root in the agent's "
+                                                  "container)");
+                        if (r > 0 && proxy_container_run_as(body, uid, gid) < 0)
+                                return conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
+                }
                 c->decision = "allow";
                 forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
                 if (!forced || engine_open(p, &e) < 0)
@@ -2825,6 +3090,7 @@ static void *worker_main(void *userdata) {
                 c->frozen_root_fd = -EBADF;
                 c->peer_pid = len == sizeof(cred) ? cred.pid : 0;
                 c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
+                c->peer_gid = len == sizeof(cred) ? cred.gid : (gid_t) -1;
                 c->start_usec = clock_usec(CLOCK_MONOTONIC);
                 c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
                 conn_run(c);
@@ -2964,6 +3230,31 @@ static int proxy_settings(Proxy *p) {
         }
         if (!isempty(work_dir) && (work_dir[0] != '/' || streq(work_dir, "/")))
                 return log_error_errno(EINVAL, "LOOP_DOCKERPROXY_WORK_DIR=%s must be absolute and not /.", work_dir);
+        if (!isempty(work_dir) && !(p->work_dir = strdup(work_dir)))
+                return log_oom();
+        {
+                _cleanup_free_ char *cred_egress = NULL, *text = NULL, *egress_error = NULL;
+                _cleanup_(json_object_putp) json_object *doc = NULL;
+                const char *egress = getenv("LOOP_DOCKERPROXY_EGRESS");
+                size_t size;
+                if (isempty(egress) && !isempty(creds)) {
+                        if (asprintf(&cred_egress, "%s/egress", creds) < 0)
+                                return log_oom();
+                        if (access(cred_egress, F_OK) >= 0)
+                                egress = cred_egress;
+                }
+                if (!isempty(egress)) {
+                        r = read_full_file_at(AT_FDCWD, egress, PROXY_BODY_MAX, false, &text, &size);
+                        if (r < 0)
+                                return log_error_errno(r, "Cannot read the egress policy %s: %m", egress);
+                        doc = json_tokener_parse(text);
+                        if (!doc)
+                                return log_error_errno(EINVAL, "The egress policy %s is not JSON.", egress);
+                        r = egress_policy_compile(doc, NULL, &p->egress, &egress_error);
+                        if (r < 0)
+                                return log_error_errno(r, "The egress policy %s refused: %s", egress, strna(egress_error));
+                }
+        }
         if (!isempty(policy)) {
                 r = proxy_policy_load_channel_file(policy, isempty(work_dir) ? NULL : work_dir, &p->policy, &error);
                 if (r < 0)

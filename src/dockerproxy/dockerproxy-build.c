@@ -13,6 +13,7 @@
 #include "dockerproxy-build.h"
 #include "dockerproxy-image.h"
 #include "macro.h"
+#include "strv.h"
 #include "tar.h"
 
 /* A refusal with its sentence; -ENOMEM when even that cannot be written. */
@@ -94,6 +95,7 @@ typedef struct Parser {
         const char *channel;
         char **stages;                  /* names given with AS (lower case), NULL for none */
         size_t n_stages;
+        char **bases;                   /* images FROM names (not scratch, not a stage), as written */
         char escape;
         unsigned line;                  /* where the current instruction began */
 } Parser;
@@ -160,6 +162,14 @@ static int check_mount(Parser *ps, const char *v, char **ret_reason) {
                 return 0;
         return refuse(ret_reason, "line %u: RUN --mount type=%s is refused (tmpfs, secret, ssh and cache only: a bind "
                       "mount's symlinks reach the host's files on an unpatched buildah)", ps->line, type);
+}
+
+/* A stage of this Dockerfile named so before the current FROM (FROM takes names, not indexes). */
+static bool stage_known_any(Parser *ps, const char *v) {
+        for (size_t k = 0; k < ps->n_stages; k++)
+                if (ps->stages[k] && strcasecmp(ps->stages[k], v) == 0)
+                        return true;
+        return false;
 }
 
 /* An earlier stage of this Dockerfile, by its AS name or its index (the current stage is the last). */
@@ -296,7 +306,17 @@ static int check_instruction(Parser *ps, const char *text, bool onbuild, char **
                 r = check_flags(ps, kw, &args, ret_reason);
                 if (r < 0)
                         return r;
-                _cleanup_free_ char *image = next_word(&args), *as = next_word(&args), *name = next_word(&args);
+                _cleanup_free_ char *image = next_word(&args), *as = next_word(&args), *name = next_word(&args),
+                        *extra = next_word(&args);
+                if (!image || (as && (strcasecmp(as, "AS") != 0 || !name)) || extra)
+                        return refuse(ret_reason, "line %u: FROM cannot be read (FROM [--platform=...] IMAGE [AS NAME])", ps->line);
+                /* the engine would substitute build args here; the proxy decides on what it can read */
+                if (strchr(image, '$'))
+                        return refuse(ret_reason, "line %u: FROM %s is refused (a base image named by a variable is "
+                                      "not one the proxy can check)", ps->line, image);
+                if (strcasecmp(image, "scratch") != 0 && !stage_known_any(ps, image) &&
+                    (strv_length(ps->bases) >= PROXY_DOCKERFILE_STAGES_MAX || strv_extend(&ps->bases, image) < 0))
+                        return -ENOMEM;
                 char **s = reallocarray(ps->stages, ps->n_stages + 1, sizeof(char *));
                 if (!s)
                         return -ENOMEM;
@@ -356,9 +376,36 @@ static void parser_done(Parser *ps) {
         for (size_t i = 0; i < ps->n_stages; i++)
                 free(ps->stages[i]);
         free(ps->stages);
+        strv_free(ps->bases);
+}
+
+int proxy_build_onbuild_check(json_object *triggers, const char *channel, char **ret_reason) {
+        _cleanup_(parser_done) Parser ps = { .channel = channel, .escape = '\\' };
+        int r;
+
+        *ret_reason = NULL;
+        if (!triggers || json_object_is_type(triggers, json_type_null))
+                return 0;
+        if (!json_object_is_type(triggers, json_type_array))
+                return refuse(ret_reason, "the base image's ONBUILD triggers cannot be read");
+        for (size_t i = 0; i < json_object_array_length(triggers); i++) {
+                json_object *t = json_object_array_get_idx(triggers, i);
+                const char *text = json_object_is_type(t, json_type_string) ? json_object_get_string(t) : NULL;
+                if (!text || strchr(text, '\n') || strlen(text) > PROXY_DOCKERFILE_MAX)
+                        return refuse(ret_reason, "the base image's ONBUILD trigger %zu cannot be read", i);
+                ps.line = (unsigned) i + 1;
+                r = check_instruction(&ps, text, true, ret_reason);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 int proxy_dockerfile_check(const char *text, size_t size, const char *channel, char **ret_reason) {
+        return proxy_dockerfile_check_bases(text, size, channel, NULL, ret_reason);
+}
+
+int proxy_dockerfile_check_bases(const char *text, size_t size, const char *channel, char ***ret_bases, char **ret_reason) {
         _cleanup_(parser_done) Parser ps = { .channel = channel, .escape = '\\' };
         _cleanup_free_ char *logical = NULL;
         size_t logical_len = 0;
@@ -448,6 +495,8 @@ int proxy_dockerfile_check(const char *text, size_t size, const char *channel, c
                 if (r < 0)
                         return r;
         }
+        if (ret_bases)
+                *ret_bases = TAKE_PTR(ps.bases);
         return 0;
 }
 
@@ -517,6 +566,12 @@ static bool on_path(const char *name, const char *path) {
 
 int proxy_build_context_check(const void *context, size_t size, const char *dockerfile, bool default_name,
                               const char *channel, char **ret_reason) {
+        return proxy_build_context_check_bases(context, size, dockerfile, default_name, channel, NULL, ret_reason);
+}
+
+int proxy_build_context_check_bases(const void *context, size_t size, const char *dockerfile, bool default_name,
+                                    const char *channel, char ***ret_bases, char **ret_reason) {
+        _cleanup_strv_free_ char **bases = NULL;
         static const char * const defaults[] = { "Dockerfile", "dockerfile", "Containerfile", "containerfile" };
         _cleanup_free_ char *unpacked = NULL;
         const unsigned char *b = context;
@@ -570,9 +625,15 @@ int proxy_build_context_check(const void *context, size_t size, const char *dock
                         if (!on_path(name, names[i]))
                                 continue;
                         if (streq(name, names[i]) && e.type == '0') {
-                                r = proxy_dockerfile_check(e.data, e.size, channel, ret_reason);
+                                _cleanup_strv_free_ char **these = NULL;
+                                r = proxy_dockerfile_check_bases(e.data, e.size, channel, &these, ret_reason);
                                 if (r < 0)
                                         return r;
+                                for (size_t k = 0; these && these[k]; k++)
+                                        if (!strv_contains(bases, these[k]) &&
+                                            (strv_length(bases) >= PROXY_DOCKERFILE_STAGES_MAX ||
+                                             strv_extend(&bases, these[k]) < 0))
+                                                return -ENOMEM;
                                 found++;
                         } else if (!streq(name, names[i]) && e.type == '5')
                                 ;       /* a directory on its way */
@@ -583,5 +644,7 @@ int proxy_build_context_check(const void *context, size_t size, const char *dock
         }
         if (found == 0)
                 return refuse(ret_reason, "the build context has no Dockerfile named %s", dockerfile);
+        if (ret_bases)
+                *ret_bases = TAKE_PTR(bases);
         return 0;
 }

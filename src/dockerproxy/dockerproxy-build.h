@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <json-c/json.h>
 
 #define PROXY_BUILD_CONTEXT_MAX (64U * 1024U * 1024U)   /* bytes of a build context, compressed or not */
 #define PROXY_DOCKERFILE_MAX (1024U * 1024U)            /* bytes of the Dockerfile */
@@ -32,8 +33,19 @@
 int proxy_build_dockerfile_name(const char *param, char **ret);
 
 int proxy_dockerfile_check(const char *text, size_t size, const char *channel, char **ret_reason);
+/* The same, with the images its FROM lines name in *ret_bases (not "scratch", not an earlier stage;
+ * as written, each once; NULL for none): the caller asks the engine about each. A FROM naming its
+ * image with a variable ($) is refused: build args are not substituted by the proxy. */
+int proxy_dockerfile_check_bases(const char *text, size_t size, const char *channel, char ***ret_bases, char **ret_reason);
+
+/* A base image's ONBUILD triggers (its inspect's Config.OnBuild: an array of instructions, or null) run
+ * in the build that names it in FROM: each must pass the allow-list above as an instruction of the
+ * Dockerfile would. */
+int proxy_build_onbuild_check(json_object *triggers, const char *channel, char **ret_reason);
 
 /* dockerfile is a name from proxy_build_dockerfile_name(); default_name: it was not given (the engines
  * then also read "dockerfile", so every Dockerfile/dockerfile/Containerfile there is checked). */
 int proxy_build_context_check(const void *context, size_t size, const char *dockerfile, bool default_name,
                               const char *channel, char **ret_reason);
+int proxy_build_context_check_bases(const void *context, size_t size, const char *dockerfile, bool default_name,
+                                    const char *channel, char ***ret_bases, char **ret_reason);

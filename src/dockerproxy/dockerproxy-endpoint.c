@@ -9,9 +9,9 @@
 #include "macro.h"
 
 /* What the docker CLI (run, create, start, stop, kill, rm, ps, logs, exec, cp, inspect, wait, top,
- * stats, rename, update, pause, commit, tag, rmi, images, import, build, volume, network, events,
- * version, info), compose and Testcontainers send. Not here, so refused: Podman's /libpod API, swarm,
- * nodes, services, tasks, secrets, configs, plugins, distribution, /auth, image pull and push, search,
+ * stats, rename, update, pause, commit, tag, rmi, images, import, pull, push, build, volume, network,
+ * events, version, info), compose and Testcontainers send. Not here, so refused: Podman's /libpod API,
+ * swarm, nodes, services, tasks, secrets, configs, plugins, distribution, /auth, search,
  * load and prune, build prune and BuildKit's /session and /grpc, /system/df, websocket attach. */
 static const ProxyEndpoint table[] = {
         { "GET",    "/_ping",                   PROXY_BODY_NONE },
@@ -51,12 +51,13 @@ static const ProxyEndpoint table[] = {
         { "GET",    "/exec/*/json",             PROXY_BODY_NONE },
 
         { "GET",    "/images/json",             PROXY_BODY_NONE },
-        { "POST",   "/images/create",           PROXY_BODY_STREAM },    /* fromSrc=- only (an import) */
+        { "POST",   "/images/create",           PROXY_BODY_STREAM },    /* a pull, or an import of the body */
         { "GET",    "/images/get",              PROXY_BODY_NONE },
         { "GET",    "/images/**/json",          PROXY_BODY_NONE },
         { "GET",    "/images/**/history",       PROXY_BODY_NONE },
         { "GET",    "/images/**/get",           PROXY_BODY_NONE },
         { "POST",   "/images/**/tag",           PROXY_BODY_NONE },
+        { "POST",   "/images/**/push",          PROXY_BODY_NONE },      /* the channel's images, allowed registries */
         { "DELETE", "/images/**",               PROXY_BODY_NONE },
         { "POST",   "/commit",                  PROXY_BODY_CONTAINER_CONFIG },
         { "POST",   "/build",                   PROXY_BODY_STREAM },    /* gates.docker_proxy.build */

@@ -218,3 +218,11 @@ bool proxy_image_ref_is_channels(const char *ref, const char *channel) {
         first = strndup(shortname, strcspn(shortname, "/"));
         return first && proxy_name_is_channels(channel, first);
 }
+
+bool proxy_channel_names_images(const char *channel) {
+        _cleanup_free_ char *probe = NULL;
+
+        if (isempty(channel) || asprintf(&probe, "%s-x", channel) < 0)
+                return false;
+        return proxy_image_ref_is_channels(probe, channel);
+}

@@ -42,3 +42,7 @@ bool proxy_image_ref_is_protected(const char *ref, char * const *protected);
  * named (proxy_name_is_channels): "CHANNEL-app", "localhost/CHANNEL_tools/x". The images a channel makes
  * (tag, commit, build, import) are named so; no other channel can make or overwrite them. */
 bool proxy_image_ref_is_channels(const char *ref, const char *channel);
+/* Whether channel's name can begin an image name at all: the reference grammar has no capital letters
+ * (channel names may have them). A channel whose name has them makes no images through the proxy: its
+ * name is not lower-cased, since two channels may differ by case only and would then share names. */
+bool proxy_channel_names_images(const char *channel);

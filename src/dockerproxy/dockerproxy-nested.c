@@ -642,6 +642,112 @@ int proxy_binds_pinned(json_object *inspect) {
         return (int) MIN(json_object_array_length(pins), (size_t) INT32_MAX);
 }
 
+int proxy_container_host_binds(json_object *body) {
+        json_object *hc, *binds, *mounts;
+        int n = 0;
+
+        if (!json_object_is_type(body, json_type_object))
+                return -EBADMSG;
+        hc = get_icase(body, "HostConfig", NULL);
+        if (!hc || json_object_is_type(hc, json_type_null))
+                return 0;
+        if (!json_object_is_type(hc, json_type_object))
+                return -EBADMSG;
+        binds = get_icase(hc, "Binds", NULL);
+        for (size_t i = 0; json_object_is_type(binds, json_type_array) && i < json_object_array_length(binds); i++) {
+                json_object *e = json_object_array_get_idx(binds, i);
+                if (!json_object_is_type(e, json_type_string))
+                        return -EBADMSG;
+                n += json_object_get_string(e)[0] == '/';
+        }
+        mounts = get_icase(hc, "Mounts", NULL);
+        for (size_t i = 0; json_object_is_type(mounts, json_type_array) && i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i), *type;
+                if (!json_object_is_type(m, json_type_object))
+                        return -EBADMSG;
+                type = get_icase(m, "Type", NULL);
+                n += json_object_is_type(type, json_type_string) && strcasecmp(json_object_get_string(type), "bind") == 0;
+        }
+        return n;
+}
+
+static int user_set(json_object *body, uid_t uid, gid_t gid) {
+        char user[32];
+
+        snprintf(user, sizeof(user), "%" PRIu32 ":%" PRIu32, (uint32_t) uid, (uint32_t) gid);
+        return set_icase(body, "User", json_object_new_string(user));
+}
+
+int proxy_container_run_as(json_object *body, uid_t uid, gid_t gid) {
+        json_object *hc, *capadd, *kept;
+        const char *spelt = NULL;
+        int r;
+
+        if (!json_object_is_type(body, json_type_object))
+                return -EBADMSG;
+        if ((r = user_set(body, uid, gid)) < 0 || (r = child_object(body, "HostConfig", &hc)) < 0)
+                return r;
+        if (get_icase(hc, "GroupAdd", &spelt)) {
+                _cleanup_free_ char *copy = strdup(spelt);
+                if (!copy)
+                        return -ENOMEM;
+                json_object_object_del(hc, copy);
+        }
+        capadd = get_icase(hc, "CapAdd", NULL);
+        if (!capadd || json_object_is_type(capadd, json_type_null))
+                return 0;
+        if (!json_object_is_type(capadd, json_type_array))
+                return -EBADMSG;
+        kept = json_object_new_array();
+        if (!kept)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(capadd); i++) {
+                json_object *e = json_object_array_get_idx(capadd, i);
+                const char *cap = json_object_get_string(e);
+                if (!json_object_is_type(e, json_type_string)) {
+                        json_object_put(kept);
+                        return -EBADMSG;
+                }
+                if (strncasecmp(cap, "CAP_", 4) == 0)
+                        cap += 4;
+                if (strcasecmp(cap, "SETUID") == 0 || strcasecmp(cap, "SETGID") == 0)
+                        continue;
+                if (json_object_array_add(kept, json_object_get(e)) < 0) {
+                        json_object_put(e);
+                        json_object_put(kept);
+                        return -ENOMEM;
+                }
+        }
+        return set_icase(hc, "CapAdd", kept);
+}
+
+bool proxy_inspect_binds_host(json_object *inspect) {
+        json_object *mounts, *hc, *binds;
+
+        if (proxy_binds_pinned(inspect) != 0)       /* pins, or a label that cannot be read: fail closed */
+                return true;
+        if (json_object_object_get_ex(inspect, "HostConfig", &hc) && json_object_object_get_ex(hc, "Binds", &binds))
+                for (size_t i = 0; json_object_is_type(binds, json_type_array) && i < json_object_array_length(binds); i++) {
+                        const char *b = json_object_get_string(json_object_array_get_idx(binds, i));
+                        if (!b || b[0] == '/')
+                                return true;
+                }
+        if (json_object_object_get_ex(inspect, "Mounts", &mounts))
+                for (size_t i = 0; json_object_is_type(mounts, json_type_array) && i < json_object_array_length(mounts); i++) {
+                        json_object *type;
+                        if (!json_object_object_get_ex(json_object_array_get_idx(mounts, i), "Type", &type) ||
+                            !json_object_is_type(type, json_type_string) || strcasecmp(json_object_get_string(type), "bind") == 0)
+                                return true;
+                }
+        return false;
+}
+
+int proxy_exec_run_as(json_object *body, uid_t uid, gid_t gid) {
+        if (!json_object_is_type(body, json_type_object))
+                return -EBADMSG;
+        return user_set(body, uid, gid);
+}
+
 /* "size=" of tmpfs options: bytes, with k, m or g. */
 static int tmpfs_size_parse(const char *v, uint64_t *ret) {
         char *end;

@@ -6,6 +6,7 @@
  * channel's labels and runs under the channel's policy, and it scopes lists and prunes to them. */
 
 #include <json-c/json.h>
+#include <sys/types.h>
 
 #include "macro.h"
 
@@ -97,6 +98,21 @@ int proxy_binds_verify(json_object *inspect, char **ret_path);
 /* How many binds an inspect reply's pins label lists (0 without the label), -EBADMSG when it is not a
  * list: a start of a container with any is made with its channel frozen. */
 int proxy_binds_pinned(json_object *inspect);
+
+/* A nested container that binds a host path writes host files, and a file it makes is owned by whoever
+ * runs in it: its root (no capability needed) could leave a setuid-root file in a directory of the work
+ * dir that anyone may write, and on Docker binds cannot be nosuid. So such a container runs as the
+ * agent's uid:gid (numeric, after whatever the caller asked): "User" forced, "GroupAdd" dropped (a group
+ * the agent is not in, to chgrp and setgid a file to), and SETUID and SETGID removed from CapAdd (with
+ * them a process changes its uid back to 0). no-new-privileges (forced) keeps the image's setuid files
+ * from changing it either. proxy_container_host_binds(): how many host paths a create body binds (Binds
+ * sources that are paths, Mounts of type bind); -EBADMSG for fields of the wrong type. */
+int proxy_container_host_binds(json_object *body);
+int proxy_container_run_as(json_object *body, uid_t uid, gid_t gid);
+/* An exec into a container that binds a host path (an inspect reply: its pins label, HostConfig.Binds
+ * with a path, Mounts of type bind) runs as the same uid:gid: "User" of an exec create body forced. */
+bool proxy_inspect_binds_host(json_object *inspect);
+int proxy_exec_run_as(json_object *body, uid_t uid, gid_t gid);
 
 /* tmpfs mounts (HostConfig.Tmpfs, Mounts of type tmpfs) checked and capped: refused with -EPERM and a
  * reason when they ask for exec and suid together, device files, a mode beyond 01777, a size beyond

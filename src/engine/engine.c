@@ -804,7 +804,7 @@ static int call_on(Engine *e, const char *method, const char *collection, const 
         int k;
 
         assert(e);
-        k = streq(collection, "images") ? check_image(e, ref) : check_container(e, ref);
+        k = streq(collection, "images") || streq(collection, "libpod/images") ? check_image(e, ref) : check_container(e, ref);
         if (k < 0)
                 return k;
         if (path_build(&p, "/%s/%s%s", collection, ref, rest) < 0)
@@ -876,6 +876,10 @@ int engine_info(Engine *e, json_object **ret) {
 
 int engine_image_inspect(Engine *e, const char *name, json_object **ret) {
         return call_on(e, "GET", "images", name, "/json", 0, ret);
+}
+
+int engine_image_inspect_libpod(Engine *e, const char *name, json_object **ret) {
+        return call_on(e, "GET", "libpod/images", name, "/json", 0, ret);
 }
 
 int engine_image_list(Engine *e, json_object **ret) {

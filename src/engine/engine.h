@@ -61,6 +61,9 @@ int engine_info(Engine *e, json_object **ret);
 
 /* -ENOENT when the image does not exist. */
 int engine_image_inspect(Engine *e, const char *name, json_object **ret);
+/* Podman only: its libpod inspect of an image (ManifestType tells whether its config is Docker's, which
+ * may carry ONBUILD triggers that Podman's compat inspect does not show). -ENOENT when it does not exist. */
+int engine_image_inspect_libpod(Engine *e, const char *name, json_object **ret);
 int engine_image_list(Engine *e, json_object **ret);
 int engine_image_remove(Engine *e, const char *name, bool force);
 /* POST /build with a tar context (in memory); progress messages ({"stream": ...}, {"error": ...}) go to

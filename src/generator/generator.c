@@ -7,6 +7,7 @@
 
 #include "config-build.h"
 #include "dockerproxy-policy.h"
+#include "dockerproxy-registry.h"
 #include "egress-policy.h"
 #include "generator.h"
 #include "log.h"
@@ -228,7 +229,7 @@ static int generate_gate(int dir_fd, const Channel *c, const char *output_dir) {
  * first so that a document the service would refuse never gets a socket: no proxy is a closed door. */
 static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output_dir) {
         _cleanup_free_ char *dir = NULL, *conf = NULL, *policy = NULL, *policy_path = NULL, *credential = NULL,
-                *error = NULL, *masks = NULL, *images = NULL;
+                *error = NULL, *masks = NULL, *images = NULL, *egress_credential = NULL;
         _cleanup_strv_free_ char **kernel_masks = NULL;
         _cleanup_(json_object_putp) json_object *channel = NULL, *doc = NULL;
         _cleanup_(proxy_policy_freep) ProxyPolicy *compiled = NULL;
@@ -293,11 +294,40 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
         } else
                 credential = mfree(credential);
 
+        /* pulls and pushes go where the channel's egress policy lets the agent go: its rules without the
+         * secrets, for the proxy to decide on; written when they allow anything at all (no egress gateway,
+         * or one without rules or registries: no pulls, no pushes) */
+        if (egress_config_enabled(c->config.json)) {
+                _cleanup_(json_object_putp) json_object *registry_doc = NULL;
+                _cleanup_free_ char *egress_policy = NULL, *egress_path = NULL;
+                json_object *egress = NULL, *rules = NULL, *registries = NULL;
+
+                (void) json_object_object_get_ex(c->config.json, "egress", &egress);
+                r = proxy_registry_policy_document(egress, &registry_doc);
+                if (r < 0)
+                        return log_error_errno(r, "%s: cannot build the proxy's copy of the egress policy: %m", c->path);
+                (void) json_object_object_get_ex(registry_doc, "rules", &rules);
+                (void) json_object_object_get_ex(registry_doc, "registries", &registries);
+                if ((json_object_is_type(rules, json_type_array) && json_object_array_length(rules) > 0) ||
+                    (json_object_is_type(registries, json_type_array) && json_object_array_length(registries) > 0)) {
+                        if (asprintf(&egress_policy, "%s/egress.json", dir) < 0 ||
+                            asprintf(&egress_path, "%s/%s", output_dir, egress_policy) < 0 ||
+                            asprintf(&egress_credential, "egress:%s", egress_path) < 0)
+                                return log_oom();
+                        r = data_write(dir_fd, egress_policy, 0644,
+                                       json_object_to_json_string_ext(registry_doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                        if (r < 0)
+                                return r;
+                }
+        }
+
         r = channel_dropin_new(c, &u);
         if (r < 0)
                 return r;
         if (credential)
                 unit_file_set(u, "LoadCredential", credential);
+        if (egress_credential)
+                unit_file_set(u, "LoadCredential", egress_credential);
         if (!isempty(w))
                 unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_WORK_DIR", w);
         if (!isempty(sock))

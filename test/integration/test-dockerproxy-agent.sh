@@ -57,6 +57,12 @@ cp "$DOCKER_CLI" "$T/docker/docker"
 chmod 0755 "$T/docker" "$T/docker/docker" "$T/run" "$T/run/$CHANNEL"
 chmod 0777 "$T/work"
 build_test_rootfs "$T/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
+# exec and archives are asked of a human by the built-in rules; this channel allows them (the proxy's own
+# checks come first either way)
+cat >"$T/policy.json" <<'EOF'
+{"http_rules": [{"methods": ["POST"], "paths": ["^/containers/[^/]+/exec$", "^/exec/[^/]+/start$"], "decision": "allow"},
+                {"methods": ["PUT", "HEAD"], "paths": ["^/containers/[^/]+/archive$"], "decision": "allow"}]}
+EOF
 
 # The unified cgroup of a container (by name) that the proxy would freeze: its init's 0:: line, up to the
 # component that names its id.
@@ -75,9 +81,9 @@ PROXY_PID=
 start_proxy() {         # [WRAPPER...]: the proxy under systemd-socket-activate, run by WRAPPER if given
         rm -f "$T/run/$CHANNEL/docker.sock"
         LOOP_DOCKERPROXY_ENGINE_SOCKET=$ENGINE_SOCK LOOP_DOCKERPROXY_WORK_DIR=$T/work LOOP_DOCKERPROXY_IDLE_SEC=3600 \
-        LOOP_DOCKERPROXY_NETWORK=none \
+        LOOP_DOCKERPROXY_NETWORK=none LOOP_DOCKERPROXY_POLICY=$T/policy.json \
                 "$@" systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR -E LOOP_LOG_TARGET \
-                -E LOOP_DOCKERPROXY_IDLE_SEC -E LOOP_RUNTIME_DIR -E LOOP_DOCKERPROXY_NETWORK \
+                -E LOOP_DOCKERPROXY_IDLE_SEC -E LOOP_RUNTIME_DIR -E LOOP_DOCKERPROXY_NETWORK -E LOOP_DOCKERPROXY_POLICY \
                 -l "$T/run/$CHANNEL/docker.sock" "$PROXY" "$CHANNEL" >>"$LOG" 2>&1 &
         PROXY_PID=$!
         for _ in $(seq 50); do [ -S "$T/run/$CHANNEL/docker.sock" ] && break; sleep 0.1; done
@@ -144,6 +150,33 @@ EOF
                 "$eng: a container without binds starts as before..." || diag "$(grep "/start" "$LOG")"
         unlike "$(grep "POST /v1\.[0-9.]*/containers/$nested_id/start" "$LOG" | head -1)" "LOOP_FROZEN=" \
                 "$eng: ...without freezing anything"
+
+        # --- issue 17, class 8: no setuid-root file on the host through a bind of the work dir. The
+        # directory is world-writable; the nested container asks for root, SETUID/SETGID and group 0, and
+        # runs as the agent (looptest) all the same; so does an exec as root into it; docker cp into it
+        # (the engine writes as root what the archive names) is refused ---
+        S=$T/work/suid-$eng
+        mkdir -p "$S"
+        chmod 0777 "$S"
+        agent_uid=$(id -u "$TEST_USER") agent_gid=$(id -g "$TEST_USER")
+        run "$D run --rm -u 0 --cap-add SETUID --cap-add SETGID --group-add 0 -v $S:/w $NESTED sh -c 'echo uid=\$(id -u) groups=\$(id -G) end; touch /w/f; chmod 4755 /w/f; chgrp 0 /w/f; chmod 6755 /w/f; ls -ln /w/f'"
+        like "$out" "uid=$agent_uid groups=$agent_gid end" "$eng: a nested container binding the work dir runs as the agent's uid:gid, though it asked for root and group 0" ||
+                diag "$out $err"
+        is "$(stat -c %u:%g "$S/f" 2>&1)" "$agent_uid:$agent_gid" \
+                "$eng: the file it made in a world-writable bind is the agent's on the host, not root's"
+        run "$D run -d --name suid-$eng -v $S:/w $NESTED sleep 600 >/dev/null; $D exec -u 0 suid-$eng sh -c 'id -u; touch /w/e; chmod 4755 /w/e'"
+        like "$out" "^$agent_uid\$" "$eng: an exec as root into a container binding the work dir runs as the agent" ||
+                diag "$out $err"
+        is "$(stat -c %u "$S/e" 2>&1)" "$agent_uid" "$eng: ...and the file it made is the agent's on the host"
+        run "echo x >/tmp/cp-src; $D cp /tmp/cp-src suid-$eng:/w/cp; echo rc=\$?"
+        like "$out" "cannot be copied into a container that binds host paths.*rc=1" \
+                "$eng: docker cp into a container binding the work dir is refused" || diag "$out $err"
+        ok "$([ ! -e "$S/cp" ]; echo $?)" "$eng: ...and writes nothing there"
+        like "$(grep "PUT /v1\.[0-9.]*/containers/[0-9a-f]*/archive" "$LOG" | tail -1)" \
+                "LOOP_RULE=bind-owner .*LOOP_DECISION=deny .*LOOP_STATUS=403" "$eng: ...with 403, rule bind-owner, recorded"
+        root_setuid=$(find "$S" -user 0 -perm /6000 | head -1)
+        is "$root_setuid" "" "$eng: no setuid or setgid file owned by root is left in the work dir"
+        engine_api "$ENGINE_SOCK" -X DELETE "http://d/v1.41/containers/suid-$eng?force=1" >/dev/null
 
         # --- the bind-pin race: a swap loop in the agent against its own starts ---
         W=$T/work/race-$eng

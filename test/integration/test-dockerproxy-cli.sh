@@ -42,14 +42,43 @@ cat >"$T/policy.json" <<'EOF'
 {"http_rules": [{"methods": ["POST"], "paths": ["^/containers/[^/]+/exec$", "^/exec/[^/]+/start$"], "decision": "allow"}]}
 EOF
 
+# The channel's egress policy as the generator hands it to the proxy: one registry, a listener on the
+# engine's loopback (below), that pulls and pushes may reach.
+REGISTRY_PORT=5099
+echo "{\"rules\": [{\"host\": \"127.0.0.1\", \"ports\": [$REGISTRY_PORT], \"decision\": \"allow\"}], \"allow_api\": false}" >"$T/egress.json"
+
+# A registry that records who came: a TCP listener on 127.0.0.1 in the engine's network namespace, one
+# line per connection with its first bytes (a TLS hello or an HTTP request line), then closed.
+REGISTRY_PID=
+start_registry() {      # ENGINE-KIND PORT LOG
+        nsenter --net="/proc/$(engine_pid "$1")/ns/net" python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
+while True:
+    c, _ = s.accept(); c.settimeout(5)
+    try: data = c.recv(200)
+    except OSError: data = b""
+    with open(sys.argv[2], "a") as f: f.write("connection %r\n" % data[:60])
+    c.close()' "$2" "$3" &
+        REGISTRY_PID=$!
+}
+stop_registry() {
+        [ -n "$REGISTRY_PID" ] || return 0
+        kill "$REGISTRY_PID" 2>/dev/null
+        wait "$REGISTRY_PID" 2>/dev/null
+        REGISTRY_PID=
+}
+atexit stop_registry
+
 # The proxy in a network namespace of its own, as PrivateNetwork= puts the service (Podman builds need it).
 PROXY_PID=
 start_proxy() {         # SOCKET ENGINE_SOCKET LOG [CONTAINERS_MAX [IDLE_SEC]]
         LOOP_DOCKERPROXY_ENGINE_SOCKET=$2 LOOP_DOCKERPROXY_WORK_DIR=$WORK LOOP_DOCKERPROXY_POLICY=$T/policy.json \
         LOOP_DOCKERPROXY_CONTAINERS_MAX=${4:-6} LOOP_LOG_TARGET=console LOOP_DOCKERPROXY_IDLE_SEC=${5:-3600} LOOP_RUNTIME_DIR=$T/run \
         LOOP_DOCKERPROXY_NETWORK=none LOOP_DOCKERPROXY_MASKED_PATHS=/proc/version:/proc/kcore LOOP_DOCKERPROXY_BUILD=${PROXY_BUILD:-1} \
-        LOOP_DOCKERPROXY_PROTECTED_IMAGES="operator-agent:latest operator-chrome:latest" \
-                unshare --net systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR \
+        LOOP_DOCKERPROXY_PROTECTED_IMAGES="operator-agent:latest operator-chrome:latest" LOOP_DOCKERPROXY_EGRESS=$T/egress.json \
+                unshare --net systemd-socket-activate -E LOOP_DOCKERPROXY_ENGINE_SOCKET -E LOOP_DOCKERPROXY_WORK_DIR -E LOOP_DOCKERPROXY_EGRESS \
                 -E LOOP_DOCKERPROXY_NETWORK -E LOOP_DOCKERPROXY_MASKED_PATHS -E LOOP_DOCKERPROXY_BUILD -E LOOP_DOCKERPROXY_PROTECTED_IMAGES \
                 -E LOOP_DOCKERPROXY_POLICY -E LOOP_DOCKERPROXY_CONTAINERS_MAX -E LOOP_LOG_TARGET -E LOOP_DOCKERPROXY_IDLE_SEC -E LOOP_RUNTIME_DIR \
                 -l "$1" "$PROXY" "$CHANNEL" >>"$3" 2>&1 &
@@ -251,6 +280,34 @@ for kind in podman docker; do
         # images a channel makes are named as its own
         refused "a build into a name not the channel's" "not a name of channel $CHANNEL's own" "image" \
                 build -q -t "otherchannel-app" "$T/ctx-$kind"
+        # a build's bases: local images only (the engine pulls none), their ONBUILD triggers allow-listed
+        printf 'FROM quay.io/nonexistent/base:1\nRUN true\n' >"$T/ctx-mount-$kind/Dockerfile"
+        refused "a build FROM an image that is not local" "FROM quay.io/nonexistent/base:1 is refused: it is not a local image" \
+                "build" build -q "$T/ctx-mount-$kind"
+        printf 'ARG B=%s\nFROM $B\n' "$IMAGE" >"$T/ctx-mount-$kind/Dockerfile"
+        refused "a build FROM a build arg" "named by a variable" "build" build -q "$T/ctx-mount-$kind"
+        # an image on the engine (the operator's build, in Docker's format) whose trigger would fetch a URL
+        # in the child build; Podman's compat inspect never shows triggers, its libpod one shows the history
+        mkdir -p "$T/ctx-onbuild-$kind"
+        printf 'FROM %s\nONBUILD ADD http://127.0.0.1:9/x /x\n' "$IMAGE" >"$T/ctx-onbuild-$kind/Dockerfile"
+        tar -C "$T/ctx-onbuild-$kind" -cf "$T/ctx-onbuild-$kind.tar" Dockerfile
+        engine_api "$sock" -X POST -H 'Content-Type: application/x-tar' --data-binary "@$T/ctx-onbuild-$kind.tar" \
+                "http://d/v1.41/build?t=$CHANNEL-onbuild:v1&outputformat=application%2Fvnd.docker.distribution.manifest.v2%2Bjson" >/dev/null
+        if [ "$kind" = docker ]; then
+                like "$(engine_api "$sock" "http://d/v1.41/images/$CHANNEL-onbuild:v1/json")" '"OnBuild": ?\[ ?"ADD http' \
+                        "$kind: (the base image on the engine carries an ONBUILD trigger)"
+                onbuild_refusal="its ONBUILD triggers do not pass.*ADD http://127.0.0.1:9/x is refused"
+        else
+                like "$(engine_api "$sock" "http://d/v4.3.0/libpod/images/$CHANNEL-onbuild:v1/json")" 'docker.distribution.manifest.v2.*ONBUILD ADD http' \
+                        "$kind: (the base image on the engine carries an ONBUILD trigger, in Docker's format)"
+                onbuild_refusal="on Podman an image in Docker's format may carry ONBUILD triggers"
+        fi
+        printf 'FROM %s-onbuild:v1\nRUN true\n' "$CHANNEL" >"$T/ctx-mount-$kind/Dockerfile"
+        refused "a build FROM a base whose ONBUILD trigger ADDs a URL" "$onbuild_refusal" \
+                "build" build -q "$T/ctx-mount-$kind"
+        engine_api "$sock" -X DELETE "http://d/v1.41/images/$CHANNEL-onbuild:v1" >/dev/null
+        out=$(timeout 300 "$DOCKER" build -q --pull -t "$CHANNEL-pulled-$kind" "$T/ctx-$kind" 2>&1)
+        ok $? "$kind: a build with --pull builds from the local base (the engine is made to pull nothing)" || diag "$out"
 
         # --- forced into the channel ---
         inspect=$(engine_api "$sock" "http://d/v1.41/containers/own-$kind/json")
@@ -465,6 +522,11 @@ for kind in podman docker; do
         recorded "update with PidsLimit -1" 'body-schema' "$before"
         # class 9: what a rule looked at is in the record
         timeout 60 "$DOCKER" create --name "fields-$kind" -v "$WORK/data:/data" "$IMAGE" true >/dev/null 2>&1
+        # an allowed request is journaled once the client has the answer's head: the CLI may be done first
+        for _ in $(seq 50); do
+                [[ $(record 'POST /v1\.[0-9]+/containers/create') =~ LOOP_FIELDS=[^\ ]*HostConfig.Binds ]] && break
+                sleep 0.1
+        done
         like "$(record 'POST /v1\.[0-9]+/containers/create')" "LOOP_FIELDS=[^ ]*HostConfig.Binds" \
                 "$kind: a create's record lists the body fields that were checked"
         timeout 60 "$DOCKER" rm -f "fields-$kind" >/dev/null 2>&1
@@ -506,7 +568,40 @@ for kind in podman docker; do
                 tag "$IMAGE" "otherchannel-app:latest"
         refused "committing into a name not the channel's" "not a name of channel $CHANNEL's own" "image" \
                 commit "long-$kind" "localhost/otherchannel-app"
-        refused "a pull" "the operator pulls the image on the host" "pull" pull busybox:latest
+        # pulls and pushes reach only registries the channel's egress policy allows
+        refused "a pull from Docker Hub (not in the egress policy)" "pulls from registry-1.docker.io:443 are refused: the channel's egress policy does not allow" \
+                "pull" pull busybox:latest
+        RLOG=$T/registry-$kind.log
+        : >"$RLOG"
+        start_registry "$kind" "$REGISTRY_PORT" "$RLOG"
+        registry_allowed_pid=$REGISTRY_PID
+        start_registry "$kind" "$((REGISTRY_PORT + 1))" "$RLOG"
+        for _ in $(seq 50); do nsenter --net="/proc/$(engine_pid "$kind")/ns/net" ss -ltn | grep -q ":$((REGISTRY_PORT + 1)) " && break; sleep 0.1; done
+        refused "a pull from a registry the egress policy does not name" "pulls from 127.0.0.1:$((REGISTRY_PORT + 1)) are refused" \
+                "pull" pull "127.0.0.1:$((REGISTRY_PORT + 1))/$CHANNEL-app:v1"
+        is "$(cat "$RLOG")" "" "$kind: ...and the engine never reached that registry"
+        timeout 60 "$DOCKER" pull "127.0.0.1:$REGISTRY_PORT/$CHANNEL-app:v1" >/dev/null 2>&1
+        like "$(cat "$RLOG")" "^connection " "$kind: a pull from the registry the egress policy allows reaches it from the engine" ||
+                diag "$(record '/images/create')"
+        like "$(record 'POST /v1\.[0-9]+/images/create')" "LOOP_DECISION=allow .*" "$kind: ...and is recorded as allowed" ||
+                diag "$(record '/images/create')"
+        like "$(grep 'POST /v1\.[0-9]*/images/create' "$LOG" | tail -1)" "registry 127.0.0.1:$REGISTRY_PORT, egress rule\[0\]" \
+                "$kind: ...with the registry and the egress rule that allowed it"
+        : >"$RLOG"
+        refused "a push of an image not the channel's, to an allowed registry" "not a name of channel $CHANNEL's own" "image" \
+                push "127.0.0.1:$REGISTRY_PORT/otherchannel-app:v1"
+        refused "a push to a registry the egress policy does not name" "pushes to 127.0.0.1:$((REGISTRY_PORT + 1)) are refused" \
+                "push" push "127.0.0.1:$((REGISTRY_PORT + 1))/$CHANNEL-app:v1"
+        is "$(cat "$RLOG")" "" "$kind: ...and the engine reached no registry for them"
+        check "$kind: the channel's image is tagged for the allowed registry" \
+                timeout 60 "$DOCKER" tag "$IMAGE" "127.0.0.1:$REGISTRY_PORT/$CHANNEL-app:v1"
+        timeout 60 "$DOCKER" push "127.0.0.1:$REGISTRY_PORT/$CHANNEL-app:v1" >/dev/null 2>&1
+        like "$(cat "$RLOG")" "^connection " "$kind: a push of the channel's image to the allowed registry reaches it from the engine" ||
+                diag "$(record '/push')"
+        timeout 60 "$DOCKER" rmi "127.0.0.1:$REGISTRY_PORT/$CHANNEL-app:v1" >/dev/null 2>&1
+        stop_registry
+        kill "$registry_allowed_pid" 2>/dev/null
+        wait "$registry_allowed_pid" 2>/dev/null
         check "$kind: tagging into the channel's own name works" timeout 60 "$DOCKER" tag "$IMAGE" "localhost/$CHANNEL-mine:v1"
 
         out=$(curl -sS --unix-socket "$PSOCK" -X POST -H 'Content-Type: application/json' -d '{"Privileged":true}' \
@@ -574,6 +669,15 @@ for kind in podman docker; do
         # --- cleanup through the proxy works too ---
         check "$kind: docker rm -f removes the agent's containers" timeout 60 "$DOCKER" rm -f "own-$kind" "long-$kind" "swap-$kind"
         unlike "$(grep -c 'X-Registry-Auth\|Authorization' "$LOG")" '^[1-9]' "$kind: no header reaches the record"
+        stop_proxy
+
+        # --- a channel named with capital letters makes no images (image names are lower case) ---
+        LOG=$T/proxy-$kind-case.log
+        CHANNEL=ProxyCase start_proxy "$T/$kind-case.sock" "$sock" "$LOG" || bail_out "the proxy did not listen"
+        export DOCKER_HOST=unix://$T/$kind-case.sock
+        refused "tagging by a channel named with capital letters, even into its name lower-cased" \
+                "channel ProxyCase makes no images through the proxy: image names are lower case" "image" \
+                tag "$IMAGE" "proxycase-app:v1"
         stop_proxy
         unset DOCKER_HOST
 done

@@ -86,7 +86,9 @@ agent "$D run --rm -v /:/host --entrypoint /bin/true $IMAGE; echo rc=\$?"
 like "$out" "bind mounts of host system paths" "a bind of / is refused inside the agent"
 
 # build from the local image, in the agent's /tmp
-agent "mkdir -p /tmp/ctx && printf 'FROM $IMAGE\nRUN echo built-in-agent >/built\n' >/tmp/ctx/Dockerfile && $D build -q -t demo-built-by-agent /tmp/ctx && $D run --rm --entrypoint /bin/cat demo-built-by-agent /built"
+# (with a plain /etc/passwd and /etc/group: the agent image's are links into /run, to which Podman cannot
+# add the uid and gid of a nested container that binds the work dir, below)
+agent "mkdir -p /tmp/ctx && printf 'FROM $IMAGE\nRUN echo built-in-agent >/built && rm -f /etc/passwd /etc/group && echo root:x:0:0:root:/:/bin/sh >/etc/passwd && echo root:x:0: >/etc/group\n' >/tmp/ctx/Dockerfile && $D build -q -t demo-built-by-agent /tmp/ctx && $D run --rm --entrypoint /bin/cat demo-built-by-agent /built"
 like "$out" "built-in-agent" "docker build inside the agent builds an image from the local base, and it runs" || diag "$out"
 
 # exec: the built-in rule asks a human, through loop-gate@demo with the agent container's token
@@ -94,8 +96,14 @@ agent "$D run -d --name nested-long --entrypoint /bin/sleep $IMAGE 300"
 
 # a bind of the work dir: the unit's proxy freezes the channel's containers (the agent's, nested-long)
 # in loop.slice across the pin check and the start (and Podman's attach, which mounts too)
-agent "mkdir -p pinned && echo pinned-data >pinned/f && $D run --rm -v \$PWD/pinned:/data --entrypoint /bin/cat $IMAGE /data/f"
-like "$out" "pinned-data" "a nested container with a bind of the work dir runs, started by the unit's proxy" || diag "$out"
+# (it runs as the agent, which the proxy forces on containers that bind host paths)
+agent "mkdir -p pinned && echo pinned-data >pinned/f && $D run --rm -v \$PWD/pinned:/data --entrypoint /bin/sh demo-built-by-agent -c 'cat /data/f; id -u'"
+like "$out" "pinned-data" "a nested container with a bind of the work dir runs, started by the unit's proxy" || {
+        diag "$out"
+        agent "$D create --name pin-diag -v \$PWD/pinned:/data --entrypoint /bin/cat demo-built-by-agent /data/f && $D start pin-diag; $D rm -f pin-diag; $D run --rm --entrypoint /bin/ls demo-built-by-agent -l /etc/passwd"
+        diag "$out"
+}
+like "$out" "pinned-data[[:space:]]+$(in_ct id -u loop | tr -d '\r')([[:space:]]|\$)" "...as the agent's uid (loop's), whatever the image says"
 frozen=$(proxy_journal LOOP_FROZEN=2)
 like "$frozen" "LOOP_PATH=/v[0-9.]+/containers/[0-9a-f]+/start" \
         "...with the agent's container and the running nested one frozen (LOOP_FROZEN=2 in the journal)" ||

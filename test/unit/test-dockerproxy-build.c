@@ -10,6 +10,7 @@
 
 #include "dockerproxy-build.h"
 #include "macro.h"
+#include "strv.h"
 #include "tap.h"
 #include "tar.h"
 
@@ -93,6 +94,37 @@ static void test_dockerfile(void) {
                 memset(big, '#', PROXY_DOCKERFILE_MAX + 1);
                 big[PROXY_DOCKERFILE_MAX + 1] = 0;
                 ok(df(big, &w) == -EPERM && strstr(w, "larger"), "a Dockerfile over PROXY_DOCKERFILE_MAX is refused");
+        }
+}
+
+/* The base images a build names, for the proxy to ask the engine about; and their ONBUILD triggers. */
+static void test_bases_and_onbuild(void) {
+        const char *text = "FROM busybox AS base\nFROM base\nFROM scratch\nFROM --platform=linux/amd64 quay.io/x/y:1 AS Two\n"
+                           "FROM two\nFROM busybox\n";
+        _cleanup_strv_free_ char **bases = NULL;
+        _cleanup_free_ char *w = NULL;
+
+        is_int(proxy_dockerfile_check_bases(text, strlen(text), CHANNEL, &bases, &w), 0, "a multi-stage Dockerfile is read");
+        ok(strv_length(bases) == 3 && streq(bases[0], "busybox") && streq(bases[1], "quay.io/x/y:1") && streq(bases[2], "busybox"),
+           "its bases are the images FROM names: not scratch, not an earlier stage (by name, ignoring case)");
+        refused("ARG B=busybox\nFROM $B\n", "named by a variable", "a FROM with a variable is refused");
+        refused("FROM ${B:-busybox}\n", "named by a variable", "...in braces too");
+        refused("FROM busybox AS\n", "cannot be read", "FROM ... AS without a name is refused");
+        refused("FROM busybox extra\n", "cannot be read", "FROM with a word that is not AS is refused");
+        {
+                _cleanup_(json_object_putp) json_object *good = json_tokener_parse("[\"RUN echo hi\",\"COPY a /b\"]");
+                _cleanup_(json_object_putp) json_object *remote = json_tokener_parse("[\"RUN true\",\"ADD http://127.0.0.1:9/x /x\"]");
+                _cleanup_(json_object_putp) json_object *bind = json_tokener_parse("[\"RUN --mount=type=bind,target=/h true\"]");
+                _cleanup_(json_object_putp) json_object *nested = json_tokener_parse("[\"ONBUILD RUN true\"]");
+                _cleanup_(json_object_putp) json_object *bad = json_tokener_parse("[1]");
+                _cleanup_free_ char *w1 = NULL, *w2 = NULL, *w3 = NULL, *w4 = NULL, *w5 = NULL, *w6 = NULL;
+                is_int(proxy_build_onbuild_check(NULL, CHANNEL, &w1), 0, "a base without ONBUILD triggers passes");
+                is_int(proxy_build_onbuild_check(good, CHANNEL, &w2), 0, "ONBUILD triggers the allow-list allows pass");
+                ok(proxy_build_onbuild_check(remote, CHANNEL, &w3) == -EPERM && w3 && strstr(w3, "ADD http"),
+                   "an ONBUILD trigger with a remote ADD is refused, and named");
+                ok(proxy_build_onbuild_check(bind, CHANNEL, &w4) == -EPERM, "an ONBUILD trigger with a bind mount is refused");
+                ok(proxy_build_onbuild_check(nested, CHANNEL, &w5) == -EPERM, "an ONBUILD trigger that is ONBUILD is refused");
+                ok(proxy_build_onbuild_check(bad, CHANNEL, &w6) == -EPERM, "an ONBUILD trigger that is no string is refused");
         }
 }
 
@@ -268,6 +300,7 @@ static void test_unknown_names_refused(void) {
 int main(void) {
         test_dockerfile();
         test_unknown_names_refused();
+        test_bases_and_onbuild();
         test_dockerfile_name();
         test_context();
         test_tar_long_name();

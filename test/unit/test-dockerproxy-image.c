@@ -75,6 +75,11 @@ static void test_channels(void) {
         ok(!proxy_image_ref_is_channels("other/chan-app", "chan"), "CHANNEL-app under another's first component is not");
         ok(!proxy_image_ref_is_channels("Chan-app", "chan"), "a reference that does not parse is not");
         ok(!proxy_image_ref_is_channels("chan-app", ""), "no channel: nothing is its");
+        ok(!proxy_image_ref_is_channels("web-app", "Web") && !proxy_image_ref_is_channels("Web-app", "Web"),
+           "a channel named with capital letters has no image names, not even its name lower-cased");
+        ok(!proxy_channel_names_images("Web"), "...and is told so (it names no images)");
+        ok(proxy_channel_names_images("web.v2") && proxy_channel_names_images("w_1"), "lower-case channel names name images");
+        ok(!proxy_channel_names_images("web..x"), "...as far as the reference grammar takes them");
 }
 
 int main(void) {

@@ -670,6 +670,44 @@ static void test_pins_and_tmpfs(void) {
         }
 }
 
+/* A container that binds host paths runs as the agent: User forced, GroupAdd dropped, no SETUID/SETGID. */
+static void test_run_as(void) {
+        _cleanup_(json_object_putp) json_object *body = json_tokener_parse(
+                "{\"user\":\"0\",\"HostConfig\":{\"Binds\":[\"/w:/w\",\"vol:/v\"],\"groupadd\":[\"0\"],"
+                "\"CapAdd\":[\"CAP_SETUID\",\"setgid\",\"KILL\"],\"Mounts\":[{\"Type\":\"bind\",\"Source\":\"/x\",\"Target\":\"/x\"},"
+                "{\"Type\":\"volume\",\"Source\":\"v\",\"Target\":\"/y\"}]}}");
+        _cleanup_(json_object_putp) json_object *none = json_tokener_parse(
+                "{\"HostConfig\":{\"Binds\":[\"vol:/v\"],\"Mounts\":[{\"Type\":\"tmpfs\",\"Target\":\"/t\"}]}}");
+        _cleanup_(json_object_putp) json_object *bad = json_tokener_parse("{\"HostConfig\":{\"Binds\":[1]}}");
+        _cleanup_(json_object_putp) json_object *exec = json_tokener_parse("{\"User\":\"root\",\"Cmd\":[\"sh\"]}");
+        _cleanup_(json_object_putp) json_object *pinned = json_tokener_parse(
+                "{\"Config\":{\"Labels\":{\"loop-bind-pins\":\"[[1,2,\\\"/w\\\"]]\"}}}");
+        _cleanup_(json_object_putp) json_object *mounted = json_tokener_parse(
+                "{\"Config\":{\"Labels\":{}},\"Mounts\":[{\"Type\":\"volume\"},{\"Type\":\"bind\"}]}");
+        _cleanup_(json_object_putp) json_object *volume_only = json_tokener_parse(
+                "{\"Config\":{\"Labels\":{}},\"HostConfig\":{\"Binds\":[\"v:/v\"]},\"Mounts\":[{\"Type\":\"volume\"}]}");
+        json_object *hc, *v;
+
+        is_int(proxy_container_host_binds(body), 2, "a create's host binds are counted (Binds paths, Mounts of type bind)");
+        is_int(proxy_container_host_binds(none), 0, "named volumes and tmpfs are not host binds");
+        is_int(proxy_container_host_binds(bad), -EBADMSG, "a bind that is not a string is refused");
+        is_int(proxy_container_run_as(body, 1000, 1001), 0, "a create with host binds is made to run as the agent");
+        ok(json_object_object_get_ex(body, "User", &v) && streq(json_object_get_string(v), "1000:1001") &&
+           !json_object_object_get_ex(body, "user", NULL), "...User is the agent's uid:gid, whatever the caller spelt");
+        json_object_object_get_ex(body, "HostConfig", &hc);
+        ok(!json_object_object_get_ex(hc, "groupadd", NULL) && !json_object_object_get_ex(hc, "GroupAdd", NULL),
+           "...with no group added");
+        ok(json_object_object_get_ex(hc, "CapAdd", &v) && json_object_array_length(v) == 1 &&
+           streq(json_object_get_string(json_object_array_get_idx(v, 0)), "KILL"),
+           "...and SETUID and SETGID taken from CapAdd (in any spelling), the rest kept");
+        is_int(proxy_exec_run_as(exec, 1000, 1001), 0, "an exec is made to run as the agent");
+        ok(json_object_object_get_ex(exec, "User", &v) && streq(json_object_get_string(v), "1000:1001"),
+           "...its User replaced");
+        ok(proxy_inspect_binds_host(pinned), "a container with pinned binds binds host paths");
+        ok(proxy_inspect_binds_host(mounted), "a container with a mount of type bind binds host paths");
+        ok(!proxy_inspect_binds_host(volume_only), "a container with named volumes only does not");
+}
+
 static void test_default_networks(void) {
         _cleanup_(json_object_putp) json_object *list = json_tokener_parse(
                 "[{\"Name\":\"bridge\",\"Id\":\"b1\",\"Labels\":{},\"Containers\":{\"c1\":{\"Name\":\"other-channels\"}}},"
@@ -763,6 +801,7 @@ int main(void) {
         test_bodies();
         test_nested();
         test_pins_and_tmpfs();
+        test_run_as();
         test_default_networks();
         test_build();
         {
