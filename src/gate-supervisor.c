@@ -25,6 +25,7 @@
 #include "gate-syscall.h"
 #include "io-util.h"
 #include "log.h"
+#include "gate-mm.h"
 #include "seccomp-profile.h"
 #include "strv.h"
 
@@ -1082,6 +1083,36 @@ static int script_interpreter(int fd, char **ret_interp, char **ret_arg) {
         return 1;
 }
 
+/* Whether the caller's filename and argv are its own until the kernel copies them (gate-mm.h); if not,
+ * the exec is answered here with a deny and false returned. kcmp's ptrace check uses the real ids: the
+ * agent's for the scan, as for pidfd_getfd(). */
+static bool exec_memory_sole(Request *q) {
+        const char *why = NULL;
+        int r, k;
+
+        k = thread_set_real_ids(q->s->config->uid, q->s->config->gid);
+        if (k < 0)
+                fatal_credentials(k);
+        r = gate_mm_sole((pid_t) q->n->pid, &why);
+        k = thread_set_real_ids(0, 0);
+        if (k < 0)
+                fatal_credentials(k);
+        if (r < 0) {
+                fail_closed(q, r, "cannot tell which tasks share the caller's memory, which the kernel reads "
+                            "the command from again");
+                return false;
+        }
+        if (r == 0)
+                return true;
+        (void) snprintf(q->reason, sizeof(q->reason),
+                        "another task can change the arguments before the kernel reads them: %s", why);
+        q->verdict = (GateVerdict) { .decision = DECISION_DENY, .message = q->reason };
+        (void) snprintf(q->verdict.rule_id, sizeof(q->verdict.rule_id), "%s", "exec-shared-memory");
+        q->event = "local";
+        result_errno(q, GATE_DENY_ERRNO);
+        return false;
+}
+
 static void handle_exec(Request *q) {
         const GatePolicy *policy = q->s->config->policy;
         _cleanup_free_ char *file = NULL, *file2 = NULL, *cwd = NULL, *key = NULL, *exec_path = NULL,
@@ -1214,6 +1245,11 @@ static void handle_exec(Request *q) {
         res.fd = close_later(q->w, res.fd);
         res.dir_fd = close_later(q->w, res.dir_fd);
         gate_resolved_done(&res);
+
+        /* What the kernel copies after CONTINUE must be what was decided: no other task may be able to
+         * change it first (gate-mm.h). Asked before an approval, so no human approves what then fails. */
+        if (q->s->config->exec_sole_mm && q->verdict.decision != DECISION_DENY && !exec_memory_sole(q))
+                return;
 
         key = gate_cache_key_exec(resolved_path, argv);
         settle(q, key);

@@ -247,6 +247,7 @@ int verb_syscallwrap(int argc, char *argv[]) {
         const char *policy_file = NULL, *channel, *socket_path;
         char payload[CHANNEL_ID_MAX + 1] = {};
         GateSupervisorConfig config = { .log_fd = STDERR_FILENO };
+        bool exec_sole_mm = true;
         GateSupervisor *supervisor = NULL;
         bool have_uid = false, have_gid = false;
         uint32_t uid = 0, gid = 0;
@@ -328,6 +329,7 @@ int verb_syscallwrap(int argc, char *argv[]) {
                         log_error_errno(r, "Cannot find the files of the commands the gate denies: %m");
                         return EXIT_WRAP_FAILED;
                 }
+                exec_sole_mm = gate_policy_exec_reads_memory(policy) || skipped[0];
                 STRV_FOREACH(n, skipped)
                         log_notice("The denied command %s is a multi-call binary's applet: only the gate's check of its "
                                    "name refuses it.", *n);
@@ -410,6 +412,7 @@ int verb_syscallwrap(int argc, char *argv[]) {
                 .uid = uid, .gid = gid, .groups = groups, .n_groups = n_groups,
                 .verbose = streq_ptr(getenv("LOOP_GATE_VERBOSE"), "1"),
                 .log_fd = STDERR_FILENO,
+                .exec_sole_mm = exec_sole_mm,
         };
         r = gate_supervisor_probe(&config, child);
         if (r < 0) {
