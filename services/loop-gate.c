@@ -164,6 +164,37 @@ static void audit_gate(Server *s, AuditEvent event, const GateDecision *d) {
                                  strna(d->actor), strna(d->reason));
 }
 
+/* An answer refused because its id's digest is not the pending request's: one audit record with what
+ * was answered and what waits under that number (nothing is decided; the request keeps waiting). */
+static void audit_answer_refused(Server *s, const GatePending *p, uint64_t id, const char *digest,
+                                 const char *answer, const char *actor) {
+        _cleanup_free_ char *target = NULL, *shown = NULL, *f_kind = NULL, *f_target = NULL, *f_id = NULL,
+                *f_pending = NULL, *f_actor = NULL, *f_answer = NULL, *f_pid = NULL;
+
+        target = text_escape_display(strempty(p->target), 0);
+        shown = text_escape_display(strempty(p->target), GATE_DISPLAY_MAX);
+        if (!target || !shown ||
+            asprintf(&f_kind, "LOOP_KIND=%s", strna(p->kind)) < 0 ||
+            asprintf(&f_target, "LOOP_TARGET=%s", target) < 0 ||
+            asprintf(&f_id, "LOOP_GATE_ID=%s/%" PRIu64 "-%s", s->channel, id, digest) < 0 ||
+            asprintf(&f_pending, "LOOP_PENDING_GATE_ID=%s/%" PRIu64 "-%s", s->channel, id, p->digest) < 0 ||
+            asprintf(&f_actor, "LOOP_ACTOR=%s", actor) < 0 ||
+            asprintf(&f_answer, "LOOP_ANSWER=%s", answer) < 0 ||
+            asprintf(&f_pid, "LOOP_PID=%d", (int) p->pid) < 0) {
+                log_oom();
+                return;
+        }
+        char *extra[] = { f_kind, f_target, f_id, f_pending, f_actor, f_answer, f_pid,
+                          (char *) "LOOP_DECISION=deny", (char *) "LOOP_REASON=digest-mismatch", NULL };
+        AuditFields f = { .channel = s->channel, .container = p->container, .extra = extra };
+
+        (void) audit_log(AUDIT_GATE_ANSWER_REFUSED, LOG_WARNING, &f,
+                         "Refused %s's answer \"%s\" to %s/%" PRIu64 "-%s: request %" PRIu64 " is %s/%" PRIu64 "-%s "
+                         "(%s of %s by %s), not the one answered; nothing was decided.",
+                         actor, answer, s->channel, id, digest, id, s->channel, id, p->digest, strna(p->kind), shown,
+                         strna(p->container));
+}
+
 /* A decision the container's supervisor made by itself. Everything but the channel (ours) and the
  * container (its token's) is the container's account; the report's own "channel" is only noted when it
  * disagrees. */
@@ -803,12 +834,7 @@ static int handle_admin_request(Connection *c, const HttpRequest *req) {
                         return r;
                 p = gate_approvals_find(s->approvals, id);
                 if (p && !streq(p->digest, digest)) {
-                        _cleanup_free_ char *shown = text_escape_display(p->target, GATE_DISPLAY_MAX);
-
-                        log_warning("Refused %s's answer \"%s\" to %s/%" PRIu64 "-%s: request %" PRIu64 " is %s/%" PRIu64 "-%s "
-                                    "(%s of %s by %s), not the one answered; nothing was decided.",
-                                    actor, gate_answer_to_string(answer), s->channel, id, digest, id, s->channel,
-                                    id, p->digest, p->kind, strna(shown), p->container);
+                        audit_answer_refused(s, p, id, digest, gate_answer_to_string(answer), actor);
                         return reply_error(c, 409, "the id names another request than this one: its target is not the "
                                            "one that was shown (see `loop gate list`); nothing was answered",
                                            req->keep_alive);
