@@ -358,6 +358,51 @@ static int spawn_many(const char *self, long n, const char *arg) {
         return 0;
 }
 
+/* hold-flood SOCK HOLD N: HOLD connections to SOCK kept open without a byte (a server counting its
+ * connections counts them), then N more, each reading the server's answer and closing. Prints
+ * "held=H busy=B other=O" (busy: answered 503). */
+static int hold_flood(const char *sock, long hold, long n) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        long held = 0, busy = 0, other = 0;
+        int *fds = calloc((size_t) hold + 1, sizeof(int));
+
+        if (!fds)
+                return 2;
+        strncpy(sa.sun_path, sock, sizeof(sa.sun_path) - 1);
+        for (long i = 0; i < hold; i++) {
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+                if (fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0)
+                        fds[held++] = fd;
+                else if (fd >= 0)
+                        close(fd);
+        }
+        usleep(500 * 1000);     /* the server accepts them all */
+        for (long i = 0; i < n; i++) {
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                char buf[256] = "";
+                ssize_t k;
+
+                if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                        other++;
+                        if (fd >= 0)
+                                close(fd);
+                        continue;
+                }
+                k = read(fd, buf, sizeof(buf) - 1);
+                if (k > 0 && strstr(buf, " 503 "))
+                        busy++;
+                else
+                        other++;
+                close(fd);
+        }
+        for (long i = 0; i < held; i++)
+                close(fds[i]);
+        free(fds);
+        printf("held=%ld busy=%ld other=%ld\n", held, busy, other);
+        return 0;
+}
+
 /* flood-gate SOCK N: N approval requests with a token nobody issued, each on its own connection, as
  * fast as the gate answers them. Prints "sent=N answered=M". */
 static int flood_gate(const char *sock, long n) {
@@ -920,6 +965,8 @@ int main(int argc, char *argv[]) {
                 return spawn_many(realpath("/proc/self/exe", NULL), atol(a1), argv[3]);
         if (!strcmp(cmd, "exit-arg") && argc > 2)       /* exit-arg ok-arg|no-arg */
                 return !strcmp(a1, "no-arg") ? 1 : !strcmp(a1, "ok-arg") ? 0 : 3;
+        if (!strcmp(cmd, "hold-flood") && argc > 4)     /* hold-flood SOCK HOLD N */
+                return hold_flood(a1, atol(argv[3]), atol(argv[4]));
         if (!strcmp(cmd, "flood-gate") && argc > 3)     /* flood-gate SOCK N */
                 return flood_gate(a1, atol(argv[3]));
         if (!strcmp(cmd, "sigurg-create") && argc > 3)  /* sigurg-create DIR N */
