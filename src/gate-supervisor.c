@@ -25,6 +25,7 @@
 #include "gate-syscall.h"
 #include "io-util.h"
 #include "log.h"
+#include "gate-inode-deny.h"
 #include "gate-mm.h"
 #include "seccomp-profile.h"
 #include "strv.h"
@@ -1464,6 +1465,30 @@ no:
         return false;
 }
 
+/* A file opened for reading that the policy's read rules named at the start under another name (a hard
+ * link from before the run, a renamed directory): refused on its inode. fd is the file opened here, so
+ * the check is of the object the caller would get. Returns true when refused (answered). */
+static bool read_denied_by_inode(Request *q, int fd, uint64_t flags) {
+        const char *rule;
+        struct stat st;
+
+        if (!q->s->config->read_denied || (flags & O_ACCMODE) == O_WRONLY || (flags & O_PATH))
+                return false;
+        if (fstat(fd, &st) < 0) {
+                fail_closed(q, -errno, "cannot look at the opened file");
+                return true;
+        }
+        if (!S_ISREG(st.st_mode) || !(rule = gate_inode_deny_find(q->s->config->read_denied, st.st_dev, st.st_ino)))
+                return false;
+        q->verdict = (GateVerdict) { .decision = DECISION_DENY,
+                                     .message = "the file is one whose reading is denied or needs a human, by another name "
+                                                "(a link or a renamed directory)" };
+        (void) snprintf(q->verdict.rule_id, sizeof(q->verdict.rule_id), "inode:%s", rule);
+        q->event = "local";
+        result_errno(q, GATE_DENY_ERRNO);
+        return true;
+}
+
 static void emulate_open(Request *q, GateResolved *res) {
         uint64_t f = q->call.flags;
         _cleanup_close_ int fd = -EBADF;
@@ -1514,6 +1539,8 @@ static void emulate_open(Request *q, GateResolved *res) {
                         return result_errno(q, errno);
         }
 
+        if (read_denied_by_inode(q, fd, f))
+                return;
         result_fd(q, TAKE_FD(fd), f & O_CLOEXEC);
 }
 
@@ -1700,6 +1727,8 @@ static bool open_fast(Request *q, const char *path) {
         q->target = TAKE_PTR(clean);
         if (fd < 0)
                 result_errno(q, error);         /* the caller's own: ENOENT, EACCES, EEXIST, ... */
+        else if (read_denied_by_inode(q, fd, f))
+                safe_close(fd);
         else
                 result_fd(q, fd, f & O_CLOEXEC);
         return true;

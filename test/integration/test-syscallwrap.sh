@@ -77,6 +77,7 @@ cat >"$T/policy.json" <<JSON
     {"paths": ["$H/.bashrc"], "operations": ["write", "create", "delete", "chmod", "link"], "decision": "deny", "message": "shell rc"},
     {"paths": ["$T/secret/**"], "decision": "deny"},
     {"paths": ["$H/secret*"], "operations": ["read"], "decision": "deny", "message": "secrets are not read"},
+    {"paths": ["$H/box/vault/**"], "operations": ["read"], "decision": "deny", "message": "the vault is not read"},
     {"paths": ["$H/nosock/**"], "operations": ["create"], "decision": "deny", "message": "nothing new here"}
   ]
 }
@@ -296,6 +297,22 @@ like "$out" "rc=1" "renaming it is denied (a rename is a read of its source)"
 unlike "$out" "top-secret" "  ... and the content is not read under the new name"
 [ -e "$H/secret.txt" ] && [ ! -e "$H/s2.txt" ] && [ ! -e "$H/notes.txt" ]
 ok $? "  ... the file keeps its one name"
+
+# Reads are decided on the file opened, not only its name: a second name from before the run, and a
+# directory renamed with a denied file inside, still name a file recorded (by inode) at the gate's start.
+ln "$H/secret.txt" "$H/prelinked.txt"
+mkdir -p "$H/box/vault"
+echo vault-secret >"$H/box/vault/key.txt"
+chown -R "$U:$G" "$H/box" "$H/prelinked.txt"
+wrap sh -c "cat $H/prelinked.txt; echo rc=\$?"
+unlike "$out" "top-secret" "a hard link made before the run does not read a file whose reading is denied" || diag "$out $err"
+like "$out" "rc=1" "  ... the open is refused"
+grep -qE '"rule_id":"inode:file\[[0-9]+\]".*"decision":"deny"' "$T/stderr"
+ok $? "  ... with a record naming the rule, by inode"
+wrap sh -c "cat $H/box/vault/key.txt; echo rc=\$?; mv $H/box $H/opened; echo mv=\$?; cat $H/opened/vault/key.txt; echo rc=\$?"
+unlike "$out" "vault-secret" "a directory renamed with a denied file inside does not read it under the new name" || diag "$out $err"
+like "$(tr '\n' ' ' <<<"$out")" "rc=1 mv=0 rc=1" "  ... the rename itself is allowed, the read by inode is not"
+rm -f "$H/prelinked.txt"; rm -rf "$H/box" "$H/opened"
 
 # --- sockets ------------------------------------------------------------------------------------------
 python3 -c 'import socket,sys,os
