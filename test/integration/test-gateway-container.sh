@@ -369,7 +369,7 @@ out=$(in_ct /opt/loop-test-probe/gate-probe hold-flood /run/loop/demo/gateway.so
 like "$out" "held=256 busy=3000 other=0" "with 256 connections held, a flood of 3000 more at gateway.sock is refused (503)" || diag "$out"
 busy_counts() {
         in_ct journalctl --sync >/dev/null 2>&1
-        in_ct journalctl -u loop-gateway@demo --after-cursor "$cursor" LOOP_REASON=busy -o export | awk '
+        gw_journal --after-cursor "$cursor" | awk '
                 /^$/ { if (seen) { if (d != "") dropped += d; else one++ } seen = 0; d = "" }
                 /^LOOP_REASON=busy$/ { seen = 1 }
                 /^LOOP_DROPPED=/ { d = substr($0, 14) }
