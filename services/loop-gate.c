@@ -422,12 +422,7 @@ static int handle_admin_request(GateConn *c, const HttpRequest *req) {
                         return r;
                 p = gate_approvals_find(s->approvals, id);
                 if (p && !streq(p->digest, digest)) {
-                        _cleanup_free_ char *shown = text_escape_display(p->target, GATE_DISPLAY_MAX);
-
-                        log_warning("Refused %s's answer \"%s\" to %s/%" PRIu64 "-%s: request %" PRIu64 " is %s/%" PRIu64 "-%s "
-                                    "(%s of %s by %s), not the one answered; nothing was decided.",
-                                    actor, gate_answer_to_string(answer), s->channel, id, digest, id, s->channel,
-                                    id, p->digest, p->kind, strna(shown), p->container);
+                        gate_record_answer_refused(s->channel, p, id, digest, gate_answer_to_string(answer), actor);
                         return gate_conn_reply_error(c, 409, "the id names another request than this one: its target is not the "
                                            "one that was shown (see `loop gate list`); nothing was answered",
                                            req->keep_alive);

@@ -663,8 +663,17 @@ static void on_busy(SocketService *s, int fd, void *userdata) {
         (void) send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (getpeername(fd, (struct sockaddr *) &peer, &pl) >= 0)
                 (void) egress_address_format((struct sockaddr *) &peer, address, sizeof address);
-        if (!g->busy || audit_limiter_admit(g->busy, address, clock_usec(CLOCK_MONOTONIC), busy_summary, g) != 0)
-                log_warning("More than %u connections at once, refusing one of %s.", GATEWAY_CONNECTIONS_MAX, address);
+        if (!g->busy || audit_limiter_admit(g->busy, address, clock_usec(CLOCK_MONOTONIC), busy_summary, g) != 0) {
+                _cleanup_free_ char *f_peer = NULL;
+
+                if (asprintf(&f_peer, "LOOP_PEER=%s", address) < 0)
+                        log_oom();
+                char *extra[] = { (char *) "LOOP_DECISION=deny", (char *) "LOOP_REASON=busy", f_peer, NULL };
+                AuditFields f = { .channel = g->channel, .extra = extra };
+                (void) audit_log(AUDIT_GATEWAY_REQUEST, LOG_WARNING, &f,
+                                 "Egress deny: more than %u connections at once, refusing one of %s.",
+                                 GATEWAY_CONNECTIONS_MAX, address);
+        }
 }
 
 static int run(int argc, char *argv[]) {

@@ -2,6 +2,7 @@
 
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <linux/kcmp.h>
 #include <linux/watch_queue.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -71,7 +72,11 @@ static const SeccompProfileRule workload_rules[] = {
         /* ENOSYS: runtimes (Go, Rust, coreutils) fall back to read and write on it. */
         DENY(ENOSYS, "pipe buffer exploitation (dirty pipe class)", "splice", "tee", "vmsplice"),
         DENY(EPERM, "other processes' memory and state",
-             "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp"),
+             "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise"),
+        /* All but KCMP_VM (whether two tasks share an address space), which the gate's supervisor needs to
+         * find who can change an exec's arguments (gate-mm.h); the gate refuses the agent kcmp entirely. */
+        { .names = NAMES("kcmp"), .errno_value = EPERM, .has_arg = true, .arg_index = 2,
+          .op = SCMP_CMP_NE, .value = KCMP_VM, .comment = "other processes' memory and state" },
         DENY(EPERM, "execveat runs memfds and fds the gate cannot name", "execveat"),
         DENY(EPERM, "kernel keyrings", "add_key", "request_key", "keyctl"),
         DENY(EPERM, "System V IPC",

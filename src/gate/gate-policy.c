@@ -1135,6 +1135,21 @@ static bool command_always_denied(const GatePolicy *p, const char *name) {
         return false;
 }
 
+bool gate_policy_exec_reads_memory(const GatePolicy *p) {
+        if (!p || p->default_decision != DECISION_ALLOW)
+                return true;
+        for (size_t i = 0; i < p->n_command_rules; i++) {
+                const GateCommandRule *c = &p->command_rules[i];
+
+                if (c->decision != DECISION_DENY || c->n_regexes > 0 || c->within || c->n_commands == 0)
+                        return true;
+                for (size_t j = 0; j < c->n_commands; j++)
+                        if (strpbrk(c->commands[j], "*?[\\/") || !command_always_denied(p, c->commands[j]))
+                                return true;
+        }
+        return false;
+}
+
 int gate_policy_denied_commands(const GatePolicy *p, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         int r;

@@ -75,6 +75,10 @@ int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, 
  * that can match the name without conditions is a deny, and every conditional rule before it is a deny
  * too. These are the ones a static floor may refuse to execute (gate-exec-floor.h). */
 int gate_policy_denied_commands(const GatePolicy *p, char ***ret);
+/* Whether an exec's verdict can depend on more than the file it runs: false only when the default allows
+ * and every command rule denies plain names outright (the exec floor's commands, which it enforces on the
+ * file). Otherwise what the kernel reads after the check must be what was checked (gate-mm.h). */
+bool gate_policy_exec_reads_memory(const GatePolicy *p);
 
 /* Puts a deny of every modifying operation on each of paths (absolute; a directory with everything
  * below it) in front of doc's file rules, so no channel rule or workspace allow comes before it: the work

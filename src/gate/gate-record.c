@@ -138,3 +138,32 @@ void gate_record_unauth_dropped(const char *peer, uint64_t suppressed, void *use
                          "(the first %u journaled one by one).", suppressed, peer ?: "peers beyond the count",
                          GATE_UNAUTH_WINDOW_USEC / 1000000ULL, GATE_UNAUTH_PER_WINDOW);
 }
+
+void gate_record_answer_refused(const char *channel, const GatePending *p, uint64_t id, const char *digest,
+                                const char *answer, const char *actor) {
+        _cleanup_free_ char *target = NULL, *shown = NULL, *f_kind = NULL, *f_target = NULL, *f_id = NULL,
+                *f_pending = NULL, *f_actor = NULL, *f_answer = NULL, *f_pid = NULL;
+
+        target = text_escape_display(strempty(p->target), 0);
+        shown = text_escape_display(strempty(p->target), GATE_DISPLAY_MAX);
+        if (!target || !shown ||
+            asprintf(&f_kind, "LOOP_KIND=%s", strna(p->kind)) < 0 ||
+            asprintf(&f_target, "LOOP_TARGET=%s", target) < 0 ||
+            asprintf(&f_id, "LOOP_GATE_ID=%s/%" PRIu64 "-%s", channel, id, digest) < 0 ||
+            asprintf(&f_pending, "LOOP_PENDING_GATE_ID=%s/%" PRIu64 "-%s", channel, id, p->digest) < 0 ||
+            asprintf(&f_actor, "LOOP_ACTOR=%s", actor) < 0 ||
+            asprintf(&f_answer, "LOOP_ANSWER=%s", answer) < 0 ||
+            asprintf(&f_pid, "LOOP_PID=%d", (int) p->pid) < 0) {
+                log_oom();
+                return;
+        }
+        char *extra[] = { f_kind, f_target, f_id, f_pending, f_actor, f_answer, f_pid,
+                          (char *) "LOOP_DECISION=deny", (char *) "LOOP_REASON=digest-mismatch", NULL };
+        AuditFields f = { .channel = channel, .container = p->container, .extra = extra };
+
+        (void) audit_log(AUDIT_GATE_ANSWER_REFUSED, LOG_WARNING, &f,
+                         "Refused %s's answer \"%s\" to %s/%" PRIu64 "-%s: request %" PRIu64 " is %s/%" PRIu64 "-%s "
+                         "(%s of %s by %s), not the one answered; nothing was decided.",
+                         actor, answer, channel, id, digest, id, channel, id, p->digest, strna(p->kind), shown,
+                         strna(p->container));
+}

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "audit.h"
+#include "gate-approval.h"
 #include "gate-audit.h"
 
 #define GATE_DISPLAY_MAX 1024U                  /* bytes of a target or message shown in lists and MESSAGE */
@@ -35,6 +36,11 @@ typedef struct GateDecision {
 
 /* AUDIT_GATE_DECISION or AUDIT_GATE_PENDING (without decision, actor, reason and latency). */
 void gate_record_decision(const char *channel, AuditEvent event, const GateDecision *d);
+
+/* An answer refused because its id's digest is not the pending request P's: one AUDIT_GATE_ANSWER_REFUSED
+ * record with what was answered and what waits under that number (nothing is decided; P keeps waiting). */
+void gate_record_answer_refused(const char *channel, const GatePending *p, uint64_t id, const char *digest,
+                                const char *answer, const char *actor);
 
 /* A decision the container's supervisor made by itself. Everything but the channel (ours) and the
  * container (its token's) is the container's account; the report's own "channel" is only noted when it

@@ -25,6 +25,8 @@
 #include "gate-syscall.h"
 #include "io-util.h"
 #include "log.h"
+#include "gate-inode-deny.h"
+#include "gate-mm.h"
 #include "path-util.h"
 #include "seccomp-profile.h"
 #include "strv.h"
@@ -1083,6 +1085,36 @@ static int script_interpreter(int fd, char **ret_interp, char **ret_arg) {
         return 1;
 }
 
+/* Whether the caller's filename and argv are its own until the kernel copies them (gate-mm.h); if not,
+ * the exec is answered here with a deny and false returned. kcmp's ptrace check uses the real ids: the
+ * agent's for the scan, as for pidfd_getfd(). */
+static bool exec_memory_sole(Request *q) {
+        const char *why = NULL;
+        int r, k;
+
+        k = thread_set_real_ids(q->s->config->uid, q->s->config->gid);
+        if (k < 0)
+                fatal_credentials(k);
+        r = gate_mm_sole((pid_t) q->n->pid, &why);
+        k = thread_set_real_ids(0, 0);
+        if (k < 0)
+                fatal_credentials(k);
+        if (r < 0) {
+                fail_closed(q, r, "cannot tell which tasks share the caller's memory, which the kernel reads "
+                            "the command from again");
+                return false;
+        }
+        if (r == 0)
+                return true;
+        (void) snprintf(q->reason, sizeof(q->reason),
+                        "another task can change the arguments before the kernel reads them: %s", why);
+        q->verdict = (GateVerdict) { .decision = DECISION_DENY, .message = q->reason };
+        (void) snprintf(q->verdict.rule_id, sizeof(q->verdict.rule_id), "%s", "exec-shared-memory");
+        q->event = "local";
+        result_errno(q, GATE_DENY_ERRNO);
+        return false;
+}
+
 static void handle_exec(Request *q) {
         const GatePolicy *policy = q->s->config->policy;
         _cleanup_free_ char *file = NULL, *file2 = NULL, *cwd = NULL, *key = NULL, *exec_path = NULL,
@@ -1215,6 +1247,11 @@ static void handle_exec(Request *q) {
         res.fd = close_later(q->w, res.fd);
         res.dir_fd = close_later(q->w, res.dir_fd);
         gate_resolved_done(&res);
+
+        /* What the kernel copies after CONTINUE must be what was decided: no other task may be able to
+         * change it first (gate-mm.h). Asked before an approval, so no human approves what then fails. */
+        if (q->s->config->exec_sole_mm && q->verdict.decision != DECISION_DENY && !exec_memory_sole(q))
+                return;
 
         key = gate_cache_key_exec(resolved_path, argv);
         settle(q, key);
@@ -1429,6 +1466,30 @@ no:
         return false;
 }
 
+/* A file opened for reading that the policy's read rules named at the start under another name (a hard
+ * link from before the run, a renamed directory): refused on its inode. fd is the file opened here, so
+ * the check is of the object the caller would get. Returns true when refused (answered). */
+static bool read_denied_by_inode(Request *q, int fd, uint64_t flags) {
+        const char *rule;
+        struct stat st;
+
+        if (!q->s->config->read_denied || (flags & O_ACCMODE) == O_WRONLY || (flags & O_PATH))
+                return false;
+        if (fstat(fd, &st) < 0) {
+                fail_closed(q, -errno, "cannot look at the opened file");
+                return true;
+        }
+        if (!S_ISREG(st.st_mode) || !(rule = gate_inode_deny_find(q->s->config->read_denied, st.st_dev, st.st_ino)))
+                return false;
+        q->verdict = (GateVerdict) { .decision = DECISION_DENY,
+                                     .message = "the file is one whose reading is denied or needs a human, by another name "
+                                                "(a link or a renamed directory)" };
+        (void) snprintf(q->verdict.rule_id, sizeof(q->verdict.rule_id), "inode:%s", rule);
+        q->event = "local";
+        result_errno(q, GATE_DENY_ERRNO);
+        return true;
+}
+
 static void emulate_open(Request *q, GateResolved *res) {
         uint64_t f = q->call.flags;
         _cleanup_close_ int fd = -EBADF;
@@ -1479,6 +1540,8 @@ static void emulate_open(Request *q, GateResolved *res) {
                         return result_errno(q, errno);
         }
 
+        if (read_denied_by_inode(q, fd, f))
+                return;
         result_fd(q, TAKE_FD(fd), f & O_CLOEXEC);
 }
 
@@ -1665,6 +1728,8 @@ static bool open_fast(Request *q, const char *path) {
         q->target = TAKE_PTR(clean);
         if (fd < 0)
                 result_errno(q, error);         /* the caller's own: ENOENT, EACCES, EEXIST, ... */
+        else if (read_denied_by_inode(q, fd, f))
+                safe_close(fd);
         else
                 result_fd(q, fd, f & O_CLOEXEC);
         return true;

@@ -41,6 +41,10 @@ typedef struct GateSupervisorConfig {
         size_t n_groups;
         bool verbose;                   /* log and send allows too */
         int log_fd;                     /* one JSON line per decision; -1 for none */
+        const struct GateInodeDeny *read_denied;        /* files whose reading is refused by inode; may be NULL */
+        bool exec_sole_mm;              /* an exec's verdict can depend on its arguments (rules on them,
+                                         * approvals, multi-call applets): continue one only while no other
+                                         * task can change them (gate-mm.h) */
 } GateSupervisorConfig;
 
 typedef struct GateSupervisor GateSupervisor;

@@ -60,10 +60,12 @@ typedef enum GateSyscall {
         _GATE_SYS_INVALID = -EINVAL,
 } GateSyscall;
 
-/* Refused outright, with EPERM: io_uring performs calls out of the filter's sight; the rest would move the
- * agent out of the root and mount namespace the supervisor resolves its paths in. */
+/* Refused outright, with EPERM: io_uring performs calls out of the filter's sight; chroot, pivot_root and
+ * setns would move the agent out of the root and mount namespace the supervisor resolves its paths in;
+ * kcmp, which the workload profile leaves for KCMP_VM (the supervisor's, gate-mm.h), the agent never
+ * needs. */
 #define GATE_DENIED_SYSCALLS "io_uring_setup", "io_uring_enter", "io_uring_register", \
-        "chroot", "pivot_root", "setns"
+        "chroot", "pivot_root", "setns", "kcmp"
 
 const char *gate_syscall_name(GateSyscall s);
 /* The native syscall number, or -1 when this architecture does not have the syscall. */

@@ -18,6 +18,7 @@
 
 #include "gate-client.h"
 #include "gate-exec-floor.h"
+#include "gate-inode-deny.h"
 #include "gate-policy.h"
 #include "gate-supervisor.h"
 #include "log.h"
@@ -247,6 +248,8 @@ int verb_syscallwrap(int argc, char *argv[]) {
         const char *policy_file = NULL, *channel, *socket_path;
         char payload[CHANNEL_ID_MAX + 1] = {};
         GateSupervisorConfig config = { .log_fd = STDERR_FILENO };
+        bool exec_sole_mm = true;
+        _cleanup_(gate_inode_deny_freep) GateInodeDeny *read_denied = NULL;
         GateSupervisor *supervisor = NULL;
         bool have_uid = false, have_gid = false;
         uint32_t uid = 0, gid = 0;
@@ -328,6 +331,7 @@ int verb_syscallwrap(int argc, char *argv[]) {
                         log_error_errno(r, "Cannot find the files of the commands the gate denies: %m");
                         return EXIT_WRAP_FAILED;
                 }
+                exec_sole_mm = gate_policy_exec_reads_memory(policy) || skipped[0];
                 STRV_FOREACH(n, skipped)
                         log_notice("The denied command %s is a multi-call binary's applet: only the gate's check of its "
                                    "name refuses it.", *n);
@@ -338,6 +342,24 @@ int verb_syscallwrap(int argc, char *argv[]) {
                                                 "refusing to start the agent: %m");
                                 return EXIT_WRAP_FAILED;
                         }
+                }
+        }
+
+        /* Files whose reading is denied by name, recorded by inode (gate-inode-deny.h): from the work
+         * dir, the agent's cwd at start. */
+        {
+                _cleanup_free_ char *cwd = getcwd(NULL, 0);
+
+                if (cwd && !streq(cwd, "/")) {
+                        r = gate_inode_deny_build(policy, cwd, &read_denied);
+                        if (r < 0) {
+                                log_error_errno(r, "Cannot record the files under %s whose reading the gate denies "
+                                                "(at most %u entries looked at, %u files recorded), refusing to start "
+                                                "the agent: %m", cwd, GATE_INODE_DENY_WALK_MAX, GATE_INODE_DENY_MAX);
+                                return EXIT_WRAP_FAILED;
+                        }
+                        log_debug("%zu files under %s are denied for reading by inode too.",
+                                  gate_inode_deny_size(read_denied), cwd);
                 }
         }
 
@@ -410,6 +432,8 @@ int verb_syscallwrap(int argc, char *argv[]) {
                 .uid = uid, .gid = gid, .groups = groups, .n_groups = n_groups,
                 .verbose = streq_ptr(getenv("LOOP_GATE_VERBOSE"), "1"),
                 .log_fd = STDERR_FILENO,
+                .exec_sole_mm = exec_sole_mm,
+                .read_denied = read_denied,
         };
         r = gate_supervisor_probe(&config, child);
         if (r < 0) {

@@ -47,6 +47,7 @@ static const struct {
         [AUDIT_GATE_PENDING]         = { "gate-pending",         "ac51ea316b31483ba54348f5beb30dbc" },
         [AUDIT_GATE_DECISION]        = { "gate-decision",        "1c67da5fa187464598968c5d0c4d6ccd" },
         [AUDIT_GATE_AUDIT_DROPPED]   = { "gate-audit-dropped",   "310a10fada534a7d93b9fbe9549b2cf2" },
+        [AUDIT_GATE_ANSWER_REFUSED]  = { "gate-answer-refused",  "f035af493c1148c5ba87ec56dfc0896b" },
         [AUDIT_DOCKERPROXY_REQUEST]  = { "dockerproxy-request",  "26a10ae3739a4d5181b59cd9f48a917f" },
         [AUDIT_GATEWAY_REQUEST]      = { "gateway-request",      "2a348c56c2a442e385ec9c08d6be8992" },
         [AUDIT_GATEWAY_FAILED]       = { "gateway-failed",       "83d2dd1882844e24bc53aec0a867aff8" },

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <spawn.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -266,6 +267,139 @@ static int race_exec(const char *allowed, const char *denied, long n, bool use_v
                 pthread_join(t, NULL);
         }
         printf("exec-wins=%ld allowed=%ld refused=%ld\n", wins, allowed_n, refused);
+        return 0;
+}
+
+/* race-argv N fork|vfork: N execs of "gate-probe exit-arg ok-arg" whose last argument a sibling thread
+ * flips to "no-arg" (which a command rule denies) and back: with "fork" the thread runs in the forked
+ * child beside its exec, with "vfork" in the parent, whose memory the vfork child shares. exit-arg exits 1
+ * for no-arg, 0 for ok-arg. Prints "argv-wins=N allowed=M refused=K" (wins: no-arg ran). */
+static char argv_race_arg[8] = "ok-arg";
+static const char *argv_race_self;
+
+static void *flip_arg(void *arg) {
+        (void) arg;
+        while (!atomic_load(&race_stop)) {
+                memcpy(argv_race_arg, "no-arg", 7);
+                for (volatile int i = 0; i < 2000; i++)
+                        ;
+                memcpy(argv_race_arg, "ok-arg", 7);
+                for (volatile int i = 0; i < 2000; i++)
+                        ;
+        }
+        return NULL;
+}
+
+static int exit_status_count(pid_t pid, volatile long *wins, volatile long *allowed_n, volatile long *refused) {
+        int status;
+
+        if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+                (*refused)++;
+        else if (WEXITSTATUS(status) == 1)
+                (*wins)++;
+        else if (WEXITSTATUS(status) == 0)
+                (*allowed_n)++;
+        else
+                (*refused)++;
+        return 0;
+}
+
+static int race_argv(const char *self, long n, bool use_vfork) {
+        volatile long wins = 0, allowed_n = 0, refused = 0;
+        pthread_t t;
+
+        argv_race_self = self;
+        if (use_vfork)
+                pthread_create(&t, NULL, flip_arg, NULL);
+        for (volatile long i = 0; i < n; i++) {
+                char *const args[] = { (char *) "gate-probe", (char *) "exit-arg", argv_race_arg, NULL };
+                pid_t pid = use_vfork ? vfork() : fork();
+
+                if (pid == 0) {
+                        if (!use_vfork) {
+                                pthread_t ct;
+                                pthread_create(&ct, NULL, flip_arg, NULL);
+                        }
+                        execve(argv_race_self, args, environ);
+                        _exit(99);
+                }
+                exit_status_count(pid, &wins, &allowed_n, &refused);
+        }
+        if (use_vfork) {
+                atomic_store(&race_stop, true);
+                pthread_join(t, NULL);
+        }
+        printf("argv-wins=%ld allowed=%ld refused=%ld\n", wins, allowed_n, refused);
+        return 0;
+}
+
+/* spawn N ARG: from this single-threaded process, N posix_spawn()s and N vfork()s of
+ * "gate-probe exit-arg ARG", as glibc's posix_spawn and Python's subprocess make them (CLONE_VM with
+ * CLONE_VFORK: the parent waits until the child's exec). Prints "spawn-ok=N vfork-ok=M" (exit 0). */
+static int spawn_many(const char *self, long n, const char *arg) {
+        volatile long ok_spawn = 0, ok_vfork = 0, bad = 0, other = 0;
+        char *const args[] = { (char *) "gate-probe", (char *) "exit-arg", (char *) arg, NULL };
+
+        for (volatile long i = 0; i < n; i++) {
+                volatile long dummy = 0;
+                pid_t pid;
+
+                if (posix_spawn(&pid, self, NULL, NULL, args, environ) != 0)
+                        pid = -1;
+                exit_status_count(pid, &bad, &ok_spawn, &other);
+                pid = vfork();
+                if (pid == 0) {
+                        execve(self, args, environ);
+                        _exit(99);
+                }
+                exit_status_count(pid, &dummy, &ok_vfork, &other);
+        }
+        printf("spawn-ok=%ld vfork-ok=%ld\n", ok_spawn, ok_vfork);
+        return 0;
+}
+
+/* hold-flood SOCK HOLD N: HOLD connections to SOCK kept open without a byte (a server counting its
+ * connections counts them), then N more, each reading the server's answer and closing. Prints
+ * "held=H busy=B other=O" (busy: answered 503). */
+static int hold_flood(const char *sock, long hold, long n) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        long held = 0, busy = 0, other = 0;
+        int *fds = calloc((size_t) hold + 1, sizeof(int));
+
+        if (!fds)
+                return 2;
+        strncpy(sa.sun_path, sock, sizeof(sa.sun_path) - 1);
+        for (long i = 0; i < hold; i++) {
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+                if (fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0)
+                        fds[held++] = fd;
+                else if (fd >= 0)
+                        close(fd);
+        }
+        usleep(500 * 1000);     /* the server accepts them all */
+        for (long i = 0; i < n; i++) {
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                char buf[256] = "";
+                ssize_t k;
+
+                if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                        other++;
+                        if (fd >= 0)
+                                close(fd);
+                        continue;
+                }
+                k = read(fd, buf, sizeof(buf) - 1);
+                if (k > 0 && strstr(buf, " 503 "))
+                        busy++;
+                else
+                        other++;
+                close(fd);
+        }
+        for (long i = 0; i < held; i++)
+                close(fds[i]);
+        free(fds);
+        printf("held=%ld busy=%ld other=%ld\n", held, busy, other);
         return 0;
 }
 
@@ -825,6 +959,14 @@ int main(int argc, char *argv[]) {
                 return race_connect(argv[2], argv[3], atol(argv[4]), argc > 5 && !strcmp(argv[5], "family"));
         if (!strcmp(cmd, "race-exec") && argc > 5)      /* race-exec ALLOWED DENIED N fork|vfork */
                 return race_exec(argv[2], argv[3], atol(argv[4]), !strcmp(argv[5], "vfork"));
+        if (!strcmp(cmd, "race-argv") && argc > 3)      /* race-argv N fork|vfork */
+                return race_argv(realpath("/proc/self/exe", NULL), atol(a1), !strcmp(argv[3], "vfork"));
+        if (!strcmp(cmd, "spawn") && argc > 3)          /* spawn N ARG */
+                return spawn_many(realpath("/proc/self/exe", NULL), atol(a1), argv[3]);
+        if (!strcmp(cmd, "exit-arg") && argc > 2)       /* exit-arg ok-arg|no-arg */
+                return !strcmp(a1, "no-arg") ? 1 : !strcmp(a1, "ok-arg") ? 0 : 3;
+        if (!strcmp(cmd, "hold-flood") && argc > 4)     /* hold-flood SOCK HOLD N */
+                return hold_flood(a1, atol(argv[3]), atol(argv[4]));
         if (!strcmp(cmd, "flood-gate") && argc > 3)     /* flood-gate SOCK N */
                 return flood_gate(a1, atol(argv[3]));
         if (!strcmp(cmd, "sigurg-create") && argc > 3)  /* sigurg-create DIR N */

@@ -50,9 +50,11 @@ first_id() { in_ct loop gate list demo --json 2>/dev/null | sed -n 's/.*"id": *"
 pending() { [ -n "$(first_id)" ]; }
 proxy_journal() { in_ct journalctl --sync; in_ct journalctl -o export -u 'loop-dockerproxy@demo' "$@"; }
 
-nspawn_boot "$M" --podman --stage "$LOOP_STAGE" --config "$cfg" \
+nspawn_boot "$M" --podman --stage "$LOOP_STAGE" --config "$cfg" "$(journald_small_limit)" \
         --bind-ro="$DOCKER_CLI:/opt/loop-test-docker/docker" || bail_out "could not boot systemd with podman"
 ok 0 "systemd boots with podman inside"
+like "$(in_ct systemd-analyze cat-config systemd/journald.conf)" "RateLimitBurst=$JOURNALD_TEST_BURST" \
+        "journald's own rate limit is small in this machine (burst $JOURNALD_TEST_BURST per $JOURNALD_TEST_INTERVAL), as on a full disk"
 import_test_image "$(nspawn_root "$M")/run/podman/podman.sock" "$IMAGE" "$cfg/rootfs" >/dev/null
 ok $? "the test image is imported into the container's podman"
 check "systemd-sysusers creates the loop user" in_ct systemd-sysusers

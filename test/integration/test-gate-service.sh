@@ -119,6 +119,13 @@ like "$r" "does not name what is pending" "...with a clear error"
 is "$(n_pending demo)" 1 "...and the request still waits"
 in_ct journalctl --sync
 like "$(in_ct journalctl -u loop-gate@demo -o cat)" "Refused root's answer \"once\" to $wrong" "...and the refusal is journaled"
+e=$(in_ct journalctl -u loop-gate@demo LOOP_EVENT=gate-answer-refused -o export)
+like "$e" "(^|$(printf '\n'))MESSAGE_ID=f035af493c1148c5ba87ec56dfc0896b" "...as an audit record with its catalog MESSAGE_ID" || diag "$e"
+for f in "LOOP_DECISION=deny" "LOOP_REASON=digest-mismatch" "LOOP_KIND=execve" "LOOP_TARGET=git push origin main" \
+        "LOOP_GATE_ID=$wrong" "LOOP_PENDING_GATE_ID=$id" "LOOP_ACTOR=root" "LOOP_ANSWER=once" "LOOP_CONTAINER=loop-demo-aaaaaa"; do
+        grep -qxF "$f" <<<"$e"
+        ok $? "...with $f"
+done
 r=$(in_ct curl -s -o /dev/null -w '%{http_code}' --max-time 10 --unix-socket /run/loop/demo/gate-admin.sock \
         -d '{"answer":"session"}' "http://localhost/api/gate/pending/${wrong#demo/}")
 is "$r" 409 "the admin endpoint answers 409 to a mismatched digest (session answer)"

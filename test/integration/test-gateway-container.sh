@@ -118,7 +118,9 @@ agent_bg() {
 has() { in_ct grep -q -- "$2" "$1"; }
 curl_proxy='curl -sS --max-time 60'
 
-nspawn_boot "$M" --podman --stage "$LOOP_STAGE" --config "$cfg" || bail_out "could not boot systemd with podman"
+nspawn_boot "$M" --podman --stage "$LOOP_STAGE" --config "$cfg" "$(journald_small_limit)" \
+        --bind-ro="$LOOP_BUILD_DIR/test/integration/gate-probe:/opt/loop-test-probe/gate-probe" ||
+        bail_out "could not boot systemd with podman"
 ok 0 "systemd boots with podman inside"
 import_test_image "$(nspawn_root "$M")/run/podman/podman.sock" "$IMAGE" "$cfg/rootfs" >/dev/null
 ok $? "the test image is imported into the container's podman"
@@ -332,6 +334,36 @@ unlike "$out" "hello from upstream" "...and no byte of the response comes back"
 # cap counted per peer), so journald's rate limit, which would drop decisions with a flood, is lifted for it.
 is "$(in_ct systemctl show -P LogRateLimitIntervalUSec loop-gateway@demo.service)/$(in_ct systemctl show -P LogRateLimitBurst loop-gateway@demo.service)" 1s/1000000 \
         "loop-gateway@.service lifts journald's rate limit far above what it logs"
+# Over the cap: 256 connections held open without a byte, then a flood of 3000 more straight at
+# gateway.sock, each refused before it is a request (503). The first few are journaled one by one, the
+# rest as one record with the count; journald (its own limit small here, see journald_small_limit) drops
+# nothing, and the next real decision is journaled.
+cursor=$(in_ct journalctl -u loop-gateway@demo -n 1 -o export | sed -n 's/^__CURSOR=//p')
+out=$(in_ct /opt/loop-test-probe/gate-probe hold-flood /run/loop/demo/gateway.sock 256 3000)
+like "$out" "held=256 busy=3000 other=0" "with 256 connections held, a flood of 3000 more at gateway.sock is refused (503)" || diag "$out"
+busy_counts() {
+        in_ct journalctl --sync >/dev/null 2>&1
+        gw_journal --after-cursor "$cursor" | awk '
+                /^$/ { if (seen) { if (d != "") dropped += d; else one++ } seen = 0; d = "" }
+                /^LOOP_REASON=busy$/ { seen = 1 }
+                /^LOOP_DROPPED=/ { d = substr($0, 14) }
+                END { if (seen) { if (d != "") dropped += d; else one++ } print one + 0, dropped + 0 }'
+}
+# The count is journaled when the limiter's window (10 s) has passed and the gateway next looks at it.
+busy_all() {
+        in_ct curl -s -o /dev/null --unix-socket /run/loop/demo/gateway.sock http://gateway/.loop/ca.pem
+        read -r one dropped <<<"$(busy_counts)"
+        [ $((one + dropped)) -eq 3000 ]
+}
+wait_for 40 busy_all
+read -r one dropped <<<"$(busy_counts)"
+diag "over the cap: $one refusals journaled one by one, $dropped counted"
+ok $(( one + dropped == 3000 && one <= 10 && dropped > 0 ? 0 : 1 )) \
+        "...journaled as a few records one by one ($one) and the rest as a count ($dropped): all 3000 accounted for" ||
+        diag "$(in_ct journalctl -u 'loop-gateway@*' --after-cursor "$cursor" -o export | grep -E '^(MESSAGE|LOOP_REASON|LOOP_DROPPED|_SYSTEMD_UNIT)=' | grep -B1 -A2 -iE 'busy|more connections|refusing' | head -20)"
+agent "$curl_proxy -w ' http=%{http_code}\n' http://denied.test/after-the-flood"
+like "$(gw_record "LOOP_PATH=/after-the-flood" LOOP_EVENT=gateway-request LOOP_HOST=denied.test LOOP_DECISION=deny)" \
+        "LOOP_PATH=/after-the-flood" "...and the next real deny after the flood is in the journal" || diag "$out"
 
 # --- the journal ------------------------------------------------------------------------------------
 like "$(gw_record "LOOP_ADDRESS=198.51.100.2" LOOP_EVENT=gateway-request LOOP_HOST=up.test LOOP_KIND=connect LOOP_DECISION=allow)" \

@@ -69,18 +69,24 @@ cat >"$T/policy.json" <<JSON
   "command_rules": [
     {"commands": ["rm"], "args_patterns": ["-rf /"], "decision": "deny", "message": "no rm -rf of absolute paths"},
     {"commands": ["uname"], "decision": "approve", "message": "uname needs a human"},
-    {"commands": ["denied-tool"], "decision": "deny", "message": "never this one"}
+    {"commands": ["denied-tool"], "decision": "deny", "message": "never this one"},
+    {"commands": ["gate-probe"], "args_patterns": ["no-arg"], "decision": "deny", "message": "not with no-arg"}
   ],
   "file_rules": [
     {"paths": ["/etc/shadow"], "decision": "deny"},
     {"paths": ["$H/.bashrc"], "operations": ["write", "create", "delete", "chmod", "link"], "decision": "deny", "message": "shell rc"},
     {"paths": ["$T/secret/**"], "decision": "deny"},
     {"paths": ["$H/secret*"], "operations": ["read"], "decision": "deny", "message": "secrets are not read"},
+    {"paths": ["$H/box/vault/**"], "operations": ["read"], "decision": "deny", "message": "the vault is not read"},
     {"paths": ["$H/nosock/**"], "operations": ["create"], "decision": "deny", "message": "nothing new here"}
   ]
 }
 JSON
 chmod 0644 "$T/policy.json"
+# The same file rules, and of the command rules only the plain denial the exec floor enforces.
+jq '.command_rules = [.command_rules[] | select(.args_patterns == null and .decision == "deny")]' \
+        "$T/policy.json" >"$T/policy-floor.json" || bail_out "jq failed"
+chmod 0644 "$T/policy-floor.json"
 
 # The entrypoint's capabilities, nothing else.
 CAPS=-all,+chown,+dac_override,+fowner,+setuid,+setgid
@@ -236,13 +242,33 @@ like "$err" "Operation not permitted" "the filter survives fork and exec (a gran
 # --- exec: a command denied outright cannot run, whatever a racing thread writes ----------------------
 PATH=$T/bin:$PATH wrap "$T/bin/denied-tool"
 is "$st" 126 "a command denied outright does not run" || diag "$err"
+# Under a policy whose exec verdicts depend on nothing but the file (only plain commands denied
+# outright), the Landlock floor alone decides, and execs beside running threads go on.
+LOOP_GATE_POLICY_FILE=$T/policy-floor.json PATH=$T/bin:$PATH wrap "$PROBE" race-exec "$T/bin/allow1-tool" "$T/bin/denied-tool" 1500 fork
+diag "exec race, floor only (fork): $out"
+like "$out" "exec-wins=0 " "a sibling thread flipping the filename never runs the command denied outright (fork, the floor)"
+like "$out" "allowed=[1-9]" "  ... while the allowed one runs"
+LOOP_GATE_POLICY_FILE=$T/policy-floor.json PATH=$T/bin:$PATH wrap "$PROBE" race-exec "$T/bin/allow1-tool" "$T/bin/denied-tool" 1500 vfork
+diag "exec race, floor only (vfork): $out"
+like "$out" "exec-wins=0 " "a parent's thread flipping a vfork child's filename never runs it either (the floor)"
+# With argument rules, approvals or applets, what the kernel copies after the check must be what was
+# checked: an exec beside another task that shares its memory and can run is refused.
 PATH=$T/bin:$PATH wrap "$PROBE" race-exec "$T/bin/allow1-tool" "$T/bin/denied-tool" 1500 fork
 diag "exec race (fork): $out"
-like "$out" "exec-wins=0 " "a sibling thread flipping the filename never runs the denied command (fork)"
-like "$out" "allowed=[1-9]" "  ... while the allowed one runs"
-PATH=$T/bin:$PATH wrap "$PROBE" race-exec "$T/bin/allow1-tool" "$T/bin/denied-tool" 1500 vfork
-diag "exec race (vfork): $out"
-like "$out" "exec-wins=0 " "a parent's thread flipping a vfork child's filename never runs the denied command either"
+like "$out" "exec-wins=0 allowed=0 refused=1500" "a multi-threaded process's exec is refused when the verdict reads its memory (fork)"
+# (one grep: record_has's pipe fails under pipefail when grep -q stops reading 1500 records early)
+grep -qE '"rule_id":"exec-shared-memory".*"message":"another task can change the arguments[^"]*task [0-9]+ shares its memory' "$T/stderr"
+ok $? "  ... with its decision record naming the reason" || diag "$(grep exec-shared "$T/stderr" | head -2)"
+for how in fork vfork; do
+        wrap "$PROBE" race-argv 1500 $how
+        diag "argv race ($how): $out"
+        like "$out" "argv-wins=0 allowed=0 refused=1500" "a sibling thread flipping an argument to a denied one never wins ($how): the exec is refused"
+done
+wrap "$PROBE" exit-arg no-arg
+is "$st" 126 "the argument rule itself denies exit-arg no-arg" || diag "$out $err"
+wrap "$PROBE" spawn 200 ok-arg
+is "$out" "spawn-ok=200 vfork-ok=200" "posix_spawn and vfork from a single-threaded parent still run an argument-ruled command (the parent waits)" ||
+        diag "$err"
 PATH=$T/bin:$PATH wrap sh -c "$H/by-interp.sh; echo rc=\$?"
 like "$out" "rc=12[6-7]" "a script whose #! interpreter is the denied command does not run either" || diag "$out $err"
 wrap sh -c "$H/uname-interp.sh; echo rc=\$?"
@@ -271,6 +297,22 @@ like "$out" "rc=1" "renaming it is denied (a rename is a read of its source)"
 unlike "$out" "top-secret" "  ... and the content is not read under the new name"
 [ -e "$H/secret.txt" ] && [ ! -e "$H/s2.txt" ] && [ ! -e "$H/notes.txt" ]
 ok $? "  ... the file keeps its one name"
+
+# Reads are decided on the file opened, not only its name: a second name from before the run, and a
+# directory renamed with a denied file inside, still name a file recorded (by inode) at the gate's start.
+ln "$H/secret.txt" "$H/prelinked.txt"
+mkdir -p "$H/box/vault"
+echo vault-secret >"$H/box/vault/key.txt"
+chown -R "$U:$G" "$H/box" "$H/prelinked.txt"
+wrap sh -c "cat $H/prelinked.txt; echo rc=\$?"
+unlike "$out" "top-secret" "a hard link made before the run does not read a file whose reading is denied" || diag "$out $err"
+like "$out" "rc=1" "  ... the open is refused"
+grep -qE '"rule_id":"inode:file\[[0-9]+\]".*"decision":"deny"' "$T/stderr"
+ok $? "  ... with a record naming the rule, by inode"
+wrap sh -c "cat $H/box/vault/key.txt; echo rc=\$?; mv $H/box $H/opened; echo mv=\$?; cat $H/opened/vault/key.txt; echo rc=\$?"
+unlike "$out" "vault-secret" "a directory renamed with a denied file inside does not read it under the new name" || diag "$out $err"
+like "$(tr '\n' ' ' <<<"$out")" "rc=1 mv=0 rc=1" "  ... the rename itself is allowed, the read by inode is not"
+rm -f "$H/prelinked.txt"; rm -rf "$H/box" "$H/opened"
 
 # --- sockets ------------------------------------------------------------------------------------------
 python3 -c 'import socket,sys,os
@@ -379,7 +421,7 @@ echo first-line >"$H/exec-target.txt"
 chown "$U:$G" "$H/exec-target.txt"
 fails=0
 for i in $(seq 1 25); do
-        wrap "$PROBE" thread-exec "$H/exec-target.txt"
+        LOOP_GATE_POLICY_FILE=$T/policy-floor.json wrap "$PROBE" thread-exec "$H/exec-target.txt"
         [ "$out" = first-line ] || { fails=$((fails + 1)); diag "thread-exec run $i: '$out' (status $st)"; }
 done
 is "$fails" 0 "a thread that execs while its leader opens files: the new program reads its own file, 25 times"

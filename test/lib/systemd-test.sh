@@ -7,6 +7,8 @@
 #   systemd_test_prepare         bails out unless systemd-nspawn can boot here, then stages the build
 #   systemd_test_config NAME     a fresh config dir in $cfg (removed at exit) with channels.d/ and the
 #                                test image's rootfs (cfg/rootfs), named after NAME
+#   journald_small_limit         the nspawn_boot argument that gives the machine's journald a small rate
+#                                limit of its own (a drop-in, see there)
 
 _systemd_test_lib=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 # shellcheck source=test/lib/tap.sh
@@ -32,6 +34,20 @@ systemd_test_config() {
         atexit "rm -rf '$cfg'"
         mkdir -p "$cfg/channels.d"
         build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
+}
+
+# The machine's journald with a rate limit as small as a busy host's can be in effect: journald scales
+# RateLimitBurst= up with the free space of the journal's file system (5x at 64 GB, 6x at 1 TB), so a test machine with
+# a large disk drops nothing a flood test makes and such a test would pass without the units'
+# LogRateLimit* and the services' per-peer limiters. 200 messages of a priority per unit and minute,
+# modulated, stays below the thousands a flood of unlimited refusals writes. Prints the nspawn_boot
+# argument that binds the drop-in (written into $cfg: call after systemd_test_config).
+JOURNALD_TEST_INTERVAL=60s
+JOURNALD_TEST_BURST=200
+journald_small_limit() {
+        printf '[Journal]\nRateLimitIntervalSec=%s\nRateLimitBurst=%s\n' "$JOURNALD_TEST_INTERVAL" "$JOURNALD_TEST_BURST" \
+                >"$cfg/journald-loop-test.conf" || return 1
+        echo "--bind-ro=$cfg/journald-loop-test.conf:/etc/systemd/journald.conf.d/loop-test.conf"
 }
 
 # journal_wait ARGS...: `journalctl ARGS` in the test's container (in_ct) once it shows an entry, for a

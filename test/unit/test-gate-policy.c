@@ -979,9 +979,38 @@ static void test_denied_commands(void) {
         ok(strv_length(l) == 3, "...and no glob pattern (py*)");
 }
 
+/* Whether an exec's verdict can depend on more than its file: then the supervisor must make sure no other
+ * task can change the arguments before the kernel reads them (gate-mm.h). */
+static void test_exec_reads_memory(void) {
+        static const struct { const char *doc; bool expect; const char *name; } cases[] = {
+                { "{ \"command_rules\": [ { \"commands\": [ \"nc\", \"wget\" ], \"decision\": \"deny\" } ] }", false,
+                  "plain denials only: the floor decides, nothing read from memory matters" },
+                { "{ \"command_rules\": [] }", false, "no command rules at all" },
+                { "{ \"command_rules\": [ { \"commands\": [ \"rm\" ], \"args_patterns\": [ \"-rf /\" ], \"decision\": \"deny\" } ] }", true,
+                  "an argument rule" },
+                { "{ \"command_rules\": [ { \"commands\": [ \"rm\" ], \"args_within\": \"/work\", \"decision\": \"allow\" } ] }", true,
+                  "an args_within rule" },
+                { "{ \"command_rules\": [ { \"commands\": [ \"ssh\" ], \"decision\": \"approve\" } ] }", true,
+                  "an approval" },
+                { "{ \"command_rules\": [ { \"commands\": [ \"py*\" ], \"decision\": \"deny\" } ] }", true,
+                  "a glob, which the floor cannot list" },
+                { "{ \"default_decision\": \"deny\", \"command_rules\": [] }", true, "a default other than allow" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(json_object_putp) json_object *doc = parse(cases[i].doc);
+                _cleanup_(gate_policy_freep) GatePolicy *p = NULL;
+                _cleanup_free_ char *error = NULL;
+
+                ok(gate_policy_compile(doc, &p, &error) == 0 && gate_policy_exec_reads_memory(p) == cases[i].expect,
+                   "exec verdicts %s memory: %s", cases[i].expect ? "read" : "do not read", cases[i].name);
+        }
+}
+
 int main(void) {
         test_kinds();
         test_denied_commands();
+        test_exec_reads_memory();
         test_document_secrets();
         test_document_guard();
         test_globs();

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "gate-mm.h"
+#include "macro.h"
+
+/* The most sharers one scan records: more than this fail closed (a vfork chain that deep is an attack). */
+#define GATE_MM_SHARERS_MAX 64U
+/* Rounds over the pids handed out during a pass before it gives up (fails closed). */
+#define GATE_MM_ROUNDS_MAX 16U
+
+typedef struct Scan {
+        pid_t sharers[GATE_MM_SHARERS_MAX];
+        size_t n;
+        size_t tasks;
+} Scan;
+
+static _Thread_local char why_buf[160];
+
+static int read_small(const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        ssize_t n;
+
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, size - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+        return (int) n;
+}
+
+static int last_pid(long *ret) {
+        char buf[32];
+        int r = read_small("/proc/sys/kernel/ns_last_pid", buf, sizeof buf);
+
+        if (r < 0)
+                return r;
+        *ret = strtol(buf, NULL, 10);
+        return 0;
+}
+
+static long kcmp_vm(pid_t a, pid_t b) {
+        return syscall(SYS_kcmp, a, b, KCMP_VM, 0, 0);
+}
+
+/* Whether task tid of process pid is blocked in clone(CLONE_VM|CLONE_VFORK) or vfork() waiting for its
+ * child: /proc/PID/syscall names the call a sleeping task is in (and says "running" otherwise), its
+ * wchan where it sleeps: kernel_clone (wait_for_vfork_done inlined) or wait_for_vfork_done. */
+static bool blocked_in_vfork(pid_t pid, pid_t tid) {
+        char path[64], buf[256], *end;
+        long nr;
+        unsigned long flags;
+
+        (void) snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int) pid, (int) tid);
+        if (read_small(path, buf, sizeof buf) <= 0 || !isdigit((unsigned char) buf[0]))
+                return false;
+        nr = strtol(buf, &end, 10);
+        flags = strtoul(end, NULL, 16);
+        if (!(nr == SYS_clone && (flags & (CLONE_VM | CLONE_VFORK)) == (CLONE_VM | CLONE_VFORK))
+#ifdef SYS_vfork
+            && nr != SYS_vfork
+#endif
+        )
+                return false;
+        (void) snprintf(path, sizeof path, "/proc/%d/task/%d/wchan", (int) pid, (int) tid);
+        if (read_small(path, buf, sizeof buf) <= 0)
+                return false;
+        return streq(buf, "kernel_clone") || streq(buf, "wait_for_vfork_done");
+}
+
+static int found_sharer(Scan *s, pid_t tid) {
+        for (size_t i = 0; i < s->n; i++)
+                if (s->sharers[i] == tid)
+                        return 0;       /* seen already (a new pid that was also in the directory) */
+        if (s->n >= GATE_MM_SHARERS_MAX)
+                return -E2BIG;
+        s->sharers[s->n++] = tid;
+        return 0;
+}
+
+/* The tasks of process pid: a sharer of the caller's address space that can run answers 1. */
+static int scan_process(pid_t caller, pid_t pid, Scan *s, const char **ret_why) {
+        _cleanup_closedir_ DIR *tasks = NULL;
+        struct dirent *te;
+        char path[64];
+        int r;
+
+        (void) snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
+        tasks = opendir(path);
+        if (!tasks)
+                return 0;       /* gone, or never was */
+        while ((errno = 0, te = readdir(tasks))) {
+                pid_t tid;
+                long k;
+
+                if (!isdigit((unsigned char) te->d_name[0]))
+                        continue;
+                if (++s->tasks > GATE_MM_TASKS_MAX)
+                        return -E2BIG;
+                tid = (pid_t) strtol(te->d_name, NULL, 10);
+                if (tid == caller)
+                        continue;
+                k = kcmp_vm(caller, tid);
+                /* EPERM: ptrace's read check refused, which it does not for a task sharing the caller's
+                 * address space: dumpability is the address space's, and such a task has the caller's
+                 * ids (the agent has no others to change to). ESRCH: gone. */
+                if (k < 0 && (errno == EPERM || errno == ESRCH))
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k != 0)
+                        continue;
+                if ((r = found_sharer(s, tid)) < 0)
+                        return r;
+                if (!blocked_in_vfork(pid, tid)) {
+                        (void) snprintf(why_buf, sizeof why_buf,
+                                        "task %d shares its memory and can run (a thread, or CLONE_VM "
+                                        "without a waiting vfork)", (int) tid);
+                        *ret_why = why_buf;
+                        return 1;
+                }
+        }
+        return errno != 0 ? -errno : 0;
+}
+
+/* One pass over every task of the pid namespace, then over the pids handed out meanwhile (a task made
+ * while the directory was read may have a pid the walk had passed), until none is. Returns 0 or 1 as
+ * gate_mm_sole(). */
+static int scan(pid_t caller, Scan *s, long *last, const char **ret_why) {
+        _cleanup_closedir_ DIR *proc = opendir("/proc");
+        struct dirent *de;
+        long now;
+        int r;
+
+        s->n = s->tasks = 0;
+        if (!proc)
+                return -errno;
+        while ((errno = 0, de = readdir(proc))) {
+                if (!isdigit((unsigned char) de->d_name[0]))
+                        continue;
+                r = scan_process(caller, (pid_t) strtol(de->d_name, NULL, 10), s, ret_why);
+                if (r != 0)
+                        return r;
+        }
+        if (errno != 0)
+                return -errno;
+        for (unsigned round = 0;; round++) {
+                if ((r = last_pid(&now)) < 0)
+                        return r;
+                if (now == *last)
+                        return 0;
+                /* Pids wrapped around, or tasks keep coming: not told, fail closed. */
+                if (now < *last || now - *last > (long) GATE_MM_TASKS_MAX || round >= GATE_MM_ROUNDS_MAX) {
+                        *ret_why = "tasks kept being created while the tasks sharing its memory were looked for";
+                        return 1;
+                }
+                for (long pid = *last + 1; pid <= now; pid++) {
+                        /* a new thread's pid names no directory in /proc but is one under its process */
+                        char path[64];
+                        struct stat st;
+                        pid_t tgid = (pid_t) pid;
+                        char buf[512], *t;
+
+                        (void) snprintf(path, sizeof path, "/proc/%ld/status", pid);
+                        if (read_small(path, buf, sizeof buf) > 0 && (t = strstr(buf, "\nTgid:")))
+                                tgid = (pid_t) strtol(t + 6, NULL, 10);
+                        (void) snprintf(path, sizeof path, "/proc/%d/task", (int) tgid);
+                        if (stat(path, &st) < 0)
+                                continue;
+                        r = scan_process(caller, tgid, s, ret_why);
+                        if (r != 0)
+                                return r;
+                }
+                *last = now;
+        }
+}
+
+static int pid_cmp(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+int gate_mm_sole(pid_t tid, const char **ret_why) {
+        Scan a, b;
+        long last;
+        int r;
+
+        /* kcmp must work at all: where it is refused, EPERM would look like "nobody shares". */
+        if (kcmp_vm(tid, tid) != 0)
+                return errno != 0 ? -errno : -EIO;
+        r = last_pid(&last);
+        if (r < 0)
+                return r;
+        /* Twice: a sharer seen blocked in its vfork may have woken since, because its child (another
+         * sharer, not seen blocked itself) ended before the walk reached it; the second pass sees it
+         * running, or misses that child the first pass found. */
+        r = scan(tid, &a, &last, ret_why);
+        if (r != 0)
+                return r;
+        r = scan(tid, &b, &last, ret_why);
+        if (r != 0)
+                return r;
+        qsort(a.sharers, a.n, sizeof(pid_t), pid_cmp);
+        qsort(b.sharers, b.n, sizeof(pid_t), pid_cmp);
+        if (a.n != b.n || memcmp(a.sharers, b.sharers, a.n * sizeof(pid_t)) != 0) {
+                *ret_why = "the tasks sharing its memory changed while they were looked for";
+                return 1;
+        }
+        return 0;
+}
