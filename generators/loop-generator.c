@@ -45,10 +45,13 @@
 
 #include "config-build.h"
 #include "config.h"
+#include "dirent-util.h"
 #include "dockerproxy-policy.h"
 #include "egress-policy.h"
+#include "json-util.h"
 #include "log.h"
 #include "protected-paths.h"
+#include "string-util.h"
 #include "strv.h"
 #include "unit-name.h"
 

@@ -46,14 +46,17 @@
 
 #include "audit.h"
 #include "config.h"
+#include "env-util.h"
 #include "gate-approval.h"
 #include "gate-audit.h"
 #include "gate-token.h"
 #include "http-server.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "strv.h"
 #include "text-escape.h"
+#include "time-util.h"
 
 #define GATE_CONNECTIONS_MAX 256U               /* container connections at once */
 #define GATE_ADMIN_CONNECTIONS_MAX 16U

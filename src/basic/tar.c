@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "dirent-util.h"
 #include "io-util.h"
 #include "log.h"
+#include "string-util.h"
 #include "strv.h"
 #include "tar.h"
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "container-spec.h"
+#include "json-util.h"
 #include "protected-paths.h"
 #include "io-util.h"
 #include "seal.h"
@@ -1370,36 +1371,6 @@ static int builder_build_env(PlanBuilder *b, char ***ret) {
         return 0;
 }
 
-static int json_add(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static json_object *json_string_array(const char * const *l, size_t n) {
-        json_object *a = json_object_new_array();
-
-        if (!a)
-                return NULL;
-        for (size_t i = 0; i < n; i++) {
-                json_object *v = json_object_new_string(l[i]);
-                if (!v || json_object_array_add(a, v) < 0) {
-                        json_object_put(v);
-                        json_object_put(a);
-                        return NULL;
-                }
-        }
-        return a;
-}
-
-static json_object *json_strv(char * const *l) {
-        return json_string_array((const char * const *) l, strv_length(l));
-}
-
 static size_t path_depth(const char *p) {
         size_t n = 0;
         for (; *p; p++)
@@ -1452,7 +1423,7 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
                 /* The agent sees only its own processes (the gate's supervisor is root's); Docker has no
                  * option for it. */
                 security_opt[n_security_opt++] = "proc-opts=hidepid=2";
-        } else if (b->kernel_masks && (r = json_add(hc, "MaskedPaths", json_strv(b->kernel_masks))) < 0)
+        } else if (b->kernel_masks && (r = json_add(hc, "MaskedPaths", json_strings_new((const char * const *) b->kernel_masks, SIZE_MAX))) < 0)
                 return r;
         /* Memory=0 or NanoCpus=0 mean "unlimited" to the engine: refuse rather than run unlimited. */
         if (memory_mb == 0 || memory_mb > (uint64_t) (INT64_MAX / MIB))
@@ -1500,9 +1471,9 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
             (r = json_add(hc, "MemorySwap", json_object_new_int64((int64_t) memory_mb * MIB))) < 0 ||
             (r = json_add(hc, "NanoCpus", json_object_new_int64(nano_cpus))) < 0 ||
             (r = json_add(hc, "PidsLimit", json_object_new_int64(CONTAINER_PIDS_LIMIT))) < 0 ||
-            (r = json_add(hc, "CapDrop", json_string_array(all, ELEMENTSOF(all)))) < 0 ||
-            (r = json_add(hc, "CapAdd", json_string_array(entrypoint_caps, ELEMENTSOF(entrypoint_caps)))) < 0 ||
-            (r = json_add(hc, "SecurityOpt", json_string_array(security_opt, n_security_opt))) < 0 ||
+            (r = json_add(hc, "CapDrop", json_strings_new(all, ELEMENTSOF(all)))) < 0 ||
+            (r = json_add(hc, "CapAdd", json_strings_new(entrypoint_caps, ELEMENTSOF(entrypoint_caps)))) < 0 ||
+            (r = json_add(hc, "SecurityOpt", json_strings_new(security_opt, n_security_opt))) < 0 ||
             (r = json_add(hc, "ReadonlyRootfs", json_object_new_boolean(true))) < 0 ||
             (r = json_add(hc, "Tmpfs", TAKE_PTR(tmpfs))) < 0 ||
             (r = json_add(hc, "Init", json_object_new_boolean(false))) < 0)
@@ -1521,7 +1492,7 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
                 if (asprintf(&h, "%s:host-gateway", engine_host_alias(ENGINE_DOCKER)) < 0)
                         return -ENOMEM;
                 l[0] = h;
-                if ((r = json_add(hc, "ExtraHosts", json_string_array(l, 1))) < 0)
+                if ((r = json_add(hc, "ExtraHosts", json_strings_new(l, 1))) < 0)
                         return r;
         }
         if (!isempty(in->cgroup_parent) && (r = json_add(hc, "CgroupParent", json_object_new_string(in->cgroup_parent))) < 0)
@@ -1570,11 +1541,11 @@ static int builder_build_body(PlanBuilder *b, char **env) {
 
         if ((r = json_add(body, "Image", json_object_new_string(image))) < 0)
                 return r;
-        if (in->cmd && (r = json_add(body, "Cmd", json_strv(in->cmd))) < 0)
+        if (in->cmd && (r = json_add(body, "Cmd", json_strings_new((const char * const *) in->cmd, SIZE_MAX))) < 0)
                 return r;
         if (b->work_dir && (r = json_add(body, "WorkingDir", json_object_new_string(b->work_dir))) < 0)
                 return r;
-        if ((r = json_add(body, "Env", json_strv(env))) < 0 ||
+        if ((r = json_add(body, "Env", json_strings_new((const char * const *) env, SIZE_MAX))) < 0 ||
             (r = json_add(body, "Labels", TAKE_PTR(labels))) < 0 ||
             (r = json_add(body, "Tty", json_object_new_boolean(false))) < 0 ||
             (r = json_add(body, "OpenStdin", json_object_new_boolean(false))) < 0 ||

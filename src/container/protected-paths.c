@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "dirent-util.h"
 #include "gate-policy.h"
 #include "io-util.h"
 #include "log.h"

@@ -9,7 +9,9 @@
 
 #include "log.h"
 #include "macro.h"
+#include "parse-util.h"
 #include "seal.h"
+#include "string-util.h"
 #include "strv.h"
 
 /* The kernel's Landlock ABI past what Debian 12's headers describe (ABI 2). */
@@ -269,22 +271,17 @@ int seal_parse_tcp_ports(const char *s, SealPolicy *p) {
                 p->restrict_tcp = true;
                 return 0;
         }
-        for (const char *c = s; *c;) {
-                char *end;
-                unsigned long v;
+        for (const char *c = s;;) {
+                size_t n = strcspn(c, ",");
 
-                if (*c < '0' || *c > '9')
-                        return -EINVAL;
-                errno = 0;
-                v = strtoul(c, &end, 10);
-                if (errno != 0 || v == 0 || v > 65535 || (*end != ',' && *end != 0))
-                        return -EINVAL;
                 if (p->n_tcp_ports >= SEAL_TCP_PORTS_MAX)
                         return -EINVAL;
-                p->tcp_ports[p->n_tcp_ports++] = (uint16_t) v;
-                c = *end == ',' ? end + 1 : end;
-                if (*end == ',' && *c == 0)
+                if (parse_port_full(c, n, false, &p->tcp_ports[p->n_tcp_ports]) < 0)
                         return -EINVAL;
+                p->n_tcp_ports++;
+                if (!c[n])
+                        break;
+                c += n + 1;
         }
         p->restrict_tcp = true;
         return 0;

@@ -9,6 +9,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
+#include "dirent-util.h"
 #include "io-util.h"
 #include "log.h"
 #include "macro.h"

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "dockerproxy-nested.h"
+#include "json-util.h"
 #include "strv.h"
 
 /* ["ALL"] */

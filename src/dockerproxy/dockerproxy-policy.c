@@ -15,6 +15,8 @@
 #include "dockerproxy-policy.h"
 #include "gate-policy.h"
 #include "io-util.h"
+#include "json-util.h"
+#include "string-util.h"
 #include "strv.h"
 
 /* ---- the built-in rules ---- */
@@ -153,36 +155,8 @@ static const char default_rules[] =
 "]}";
 
 static int json_strv(const char * const *l, json_object **ret) {
-        json_object *a = json_object_new_array();
-
-        if (!a)
-                return -ENOMEM;
-        for (size_t i = 0; l && l[i]; i++)
-                if (json_object_array_add(a, json_object_new_string(l[i])) < 0) {
-                        json_object_put(a);
-                        return -ENOMEM;
-                }
-        *ret = a;
-        return 0;
-}
-
-static char *replace_all(const char *s, const char *what, const char *with) {
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, n = strlen(what);
-        FILE *f = open_memstream(&buf, &size);
-        const char *p;
-
-        if (!f)
-                return NULL;
-        while ((p = strstr(s, what))) {
-                fwrite(s, 1, (size_t) (p - s), f);
-                fputs(with, f);
-                s = p + n;
-        }
-        fputs(s, f);
-        if (fclose(f) != 0)
-                return NULL;
-        return TAKE_PTR(buf);
+        *ret = json_strings_new(l, SIZE_MAX);
+        return *ret ? 0 : -ENOMEM;
 }
 
 static int config_rules(json_object *doc, const DockerProxyConfig *cfg) {
@@ -293,10 +267,10 @@ int proxy_policy_document_merge(json_object *channel, const char *work_dir, json
             (r = json_strv(work_dir ? w : NULL, &work)) < 0 ||
             (r = json_strv(loop_image_prefixes, &images)) < 0)
                 return r;
-        a = replace_all(default_rules, "@HOST@", json_object_to_json_string_ext(hosts, JSON_C_TO_STRING_PLAIN));
-        b = a ? replace_all(a, "@CAPS@", json_object_to_json_string_ext(caps, JSON_C_TO_STRING_PLAIN)) : NULL;
-        c = b ? replace_all(b, "@WORK@", json_object_to_json_string_ext(work, JSON_C_TO_STRING_PLAIN)) : NULL;
-        d = c ? replace_all(c, "@LOOPIMG@", json_object_to_json_string_ext(images, JSON_C_TO_STRING_PLAIN)) : NULL;
+        a = str_replace_all(default_rules, "@HOST@", json_object_to_json_string_ext(hosts, JSON_C_TO_STRING_PLAIN));
+        b = a ? str_replace_all(a, "@CAPS@", json_object_to_json_string_ext(caps, JSON_C_TO_STRING_PLAIN)) : NULL;
+        c = b ? str_replace_all(b, "@WORK@", json_object_to_json_string_ext(work, JSON_C_TO_STRING_PLAIN)) : NULL;
+        d = c ? str_replace_all(c, "@LOOPIMG@", json_object_to_json_string_ext(images, JSON_C_TO_STRING_PLAIN)) : NULL;
         if (!d)
                 return -ENOMEM;
         defaults = json_tokener_parse(d);

@@ -5,6 +5,7 @@
 
 #include "egress-rewrite.h"
 #include "http-server.h"
+#include "string-util.h"
 
 /* RFC 9110 7.6.1 and the proxy's own headers: never forwarded. */
 static bool header_is_hop_by_hop(const char *name) {
@@ -42,32 +43,6 @@ static bool header_named_by_connection(const HttpRequest *r, const char *name) {
         return false;
 }
 
-/* value with every occurrence of what replaced by with. */
-static char *replace_all(const char *value, const char *what, const char *with) {
-        size_t wl = strlen(what), rl = strlen(with), n = 0;
-        char *out, *o;
-
-        for (const char *p = value; (p = strstr(p, what)); p += wl)
-                n++;
-        out = malloc(strlen(value) + n * rl + 1);
-        if (!out)
-                return NULL;
-        o = out;
-        for (const char *p = value;;) {
-                const char *f = strstr(p, what);
-                if (!f) {
-                        strcpy(o, p);
-                        break;
-                }
-                memcpy(o, p, (size_t) (f - p));
-                o += f - p;
-                memcpy(o, with, rl);
-                o += rl;
-                p = f + wl;
-        }
-        return out;
-}
-
 static int fail(const char *reason, int error, const char **ret_reason) {
         *ret_reason = reason;
         return error;
@@ -101,7 +76,7 @@ static int header_value(const HttpHeader *h, const EgressPolicy *p, const Egress
         if (rule && rule->decision == EGRESS_CREDENTIAL && strcasecmp(h->name, rule->credential.header) == 0) {
                 if (!strstr(h->value, rule->credential.dummy))
                         return fail("unknown-dummy", -EACCES, ret_reason);
-                *ret = replace_all(h->value, rule->credential.dummy, rule->credential.secret);
+                *ret = str_replace_all(h->value, rule->credential.dummy, rule->credential.secret);
                 return *ret ? 0 : -ENOMEM;
         }
 

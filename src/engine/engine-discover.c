@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "config-build.h"
+#include "dirent-util.h"
 #include "engine-discover.h"
 #include "io-util.h"
 #include "log.h"

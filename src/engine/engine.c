@@ -18,7 +18,9 @@
 
 #include "engine.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
+#include "string-util.h"
 #include "strv.h"
 
 #ifndef CURL_WRITEFUNC_ERROR
@@ -1201,22 +1203,6 @@ int engine_container_archive_put(Engine *e, const char *id, const char *dir, con
         return call(e, &r);
 }
 
-static int json_add_strv(json_object *o, const char *key, char * const *l) {
-        json_object *a = json_object_new_array();
-        if (!a)
-                return -ENOMEM;
-        STRV_FOREACH(s, l)
-                if (json_object_array_add(a, json_object_new_string(*s)) < 0) {
-                        json_object_put(a);
-                        return -ENOMEM;
-                }
-        if (json_object_object_add(o, key, a) < 0) {
-                json_object_put(a);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 int engine_exec_create(Engine *e, const char *id, char * const *argv, char * const *env, const char *user,
                        char **ret_exec_id) {
         EngineExecSpec spec = { .argv = argv, .env = env, .user = user };
@@ -1249,9 +1235,9 @@ int engine_exec_create_spec(Engine *e, const char *id, const EngineExecSpec *spe
                 return -ENOMEM;
         if (spec->workdir && json_object_object_add(body, "WorkingDir", json_object_new_string(spec->workdir)) < 0)
                 return -ENOMEM;
-        if ((k = json_add_strv(body, "Cmd", argv)) < 0)
+        if ((k = json_add(body, "Cmd", json_strings_new((const char * const *) argv, SIZE_MAX))) < 0)
                 return k;
-        if (env && (k = json_add_strv(body, "Env", env)) < 0)
+        if (env && (k = json_add(body, "Env", json_strings_new((const char * const *) env, SIZE_MAX))) < 0)
                 return k;
         if (user && json_object_object_add(body, "User", json_object_new_string(user)) < 0)
                 return -ENOMEM;

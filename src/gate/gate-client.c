@@ -6,6 +6,7 @@
 
 #include "curl-buffer.h"
 #include "gate-client.h"
+#include "json-util.h"
 #include "log.h"
 
 typedef struct AuditItem {

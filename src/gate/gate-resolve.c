@@ -11,6 +11,7 @@
 #include "gate-policy.h"
 #include "gate-resolve.h"
 #include "io-util.h"
+#include "string-util.h"
 
 #define PROC_ROOT_INO 1
 

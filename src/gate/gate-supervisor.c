@@ -24,8 +24,10 @@
 #include "gate-supervisor.h"
 #include "gate-syscall.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "seccomp-profile.h"
+#include "string-util.h"
 #include "strv.h"
 
 /* Linux 6.6: the supervisor is woken on the caller's CPU, which halves a round trip. Debian 12's headers

@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 
 #include "config-build.h"
+#include "dirent-util.h"
 #include "gate-token.h"
 #include "io-util.h"
 #include "macro.h"

@@ -5,6 +5,8 @@
 #include <getopt.h>
 
 #include "config.h"
+#include "dirent-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 #include "strv.h"

@@ -15,13 +15,16 @@
 #include "audit.h"
 #include "config.h"
 #include "engine-discover.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 #include "queue.h"
 #include "registry.h"
 #include "runner.h"
 #include "state-dir.h"
+#include "string-util.h"
 #include "strv.h"
+#include "time-util.h"
 
 static volatile sig_atomic_t stop_requested;
 

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 #include "runner.h"

@@ -10,10 +10,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "dirent-util.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "queue.h"
 #include "strv.h"
+#include "time-util.h"
 
 #define QUEUE_JSON_DEPTH_MAX 64
 #define QUEUE_SESSION_FILE "session"
@@ -374,26 +377,11 @@ static int queue_write_json(Queue *q, int dir_fd, const char *name, json_object 
         return queue_write_file(q, dir_fd, name, text, strlen(text), replace);
 }
 
+/* A string, or null for NULL. */
 static int json_add_string(json_object *o, const char *key, const char *s) {
-        json_object *v = NULL;
-
-        if (s && !(v = json_object_new_string(s)))
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int json_add_int(json_object *o, const char *key, int64_t i) {
-        json_object *v = json_object_new_int64(i);
-
-        if (!v || json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
+        if (!s)
+                return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
+        return json_add(o, key, json_object_new_string(s));
 }
 
 /* The inbox file of m, with attempts and last_error as given. */
@@ -405,8 +393,8 @@ static int message_to_json(const QueueMessage *m, unsigned attempts, const char 
         if (json_add_string(o, "id", m->id) < 0 ||
             json_add_string(o, "prompt", m->prompt) < 0 ||
             json_add_string(o, "sender", m->sender) < 0 ||
-            json_add_int(o, "created_usec", (int64_t) m->created_usec) < 0 ||
-            json_add_int(o, "attempts", attempts) < 0 ||
+            json_add(o, "created_usec", json_object_new_int64((int64_t) m->created_usec)) < 0 ||
+            json_add(o, "attempts", json_object_new_int64(attempts)) < 0 ||
             json_add_string(o, "last_error", last_error) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(o);
@@ -596,8 +584,8 @@ static int queue_quarantine(Queue *q, const char *name, const char *reason) {
             json_add_string(o, "file", shown) < 0 ||
             json_add_string(o, "raw", raw) < 0 ||
             json_add_string(o, "reason", reason) < 0 ||
-            json_add_int(o, "attempts", 0) < 0 ||
-            json_add_int(o, "failed_usec", (int64_t) clock_usec(CLOCK_REALTIME)) < 0)
+            json_add(o, "attempts", json_object_new_int64(0)) < 0 ||
+            json_add(o, "failed_usec", json_object_new_int64((int64_t) clock_usec(CLOCK_REALTIME))) < 0)
                 return -ENOMEM;
         return queue_write_json(q, q->failed_fd, desc, o, true);
 }
@@ -834,7 +822,7 @@ int queue_fail(Queue *q, const QueueMessage *m, const char *reason) {
         r = message_to_json(m, m->attempts, m->last_error, &o);
         if (r < 0)
                 return r;
-        if (json_add_string(o, "reason", e) < 0 || json_add_int(o, "failed_usec", (int64_t) clock_usec(CLOCK_REALTIME)) < 0)
+        if (json_add_string(o, "reason", e) < 0 || json_add(o, "failed_usec", json_object_new_int64((int64_t) clock_usec(CLOCK_REALTIME))) < 0)
                 return -ENOMEM;
         snprintf(name, sizeof name, "%s.json", m->id);
         r = queue_write_json(q, q->failed_fd, name, o, true);

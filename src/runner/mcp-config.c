@@ -8,6 +8,7 @@
 #include <assert.h>
 
 #include "agent.h"
+#include "json-util.h"
 #include "strv.h"
 
 static bool user_defines(const LoopConfig *c, const char *name) {

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "strv.h"
+#include "time-util.h"
 
 bool cgroup_path_is_valid(const char *path) {
         if (!path || path[0] != '/' || strlen(path) >= 4096 || strpbrk(path, "\n\\"))

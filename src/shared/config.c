@@ -8,9 +8,12 @@
 #include "audit.h"
 #include "config-build.h"
 #include "config-schema.h"
+#include "dirent-util.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "protected-paths.h"
+#include "string-util.h"
 #include "strv.h"
 
 static const char * const decision_table[_DECISION_MAX] = {

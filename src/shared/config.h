@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "json-util.h"
 #include "macro.h"
 
 #define CONFIG_FILE_MAX (4U * 1024U * 1024U)    /* larger config files are refused */

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "http-server.h"
+#include "parse-util.h"
 
 #define HTTP_LEADING_EMPTY_LINES_MAX 4U
 
@@ -139,17 +140,8 @@ static int parse_authority(const char *s, size_t n, bool port_required, uint16_t
                 return -EBADMSG;
 
         if (port) {
-                unsigned v = 0;
-                if (port == end || end - port > 5)
+                if (parse_port_full(port, (size_t) (end - port), false, &r->port) < 0)
                         return -EBADMSG;
-                for (const char *p = port; p < end; p++) {
-                        if (*p < '0' || *p > '9')
-                                return -EBADMSG;
-                        v = v * 10 + (unsigned) (*p - '0');
-                }
-                if (v == 0 || v > 65535)
-                        return -EBADMSG;
-                r->port = (uint16_t) v;
         } else if (port_required)
                 return -EBADMSG;
         else

@@ -10,10 +10,13 @@
 
 #include "audit.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "registry.h"
 #include "state-dir.h"
+#include "string-util.h"
 #include "strv.h"
+#include "time-util.h"
 
 static const char * const status_table[_CONTAINER_STATUS_MAX] = {
         [CONTAINER_STATUS_RUNNING] = "running",

@@ -5,6 +5,7 @@
 #include <malloc.h>
 
 #include "agent.h"
+#include "json-util.h"
 #include "strv.h"
 #include "tap.h"
 

@@ -9,6 +9,8 @@
 #include "egress-policy.h"
 #include "config.h"
 #include "io-util.h"
+#include "json-util.h"
+#include "string-util.h"
 #include "strv.h"
 #include "tap.h"
 
