@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "http-server.h"
 #include "io-util.h"
 #include "json-util.h"
 #include "log.h"
@@ -1358,8 +1359,8 @@ int engine_exec_attach(Engine *e, const char *exec_id, bool tty, int *ret_fd, ch
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         size_t n = 0, path_len;
         const char *body = tty ? "{\"Detach\":false,\"Tty\":true}" : "{\"Detach\":false,\"Tty\":false}";
-        char *end;
-        int k, status;
+        HttpResponseHead h;
+        int k;
 
         assert(e);
         k = check_container(e, exec_id);
@@ -1397,36 +1398,36 @@ int engine_exec_attach(Engine *e, const char *exec_id, bool tty, int *ret_fd, ch
                 if (got < 0 && errno == EINTR)
                         continue;
                 if (got <= 0) {
+                        /* before engine_set_error(), whose allocations may change errno */
+                        k = got < 0 ? -errno : -ECONNRESET;
                         engine_set_error(e, "POST /exec/%s/start: the engine closed the connection", exec_id);
-                        return got < 0 ? -errno : -ECONNRESET;
+                        return k;
                 }
                 n += (size_t) got;
-                head[n] = 0;
-                end = strstr(head, "\r\n\r\n");
-                if (end)
-                        break;
-                if (n >= ENGINE_HIJACK_HEAD_MAX) {
+                k = http_response_head_parse(head, n, ENGINE_HIJACK_HEAD_MAX, &h);
+                if (k == -E2BIG) {
                         engine_set_error(e, "POST /exec/%s/start: response head too long", exec_id);
                         return -EBADMSG;
                 }
+                if (k < 0) {
+                        engine_set_error(e, "POST /exec/%s/start: not an HTTP response", exec_id);
+                        return -EBADMSG;
+                }
+                if (k > 0)
+                        break;
         }
-        if (sscanf(head, "HTTP/1.%*d %d", &status) != 1) {
-                engine_set_error(e, "POST /exec/%s/start: not an HTTP response", exec_id);
-                return -EBADMSG;
-        }
-        if (status != 101 && status != 200) {
-                *strchrnul(head, '\r') = 0;
-                engine_set_error(e, "POST /exec/%s/start: %s", exec_id, head);
-                return status == 404 ? -ENOENT : -EIO;
+        if (h.status != 101 && h.status != 200) {
+                engine_set_error(e, "POST /exec/%s/start: %.*s", exec_id,
+                                 (int) (http_find_crlf(head, h.head_size) - head), head);
+                return h.status == 404 ? -ENOENT : -EIO;
         }
 
-        end += 4;
         if (ret_pending) {
-                size_t rest = n - (size_t) (end - head);
+                size_t rest = n - h.head_size;
                 char *p = malloc(rest + 1);
                 if (!p)
                         return -ENOMEM;
-                memcpy(p, end, rest);
+                memcpy(p, head + h.head_size, rest);
                 *ret_pending = p;
                 *ret_pending_size = rest;
         }
