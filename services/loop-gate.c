@@ -50,6 +50,7 @@
 #include "gate-approval.h"
 #include "gate-audit.h"
 #include "gate-token.h"
+#include "gate-webhook.h"
 #include "http-server.h"
 #include "io-util.h"
 #include "json-util.h"
@@ -470,9 +471,7 @@ _noreturn_ static void webhook_child(const char *url, const char *body) {
  * never delays the loop. Failures are logged and otherwise ignored: the webhook informs, it never
  * decides. */
 static void webhook_notify(Server *s, const GatePending *p) {
-        _cleanup_(json_object_putp) json_object *o = NULL;
-        _cleanup_free_ char *target = NULL, *message = NULL, *id = NULL;
-        const char *body;
+        _cleanup_free_ char *body = NULL;
         pid_t pid;
         int r;
 
@@ -483,31 +482,12 @@ static void webhook_notify(Server *s, const GatePending *p) {
                             s->n_webhooks, p->id);
                 return;
         }
-
-        target = text_escape_display(p->target, GATE_DISPLAY_MAX);
-        message = text_escape_display(strempty(p->message), GATE_DISPLAY_MAX);
-        o = json_object_new_object();
-        if (!target || !message || !o || asprintf(&id, "%s/%" PRIu64 "-%s", s->channel, p->id, p->digest) < 0) {
-                log_oom();
+        r = gate_webhook_body(s->channel, p, s->limits.timeout_usec / 1000000ULL, GATE_DISPLAY_MAX, &body);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot write the webhook notice for request %" PRIu64 ", not sending it: %m",
+                                  p->id);
                 return;
         }
-        json_object_object_add(o, "event", json_object_new_string("gate-pending"));
-        json_object_object_add(o, "id", json_object_new_string(id));
-        json_object_object_add(o, "channel", json_object_new_string(s->channel));
-        json_object_object_add(o, "container", json_object_new_string(p->container));
-        json_object_object_add(o, "kind", json_object_new_string(p->kind));
-        json_object_object_add(o, "target", json_object_new_string(target));
-        json_object_object_add(o, "message", json_object_new_string(message));
-        json_object_object_add(o, "rule", json_object_new_string(strempty(p->rule)));
-        json_object_object_add(o, "timeout_sec", json_object_new_uint64(s->limits.timeout_usec / 1000000ULL));
-        json_object_object_add(o, "text", json_object_new_string(""));
-        {
-                _cleanup_free_ char *text = NULL;
-                if (asprintf(&text, "loop: %s asks to %s %s. Answer with: loop gate approve %s [--session] / loop gate deny %s",
-                             p->container, p->kind, target, id, id) >= 0)
-                        json_object_object_add(o, "text", json_object_new_string(text));
-        }
-        body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 
         pid = fork();
         if (pid < 0) {
