@@ -136,14 +136,6 @@ void config_problems_done(ConfigProblems *p) {
         p->n = 0;
 }
 
-size_t config_problems_count_errors(const ConfigProblems *p, const char *file) {
-        size_t n = 0;
-        for (size_t i = 0; i < p->n; i++)
-                if (p->items[i].error && (!file || streq_ptr(p->items[i].file, file)))
-                        n++;
-        return n;
-}
-
 char *config_problem_to_string(const ConfigProblem *p) {
         char *s;
         if (asprintf(&s, "%s%s%s%s%s", strempty(p->file), p->file ? ": " : "",

@@ -247,7 +247,6 @@ typedef struct ConfigProblems {
 void config_problems_done(ConfigProblems *p);
 int config_problem_add(ConfigProblems *p, bool error, const char *file, const char *key,
                        const char *format, ...) _printf_(5, 6);
-size_t config_problems_count_errors(const ConfigProblems *p, const char *file);
 /* "FILE: KEY: MESSAGE" */
 char *config_problem_to_string(const ConfigProblem *p);
 
