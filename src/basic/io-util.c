@@ -46,6 +46,37 @@ int loop_write(int fd, const void *buf, size_t nbytes) {
         return 0;
 }
 
+ssize_t loop_pread(int fd, void *buf, size_t nbytes, off_t offset) {
+        size_t done = 0;
+
+        while (done < nbytes) {
+                ssize_t k = pread(fd, (char *) buf + done, nbytes - done, offset + (off_t) done);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                done += (size_t) k;
+        }
+        return (ssize_t) done;
+}
+
+ssize_t read_snapshot(int fd, char *buf, size_t size) {
+        ssize_t k;
+
+        if (size == 0)
+                return -EINVAL;
+        do
+                k = pread(fd, buf, size - 1, 0);
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+                return -errno;
+        buf[k] = 0;
+        return k;
+}
+
 int read_full_file_at(int dir_fd, const char *path, size_t max_size, bool nofollow,
                       char **ret_contents, size_t *ret_size) {
         _cleanup_close_ int fd = -EBADF;

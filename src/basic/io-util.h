@@ -12,6 +12,12 @@
 ssize_t loop_read(int fd, void *buf, size_t nbytes);
 /* Writes all of buf or fails with -errno. */
 int loop_write(int fd, const void *buf, size_t nbytes);
+/* As loop_read(), from offset on (the file position is left alone). */
+ssize_t loop_pread(int fd, void *buf, size_t nbytes, off_t offset);
+/* One pread() from offset 0 (retried when interrupted) of a file the kernel makes whole on each read
+ * (procfs, cgroupfs): one call gives one consistent snapshot, and a second would make it again. At most
+ * size - 1 bytes, NUL-terminated; returns their number or -errno. */
+ssize_t read_snapshot(int fd, char *buf, size_t size);
 
 /* Reads a whole regular file, relative to dir_fd (AT_FDCWD for none), refusing files larger than max_size
  * (-EFBIG) and anything that is not a regular file (-EBADFD). With nofollow, a symlink as last component

@@ -12,13 +12,13 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "container-spec.h"
 #include "json-util.h"
 #include "protected-paths.h"
 #include "io-util.h"
+#include "random-util.h"
 #include "seal.h"
 #include "log.h"
 #include "strv.h"
@@ -159,22 +159,6 @@ static int host_path_resolve(const char *s, const char *home, const char *base, 
                 return -EINVAL;
         *ret = path_join_clean(base, p);
         return *ret ? 0 : -ENOMEM;
-}
-
-static int random_bytes(void *p, size_t n) {
-        uint8_t *b = p;
-
-        while (n > 0) {
-                ssize_t k = getrandom(b, n, 0);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                b += k;
-                n -= (size_t) k;
-        }
-        return 0;
 }
 
 /* ---- the host user ---- */

@@ -351,12 +351,9 @@ static int read_umask(Request *q, mode_t *ret) {
                 if (h->status_fd < 0)
                         return h->status_fd;
         }
-        do
-                n = pread(h->status_fd, buf, sizeof(buf) - 1, 0);
-        while (n < 0 && errno == EINTR);
+        n = read_snapshot(h->status_fd, buf, sizeof(buf));
         if (n < 0)
-                return -errno;
-        buf[n] = 0;
+                return (int) n;
         p = strstr(buf, "\nUmask:");
         if (!p || sscanf(p + 7, "%o", &m) != 1)
                 return -EIO;
@@ -1318,10 +1315,9 @@ static bool path_is_supervisors_proc(const char *path) {
         fd = open(status, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return false;           /* no such task: the resolution says ENOENT */
-        k = pread(fd, buf, sizeof(buf) - 1, 0);
+        k = read_snapshot(fd, buf, sizeof(buf));
         if (k <= 0)
                 return true;            /* cannot tell: treated as ours, which denies */
-        buf[k] = 0;
         t = strstr(buf, "\nTgid:");
         return !t || (pid_t) strtol(t + 6, NULL, 10) == getpid();
 }
@@ -2284,7 +2280,7 @@ static int filter_load_listener(scmp_filter_ctx ctx) {
         insns = malloc((size_t) size);
         if (!insns)
                 return -ENOMEM;
-        if (pread(memfd, insns, (size_t) size, 0) != (ssize_t) size)
+        if (loop_pread(memfd, insns, (size_t) size, 0) != (ssize_t) size)
                 return -EIO;
         prog = (struct sock_fprog) { .len = (unsigned short) (size / (off_t) sizeof(struct sock_filter)), .filter = insns };
         fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <pwd.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <openssl/crypto.h>
 
@@ -11,6 +10,7 @@
 #include "gate-token.h"
 #include "io-util.h"
 #include "macro.h"
+#include "random-util.h"
 
 const char *loop_runtime_dir(void) {
         const char *e = getenv("LOOP_RUNTIME_DIR");
@@ -60,17 +60,11 @@ bool gate_token_equal(const char *a, const char *b) {
 
 int gate_token_generate(char ret[static GATE_TOKEN_HEX_LEN + 1]) {
         unsigned char bytes[GATE_TOKEN_BYTES];
-        size_t done = 0;
+        int r;
 
-        while (done < sizeof(bytes)) {
-                ssize_t k = getrandom(bytes + done, sizeof(bytes) - done, 0);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                done += (size_t) k;
-        }
+        r = random_bytes(bytes, sizeof(bytes));
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < sizeof(bytes); i++)
                 sprintf(ret + 2 * i, "%02x", bytes[i]);
         ret[GATE_TOKEN_HEX_LEN] = 0;

@@ -20,6 +20,7 @@
 #include "gate-exec-floor.h"
 #include "gate-policy.h"
 #include "gate-supervisor.h"
+#include "io-util.h"
 #include "log.h"
 #include "loop.h"
 #include "privdrop.h"
@@ -158,9 +159,9 @@ static _noreturn_ void child_main(int sock, pid_t parent, uid_t uid, gid_t gid, 
                 _exit(EXIT_WRAP_FAILED);
         }
         /* The uid change made us non-dumpable; the supervisor reads our memory as the agent's uid. */
-        if (prctl(PR_SET_DUMPABLE, 1) < 0 || write(sock, "", 1) != 1)
+        if (prctl(PR_SET_DUMPABLE, 1) < 0 || loop_write(sock, "", 1) < 0)
                 _exit(EXIT_WRAP_FAILED);
-        if (read(sock, &ack, 1) != 1)
+        if (loop_read(sock, &ack, 1) != 1)
                 _exit(EXIT_WRAP_FAILED);        /* the supervisor gave up; it said why */
         safe_close(sock);
 
@@ -400,7 +401,7 @@ int verb_syscallwrap(int argc, char *argv[]) {
         }
 
         /* The child says when it is dumpable again, after it closed its copy of the listener. */
-        if (recv(sv[0], payload, 1, 0) != 1) {
+        if (loop_read(sv[0], payload, 1) != 1) {
                 log_error("The agent's process stopped during the handshake.");
                 goto fail;
         }
@@ -435,8 +436,9 @@ int verb_syscallwrap(int argc, char *argv[]) {
                 log_error_errno(r, "Cannot start the seccomp supervisor: %m");
                 goto fail;
         }
-        if (write(sv[0], "", 1) != 1) {
-                log_error_errno(errno, "Cannot release the agent: %m");
+        r = loop_write(sv[0], "", 1);
+        if (r < 0) {
+                log_error_errno(r, "Cannot release the agent: %m");
                 goto fail;
         }
         safe_close(sv[0]);

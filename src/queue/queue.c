@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <pwd.h>
 #include <stddef.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -15,6 +14,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "queue.h"
+#include "random-util.h"
 #include "strv.h"
 #include "time-util.h"
 
@@ -47,18 +47,9 @@ static const struct {
 
 static uint64_t random_u64(void) {
         uint64_t v = 0;
-        size_t done = 0;
 
-        while (done < sizeof v) {
-                ssize_t k = getrandom((uint8_t *) &v + done, sizeof v - done, 0);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        break;
-                }
-                done += (size_t) k;
-        }
-        if (done < sizeof v)    /* no entropy source at all: uniqueness still comes from O_EXCL and noreplace */
+        if (random_bytes(&v, sizeof v) < 0)     /* no entropy source at all: uniqueness still comes from
+                                                 * O_EXCL and noreplace */
                 v ^= clock_usec(CLOCK_REALTIME) ^ ((uint64_t) getpid() << 32);
         return v;
 }

@@ -150,12 +150,9 @@ int cgroup_wait_frozen(int root_fd, const char *path, uint64_t deadline_usec) {
                 int r;
 
                 /* a cgroup file is read from its start each time; poll() says when it changed */
-                do
-                        k = pread(fd, buf, sizeof(buf) - 1, 0);
-                while (k < 0 && errno == EINTR);
+                k = read_snapshot(fd, buf, sizeof(buf));
                 if (k < 0)
-                        return -errno;
-                buf[k] = 0;
+                        return (int) k;
                 r = cgroup_events_frozen(buf);
                 if (r != 0)
                         return r < 0 ? r : 0;
