@@ -11,11 +11,13 @@
 #include "io-util.h"
 #include "macro.h"
 
-ssize_t loop_read(int fd, void *buf, size_t nbytes) {
+/* read() (offset < 0) or pread() until nbytes or EOF. */
+static ssize_t read_all(int fd, void *buf, size_t nbytes, off_t offset) {
         size_t done = 0;
 
         while (done < nbytes) {
-                ssize_t k = read(fd, (char *) buf + done, nbytes - done);
+                ssize_t k = offset < 0 ? read(fd, (char *) buf + done, nbytes - done) :
+                        pread(fd, (char *) buf + done, nbytes - done, offset + (off_t) done);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -26,6 +28,10 @@ ssize_t loop_read(int fd, void *buf, size_t nbytes) {
                 done += (size_t) k;
         }
         return (ssize_t) done;
+}
+
+ssize_t loop_read(int fd, void *buf, size_t nbytes) {
+        return read_all(fd, buf, nbytes, -1);
 }
 
 int loop_write(int fd, const void *buf, size_t nbytes) {
@@ -47,20 +53,9 @@ int loop_write(int fd, const void *buf, size_t nbytes) {
 }
 
 ssize_t loop_pread(int fd, void *buf, size_t nbytes, off_t offset) {
-        size_t done = 0;
-
-        while (done < nbytes) {
-                ssize_t k = pread(fd, (char *) buf + done, nbytes - done, offset + (off_t) done);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                done += (size_t) k;
-        }
-        return (ssize_t) done;
+        if (offset < 0)
+                return -EINVAL;
+        return read_all(fd, buf, nbytes, offset);
 }
 
 ssize_t read_snapshot(int fd, char *buf, size_t size) {

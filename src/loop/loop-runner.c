@@ -22,6 +22,7 @@
 #include "registry.h"
 #include "runner.h"
 #include "state-dir.h"
+#include "stream-json.h"
 #include "string-util.h"
 #include "strv.h"
 #include "time-util.h"

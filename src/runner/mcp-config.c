@@ -7,7 +7,7 @@
 
 #include <assert.h>
 
-#include "agent.h"
+#include "mcp-config.h"
 #include "json-util.h"
 #include "strv.h"
 

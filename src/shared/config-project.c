@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "config-project.h"
 #include "config-schema.h"
 #include "io-util.h"
 #include "json-util.h"

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "config-project.h"
 #include "config-schema.h"
 #include "egress-policy.h"
 #include "config.h"
