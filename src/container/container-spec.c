@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "container-spec.h"
+#include "fs-util.h"
 #include "json-util.h"
 #include "protected-paths.h"
 #include "io-util.h"
@@ -338,29 +339,6 @@ static bool timezone_name_valid(const char *s) {
         return true;
 }
 
-static int readlink_malloc(const char *path, char **ret) {
-        size_t size = 256;
-
-        for (;;) {
-                _cleanup_free_ char *buf = malloc(size);
-                ssize_t n;
-
-                if (!buf)
-                        return -ENOMEM;
-                n = readlink(path, buf, size);
-                if (n < 0)
-                        return -errno;
-                if ((size_t) n < size) {
-                        buf[n] = 0;
-                        *ret = TAKE_PTR(buf);
-                        return 0;
-                }
-                if (size >= PATH_MAX)
-                        return -ENAMETOOLONG;
-                size *= 2;
-        }
-}
-
 /* The zone name in a /etc/localtime target: what follows the last ".../zoneinfo/", without the "posix/"
  * or "right/" variants' directory. */
 static const char *zoneinfo_name(const char *target) {
@@ -409,7 +387,7 @@ char *timezone_detect(const char *tz_env, const char *root) {
         path = mfree(path);
         if (asprintf(&path, "%.*s/etc/localtime", (int) root_len, root) < 0)
                 return NULL;
-        if (readlink_malloc(path, &target) >= 0) {
+        if (readlinkat_malloc(AT_FDCWD, path, &target) >= 0) {
                 name = zoneinfo_name(target);
                 if (name && timezone_name_valid(name))
                         return strdup(name);

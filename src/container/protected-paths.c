@@ -359,20 +359,15 @@ static int git_dir_add(char ***l, const char *root, const char *git_dir, const c
 /* Every git dir below dir (a modules directory: names may hold slashes, and modules have modules), each
  * recognised by its HEAD; *budget caps the walk. */
 static int git_modules_add(char ***l, const char *root, const char *dir, unsigned depth, unsigned *budget) {
-        _cleanup_close_ int fd = -EBADF;
         DIR *d;
         struct dirent *de;
         int r = 0;
 
         if (depth >= PROTECTED_GIT_DEPTH_MAX)
                 return 0;
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
-        d = fdopendir(fd);
-        if (!d)
-                return -errno;
-        fd = -EBADF;
+        r = opendir_at(AT_FDCWD, dir, O_NOFOLLOW, &d);
+        if (r < 0)
+                return r == -ENOENT || r == -ENOTDIR || r == -ELOOP ? 0 : r;
         while (r >= 0 && (de = readdir(d))) {
                 _cleanup_free_ char *child = NULL, *head = NULL, *sub = NULL;
                 struct stat st;
@@ -404,20 +399,15 @@ static int git_modules_add(char ***l, const char *root, const char *dir, unsigne
 
 static int git_worktrees_add(char ***l, const char *root, const char *common_dir, unsigned *budget) {
         _cleanup_free_ char *dir = NULL;
-        _cleanup_close_ int fd = -EBADF;
         DIR *d;
         struct dirent *de;
         int r = 0;
 
         if (asprintf(&dir, "%s/worktrees", common_dir) < 0)
                 return -ENOMEM;
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
-        d = fdopendir(fd);
-        if (!d)
-                return -errno;
-        fd = -EBADF;
+        r = opendir_at(AT_FDCWD, dir, O_NOFOLLOW, &d);
+        if (r < 0)
+                return r == -ENOENT || r == -ENOTDIR || r == -ELOOP ? 0 : r;
         while (r >= 0 && (de = readdir(d))) {
                 _cleanup_free_ char *child = NULL;
 
@@ -546,18 +536,13 @@ static bool secret_name(const char *name, bool is_dir) {
 }
 
 static int secrets_walk(int dir_fd, const char *path, unsigned depth, unsigned *budget, char ***l) {
-        _cleanup_close_ int fd = -EBADF;
         DIR *d;
         struct dirent *de;
         int r = 0;
 
-        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d)
-                return -errno;
-        fd = -EBADF;
+        r = opendir_at(dir_fd, ".", 0, &d);
+        if (r < 0)
+                return r;
         while (r >= 0 && *budget > 0 && (de = readdir(d))) {
                 _cleanup_free_ char *child = NULL;
                 _cleanup_close_ int cfd = -EBADF;

@@ -20,6 +20,7 @@
 #include <sys/un.h>
 #include <time.h>
 
+#include "fs-util.h"
 #include "gate-resolve.h"
 #include "gate-supervisor.h"
 #include "gate-syscall.h"
@@ -578,26 +579,14 @@ static int caller_dir(Request *q, int dirfd, int *cache) {
  * directly: one syscall instead of an open, a readlink and a close. Not always a path: "pipe:[N]", or one
  * ending in " (deleted)"; the caller decides what it accepts. */
 static int caller_dir_path(Request *q, int dirfd, char **ret) {
-        _cleanup_free_ char *buf = NULL;
         char what[32] = "cwd";
-        ssize_t n;
 
         if (dirfd != AT_FDCWD) {
                 if (dirfd < 0)
                         return -EBADF;
                 (void) snprintf(what, sizeof(what), "fd/%i", dirfd);
         }
-        buf = malloc(PATH_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        n = readlinkat(q->caller->dir_fd, what, buf, PATH_MAX + 1);
-        if (n < 0)
-                return -errno;
-        if (n > PATH_MAX)
-                return -ENAMETOOLONG;
-        buf[n] = 0;
-        *ret = TAKE_PTR(buf);
-        return 0;
+        return readlinkat_malloc(q->caller->dir_fd, what, ret);
 }
 
 static bool statx_same_dir(const struct statx *a, dev_t dev, ino_t ino) {

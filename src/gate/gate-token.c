@@ -203,19 +203,14 @@ int gate_token_find_at(int dir_fd, const char *token, char **ret_container) {
         _cleanup_free_ char *found = NULL;
         struct dirent *de;
         size_t n = 0;
-        int fd;
+        int r;
 
         if (!gate_token_is_well_formed(token))
                 return -EPERM;
 
-        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
+        r = opendir_at(dir_fd, ".", 0, &d);
+        if (r < 0)
+                return r;
 
         /* Every file is compared, also after a match, so the time taken does not say which one it was. */
         while ((de = readdir(d)) && n < GATE_TOKENS_MAX) {

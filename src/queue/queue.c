@@ -203,15 +203,9 @@ static int queue_dir_open(int dir_fd, const char *name, bool create, mode_t mode
 }
 
 static DIR *dir_reopen(int dir_fd) {
-        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d;
 
-        if (fd < 0)
-                return NULL;
-        d = fdopendir(fd);
-        if (!d)
-                safe_close(fd);
-        return d;
+        return opendir_at(dir_fd, ".", 0, &d) < 0 ? NULL : d;
 }
 
 static bool dot_or_dotdot(const char *name) {
