@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <time.h>
 
+#include "engine-frames.h"
 #include "engine.h"
 #include "http-server.h"
 #include "io-util.h"
@@ -47,12 +48,6 @@ typedef enum Sink {
         SINK_JSON_SEQ,          /* a stream of JSON objects to an EngineJsonFn */
 } Sink;
 
-typedef enum FrameMode {
-        FRAMES_UNKNOWN,
-        FRAMES_MULTIPLEXED,
-        FRAMES_RAW,
-} FrameMode;
-
 typedef struct Request {
         /* Set by the caller. */
         const char *method;
@@ -83,11 +78,7 @@ typedef struct Request {
         bool stopped;                   /* a callback asked to end cleanly */
         EngineKind kind_seen;           /* from the response headers */
 
-        FrameMode frame_mode;
-        uint8_t head[8];
-        size_t head_len;
-        uint32_t frame_left;
-        int frame_stream;
+        EngineFrames frames;
 
         json_tokener *tok;
         bool tok_pending;               /* the tokener holds part of an object */
@@ -289,80 +280,6 @@ static int buffer_append(Request *r, const char *data, size_t size, size_t max) 
         return 0;
 }
 
-static int frames_deliver(Request *r, int stream, const char *data, size_t size) {
-        int k;
-
-        if (size == 0)
-                return 0;
-        k = r->stream_fn(stream, data, size, r->userdata);
-        return k < 0 ? k : 0;
-}
-
-/* Docker's framing: [stream, 0, 0, 0, u32 big-endian length] then the payload. Chunks of the HTTP body
- * cut anywhere, headers included. Stream 0 (stdin echo) counts as stdout, 3 (the engine's own error text,
- * newer engines) as stderr. */
-static int frames_feed(Request *r, const char *data, size_t size) {
-        int k;
-
-        if (r->frame_mode == FRAMES_UNKNOWN) {
-                size_t take = MIN(size, sizeof r->head - r->head_len);
-                memcpy(r->head + r->head_len, data, take);
-                r->head_len += take;
-                data += take;
-                size -= take;
-                if (r->head_len < sizeof r->head)
-                        return 0;
-                /* A Tty=true container's output is raw; it would have to start with 0-3 and three NULs to
-                 * be taken for a frame header. */
-                bool header = r->head[0] <= 3 && r->head[1] == 0 && r->head[2] == 0 && r->head[3] == 0;
-                r->frame_mode = header ? FRAMES_MULTIPLEXED : FRAMES_RAW;
-                if (r->frame_mode == FRAMES_RAW) {
-                        r->head_len = 0;
-                        k = frames_deliver(r, 1, (const char *) r->head, sizeof r->head);
-                        if (k < 0)
-                                return k;
-                } else {
-                        /* The buffered header is complete: process it below as if it just arrived. */
-                        uint8_t head[sizeof r->head];
-                        memcpy(head, r->head, sizeof head);
-                        r->head_len = 0;
-                        k = frames_feed(r, (const char *) head, sizeof head);
-                        if (k < 0)
-                                return k;
-                }
-        }
-
-        if (r->frame_mode == FRAMES_RAW)
-                return frames_deliver(r, 1, data, size);
-
-        while (size > 0) {
-                if (r->frame_left > 0) {
-                        size_t n = MIN(size, (size_t) r->frame_left);
-                        k = frames_deliver(r, r->frame_stream, data, n);
-                        if (k < 0)
-                                return k;
-                        data += n;
-                        size -= n;
-                        r->frame_left -= (uint32_t) n;
-                        continue;
-                }
-                size_t take = MIN(size, sizeof r->head - r->head_len);
-                memcpy(r->head + r->head_len, data, take);
-                r->head_len += take;
-                data += take;
-                size -= take;
-                if (r->head_len < sizeof r->head)
-                        break;
-                r->head_len = 0;
-                if (r->head[0] > 3 || r->head[1] != 0 || r->head[2] != 0 || r->head[3] != 0)
-                        return -EBADMSG;
-                r->frame_stream = r->head[0] == 2 || r->head[0] == 3 ? 2 : 1;
-                r->frame_left = (uint32_t) r->head[4] << 24 | (uint32_t) r->head[5] << 16 |
-                                (uint32_t) r->head[6] << 8 | (uint32_t) r->head[7];
-        }
-        return 0;
-}
-
 /* The message of an {"error": ...} or {"errorDetail": {"message": ...}} object, or NULL. */
 static const char *json_stream_error(json_object *o) {
         json_object *v, *m;
@@ -470,7 +387,7 @@ static size_t on_write(char *data, size_t one, size_t n, void *userdata) {
                 if (k == -EFBIG && r->error_body)
                         return size;
         } else if (r->sink == SINK_FRAMES)
-                k = frames_feed(r, data, size);
+                k = engine_frames_feed(&r->frames, data, size);
         else
                 k = json_seq_feed(r, data, size);
 
@@ -628,6 +545,7 @@ static int request_perform(Engine *e, Request *r) {
         int k;
 
         r->engine = e;
+        r->frames = (EngineFrames) { .fn = r->stream_fn, .userdata = r->userdata };
         if (r->stream && e->interrupted) {
                 engine_set_error(e, "%s %s: interrupted", r->method, request_shown_path(r, shown, sizeof shown));
                 return -EINTR;
@@ -735,17 +653,16 @@ static int request_perform(Engine *e, Request *r) {
         }
 
         if (!r->stopped && r->sink == SINK_FRAMES) {
-                if (r->frame_mode == FRAMES_UNKNOWN && r->head_len > 0) {
-                        /* Fewer than 8 bytes in all: a raw stream. */
-                        k = frames_deliver(r, 1, (const char *) r->head, r->head_len);
-                        if (k < 0) {
-                                engine_set_error(e, "%s %s: aborted: %s", r->method, shown, strerror(-k));
-                                return k;
-                        }
-                } else if (r->frame_mode == FRAMES_MULTIPLEXED && (r->head_len > 0 || r->frame_left > 0)) {
+                if (engine_frames_truncated(&r->frames)) {
                         engine_set_error(e, "%s %s: output ended in the middle of a frame (did the engine stop?)",
                                          r->method, shown);
                         return -ECONNRESET;
+                }
+                /* fewer than 8 bytes in all: a raw stream */
+                k = engine_frames_finish(&r->frames);
+                if (k < 0) {
+                        engine_set_error(e, "%s %s: aborted: %s", r->method, shown, strerror(-k));
+                        return k;
                 }
         }
         if (!r->stopped && r->sink == SINK_JSON_SEQ && r->tok_pending) {
