@@ -10,6 +10,7 @@
 
 #include "io-util.h"
 #include "macro.h"
+#include "time-util.h"
 
 /* read() (offset < 0) or pread() until nbytes or EOF. */
 static ssize_t read_all(int fd, void *buf, size_t nbytes, off_t offset) {
@@ -70,6 +71,28 @@ ssize_t read_snapshot(int fd, char *buf, size_t size) {
                 return -errno;
         buf[k] = 0;
         return k;
+}
+
+int fd_wait_until(int fd, short events, uint64_t deadline_usec) {
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = events };
+                int timeout = -1, k;
+
+                if (deadline_usec != UINT64_MAX) {
+                        uint64_t now = clock_usec(CLOCK_MONOTONIC);
+                        if (now >= deadline_usec)
+                                return -ETIMEDOUT;
+                        timeout = (int) MIN((deadline_usec - now + 999) / 1000, (uint64_t) INT32_MAX);
+                }
+                k = poll(&p, 1, timeout);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        continue;       /* the deadline decides, above */
+                return p.revents;
+        }
 }
 
 int read_full_file_at(int dir_fd, const char *path, size_t max_size, bool nofollow,

@@ -19,6 +19,10 @@ ssize_t loop_pread(int fd, void *buf, size_t nbytes, off_t offset);
  * size - 1 bytes, NUL-terminated; returns their number or -errno. */
 ssize_t read_snapshot(int fd, char *buf, size_t size);
 
+/* Waits until fd is ready for events (poll()), at most until deadline_usec (CLOCK_MONOTONIC; UINT64_MAX:
+ * no limit), retried when interrupted; returns the revents (> 0), -ETIMEDOUT, or -errno. */
+int fd_wait_until(int fd, short events, uint64_t deadline_usec);
+
 /* Reads a whole regular file, relative to dir_fd (AT_FDCWD for none), refusing files larger than max_size
  * (-EFBIG) and anything that is not a regular file (-EBADFD). With nofollow, a symlink as last component
  * is refused (-ELOOP). The result is NUL-terminated; ret_size excludes the NUL. */

@@ -25,6 +25,7 @@
 #include "loop.h"
 #include "privdrop.h"
 #include "strv.h"
+#include "time-util.h"
 
 #define EXIT_WRAP_FAILED   125
 #define EXIT_CANNOT_INVOKE 126
@@ -94,12 +95,11 @@ static int recv_fd(int sock, char *payload, size_t size, int *ret_fd) {
                 .msg_iov = &iov, .msg_iovlen = 1,
                 .msg_control = control, .msg_controllen = sizeof(control),
         };
-        struct pollfd p = { .fd = sock, .events = POLLIN };
         struct cmsghdr *cm;
         ssize_t n;
         int fd = -EBADF;
 
-        if (poll(&p, 1, HANDSHAKE_TIMEOUT_MS) <= 0)
+        if (fd_wait_until(sock, POLLIN, clock_usec(CLOCK_MONOTONIC) + HANDSHAKE_TIMEOUT_MS * UINT64_C(1000)) < 0)
                 return -ETIMEDOUT;
         n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
         if (n < 0)

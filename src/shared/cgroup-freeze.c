@@ -157,13 +157,11 @@ int cgroup_wait_frozen(int root_fd, const char *path, uint64_t deadline_usec) {
                 if (r != 0)
                         return r < 0 ? r : 0;
 
-                uint64_t now = clock_usec(CLOCK_MONOTONIC);
-                if (now >= deadline_usec)
+                if (clock_usec(CLOCK_MONOTONIC) >= deadline_usec)
                         return -ETIMEDOUT;
-                struct pollfd p = { .fd = fd, .events = POLLPRI };
-                k = poll(&p, 1, (int) MIN((deadline_usec - now + 999) / 1000, (uint64_t) INT32_MAX));
-                if (k < 0 && errno != EINTR)
-                        return -errno;
+                r = fd_wait_until(fd, POLLPRI, deadline_usec);
+                if (r < 0 && r != -ETIMEDOUT)
+                        return r;
         }
 }
 

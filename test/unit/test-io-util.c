@@ -4,6 +4,7 @@
  * a pipe whose reader takes less than was written at a time. */
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -11,6 +12,7 @@
 #include "io-util.h"
 #include "macro.h"
 #include "tap.h"
+#include "time-util.h"
 
 #define BIG (1024U * 1024U)     /* larger than a pipe: the write is short at least once */
 
@@ -58,6 +60,19 @@ int main(void) {
         is_int(read_snapshot(fd, buf, 6), 5, "read_snapshot() reads size - 1 bytes from the start");
         is_str(buf, "01234", "and NUL-terminates them");
         is_int(read_snapshot(fd, buf, 0), -EINVAL, "read_snapshot() without room is refused");
+        {
+                int q[2];
+                if (pipe2(q, O_CLOEXEC) < 0)
+                        return 1;
+                is_int(fd_wait_until(q[0], POLLIN, clock_usec(CLOCK_MONOTONIC) + 20 * 1000), -ETIMEDOUT,
+                       "fd_wait_until() on a silent pipe times out at the deadline");
+                is_int(fd_wait_until(q[0], POLLIN, clock_usec(CLOCK_MONOTONIC) - 1), -ETIMEDOUT,
+                       "a deadline in the past times out at once");
+                (void) loop_write(q[1], "x", 1);
+                ok(fd_wait_until(q[0], POLLIN, UINT64_MAX) & POLLIN, "a readable pipe is ready, without a deadline too");
+                close(q[1]);
+                close(q[0]);
+        }
         is_int(loop_read(-1, buf, 1), -EBADF, "loop_read() returns -errno");
         is_int(loop_write(-1, buf, 1), -EBADF, "loop_write() returns -errno");
         return done_testing();
