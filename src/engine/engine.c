@@ -830,7 +830,7 @@ int engine_image_build(Engine *e, const char *tag, const void *context_tar, size
                         return -EINVAL;
                 }
                 _cleanup_free_ char *key = strndup(*a, (size_t) (eq - *a));
-                if (!key || json_object_object_add(args, key, json_object_new_string(eq + 1)) < 0)
+                if (!key || json_add(args, key, json_object_new_string(eq + 1)) < 0)
                         return -ENOMEM;
         }
 
@@ -1146,18 +1146,18 @@ int engine_exec_create_spec(Engine *e, const char *id, const EngineExecSpec *spe
 
         body = json_object_new_object();
         if (!body ||
-            json_object_object_add(body, "AttachStdin", json_object_new_boolean(spec->attach_stdin)) < 0 ||
-            json_object_object_add(body, "AttachStdout", json_object_new_boolean(true)) < 0 ||
-            json_object_object_add(body, "AttachStderr", json_object_new_boolean(true)) < 0 ||
-            json_object_object_add(body, "Tty", json_object_new_boolean(spec->tty)) < 0)
+            json_add(body, "AttachStdin", json_object_new_boolean(spec->attach_stdin)) < 0 ||
+            json_add(body, "AttachStdout", json_object_new_boolean(true)) < 0 ||
+            json_add(body, "AttachStderr", json_object_new_boolean(true)) < 0 ||
+            json_add(body, "Tty", json_object_new_boolean(spec->tty)) < 0)
                 return -ENOMEM;
-        if (spec->workdir && json_object_object_add(body, "WorkingDir", json_object_new_string(spec->workdir)) < 0)
+        if (spec->workdir && json_add(body, "WorkingDir", json_object_new_string(spec->workdir)) < 0)
                 return -ENOMEM;
         if ((k = json_add(body, "Cmd", json_strings_new((const char * const *) argv, SIZE_MAX))) < 0)
                 return k;
         if (env && (k = json_add(body, "Env", json_strings_new((const char * const *) env, SIZE_MAX))) < 0)
                 return k;
-        if (user && json_object_object_add(body, "User", json_object_new_string(user)) < 0)
+        if (user && json_add(body, "User", json_object_new_string(user)) < 0)
                 return -ENOMEM;
         s = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
         if (!s)
