@@ -263,30 +263,44 @@ int proxy_policy_document_merge(json_object *channel, const char *work_dir, json
         doc = json_object_new_object();
         if (!doc)
                 return -ENOMEM;
-        /* the channel's keys as they are (the compiler judges them), its rules first */
+        /* the channel's keys as they are (the compiler judges them), its rules first; every add checked:
+         * built-in rules lost to a failed allocation would allow what they deny. Values are taken with
+         * json_object_get(), which cannot fail (a JSON null is NULL, not an error). */
         if (channel) {
                 json_object_object_foreach(channel, key, val)
-                        json_object_object_add(doc, key, json_object_get(val));
+                        if (json_object_object_add(doc, key, json_object_get(val)) < 0) {
+                                json_object_put(val);
+                                return -ENOMEM;
+                        }
         }
-        if (!json_object_object_get_ex(doc, "default_decision", NULL))
-                json_object_object_add(doc, "default_decision", json_object_new_string("allow"));
+        if (!json_object_object_get_ex(doc, "default_decision", NULL) &&
+            json_add(doc, "default_decision", json_object_new_string("allow")) < 0)
+                return -ENOMEM;
         json_object_object_get_ex(defaults, "http_rules", &dh);
         json_object_object_get_ex(defaults, "body_rules", &db);
         const char *keys[] = { "http_rules", "body_rules" };
         json_object *builtin[] = { dh, db };
         for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
                 _cleanup_(json_object_putp) json_object *merged = json_object_new_array();
+                json_object *from[2] = { NULL, builtin[k] };
+
                 if (!merged)
                         return -ENOMEM;
                 if (json_object_object_get_ex(doc, keys[k], &v)) {
                         if (!json_object_is_type(v, json_type_array))
                                 return -EINVAL;
-                        for (size_t i = 0; i < json_object_array_length(v); i++)
-                                json_object_array_add(merged, json_object_get(json_object_array_get_idx(v, i)));
+                        from[0] = v;
                 }
-                for (size_t i = 0; i < json_object_array_length(builtin[k]); i++)
-                        json_object_array_add(merged, json_object_get(json_object_array_get_idx(builtin[k], i)));
-                json_object_object_add(doc, keys[k], TAKE_PTR(merged));
+                for (size_t f = 0; f < ELEMENTSOF(from); f++)
+                        for (size_t i = 0; from[f] && i < json_object_array_length(from[f]); i++) {
+                                json_object *e = json_object_array_get_idx(from[f], i);
+                                if (json_object_array_add(merged, json_object_get(e)) < 0) {
+                                        json_object_put(e);
+                                        return -ENOMEM;
+                                }
+                        }
+                if (json_add(doc, keys[k], TAKE_PTR(merged)) < 0)
+                        return -ENOMEM;
         }
         *ret = TAKE_PTR(doc);
         return 0;
