@@ -26,6 +26,24 @@ int free_and_strdup(char **dst, const char *src) {
         return 0;
 }
 
+bool comma_list_contains(const char *list, size_t n, const char *word) {
+        size_t wl = strlen(word);
+
+        if (!list)
+                return false;
+        if (n == SIZE_MAX)
+                n = strlen(list);
+        for (size_t i = 0; i <= n;) {
+                const char *comma = memchr(list + i, ',', n - i);
+                size_t k = comma ? (size_t) (comma - list) : n;
+
+                if (k - i == wl && memcmp(list + i, word, wl) == 0)
+                        return true;
+                i = k + 1;
+        }
+        return false;
+}
+
 char *str_replace_all(const char *s, const char *what, const char *with) {
         size_t wl = strlen(what), rl = strlen(with), sl = strlen(s), n = 0, size;
         char *out, *o;

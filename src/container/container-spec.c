@@ -22,6 +22,7 @@
 #include "random-util.h"
 #include "seal.h"
 #include "log.h"
+#include "string-util.h"
 #include "strv.h"
 
 #define PASSWD_BUFFER_MAX (1024U * 1024U)       /* getpw*_r() buffers grow up to this */
@@ -926,14 +927,7 @@ static int builder_add_copy_files(PlanBuilder *b) {
 static bool bind_is_read_only(const Bind *bind) {
         const char *c1 = strchr(bind->spec, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 
-        for (const char *o = c2 ? c2 + 1 : NULL; o && *o;) {
-                size_t n = strcspn(o, ",");
-                if (n == 2 && strncmp(o, "ro", 2) == 0)
-                        return true;
-                o += n;
-                o += *o == ',';
-        }
-        return false;
+        return c2 && comma_list_contains(c2 + 1, SIZE_MAX, "ro");
 }
 
 /* The host's service sockets never enter the container, whatever a config mount or extra dir says: such

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "macro.h"
 #include "protected-paths.h"
+#include "string-util.h"
 #include "strv.h"
 
 /* Below the work dir: what steers the host's tools or the next agent run (a git hook runs on the
@@ -169,17 +170,6 @@ int protected_paths_list(const LoopConfig *c, ProtectedKind kind, char ***ret) {
         return 0;
 }
 
-static bool mount_options_read_only(const char *o) {
-        while (o && *o) {
-                size_t n = strcspn(o, ",");
-                if (n == 2 && strncmp(o, "ro", 2) == 0)
-                        return true;
-                o += n;
-                o += *o == ',';
-        }
-        return false;
-}
-
 /* The absolute destination of a writable mount spec, or NULL (read-only, ~, malformed). */
 static char *mount_writable_destination(const char *spec) {
         const char *c1 = strchr(spec, ':'), *c2;
@@ -187,7 +177,7 @@ static char *mount_writable_destination(const char *spec) {
         if (!c1 || c1[1] != '/')
                 return NULL;
         c2 = strchr(c1 + 1, ':');
-        if (c2 && mount_options_read_only(c2 + 1))
+        if (c2 && comma_list_contains(c2 + 1, SIZE_MAX, "ro"))
                 return NULL;
         return c2 ? strndup(c1 + 1, (size_t) (c2 - c1 - 1)) : strdup(c1 + 1);
 }

@@ -181,18 +181,6 @@ static char *mountinfo_unescape(const char *s, size_t n) {
         return r;
 }
 
-static bool mount_options_read_only(const char *o, size_t n) {
-        for (size_t i = 0; i < n;) {
-                size_t k = i;
-                while (k < n && o[k] != ',')
-                        k++;
-                if (k - i == 2 && o[i] == 'r' && o[i + 1] == 'o')
-                        return true;
-                i = k + 1;
-        }
-        return false;
-}
-
 /* One line: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ...". The mount point (unescaped) of a read-write
  * mount, NULL in *ret for a read-only one; -EBADMSG for a line that does not parse. */
 static int mountinfo_line_writable(const char *line, size_t len, char **ret) {
@@ -210,7 +198,7 @@ static int mountinfo_line_writable(const char *line, size_t len, char **ret) {
                 fl[k] = (size_t) (line + i - f[k]);
                 k++;
         }
-        if (mount_options_read_only(f[5], fl[5])) {
+        if (comma_list_contains(f[5], fl[5], "ro")) {
                 *ret = NULL;
                 return 0;
         }

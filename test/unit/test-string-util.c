@@ -20,6 +20,18 @@ int main(void) {
         is_int(free_and_strdup(&d, NULL), 0, "free_and_strdup() of NULL clears");
         ok(!d, "the target is NULL afterwards");
 
+        ok(comma_list_contains("rw,ro,nosuid", SIZE_MAX, "ro"), "comma_list_contains() finds an element");
+        ok(comma_list_contains("ro", SIZE_MAX, "ro") && comma_list_contains("x,ro", SIZE_MAX, "ro"),
+           "alone and last");
+        ok(!comma_list_contains("rw,rom,nosuid", SIZE_MAX, "ro") && !comma_list_contains("rw, ro", SIZE_MAX, "ro") &&
+           !comma_list_contains("RO", SIZE_MAX, "ro"), "only an exact element counts");
+        ok(comma_list_contains("rw,ro,nosuid", 5, "ro") && !comma_list_contains("rw,ro,nosuid", 4, "ro"),
+           "within the n bytes given");
+        ok(!comma_list_contains(NULL, SIZE_MAX, "ro") && !comma_list_contains("", SIZE_MAX, "ro"),
+           "a NULL or empty list has nothing");
+        ok(comma_list_contains(",", SIZE_MAX, "") && !comma_list_contains("a", SIZE_MAX, ""),
+           "an empty element is one when the list has it");
+
         check_replace("a-b-c", "-", "--", "a--b--c");
         check_replace("DUMMY and DUMMY", "DUMMY", "s", "s and s");
         check_replace("xyz", "q", "r", "xyz");
