@@ -15,6 +15,12 @@ int json_add(json_object *o, const char *key, json_object *v) {
         return 0;
 }
 
+int json_add_string_or_null(json_object *o, const char *key, const char *s) {
+        if (!s)
+                return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
+        return json_add(o, key, json_object_new_string(s));
+}
+
 int json_push(json_object *a, json_object *v) {
         if (!v)
                 return -ENOMEM;

@@ -15,6 +15,8 @@ static inline void json_object_putp(json_object **j) {
 
 /* Adds v to the object o under key (replacing an earlier value); 0 or -ENOMEM. */
 int json_add(json_object *o, const char *key, json_object *v);
+/* Adds a copy of s under key, or JSON null for a NULL s; 0 or -ENOMEM. */
+int json_add_string_or_null(json_object *o, const char *key, const char *s);
 /* Appends v to the array a; 0 or -ENOMEM. */
 int json_push(json_object *a, json_object *v);
 /* A new array of strings: n of them from l, or up to l's NULL with n == SIZE_MAX (l NULL: an empty

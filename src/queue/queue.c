@@ -362,25 +362,18 @@ static int queue_write_json(Queue *q, int dir_fd, const char *name, json_object 
         return queue_write_file(q, dir_fd, name, text, strlen(text), replace);
 }
 
-/* A string, or null for NULL. */
-static int json_add_string(json_object *o, const char *key, const char *s) {
-        if (!s)
-                return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
-        return json_add(o, key, json_object_new_string(s));
-}
-
 /* The inbox file of m, with attempts and last_error as given. */
 static int message_to_json(const QueueMessage *m, unsigned attempts, const char *last_error, json_object **ret) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
 
         if (!o)
                 return -ENOMEM;
-        if (json_add_string(o, "id", m->id) < 0 ||
-            json_add_string(o, "prompt", m->prompt) < 0 ||
-            json_add_string(o, "sender", m->sender) < 0 ||
+        if (json_add_string_or_null(o, "id", m->id) < 0 ||
+            json_add_string_or_null(o, "prompt", m->prompt) < 0 ||
+            json_add_string_or_null(o, "sender", m->sender) < 0 ||
             json_add(o, "created_usec", json_object_new_int64((int64_t) m->created_usec)) < 0 ||
             json_add(o, "attempts", json_object_new_int64(attempts)) < 0 ||
-            json_add_string(o, "last_error", last_error) < 0)
+            json_add_string_or_null(o, "last_error", last_error) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(o);
         return 0;
@@ -565,10 +558,10 @@ static int queue_quarantine(Queue *q, const char *name, const char *reason) {
 
         o = json_object_new_object();
         if (!o ||
-            json_add_string(o, "id", id) < 0 ||
-            json_add_string(o, "file", shown) < 0 ||
-            json_add_string(o, "raw", raw) < 0 ||
-            json_add_string(o, "reason", reason) < 0 ||
+            json_add_string_or_null(o, "id", id) < 0 ||
+            json_add_string_or_null(o, "file", shown) < 0 ||
+            json_add_string_or_null(o, "raw", raw) < 0 ||
+            json_add_string_or_null(o, "reason", reason) < 0 ||
             json_add(o, "attempts", json_object_new_int64(0)) < 0 ||
             json_add(o, "failed_usec", json_object_new_int64((int64_t) clock_usec(CLOCK_REALTIME))) < 0)
                 return -ENOMEM;
@@ -807,7 +800,7 @@ int queue_fail(Queue *q, const QueueMessage *m, const char *reason) {
         r = message_to_json(m, m->attempts, m->last_error, &o);
         if (r < 0)
                 return r;
-        if (json_add_string(o, "reason", e) < 0 || json_add(o, "failed_usec", json_object_new_int64((int64_t) clock_usec(CLOCK_REALTIME))) < 0)
+        if (json_add_string_or_null(o, "reason", e) < 0 || json_add(o, "failed_usec", json_object_new_int64((int64_t) clock_usec(CLOCK_REALTIME))) < 0)
                 return -ENOMEM;
         snprintf(name, sizeof name, "%s.json", m->id);
         r = queue_write_json(q, q->failed_fd, name, o, true);

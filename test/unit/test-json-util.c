@@ -16,6 +16,12 @@ int main(void) {
         is_int(json_add(o, "k", json_object_new_int(2)), 0, "json_add() replaces an earlier value");
         is_int(json_add(o, "n", NULL), -ENOMEM, "json_add() takes a NULL value (a failed constructor) as -ENOMEM");
         is_str(plain(o), "{\"k\":2}", "the object holds the last value and nothing of the failed add");
+        {
+                _cleanup_(json_object_putp) json_object *n = json_object_new_object();
+                ok(json_add_string_or_null(n, "s", "v") == 0 && json_add_string_or_null(n, "z", NULL) == 0,
+                   "json_add_string_or_null() adds a string and a null");
+                is_str(plain(n), "{\"s\":\"v\",\"z\":null}", "as a string and as null");
+        }
 
         is_int(json_push(a, json_object_new_string("x")), 0, "json_push() appends a value");
         is_int(json_push(a, NULL), -ENOMEM, "json_push() takes a NULL value as -ENOMEM");
