@@ -58,6 +58,7 @@
 #include "socket-service.h"
 #include "strv.h"
 #include "text-escape.h"
+#include "env-util.h"
 
 /* ---- audit ---- */
 

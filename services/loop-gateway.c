@@ -66,6 +66,7 @@
 #include "io-util.h"
 #include "log.h"
 #include "tls-sni.h"
+#include "env-util.h"
 
 /* ---- configuration ---- */
 

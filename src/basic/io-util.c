@@ -10,12 +10,15 @@
 
 #include "io-util.h"
 #include "macro.h"
+#include "time-util.h"
 
-ssize_t loop_read(int fd, void *buf, size_t nbytes) {
+/* read() (offset < 0) or pread() until nbytes or EOF. */
+static ssize_t read_all(int fd, void *buf, size_t nbytes, off_t offset) {
         size_t done = 0;
 
         while (done < nbytes) {
-                ssize_t k = read(fd, (char *) buf + done, nbytes - done);
+                ssize_t k = offset < 0 ? read(fd, (char *) buf + done, nbytes - done) :
+                        pread(fd, (char *) buf + done, nbytes - done, offset + (off_t) done);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -26,6 +29,10 @@ ssize_t loop_read(int fd, void *buf, size_t nbytes) {
                 done += (size_t) k;
         }
         return (ssize_t) done;
+}
+
+ssize_t loop_read(int fd, void *buf, size_t nbytes) {
+        return read_all(fd, buf, nbytes, -1);
 }
 
 int loop_write(int fd, const void *buf, size_t nbytes) {
@@ -44,6 +51,48 @@ int loop_write(int fd, const void *buf, size_t nbytes) {
                 nbytes -= (size_t) k;
         }
         return 0;
+}
+
+ssize_t loop_pread(int fd, void *buf, size_t nbytes, off_t offset) {
+        if (offset < 0)
+                return -EINVAL;
+        return read_all(fd, buf, nbytes, offset);
+}
+
+ssize_t read_snapshot(int fd, char *buf, size_t size) {
+        ssize_t k;
+
+        if (size == 0)
+                return -EINVAL;
+        do
+                k = pread(fd, buf, size - 1, 0);
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+                return -errno;
+        buf[k] = 0;
+        return k;
+}
+
+int fd_wait_until(int fd, short events, uint64_t deadline_usec) {
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = events };
+                int timeout = -1, k;
+
+                if (deadline_usec != UINT64_MAX) {
+                        uint64_t now = clock_usec(CLOCK_MONOTONIC);
+                        if (now >= deadline_usec)
+                                return -ETIMEDOUT;
+                        timeout = (int) MIN((deadline_usec - now + 999) / 1000, (uint64_t) INT32_MAX);
+                }
+                k = poll(&p, 1, timeout);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        continue;       /* the deadline decides, above */
+                return p.revents;
+        }
 }
 
 int read_full_file_at(int dir_fd, const char *path, size_t max_size, bool nofollow,

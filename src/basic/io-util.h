@@ -12,6 +12,16 @@
 ssize_t loop_read(int fd, void *buf, size_t nbytes);
 /* Writes all of buf or fails with -errno. */
 int loop_write(int fd, const void *buf, size_t nbytes);
+/* As loop_read(), from offset on (the file position is left alone). */
+ssize_t loop_pread(int fd, void *buf, size_t nbytes, off_t offset);
+/* One pread() from offset 0 (retried when interrupted) of a file the kernel makes whole on each read
+ * (procfs, cgroupfs): one call gives one consistent snapshot, and a second would make it again. At most
+ * size - 1 bytes, NUL-terminated; returns their number or -errno. */
+ssize_t read_snapshot(int fd, char *buf, size_t size);
+
+/* Waits until fd is ready for events (poll()), at most until deadline_usec (CLOCK_MONOTONIC; UINT64_MAX:
+ * no limit), retried when interrupted; returns the revents (> 0), -ETIMEDOUT, or -errno. */
+int fd_wait_until(int fd, short events, uint64_t deadline_usec);
 
 /* Reads a whole regular file, relative to dir_fd (AT_FDCWD for none), refusing files larger than max_size
  * (-EFBIG) and anything that is not a regular file (-EBADFD). With nofollow, a symlink as last component

@@ -10,10 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-#include <dirent.h>
-#include <json-c/json.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
@@ -61,17 +58,6 @@ static inline void fclosep(FILE **f) {
 }
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
-static inline void closedirp(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
-#define _cleanup_closedir_ _cleanup_(closedirp)
-
-static inline void json_object_putp(json_object **j) {
-        if (*j)
-                (void) json_object_put(*j);
-}
-
 /* Clamp errno to a negative value, for "return -errno" after calls that may leave errno at 0. */
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
@@ -109,19 +95,9 @@ static inline const char *startswith(const char *s, const char *prefix) {
         size_t l = strlen(prefix);
         return strncmp(s, prefix, l) == 0 ? s + l : NULL;
 }
-const char *endswith(const char *s, const char *suffix);
 
 /* free() that returns NULL, for "p = mfree(p);" */
 static inline void *mfree(void *p) {
         free(p);
         return NULL;
 }
-
-/* Replace *dst with a copy of src (NULL allowed). */
-int free_and_strdup(char **dst, const char *src);
-/* A helper's numeric setting from its unit's Environment=: def when unset or empty; a value that is not a
- * number in [0, max] is refused with a message naming the variable (-EINVAL). */
-int env_uint(const char *name, uint64_t def, uint64_t max, uint64_t *ret);
-/* The time of clock in microseconds (CLOCK_MONOTONIC for durations and deadlines, CLOCK_REALTIME for
- * timestamps). */
-uint64_t clock_usec(clockid_t clock);

@@ -43,21 +43,6 @@ int strv_extend(char ***l, const char *value) {
         return strv_consume(l, strdup(value));
 }
 
-char **strv_copy(char * const *l) {
-        char **c = calloc(strv_length(l) + 1, sizeof(char *));
-        size_t i = 0;
-
-        if (!c)
-                return NULL;
-        STRV_FOREACH(s, l) {
-                c[i] = strdup(*s);
-                if (!c[i])
-                        return strv_free(c);
-                i++;
-        }
-        return c;
-}
-
 bool strv_contains(char * const *l, const char *s) {
         STRV_FOREACH(i, l)
                 if (strcmp(*i, s) == 0)

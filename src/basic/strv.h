@@ -15,7 +15,6 @@ static inline void strv_freep(char ***l) {
 size_t strv_length(char * const *l);
 int strv_extend(char ***l, const char *value);          /* append a copy */
 int strv_consume(char ***l, char *value);               /* append, taking ownership (freed on error) */
-char **strv_copy(char * const *l);
 bool strv_contains(char * const *l, const char *s);
 char *strv_join(char * const *l, const char *sep);
 int strv_sort(char **l);

@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "dirent-util.h"
 #include "io-util.h"
 #include "log.h"
+#include "string-util.h"
 #include "strv.h"
 #include "tar.h"
 
@@ -342,20 +344,14 @@ static int tar_add_regular_at(TarWriter *t, int dir_fd, const char *name, const 
 static int tar_add_dir_contents(TarWriter *t, int dir_fd, const char *prefix, unsigned depth) {
         _cleanup_closedir_ DIR *d = NULL;
         _cleanup_strv_free_ char **names = NULL;
-        int fd, r;
+        int r;
 
         if (depth > TAR_TREE_DEPTH_MAX)
                 return -ELOOP;
 
-        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                r = -errno;
-                safe_close(fd);
+        r = opendir_at(dir_fd, ".", 0, &d);
+        if (r < 0)
                 return r;
-        }
 
         for (;;) {
                 errno = 0;

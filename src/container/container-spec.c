@@ -12,15 +12,18 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "container-spec.h"
+#include "fs-util.h"
+#include "json-util.h"
 #include "protected-paths.h"
 #include "io-util.h"
+#include "random-util.h"
 #include "seal.h"
 #include "log.h"
 #include "path-util.h"
+#include "string-util.h"
 #include "strv.h"
 
 #define PASSWD_BUFFER_MAX (1024U * 1024U)       /* getpw*_r() buffers grow up to this */
@@ -100,22 +103,6 @@ static int host_path_resolve(const char *s, const char *home, const char *base, 
                 return -EINVAL;
         *ret = path_join_clean(base, p);
         return *ret ? 0 : -ENOMEM;
-}
-
-static int random_bytes(void *p, size_t n) {
-        uint8_t *b = p;
-
-        while (n > 0) {
-                ssize_t k = getrandom(b, n, 0);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                b += k;
-                n -= (size_t) k;
-        }
-        return 0;
 }
 
 /* ---- the host user ---- */
@@ -295,29 +282,6 @@ static bool timezone_name_valid(const char *s) {
         return true;
 }
 
-static int readlink_malloc(const char *path, char **ret) {
-        size_t size = 256;
-
-        for (;;) {
-                _cleanup_free_ char *buf = malloc(size);
-                ssize_t n;
-
-                if (!buf)
-                        return -ENOMEM;
-                n = readlink(path, buf, size);
-                if (n < 0)
-                        return -errno;
-                if ((size_t) n < size) {
-                        buf[n] = 0;
-                        *ret = TAKE_PTR(buf);
-                        return 0;
-                }
-                if (size >= PATH_MAX)
-                        return -ENAMETOOLONG;
-                size *= 2;
-        }
-}
-
 /* The zone name in a /etc/localtime target: what follows the last ".../zoneinfo/", without the "posix/"
  * or "right/" variants' directory. */
 static const char *zoneinfo_name(const char *target) {
@@ -366,7 +330,7 @@ char *timezone_detect(const char *tz_env, const char *root) {
         path = mfree(path);
         if (asprintf(&path, "%.*s/etc/localtime", (int) root_len, root) < 0)
                 return NULL;
-        if (readlink_malloc(path, &target) >= 0) {
+        if (readlinkat_malloc(AT_FDCWD, path, &target) >= 0) {
                 name = zoneinfo_name(target);
                 if (name && timezone_name_valid(name))
                         return strdup(name);
@@ -905,14 +869,7 @@ static int builder_add_copy_files(PlanBuilder *b) {
 static bool bind_is_read_only(const Bind *bind) {
         const char *c1 = strchr(bind->spec, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 
-        for (const char *o = c2 ? c2 + 1 : NULL; o && *o;) {
-                size_t n = strcspn(o, ",");
-                if (n == 2 && strncmp(o, "ro", 2) == 0)
-                        return true;
-                o += n;
-                o += *o == ',';
-        }
-        return false;
+        return c2 && comma_list_contains(c2 + 1, SIZE_MAX, "ro");
 }
 
 /* The host's service sockets never enter the container, whatever a config mount or extra dir says: such
@@ -1312,36 +1269,6 @@ static int builder_build_env(PlanBuilder *b, char ***ret) {
         return 0;
 }
 
-static int json_add(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static json_object *json_string_array(const char * const *l, size_t n) {
-        json_object *a = json_object_new_array();
-
-        if (!a)
-                return NULL;
-        for (size_t i = 0; i < n; i++) {
-                json_object *v = json_object_new_string(l[i]);
-                if (!v || json_object_array_add(a, v) < 0) {
-                        json_object_put(v);
-                        json_object_put(a);
-                        return NULL;
-                }
-        }
-        return a;
-}
-
-static json_object *json_strv(char * const *l) {
-        return json_string_array((const char * const *) l, strv_length(l));
-}
-
 static size_t path_depth(const char *p) {
         size_t n = 0;
         for (; *p; p++)
@@ -1394,7 +1321,7 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
                 /* The agent sees only its own processes (the gate's supervisor is root's); Docker has no
                  * option for it. */
                 security_opt[n_security_opt++] = "proc-opts=hidepid=2";
-        } else if (b->kernel_masks && (r = json_add(hc, "MaskedPaths", json_strv(b->kernel_masks))) < 0)
+        } else if (b->kernel_masks && (r = json_add(hc, "MaskedPaths", json_strings_new((const char * const *) b->kernel_masks, SIZE_MAX))) < 0)
                 return r;
         /* Memory=0 or NanoCpus=0 mean "unlimited" to the engine: refuse rather than run unlimited. */
         if (memory_mb == 0 || memory_mb > (uint64_t) (INT64_MAX / MIB))
@@ -1442,9 +1369,9 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
             (r = json_add(hc, "MemorySwap", json_object_new_int64((int64_t) memory_mb * MIB))) < 0 ||
             (r = json_add(hc, "NanoCpus", json_object_new_int64(nano_cpus))) < 0 ||
             (r = json_add(hc, "PidsLimit", json_object_new_int64(CONTAINER_PIDS_LIMIT))) < 0 ||
-            (r = json_add(hc, "CapDrop", json_string_array(all, ELEMENTSOF(all)))) < 0 ||
-            (r = json_add(hc, "CapAdd", json_string_array(entrypoint_caps, ELEMENTSOF(entrypoint_caps)))) < 0 ||
-            (r = json_add(hc, "SecurityOpt", json_string_array(security_opt, n_security_opt))) < 0 ||
+            (r = json_add(hc, "CapDrop", json_strings_new(all, ELEMENTSOF(all)))) < 0 ||
+            (r = json_add(hc, "CapAdd", json_strings_new(entrypoint_caps, ELEMENTSOF(entrypoint_caps)))) < 0 ||
+            (r = json_add(hc, "SecurityOpt", json_strings_new(security_opt, n_security_opt))) < 0 ||
             (r = json_add(hc, "ReadonlyRootfs", json_object_new_boolean(true))) < 0 ||
             (r = json_add(hc, "Tmpfs", TAKE_PTR(tmpfs))) < 0 ||
             (r = json_add(hc, "Init", json_object_new_boolean(false))) < 0)
@@ -1463,7 +1390,7 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
                 if (asprintf(&h, "%s:host-gateway", engine_host_alias(ENGINE_DOCKER)) < 0)
                         return -ENOMEM;
                 l[0] = h;
-                if ((r = json_add(hc, "ExtraHosts", json_string_array(l, 1))) < 0)
+                if ((r = json_add(hc, "ExtraHosts", json_strings_new(l, 1))) < 0)
                         return r;
         }
         if (!isempty(in->cgroup_parent) && (r = json_add(hc, "CgroupParent", json_object_new_string(in->cgroup_parent))) < 0)
@@ -1512,11 +1439,11 @@ static int builder_build_body(PlanBuilder *b, char **env) {
 
         if ((r = json_add(body, "Image", json_object_new_string(image))) < 0)
                 return r;
-        if (in->cmd && (r = json_add(body, "Cmd", json_strv(in->cmd))) < 0)
+        if (in->cmd && (r = json_add(body, "Cmd", json_strings_new((const char * const *) in->cmd, SIZE_MAX))) < 0)
                 return r;
         if (b->work_dir && (r = json_add(body, "WorkingDir", json_object_new_string(b->work_dir))) < 0)
                 return r;
-        if ((r = json_add(body, "Env", json_strv(env))) < 0 ||
+        if ((r = json_add(body, "Env", json_strings_new((const char * const *) env, SIZE_MAX))) < 0 ||
             (r = json_add(body, "Labels", TAKE_PTR(labels))) < 0 ||
             (r = json_add(body, "Tty", json_object_new_boolean(false))) < 0 ||
             (r = json_add(body, "OpenStdin", json_object_new_boolean(false))) < 0 ||

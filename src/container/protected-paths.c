@@ -4,11 +4,14 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "dirent-util.h"
+#include "gate-policy.h"
 #include "path-util.h"
 #include "io-util.h"
 #include "log.h"
 #include "macro.h"
 #include "protected-paths.h"
+#include "string-util.h"
 #include "strv.h"
 
 /* Below the work dir: what steers the host's tools or the next agent run (a git hook runs on the
@@ -160,17 +163,6 @@ int protected_paths_list(const LoopConfig *c, ProtectedKind kind, char ***ret) {
         return 0;
 }
 
-static bool mount_options_read_only(const char *o) {
-        while (o && *o) {
-                size_t n = strcspn(o, ",");
-                if (n == 2 && strncmp(o, "ro", 2) == 0)
-                        return true;
-                o += n;
-                o += *o == ',';
-        }
-        return false;
-}
-
 /* The absolute destination of a writable mount spec, or NULL (read-only, ~, malformed). */
 static char *mount_writable_destination(const char *spec) {
         const char *c1 = strchr(spec, ':'), *c2;
@@ -178,7 +170,7 @@ static char *mount_writable_destination(const char *spec) {
         if (!c1 || c1[1] != '/')
                 return NULL;
         c2 = strchr(c1 + 1, ':');
-        if (c2 && mount_options_read_only(c2 + 1))
+        if (c2 && comma_list_contains(c2 + 1, SIZE_MAX, "ro"))
                 return NULL;
         return c2 ? strndup(c1 + 1, (size_t) (c2 - c1 - 1)) : strdup(c1 + 1);
 }
@@ -350,20 +342,15 @@ static int git_dir_add(char ***l, const char *root, const char *git_dir, const c
 /* Every git dir below dir (a modules directory: names may hold slashes, and modules have modules), each
  * recognised by its HEAD; *budget caps the walk. */
 static int git_modules_add(char ***l, const char *root, const char *dir, unsigned depth, unsigned *budget) {
-        _cleanup_close_ int fd = -EBADF;
         DIR *d;
         struct dirent *de;
         int r = 0;
 
         if (depth >= PROTECTED_GIT_DEPTH_MAX)
                 return 0;
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
-        d = fdopendir(fd);
-        if (!d)
-                return -errno;
-        fd = -EBADF;
+        r = opendir_at(AT_FDCWD, dir, O_NOFOLLOW, &d);
+        if (r < 0)
+                return r == -ENOENT || r == -ENOTDIR || r == -ELOOP ? 0 : r;
         while (r >= 0 && (de = readdir(d))) {
                 _cleanup_free_ char *child = NULL, *head = NULL, *sub = NULL;
                 struct stat st;
@@ -395,20 +382,15 @@ static int git_modules_add(char ***l, const char *root, const char *dir, unsigne
 
 static int git_worktrees_add(char ***l, const char *root, const char *common_dir, unsigned *budget) {
         _cleanup_free_ char *dir = NULL;
-        _cleanup_close_ int fd = -EBADF;
         DIR *d;
         struct dirent *de;
         int r = 0;
 
         if (asprintf(&dir, "%s/worktrees", common_dir) < 0)
                 return -ENOMEM;
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
-        d = fdopendir(fd);
-        if (!d)
-                return -errno;
-        fd = -EBADF;
+        r = opendir_at(AT_FDCWD, dir, O_NOFOLLOW, &d);
+        if (r < 0)
+                return r == -ENOENT || r == -ENOTDIR || r == -ELOOP ? 0 : r;
         while (r >= 0 && (de = readdir(d))) {
                 _cleanup_free_ char *child = NULL;
 
@@ -537,18 +519,13 @@ static bool secret_name(const char *name, bool is_dir) {
 }
 
 static int secrets_walk(int dir_fd, const char *path, unsigned depth, unsigned *budget, char ***l) {
-        _cleanup_close_ int fd = -EBADF;
         DIR *d;
         struct dirent *de;
         int r = 0;
 
-        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d)
-                return -errno;
-        fd = -EBADF;
+        r = opendir_at(dir_fd, ".", 0, &d);
+        if (r < 0)
+                return r;
         while (r >= 0 && *budget > 0 && (de = readdir(d))) {
                 _cleanup_free_ char *child = NULL;
                 _cleanup_close_ int cfd = -EBADF;

@@ -9,8 +9,10 @@
 
 #include "log.h"
 #include "macro.h"
+#include "parse-util.h"
 #include "path-util.h"
 #include "seal.h"
+#include "string-util.h"
 #include "strv.h"
 
 /* The kernel's Landlock ABI past what Debian 12's headers describe (ABI 2). */
@@ -172,18 +174,6 @@ static char *mountinfo_unescape(const char *s, size_t n) {
         return r;
 }
 
-static bool mount_options_read_only(const char *o, size_t n) {
-        for (size_t i = 0; i < n;) {
-                size_t k = i;
-                while (k < n && o[k] != ',')
-                        k++;
-                if (k - i == 2 && o[i] == 'r' && o[i + 1] == 'o')
-                        return true;
-                i = k + 1;
-        }
-        return false;
-}
-
 /* One line: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ...". The mount point (unescaped) of a read-write
  * mount, NULL in *ret for a read-only one; -EBADMSG for a line that does not parse. */
 static int mountinfo_line_writable(const char *line, size_t len, char **ret) {
@@ -201,7 +191,7 @@ static int mountinfo_line_writable(const char *line, size_t len, char **ret) {
                 fl[k] = (size_t) (line + i - f[k]);
                 k++;
         }
-        if (mount_options_read_only(f[5], fl[5])) {
+        if (comma_list_contains(f[5], fl[5], "ro")) {
                 *ret = NULL;
                 return 0;
         }
@@ -262,22 +252,17 @@ int seal_parse_tcp_ports(const char *s, SealPolicy *p) {
                 p->restrict_tcp = true;
                 return 0;
         }
-        for (const char *c = s; *c;) {
-                char *end;
-                unsigned long v;
+        for (const char *c = s;;) {
+                size_t n = strcspn(c, ",");
 
-                if (*c < '0' || *c > '9')
-                        return -EINVAL;
-                errno = 0;
-                v = strtoul(c, &end, 10);
-                if (errno != 0 || v == 0 || v > 65535 || (*end != ',' && *end != 0))
-                        return -EINVAL;
                 if (p->n_tcp_ports >= SEAL_TCP_PORTS_MAX)
                         return -EINVAL;
-                p->tcp_ports[p->n_tcp_ports++] = (uint16_t) v;
-                c = *end == ',' ? end + 1 : end;
-                if (*end == ',' && *c == 0)
+                if (parse_port_full(c, n, false, &p->tcp_ports[p->n_tcp_ports]) < 0)
                         return -EINVAL;
+                p->n_tcp_ports++;
+                if (!c[n])
+                        break;
+                c += n + 1;
         }
         p->restrict_tcp = true;
         return 0;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "macro.h"
 #include "seccomp-profile.h"
@@ -170,26 +171,6 @@ const char *seccomp_compare_to_string(enum scmp_compare op) {
         case SCMP_CMP_MASKED_EQ: return "SCMP_CMP_MASKED_EQ";
         default:                 return NULL;
         }
-}
-
-static int json_add(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int json_push(json_object *a, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_array_add(a, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
 }
 
 /* One "syscalls" entry, or NULL in *ret when none of the rule's calls exists on arch. */

@@ -9,6 +9,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
+#include "dirent-util.h"
 #include "io-util.h"
 #include "log.h"
 #include "macro.h"
@@ -549,17 +550,12 @@ static int remove_tree(int dir_fd, const char *name) {
         if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return errno == ENOENT ? 0 : -errno;
         if (S_ISDIR(st.st_mode)) {
-                int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 DIR *d;
                 struct dirent *de;
+                int r = opendir_at(dir_fd, name, O_NOFOLLOW, &d);
 
-                if (fd < 0)
-                        return -errno;
-                d = fdopendir(fd);
-                if (!d) {
-                        safe_close(fd);
-                        return -errno;
-                }
+                if (r < 0)
+                        return r;
                 while ((de = readdir(d)))
                         if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
                                 (void) remove_tree(dirfd(d), de->d_name);

@@ -10,6 +10,7 @@
 
 #include "dockerproxy-body.h"
 #include "dockerproxy-nested.h"
+#include "json-util.h"
 #include "macro.h"
 #include "strv.h"
 

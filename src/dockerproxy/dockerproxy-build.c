@@ -12,7 +12,9 @@
 
 #include "dockerproxy-build.h"
 #include "dockerproxy-image.h"
+#include "json-util.h"
 #include "macro.h"
+#include "string-util.h"
 #include "strv.h"
 #include "tar.h"
 

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "dockerproxy-nested.h"
+#include "json-util.h"
 #include "strv.h"
 
 /* ["ALL"] */
@@ -355,7 +356,7 @@ int proxy_query_scope_to_channel(json_object *query, const char *channel) {
                         if (json_object_array_add(l, json_object_new_string(labels[i])) < 0)
                                 return -ENOMEM;
                 } else if (json_object_is_type(l, json_type_object)) {
-                        if (json_object_object_add(l, labels[i], json_object_new_boolean(true)) < 0)
+                        if (json_add(l, labels[i], json_object_new_boolean(true)) < 0)
                                 return -ENOMEM;
                 } else
                         return -EBADMSG;
@@ -573,7 +574,7 @@ int proxy_binds_pin(json_object *body) {
         /* the engine restarting it on its own would mount the binds again by path, unchecked */
         if (json_object_array_length(pins) > 0) {
                 json_object *policy = json_object_new_object();
-                if (!policy || json_object_object_add(policy, "Name", json_object_new_string("no")) < 0) {
+                if (!policy || json_add(policy, "Name", json_object_new_string("no")) < 0) {
                         json_object_put(policy);
                         return -ENOMEM;
                 }
@@ -859,7 +860,7 @@ int proxy_tmpfs_check(json_object *body, const char **ret_reason) {
                                 if (asprintf(&capped, "%s%ssize=%" PRIu64 "k", o, *o ? "," : "",
                                              (uint64_t) (PROXY_TMPFS_SIZE_DEFAULT / 1024U)) < 0)
                                         return -ENOMEM;
-                                if (json_object_object_add(tmpfs, target, json_object_new_string(capped)) < 0)
+                                if (json_add(tmpfs, target, json_object_new_string(capped)) < 0)
                                         return -ENOMEM;
                         }
                 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dockerproxy-ownership.h"
+#include "json-util.h"
 #include "macro.h"
 
 const char *proxy_probe_path(ProxyObjectKind kind) {

@@ -15,6 +15,8 @@
 #include "dockerproxy-policy.h"
 #include "path-util.h"
 #include "io-util.h"
+#include "json-util.h"
+#include "string-util.h"
 #include "strv.h"
 
 /* ---- the built-in rules ---- */
@@ -153,115 +155,71 @@ static const char default_rules[] =
 "]}";
 
 static int json_strv(const char * const *l, json_object **ret) {
-        json_object *a = json_object_new_array();
-
-        if (!a)
-                return -ENOMEM;
-        for (size_t i = 0; l && l[i]; i++)
-                if (json_object_array_add(a, json_object_new_string(l[i])) < 0) {
-                        json_object_put(a);
-                        return -ENOMEM;
-                }
-        *ret = a;
-        return 0;
+        *ret = json_strings_new(l, SIZE_MAX);
+        return *ret ? 0 : -ENOMEM;
 }
 
-static char *replace_all(const char *s, const char *what, const char *with) {
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, n = strlen(what);
-        FILE *f = open_memstream(&buf, &size);
-        const char *p;
+static json_object *http_rule_to_json(const HttpRule *h) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
 
-        if (!f)
+        if (!o ||
+            json_add(o, "methods", json_strings_new((const char * const *) h->methods, SIZE_MAX)) < 0 ||
+            json_add(o, "paths", json_strings_new((const char * const *) h->paths, SIZE_MAX)) < 0 ||
+            json_add(o, "decision", json_object_new_string(decision_to_string(h->decision))) < 0 ||
+            (h->message && json_add(o, "message", json_object_new_string(h->message)) < 0))
                 return NULL;
-        while ((p = strstr(s, what))) {
-                fwrite(s, 1, (size_t) (p - s), f);
-                fputs(with, f);
-                s = p + n;
-        }
-        fputs(s, f);
-        if (fclose(f) != 0)
-                return NULL;
-        return TAKE_PTR(buf);
+        return TAKE_PTR(o);
 }
 
-static int config_rules(json_object *doc, const DockerProxyConfig *cfg) {
-        json_object *http = json_object_new_array(), *body = json_object_new_array();
-        int r = -ENOMEM;
+static json_object *json_check_to_json(const JsonCheck *c) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
 
-        if (!http || !body)
-                goto fail;
-        for (size_t i = 0; cfg && i < cfg->n_http_rules; i++) {
-                const HttpRule *h = &cfg->http_rules[i];
-                json_object *o = json_object_new_object(), *m = NULL, *p = NULL;
-                if (!o || json_strv((const char * const *) h->methods, &m) < 0 ||
-                    json_strv((const char * const *) h->paths, &p) < 0) {
-                        json_object_put(o);
-                        json_object_put(m);
-                        goto fail;
-                }
-                json_object_object_add(o, "methods", m);
-                json_object_object_add(o, "paths", p);
-                json_object_object_add(o, "decision", json_object_new_string(decision_to_string(h->decision)));
-                if (h->message)
-                        json_object_object_add(o, "message", json_object_new_string(h->message));
-                json_object_array_add(http, o);
-        }
-        for (size_t i = 0; cfg && i < cfg->n_body_rules; i++) {
-                const BodyRule *b = &cfg->body_rules[i];
-                json_object *o = json_object_new_object(), *ct = NULL, *checks = json_object_new_array();
-                if (!o || !checks || json_strv((const char * const *) b->content_types, &ct) < 0) {
-                        json_object_put(o);
-                        json_object_put(checks);
-                        goto fail;
-                }
-                json_object_object_add(o, "applies_to", json_object_new_string(b->applies_to));
-                json_object_object_add(o, "content_types", ct);
-                if (b->max_body_bytes > 0)
-                        json_object_object_add(o, "max_body_bytes", json_object_new_uint64(b->max_body_bytes));
-                for (size_t j = 0; j < b->n_json_checks; j++) {
-                        const JsonCheck *c = &b->json_checks[j];
-                        json_object *jc = json_object_new_object(), *v = NULL, *e = NULL;
-                        if (!jc || json_strv((const char * const *) c->values, &v) < 0 ||
-                            json_strv((const char * const *) c->except, &e) < 0) {
-                                json_object_put(jc);
-                                json_object_put(v);
-                                json_object_put(o);
-                                json_object_put(checks);
-                                goto fail;
-                        }
-                        json_object_object_add(jc, "path", json_object_new_string(c->path));
-                        json_object_object_add(jc, "op", json_object_new_string(json_check_op_to_string(c->op)));
-                        json_object_object_add(jc, "values", v);
-                        json_object_object_add(jc, "except", e);
-                        json_object_array_add(checks, jc);
-                }
-                json_object_object_add(o, "json_checks", checks);
-                json_object_object_add(o, "decision", json_object_new_string(decision_to_string(b->decision)));
-                if (b->message)
-                        json_object_object_add(o, "message", json_object_new_string(b->message));
-                json_object_array_add(body, o);
-        }
-        json_object_object_add(doc, "http_rules", http);
-        json_object_object_add(doc, "body_rules", body);
-        return 0;
-fail:
-        json_object_put(http);
-        json_object_put(body);
-        return r;
+        if (!o ||
+            json_add(o, "path", json_object_new_string(c->path)) < 0 ||
+            json_add(o, "op", json_object_new_string(json_check_op_to_string(c->op))) < 0 ||
+            json_add(o, "values", json_strings_new((const char * const *) c->values, SIZE_MAX)) < 0 ||
+            json_add(o, "except", json_strings_new((const char * const *) c->except, SIZE_MAX)) < 0)
+                return NULL;
+        return TAKE_PTR(o);
+}
+
+static json_object *body_rule_to_json(const BodyRule *b) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *checks = json_object_new_array();
+
+        if (!o || !checks)
+                return NULL;
+        for (size_t j = 0; j < b->n_json_checks; j++)
+                if (json_push(checks, json_check_to_json(&b->json_checks[j])) < 0)
+                        return NULL;
+        if (json_add(o, "applies_to", json_object_new_string(b->applies_to)) < 0 ||
+            json_add(o, "content_types", json_strings_new((const char * const *) b->content_types, SIZE_MAX)) < 0 ||
+            (b->max_body_bytes > 0 && json_add(o, "max_body_bytes", json_object_new_uint64(b->max_body_bytes)) < 0) ||
+            json_add(o, "json_checks", TAKE_PTR(checks)) < 0 ||
+            json_add(o, "decision", json_object_new_string(decision_to_string(b->decision))) < 0 ||
+            (b->message && json_add(o, "message", json_object_new_string(b->message)) < 0))
+                return NULL;
+        return TAKE_PTR(o);
 }
 
 int proxy_policy_channel_document(const DockerProxyConfig *cfg, json_object **ret) {
-        _cleanup_(json_object_putp) json_object *doc = json_object_new_object();
-        int r;
+        _cleanup_(json_object_putp) json_object *doc = json_object_new_object(), *http = json_object_new_array(),
+                *body = json_object_new_array();
 
-        if (!doc)
+        /* every add checked: a rule or a default decision lost to a failed allocation would change what
+         * the policy allows */
+        if (!doc || !http || !body)
                 return -ENOMEM;
-        json_object_object_add(doc, "default_decision",
-                               json_object_new_string(decision_to_string(cfg ? cfg->default_decision : DECISION_ALLOW)));
-        r = config_rules(doc, cfg);
-        if (r < 0)
-                return r;
+        for (size_t i = 0; cfg && i < cfg->n_http_rules; i++)
+                if (json_push(http, http_rule_to_json(&cfg->http_rules[i])) < 0)
+                        return -ENOMEM;
+        for (size_t i = 0; cfg && i < cfg->n_body_rules; i++)
+                if (json_push(body, body_rule_to_json(&cfg->body_rules[i])) < 0)
+                        return -ENOMEM;
+        if (json_add(doc, "default_decision",
+                     json_object_new_string(decision_to_string(cfg ? cfg->default_decision : DECISION_ALLOW))) < 0 ||
+            json_add(doc, "http_rules", TAKE_PTR(http)) < 0 ||
+            json_add(doc, "body_rules", TAKE_PTR(body)) < 0)
+                return -ENOMEM;
         *ret = TAKE_PTR(doc);
         return 0;
 }
@@ -293,10 +251,10 @@ int proxy_policy_document_merge(json_object *channel, const char *work_dir, json
             (r = json_strv(work_dir ? w : NULL, &work)) < 0 ||
             (r = json_strv(loop_image_prefixes, &images)) < 0)
                 return r;
-        a = replace_all(default_rules, "@HOST@", json_object_to_json_string_ext(hosts, JSON_C_TO_STRING_PLAIN));
-        b = a ? replace_all(a, "@CAPS@", json_object_to_json_string_ext(caps, JSON_C_TO_STRING_PLAIN)) : NULL;
-        c = b ? replace_all(b, "@WORK@", json_object_to_json_string_ext(work, JSON_C_TO_STRING_PLAIN)) : NULL;
-        d = c ? replace_all(c, "@LOOPIMG@", json_object_to_json_string_ext(images, JSON_C_TO_STRING_PLAIN)) : NULL;
+        a = str_replace_all(default_rules, "@HOST@", json_object_to_json_string_ext(hosts, JSON_C_TO_STRING_PLAIN));
+        b = a ? str_replace_all(a, "@CAPS@", json_object_to_json_string_ext(caps, JSON_C_TO_STRING_PLAIN)) : NULL;
+        c = b ? str_replace_all(b, "@WORK@", json_object_to_json_string_ext(work, JSON_C_TO_STRING_PLAIN)) : NULL;
+        d = c ? str_replace_all(c, "@LOOPIMG@", json_object_to_json_string_ext(images, JSON_C_TO_STRING_PLAIN)) : NULL;
         if (!d)
                 return -ENOMEM;
         defaults = json_tokener_parse(d);
@@ -305,30 +263,44 @@ int proxy_policy_document_merge(json_object *channel, const char *work_dir, json
         doc = json_object_new_object();
         if (!doc)
                 return -ENOMEM;
-        /* the channel's keys as they are (the compiler judges them), its rules first */
+        /* the channel's keys as they are (the compiler judges them), its rules first; every add checked:
+         * built-in rules lost to a failed allocation would allow what they deny. Values are taken with
+         * json_object_get(), which cannot fail (a JSON null is NULL, not an error). */
         if (channel) {
                 json_object_object_foreach(channel, key, val)
-                        json_object_object_add(doc, key, json_object_get(val));
+                        if (json_object_object_add(doc, key, json_object_get(val)) < 0) {
+                                json_object_put(val);
+                                return -ENOMEM;
+                        }
         }
-        if (!json_object_object_get_ex(doc, "default_decision", NULL))
-                json_object_object_add(doc, "default_decision", json_object_new_string("allow"));
+        if (!json_object_object_get_ex(doc, "default_decision", NULL) &&
+            json_add(doc, "default_decision", json_object_new_string("allow")) < 0)
+                return -ENOMEM;
         json_object_object_get_ex(defaults, "http_rules", &dh);
         json_object_object_get_ex(defaults, "body_rules", &db);
         const char *keys[] = { "http_rules", "body_rules" };
         json_object *builtin[] = { dh, db };
         for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
                 _cleanup_(json_object_putp) json_object *merged = json_object_new_array();
+                json_object *from[2] = { NULL, builtin[k] };
+
                 if (!merged)
                         return -ENOMEM;
                 if (json_object_object_get_ex(doc, keys[k], &v)) {
                         if (!json_object_is_type(v, json_type_array))
                                 return -EINVAL;
-                        for (size_t i = 0; i < json_object_array_length(v); i++)
-                                json_object_array_add(merged, json_object_get(json_object_array_get_idx(v, i)));
+                        from[0] = v;
                 }
-                for (size_t i = 0; i < json_object_array_length(builtin[k]); i++)
-                        json_object_array_add(merged, json_object_get(json_object_array_get_idx(builtin[k], i)));
-                json_object_object_add(doc, keys[k], TAKE_PTR(merged));
+                for (size_t f = 0; f < ELEMENTSOF(from); f++)
+                        for (size_t i = 0; from[f] && i < json_object_array_length(from[f]); i++) {
+                                json_object *e = json_object_array_get_idx(from[f], i);
+                                if (json_object_array_add(merged, json_object_get(e)) < 0) {
+                                        json_object_put(e);
+                                        return -ENOMEM;
+                                }
+                        }
+                if (json_add(doc, keys[k], TAKE_PTR(merged)) < 0)
+                        return -ENOMEM;
         }
         *ret = TAKE_PTR(doc);
         return 0;

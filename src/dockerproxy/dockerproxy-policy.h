@@ -38,6 +38,9 @@
 #include <json-c/json.h>
 
 #include "config.h"
+/* Transitional, for services/loop-dockerproxy.c until it includes these itself (issue 20). */
+#include "env-util.h"
+#include "string-util.h"
 
 #define PROXY_BODY_MAX (1024U * 1024U)          /* a JSON body; larger is 413 */
 #define PROXY_JSON_DEPTH_MAX 64

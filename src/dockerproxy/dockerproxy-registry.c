@@ -9,6 +9,7 @@
 #include "dockerproxy-image.h"
 #include "dockerproxy-registry.h"
 #include "macro.h"
+#include "json-util.h"
 
 #define PROXY_DOCKER_HUB_REGISTRY "registry-1.docker.io"
 

@@ -6,6 +6,7 @@
 #include "audit.h"
 #include "egress-config.h"
 #include "io-util.h"
+#include "json-util.h"
 
 void egress_config_done(EgressConfig *c) {
         free(c->error);

@@ -5,68 +5,11 @@
 
 #include "egress-rewrite.h"
 #include "http-server.h"
+#include "string-util.h"
 
-/* RFC 9110 7.6.1 and the proxy's own headers: never forwarded. */
-static bool header_is_hop_by_hop(const char *name) {
-        static const char * const hop[] = {
-                "Host", "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authorization", "Proxy-Authenticate",
-                "TE", "Trailer", "Upgrade", "Transfer-Encoding",
-                "Expect",       /* the gateway answers 100-continue itself */
-        };
-        for (size_t i = 0; i < ELEMENTSOF(hop); i++)
-                if (strcasecmp(hop[i], name) == 0)
-                        return true;
-        return false;
-}
-
-/* Whether the Connection header lists name (those headers are hop-by-hop as well). */
-static bool header_named_by_connection(const HttpRequest *r, const char *name) {
-        size_t n = strlen(name);
-
-        for (size_t i = 0; i < r->n_headers; i++) {
-                const char *v = r->headers[i].value;
-                if (strcasecmp(r->headers[i].name, "Connection") != 0)
-                        continue;
-                for (const char *p = v; *p;) {
-                        size_t len, l;
-                        p += strspn(p, " \t,");
-                        len = strcspn(p, ",");
-                        l = len;
-                        while (l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'))
-                                l--;
-                        if (l == n && strncasecmp(p, name, n) == 0)
-                                return true;
-                        p += len;
-                }
-        }
-        return false;
-}
-
-/* value with every occurrence of what replaced by with. */
-static char *replace_all(const char *value, const char *what, const char *with) {
-        size_t wl = strlen(what), rl = strlen(with), n = 0;
-        char *out, *o;
-
-        for (const char *p = value; (p = strstr(p, what)); p += wl)
-                n++;
-        out = malloc(strlen(value) + n * rl + 1);
-        if (!out)
-                return NULL;
-        o = out;
-        for (const char *p = value;;) {
-                const char *f = strstr(p, what);
-                if (!f) {
-                        strcpy(o, p);
-                        break;
-                }
-                memcpy(o, p, (size_t) (f - p));
-                o += f - p;
-                memcpy(o, with, rl);
-                o += rl;
-                p = f + wl;
-        }
-        return out;
-}
+/* Besides RFC 9110 7.6.1's and the proxy's own: the headers the gateway writes itself, and Expect (it
+ * answers 100-continue itself). */
+static const char * const gateway_own_headers[] = { "Host", "Expect", NULL };
 
 static int fail(const char *reason, int error, const char **ret_reason) {
         *ret_reason = reason;
@@ -101,7 +44,7 @@ static int header_value(const HttpHeader *h, const EgressPolicy *p, const Egress
         if (rule && rule->decision == EGRESS_CREDENTIAL && strcasecmp(h->name, rule->credential.header) == 0) {
                 if (!strstr(h->value, rule->credential.dummy))
                         return fail("unknown-dummy", -EACCES, ret_reason);
-                *ret = replace_all(h->value, rule->credential.dummy, rule->credential.secret);
+                *ret = str_replace_all(h->value, rule->credential.dummy, rule->credential.secret);
                 return *ret ? 0 : -ENOMEM;
         }
 
@@ -195,7 +138,7 @@ int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const Egre
                 const HttpHeader *h = &r->headers[i];
                 _cleanup_free_ char *v = NULL;
 
-                if (header_is_hop_by_hop(h->name) || header_named_by_connection(r, h->name))
+                if (http_request_header_is_hop_by_hop(r, h->name, gateway_own_headers))
                         continue;
                 q = header_value(h, p, rule, api, &v, ret_reason);
                 if (q < 0)
@@ -233,71 +176,18 @@ fail:
         return q;
 }
 
-/* The "\r\n" ending the line at p, or NULL (memchr() is several times cheaper than memmem()). */
-static const char *head_line_end(const char *p, const char *end) {
-        while (p < end) {
-                const char *cr = memchr(p, '\r', (size_t) (end - p));
-                if (!cr || cr + 1 >= end)
-                        return NULL;
-                if (cr[1] == '\n')
-                        return cr;
-                p = cr + 1;
-        }
-        return NULL;
-}
-
-/* The value of header name in a response head (the first), without surrounding whitespace, into buf. */
-static bool response_header(const char *head, size_t head_size, const char *name, char *buf, size_t size) {
-        size_t n = strlen(name);
-        const char *end = head + head_size, *p = head_line_end(head, end);
-
-        for (; p && p + 2 < end; p = head_line_end(p + 2, end)) {
-                const char *line = p + 2, *line_end = head_line_end(line, end), *v;
-                size_t vl;
-
-                if (!line_end || line_end == line)
-                        break;
-                if ((size_t) (line_end - line) <= n || line[n] != ':' || strncasecmp(line, name, n) != 0)
-                        continue;
-                for (v = line + n + 1; v < line_end && (*v == ' ' || *v == '\t'); v++)
-                        ;
-                vl = (size_t) (line_end - v);
-                while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-                        vl--;
-                if (vl >= size)
-                        vl = size - 1;
-                memcpy(buf, v, vl);
-                buf[vl] = 0;
-                return true;
-        }
-        return false;
-}
-
 int egress_response_framing(const char *buf, size_t size, const char *request_method, EgressResponseFraming *ret) {
         HttpResponseHead h;
         EgressResponseFraming f = {};
-        char value[256];
-        bool te = false, te_chunked = false, close;
         int q;
 
         q = http_response_head_parse(buf, size, EGRESS_RESPONSE_HEAD_MAX, &h);
+        if (q == -EPROTONOSUPPORT)
+                q = -EBADMSG;
         if (q <= 0)
                 return q;
         f.head_size = h.head_size;
         f.status = h.status;
-        /* HTTP/1.0 closes unless it says "keep-alive"; 1.1 keeps unless it says "close" */
-        if (response_header(buf, h.head_size, "Connection", value, sizeof value))
-                close = http_token_list_contains(value, "close") ||
-                        (buf[7] == '0' && !http_token_list_contains(value, "keep-alive"));
-        else
-                close = buf[7] == '0';
-        if (response_header(buf, h.head_size, "Transfer-Encoding", value, sizeof value)) {
-                const char *last = strrchr(value, ',');
-                last = last ? last + 1 : value;
-                last += strspn(last, " \t");
-                te = true;
-                te_chunked = strcasecmp(last, "chunked") == 0;
-        }
 
         if (h.status >= 100 && h.status < 200 && h.status != 101) {
                 f.interim = true;
@@ -307,17 +197,17 @@ int egress_response_framing(const char *buf, size_t size, const char *request_me
                  * server's doing): bytes until it closes */
                 f.until_close = true;
         } else if (streq(request_method, "HEAD") || h.status == 204 || h.status == 304) {
-                f.reusable = !close;
-        } else if (te) {
+                f.reusable = !h.close;
+        } else if (h.transfer_encoding) {
                 /* RFC 9112 6.3: Transfer-Encoding wins over Content-Length; a final coding other than
                  * chunked (or both headers, a smuggling shape) means the body ends at the close */
-                f.chunked = te_chunked;
-                f.until_close = !te_chunked;
-                f.reusable = te_chunked && !h.has_length && !close;
+                f.chunked = h.chunked;
+                f.until_close = !h.chunked;
+                f.reusable = h.chunked && !h.has_length && !h.close;
                 f.ambiguous = h.has_length;
         } else if (h.has_length) {
                 f.length = h.length;
-                f.reusable = !close;
+                f.reusable = !h.close;
         } else
                 f.until_close = true;
         *ret = f;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "config-build.h"
+#include "dirent-util.h"
 #include "engine-discover.h"
 #include "io-util.h"
 #include "log.h"
@@ -34,16 +35,13 @@ static void sleep_msec(unsigned msec) {
 /* Removes a directory we created and everything in it (the socket, the log, containers.conf). */
 static int rm_rf_at(int parent_fd, const char *name) {
         _cleanup_closedir_ DIR *d = NULL;
-        int fd;
+        int r;
 
-        fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOTDIR || errno == ELOOP ? (unlinkat(parent_fd, name, 0) < 0 ? -errno : 0) : -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
+        r = opendir_at(parent_fd, name, O_NOFOLLOW, &d);
+        if (r == -ENOTDIR || r == -ELOOP)
+                return unlinkat(parent_fd, name, 0) < 0 ? -errno : 0;
+        if (r < 0)
+                return r;
         for (struct dirent *de; (de = readdir(d));) {
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;

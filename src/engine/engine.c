@@ -16,9 +16,13 @@
 #include <sys/un.h>
 #include <time.h>
 
+#include "engine-frames.h"
 #include "engine.h"
+#include "http-server.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
+#include "string-util.h"
 #include "strv.h"
 
 #ifndef CURL_WRITEFUNC_ERROR
@@ -43,12 +47,6 @@ typedef enum Sink {
         SINK_FRAMES,            /* container output, demultiplexed to an EngineStreamFn */
         SINK_JSON_SEQ,          /* a stream of JSON objects to an EngineJsonFn */
 } Sink;
-
-typedef enum FrameMode {
-        FRAMES_UNKNOWN,
-        FRAMES_MULTIPLEXED,
-        FRAMES_RAW,
-} FrameMode;
 
 typedef struct Request {
         /* Set by the caller. */
@@ -80,11 +78,7 @@ typedef struct Request {
         bool stopped;                   /* a callback asked to end cleanly */
         EngineKind kind_seen;           /* from the response headers */
 
-        FrameMode frame_mode;
-        uint8_t head[8];
-        size_t head_len;
-        uint32_t frame_left;
-        int frame_stream;
+        EngineFrames frames;
 
         json_tokener *tok;
         bool tok_pending;               /* the tokener holds part of an object */
@@ -286,80 +280,6 @@ static int buffer_append(Request *r, const char *data, size_t size, size_t max) 
         return 0;
 }
 
-static int frames_deliver(Request *r, int stream, const char *data, size_t size) {
-        int k;
-
-        if (size == 0)
-                return 0;
-        k = r->stream_fn(stream, data, size, r->userdata);
-        return k < 0 ? k : 0;
-}
-
-/* Docker's framing: [stream, 0, 0, 0, u32 big-endian length] then the payload. Chunks of the HTTP body
- * cut anywhere, headers included. Stream 0 (stdin echo) counts as stdout, 3 (the engine's own error text,
- * newer engines) as stderr. */
-static int frames_feed(Request *r, const char *data, size_t size) {
-        int k;
-
-        if (r->frame_mode == FRAMES_UNKNOWN) {
-                size_t take = MIN(size, sizeof r->head - r->head_len);
-                memcpy(r->head + r->head_len, data, take);
-                r->head_len += take;
-                data += take;
-                size -= take;
-                if (r->head_len < sizeof r->head)
-                        return 0;
-                /* A Tty=true container's output is raw; it would have to start with 0-3 and three NULs to
-                 * be taken for a frame header. */
-                bool header = r->head[0] <= 3 && r->head[1] == 0 && r->head[2] == 0 && r->head[3] == 0;
-                r->frame_mode = header ? FRAMES_MULTIPLEXED : FRAMES_RAW;
-                if (r->frame_mode == FRAMES_RAW) {
-                        r->head_len = 0;
-                        k = frames_deliver(r, 1, (const char *) r->head, sizeof r->head);
-                        if (k < 0)
-                                return k;
-                } else {
-                        /* The buffered header is complete: process it below as if it just arrived. */
-                        uint8_t head[sizeof r->head];
-                        memcpy(head, r->head, sizeof head);
-                        r->head_len = 0;
-                        k = frames_feed(r, (const char *) head, sizeof head);
-                        if (k < 0)
-                                return k;
-                }
-        }
-
-        if (r->frame_mode == FRAMES_RAW)
-                return frames_deliver(r, 1, data, size);
-
-        while (size > 0) {
-                if (r->frame_left > 0) {
-                        size_t n = MIN(size, (size_t) r->frame_left);
-                        k = frames_deliver(r, r->frame_stream, data, n);
-                        if (k < 0)
-                                return k;
-                        data += n;
-                        size -= n;
-                        r->frame_left -= (uint32_t) n;
-                        continue;
-                }
-                size_t take = MIN(size, sizeof r->head - r->head_len);
-                memcpy(r->head + r->head_len, data, take);
-                r->head_len += take;
-                data += take;
-                size -= take;
-                if (r->head_len < sizeof r->head)
-                        break;
-                r->head_len = 0;
-                if (r->head[0] > 3 || r->head[1] != 0 || r->head[2] != 0 || r->head[3] != 0)
-                        return -EBADMSG;
-                r->frame_stream = r->head[0] == 2 || r->head[0] == 3 ? 2 : 1;
-                r->frame_left = (uint32_t) r->head[4] << 24 | (uint32_t) r->head[5] << 16 |
-                                (uint32_t) r->head[6] << 8 | (uint32_t) r->head[7];
-        }
-        return 0;
-}
-
 /* The message of an {"error": ...} or {"errorDetail": {"message": ...}} object, or NULL. */
 static const char *json_stream_error(json_object *o) {
         json_object *v, *m;
@@ -467,7 +387,7 @@ static size_t on_write(char *data, size_t one, size_t n, void *userdata) {
                 if (k == -EFBIG && r->error_body)
                         return size;
         } else if (r->sink == SINK_FRAMES)
-                k = frames_feed(r, data, size);
+                k = engine_frames_feed(&r->frames, data, size);
         else
                 k = json_seq_feed(r, data, size);
 
@@ -625,6 +545,7 @@ static int request_perform(Engine *e, Request *r) {
         int k;
 
         r->engine = e;
+        r->frames = (EngineFrames) { .fn = r->stream_fn, .userdata = r->userdata };
         if (r->stream && e->interrupted) {
                 engine_set_error(e, "%s %s: interrupted", r->method, request_shown_path(r, shown, sizeof shown));
                 return -EINTR;
@@ -732,17 +653,16 @@ static int request_perform(Engine *e, Request *r) {
         }
 
         if (!r->stopped && r->sink == SINK_FRAMES) {
-                if (r->frame_mode == FRAMES_UNKNOWN && r->head_len > 0) {
-                        /* Fewer than 8 bytes in all: a raw stream. */
-                        k = frames_deliver(r, 1, (const char *) r->head, r->head_len);
-                        if (k < 0) {
-                                engine_set_error(e, "%s %s: aborted: %s", r->method, shown, strerror(-k));
-                                return k;
-                        }
-                } else if (r->frame_mode == FRAMES_MULTIPLEXED && (r->head_len > 0 || r->frame_left > 0)) {
+                if (engine_frames_truncated(&r->frames)) {
                         engine_set_error(e, "%s %s: output ended in the middle of a frame (did the engine stop?)",
                                          r->method, shown);
                         return -ECONNRESET;
+                }
+                /* fewer than 8 bytes in all: a raw stream */
+                k = engine_frames_finish(&r->frames);
+                if (k < 0) {
+                        engine_set_error(e, "%s %s: aborted: %s", r->method, shown, strerror(-k));
+                        return k;
                 }
         }
         if (!r->stopped && r->sink == SINK_JSON_SEQ && r->tok_pending) {
@@ -914,7 +834,7 @@ int engine_image_build(Engine *e, const char *tag, const void *context_tar, size
                         return -EINVAL;
                 }
                 _cleanup_free_ char *key = strndup(*a, (size_t) (eq - *a));
-                if (!key || json_object_object_add(args, key, json_object_new_string(eq + 1)) < 0)
+                if (!key || json_add(args, key, json_object_new_string(eq + 1)) < 0)
                         return -ENOMEM;
         }
 
@@ -1205,22 +1125,6 @@ int engine_container_archive_put(Engine *e, const char *id, const char *dir, con
         return call(e, &r);
 }
 
-static int json_add_strv(json_object *o, const char *key, char * const *l) {
-        json_object *a = json_object_new_array();
-        if (!a)
-                return -ENOMEM;
-        STRV_FOREACH(s, l)
-                if (json_object_array_add(a, json_object_new_string(*s)) < 0) {
-                        json_object_put(a);
-                        return -ENOMEM;
-                }
-        if (json_object_object_add(o, key, a) < 0) {
-                json_object_put(a);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 int engine_exec_create(Engine *e, const char *id, char * const *argv, char * const *env, const char *user,
                        char **ret_exec_id) {
         EngineExecSpec spec = { .argv = argv, .env = env, .user = user };
@@ -1246,18 +1150,18 @@ int engine_exec_create_spec(Engine *e, const char *id, const EngineExecSpec *spe
 
         body = json_object_new_object();
         if (!body ||
-            json_object_object_add(body, "AttachStdin", json_object_new_boolean(spec->attach_stdin)) < 0 ||
-            json_object_object_add(body, "AttachStdout", json_object_new_boolean(true)) < 0 ||
-            json_object_object_add(body, "AttachStderr", json_object_new_boolean(true)) < 0 ||
-            json_object_object_add(body, "Tty", json_object_new_boolean(spec->tty)) < 0)
+            json_add(body, "AttachStdin", json_object_new_boolean(spec->attach_stdin)) < 0 ||
+            json_add(body, "AttachStdout", json_object_new_boolean(true)) < 0 ||
+            json_add(body, "AttachStderr", json_object_new_boolean(true)) < 0 ||
+            json_add(body, "Tty", json_object_new_boolean(spec->tty)) < 0)
                 return -ENOMEM;
-        if (spec->workdir && json_object_object_add(body, "WorkingDir", json_object_new_string(spec->workdir)) < 0)
+        if (spec->workdir && json_add(body, "WorkingDir", json_object_new_string(spec->workdir)) < 0)
                 return -ENOMEM;
-        if ((k = json_add_strv(body, "Cmd", argv)) < 0)
+        if ((k = json_add(body, "Cmd", json_strings_new((const char * const *) argv, SIZE_MAX))) < 0)
                 return k;
-        if (env && (k = json_add_strv(body, "Env", env)) < 0)
+        if (env && (k = json_add(body, "Env", json_strings_new((const char * const *) env, SIZE_MAX))) < 0)
                 return k;
-        if (user && json_object_object_add(body, "User", json_object_new_string(user)) < 0)
+        if (user && json_add(body, "User", json_object_new_string(user)) < 0)
                 return -ENOMEM;
         s = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
         if (!s)
@@ -1376,8 +1280,8 @@ int engine_exec_attach(Engine *e, const char *exec_id, bool tty, int *ret_fd, ch
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         size_t n = 0, path_len;
         const char *body = tty ? "{\"Detach\":false,\"Tty\":true}" : "{\"Detach\":false,\"Tty\":false}";
-        char *end;
-        int k, status;
+        HttpResponseHead h;
+        int k;
 
         assert(e);
         k = check_container(e, exec_id);
@@ -1415,36 +1319,36 @@ int engine_exec_attach(Engine *e, const char *exec_id, bool tty, int *ret_fd, ch
                 if (got < 0 && errno == EINTR)
                         continue;
                 if (got <= 0) {
+                        /* before engine_set_error(), whose allocations may change errno */
+                        k = got < 0 ? -errno : -ECONNRESET;
                         engine_set_error(e, "POST /exec/%s/start: the engine closed the connection", exec_id);
-                        return got < 0 ? -errno : -ECONNRESET;
+                        return k;
                 }
                 n += (size_t) got;
-                head[n] = 0;
-                end = strstr(head, "\r\n\r\n");
-                if (end)
-                        break;
-                if (n >= ENGINE_HIJACK_HEAD_MAX) {
+                k = http_response_head_parse(head, n, ENGINE_HIJACK_HEAD_MAX, &h);
+                if (k == -E2BIG) {
                         engine_set_error(e, "POST /exec/%s/start: response head too long", exec_id);
                         return -EBADMSG;
                 }
+                if (k < 0) {
+                        engine_set_error(e, "POST /exec/%s/start: not an HTTP response", exec_id);
+                        return -EBADMSG;
+                }
+                if (k > 0)
+                        break;
         }
-        if (sscanf(head, "HTTP/1.%*d %d", &status) != 1) {
-                engine_set_error(e, "POST /exec/%s/start: not an HTTP response", exec_id);
-                return -EBADMSG;
-        }
-        if (status != 101 && status != 200) {
-                *strchrnul(head, '\r') = 0;
-                engine_set_error(e, "POST /exec/%s/start: %s", exec_id, head);
-                return status == 404 ? -ENOENT : -EIO;
+        if (h.status != 101 && h.status != 200) {
+                engine_set_error(e, "POST /exec/%s/start: %.*s", exec_id,
+                                 (int) (http_find_crlf(head, h.head_size) - head), head);
+                return h.status == 404 ? -ENOENT : -EIO;
         }
 
-        end += 4;
         if (ret_pending) {
-                size_t rest = n - (size_t) (end - head);
+                size_t rest = n - h.head_size;
                 char *p = malloc(rest + 1);
                 if (!p)
                         return -ENOMEM;
-                memcpy(p, end, rest);
+                memcpy(p, head + h.head_size, rest);
                 *ret_pending = p;
                 *ret_pending_size = rest;
         }

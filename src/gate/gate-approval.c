@@ -5,11 +5,11 @@
 
 #include <ctype.h>
 #include <openssl/evp.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "gate-approval.h"
 #include "gate-token.h"
+#include "random-util.h"
 
 typedef struct GateCacheEntry {
         char *key;
@@ -160,7 +160,7 @@ int gate_approvals_new(const GateLimits *limits, GateResolvedFn resolved, void *
         {
                 uint32_t start = 0;
 
-                if (getrandom(&start, sizeof(start), 0) != (ssize_t) sizeof(start))
+                if (random_bytes(&start, sizeof(start)) < 0)
                         start = (uint32_t) time(NULL);
                 a->next_id = GATE_APPROVAL_ID_MIN + start % (GATE_APPROVAL_ID_SPAN);
         }

@@ -6,6 +6,7 @@
 
 #include "curl-buffer.h"
 #include "gate-client.h"
+#include "json-util.h"
 #include "log.h"
 
 typedef struct AuditItem {
@@ -195,14 +196,14 @@ void gate_client_request_approval(GateClient *c, GateKind kind, const char *sysc
 
         req = json_object_new_object();
         if (!req ||
-            json_object_object_add(req, "kind", json_object_new_string(gate_kind_to_string(kind))) < 0 ||
-            json_object_object_add(req, "target", json_object_new_string(strempty(target))) < 0 ||
-            json_object_object_add(req, "message", json_object_new_string(strempty(message))) < 0 ||
-            json_object_object_add(req, "cache_key", json_object_new_string(strempty(cache_key))) < 0 ||
-            json_object_object_add(req, "pid", json_object_new_int(pid)) < 0 ||
-            json_object_object_add(req, "rule", json_object_new_string(strempty(rule_id))) < 0 ||
-            json_object_object_add(req, "syscall", json_object_new_string(strempty(syscall))) < 0 ||
-            (op && json_object_object_add(req, "op", json_object_new_string(op)) < 0))
+            json_add(req, "kind", json_object_new_string(gate_kind_to_string(kind))) < 0 ||
+            json_add(req, "target", json_object_new_string(strempty(target))) < 0 ||
+            json_add(req, "message", json_object_new_string(strempty(message))) < 0 ||
+            json_add(req, "cache_key", json_object_new_string(strempty(cache_key))) < 0 ||
+            json_add(req, "pid", json_object_new_int(pid)) < 0 ||
+            json_add(req, "rule", json_object_new_string(strempty(rule_id))) < 0 ||
+            json_add(req, "syscall", json_object_new_string(strempty(syscall))) < 0 ||
+            (op && json_add(req, "op", json_object_new_string(op)) < 0))
                 return approval_fail(ret, "out-of-memory");
 
         status = post(c, "/api/gate/container-approval",
@@ -236,20 +237,20 @@ json_object *gate_audit_record_json(const GateClient *c, const GateAuditRecord *
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
 
         if (!o ||
-            json_object_object_add(o, "ts", json_object_new_int64(rec->ts_ns)) < 0 ||
-            json_object_object_add(o, "channel", json_object_new_string(c ? c->channel : "")) < 0 ||
-            json_object_object_add(o, "pid", json_object_new_int(rec->pid)) < 0 ||
-            json_object_object_add(o, "kind", json_object_new_string(strempty(gate_kind_to_string(rec->kind)))) < 0 ||
-            json_object_object_add(o, "syscall", json_object_new_string(strempty(rec->syscall))) < 0 ||
-            (rec->op && json_object_object_add(o, "op", json_object_new_string(rec->op)) < 0) ||
-            json_object_object_add(o, "target", json_object_new_string(strempty(rec->target))) < 0 ||
-            json_object_object_add(o, "rule_id", json_object_new_string(strempty(rec->rule_id))) < 0 ||
-            json_object_object_add(o, "decision", json_object_new_string(strempty(decision_to_string(rec->decision)))) < 0 ||
-            json_object_object_add(o, "event", json_object_new_string(strempty(rec->event))) < 0 ||
-            json_object_object_add(o, "prompted_who", json_object_new_string(strempty(rec->actor))) < 0 ||
-            json_object_object_add(o, "latency_ns", json_object_new_int64((int64_t) rec->latency_ns)) < 0 ||
-            json_object_object_add(o, "errno", json_object_new_int(rec->error)) < 0 ||
-            json_object_object_add(o, "message", json_object_new_string(strempty(rec->message))) < 0)
+            json_add(o, "ts", json_object_new_int64(rec->ts_ns)) < 0 ||
+            json_add(o, "channel", json_object_new_string(c ? c->channel : "")) < 0 ||
+            json_add(o, "pid", json_object_new_int(rec->pid)) < 0 ||
+            json_add(o, "kind", json_object_new_string(strempty(gate_kind_to_string(rec->kind)))) < 0 ||
+            json_add(o, "syscall", json_object_new_string(strempty(rec->syscall))) < 0 ||
+            (rec->op && json_add(o, "op", json_object_new_string(rec->op)) < 0) ||
+            json_add(o, "target", json_object_new_string(strempty(rec->target))) < 0 ||
+            json_add(o, "rule_id", json_object_new_string(strempty(rec->rule_id))) < 0 ||
+            json_add(o, "decision", json_object_new_string(strempty(decision_to_string(rec->decision)))) < 0 ||
+            json_add(o, "event", json_object_new_string(strempty(rec->event))) < 0 ||
+            json_add(o, "prompted_who", json_object_new_string(strempty(rec->actor))) < 0 ||
+            json_add(o, "latency_ns", json_object_new_int64((int64_t) rec->latency_ns)) < 0 ||
+            json_add(o, "errno", json_object_new_int(rec->error)) < 0 ||
+            json_add(o, "message", json_object_new_string(strempty(rec->message))) < 0)
                 return NULL;
         return TAKE_PTR(o);
 }

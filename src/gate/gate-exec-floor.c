@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "dirent-util.h"
 #include "gate-exec-floor.h"
 #include "log.h"
 #include "macro.h"

@@ -14,6 +14,7 @@
 
 #include "gate-mm.h"
 #include "macro.h"
+#include "dirent-util.h"
 
 /* The most sharers one scan records: more than this fail closed (a vfork chain that deep is an attack). */
 #define GATE_MM_SHARERS_MAX 64U

@@ -19,6 +19,7 @@
 #include "gate-unwrap.h"
 #include "gate-policy.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "path-util.h"
 #include "strv.h"
 
@@ -873,35 +874,6 @@ static const char * const rm_deny_patterns[] = {
         NULL,
 };
 
-static int json_add(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int json_append(json_object *a, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_array_add(a, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static json_object *json_strings(const char * const *l, size_t n) {
-        json_object *a = json_object_new_array();
-
-        for (size_t i = 0; a && i < n; i++)
-                if (json_append(a, json_object_new_string(l[i])) < 0)
-                        return json_object_put(a), NULL;
-        return a;
-}
-
 static json_object *rule_new(Decision decision, const char *message) {
         json_object *o = json_object_new_object();
 
@@ -918,7 +890,7 @@ static int add_path_rule(json_object *rules, const char *pattern, Decision decis
 
         if (!o || json_add(o, "pattern", json_object_new_string(pattern)) < 0)
                 return json_object_put(o), -ENOMEM;
-        return json_append(rules, o);
+        return json_push(rules, o);
 }
 
 static int add_command_rule(json_object *rules, const char * const *commands, const char * const *args,
@@ -926,28 +898,28 @@ static int add_command_rule(json_object *rules, const char * const *commands, co
         json_object *o = rule_new(decision, message);
 
         if (!o ||
-            (commands && json_add(o, "commands", json_strings(commands, strv_length((char **) commands))) < 0) ||
-            (args && json_add(o, "args_patterns", json_strings(args, strv_length((char **) args))) < 0) ||
+            (commands && json_add(o, "commands", json_strings_new(commands, strv_length((char **) commands))) < 0) ||
+            (args && json_add(o, "args_patterns", json_strings_new(args, strv_length((char **) args))) < 0) ||
             (within && json_add(o, "args_within", json_object_new_string(within)) < 0))
                 return json_object_put(o), -ENOMEM;
-        return json_append(rules, o);
+        return json_push(rules, o);
 }
 
 static int add_file_rule(json_object *rules, const char * const *paths, size_t n_paths, unsigned operations,
                          Decision decision, const char *message) {
         json_object *o = rule_new(decision, message), *ops;
 
-        if (!o || json_add(o, "paths", json_strings(paths, n_paths)) < 0)
+        if (!o || json_add(o, "paths", json_strings_new(paths, n_paths)) < 0)
                 return json_object_put(o), -ENOMEM;
         if (operations != 0) {
                 ops = json_object_new_array();
                 if (json_add(o, "operations", ops) < 0)
                         return json_object_put(o), -ENOMEM;
                 for (FileOp op = 0; op < _FILE_OP_MAX; op++)
-                        if ((operations & (1U << op)) && json_append(ops, json_object_new_string(file_op_to_string(op))) < 0)
+                        if ((operations & (1U << op)) && json_push(ops, json_object_new_string(file_op_to_string(op))) < 0)
                                 return json_object_put(o), -ENOMEM;
         }
-        return json_append(rules, o);
+        return json_push(rules, o);
 }
 
 static int add_default_file_rules(json_object *rules, const DefaultFileRule *d, size_t n) {
@@ -1202,7 +1174,7 @@ int gate_policy_document_guard(json_object *doc, char * const *paths) {
                                     "appear: a hook or setting there would run code on the host") < 0)
                 goto finish;
         for (size_t i = 0; i < json_object_array_length(old); i++)
-                if (json_append(rules, json_object_get(json_object_array_get_idx(old, i))) < 0)
+                if (json_push(rules, json_object_get(json_object_array_get_idx(old, i))) < 0)
                         goto finish;
         r = json_add(doc, "file_rules", TAKE_PTR(rules));
 finish:

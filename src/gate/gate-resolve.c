@@ -8,9 +8,12 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
+#include "fs-util.h"
+#include "gate-policy.h"
 #include "path-util.h"
 #include "gate-resolve.h"
 #include "io-util.h"
+#include "string-util.h"
 
 #define PROC_ROOT_INO 1
 
@@ -23,20 +26,9 @@ void gate_resolved_done(GateResolved *r) {
 
 int gate_fd_path(int fd, char **ret) {
         char link[sizeof("/proc/self/fd/") + 12];
-        _cleanup_free_ char *buf = malloc(PATH_MAX + 1);
-        ssize_t n;
 
-        if (!buf)
-                return -ENOMEM;
         (void) snprintf(link, sizeof(link), "/proc/self/fd/%i", fd);
-        n = readlink(link, buf, PATH_MAX + 1);
-        if (n < 0)
-                return -errno;
-        if (n > PATH_MAX)
-                return -ENAMETOOLONG;
-        buf[n] = 0;
-        *ret = TAKE_PTR(buf);
-        return 0;
+        return readlinkat_malloc(AT_FDCWD, link, ret);
 }
 
 static int dup_fd(int fd) {
@@ -75,7 +67,6 @@ static int proc_tgid(pid_t tid, pid_t *ret) {
  * the caller's, not ours. */
 static int read_link(GateResolveContext *ctx, int dir_fd, const char *name, bool in_proc_root, char **ret) {
         _cleanup_free_ char *buf = NULL;
-        ssize_t n;
         int r;
 
         if (in_proc_root && (streq(name, "self") || streq(name, "thread-self"))) {
@@ -94,17 +85,11 @@ static int read_link(GateResolveContext *ctx, int dir_fd, const char *name, bool
                 return 0;
         }
 
-        buf = malloc(PATH_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        n = readlinkat(dir_fd, name, buf, PATH_MAX + 1);
-        if (n < 0)
-                return -errno;
-        if (n > PATH_MAX)
-                return -ENAMETOOLONG;
-        if (n == 0)
+        r = readlinkat_malloc(dir_fd, name, &buf);
+        if (r < 0)
+                return r;
+        if (isempty(buf))
                 return -ENOENT;
-        buf[n] = 0;
         *ret = TAKE_PTR(buf);
         return 0;
 }

@@ -5,6 +5,7 @@
 #include "gate-record.h"
 #include "gate-server.h"
 #include "log.h"
+#include "json-util.h"
 
 /* ---- connections ---- */
 

@@ -20,15 +20,18 @@
 #include <sys/un.h>
 #include <time.h>
 
+#include "fs-util.h"
 #include "gate-resolve.h"
 #include "gate-supervisor.h"
 #include "gate-syscall.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "gate-inode-deny.h"
 #include "gate-mm.h"
 #include "path-util.h"
 #include "seccomp-profile.h"
+#include "string-util.h"
 #include "strv.h"
 
 /* Linux 6.6: the supervisor is woken on the caller's CPU, which halves a round trip. Debian 12's headers
@@ -352,12 +355,9 @@ static int read_umask(Request *q, mode_t *ret) {
                 if (h->status_fd < 0)
                         return h->status_fd;
         }
-        do
-                n = pread(h->status_fd, buf, sizeof(buf) - 1, 0);
-        while (n < 0 && errno == EINTR);
+        n = read_snapshot(h->status_fd, buf, sizeof(buf));
         if (n < 0)
-                return -errno;
-        buf[n] = 0;
+                return (int) n;
         p = strstr(buf, "\nUmask:");
         if (!p || sscanf(p + 7, "%o", &m) != 1)
                 return -EIO;
@@ -582,26 +582,14 @@ static int caller_dir(Request *q, int dirfd, int *cache) {
  * directly: one syscall instead of an open, a readlink and a close. Not always a path: "pipe:[N]", or one
  * ending in " (deleted)"; the caller decides what it accepts. */
 static int caller_dir_path(Request *q, int dirfd, char **ret) {
-        _cleanup_free_ char *buf = NULL;
         char what[32] = "cwd";
-        ssize_t n;
 
         if (dirfd != AT_FDCWD) {
                 if (dirfd < 0)
                         return -EBADF;
                 (void) snprintf(what, sizeof(what), "fd/%i", dirfd);
         }
-        buf = malloc(PATH_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        n = readlinkat(q->caller->dir_fd, what, buf, PATH_MAX + 1);
-        if (n < 0)
-                return -errno;
-        if (n > PATH_MAX)
-                return -ENAMETOOLONG;
-        buf[n] = 0;
-        *ret = TAKE_PTR(buf);
-        return 0;
+        return readlinkat_malloc(q->caller->dir_fd, what, ret);
 }
 
 static bool statx_same_dir(const struct statx *a, dev_t dev, ino_t ino) {
@@ -1354,10 +1342,9 @@ static bool path_is_supervisors_proc(const char *path) {
         fd = open(status, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return false;           /* no such task: the resolution says ENOENT */
-        k = pread(fd, buf, sizeof(buf) - 1, 0);
+        k = read_snapshot(fd, buf, sizeof(buf));
         if (k <= 0)
                 return true;            /* cannot tell: treated as ours, which denies */
-        buf[k] = 0;
         t = strstr(buf, "\nTgid:");
         return !t || (pid_t) strtol(t + 6, NULL, 10) == getpid();
 }
@@ -2348,7 +2335,7 @@ static int filter_load_listener(scmp_filter_ctx ctx) {
         insns = malloc((size_t) size);
         if (!insns)
                 return -ENOMEM;
-        if (pread(memfd, insns, (size_t) size, 0) != (ssize_t) size)
+        if (loop_pread(memfd, insns, (size_t) size, 0) != (ssize_t) size)
                 return -EIO;
         prog = (struct sock_fprog) { .len = (unsigned short) (size / (off_t) sizeof(struct sock_filter)), .filter = insns };
         fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 
 #include "gate-syscall.h"
+#include "io-util.h"
 #include "strv.h"
 
 /* Debian 12's headers predate fchmodat2 (Linux 6.6); its number is the same on every architecture. */
@@ -370,22 +371,14 @@ static bool address_ok(uint64_t addr, size_t size) {
 }
 
 int gate_mem_read(int mem_fd, uint64_t addr, void *buf, size_t size) {
-        size_t done = 0;
+        ssize_t k;
 
         if (!address_ok(addr, size))
                 return -EFAULT;
-        while (done < size) {
-                ssize_t k = pread(mem_fd, (char *) buf + done, size - done, (off_t) (addr + done));
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return errno == EIO || errno == EINVAL ? -EFAULT : -errno;
-                if (k == 0)
-                        return -EFAULT;
-                done += (size_t) k;
-        }
-        return 0;
+        k = loop_pread(mem_fd, buf, size, (off_t) addr);
+        if (k < 0)
+                return k == -EIO || k == -EINVAL ? -EFAULT : (int) k;
+        return (size_t) k < size ? -EFAULT : 0;     /* the end of the mapping */
 }
 
 /* ---- the caller's memory, a chunk at a time ---- */

@@ -2,14 +2,15 @@
 
 #include <fcntl.h>
 #include <pwd.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <openssl/crypto.h>
 
 #include "config-build.h"
+#include "dirent-util.h"
 #include "gate-token.h"
 #include "io-util.h"
 #include "macro.h"
+#include "random-util.h"
 
 const char *loop_runtime_dir(void) {
         const char *e = getenv("LOOP_RUNTIME_DIR");
@@ -59,17 +60,11 @@ bool gate_token_equal(const char *a, const char *b) {
 
 int gate_token_generate(char ret[static GATE_TOKEN_HEX_LEN + 1]) {
         unsigned char bytes[GATE_TOKEN_BYTES];
-        size_t done = 0;
+        int r;
 
-        while (done < sizeof(bytes)) {
-                ssize_t k = getrandom(bytes + done, sizeof(bytes) - done, 0);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                done += (size_t) k;
-        }
+        r = random_bytes(bytes, sizeof(bytes));
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < sizeof(bytes); i++)
                 sprintf(ret + 2 * i, "%02x", bytes[i]);
         ret[GATE_TOKEN_HEX_LEN] = 0;
@@ -208,19 +203,14 @@ int gate_token_find_at(int dir_fd, const char *token, char **ret_container) {
         _cleanup_free_ char *found = NULL;
         struct dirent *de;
         size_t n = 0;
-        int fd;
+        int r;
 
         if (!gate_token_is_well_formed(token))
                 return -EPERM;
 
-        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
+        r = opendir_at(dir_fd, ".", 0, &d);
+        if (r < 0)
+                return r;
 
         /* Every file is compared, also after a match, so the time taken does not say which one it was. */
         while ((de = readdir(d)) && n < GATE_TOKENS_MAX) {

@@ -8,6 +8,7 @@
 #include "gate-webhook.h"
 #include "macro.h"
 #include "text-escape.h"
+#include "json-util.h"
 
 static int json_add_string(json_object *o, const char *key, const char *value) {
         json_object *v = json_object_new_string(value);

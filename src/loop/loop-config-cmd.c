@@ -5,7 +5,9 @@
 #include <getopt.h>
 
 #include "config.h"
+#include "dirent-util.h"
 #include "egress-ca.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 #include "strv.h"

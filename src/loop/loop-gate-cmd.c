@@ -14,8 +14,10 @@
 
 #include "config.h"
 #include "curl-buffer.h"
+#include "dirent-util.h"
 #include "gate-approval.h"
 #include "gate-token.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 #include "strv.h"

@@ -11,10 +11,13 @@
 
 #include "config-build.h"
 #include "config.h"
+#include "dirent-util.h"
 #include "engine-discover.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
+#include "string-util.h"
 #include "strv.h"
 #include "tar.h"
 

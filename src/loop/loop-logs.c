@@ -9,6 +9,7 @@
 
 #include "audit.h"
 #include "config.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 

@@ -5,6 +5,7 @@
 
 #include <getopt.h>
 
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 #include "seccomp-profile.h"

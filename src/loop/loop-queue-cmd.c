@@ -10,6 +10,7 @@
 #include "audit.h"
 #include "config.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 #include "queue.h"

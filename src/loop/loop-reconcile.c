@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "engine-discover.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 #include "registry.h"

@@ -30,6 +30,7 @@
 #include "io-util.h"
 #include "log.h"
 #include "loop.h"
+#include "parse-util.h"
 
 #define RELAY_SOCKET_DEFAULT "/run/loop/gateway.sock"
 #define RELAY_TOKEN_FILE_DEFAULT "/run/loop/gateway-token"
@@ -134,18 +135,6 @@ static void help(void) {
                program_invocation_short_name, RELAY_PROXY_PORT_DEFAULT, RELAY_API_PORT_DEFAULT);
 }
 
-static int parse_port(const char *s, bool zero_ok, uint16_t *ret) {
-        char *end;
-        unsigned long v;
-
-        errno = 0;
-        v = strtoul(s, &end, 10);
-        if (errno != 0 || *end || end == s || v > 65535 || (v == 0 && !zero_ok))
-                return -EINVAL;
-        *ret = (uint16_t) v;
-        return 0;
-}
-
 int verb_relay(int argc, char *argv[]) {
         enum { ARG_SOCKET = 0x100, ARG_TOKEN_FILE, ARG_PROXY_PORT, ARG_API_PORT, ARG_BACKGROUND };
         static const struct option options[] = {
@@ -178,11 +167,11 @@ int verb_relay(int argc, char *argv[]) {
                         token_file = optarg;
                         break;
                 case ARG_PROXY_PORT:
-                        if (parse_port(optarg, false, &proxy_port) < 0)
+                        if (parse_port(optarg, &proxy_port) < 0)
                                 return log_error_errno(EINVAL, "Invalid --proxy-port: %s", optarg);
                         break;
                 case ARG_API_PORT:
-                        if (parse_port(optarg, true, &api_port) < 0)
+                        if (parse_port_full(optarg, SIZE_MAX, true, &api_port) < 0)
                                 return log_error_errno(EINVAL, "Invalid --api-port: %s", optarg);
                         break;
                 case ARG_BACKGROUND:

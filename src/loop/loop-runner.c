@@ -21,13 +21,17 @@
 #include "audit.h"
 #include "config.h"
 #include "engine-discover.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 #include "queue.h"
 #include "registry.h"
 #include "runner.h"
 #include "state-dir.h"
+#include "stream-json.h"
+#include "string-util.h"
 #include "strv.h"
+#include "time-util.h"
 
 #define USEC_PER_SEC UINT64_C(1000000)
 /* The longest wait between two attempts of a message whose run failed. */
@@ -207,22 +211,23 @@ static bool error_is_permanent(AgentErrorKind k) {
 }
 
 static json_object *result_json(const QueueMessage *m, const RunOutcome *o) {
-        json_object *j = json_object_new_object();
+        _cleanup_(json_object_putp) json_object *j = json_object_new_object();
 
-        if (!j)
+        /* all or nothing: a result file missing a field would tell its reader something else */
+        if (!j ||
+            json_add(j, "id", json_object_new_string(m->id)) < 0 ||
+            json_add(j, "prompt", json_object_new_string(m->prompt)) < 0 ||
+            json_add_string_or_null(j, "result", o->result.result) < 0 ||
+            json_add_string_or_null(j, "session_id", o->result.session_id) < 0 ||
+            json_add(j, "is_error", json_object_new_boolean(o->error != AGENT_ERROR_NONE)) < 0 ||
+            json_add_string_or_null(j, "error", o->error_message) < 0 ||
+            json_add(j, "duration_ms", json_object_new_int64((int64_t) o->result.duration_ms)) < 0 ||
+            json_add(j, "num_turns", json_object_new_int64((int64_t) o->result.num_turns)) < 0 ||
+            json_add(j, "retries", json_object_new_int((int) o->retries)) < 0 ||
+            json_add(j, "attempts", json_object_new_int((int) m->attempts)) < 0 ||
+            json_add(j, "finished_usec", json_object_new_int64((int64_t) clock_usec(CLOCK_REALTIME))) < 0)
                 return NULL;
-        json_object_object_add(j, "id", json_object_new_string(m->id));
-        json_object_object_add(j, "prompt", json_object_new_string(m->prompt));
-        json_object_object_add(j, "result", o->result.result ? json_object_new_string(o->result.result) : NULL);
-        json_object_object_add(j, "session_id", o->result.session_id ? json_object_new_string(o->result.session_id) : NULL);
-        json_object_object_add(j, "is_error", json_object_new_boolean(o->error != AGENT_ERROR_NONE));
-        json_object_object_add(j, "error", o->error_message ? json_object_new_string(o->error_message) : NULL);
-        json_object_object_add(j, "duration_ms", json_object_new_int64((int64_t) o->result.duration_ms));
-        json_object_object_add(j, "num_turns", json_object_new_int64((int64_t) o->result.num_turns));
-        json_object_object_add(j, "retries", json_object_new_int((int) o->retries));
-        json_object_object_add(j, "attempts", json_object_new_int((int) m->attempts));
-        json_object_object_add(j, "finished_usec", json_object_new_int64((int64_t) clock_usec(CLOCK_REALTIME)));
-        return j;
+        return TAKE_PTR(j);
 }
 
 /* One message: returns 0 when it is done with for now (stored, moved to failed/, or left queued for its

@@ -16,7 +16,9 @@
 #include <termios.h>
 #include <time.h>
 
+#include "engine-frames.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 #include "runner.h"
@@ -41,52 +43,22 @@ static void resize(Engine *e, const char *exec_id) {
                 log_debug("Failed to resize the terminal, ignoring: %s", engine_last_error(e));
 }
 
-/* Without a TTY the stream is framed: 8-byte headers (stream, 0, 0, 0, big-endian length). */
-typedef struct Demux {
-        uint8_t head[8];
-        size_t head_len;
-        uint32_t left;
-        int stream;
-} Demux;
-
-static int demux_feed(Demux *d, const char *data, size_t size) {
-        while (size > 0) {
-                if (d->left == 0) {
-                        size_t n = MIN(size, sizeof d->head - d->head_len);
-                        memcpy(d->head + d->head_len, data, n);
-                        d->head_len += n;
-                        data += n;
-                        size -= n;
-                        if (d->head_len < sizeof d->head)
-                                return 0;
-                        d->head_len = 0;
-                        d->stream = d->head[0] == 2 ? STDERR_FILENO : STDOUT_FILENO;
-                        d->left = (uint32_t) d->head[4] << 24 | (uint32_t) d->head[5] << 16 |
-                                  (uint32_t) d->head[6] << 8 | d->head[7];
-                        continue;
-                }
-                size_t n = MIN(size, (size_t) d->left);
-                int r = loop_write(d->stream, data, n);
-                if (r < 0)
-                        return r;
-                d->left -= (uint32_t) n;
-                data += n;
-                size -= n;
-        }
-        return 0;
+/* Without a TTY the stream is framed: each frame goes to our stdout or stderr. */
+static int write_frame(int stream, const char *data, size_t size, void *userdata) {
+        return loop_write(stream == 2 ? STDERR_FILENO : STDOUT_FILENO, data, size);
 }
 
 /* Copies stdin to the connection and the connection to stdout until the connection ends. */
 static int pump(int fd, bool tty, const char *pending, size_t pending_size, Engine *e, const char *exec_id) {
         _cleanup_free_ char *buf = malloc(SHELL_BUFFER_SIZE);
-        Demux d = {};
+        EngineFrames d = { .mode = ENGINE_FRAMES_MULTIPLEXED, .fn = write_frame };
         bool stdin_open = true;
         int r;
 
         if (!buf)
                 return log_oom();
         if (pending_size > 0) {
-                r = tty ? loop_write(STDOUT_FILENO, pending, pending_size) : demux_feed(&d, pending, pending_size);
+                r = tty ? loop_write(STDOUT_FILENO, pending, pending_size) : engine_frames_feed(&d, pending, pending_size);
                 if (r < 0)
                         return r;
         }
@@ -113,7 +85,7 @@ static int pump(int fd, bool tty, const char *pending, size_t pending_size, Engi
                         if (n == 0)
                                 return 0;       /* the exec ended */
                         if (n > 0) {
-                                r = tty ? loop_write(STDOUT_FILENO, buf, (size_t) n) : demux_feed(&d, buf, (size_t) n);
+                                r = tty ? loop_write(STDOUT_FILENO, buf, (size_t) n) : engine_frames_feed(&d, buf, (size_t) n);
                                 if (r < 0)
                                         return r;
                         }

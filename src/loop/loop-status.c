@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "engine-discover.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 #include "queue.h"
@@ -17,6 +18,7 @@
 #include "scope.h"
 #include "state-dir.h"
 #include "strv.h"
+#include "time-util.h"
 #include "unit-state.h"
 #include "unit-name.h"
 

@@ -21,10 +21,12 @@
 #include "gate-inode-deny.h"
 #include "gate-policy.h"
 #include "gate-supervisor.h"
+#include "io-util.h"
 #include "log.h"
 #include "loop.h"
 #include "privdrop.h"
 #include "strv.h"
+#include "time-util.h"
 
 #define EXIT_WRAP_FAILED   125
 #define EXIT_CANNOT_INVOKE 126
@@ -94,12 +96,11 @@ static int recv_fd(int sock, char *payload, size_t size, int *ret_fd) {
                 .msg_iov = &iov, .msg_iovlen = 1,
                 .msg_control = control, .msg_controllen = sizeof(control),
         };
-        struct pollfd p = { .fd = sock, .events = POLLIN };
         struct cmsghdr *cm;
         ssize_t n;
         int fd = -EBADF;
 
-        if (poll(&p, 1, HANDSHAKE_TIMEOUT_MS) <= 0)
+        if (fd_wait_until(sock, POLLIN, clock_usec(CLOCK_MONOTONIC) + HANDSHAKE_TIMEOUT_MS * UINT64_C(1000)) < 0)
                 return -ETIMEDOUT;
         n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
         if (n < 0)
@@ -159,9 +160,9 @@ static _noreturn_ void child_main(int sock, pid_t parent, uid_t uid, gid_t gid, 
                 _exit(EXIT_WRAP_FAILED);
         }
         /* The uid change made us non-dumpable; the supervisor reads our memory as the agent's uid. */
-        if (prctl(PR_SET_DUMPABLE, 1) < 0 || write(sock, "", 1) != 1)
+        if (prctl(PR_SET_DUMPABLE, 1) < 0 || loop_write(sock, "", 1) < 0)
                 _exit(EXIT_WRAP_FAILED);
-        if (read(sock, &ack, 1) != 1)
+        if (loop_read(sock, &ack, 1) != 1)
                 _exit(EXIT_WRAP_FAILED);        /* the supervisor gave up; it said why */
         safe_close(sock);
 
@@ -422,7 +423,7 @@ int verb_syscallwrap(int argc, char *argv[]) {
         }
 
         /* The child says when it is dumpable again, after it closed its copy of the listener. */
-        if (recv(sv[0], payload, 1, 0) != 1) {
+        if (loop_read(sv[0], payload, 1) != 1) {
                 log_error("The agent's process stopped during the handshake.");
                 goto fail;
         }
@@ -459,8 +460,9 @@ int verb_syscallwrap(int argc, char *argv[]) {
                 log_error_errno(r, "Cannot start the seccomp supervisor: %m");
                 goto fail;
         }
-        if (write(sv[0], "", 1) != 1) {
-                log_error_errno(errno, "Cannot release the agent: %m");
+        r = loop_write(sv[0], "", 1);
+        if (r < 0) {
+                log_error_errno(r, "Cannot release the agent: %m");
                 goto fail;
         }
         safe_close(sv[0]);

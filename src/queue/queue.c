@@ -6,14 +6,17 @@
 #include <limits.h>
 #include <pwd.h>
 #include <stddef.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include "dirent-util.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "queue.h"
+#include "random-util.h"
 #include "strv.h"
+#include "time-util.h"
 
 #define QUEUE_JSON_DEPTH_MAX 64
 #define QUEUE_SESSION_FILE "session"
@@ -44,18 +47,9 @@ static const struct {
 
 static uint64_t random_u64(void) {
         uint64_t v = 0;
-        size_t done = 0;
 
-        while (done < sizeof v) {
-                ssize_t k = getrandom((uint8_t *) &v + done, sizeof v - done, 0);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        break;
-                }
-                done += (size_t) k;
-        }
-        if (done < sizeof v)    /* no entropy source at all: uniqueness still comes from O_EXCL and noreplace */
+        if (random_bytes(&v, sizeof v) < 0)     /* no entropy source at all: uniqueness still comes from
+                                                 * O_EXCL and noreplace */
                 v ^= clock_usec(CLOCK_REALTIME) ^ ((uint64_t) getpid() << 32);
         return v;
 }
@@ -209,15 +203,9 @@ static int queue_dir_open(int dir_fd, const char *name, bool create, mode_t mode
 }
 
 static DIR *dir_reopen(int dir_fd) {
-        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d;
 
-        if (fd < 0)
-                return NULL;
-        d = fdopendir(fd);
-        if (!d)
-                safe_close(fd);
-        return d;
+        return opendir_at(dir_fd, ".", 0, &d) < 0 ? NULL : d;
 }
 
 static bool dot_or_dotdot(const char *name) {
@@ -374,40 +362,18 @@ static int queue_write_json(Queue *q, int dir_fd, const char *name, json_object 
         return queue_write_file(q, dir_fd, name, text, strlen(text), replace);
 }
 
-static int json_add_string(json_object *o, const char *key, const char *s) {
-        json_object *v = NULL;
-
-        if (s && !(v = json_object_new_string(s)))
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int json_add_int(json_object *o, const char *key, int64_t i) {
-        json_object *v = json_object_new_int64(i);
-
-        if (!v || json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 /* The inbox file of m, with attempts and last_error as given. */
 static int message_to_json(const QueueMessage *m, unsigned attempts, const char *last_error, json_object **ret) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
 
         if (!o)
                 return -ENOMEM;
-        if (json_add_string(o, "id", m->id) < 0 ||
-            json_add_string(o, "prompt", m->prompt) < 0 ||
-            json_add_string(o, "sender", m->sender) < 0 ||
-            json_add_int(o, "created_usec", (int64_t) m->created_usec) < 0 ||
-            json_add_int(o, "attempts", attempts) < 0 ||
-            json_add_string(o, "last_error", last_error) < 0)
+        if (json_add_string_or_null(o, "id", m->id) < 0 ||
+            json_add_string_or_null(o, "prompt", m->prompt) < 0 ||
+            json_add_string_or_null(o, "sender", m->sender) < 0 ||
+            json_add(o, "created_usec", json_object_new_int64((int64_t) m->created_usec)) < 0 ||
+            json_add(o, "attempts", json_object_new_int64(attempts)) < 0 ||
+            json_add_string_or_null(o, "last_error", last_error) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(o);
         return 0;
@@ -592,12 +558,12 @@ static int queue_quarantine(Queue *q, const char *name, const char *reason) {
 
         o = json_object_new_object();
         if (!o ||
-            json_add_string(o, "id", id) < 0 ||
-            json_add_string(o, "file", shown) < 0 ||
-            json_add_string(o, "raw", raw) < 0 ||
-            json_add_string(o, "reason", reason) < 0 ||
-            json_add_int(o, "attempts", 0) < 0 ||
-            json_add_int(o, "failed_usec", (int64_t) clock_usec(CLOCK_REALTIME)) < 0)
+            json_add_string_or_null(o, "id", id) < 0 ||
+            json_add_string_or_null(o, "file", shown) < 0 ||
+            json_add_string_or_null(o, "raw", raw) < 0 ||
+            json_add_string_or_null(o, "reason", reason) < 0 ||
+            json_add(o, "attempts", json_object_new_int64(0)) < 0 ||
+            json_add(o, "failed_usec", json_object_new_int64((int64_t) clock_usec(CLOCK_REALTIME))) < 0)
                 return -ENOMEM;
         return queue_write_json(q, q->failed_fd, desc, o, true);
 }
@@ -855,7 +821,7 @@ int queue_fail(Queue *q, const QueueMessage *m, const char *reason) {
         r = message_to_json(m, m->attempts, m->last_error, &o);
         if (r < 0)
                 return r;
-        if (json_add_string(o, "reason", e) < 0 || json_add_int(o, "failed_usec", (int64_t) clock_usec(CLOCK_REALTIME)) < 0)
+        if (json_add_string_or_null(o, "reason", e) < 0 || json_add(o, "failed_usec", json_object_new_int64((int64_t) clock_usec(CLOCK_REALTIME))) < 0)
                 return -ENOMEM;
         snprintf(name, sizeof name, "%s.json", m->id);
         r = queue_write_json(q, q->failed_fd, name, o, true);

@@ -16,7 +16,8 @@
 
 #include <assert.h>
 
-#include "agent.h"
+#include "agent-argv.h"
+#include "macro.h"
 #include "strv.h"
 
 static bool prompt_is_bare_word(const char *p) {

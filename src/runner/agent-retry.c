@@ -9,7 +9,8 @@
 
 #include <assert.h>
 
-#include "agent.h"
+#include "agent-retry.h"
+#include "macro.h"
 
 static const char *const agent_error_kind_table[_AGENT_ERROR_KIND_MAX] = {
         [AGENT_ERROR_NONE]            = "none",

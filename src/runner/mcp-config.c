@@ -7,7 +7,8 @@
 
 #include <assert.h>
 
-#include "agent.h"
+#include "mcp-config.h"
+#include "json-util.h"
 #include "strv.h"
 
 static bool user_defines(const LoopConfig *c, const char *name) {

@@ -12,7 +12,9 @@
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 
+#include "agent-argv.h"
 #include "config-build.h"
+#include "config-project.h"
 #include "curl-buffer.h"
 #include "audit.h"
 #include "egress-ca.h"
@@ -21,8 +23,12 @@
 #include "engine-discover.h"
 #include "gate-policy.h"
 #include "gate-token.h"
+#include "json-util.h"
+#include "mcp-config.h"
 #include "protected-paths.h"
 #include "seccomp-profile.h"
+#include "string-util.h"
+#include "time-util.h"
 #include "tripwire.h"
 #include "io-util.h"
 #include "log.h"

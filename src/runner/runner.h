@@ -10,7 +10,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "agent.h"
+#include "agent-retry.h"
+#include "stream-json.h"
 #include "config.h"
 #include "container-spec.h"
 #include "engine-discover.h"

@@ -12,7 +12,8 @@
 #include <assert.h>
 #include <math.h>
 
-#include "agent.h"
+#include "stream-json.h"
+#include "json-util.h"
 
 #define STREAM_JSON_DEPTH_MAX 64                /* deeper JSON is not a stream event we know */
 #define STREAM_BUFFER_KEEP (64U * 1024U)        /* a line buffer larger than this is freed after the line */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "macro.h"
+#include "time-util.h"
 
 #define AUDIT_LIMITER_KEYS_MAX 1024U            /* keys counted one by one at once */
 

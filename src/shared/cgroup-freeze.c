@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "strv.h"
+#include "time-util.h"
 
 bool cgroup_path_is_valid(const char *path) {
         if (!path || path[0] != '/' || strlen(path) >= 4096 || strpbrk(path, "\n\\"))
@@ -149,23 +150,18 @@ int cgroup_wait_frozen(int root_fd, const char *path, uint64_t deadline_usec) {
                 int r;
 
                 /* a cgroup file is read from its start each time; poll() says when it changed */
-                do
-                        k = pread(fd, buf, sizeof(buf) - 1, 0);
-                while (k < 0 && errno == EINTR);
+                k = read_snapshot(fd, buf, sizeof(buf));
                 if (k < 0)
-                        return -errno;
-                buf[k] = 0;
+                        return (int) k;
                 r = cgroup_events_frozen(buf);
                 if (r != 0)
                         return r < 0 ? r : 0;
 
-                uint64_t now = clock_usec(CLOCK_MONOTONIC);
-                if (now >= deadline_usec)
+                if (clock_usec(CLOCK_MONOTONIC) >= deadline_usec)
                         return -ETIMEDOUT;
-                struct pollfd p = { .fd = fd, .events = POLLPRI };
-                k = poll(&p, 1, (int) MIN((deadline_usec - now + 999) / 1000, (uint64_t) INT32_MAX));
-                if (k < 0 && errno != EINTR)
-                        return -errno;
+                r = fd_wait_until(fd, POLLPRI, deadline_usec);
+                if (r < 0 && r != -ETIMEDOUT)
+                        return r;
         }
 }
 

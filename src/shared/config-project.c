@@ -12,10 +12,13 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "config-project.h"
 #include "config-schema.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "path-util.h"
+#include "string-util.h"
 #include "strv.h"
 
 static const char * const project_replace[] = { "permissions" };
@@ -34,29 +37,12 @@ static json_object *get(json_object *o, const char *key) {
         return v;
 }
 
-static json_object *copy(json_object *o) {
-        json_object *c = NULL;
-        if (json_object_deep_copy(o, &c, NULL) < 0)
-                return NULL;
-        return c;
-}
-
-static int set(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 /* Returns the child object at key, creating it when missing. */
 static json_object *child(json_object *o, const char *key) {
         json_object *c = get(o, key);
         if (c && json_object_get_type(c) == json_type_object)
                 return c;
-        if (set(o, key, json_object_new_object()) < 0)
+        if (json_add(o, key, json_object_new_object()) < 0)
                 return NULL;
         return get(o, key);
 }
@@ -96,22 +82,22 @@ static int prepend_rules(json_object *dst, json_object *src, const char *key) {
 
         if (!p)
                 return 0;
-        r = copy(p);
+        r = json_copy(p);
         if (!r)
                 return -ENOMEM;
         for (size_t i = 0; g && i < json_object_array_length(g); i++) {
-                json_object *e = copy(json_object_array_get_idx(g, i));
+                json_object *e = json_copy(json_object_array_get_idx(g, i));
                 if (!e || json_object_array_add(r, e) < 0) {
                         json_object_put(e);
                         return -ENOMEM;
                 }
         }
-        return set(dst, key, TAKE_PTR(r));
+        return json_add(dst, key, TAKE_PTR(r));
 }
 
 static int merge_by_key(json_object *dst, json_object *src) {
         json_object_object_foreach(src, key, val)
-                if (set(dst, key, copy(val)) < 0)
+                if (json_add(dst, key, json_copy(val)) < 0)
                         return -ENOMEM;
         return 0;
 }
@@ -127,7 +113,7 @@ static int narrow_enabled(json_object *dst, json_object *src, bool base_enabled,
                                "a project config cannot enable what the operator disabled, ignoring") < 0)
                 return -ENOMEM;
         *ret = e;
-        return set(dst, "enabled", json_object_new_boolean(e));
+        return json_add(dst, "enabled", json_object_new_boolean(e));
 }
 
 static int apply_gates(json_object *merged, json_object *pgates, const LoopConfig *base,
@@ -214,7 +200,7 @@ static int apply_narrow_list(json_object *merged, json_object *project, const ch
                                               "them, ignoring it", raw, key) < 0)
                         return -ENOMEM;
         }
-        return set(merged, key, TAKE_PTR(kept));
+        return json_add(merged, key, TAKE_PTR(kept));
 }
 
 /* The image and the agent binary: the operator's, unless the project names the same, or (the binary) a
@@ -245,7 +231,7 @@ static int apply_narrow_agent(json_object *merged, json_object *project, const L
                 if (in_image && (strstr(s, "/../") || !wd || path_is_inside(clean, wd)))
                         in_image = false;
                 if (in_image || streq_ptr(s, base->claude_bin_path)) {
-                        if ((r = set(merged, "claude_bin_path", copy(v))) < 0)
+                        if ((r = json_add(merged, "claude_bin_path", json_copy(v))) < 0)
                                 return r;
                 } else if (config_problem_add(problems, false, project_path, "claude_bin_path",
                                               "a project config can only name an agent binary in the image's "
@@ -269,13 +255,13 @@ int config_apply_project_json(const LoopConfig *base, json_object *project, cons
         if (r > 0)
                 return -EINVAL;
 
-        merged = copy(base->json);
+        merged = json_copy(base->json);
         if (!merged)
                 return -ENOMEM;
 
         for (size_t i = 0; i < ELEMENTSOF(project_replace); i++) {
                 v = get(project, project_replace[i]);
-                if (v && (r = set(merged, project_replace[i], copy(v))) < 0)
+                if (v && (r = json_add(merged, project_replace[i], json_copy(v))) < 0)
                         return r;
         }
         for (size_t i = 0; i < ELEMENTSOF(project_narrow); i++) {
@@ -289,20 +275,20 @@ int config_apply_project_json(const LoopConfig *base, json_object *project, cons
 
         for (size_t i = 0; i < ELEMENTSOF(project_override); i++) {
                 v = get(project, project_override[i]);
-                if (v && (r = set(merged, project_override[i], copy(v))) < 0)
+                if (v && (r = json_add(merged, project_override[i], json_copy(v))) < 0)
                         return r;
         }
 
         /* Setting one credential clears the other, so the project's choice is the one used. */
         v = get(project, "claude_code_oauth_token");
         if (v) {
-                if ((r = set(merged, "claude_code_oauth_token", copy(v))) < 0)
+                if ((r = json_add(merged, "claude_code_oauth_token", json_copy(v))) < 0)
                         return r;
                 json_object_object_del(merged, "anthropic_api_key");
         }
         v = get(project, "anthropic_api_key");
         if (v) {
-                if ((r = set(merged, "anthropic_api_key", copy(v))) < 0)
+                if ((r = json_add(merged, "anthropic_api_key", json_copy(v))) < 0)
                         return r;
                 if (!get(project, "claude_code_oauth_token"))
                         json_object_object_del(merged, "claude_code_oauth_token");

@@ -7,7 +7,9 @@
 #include "config-build.h"
 #include "config-schema.h"
 #include "egress-policy.h"
+#include "json-util.h"
 #include "log.h"
+#include "parse-util.h"
 #include "protected-paths.h"
 #include "seal.h"
 #include "strv.h"
@@ -273,16 +275,13 @@ static const char *check_engine_socket(const char *v) {
 
 static const char *check_api_addr(const char *v) {
         const char *c = strrchr(v, ':');
-        char *end;
-        unsigned long port;
+        uint16_t port;
 
         if (isempty(v))
                 return NULL;
         if (!c)
                 return "must have the form [HOST]:PORT";
-        errno = 0;
-        port = strtoul(c + 1, &end, 10);
-        if (errno != 0 || *end || end == c + 1 || port == 0 || port > 65535)
+        if (parse_port(c + 1, &port) < 0)
                 return "has an invalid port";
         return NULL;
 }
@@ -946,15 +945,6 @@ int schema_validate(const Schema *s, json_object *obj, unsigned scope, const cha
 }
 
 /* ---- merging ---- */
-
-static json_object *json_copy(json_object *o) {
-        json_object *c = NULL;
-        if (!o)
-                return NULL;
-        if (json_object_deep_copy(o, &c, NULL) < 0)
-                return NULL;
-        return c;
-}
 
 json_object *schema_merge(const Schema *s, json_object *base, json_object *over) {
         _cleanup_(json_object_putp) json_object *r = NULL;

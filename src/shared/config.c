@@ -8,9 +8,12 @@
 #include "audit.h"
 #include "config-build.h"
 #include "config-schema.h"
+#include "dirent-util.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "protected-paths.h"
+#include "string-util.h"
 #include "strv.h"
 
 static const char * const decision_table[_DECISION_MAX] = {
@@ -131,14 +134,6 @@ void config_problems_done(ConfigProblems *p) {
         }
         p->items = mfree(p->items);
         p->n = 0;
-}
-
-size_t config_problems_count_errors(const ConfigProblems *p, const char *file) {
-        size_t n = 0;
-        for (size_t i = 0; i < p->n; i++)
-                if (p->items[i].error && (!file || streq_ptr(p->items[i].file, file)))
-                        n++;
-        return n;
 }
 
 char *config_problem_to_string(const ConfigProblem *p) {

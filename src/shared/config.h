@@ -5,12 +5,13 @@
  * $LOOP_CONFIG_DIR replacing /etc/loop. Every file is validated against one schema (config-schema.c):
  * types, ranges, allowed values and unknown keys. A channel file overrides any global field (objects are
  * merged key by key, everything else is replaced), and {work_dir}/.loop/config.json is merged over that at
- * run time with the narrower rules of config_apply_project(). */
+ * run time with the narrower rules of config_apply_project() (config-project.h). */
 
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "json-util.h"
 #include "macro.h"
 
 #define CONFIG_FILE_MAX (4U * 1024U * 1024U)    /* larger config files are refused */
@@ -249,7 +250,6 @@ typedef struct ConfigProblems {
 void config_problems_done(ConfigProblems *p);
 int config_problem_add(ConfigProblems *p, bool error, const char *file, const char *key,
                        const char *format, ...) _printf_(5, 6);
-size_t config_problems_count_errors(const ConfigProblems *p, const char *file);
 /* "FILE: KEY: MESSAGE" */
 char *config_problem_to_string(const ConfigProblem *p);
 
@@ -295,14 +295,6 @@ int channel_name_check(const char *name, const char **ret_reason);
 /* Loads only the defaults. */
 int loop_config_defaults(LoopConfig *ret);
 
-/* Merges a project config over base, with the project rules: lists replaced (mounts relative to work_dir),
- * envs and mcp.servers merged by key, scalar overrides, one auth field clearing the other, gates only
- * narrowed and project rules prepended; fields a project may not set are ignored with a warning. */
-int config_apply_project_json(const LoopConfig *base, json_object *project, const char *project_path,
-                              const char *work_dir, LoopConfig *ret, ConfigProblems *problems);
-/* Reads {work_dir}/.loop/config.json (absent: a plain copy of base) and applies it. An unreadable or
- * invalid project file is an error: the caller must not run with a half-applied configuration. */
-int config_apply_project(const LoopConfig *base, const char *work_dir, LoopConfig *ret, ConfigProblems *problems);
 
 /* Validated JSON of a config for display, with secrets replaced by "[REDACTED]". */
 /* Registers every secret the configuration holds for redaction (audit_add_secret()): the model API key

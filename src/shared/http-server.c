@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "http-server.h"
+#include "parse-util.h"
 
 #define HTTP_LEADING_EMPTY_LINES_MAX 4U
 
@@ -72,23 +73,29 @@ static int fail(int status, int error, int *ret_status) {
         return error;
 }
 
-bool http_token_list_contains(const char *list, const char *token) {
-        size_t n = strlen(token);
+/* Whether the comma-separated list[0..n) holds token, ignoring case and the whitespace around elements. */
+static bool token_list_contains(const char *list, size_t n, const char *token) {
+        size_t tl = strlen(token);
 
-        for (const char *p = list; *p;) {
-                size_t len;
+        for (const char *p = list, *end = list + n; p < end;) {
+                size_t len, l;
 
-                p += strspn(p, " \t,");
-                len = strcspn(p, ",");
+                while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+                        p++;
+                for (len = 0; p + len < end && p[len] != ','; len++)
+                        ;
                 /* trailing whitespace of the element */
-                size_t l = len;
-                while (l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'))
-                        l--;
-                if (l == n && strncasecmp(p, token, n) == 0)
+                for (l = len; l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'); l--)
+                        ;
+                if (l == tl && strncasecmp(p, token, tl) == 0)
                         return true;
                 p += len;
         }
         return false;
+}
+
+bool http_token_list_contains(const char *list, const char *token) {
+        return token_list_contains(list, strlen(list), token);
 }
 
 static int parse_content_length(const char *v, size_t *ret) {
@@ -139,17 +146,8 @@ static int parse_authority(const char *s, size_t n, bool port_required, uint16_t
                 return -EBADMSG;
 
         if (port) {
-                unsigned v = 0;
-                if (port == end || end - port > 5)
+                if (parse_port_full(port, (size_t) (end - port), false, &r->port) < 0)
                         return -EBADMSG;
-                for (const char *p = port; p < end; p++) {
-                        if (*p < '0' || *p > '9')
-                                return -EBADMSG;
-                        v = v * 10 + (unsigned) (*p - '0');
-                }
-                if (v == 0 || v > 65535)
-                        return -EBADMSG;
-                r->port = (uint16_t) v;
         } else if (port_required)
                 return -EBADMSG;
         else
@@ -263,18 +261,20 @@ static int parse_request_line(const char *line, size_t n, HttpRequest *r, bool p
         return 0;
 }
 
-static int parse_header_line(const char *line, size_t n, HttpRequest *r, const HttpLimits *l, int *ret_status) {
+/* One field line of a head (request or response), strictly: a token, a colon, a value of field text
+ * (whitespace around it removed); no obsolete line folding. */
+static int field_line_split(const char *line, size_t n, size_t *ret_name_len, const char **ret_value,
+                            size_t *ret_value_len) {
         const char *colon, *v, *end;
-        HttpHeader *h;
 
-        if (line[0] == ' ' || line[0] == '\t')          /* obs-fold */
-                return fail(400, -EBADMSG, ret_status);
+        if (n == 0 || line[0] == ' ' || line[0] == '\t')    /* obs-fold */
+                return -EBADMSG;
         colon = memchr(line, ':', n);
         if (!colon || colon == line)
-                return fail(400, -EBADMSG, ret_status);
+                return -EBADMSG;
         for (const char *p = line; p < colon; p++)
                 if (!char_is_tchar(*p))
-                        return fail(400, -EBADMSG, ret_status);
+                        return -EBADMSG;
         v = colon + 1;
         end = line + n;
         while (v < end && (*v == ' ' || *v == '\t'))
@@ -282,8 +282,20 @@ static int parse_header_line(const char *line, size_t n, HttpRequest *r, const H
         while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
                 end--;
         if (!value_is_valid(v, (size_t) (end - v)))
-                return fail(400, -EBADMSG, ret_status);
+                return -EBADMSG;
+        *ret_name_len = (size_t) (colon - line);
+        *ret_value = v;
+        *ret_value_len = (size_t) (end - v);
+        return 0;
+}
 
+static int parse_header_line(const char *line, size_t n, HttpRequest *r, const HttpLimits *l, int *ret_status) {
+        const char *v;
+        size_t name_len, value_len;
+        HttpHeader *h;
+
+        if (field_line_split(line, n, &name_len, &v, &value_len) < 0)
+                return fail(400, -EBADMSG, ret_status);
         if (r->n_headers >= l->headers_max)
                 return fail(431, -E2BIG, ret_status);
         if (!r->headers) {
@@ -292,8 +304,8 @@ static int parse_header_line(const char *line, size_t n, HttpRequest *r, const H
                         return fail(500, -ENOMEM, ret_status);
         }
         h = &r->headers[r->n_headers];
-        h->name = strndup(line, (size_t) (colon - line));
-        h->value = strndup(v, (size_t) (end - v));
+        h->name = strndup(line, name_len);
+        h->value = strndup(v, value_len);
         if (!h->name || !h->value) {
                 free(h->name);
                 free(h->value);
@@ -580,6 +592,19 @@ static int check_transfer_encoding(const HttpRequest *r, const HttpLimits *l, bo
         return 0;
 }
 
+/* No NUL, and CR and LF only as CRLF, anywhere in a head. */
+static bool head_lines_are_valid(const char *buf, size_t head_size) {
+        for (size_t i = 0; i < head_size; i++) {
+                if (buf[i] == 0)
+                        return false;
+                if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r'))
+                        return false;
+                if (buf[i] == '\r' && (i + 1 >= head_size || buf[i + 1] != '\n'))
+                        return false;
+        }
+        return true;
+}
+
 /* The head: request line and headers, checked; *ret_skipped leading empty lines. */
 static int parse_head(const char *buf, size_t size, const HttpLimits *l, HttpRequest *ret, size_t *ret_skipped,
                       size_t *ret_head_size, uint64_t *ret_body_size, int *ret_status) {
@@ -611,15 +636,8 @@ static int parse_head(const char *buf, size_t size, const HttpLimits *l, HttpReq
         }
         head_size = (size_t) (end - buf) + 4;
 
-        /* NUL or bare CR/LF anywhere in the head */
-        for (size_t i = 0; i < head_size; i++) {
-                if (buf[i] == 0)
-                        return fail(400, -EBADMSG, ret_status);
-                if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r'))
-                        return fail(400, -EBADMSG, ret_status);
-                if (buf[i] == '\r' && (i + 1 >= head_size || buf[i + 1] != '\n'))
-                        return fail(400, -EBADMSG, ret_status);
-        }
+        if (!head_lines_are_valid(buf, head_size))
+                return fail(400, -EBADMSG, ret_status);
 
         line_end = http_find_crlf(buf, head_size);
         r_ = parse_request_line(buf, (size_t) (line_end - buf), &r, l->proxy_forms, ret_status);
@@ -820,61 +838,106 @@ int http_response_format(int status, const char *content_type, const void *body,
         return 0;
 }
 
+/* "HTTP/1.x SSS[ reason]": the version (1.0 or 1.1: -EPROTONOSUPPORT for another 1.x, as a request's
+ * 505), a status 100-599, a reason of field text. */
+static int parse_status_line(const char *line, size_t n, HttpResponseHead *h) {
+        if (n < 12 || strncmp(line, "HTTP/1.", 7) != 0 || line[7] < '0' || line[7] > '9' || line[8] != ' ' ||
+            line[9] < '1' || line[9] > '5' || line[10] < '0' || line[10] > '9' || line[11] < '0' || line[11] > '9')
+                return -EBADMSG;
+        if (n > 12 && (line[12] != ' ' || !value_is_valid(line + 13, n - 13)))
+                return -EBADMSG;
+        if (line[7] > '1')
+                return -EPROTONOSUPPORT;
+        h->version_minor = (unsigned) (line[7] - '0');
+        h->status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+        return 0;
+}
+
+static bool field_name_is(const char *line, size_t name_len, const char *name) {
+        return strlen(name) == name_len && strncasecmp(line, name, name_len) == 0;
+}
+
+/* Whether the last element of a comma-separated list (a Transfer-Encoding) is token. */
+static bool token_list_ends_with(const char *v, size_t n, const char *token) {
+        size_t l = strlen(token);
+        const char *comma = memrchr(v, ',', n), *last = comma ? comma + 1 : v;
+
+        while (last < v + n && (*last == ' ' || *last == '\t'))
+                last++;
+        return (size_t) (v + n - last) == l && strncasecmp(last, token, l) == 0;
+}
+
 int http_response_head_parse(const char *buf, size_t size, size_t head_max, HttpResponseHead *ret) {
-        const char *end = memmem(buf, size, "\r\n\r\n", 4), *p, *line_end;
+        const char *end = memmem_crlfcrlf(buf, MIN(size, head_max)), *p, *line_end;
         HttpResponseHead h = {};
         bool seen_close = false, seen_keep_alive = false;
+        int q;
 
         if (!end)
                 return size >= head_max ? -E2BIG : 0;
         h.head_size = (size_t) (end - buf) + 4;
-        if (h.head_size < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || buf[8] != ' ' ||
-            buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' || buf[11] < '0' || buf[11] > '9')
+        if (!head_lines_are_valid(buf, h.head_size))
                 return -EBADMSG;
-        h.status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
-        h.close = buf[7] == '0';
         line_end = http_find_crlf(buf, h.head_size);
-        for (p = line_end + 2; p < end; p = line_end + 2) {
-                char name[64], value[256];
-                const char *colon;
-                size_t nl, vl;
+        q = parse_status_line(buf, (size_t) (line_end - buf), &h);
+        if (q < 0)
+                return q;
+        for (p = line_end + 2; p < end + 2; p = line_end + 2) {
+                const char *v;
+                size_t name_len, vl;
 
                 line_end = http_find_crlf(p, (size_t) (end + 2 - p));
-                colon = memchr(p, ':', (size_t) (line_end - p));
-                if (!colon)
+                if (field_line_split(p, (size_t) (line_end - p), &name_len, &v, &vl) < 0)
                         return -EBADMSG;
-                nl = (size_t) (colon - p);
-                if (nl >= sizeof(name))
-                        continue;
-                memcpy(name, p, nl);
-                name[nl] = 0;
-                colon++;
-                while (colon < line_end && (*colon == ' ' || *colon == '\t'))
-                        colon++;
-                vl = MIN((size_t) (line_end - colon), sizeof(value) - 1);
-                memcpy(value, colon, vl);
-                value[vl] = 0;
-                if (strcasecmp(name, "Transfer-Encoding") == 0)
-                        h.chunked = strcasestr(value, "chunked") != NULL;
-                else if (strcasecmp(name, "Content-Length") == 0) {
-                        char *e;
-                        if (value[0] < '0' || value[0] > '9')
+                if (field_name_is(p, name_len, "Transfer-Encoding")) {
+                        /* RFC 9112 6.1: the codings of all the fields in order; the body is chunked
+                         * when the last is */
+                        if (vl == 0)
                                 return -EBADMSG;
-                        errno = 0;
-                        unsigned long long n = strtoull(value, &e, 10);
-                        if (errno != 0 || *e || e == value)
+                        h.transfer_encoding = true;
+                        h.chunked = token_list_ends_with(v, vl, "chunked");
+                } else if (field_name_is(p, name_len, "Content-Length")) {
+                        uint64_t n = 0;
+
+                        if (h.has_length || vl == 0)
                                 return -EBADMSG;
+                        for (size_t i = 0; i < vl; i++) {
+                                if (v[i] < '0' || v[i] > '9' || n > (UINT64_MAX - 9) / 10)
+                                        return -EBADMSG;
+                                n = n * 10 + (uint64_t) (v[i] - '0');
+                        }
                         h.has_length = true;
                         h.length = n;
-                } else if (strcasecmp(name, "Content-Type") == 0)
-                        h.stream_type = strncasecmp(value, "application/vnd.docker.raw-stream", 33) == 0 ||
-                                strncasecmp(value, "application/vnd.docker.multiplexed-stream", 41) == 0;
-                else if (strcasecmp(name, "Connection") == 0) {
-                        seen_close = seen_close || http_token_list_contains(value, "close");
-                        seen_keep_alive = seen_keep_alive || http_token_list_contains(value, "keep-alive");
+                } else if (field_name_is(p, name_len, "Content-Type"))
+                        h.stream_type = (vl >= 33 && strncasecmp(v, "application/vnd.docker.raw-stream", 33) == 0) ||
+                                (vl >= 41 && strncasecmp(v, "application/vnd.docker.multiplexed-stream", 41) == 0);
+                else if (field_name_is(p, name_len, "Connection")) {
+                        seen_close = seen_close || token_list_contains(v, vl, "close");
+                        seen_keep_alive = seen_keep_alive || token_list_contains(v, vl, "keep-alive");
                 }
         }
-        h.close = seen_close || (h.close && !seen_keep_alive);
+        /* HTTP/1.0 closes unless it says "keep-alive"; 1.1 keeps unless it says "close" */
+        h.close = seen_close || (h.version_minor == 0 && !seen_keep_alive);
         *ret = h;
         return 1;
+}
+
+bool http_request_header_is_hop_by_hop(const HttpRequest *r, const char *name, const char * const *extra) {
+        static const char * const hop[] = {
+                "Connection", "Proxy-Connection", "Keep-Alive", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
+                "Proxy-Authorization", "Proxy-Authenticate",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(hop); i++)
+                if (strcasecmp(name, hop[i]) == 0)
+                        return true;
+        for (size_t i = 0; extra && extra[i]; i++)
+                if (strcasecmp(name, extra[i]) == 0)
+                        return true;
+        /* every Connection header counts: a second one must not smuggle a header past the first */
+        for (size_t i = 0; i < r->n_headers; i++)
+                if (strcasecmp(r->headers[i].name, "Connection") == 0 &&
+                    http_token_list_contains(r->headers[i].value, name))
+                        return true;
+        return false;
 }

@@ -150,23 +150,36 @@ typedef struct HttpChunked {
 int http_chunked_decode(HttpChunked *c, const char *in, size_t size, char *out, size_t *ret_out_size,
                         size_t *ret_consumed);
 
-/* The head of a response from an upstream server (the Docker API proxy reads the engine's): the status
- * and how the body is framed, so that a stream can be passed on without buffering it. */
+/* The head of a response from an upstream server (the Docker API proxy reads the engine's, the egress
+ * gateway an upstream's, the engine client the answer to an attached exec): the status and how the body
+ * is framed, so that a stream can be passed on without buffering it. */
 typedef struct HttpResponseHead {
         int status;
+        unsigned version_minor;         /* HTTP/1.0 or HTTP/1.1 */
         size_t head_size;               /* bytes up to and including the empty line */
-        bool chunked;
+        bool transfer_encoding;         /* a Transfer-Encoding was sent */
+        bool chunked;                   /* ... and its last coding is chunked */
         bool has_length;
         uint64_t length;                /* Content-Length, when has_length */
         bool stream_type;               /* application/vnd.docker.raw-stream or multiplexed-stream */
-        bool close;                     /* "Connection: close", or HTTP/1.0 without keep-alive: the
-                                         * connection carries no other response */
+        bool close;                     /* "Connection: close" (in any Connection header), or HTTP/1.0
+                                         * without keep-alive: the connection carries no other response */
 } HttpResponseHead;
 
-/* Returns 1 with *ret when buf starts with a complete head, 0 when more is needed, -E2BIG when head_max
- * bytes hold no complete head, -EBADMSG when it is not an HTTP/1.x response (a bad status line, a header
- * without a colon, a Content-Length that is not a number). */
+/* Parses the head at the start of buf as strictly as a request's: a status line "HTTP/1.x SSS reason"
+ * (status 100-599), CRLF line ends only, no NUL, header names that are tokens, no obsolete line folding,
+ * no control characters in values, at most one Content-Length (digits only), no empty Transfer-Encoding.
+ * Both Content-Length and Transfer-Encoding may be present: the caller decides what that means (RFC
+ * 9112 6.3). Allocates nothing. Returns 1 with *ret when buf starts with a complete head of at most
+ * head_max bytes, 0 when more is needed, -E2BIG when head_max bytes hold no complete head,
+ * -EPROTONOSUPPORT for a version other than HTTP/1.0 and 1.1, -EBADMSG for anything else it refuses. */
 int http_response_head_parse(const char *buf, size_t size, size_t head_max, HttpResponseHead *ret);
+
+/* Whether a request header is hop-by-hop for a proxy that sends requests on: one of RFC 9110 7.6.1
+ * (Connection, Proxy-Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade), the proxy's own
+ * (Proxy-Authorization, Proxy-Authenticate), one of extra (NULL-terminated; NULL for none: the headers
+ * the caller writes itself), or a header that any of r's Connection headers names. */
+bool http_request_header_is_hop_by_hop(const HttpRequest *r, const char *name, const char * const *extra);
 
 /* The first "\r\n" in buf[0..size), or NULL. */
 const char *http_find_crlf(const char *buf, size_t size);

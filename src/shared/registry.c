@@ -10,10 +10,13 @@
 
 #include "audit.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "registry.h"
 #include "state-dir.h"
+#include "string-util.h"
 #include "strv.h"
+#include "time-util.h"
 
 static const char * const status_table[_CONTAINER_STATUS_MAX] = {
         [CONTAINER_STATUS_RUNNING] = "running",
@@ -246,22 +249,20 @@ int registry_read(const char *channel, Registry **ret) {
 }
 
 static json_object *entry_to_json(const RegistryEntry *e) {
-        json_object *o = json_object_new_object();
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
 
-        if (!o)
+        if (!o ||
+            json_add(o, "id", json_object_new_string(e->id)) < 0 ||
+            json_add(o, "name", json_object_new_string(e->name)) < 0 ||
+            json_add(o, "type", json_object_new_string(container_type_to_string(e->type))) < 0 ||
+            json_add(o, "status", json_object_new_string(container_status_to_string(e->status))) < 0 ||
+            (e->owner && json_add(o, "owner", json_object_new_string(e->owner)) < 0) ||
+            (e->scope && json_add(o, "scope", json_object_new_string(e->scope)) < 0) ||
+            json_add(o, "registered_usec", json_object_new_uint64(e->registered_usec)) < 0 ||
+            (e->status == CONTAINER_STATUS_PENDING_REMOVAL &&
+             json_add(o, "remove_at_usec", json_object_new_uint64(e->remove_at_usec)) < 0))
                 return NULL;
-        json_object_object_add(o, "id", json_object_new_string(e->id));
-        json_object_object_add(o, "name", json_object_new_string(e->name));
-        json_object_object_add(o, "type", json_object_new_string(container_type_to_string(e->type)));
-        json_object_object_add(o, "status", json_object_new_string(container_status_to_string(e->status)));
-        if (e->owner)
-                json_object_object_add(o, "owner", json_object_new_string(e->owner));
-        if (e->scope)
-                json_object_object_add(o, "scope", json_object_new_string(e->scope));
-        json_object_object_add(o, "registered_usec", json_object_new_uint64(e->registered_usec));
-        if (e->status == CONTAINER_STATUS_PENDING_REMOVAL)
-                json_object_object_add(o, "remove_at_usec", json_object_new_uint64(e->remove_at_usec));
-        return o;
+        return TAKE_PTR(o);
 }
 
 int registry_close(Registry *r) {
@@ -272,16 +273,17 @@ int registry_close(Registry *r) {
 
         if (!r)
                 return 0;
+        /* every entry or no file: a container missing from the registry would never be removed */
         j = json_object_new_object();
-        list = json_object_new_array();
-        if (!j || !list) {
-                json_object_put(list);
+        if (!j || json_add(j, "containers", list = json_object_new_array()) < 0) {
                 registry_free(r);
                 return -ENOMEM;
         }
-        json_object_object_add(j, "containers", list);
         for (size_t i = 0; i < r->n; i++)
-                json_object_array_add(list, entry_to_json(&r->entries[i]));
+                if (json_push(list, entry_to_json(&r->entries[i])) < 0) {
+                        registry_free(r);
+                        return -ENOMEM;
+                }
         text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
         k = write_file_atomic(r->path, text, strlen(text), 0644);
         if (k < 0)

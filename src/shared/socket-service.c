@@ -14,6 +14,7 @@
 #include "log.h"
 #include "macro.h"
 #include "socket-service.h"
+#include "time-util.h"
 #include "strv.h"
 
 struct SocketConnection {

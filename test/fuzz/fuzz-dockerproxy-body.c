@@ -8,6 +8,7 @@
 #include "dockerproxy-body.h"
 #include "dockerproxy-nested.h"
 #include "dockerproxy-policy.h"
+#include "json-util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

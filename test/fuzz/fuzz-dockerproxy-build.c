@@ -14,6 +14,7 @@
 #include "dockerproxy-registry.h"
 #include "macro.h"
 #include "strv.h"
+#include "json-util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,6 +8,7 @@
 #include "gate-glob.h"
 #include "macro.h"
 #include "path-util.h"
+#include "string-util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

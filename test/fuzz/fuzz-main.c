@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dirent-util.h"
 #include "io-util.h"
 #include "macro.h"
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "agent.h"
+#include "stream-json.h"
 
 #define FUZZ_EVENTS_LOG_MAX (4U * 1024U * 1024U)
 

@@ -22,9 +22,11 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "dirent-util.h"
 #include "engine-discover.h"
 #include "engine.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "strv.h"
 #include "tap.h"
 #include "tar.h"

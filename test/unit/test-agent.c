@@ -4,7 +4,11 @@
 
 #include <malloc.h>
 
-#include "agent.h"
+#include "agent-argv.h"
+#include "agent-retry.h"
+#include "mcp-config.h"
+#include "stream-json.h"
+#include "json-util.h"
 #include "strv.h"
 #include "tap.h"
 

@@ -5,10 +5,13 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "config-project.h"
 #include "config-schema.h"
 #include "egress-policy.h"
 #include "config.h"
 #include "io-util.h"
+#include "json-util.h"
+#include "string-util.h"
 #include "strv.h"
 #include "tap.h"
 

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "container-spec.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "strv.h"
 #include "seal.h"
 #include "tap.h"

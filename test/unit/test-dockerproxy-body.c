@@ -9,6 +9,7 @@
 #include "dockerproxy-body.h"
 #include "dockerproxy-nested.h"
 #include "dockerproxy-policy.h"
+#include "json-util.h"
 #include "macro.h"
 #include "tap.h"
 

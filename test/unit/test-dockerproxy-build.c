@@ -13,6 +13,7 @@
 #include "strv.h"
 #include "tap.h"
 #include "tar.h"
+#include "json-util.h"
 
 #define CHANNEL "chan"
 #define assert_se(x) do { if (!(x)) abort(); } while (0)

@@ -7,6 +7,7 @@
 
 #include "dockerproxy-ownership.h"
 #include "dockerproxy-path.h"
+#include "json-util.h"
 #include "macro.h"
 #include "tap.h"
 

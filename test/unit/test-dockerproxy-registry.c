@@ -8,6 +8,7 @@
 #include "dockerproxy-registry.h"
 #include "macro.h"
 #include "tap.h"
+#include "json-util.h"
 
 static void test_domain(void) {
         _cleanup_free_ char *h1 = NULL, *h2 = NULL, *h3 = NULL, *h4 = NULL, *h5 = NULL;

@@ -9,6 +9,7 @@
 #include "dockerproxy-nested.h"
 #include "dockerproxy-path.h"
 #include "dockerproxy-policy.h"
+#include "json-util.h"
 #include "macro.h"
 #include "strv.h"
 #include "tap.h"

@@ -9,6 +9,7 @@
 #include "audit.h"
 #include "egress-config.h"
 #include "tap.h"
+#include "json-util.h"
 
 static int from_json(const char *text, EgressConfig *ret) {
         _cleanup_(json_object_putp) json_object *doc = json_tokener_parse(text);

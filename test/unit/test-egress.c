@@ -21,6 +21,8 @@
 #include "egress-rewrite.h"
 #include "egress-token.h"
 #include "io-util.h"
+#include "json-util.h"
+#include "string-util.h"
 #include "tls-sni.h"
 #include "tap.h"
 

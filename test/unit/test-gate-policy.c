@@ -10,6 +10,7 @@
 #include "gate-approval.h"
 #include "gate-policy.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "strv.h"
 #include "tap.h"
 

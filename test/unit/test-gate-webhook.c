@@ -6,6 +6,7 @@
 #include "gate-webhook.h"
 #include "macro.h"
 #include "tap.h"
+#include "json-util.h"
 
 static const char *field(json_object *o, const char *key) {
         json_object *v;

@@ -457,6 +457,60 @@ static void test_response_head(void) {
         is_int(head_of("SSH-2.0-x\r\n\r\n", &h), -EBADMSG, "something that is not HTTP is malformed");
         is_int(head_of("HTTP/1.1 200 OK\r\nNoColon\r\n\r\n", &h), -EBADMSG, "a header without a colon is malformed");
         is_int(http_response_head_parse("HTTP/1.1 200 OK\r\nX: y", 22, 16, &h), -E2BIG, "a head beyond the cap is refused");
+
+        /* as strict as a request's head */
+        is_int(head_of("HTTP/1.1 +01 OK\r\n\r\n", &h), -EBADMSG, "a status with a sign is malformed");
+        is_int(head_of("HTTP/1.1 2000 OK\r\n\r\n", &h), -EBADMSG, "a four-digit status is malformed");
+        is_int(head_of("HTTP/1.1 099 Early\r\n\r\n", &h), -EBADMSG, "a status below 100 is malformed");
+        is_int(head_of("HTTP/1.1 200\r\n\r\n", &h), 1, "a status line without a reason parses");
+        is_int(head_of("HTTP/1.x 200 OK\r\n\r\n", &h), -EBADMSG, "a version that is not a digit is malformed");
+        is_int(head_of("HTTP/1.2 200 OK\r\n\r\n", &h), -EPROTONOSUPPORT, "HTTP/1.2 is not supported");
+        is_int(head_of("HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n", &h), -EBADMSG, "a bare LF is malformed");
+        is_int(http_response_head_parse("HTTP/1.1 200 OK\r\nX: a\0b\r\n\r\n", 27, 64, &h), -EBADMSG,
+               "a NUL in the head is malformed");
+        is_int(head_of("HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n", &h), -EBADMSG, "a header name that is not a token is malformed");
+        is_int(head_of("HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n", &h), -EBADMSG, "obsolete line folding is malformed");
+        is_int(head_of("HTTP/1.1 200 OK\r\nX: a\x01b\r\n\r\n", &h), -EBADMSG, "a control character in a value is malformed");
+        is_int(head_of("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", &h), -EBADMSG,
+               "two Content-Length headers are malformed");
+        is_int(head_of("HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\n", &h), -EBADMSG, "a length with a sign is malformed");
+        is_int(head_of("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n", &h), -EBADMSG,
+               "a length beyond 64 bits is malformed");
+        is_int(head_of("HTTP/1.1 200 OK\r\nTransfer-Encoding:\r\n\r\n", &h), -EBADMSG, "an empty Transfer-Encoding is malformed");
+        ok(head_of("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", &h) == 1 && h.transfer_encoding && !h.chunked,
+           "a body whose last coding is not chunked is not chunked");
+        ok(head_of("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n", &h) == 1 && h.chunked,
+           "the codings of several Transfer-Encoding headers are read in order");
+        ok(head_of("HTTP/1.1 200 OK\r\nTransfer-Encoding: xchunked\r\n\r\n", &h) == 1 && !h.chunked,
+           "a coding that only contains \"chunked\" is not chunked");
+        ok(head_of("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nConnection: x, close\r\nContent-Length: 0\r\n\r\n", &h) == 1 &&
+           h.close, "close in a second Connection header ends the connection");
+        ok(head_of("HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.multiplexed-stream\r\n\r\n", &h) == 1 &&
+           h.stream_type, "a multiplexed stream is known as a stream");
+}
+
+static void test_hop_by_hop(void) {
+        HttpLimits l = {};
+        HttpRequest r = {};
+        size_t consumed;
+        int status;
+        static const char * const own[] = { "Host", NULL };
+        const char *s = "GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, X-One\r\nConnection: X-Two\r\n"
+                        "X-One: 1\r\nX-Two: 2\r\nX-Three: 3\r\n\r\n";
+
+        if (http_request_parse(s, strlen(s), &l, &r, &consumed, &status, NULL) != 1) {
+                ok(false, "a request with two Connection headers parses");
+                return;
+        }
+        ok(http_request_header_is_hop_by_hop(&r, "keep-alive", NULL) && http_request_header_is_hop_by_hop(&r, "TE", NULL) &&
+           http_request_header_is_hop_by_hop(&r, "proxy-authorization", NULL),
+           "RFC 9110's hop-by-hop headers and the proxy's own are hop-by-hop, in any case");
+        ok(http_request_header_is_hop_by_hop(&r, "x-one", NULL), "a header the first Connection header names is hop-by-hop");
+        ok(http_request_header_is_hop_by_hop(&r, "X-Two", NULL), "a header a second Connection header names is hop-by-hop");
+        ok(!http_request_header_is_hop_by_hop(&r, "X-Three", NULL), "a header no Connection header names is not");
+        ok(!http_request_header_is_hop_by_hop(&r, "Host", NULL) && http_request_header_is_hop_by_hop(&r, "Host", own),
+           "the caller's own headers are hop-by-hop when it says so");
+        http_request_done(&r);
 }
 
 static int parse_proxy(const char *s, HttpRequest *r, int *status) {
@@ -544,6 +598,7 @@ int main(void) {
         test_chunked_caps();
         test_chunked_extensions_trailers();
         test_response_head();
+        test_hop_by_hop();
         test_find_crlf();
         return done_testing();
 }

@@ -5,11 +5,13 @@
  * would expose a host service. */
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 
 #include "config-schema.h"
 #include "config.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "macro.h"
 #include "protected-paths.h"
 #include "strv.h"

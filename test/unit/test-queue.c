@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "dirent-util.h"
 #include "io-util.h"
+#include "json-util.h"
 #include "log.h"
 #include "queue.h"
 #include "strv.h"

@@ -5,6 +5,7 @@
  * execute where its tiers say no. */
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/landlock.h>
 #include <sys/stat.h>
 #include <sys/wait.h>

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "io-util.h"
+#include "json-util.h"
 #include "macro.h"
 #include "seccomp-profile.h"
 #include "tap.h"

@@ -5,6 +5,7 @@
  * symlinks planted on the way removed rather than followed. */
 
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>

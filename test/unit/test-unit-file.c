@@ -12,6 +12,7 @@
 #include "macro.h"
 #include "tap.h"
 #include "unit-file.h"
+#include "string-util.h"
 
 static void test_values(void) {
         ok(utf8_is_valid("plain") && utf8_is_valid("caf\xc3\xa9") && utf8_is_valid("\xf0\x9f\x90\xa7"),

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* json-c helpers: the cleanup function, and building objects without leaking on a failed step. Every
+ * adder takes ownership of the value it is given, also when it fails, and takes a NULL value (what a
+ * json_object_new_*() returns out of memory) as -ENOMEM, so a chain of adds needs one check at its end. */
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+static inline void json_object_putp(json_object **j) {
+        if (*j)
+                (void) json_object_put(*j);
+}
+
+/* Adds v to the object o under key (replacing an earlier value); 0 or -ENOMEM. */
+int json_add(json_object *o, const char *key, json_object *v);
+/* Adds a copy of s under key, or JSON null for a NULL s; 0 or -ENOMEM. */
+int json_add_string_or_null(json_object *o, const char *key, const char *s);
+/* Appends v to the array a; 0 or -ENOMEM. */
+int json_push(json_object *a, json_object *v);
+/* A new array of strings: n of them from l, or up to l's NULL with n == SIZE_MAX (l NULL: an empty
+ * array). NULL when out of memory. */
+json_object *json_strings_new(const char * const *l, size_t n);
+/* A deep copy of o (NULL: NULL), or NULL when out of memory. */
+json_object *json_copy(json_object *o);

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "string-util.h"
+
+const char *endswith(const char *s, const char *suffix) {
+        size_t l = strlen(s), k = strlen(suffix);
+        if (k > l)
+                return NULL;
+        return strcmp(s + l - k, suffix) == 0 ? s + l - k : NULL;
+}
+
+int free_and_strdup(char **dst, const char *src) {
+        char *c = NULL;
+        if (src) {
+                c = strdup(src);
+                if (!c)
+                        return -ENOMEM;
+        }
+        free(*dst);
+        *dst = c;
+        return 0;
+}
+
+bool comma_list_contains(const char *list, size_t n, const char *word) {
+        size_t wl = strlen(word);
+
+        if (!list)
+                return false;
+        if (n == SIZE_MAX)
+                n = strlen(list);
+        for (size_t i = 0; i <= n;) {
+                const char *comma = memchr(list + i, ',', n - i);
+                size_t k = comma ? (size_t) (comma - list) : n;
+
+                if (k - i == wl && memcmp(list + i, word, wl) == 0)
+                        return true;
+                i = k + 1;
+        }
+        return false;
+}
+
+char *str_replace_all(const char *s, const char *what, const char *with) {
+        size_t wl = strlen(what), rl = strlen(with), sl = strlen(s), n = 0, size;
+        char *out, *o;
+
+        if (wl == 0)
+                return strdup(s);
+        for (const char *p = s; (p = strstr(p, what)); p += wl)
+                n++;
+        /* sl + n * (rl - wl) + 1, refusing what would not fit a size_t */
+        if (rl > wl && n > (SIZE_MAX - sl - 1) / (rl - wl))
+                return NULL;
+        size = rl >= wl ? sl + n * (rl - wl) + 1 : sl - n * (wl - rl) + 1;
+        out = malloc(size);
+        if (!out)
+                return NULL;
+        o = out;
+        for (const char *p = s;;) {
+                const char *f = strstr(p, what);
+                if (!f) {
+                        strcpy(o, p);
+                        break;
+                }
+                memcpy(o, p, (size_t) (f - p));
+                o += f - p;
+                memcpy(o, with, rl);
+                o += rl;
+                p = f + wl;
+        }
+        return out;
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Strings beyond the small inlines of macro.h (streq(), startswith(), ...). */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The start of suffix in s when s ends with it, else NULL. */
+const char *endswith(const char *s, const char *suffix);
+/* Replaces *dst with a copy of src (NULL allowed); -ENOMEM leaves *dst as it was. */
+int free_and_strdup(char **dst, const char *src);
+/* Whether the comma-separated list[0..n) (n == SIZE_MAX: up to its NUL; NULL: empty) has word as one of
+ * its elements, exactly: no blanks around elements, case counts (mount options: "rw,ro,nosuid"). */
+bool comma_list_contains(const char *list, size_t n, const char *word);
+/* A new copy of s with every occurrence of what (not empty) replaced by with, left to right, a
+ * replacement never matched again; NULL when out of memory. An empty what gives a copy of s. */
+char *str_replace_all(const char *s, const char *what, const char *with);

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The one place that retries interrupted and short reads and writes. Short transfers are made real with
+ * a pipe whose reader takes less than was written at a time. */
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "io-util.h"
+#include "macro.h"
+#include "tap.h"
+#include "time-util.h"
+
+#define BIG (1024U * 1024U)     /* larger than a pipe: the write is short at least once */
+
+static void *drain(void *userdata) {
+        int fd = *(int *) userdata;
+        char *buf = malloc(BIG);
+        ssize_t n = buf ? loop_read(fd, buf, BIG) : -ENOMEM;
+        bool good = n == (ssize_t) BIG;
+
+        for (size_t i = 0; good && i < BIG; i++)
+                good = buf[i] == (char) (i % 251);
+        free(buf);
+        return (void *) (uintptr_t) good;
+}
+
+int main(void) {
+        char tmp[] = "/tmp/test-io-util-XXXXXX", buf[64];
+        _cleanup_close_ int fd = -EBADF;
+        int p[2];
+        pthread_t t;
+        void *good = NULL;
+        char *data = malloc(BIG);
+
+        if (!data || pipe2(p, O_CLOEXEC) < 0)
+                return 1;
+        for (size_t i = 0; i < BIG; i++)
+                data[i] = (char) (i % 251);
+        pthread_create(&t, NULL, drain, &p[0]);
+        is_int(loop_write(p[1], data, BIG), 0, "loop_write() writes all of a buffer larger than the pipe");
+        pthread_join(t, &good);
+        ok(good != NULL, "loop_read() reads all of it, in order, across short reads");
+        close(p[1]);
+        is_int(loop_read(p[0], buf, sizeof buf), 0, "loop_read() at EOF returns 0");
+        close(p[0]);
+        free(data);
+
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return 1;
+        unlink(tmp);
+        is_int(loop_write(fd, "0123456789", 10), 0, "loop_write() to a file");
+        is_int(loop_pread(fd, buf, 4, 3), 4, "loop_pread() reads at an offset");
+        ok(memcmp(buf, "3456", 4) == 0, "what is at that offset");
+        is_int(loop_pread(fd, buf, sizeof buf, 8), 2, "loop_pread() stops at EOF with what there was");
+        is_int(read_snapshot(fd, buf, 6), 5, "read_snapshot() reads size - 1 bytes from the start");
+        is_str(buf, "01234", "and NUL-terminates them");
+        is_int(read_snapshot(fd, buf, 0), -EINVAL, "read_snapshot() without room is refused");
+        {
+                int q[2];
+                if (pipe2(q, O_CLOEXEC) < 0)
+                        return 1;
+                is_int(fd_wait_until(q[0], POLLIN, clock_usec(CLOCK_MONOTONIC) + 20 * 1000), -ETIMEDOUT,
+                       "fd_wait_until() on a silent pipe times out at the deadline");
+                is_int(fd_wait_until(q[0], POLLIN, clock_usec(CLOCK_MONOTONIC) - 1), -ETIMEDOUT,
+                       "a deadline in the past times out at once");
+                (void) loop_write(q[1], "x", 1);
+                ok(fd_wait_until(q[0], POLLIN, UINT64_MAX) & POLLIN, "a readable pipe is ready, without a deadline too");
+                close(q[1]);
+                close(q[0]);
+        }
+        is_int(loop_read(-1, buf, 1), -EBADF, "loop_read() returns -errno");
+        is_int(loop_write(-1, buf, 1), -EBADF, "loop_write() returns -errno");
+        return done_testing();
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include "json-util.h"
+#include "macro.h"
+#include "tap.h"
+
+static const char *plain(json_object *o) {
+        return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+}
+
+int main(void) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *a = json_object_new_array();
+        static const char * const l[] = { "a", "b", NULL };
+
+        is_int(json_add(o, "k", json_object_new_int(1)), 0, "json_add() adds a value");
+        is_int(json_add(o, "k", json_object_new_int(2)), 0, "json_add() replaces an earlier value");
+        is_int(json_add(o, "n", NULL), -ENOMEM, "json_add() takes a NULL value (a failed constructor) as -ENOMEM");
+        is_str(plain(o), "{\"k\":2}", "the object holds the last value and nothing of the failed add");
+        {
+                _cleanup_(json_object_putp) json_object *n = json_object_new_object();
+                ok(json_add_string_or_null(n, "s", "v") == 0 && json_add_string_or_null(n, "z", NULL) == 0,
+                   "json_add_string_or_null() adds a string and a null");
+                is_str(plain(n), "{\"s\":\"v\",\"z\":null}", "as a string and as null");
+        }
+
+        is_int(json_push(a, json_object_new_string("x")), 0, "json_push() appends a value");
+        is_int(json_push(a, NULL), -ENOMEM, "json_push() takes a NULL value as -ENOMEM");
+        is_str(plain(a), "[\"x\"]", "the array holds what was pushed");
+
+        _cleanup_(json_object_putp) json_object *s1 = json_strings_new(l, 1), *s2 = json_strings_new(l, SIZE_MAX),
+                *s3 = json_strings_new(NULL, SIZE_MAX);
+        is_str(plain(s1), "[\"a\"]", "json_strings_new() takes n strings");
+        is_str(plain(s2), "[\"a\",\"b\"]", "json_strings_new() with SIZE_MAX stops at the NULL");
+        is_str(plain(s3), "[]", "json_strings_new() of no list is an empty array");
+
+        _cleanup_(json_object_putp) json_object *c = json_copy(o);
+        ok(c && c != o && json_object_equal(c, o), "json_copy() makes an equal, separate object");
+        ok(!json_copy(NULL), "json_copy() of NULL is NULL");
+        return done_testing();
+}

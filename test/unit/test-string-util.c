@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include "macro.h"
+#include "string-util.h"
+#include "tap.h"
+
+static void check_replace(const char *s, const char *what, const char *with, const char *want) {
+        _cleanup_free_ char *r = str_replace_all(s, what, with);
+        is_str(r, want, "str_replace_all(\"%s\", \"%s\", \"%s\") is \"%s\"", s, what, with, want);
+}
+
+int main(void) {
+        _cleanup_free_ char *d = NULL;
+
+        is_str(endswith("unit.service", ".service"), ".service", "endswith() finds a suffix");
+        ok(!endswith("x", "longer"), "endswith() of a suffix longer than the string is NULL");
+
+        is_int(free_and_strdup(&d, "one"), 0, "free_and_strdup() sets a copy");
+        is_str(d, "one", "the copy is the source");
+        is_int(free_and_strdup(&d, NULL), 0, "free_and_strdup() of NULL clears");
+        ok(!d, "the target is NULL afterwards");
+
+        ok(comma_list_contains("rw,ro,nosuid", SIZE_MAX, "ro"), "comma_list_contains() finds an element");
+        ok(comma_list_contains("ro", SIZE_MAX, "ro") && comma_list_contains("x,ro", SIZE_MAX, "ro"),
+           "alone and last");
+        ok(!comma_list_contains("rw,rom,nosuid", SIZE_MAX, "ro") && !comma_list_contains("rw, ro", SIZE_MAX, "ro") &&
+           !comma_list_contains("RO", SIZE_MAX, "ro"), "only an exact element counts");
+        ok(comma_list_contains("rw,ro,nosuid", 5, "ro") && !comma_list_contains("rw,ro,nosuid", 4, "ro"),
+           "within the n bytes given");
+        ok(!comma_list_contains(NULL, SIZE_MAX, "ro") && !comma_list_contains("", SIZE_MAX, "ro"),
+           "a NULL or empty list has nothing");
+        ok(comma_list_contains(",", SIZE_MAX, "") && !comma_list_contains("a", SIZE_MAX, ""),
+           "an empty element is one when the list has it");
+
+        check_replace("a-b-c", "-", "--", "a--b--c");
+        check_replace("DUMMY and DUMMY", "DUMMY", "s", "s and s");
+        check_replace("xyz", "q", "r", "xyz");
+        check_replace("aaa", "aa", "b", "ba");
+        check_replace("@X@", "@X@", "", "");
+        check_replace("same", "", "w", "same");
+        check_replace("", "a", "b", "");
+        return done_testing();
+}
