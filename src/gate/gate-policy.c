@@ -87,6 +87,7 @@ typedef struct GateFileRule {
 
 struct GatePolicy {
         Decision default_decision;
+        bool exec_shared_memory_check;
         GatePathRule *path_rules;
         size_t n_path_rules;
         GateCommandRule *command_rules;
@@ -429,7 +430,8 @@ static int compile_file_rule(Compiler *c, json_object *o, size_t i, GateFileRule
 }
 
 int gate_policy_compile(json_object *doc, GatePolicy **ret, char **ret_error) {
-        static const char * const keys[] = { "default_decision", "path_rules", "command_rules", "file_rules", NULL };
+        static const char * const keys[] = { "default_decision", "exec_shared_memory", "path_rules", "command_rules",
+                                             "file_rules", NULL };
         _cleanup_(gate_policy_freep) GatePolicy *p = NULL;
         json_object *v, *path_rules, *command_rules, *file_rules;
         size_t n_path, n_command, n_file;
@@ -462,6 +464,15 @@ int gate_policy_compile(json_object *doc, GatePolicy **ret, char **ret_error) {
                                          QUOTE(json_object_get_string(v)));
                         goto finish;
                 }
+        }
+
+        if (json_object_object_get_ex(doc, "exec_shared_memory", &v)) {
+                const char *e = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+                if (!streq_ptr(e, "deny") && !streq_ptr(e, "check")) {
+                        r = compile_fail(&c, "exec_shared_memory: must be \"deny\" or \"check\"");
+                        goto finish;
+                }
+                p->exec_shared_memory_check = streq(e, "check");
         }
 
         if ((r = compile_rules_array(&c, doc, "path_rules", &path_rules, &n_path)) < 0 ||
@@ -1004,6 +1015,8 @@ int gate_policy_document_home(const AgentGateConfig *cfg, const char *work_dir, 
             (r = json_add(doc, "command_rules", command_rules = json_object_new_array())) < 0 ||
             (r = json_add(doc, "file_rules", file_rules = json_object_new_array())) < 0)
                 return r;
+        if (cfg && cfg->exec_shared_memory_check && (r = json_add(doc, "exec_shared_memory", json_object_new_string("check"))) < 0)
+                return r;
 
         /* Sockets: the channel's rules, then the engine's real socket (never reachable) and the proxy's. On
          * Debian and Fedora /var/run is a symlink to /run, so both spellings are listed. */
@@ -1105,6 +1118,10 @@ static bool command_always_denied(const GatePolicy *p, const char *name) {
                         return true;
         }
         return false;
+}
+
+bool gate_policy_exec_shared_memory_checked(const GatePolicy *p) {
+        return p && p->exec_shared_memory_check;
 }
 
 bool gate_policy_exec_reads_memory(const GatePolicy *p) {

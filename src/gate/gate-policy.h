@@ -79,6 +79,11 @@ int gate_policy_denied_commands(const GatePolicy *p, char ***ret);
  * and every command rule denies plain names outright (the exec floor's commands, which it enforces on the
  * file). Otherwise what the kernel reads after the check must be what was checked (gate-mm.h). */
 bool gate_policy_exec_reads_memory(const GatePolicy *p);
+/* "exec_shared_memory": "check" (gates.agentgate): an exec whose arguments another task sharing the
+ * caller's memory could still change is decided on them as read instead of refused. Racy by nature (a
+ * sibling thread can change them before the kernel reads them again); for Go toolchains and other
+ * multi-threaded programs that exec, at the operator's choice. */
+bool gate_policy_exec_shared_memory_checked(const GatePolicy *p);
 
 /* Puts a deny of every modifying operation on each of paths (absolute; a directory with everything
  * below it) in front of doc's file rules, so no channel rule or workspace allow comes before it: the work

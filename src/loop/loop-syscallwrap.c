@@ -332,7 +332,11 @@ int verb_syscallwrap(int argc, char *argv[]) {
                         log_error_errno(r, "Cannot find the files of the commands the gate denies: %m");
                         return EXIT_WRAP_FAILED;
                 }
-                exec_sole_mm = gate_policy_exec_reads_memory(policy) || skipped[0];
+                exec_sole_mm = (gate_policy_exec_reads_memory(policy) || skipped[0]) &&
+                               !gate_policy_exec_shared_memory_checked(policy);
+                if (!exec_sole_mm && gate_policy_exec_shared_memory_checked(policy))
+                        log_notice("exec_shared_memory is \"check\": an exec beside other threads is decided on "
+                                   "arguments they could still change.");
                 STRV_FOREACH(n, skipped)
                         log_notice("The denied command %s is a multi-call binary's applet: only the gate's check of its "
                                    "name refuses it.", *n);

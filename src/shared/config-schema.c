@@ -186,6 +186,11 @@ static const char *check_socket_pattern(const char *v) {
         return check_single_line(v);
 }
 
+/* What the gate does with an exec whose arguments another task can still change (gate-mm.h). */
+static const char *check_exec_shared_memory(const char *v) {
+        return streq(v, "deny") || streq(v, "check") ? NULL : "must be \"deny\" or \"check\"";
+}
+
 static const char *check_file_op(const char *v) {
         return file_op_from_string(v) < 0
                 ? "is not a file operation (read, write, create, delete, stat, list, chmod, chown, link)" : NULL;
@@ -326,6 +331,7 @@ static const Schema file_rule_schema = SCHEMA("file rule", file_rule_fields);
 static const Field agentgate_fields[] = {
         BOOL("enabled", SCOPE_ALL),
         DECISION("default_decision", SCOPE_CONFIG),
+        STR("exec_shared_memory", SCOPE_CONFIG, check_exec_shared_memory),
         ARRAY("path_rules", SCOPE_ALL, path_rule_schema),
         ARRAY("command_rules", SCOPE_ALL, command_rule_schema),
         ARRAY("file_rules", SCOPE_ALL, file_rule_schema),
@@ -1313,6 +1319,7 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
 
         c.gates.agentgate.enabled = load_bool(gate, "enabled", true);
         c.gates.agentgate.default_decision = load_decision(gate, "default_decision", DECISION_ALLOW);
+        c.gates.agentgate.exec_shared_memory_check = streq_ptr(json_object_get_string(get(gate, "exec_shared_memory")), "check");
         if ((r = load_array(get(gate, "path_rules"), &c.gates.agentgate.path_rules,
                             &c.gates.agentgate.n_path_rules, load_path_rule)) < 0 ||
             (r = load_array(get(gate, "command_rules"), &c.gates.agentgate.command_rules,

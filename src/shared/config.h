@@ -112,6 +112,8 @@ typedef struct BodyRule {
 typedef struct AgentGateConfig {
         bool enabled;
         Decision default_decision;
+        bool exec_shared_memory_check;  /* "exec_shared_memory": "check": an exec beside other threads is
+                                         * decided on its arguments as read, racily (default "deny") */
         PathRule *path_rules;
         size_t n_path_rules;
         CommandRule *command_rules;

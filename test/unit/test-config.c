@@ -235,6 +235,17 @@ static void test_validation(void) {
         accepted("{}", SCOPE_GLOBAL, "an empty global config is valid");
         accepted("// comment\n{ /* c */ \"claude_model\": \"x\" }", SCOPE_GLOBAL, "comments are allowed");
 
+        refused("{\"gates\": {\"agentgate\": {\"exec_shared_memory\": \"maybe\"}}}", SCOPE_CHANNEL,
+                "gates.agentgate.exec_shared_memory", "\"deny\" or \"check\"", "exec_shared_memory is deny or check");
+        accepted("{\"gates\": {\"agentgate\": {\"exec_shared_memory\": \"check\"}}}", SCOPE_CHANNEL,
+                 "a channel may choose exec_shared_memory: check");
+        {
+                ConfigProblems p = {};
+                ok(validate("{\"gates\": {\"agentgate\": {\"exec_shared_memory\": \"check\"}}}", SCOPE_PROJECT, &p) == 0 &&
+                   has_problem(&p, false, "gates.agentgate.exec_shared_memory", "ignoring"),
+                   "a project file cannot loosen exec_shared_memory (ignored with a warning)");
+                config_problems_done(&p);
+        }
         refused("{\"container_memory_mb\": \"lots\"}", SCOPE_CHANNEL, "container_memory_mb", "must be a non-negative integer, not a string",
                 "a string where a number belongs is an error naming both types");
         refused("{\"container_memory_mb\": 8}", SCOPE_CHANNEL, "container_memory_mb", "between 16 and",

@@ -1008,8 +1008,43 @@ static void test_exec_reads_memory(void) {
         }
 }
 
+/* exec_shared_memory: the operator's choice between refusing an exec beside other threads (default) and
+ * deciding it on arguments they could change; only the global or channel config can choose "check". */
+static void test_exec_shared_memory(void) {
+        static const struct { const char *doc; int compiles; bool checked; const char *name; } cases[] = {
+                { "{ \"command_rules\": [] }", 1, false, "by default an exec beside other threads is refused" },
+                { "{ \"exec_shared_memory\": \"deny\" }", 1, false, "\"deny\" says so" },
+                { "{ \"exec_shared_memory\": \"check\" }", 1, true, "\"check\" decides it on what was read" },
+                { "{ \"exec_shared_memory\": \"maybe\" }", 0, false, "another word does not compile" },
+                { "{ \"exec_shared_memory\": true }", 0, false, "a boolean does not compile" },
+        };
+        AgentGateConfig cfg = { .enabled = true, .default_decision = DECISION_ALLOW };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(json_object_putp) json_object *doc = parse(cases[i].doc);
+                _cleanup_(gate_policy_freep) GatePolicy *p = NULL;
+                _cleanup_free_ char *error = NULL;
+                int r = gate_policy_compile(doc, &p, &error);
+
+                ok(cases[i].compiles ? r == 0 && gate_policy_exec_shared_memory_checked(p) == cases[i].checked : r < 0,
+                   "exec_shared_memory: %s", cases[i].name);
+        }
+
+        for (int check = 0; check <= 1; check++) {
+                _cleanup_(json_object_putp) json_object *doc = NULL;
+                _cleanup_(gate_policy_freep) GatePolicy *p = NULL;
+                _cleanup_free_ char *error = NULL;
+
+                cfg.exec_shared_memory_check = check;
+                ok(gate_policy_document(&cfg, "/work", &doc) >= 0 && gate_policy_compile(doc, &p, &error) == 0 &&
+                   gate_policy_exec_shared_memory_checked(p) == (bool) check,
+                   "the per-container document carries exec_shared_memory %s", check ? "check" : "deny (by leaving it out)");
+        }
+}
+
 int main(void) {
         test_kinds();
+        test_exec_shared_memory();
         test_denied_commands();
         test_exec_reads_memory();
         test_document_secrets();
