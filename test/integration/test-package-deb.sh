@@ -41,6 +41,8 @@ mkdir -p "$src" && (
                 while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
                 xargs -0 cp --parents -P -t "$src"
 ) || bail_out "cannot copy the source tree"
+(cd "$work/src" && dpkg-source -b "loop-$version") >"$work/source.log" 2>&1
+ok $? "dpkg-source -b builds the source package" || diag "$(tail -n 20 "$work/source.log")"
 (cd "$src" && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1
 ok $? "dpkg-buildpackage -us -uc -b builds the package" ||
         { diag "$(tail -n 40 "$work/build.log")"; bail_out "no package to test"; }
@@ -50,9 +52,10 @@ like "$(sed -n '/meson test --suite unit --suite generator/,/^Fail:/p' "$work/bu
         "dh_auto_test runs the unit and generator suites"
 unlike "$(grep -E '^(Fail|Timeout):' "$work/build.log")" ":[[:space:]]+[1-9]" "...and none of them fails"
 
-out=$(lintian --allow-root --pedantic -I -E --fail-on error,warning "$work/src/loop_${version}_"*.changes 2>&1)
+out=$(lintian --allow-root --pedantic -I -E --fail-on error,warning "$work/src/loop_${version}.dsc" \
+        "$work/src/loop_${version}_"*.changes 2>&1)
 ok $? "lintian finds no error or warning" || diag "$out"
-is "$(grep -E '^[EWIPX]:' <<<"$out")" "" "lintian --pedantic -I has nothing to say either (overrides are justified in debian/)"
+is "$(grep -E '^[EWIPX]:' <<<"$out")" "" "lintian --pedantic -I -E has nothing to say either (overrides are justified in debian/)"
 
 contents=$(dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|')
 for f in /usr/bin/loop /lib/systemd/system-generators/loop-generator /lib/systemd/system/loop.target \
@@ -130,6 +133,10 @@ like "$(in_ct journalctl --no-pager -x -u loop-agent@demo.service LOOP_EVENT=que
         "A message of channel demo was done" "journalctl -x explains the events with the package's catalog"
 [ -n "$(in_ct podman ps -aq --filter label=loop-channel=demo)" ]
 ok $? "the finished container is kept for container_keep_alive_sec"
+check "apt-get install --reinstall (an upgrade's maintainer scripts)" in_ct env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --reinstall --no-install-recommends "/srv/loop-debs/${deb##*/}"
+is "$(prop loop-agent@demo.path ActiveState)/$(prop loop.target ActiveState)" active/active \
+        "an upgrade stops nothing: the channel stays armed"
 
 # --- uninstall as the README says -----------------------------------------------------------------
 check "loop cleanup" in_ct loop cleanup
@@ -141,13 +148,13 @@ is "$(in_ct systemctl list-units --plain --no-legend --state=active,activating,d
 in_ct dpkg-query -W loop >/dev/null 2>&1
 ok $((!$?)) "dpkg forgets the package"
 after=$(snapshot)
-left=$(comm -13 <(echo "$before") <(echo "$after") | grep -i loop)
-is "$left" "" "purge leaves no file or directory of loop in /etc or /var"
+remains=$(comm -13 <(echo "$before") <(echo "$after") | grep -i loop)
+is "$remains" "" "purge leaves no file or directory of loop in /etc or /var"
 in_ct sh -c 'test -e /run/loop'
 ok $((!$?)) "...nor /run/loop"
 is "$(in_ct getent passwd loop | cut -d: -f1)" loop "the loop system user stays, as Debian keeps system users"
-left=$(cd "$work/usr-upper" && find . \( -type f -o -type l \) | sed 's|^\.|/usr|' | sort)
-is "$left" "" "purge leaves nothing in /usr"
+remains=$(cd "$work/usr-upper" && find . \( -type f -o -type l \) | sed 's|^\.|/usr|' | sort)
+is "$remains" "" "purge leaves nothing in /usr"
 
 nspawn_stop "$M"
 ok $? "the machine powers off cleanly"
