@@ -76,8 +76,8 @@ like "$scripts" "systemd-tmpfiles --replace=/usr/lib/tmpfiles.d/loop.conf --crea
         "%pre makes loop's directories from the tmpfiles.d file"
 like "$scripts" "systemd-update-helper install-system-units loop.target loop-reconcile.timer" \
         "%post applies the presets to loop.target (%systemd_post)"
-like "$scripts" "systemd-update-helper remove-system-units loop.target loop-reconcile.timer" \
-        "%preun stops and disables loop.target on removal (%systemd_preun)"
+like "$scripts" "systemd-update-helper remove-system-units loop.target loop-reconcile.timer loop.slice" \
+        "%preun stops loop.target and loop.slice on removal (%systemd_preun)"
 unlike "$(rpm -qp --requires "$rpm")" "node|/usr/bin/env" \
         "the image's scripts add no host dependency (they run in the container)"
 
