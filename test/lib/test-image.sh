@@ -2,7 +2,8 @@
 # shellcheck shell=bash
 #
 # A small agent image for the integration tests, built in a second without a Debian base or a registry:
-#   build_test_rootfs OUTDIR          busybox-static, /usr/local/bin/loop from the build tree with its shared
+#   build_test_rootfs OUTDIR          busybox-static, /usr/local/bin/loop from the build tree (or
+#                                     $TEST_IMAGE_LOOP, e.g. a package's) with its shared
 #                                     libraries (same paths, dynamic loader included), the host's curl (the
 #                                     egress tests' client) with its libraries, the real image's
 #                                     entrypoint and passwd/group symlinks, and a fake agent at
@@ -278,7 +279,7 @@ FAKE
 }
 
 build_test_rootfs() {
-        local out=${1:?build_test_rootfs OUTDIR} loop=$LOOP_BUILD_DIR/src/loop
+        local out=${1:?build_test_rootfs OUTDIR} loop=${TEST_IMAGE_LOOP:-$LOOP_BUILD_DIR/src/loop}
         local entrypoint=$LOOP_SOURCE_DIR/image/agent/entrypoint busybox applet lib libs probe
 
         busybox=$(_test_image_busybox) || return 1
