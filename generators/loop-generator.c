@@ -8,18 +8,20 @@
  *
  *   loop-SNAME.slice                              the channel's slice, with its total limits
  *   loop-agent@NAME.service.d/50-channel.conf     Slice=, the channel's environment and description
- *   loop.target.wants/loop-agent@NAME.path        the runner starts when work is queued
+ *   loop.target.d/50-channel-NAME.conf            Upholds=loop-channel@NAME.target: loop.target keeps the
+ *                                                 channel armed, also one added by a daemon-reload
+ *   loop-channel@NAME.target.wants/loop-agent@NAME.path  the runner starts when work is queued
  *
  * and, when the channel's security gate is on (gates.agentgate.enabled),
  *
- *   loop.target.wants/loop-gate@NAME.socket       approvals: the containers' socket
- *   loop.target.wants/loop-gate-admin@NAME.socket approvals: the humans' socket (`loop gate`)
+ *   loop-channel@NAME.target.wants/loop-gate@NAME.socket       approvals: the containers' socket
+ *   loop-channel@NAME.target.wants/loop-gate-admin@NAME.socket approvals: the humans' socket (`loop gate`)
  *   loop-gate@NAME.service.d/50-channel.conf      the gate's settings (timeout, rate limits, audit)
  *   loop-gate@NAME.service.d/webhook-url          gates.webhook_url, 0600, passed as a credential
  *
  * and, when its Docker API proxy is on (gates.docker_proxy.enabled, which needs the gate),
  *
- *   loop.target.wants/loop-dockerproxy@NAME.socket the filtered Docker API the agent gets
+ *   loop-channel@NAME.target.wants/loop-dockerproxy@NAME.socket the filtered Docker API the agent gets
  *   loop-dockerproxy@NAME.service.d/50-channel.conf the proxy's settings (engine socket, work dir)
  *   loop-dockerproxy@NAME.service.d/policy.json   the channel's own proxy rules (default_decision,
  *                                                 http_rules, body_rules) when it has any, passed as
@@ -28,7 +30,7 @@
  *
  * and, when the channel's egress gateway is on (egress.enabled, the default),
  *
- *   loop.target.wants/loop-gateway@NAME.socket    the agents' only way out
+ *   loop-channel@NAME.target.wants/loop-gateway@NAME.socket    the agents' only way out
  *   loop-gateway@NAME.service.d/50-channel.conf   LoadCredential= of the file below
  *   loop-gateway@NAME.service.d/egress.json       the egress policy and the real credentials, 0600
  *

@@ -151,10 +151,13 @@ static int write_wants_symlink(int dir_fd, const Channel *c, const char *unit_pr
         _cleanup_free_ char *link = NULL;
         int r;
 
-        if (asprintf(&link, "loop.target.wants/%s@%s.%s", unit_prefix, c->name, suffix) < 0)
+        _cleanup_free_ char *dir = NULL;
+
+        if (asprintf(&dir, "loop-channel@%s.target.wants", c->name) < 0 ||
+            asprintf(&link, "%s/%s@%s.%s", dir, unit_prefix, c->name, suffix) < 0)
                 return log_oom();
 
-        r = mkdirat_exist_ok(dir_fd, "loop.target.wants");
+        r = mkdirat_exist_ok(dir_fd, dir);
         if (r < 0)
                 return r;
         if (symlinkat(target, dir_fd, link) < 0)
@@ -408,6 +411,27 @@ static int generate_gateway(int dir_fd, const Channel *c, const char *output_dir
         return write_wants_symlink(dir_fd, c, "loop-gateway", "socket", GATEWAY_SOCKET_TEMPLATE);
 }
 
+/* loop.target upholds loop-channel@NAME.target, which wants the channel's units (units/loop-channel@.target.in
+ * says why: a channel added while loop.target runs is armed by the next daemon-reload). */
+static int write_channel_upheld(int dir_fd, const Channel *c) {
+        _cleanup_(unit_file_freep) UnitFile *u = NULL;
+        _cleanup_free_ char *conf = NULL, *target = NULL;
+        int r;
+
+        if (asprintf(&conf, "loop.target.d/50-channel-%s.conf", c->name) < 0 ||
+            asprintf(&target, "loop-channel@%s.target", c->name) < 0)
+                return log_oom();
+        r = mkdirat_exist_ok(dir_fd, "loop.target.d");
+        if (r < 0)
+                return r;
+        r = unit_file_new("loop-generator", &u);
+        if (r < 0)
+                return log_oom();
+        unit_file_section(u, "Unit");
+        unit_file_set(u, "Upholds", target);
+        return unit_write(u, dir_fd, conf);
+}
+
 int generator_channel(int dir_fd, const Channel *c, const char *config_dir, const char *output_dir) {
         int r;
 
@@ -417,6 +441,9 @@ int generator_channel(int dir_fd, const Channel *c, const char *config_dir, cons
         if (r < 0)
                 return r;
         r = write_agent_dropin(dir_fd, c, config_dir);
+        if (r < 0)
+                return r;
+        r = write_channel_upheld(dir_fd, c);
         if (r < 0)
                 return r;
         r = write_wants_symlink(dir_fd, c, "loop-agent", "path", AGENT_PATH_TEMPLATE);

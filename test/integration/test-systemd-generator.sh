@@ -87,16 +87,16 @@ is "$(prop loop-cpu.slice CPUQuotaPerSecUSec)" 1.500000s "limits.cpu_quota_perce
 is "$(prop loop-alpha.slice MemoryMax)" infinity "a channel without limits has no MemoryMax"
 is "$(prop loop-alpha.slice CPUQuotaPerSecUSec)" infinity "a channel without limits has no CPUQuota"
 
-wants=$(in_ct systemctl list-dependencies --plain --no-legend --no-pager loop.target | awk '{ print $NF }')
+upholds=" $(prop loop.target Upholds) "
 for c in "${GOOD[@]}"; do
-        grep -qxF "loop-agent@$c.path" <<<"$wants"
-        ok $? "loop.target wants loop-agent@$c.path" || diag "$wants"
+        like "$upholds" " loop-channel@$c\.target " "loop.target upholds loop-channel@$c.target"
+        like " $(prop "loop-channel@$c.target" Wants) " " loop-agent@$c\.path " "...which wants loop-agent@$c.path"
 done
 for c in "$BROKEN" "$WRONGTYPE" "$BADNAME"; do
         generated=$(in_ct find "$GENDIR" -name "*${c%%-*}*")
         is "$generated" "" "nothing is generated for invalid channel ${c%-"$RUN"}"
 done
-like "$(in_ct readlink "$GENDIR/loop.target.wants/loop-agent@alpha.path")" "^$UNITDIR/loop-agent@\\.path$" \
+like "$(in_ct readlink "$GENDIR/loop-channel@alpha.target.wants/loop-agent@alpha.path")" "^$UNITDIR/loop-agent@\\.path$" \
         "the enablement symlink points at the installed loop-agent@.path"
 
 # The generator logs to /dev/kmsg when systemd runs it (nspawn_boot --kmsg: the host's kernel log).
@@ -119,6 +119,21 @@ is "$(in_ct stat -c '%a %U' /var/lib/loop/my-proj)" "751 root" "...and the state
 is "$(prop loop-agent@my-proj.service ActiveState)" inactive "the runner does not start while the inbox is empty"
 active=$(in_ct systemctl list-units --no-legend --plain --all 'loop-agent@*' | awk '$3 == "active" { print $1 }' | sort)
 is "$active" "$(printf 'loop-agent@%s.path\n' "${GOOD[@]}" | sort)" "only the valid channels' path units are active"
+
+# A channel added while loop.target runs is armed by the daemon-reload that generates it (Upholds=),
+# with no `systemctl start loop.target`; a channel unit the operator stops stays stopped.
+echo '{}' >"$cfg/channels.d/late.json"
+chmod 0644 "$cfg/channels.d/late.json"
+check "systemctl daemon-reload after adding a channel" in_ct systemctl daemon-reload
+late_armed() { [ "$(prop loop-agent@late.path ActiveState)" = active ]; }
+wait_for 20 late_armed
+ok $? "the new channel's path unit is armed by the reload alone" ||
+        diag "$(in_ct systemctl status --no-pager loop-channel@late.target loop-agent@late.path 2>&1)"
+check "the operator stops alpha's path unit" in_ct systemctl stop loop-agent@alpha.path
+check "and reloads" in_ct systemctl daemon-reload
+sleep 2
+is "$(prop loop-agent@alpha.path ActiveState)" inactive "a channel unit the operator stopped stays stopped across a reload"
+rm -f "$cfg/channels.d/late.json"
 
 check "systemctl stop loop.target succeeds" in_ct systemctl stop loop.target
 is "$(prop loop-agent@my-proj.path ActiveState)" inactive "stopping loop.target stops the path units (PartOf=)"
