@@ -13,6 +13,7 @@
 #include "config-build.h"
 #include "dirent-util.h"
 #include "engine-discover.h"
+#include "fs-util.h"
 #include "io-util.h"
 #include "log.h"
 #include "strv.h"
@@ -30,27 +31,6 @@ extern char **environ;
 
 static void sleep_msec(unsigned msec) {
         (void) nanosleep(&(struct timespec) { .tv_sec = msec / 1000, .tv_nsec = (long) (msec % 1000) * 1000000L }, NULL);
-}
-
-/* Removes a directory we created and everything in it (the socket, the log, containers.conf). */
-static int rm_rf_at(int parent_fd, const char *name) {
-        _cleanup_closedir_ DIR *d = NULL;
-        int r;
-
-        r = opendir_at(parent_fd, name, O_NOFOLLOW, &d);
-        if (r == -ENOTDIR || r == -ELOOP)
-                return unlinkat(parent_fd, name, 0) < 0 ? -errno : 0;
-        if (r < 0)
-                return r;
-        for (struct dirent *de; (de = readdir(d));) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                if (de->d_type == DT_DIR)
-                        (void) rm_rf_at(dirfd(d), de->d_name);
-                else if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno == EISDIR)
-                        (void) rm_rf_at(dirfd(d), de->d_name);
-        }
-        return unlinkat(parent_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
 static void private_service_stop(EngineConnection *c) {
