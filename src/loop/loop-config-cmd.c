@@ -11,6 +11,7 @@
 #include "log.h"
 #include "loop.h"
 #include "strv.h"
+#include "text-escape.h"
 #include "unit-name.h"
 
 int loop_connect_engine(ConfigSet **ret_set, EngineConnection **ret_conn) {
@@ -244,6 +245,20 @@ int verb_config(int argc, char *argv[]) {
         return EXIT_FAILURE;
 }
 
+/* Characters, not bytes, of UTF-8 text (what a terminal shows of escaped text, one column each). */
+static size_t utf8_display_width(const char *s) {
+        size_t n = 0;
+        for (; *s; s++)
+                n += ((unsigned char) *s & 0xc0) != 0x80;
+        return n;
+}
+
+static void print_cell(const char *s, size_t width) {
+        fputs(s, stdout);
+        for (size_t n = utf8_display_width(s); n < width; n++)
+                putchar(' ');
+}
+
 int verb_channels(int argc, char *argv[]) {
         enum { ARG_JSON = 0x100 };
         static const struct option options[] = {
@@ -281,18 +296,13 @@ int verb_channels(int argc, char *argv[]) {
         arr = json_object_new_array();
         if (!arr)
                 return log_oom(), EXIT_FAILURE;
-        if (!json && s->n_channels > 0)
-                printf("%-24s %-8s %-9s %-28s %s\n", "CHANNEL", "STATE", "ENABLED", "SLICE", "WORK DIR");
-        for (size_t i = 0; i < s->n_channels; i++) {
-                const Channel *ch = &s->channels[i];
-                _cleanup_free_ char *slice = channel_slice_name(ch->name);
-                const char *state = ch->valid ? "valid" : "invalid";
-
-                if (!slice)
-                        return log_oom(), EXIT_FAILURE;
-                if (json) {
+        if (json) {
+                for (size_t i = 0; i < s->n_channels; i++) {
+                        const Channel *ch = &s->channels[i];
+                        _cleanup_free_ char *slice = channel_slice_name(ch->name);
                         json_object *o = json_object_new_object();
-                        if (!o)
+
+                        if (!slice || !o)
                                 return log_oom(), EXIT_FAILURE;
                         json_object_object_add(o, "name", json_object_new_string(ch->name));
                         json_object_object_add(o, "path", json_object_new_string(ch->path));
@@ -303,10 +313,33 @@ int verb_channels(int argc, char *argv[]) {
                         json_object_object_add(o, "description",
                                                ch->valid && ch->config.description ? json_object_new_string(ch->config.description) : NULL);
                         json_object_array_add(arr, o);
-                } else
-                        printf("%-24s %-8s %-9s %-28s %s\n", ch->name, state,
-                               ch->valid ? (ch->config.enabled ? "yes" : "no") : "-", slice,
-                               ch->valid ? ch->config.work_dir : "-");
+                }
+        } else if (s->n_channels > 0) {
+                /* A table whose columns fit what is in them: names (an invalid one may be anything a file
+                 * name can be, shown escaped) are measured in characters, not bytes. */
+                _cleanup_strv_free_ char **cells = NULL;
+                size_t w_name = strlen("CHANNEL"), w_slice = strlen("SLICE");
+
+                for (size_t i = 0; i < s->n_channels; i++) {
+                        char *name = text_escape_display(s->channels[i].name, 0), *slice = channel_slice_name(s->channels[i].name);
+                        if (!name || !slice || strv_consume(&cells, name) < 0 || strv_consume(&cells, slice) < 0)
+                                return log_oom(), EXIT_FAILURE;
+                        w_name = MAX(w_name, utf8_display_width(name));
+                        w_slice = MAX(w_slice, utf8_display_width(slice));
+                }
+                print_cell("CHANNEL", w_name);
+                printf(" %-8s %-9s ", "STATE", "ENABLED");
+                print_cell("SLICE", w_slice);
+                printf(" %s\n", "WORK DIR");
+                for (size_t i = 0; i < s->n_channels; i++) {
+                        const Channel *ch = &s->channels[i];
+
+                        print_cell(cells[2 * i], w_name);
+                        printf(" %-8s %-9s ", ch->valid ? "valid" : "invalid",
+                               ch->valid ? (ch->config.enabled ? "yes" : "no") : "-");
+                        print_cell(cells[2 * i + 1], w_slice);
+                        printf(" %s\n", ch->valid ? ch->config.work_dir : "-");
+                }
         }
         if (json)
                 puts(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));

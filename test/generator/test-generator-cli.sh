@@ -10,7 +10,8 @@ lib=$(dirname "$(readlink -f "$0")")/../lib
 # shellcheck source=test/lib/tap.sh
 . "$lib/tap.sh"
 
-GEN=${1:?usage: test-generator-cli.sh LOOP_GENERATOR}
+GEN=${1:?usage: test-generator-cli.sh LOOP_GENERATOR LOOP}
+LOOP=${2:?usage: test-generator-cli.sh LOOP_GENERATOR LOOP}
 cfg=$(mktemp -d "${TMPDIR:-/tmp}/loop-gen-cli.XXXXXX") || bail_out "mktemp failed"
 atexit "rm -rf '$cfg'"
 mkdir -p "$cfg/channels.d"
@@ -43,5 +44,15 @@ unlike "$out" "broken" "nothing is generated for it"
 is "$(ls -d /tmp/loop-generator-dryrun.* 2>/dev/null | wc -l)" "$before" "--dryrun leaves no directory behind"
 out=$("$GEN" --dryrun /tmp 2>&1) && st=0 || st=$?
 is "$st" 1 "--dryrun takes no output directories"
+
+# `loop channels` beside it: its columns fit a long name and a name in UTF-8 (shown escaped if invalid).
+echo '{}' >"$cfg/channels.d/caf$(printf '\xc3\xa9')-l$(printf '\xc3\xa4')uft.json"
+echo '{}' >"$cfg/channels.d/a-rather-long-channel-name-for-the-table.json"
+chmod 0644 "$cfg"/channels.d/*.json
+table=$(LOOP_CONFIG_DIR=$cfg "$LOOP" channels 2>/dev/null)
+starts=$(python3 -c '
+import re, sys
+print(len({re.search(r" (STATE|valid|invalid) ", l).start() for l in sys.stdin.read().splitlines()}))' <<<"$table")
+is "$starts" 1 "loop channels: the STATE column starts at the same character on every line" || diag "$table"
 
 tap_done
