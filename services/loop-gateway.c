@@ -176,7 +176,7 @@ static int intercept_request(EgressConn *c) {
         if (q == -ENOMEM)
                 return q;
         if (q < 0)
-                return egress_conn_refuse(c, q == -E2BIG ? 431 : 403, "deny", reason, "the request carries a credential it may not send");
+                return egress_conn_refuse(c, q == -E2BIG ? 431 : 403, "deny", reason, egress_credential_refusal_text(reason));
 
         c->decision = rule->decision == EGRESS_CREDENTIAL ? "credential" : "allow";
         egress_scrub_reset(&c->scrub);
@@ -366,7 +366,7 @@ static int handle_http(EgressConn *c) {
                 return egress_conn_refuse(c, 403, "deny", "cleartext-credential",
                               "credentials are only injected over TLS: use https://, never http://");
         if (q < 0)
-                return egress_conn_refuse(c, q == -E2BIG ? 431 : 403, "deny", reason, "the request carries a credential it may not send");
+                return egress_conn_refuse(c, q == -E2BIG ? 431 : 403, "deny", reason, egress_credential_refusal_text(reason));
 
         c->decision = "allow";
         q = egress_conn_forward(c, c->req.host, c->req.port, false, head, size);

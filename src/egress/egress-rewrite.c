@@ -287,3 +287,14 @@ int egress_scrub(EgressScrub *s, const char *in, size_t n, bool final, size_t ro
         *ret_size = o - room_before;
         return 0;
 }
+
+const char *egress_credential_refusal_text(const char *reason) {
+        if (streq_ptr(reason, "no-credential"))
+                return "loop holds no credential for the model API of this channel: its operator sets "
+                       "anthropic_api_key or claude_code_oauth_token (a systemd credential under systemd)";
+        if (streq_ptr(reason, "unknown-dummy"))
+                return "the credential is not the one this container was given";
+        if (streq_ptr(reason, "dummy-unbound"))
+                return "a credential this container was given may not be sent to this host";
+        return "the request carries a credential it may not send";
+}

@@ -84,3 +84,8 @@ void egress_scrub_reset(EgressScrub *s);
  * secret is held back unless final. */
 int egress_scrub(EgressScrub *s, const char *in, size_t n, bool final, size_t room_before, size_t room_after,
                  char **ret, size_t *ret_size);
+
+/* What the agent is told when a request is refused for one of the reasons above (what the journal records
+ * as LOOP_REASON): "no-credential" says that loop holds no credential for the model API, not that the
+ * agent's key is wrong. Any other reason: the generic text. */
+const char *egress_credential_refusal_text(const char *reason);

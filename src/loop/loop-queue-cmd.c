@@ -60,8 +60,14 @@ static int open_queue_for_reading(const char *channel, Queue **ret) {
         if (r < 0)
                 return log_error_errno(r, "Cannot find the state directory of channel %s: %m", channel);
         r = queue_open(dir, false, ret);
-        if (r == -ENOENT)
+        if (r == -ENOENT) {
+                _cleanup_(config_set_freep) ConfigSet *set = NULL;
+
+                if (config_load(config_dir(), &set) >= 0 && !config_set_find_channel(set, channel))
+                        return log_error_errno(r, "No channel \"%s\": there is no %s/channels.d/%s.json, and no queue in %s.",
+                                               channel, set->dir, channel, dir);
                 return log_error_errno(r, "Channel %s has no queue in %s (nothing was sent to it yet).", channel, dir);
+        }
         if (r == -EACCES)
                 return log_error_errno(r, "Cannot open the queue in %s: %m (root or members of group loop only)", dir);
         if (r < 0)

@@ -439,7 +439,12 @@ int verb_runner(int argc, char *argv[]) {
                 return log_error_errno(r, "Failed to load the configuration: %m"), EXIT_FAILURE;
         ch = config_set_find_channel(set, channel);
         if (!ch || !ch->valid) {
-                log_error("Channel %s is %s; not running.", channel, ch ? ch->reason : "not configured");
+                if (ch)
+                        log_error("Channel %s is invalid, not running: %s (see 'loop config check %s').", channel,
+                                  strna(ch->reason), channel);
+                else
+                        log_error("Channel %s is not configured (no %s/channels.d/%s.json), not running.", channel,
+                                  config_dir(), channel);
                 return EXIT_FAILURE;
         }
         if (loop_config_register_secrets(&ch->config) < 0)

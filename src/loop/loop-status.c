@@ -266,6 +266,13 @@ int verb_cleanup(int argc, char *argv[]) {
         r = engine_container_list(conn->engine, label, true, &list);
         if (r < 0)
                 return log_error_errno(r, "Failed to list containers: %s", engine_last_error(conn->engine)), EXIT_FAILURE;
+        /* A channel that is gone from the config may still have containers to clean up; one that never
+         * existed is most likely a typo, which "0 containers removed" would hide. */
+        if (only && !config_set_find_channel(set, only) && json_object_array_length(list) == 0) {
+                log_error("No channel \"%s\" in %s/channels.d/ and no container of that name: nothing to clean up.",
+                          only, set->dir);
+                return EXIT_FAILURE;
+        }
         for (size_t i = 0; i < json_object_array_length(list); i++) {
                 json_object *c = json_object_array_get_idx(list, i);
                 const char *id = string_of(c, "Id");

@@ -460,6 +460,18 @@ static int head_of(const char *request, const EgressPolicy *p, const EgressApiAu
         return q;
 }
 
+/* What the agent reads in a 403: a missing model credential is the operator's to fix, not a bad key. */
+static void test_refusal_text(void) {
+        ok(strstr(egress_credential_refusal_text("no-credential"), "no credential for the model API") != NULL,
+           "no-credential tells the agent that loop holds no model credential, not that its key is wrong");
+        ok(strstr(egress_credential_refusal_text("unknown-dummy"), "not the one this container was given") != NULL,
+           "unknown-dummy says the credential is not this container's");
+        ok(streq(egress_credential_refusal_text("secret-in-request"), "the request carries a credential it may not send"),
+           "another reason gets the generic text");
+        ok(streq(egress_credential_refusal_text(NULL), "the request carries a credential it may not send"),
+           "no reason gets the generic text");
+}
+
 static void test_rewrite(void) {
         _cleanup_(egress_policy_freep) EgressPolicy *p = compile(
                 "{ \"rules\": [ { \"host\": \"gh.test\", \"decision\": \"credential\","
@@ -959,6 +971,7 @@ int main(void) {
         test_own_addresses();
         test_sni();
         test_rewrite();
+        test_refusal_text();
         test_response_framing();
         test_ca();
         test_handover();
