@@ -4,6 +4,7 @@
 
 #include "egress-policy.h"
 #include "egress-target.h"
+#include "parse-util.h"
 /* Whether the Host header (if any; HTTP/1.1 requires one) names the target host:port. */
 bool egress_host_header_agrees(const HttpRequest *r, uint16_t default_port) {
         const char *h = http_request_header(r, "Host"), *host, *colon;
@@ -29,11 +30,10 @@ bool egress_host_header_agrees(const HttpRequest *r, uint16_t default_port) {
                 host_len = colon ? (size_t) (colon - h) : strlen(h);
         }
         if (colon) {
-                char *end;
-                errno = 0;
-                port = strtoul(colon + 1, &end, 10);
-                if (errno != 0 || *end || end == colon + 1 || port == 0 || port > 65535)
+                uint16_t p;
+                if (parse_port(colon + 1, &p) < 0)
                         return false;
+                port = p;
         }
         /* a trailing dot names the same host */
         if (host_len > 1 && host[host_len - 1] == '.')

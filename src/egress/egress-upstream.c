@@ -6,6 +6,7 @@
 #include "egress-policy.h"
 #include "egress-upstream.h"
 #include "macro.h"
+#include "parse-util.h"
 
 static void curl_freep(char **p) {
         curl_free(*p);
@@ -134,16 +135,9 @@ int egress_upstream_parse(const char *url, EgressUpstream *ret) {
 
         rc = curl_url_get(h, CURLUPART_PORT, &port, 0);
         if (rc == CURLUE_OK) {
-                char *end;
-                unsigned long p;
-
-                errno = 0;
-                p = strtoul(port, &end, 10);
-                if (errno != 0 || *end || p == 0 || p > 65535) {
-                        r = -EINVAL;
+                r = parse_port(port, &u.port);
+                if (r < 0)
                         goto fail;
-                }
-                u.port = (uint16_t) p;
         } else
                 u.port = u.tls ? 443 : 80;
 

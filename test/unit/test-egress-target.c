@@ -35,6 +35,9 @@ static void test_host_header(void) {
         ok(!agrees("example.com:", "example.com", 80, 1, 80), "an empty port disagrees");
         ok(!agrees("example.com:0", "example.com", 80, 1, 80), "port 0 disagrees");
         ok(!agrees("example.com:65616", "example.com", 80, 1, 80), "a port beyond 65535 disagrees (no wrapping to 80)");
+        ok(!agrees("example.com:+80", "example.com", 80, 1, 80), "a signed port disagrees (one port parser, parse_port())");
+        ok(!agrees("example.com: 80", "example.com", 80, 1, 80), "a port with a blank disagrees");
+        ok(!agrees("example.com:000080", "example.com", 80, 1, 80), "a port of more than 5 digits disagrees");
         ok(!agrees(NULL, "example.com", 80, 1, 80), "HTTP/1.1 without Host disagrees");
         ok(agrees(NULL, "example.com", 80, 0, 80), "HTTP/1.0 without Host agrees");
 }

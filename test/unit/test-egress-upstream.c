@@ -24,6 +24,11 @@ static void test_parse(void) {
         egress_upstream_done(&u);
         ok(egress_upstream_parse("http://[2001:db8::1]:8080", &u) == 0 && streq(u.host, "2001:db8::1") && u.port == 8080,
            "an IPv6 literal loses its brackets");
+        {
+                EgressUpstream v = {};
+                ok(egress_upstream_parse("http://proxy.example:+3128", &v) < 0, "a signed port is refused");
+                egress_upstream_done(&v);
+        }
         egress_upstream_done(&u);
         ok(egress_upstream_parse("http://user:p%40ss@proxy:3128", &u) == 0 && streq_ptr(u.authorization, "Basic dXNlcjpwQHNz"),
            "user:password@ becomes Basic base64(user:password), percent-decoded");
