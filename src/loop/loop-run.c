@@ -162,5 +162,8 @@ int verb_run(int argc, char *argv[]) {
                 fprintf(stderr, "session: %s (%" PRIu64 " turns, %" PRIu64 " ms%s)\n", outcome.result.session_id,
                         outcome.result.num_turns, outcome.result.duration_ms,
                         outcome.retries > 0 ? ", after a retry" : "");
+        /* The result was written, or lost because the reader went away: then say so in the status. */
+        if (fflush(stdout) != 0 || interrupted_by)
+                return 128 + (interrupted_by ?: SIGPIPE);
         return EXIT_SUCCESS;
 }

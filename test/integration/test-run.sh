@@ -290,6 +290,17 @@ for eng in podman docker; do
         is "$?" 130 "$eng: Ctrl-C ends loop run with status 130"
         is "$(containers_left)" 0 "$eng: ...and removes the container"
 
+        # The reader of its output goes away (`loop run demo x | head -2`): SIGPIPE interrupts the run like
+        # Ctrl-C instead of killing loop mid-write, so nothing is left behind.
+        # (--json: the agent's init event is written at once, while the run goes on for 3 s.)
+        { "$LOOP" run --json demo "scenario:sleep 3" 2>"$T/pipe.err"; echo $? >"$T/pipe.st"; } | true
+        is "$(cat "$T/pipe.st")" 141 "$eng: loop run whose reader went away exits 128+SIGPIPE"
+        [ ! -e "$T/work/.loop/mcp-demo.json" ]
+        ok $? "$eng: ...and removes the run's MCP config from the work dir"
+        unlike "$(cat "$LOOP_STATE_DIR/demo/registry.json" 2>/dev/null)" '"status": *"running"' \
+                "$eng: ...and the registry does not say the container is running"
+        is "$(containers_left)" 0 "$eng: ...and the container is gone"
+
         run slow "scenario:sleep 60"
         is "$st" 2 "$eng: a run past container_timeout_sec fails"
         like "$err" "did not finish within 3 s" "$eng: ...saying why"
