@@ -447,7 +447,12 @@ like "$(gw_record "LOOP_REASON=upstream-proxy-auth" LOOP_EVENT=gateway-request L
         "...journaled as upstream-proxy-auth"
 
 # --- misconfigured ------------------------------------------------------------------------------------
-out=$(in_ct loop run -q broken "scenario:sh $curl_proxy -w ' http=%{http_code}\n' http://up.test/hello" 2>&1)
+# A run on such a channel does not start at all (it would only meet refusals), and says why ...
+out=$(in_ct loop run -q broken "scenario:sh $curl_proxy -w ' http=%{http_code}\n' http://up.test/hello" 2>&1) && st=0 || st=$?
+is "$st" 2 "a run whose egress.ca_file cannot be loaded does not start"
+like "$out" "egress.ca_file /nonexistent/ca.pem of channel broken cannot be loaded" "...and says which file" || diag "$out"
+# ... while the gateway itself, asked anyway, refuses everything.
+out=$(in_ct curl -s --max-time 30 --unix-socket /run/loop/broken/gateway.sock -w ' http=%{http_code}\n' http://api.test/v1/models 2>&1)
 like "$out" "misconfigured.*http=503" "a gateway that cannot load its configuration refuses everything (503)" || diag "$out"
 like "$(gw_record "LOOP_REASON=egress.ca_file /nonexistent/ca.pem cannot be loaded" LOOP_EVENT=gateway-failed LOOP_CHANNEL=broken)" \
         "LOOP_REASON=egress.ca_file /nonexistent/ca.pem cannot be loaded" \
