@@ -95,6 +95,7 @@
 #include "dockerproxy-registry.h"
 #include "engine.h"
 #include "seccomp-profile.h"
+#include "socket-service.h"
 #include "gate-token.h"
 #include "http-server.h"
 #include "io-util.h"
@@ -118,6 +119,7 @@
 #define PROXY_APPROVAL_TIMEOUT_SEC 900L
 #define PROXY_APPROVAL_REPLY_MAX (64U * 1024U)
 #define PROXY_DISPLAY_MAX 512U
+#define PROXY_WORKER_STACK (256U * 1024U)      /* a connection's thread */
 
 typedef struct Proxy {
         char *channel;
@@ -136,22 +138,19 @@ typedef struct Proxy {
         ProxyPolicy *policy;
         uint64_t containers_max;
         uint64_t idle_usec;
-        sd_event *event;
-        sd_event_source *idle_timer;
-        atomic_uint n_connections;
-        atomic_uint n_workers, n_idle_workers;
-        int listen_fd;
-        _Atomic uint64_t last_activity_usec;
         pthread_mutex_t create_lock;            /* count-then-create is one step per channel */
         pthread_mutex_t start_lock;             /* one frozen start at a time; pause and unpause wait for it */
         pthread_mutex_t not_found_lock;
         char *not_found[_PROXY_OBJECT_KIND_MAX]; /* the engine's 404 body for each kind, the probe's id in it */
         pthread_mutex_t refusal_lock;           /* guards refusals: the workers share it */
         AuditLimiter *refusals;                 /* refusals before a request is a caller's: journaled per peer */
+        sd_event_source *refusal_timer;         /* on the loop: when the earliest window of refusals ends */
+        SocketService *service;
 } Proxy;
 
 typedef struct Conn {
         Proxy *proxy;
+        SocketConnection *sc;                   /* the skeleton's: its fd, the head's deadline, the drain */
         int fd;
         pid_t peer_pid;
         uid_t peer_uid;
@@ -291,6 +290,17 @@ static void refusals_expire(Proxy *p, uint64_t now) {
         pthread_mutex_lock(&p->refusal_lock);
         audit_limiter_expire(p->refusals, now, refusals_summary, p);
         pthread_mutex_unlock(&p->refusal_lock);
+}
+
+static uint64_t refusals_next_deadline(Proxy *p) {
+        uint64_t next;
+
+        if (!p->refusals)
+                return UINT64_MAX;
+        pthread_mutex_lock(&p->refusal_lock);
+        next = audit_limiter_next_deadline(p->refusals);
+        pthread_mutex_unlock(&p->refusal_lock);
+        return next;
 }
 
 static char *record_field(const char *name, const char *value) {
@@ -2354,6 +2364,9 @@ static int conn_handle(Conn *c) {
                 if (c->start_usec == 0 && c->in_size > 0) {     /* a kept connection's next request began */
                         c->start_usec = clock_usec(CLOCK_MONOTONIC);
                         c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
+                        /* the skeleton's deadline starts again with it too */
+                        (void) socket_connection_head_end(c->sc);
+                        (void) socket_connection_head_begin(c->sc);
                 }
                 r = http_request_parse_head(c->in, c->in_size, &limits, &c->head, &c->head_size, &c->content_length, &status);
                 if (r < 0)
@@ -2361,6 +2374,11 @@ static int conn_handle(Conn *c) {
                 if (r > 0)
                         break;
                 ssize_t k = conn_read_more(c);
+                /* the skeleton shut the read side: its deadline (a backstop just after ours) or a stop */
+                if (k == 0 && socket_connection_head_expired(c->sc))
+                        k = -ETIMEDOUT;
+                if (k == 0 && c->in_size == 0 && socket_service_stopping(socket_connection_service(c->sc)))
+                        return 0;       /* a kept connection ended by a stop between requests */
                 if (k == -ETIMEDOUT && c->in_size == 0 && c->n_requests > 0)
                         return 0;               /* a kept connection left idle: closed without a word */
                 if (k == -ETIMEDOUT)
@@ -2378,6 +2396,8 @@ static int conn_handle(Conn *c) {
                         return -EPIPE;
                 }
         }
+
+        (void) socket_connection_head_end(c->sc);      /* the proxy's own deadline goes on for the body */
 
         /* once per connection: its peer is fixed at connect, and a container's labels never change */
         if (!c->peer_known) {
@@ -2994,24 +3014,46 @@ static void conn_next_request(Conn *c) {
         c->deadline_usec = clock_usec(CLOCK_MONOTONIC) + PROXY_KEEPALIVE_IDLE_USEC;
 }
 
-static void conn_run(Conn *c) {
-        Proxy *p = c->proxy;
+/* A connection, on a worker thread of the skeleton: its requests one after the other. */
+static void conn_run(SocketConnection *sc, void *userdata) {
+        Proxy *p = userdata;
+        struct ucred cred = {};
+        socklen_t len = sizeof(cred);
+        Conn *c;
 
+        c = calloc(1, sizeof(Conn));
+        if (!c) {
+                log_oom();
+                return;
+        }
+        c->proxy = p;
+        c->sc = sc;
+        c->fd = socket_connection_fd(sc);
+        c->up = -EBADF;
+        c->frozen_root_fd = -EBADF;
+        (void) getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+        c->peer_pid = len == sizeof(cred) ? cred.pid : 0;
+        c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
+        c->peer_gid = len == sizeof(cred) ? cred.gid : (gid_t) -1;
+        c->start_usec = clock_usec(CLOCK_MONOTONIC);
+        c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
         c->in_allocated = PROXY_IN_INITIAL;
         c->in = malloc(c->in_allocated);
-        while (c->in) {
-                int r = conn_handle(c);
+        for (int r = socket_connection_head_begin(sc); r >= 0 && c->in;) {
+                r = conn_handle(c);
                 if (c->rule)            /* not recorded yet */
                         conn_record(c);
-                atomic_store(&p->last_activity_usec, clock_usec(CLOCK_MONOTONIC));
                 if (r < 0 || !c->keep_alive)
                         break;
-                conn_next_request(c);
+                /* a stop ends a kept connection between its requests */
+                r = socket_connection_head_begin(sc);
+                if (r >= 0)
+                        conn_next_request(c);
         }
 
         if (c->status >= 400 && !c->complete && (c->content_length > 0 || c->head.chunked))
                 lingering_close(c->fd);
-        safe_close(c->fd);
+        /* the skeleton closes c->fd */
         safe_close(c->up);
         http_request_done(&c->head);
         proxy_target_done(&c->target);
@@ -3026,120 +3068,54 @@ static void conn_run(Conn *c) {
         free(c->io_scratch);
         free(c->response_head);
         free(c);
-        atomic_store(&p->last_activity_usec, clock_usec(CLOCK_MONOTONIC));
-        atomic_fetch_sub(&p->n_connections, 1);
 }
 
-/* ---- the workers ---- */
+/* ---- the main thread: the skeleton's callbacks ---- */
 
-/* Workers accept on the listening socket themselves, so a request costs no thread start and no handoff.
- * A worker that takes the last idle slot starts another (up to one per allowed connection), so that a
- * long stream (logs -f, attach) never holds up the next client; more than PROXY_IDLE_WORKERS_MAX idle
- * workers end themselves. */
-#define PROXY_WORKERS_INITIAL 2U
-#define PROXY_IDLE_WORKERS_MAX 4U
-#define PROXY_WORKER_STACK (256U * 1024U)
-
-static int worker_spawn(Proxy *p);
-
-static void *worker_main(void *userdata) {
+/* A connection beyond PROXY_CONNECTIONS_MAX: 503 before it is a request, journaled per peer. */
+static void on_busy(SocketService *s, int fd, void *userdata) {
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
         Proxy *p = userdata;
+        struct ucred cred = {};
+        socklen_t len = sizeof(cred);
 
-        for (;;) {
-                struct ucred cred = {};
-                socklen_t len = sizeof(cred);
-                Conn *c;
-                int cfd;
-
-                atomic_fetch_add(&p->n_idle_workers, 1);
-                cfd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-                unsigned idle = atomic_fetch_sub(&p->n_idle_workers, 1) - 1;
-                if (cfd < 0) {
-                        if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
-                                log_warning_errno(errno, "accept() failed, retrying: %m");
-                                usleep(100 * 1000);
-                        }
-                        continue;
-                }
-                /* one more than the connections allowed: someone is always there to answer 503 */
-                if (idle == 0 && atomic_load(&p->n_workers) <= PROXY_CONNECTIONS_MAX)
-                        (void) worker_spawn(p);
-
-                (void) getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
-                if (atomic_fetch_add(&p->n_connections, 1) >= PROXY_CONNECTIONS_MAX) {
-                        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-                        atomic_fetch_sub(&p->n_connections, 1);
-                        (void) send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-                        safe_close(cfd);
-                        if (refusal_journaled(p, "busy", len == sizeof(cred) ? cred.pid : 0,
-                                              len == sizeof(cred) ? cred.uid : (uid_t) -1))
-                                log_warning("%u connections at once, refusing one of pid %d.", PROXY_CONNECTIONS_MAX,
-                                            len == sizeof(cred) ? (int) cred.pid : 0);
-                        continue;
-                }
-                c = calloc(1, sizeof(Conn));
-                if (!c) {
-                        atomic_fetch_sub(&p->n_connections, 1);
-                        safe_close(cfd);
-                        log_oom();
-                        continue;
-                }
-                c->proxy = p;
-                c->fd = cfd;
-                c->up = -EBADF;
-                c->frozen_root_fd = -EBADF;
-                c->peer_pid = len == sizeof(cred) ? cred.pid : 0;
-                c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
-                c->peer_gid = len == sizeof(cred) ? cred.gid : (gid_t) -1;
-                c->start_usec = clock_usec(CLOCK_MONOTONIC);
-                c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
-                conn_run(c);
-
-                if (atomic_load(&p->n_idle_workers) >= PROXY_IDLE_WORKERS_MAX) {
-                        atomic_fetch_sub(&p->n_workers, 1);
-                        return NULL;
-                }
-        }
+        (void) getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+        (void) send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (refusal_journaled(p, "busy", len == sizeof(cred) ? cred.pid : 0, len == sizeof(cred) ? cred.uid : (uid_t) -1))
+                log_warning("%u connections at once, refusing one of pid %d.", PROXY_CONNECTIONS_MAX,
+                            len == sizeof(cred) ? (int) cred.pid : 0);
 }
 
-static int worker_spawn(Proxy *p) {
-        pthread_attr_t attr;
-        pthread_t t;
+/* The refusals' summaries are due when their window ends, whether or not a connection comes or goes
+ * then: a timer on the loop for the earliest, armed again after each (workers count, the loop expires). */
+static int on_refusals_due(sd_event_source *source, uint64_t usec, void *userdata);
+
+static void refusals_schedule(Proxy *p) {
+        uint64_t next;
         int r;
 
-        atomic_fetch_add(&p->n_workers, 1);
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&attr, PROXY_WORKER_STACK);
-        r = pthread_create(&t, &attr, worker_main, p);
-        pthread_attr_destroy(&attr);
-        if (r != 0) {
-                atomic_fetch_sub(&p->n_workers, 1);
-                log_warning_errno(r, "Cannot start a worker thread: %m");
-                return -r;
+        refusals_expire(p, clock_usec(CLOCK_MONOTONIC));
+        next = refusals_next_deadline(p);
+        if (next == UINT64_MAX)
+                return;
+        if (!p->refusal_timer) {
+                r = sd_event_add_time(socket_service_event(p->service), &p->refusal_timer, CLOCK_MONOTONIC, next, 0,
+                                      on_refusals_due, p);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot arm the refusals' summary timer, summing up at the next connection: %m");
+                return;
         }
+        (void) sd_event_source_set_time(p->refusal_timer, next);
+        (void) sd_event_source_set_enabled(p->refusal_timer, SD_EVENT_ONESHOT);
+}
+
+static int on_refusals_due(sd_event_source *source, uint64_t usec, void *userdata) {
+        refusals_schedule(userdata);
         return 0;
 }
 
-static int on_idle_check(sd_event_source *src, uint64_t usec, void *userdata) {
-        Proxy *p = userdata;
-
-        refusals_expire(p, clock_usec(CLOCK_MONOTONIC));
-
-        if (atomic_load(&p->n_connections) == 0 &&
-            atomic_load(&p->n_idle_workers) == atomic_load(&p->n_workers) &&
-            clock_usec(CLOCK_MONOTONIC) - atomic_load(&p->last_activity_usec) >= p->idle_usec) {
-                log_debug("Idle, exiting; the socket starts us again.");
-                return sd_event_exit(p->event, 0);
-        }
-        (void) sd_event_source_set_time_relative(src, 1000000ULL);
-        return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
-}
-
-static int on_terminate(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
-        Proxy *p = userdata;
-        /* running requests end with the process: their clients see the connection close */
-        return sd_event_exit(p->event, 0);
+static void on_released(SocketService *s, void *userdata) {
+        refusals_schedule(userdata);
 }
 
 /* ---- setup ---- */
@@ -3320,27 +3296,12 @@ static int proxy_seccomp_option(Proxy *p) {
         return 0;
 }
 
-static int proxy_listen(Proxy *p) {
-        int r;
-
-        /* the workers block in accept() */
-        r = listen_fd_from_systemd(false, &p->listen_fd);
-        if (r < 0)
-                return log_error_errno(r, "Expected one listening AF_UNIX stream socket from loop-dockerproxy@NAME.socket: %m");
-        for (unsigned i = 0; i < PROXY_WORKERS_INITIAL; i++) {
-                r = worker_spawn(p);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot start the workers: %m");
-        }
-        return 0;
-}
-
 static int run(int argc, char *argv[]) {
         Proxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER, .start_lock = PTHREAD_MUTEX_INITIALIZER,
-                    .not_found_lock = PTHREAD_MUTEX_INITIALIZER, .refusal_lock = PTHREAD_MUTEX_INITIALIZER,
-                    .listen_fd = -EBADF };
+                    .not_found_lock = PTHREAD_MUTEX_INITIALIZER, .refusal_lock = PTHREAD_MUTEX_INITIALIZER };
+        _cleanup_(socket_service_freep) SocketService *service = NULL;
         const char *reason;
-        sigset_t mask;
+        char *channel = NULL;
         int r;
 
         log_setup();
@@ -3352,12 +3313,15 @@ static int run(int argc, char *argv[]) {
                         return log_oom();
                 return proxy_thaw_leftovers(dir);
         }
-        if (argc != 2)
-                return log_error_errno(EINVAL, "Usage: %s [--thaw] CHANNEL (started by loop-dockerproxy@CHANNEL.socket)",
-                                       program_invocation_short_name);
-        if (channel_name_check(argv[1], &reason) < 0)
-                return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", argv[1], reason);
-        p.channel = strdup(argv[1]);
+        r = socket_service_parse_argv(argc, argv, "[--thaw] CHANNEL",
+                                      "The Docker API proxy of a channel, started by loop-dockerproxy@CHANNEL.socket;\n"
+                                      "with --thaw, thaws what a proxy that died during a frozen start left frozen.",
+                                      NULL, 0, 1, &channel);
+        if (r <= 0)
+                return r;
+        if (channel_name_check(channel, &reason) < 0)
+                return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", channel, reason);
+        p.channel = strdup(channel);
         if (!p.channel)
                 return log_oom();
         r = proxy_settings(&p);
@@ -3367,38 +3331,37 @@ static int run(int argc, char *argv[]) {
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
                 return log_error_errno(ENOMEM, "Cannot initialise libcurl.");
         proxy_probe_engine(&p);
-        atomic_store(&p.last_activity_usec, clock_usec(CLOCK_MONOTONIC));
-
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return log_error_errno(errno, "Cannot block signals: %m");
-        (void) signal(SIGPIPE, SIG_IGN);
 
         r = audit_limiter_new(PROXY_REFUSED_PER_WINDOW, PROXY_REFUSED_WINDOW_USEC, &p.refusals);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the refusal limiter: %m");
-        r = sd_event_default(&p.event);
+        r = socket_service_new(&(SocketServiceConfig) {
+                        .connections_max = PROXY_CONNECTIONS_MAX,
+                        .idle_usec = p.idle_usec,
+                        /* a backstop just after the proxy's own deadline, which answers 408 */
+                        .head_usec = PROXY_HEAD_TIMEOUT_USEC + 1000000ULL,
+                        .stack_size = PROXY_WORKER_STACK,
+                        .run = conn_run,
+                        .busy = on_busy,
+                        .released = on_released,
+                        .userdata = &p,
+                }, &service);
         if (r < 0)
-                return log_error_errno(r, "Cannot allocate the event loop: %m");
-        if ((r = sd_event_add_signal(p.event, NULL, SIGTERM, on_terminate, &p)) < 0 ||
-            (r = sd_event_add_signal(p.event, NULL, SIGINT, on_terminate, &p)) < 0 ||
-            (r = sd_event_add_time_relative(p.event, &p.idle_timer, CLOCK_MONOTONIC, 1000000ULL, 0, on_idle_check, &p)) < 0)
                 return log_error_errno(r, "Cannot set up the event loop: %m");
-        r = proxy_listen(&p);
+        p.service = service;
+        r = socket_service_listen_systemd(service);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "Expected listening AF_UNIX stream sockets from loop-dockerproxy@NAME.socket: %m");
 
         log_debug("Docker API proxy of channel %s ready (engine %s, at most %" PRIu64 " containers%s%s).",
                   p.channel, p.engine_socket, p.containers_max, p.cgroup_parent ? ", slice " : "", strempty(p.cgroup_parent));
         (void) sd_notify(false, "READY=1\nSTATUS=Forwarding the Docker API.");
 
-        r = sd_event_loop(p.event);
+        r = socket_service_run(service);
+        p.refusal_timer = sd_event_source_unref(p.refusal_timer);
         refusals_expire(&p, UINT64_MAX);        /* what is still counted gets its summary */
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
-        /* Threads may still run (a terminate with requests in flight): the process ends under them. */
         return 0;
 }
 
