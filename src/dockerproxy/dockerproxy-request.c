@@ -99,24 +99,41 @@ static int conn_forward_paused(ProxyConn *c, const char *body, size_t body_size)
 }
 
 
-int proxy_conn_handle(ProxyConn *c) {
-        DockerProxy *p = c->proxy;
-        HttpLimits limits = {
-                .header_size_max = PROXY_HEADER_SIZE_MAX, .headers_max = PROXY_HEADERS_MAX, .chunked = true,
-        };
-        _cleanup_(http_request_done) HttpRequest full = {};
-        const char *req_body = "";      /* the request's JSON body as sent (full.body), or empty */
-        size_t req_body_size = 0;
-        _cleanup_(json_object_putp) json_object *body = NULL;
-        _cleanup_free_ char *forced = NULL;
-        _cleanup_(json_object_putp) json_object *start_inspect = NULL;
-        char *actor = NULL;
-        _cleanup_free_ char *context = NULL;      /* a build's context, read whole */
-        size_t context_size = 0;
-        ProxyVerdict http, bv = {}, v;
+/* A request while it is decided: what each stage below found for the next. */
+typedef struct ProxyRequest {
         const ProxyEndpoint *endpoint;
-        bool stream, sent_continue = false, frozen_start = false, pause = false;
-        int r, status = 0;
+        bool stream;                            /* the body is streamed to the engine, not read whole */
+        HttpRequest full;                       /* the request with its JSON body, when it has one */
+        const char *body_sent;                  /* the JSON body as sent (in full), or empty */
+        size_t body_sent_size;
+        json_object *body;                      /* parsed, then rebuilt from the fields the proxy knows */
+        char *context;                          /* a build's context, read whole */
+        size_t context_size;
+        ProxyVerdict verdict;
+        json_object *start_inspect;             /* a start's container, checked again with the channel frozen */
+        bool frozen_start, pause;
+        char *forced;                           /* the body the engine gets, when the proxy wrote it */
+} ProxyRequest;
+
+static void request_done(ProxyRequest *q) {
+        http_request_done(&q->full);
+        json_object_put(q->body);
+        json_object_put(q->start_inspect);
+        free(q->context);
+        free(q->forced);
+}
+
+static HttpLimits request_limits(void) {
+        return (HttpLimits) { .header_size_max = PROXY_HEADER_SIZE_MAX, .headers_max = PROXY_HEADERS_MAX, .chunked = true };
+}
+
+/* Each stage returns 1 to go on to the next, or what proxy_conn_handle() returns: 0 when the request
+ * was answered (or ended without a word), < 0 when the connection ends. */
+/* The head, parsed strictly; the caller, checked once per connection. */
+static int conn_read_head(ProxyConn *c, ProxyRequest *q) {
+        HttpLimits limits = request_limits();
+        int status = 0;
+        int r;
 
         /* the head */
         for (;;) {
@@ -171,6 +188,13 @@ int proxy_conn_handle(ProxyConn *c) {
                         return proxy_conn_reply(c, 502, "engine", "the engine cannot be asked who is calling");
                 c->peer_known = true;
         }
+        return 1;
+}
+
+/* The target against the allow-list (the API version, the endpoint table), builds, pulls, imports and pushes. */
+static int conn_check_target(ProxyConn *c, ProxyRequest *q) {
+        DockerProxy *p = c->proxy;
+        int r;
 
         r = proxy_target_parse(c->head.path, c->head.query, &c->target);
         if (r == -ENOMEM)
@@ -186,8 +210,8 @@ int proxy_conn_handle(ProxyConn *c) {
                         return proxy_conn_reply(c, 500, NULL, "out of memory");
                 return proxy_conn_reply(c, 403, "api-version", msg);
         }
-        endpoint = proxy_endpoint_lookup(c->head.method, c->target.unversioned);
-        if (!endpoint) {
+        q->endpoint = proxy_endpoint_lookup(c->head.method, c->target.unversioned);
+        if (!q->endpoint) {
                 _cleanup_free_ char *msg = NULL, *shown = text_escape_display(c->target.unversioned, PROXY_DISPLAY_MAX);
                 if (!shown || asprintf(&msg, "%s %s is not an endpoint the proxy serves (not in its allow-list)",
                                        c->head.method, shown) < 0)
@@ -197,11 +221,11 @@ int proxy_conn_handle(ProxyConn *c) {
 
         /* builds run steps the proxy never sees (and read host files through buildah's bind mounts
          * from stages): off unless the channel says otherwise */
-        if (streq(endpoint->pattern, "/build") && !p->build)
+        if (streq(q->endpoint->pattern, "/build") && !p->build)
                 return proxy_conn_reply(c, 403, "build", "builds are off for this channel (gates.docker_proxy.build)");
         /* POST /images/create is an import of the request body (fromSrc=-) only: a pull or an import
          * from a URL or a path reaches the engine's network or the host's files */
-        if (streq(endpoint->pattern, "/images/create") && proxy_query_get(&c->target, "fromImage", NULL)) {
+        if (streq(q->endpoint->pattern, "/images/create") && proxy_query_get(&c->target, "fromImage", NULL)) {
                 static const char * const known[] = { "fromImage", "tag", "platform" };
                 json_object_object_foreach(c->target.query, k, e) {
                         bool found = false;
@@ -215,7 +239,7 @@ int proxy_conn_handle(ProxyConn *c) {
                 r = proxy_conn_check_registry(c, "pull", proxy_conn_query_string(c, "fromImage"), proxy_conn_query_string(c, "tag"));
                 if (r < 0)
                         return 0;       /* answered */
-        } else if (streq(endpoint->pattern, "/images/create")) {
+        } else if (streq(q->endpoint->pattern, "/images/create")) {
                 static const char * const known[] = { "fromSrc", "repo", "tag", "message", "changes", "platform" };
                 json_object *src = proxy_query_get(&c->target, "fromSrc", NULL);
                 if (!src || !streq_ptr(json_object_get_string(src), "-"))
@@ -232,7 +256,7 @@ int proxy_conn_handle(ProxyConn *c) {
         }
 
         /* a push: of the channel's own images, to a registry its egress policy allows */
-        if (streq(endpoint->pattern, "/images/**/push")) {
+        if (streq(q->endpoint->pattern, "/images/**/push")) {
                 _cleanup_free_ char *name = strndup(c->target.unversioned + strlen("/images/"),
                                                     strlen(c->target.unversioned) - strlen("/images/") - strlen("/push"));
                 if (!name)
@@ -247,9 +271,19 @@ int proxy_conn_handle(ProxyConn *c) {
                 if (proxy_conn_check_registry(c, "push", name, proxy_conn_query_string(c, "tag")) < 0)
                         return 0;       /* answered */
         }
+        return 1;
+}
+
+/* A build's context or a JSON body read whole; a streamed body is left for the forward. */
+static int conn_read_body(ProxyConn *c, ProxyRequest *q) {
+        DockerProxy *p = c->proxy;
+        HttpLimits limits = request_limits();
+        bool sent_continue = false;
+        int status = 0;
+        int r;
 
         /* a build's context is read whole: its Dockerfile decides (below) whether the engine gets it */
-        if (streq(endpoint->pattern, "/build")) {
+        if (streq(q->endpoint->pattern, "/build")) {
                 const char *expect = http_request_header(&c->head, "Expect");
                 if (c->content_length == 0 && !c->head.chunked)
                         return proxy_conn_reply(c, 400, "build", "a build without a build context (the request body) is refused");
@@ -259,31 +293,31 @@ int proxy_conn_handle(ProxyConn *c) {
                         if (proxy_send_all(c->fd, cont, sizeof(cont) - 1) < 0)
                                 return -EPIPE;
                 }
-                r = conn_read_build_context(c, &context, &context_size);
+                r = conn_read_build_context(c, &q->context, &q->context_size);
                 if (r == -EPIPE)
                         return r;
                 if (r < 0)
                         return 0;       /* answered */
         }
 
-        stream = endpoint->body == PROXY_BODY_STREAM;
-        if (context)
+        q->stream = q->endpoint->body == PROXY_BODY_STREAM;
+        if (q->context)
                 ;       /* read whole above */
-        else if (stream && c->content_length == 0 && !c->head.chunked) {
+        else if (q->stream && c->content_length == 0 && !c->head.chunked) {
                 /* nothing to stream (a pull): a request like any other */
                 c->complete = true;
                 c->consumed = c->head_size;
                 c->keep_alive = c->head.keep_alive;
-        } else if (!stream && c->content_length == 0 && !c->head.chunked) {
+        } else if (!q->stream && c->content_length == 0 && !c->head.chunked) {
                 /* no body (most requests: lists, inspects, pings): the head parsed above is the whole
                  * request, not parsed a second time for a body of nothing */
                 c->complete = true;
                 c->consumed = c->head_size;
                 c->keep_alive = c->head.keep_alive;
-                r = proxy_body_parse("", 0, &body);
+                r = proxy_body_parse("", 0, &q->body);
                 if (r < 0)
                         return proxy_conn_reply(c, 500, NULL, "out of memory");
-        } else if (!stream) {
+        } else if (!q->stream) {
                 size_t max = PROXY_BODY_MAX;
                 HttpParseInfo info;
                 size_t consumed;
@@ -291,13 +325,13 @@ int proxy_conn_handle(ProxyConn *c) {
                 (void) proxy_policy_wants_body(p->policy, c->head.method, c->target.unversioned, &max);
                 limits.body_size_max = max;
                 for (;;) {
-                        r = http_request_parse(c->in, c->in_size, &limits, &full, &consumed, &status, &info);
+                        r = http_request_parse(c->in, c->in_size, &limits, &q->full, &consumed, &status, &info);
                         if (r < 0)
                                 return proxy_conn_reply(c, status, "parse", status == 413 ? "request body too large" : "malformed request body");
                         if (r > 0) {
                                 c->complete = true;
                                 c->consumed = consumed;
-                                c->keep_alive = full.keep_alive;
+                                c->keep_alive = q->full.keep_alive;
                                 break;
                         }
                         if (info.expect_continue && !sent_continue) {
@@ -319,19 +353,27 @@ int proxy_conn_handle(ProxyConn *c) {
                                 return -EPIPE;
                         }
                 }
-                r = proxy_body_parse(full.body, full.body_size, &body);
-                req_body = full.body;
-                req_body_size = full.body_size;
+                r = proxy_body_parse(q->full.body, q->full.body_size, &q->body);
+                q->body_sent = q->full.body;
+                q->body_sent_size = q->full.body_size;
                 if (r == -EFBIG)
                         return proxy_conn_reply(c, 413, "parse", "request body too large");
                 if (r < 0)
                         return proxy_conn_reply(c, 400, "parse", "the JSON body cannot be read unambiguously "
                                           "(invalid, too deep, or keys that differ only in case)");
         }
+        return 1;
+}
+
+/* The policy's verdict, and the body the engine gets rebuilt from the fields the proxy knows. */
+static int conn_decide(ProxyConn *c, ProxyRequest *q) {
+        DockerProxy *p = c->proxy;
+        ProxyVerdict http, bv = {};
+        int r;
 
         /* an endpoint that takes no body gets none: a start with a HostConfig is the old API's create */
-        if (endpoint->body == PROXY_BODY_NONE && body &&
-            !(json_object_is_type(body, json_type_object) && json_object_object_length(body) == 0))
+        if (q->endpoint->body == PROXY_BODY_NONE && q->body &&
+            !(json_object_is_type(q->body, json_type_object) && json_object_object_length(q->body) == 0))
                 return proxy_conn_reply(c, 400, "body", "this endpoint takes no request body");
 
         if (c->http_verdict_path && streq(c->http_verdict_method, c->head.method) &&
@@ -345,18 +387,18 @@ int proxy_conn_handle(ProxyConn *c) {
                 c->http_verdict = http;
         }
         proxy_policy_check_body(p->policy, c->head.method, c->target.unversioned,
-                                http_request_header(&c->head, "Content-Type"), body, c->target.query, &bv);
-        proxy_verdict_combine(&http, &bv, proxy_policy_default_decision(p->policy), &v);
-        snprintf(c->rule_buf, sizeof(c->rule_buf), "%s", v.rule_id);
+                                http_request_header(&c->head, "Content-Type"), q->body, c->target.query, &bv);
+        proxy_verdict_combine(&http, &bv, proxy_policy_default_decision(p->policy), &q->verdict);
+        snprintf(c->rule_buf, sizeof(c->rule_buf), "%s", q->verdict.rule_id);
         c->rule = c->rule_buf;
-        if (v.decision == DECISION_DENY)
-                return proxy_conn_reply(c, 403, c->rule, v.message ?: "denied by the channel's Docker API policy");
+        if (q->verdict.decision == DECISION_DENY)
+                return proxy_conn_reply(c, 403, c->rule, q->verdict.message ?: "denied by the channel's Docker API policy");
 
         /* the body the engine gets is one the proxy wrote, of fields it knows with values it checked */
-        if (endpoint->body != PROXY_BODY_STREAM) {
+        if (q->endpoint->body != PROXY_BODY_STREAM) {
                 _cleanup_(json_object_putp) json_object *rebuilt = NULL;
                 ProxyBodyRefusal refusal = {};
-                r = proxy_body_rebuild(endpoint->body, body, &rebuilt, &c->fields, &refusal);
+                r = proxy_body_rebuild(q->endpoint->body, q->body, &rebuilt, &c->fields, &refusal);
                 if (r == -ENOMEM)
                         return proxy_conn_reply(c, 500, NULL, "out of memory");
                 if (r < 0) {
@@ -368,15 +410,22 @@ int proxy_conn_handle(ProxyConn *c) {
                         c->fields = TAKE_PTR(shown);
                         return proxy_conn_reply(c, r == -EPERM ? 403 : 400, "body-schema", msg);
                 }
-                json_object_put(body);
-                body = TAKE_PTR(rebuilt);
-                c->body_changed = endpoint->body != PROXY_BODY_NONE;
+                json_object_put(q->body);
+                q->body = TAKE_PTR(rebuilt);
+                c->body_changed = q->endpoint->body != PROXY_BODY_NONE;
         }
+        return 1;
+}
 
-        r = proxy_conn_check_ownership(c, body);
+/* The objects the request names are the channel's; a start of a container with pins is marked for a frozen start. */
+static int conn_check_objects(ProxyConn *c, ProxyRequest *q) {
+        DockerProxy *p = c->proxy;
+        int r;
+
+        r = proxy_conn_check_ownership(c, q->body);
         if (r < 0)
                 return 0;       /* answered */
-        r = proxy_conn_check_images(c, endpoint);
+        r = proxy_conn_check_images(c, q->endpoint);
         if (r < 0)
                 return 0;       /* answered */
         {
@@ -392,18 +441,18 @@ int proxy_conn_handle(ProxyConn *c) {
                  * attach mounts nothing); a container with pins starts with its channel frozen */
                 if (tail && (strcasecmp(tail, "/start") == 0 || strcasecmp(tail, "/restart") == 0 ||
                              (attach && p->engine_kind != ENGINE_DOCKER))) {
-                        if (proxy_conn_recheck_start(c, ref, &start_inspect) < 0)
+                        if (proxy_conn_recheck_start(c, ref, &q->start_inspect) < 0)
                                 return 0;       /* answered */
-                        r = proxy_binds_pinned(start_inspect);
+                        r = proxy_binds_pinned(q->start_inspect);
                         if (r < 0)
                                 return proxy_conn_reply(c, 403, "bind-pin", "the container's bind pins cannot be read");
-                        frozen_start = r > 0;
-                } else if (tail && strcasecmp(tail, "/update") == 0 && proxy_conn_check_update(c, ref, body) < 0)
+                        q->frozen_start = r > 0;
+                } else if (tail && strcasecmp(tail, "/update") == 0 && proxy_conn_check_update(c, ref, q->body) < 0)
                         return 0;       /* answered */
-                else if (tail && strcasecmp(tail, "/exec") == 0 && proxy_conn_check_host_binds(c, ref, tail, body) < 0)
+                else if (tail && strcasecmp(tail, "/exec") == 0 && proxy_conn_check_host_binds(c, ref, tail, q->body) < 0)
                         return 0;       /* answered */
                 /* a pause or unpause in the middle of a frozen start would change what it froze */
-                pause = tail && (strcasecmp(tail, "/pause") == 0 || strcasecmp(tail, "/unpause") == 0);
+                q->pause = tail && (strcasecmp(tail, "/pause") == 0 || strcasecmp(tail, "/unpause") == 0);
         }
 
         if (streq(c->head.method, "PUT")) {
@@ -413,25 +462,38 @@ int proxy_conn_handle(ProxyConn *c) {
                     proxy_conn_check_host_binds(c, ref, "/archive", NULL) < 0)
                         return 0;       /* answered */
         }
+        return 1;
+}
 
-        if (v.decision == DECISION_APPROVE) {
+/* An "approve" verdict asks a human. */
+static int conn_approve(ProxyConn *c, ProxyRequest *q) {
+        char *actor = NULL;
+
+        if (q->verdict.decision == DECISION_APPROVE) {
                 _cleanup_free_ char *reason = NULL;
-                bool allow = proxy_conn_ask_human(c, &v, &actor, &reason);
+                bool allow = proxy_conn_ask_human(c, &q->verdict, &actor, &reason);
                 c->actor_owned = actor;         /* recorded after this function returns */
                 c->actor = actor ?: "gate";
                 c->reason = TAKE_PTR(reason);
                 if (!allow) {
                         _cleanup_free_ char *msg = NULL;
-                        if (asprintf(&msg, "%s: not approved (%s)", v.message ?: "request", strna(c->reason)) < 0)
+                        if (asprintf(&msg, "%s: not approved (%s)", q->verdict.message ?: "request", strna(c->reason)) < 0)
                                 return -ENOMEM;
                         return proxy_conn_reply(c, 403, c->rule, msg);
                 }
         }
         c->decision = "allow";
+        return 1;
+}
+
+/* What the proxy answers itself, and lists and prunes scoped to the channel. */
+static int conn_answer_here(ProxyConn *c, ProxyRequest *q) {
+        DockerProxy *p = c->proxy;
+        int r;
 
         /* when the agent has no network its nested containers have none: a connect after the create
          * (compose makes one per network) is dropped as the create's networks were, and answered done */
-        if (p->network_none && streq(endpoint->pattern, "/networks/*/connect")) {
+        if (p->network_none && streq(q->endpoint->pattern, "/networks/*/connect")) {
                 c->reason = strdup("the channel's nested containers have no network: the connect is dropped");
                 return proxy_conn_reply_body(c, 200, "network", "dropped", "");
         }
@@ -440,7 +502,7 @@ int proxy_conn_handle(ProxyConn *c) {
                 return proxy_conn_answer_json(c, c->default_network);
         }
         /* the engine as the channel sees it: no other channel's containers, images, labels or names */
-        if (streq(endpoint->pattern, "/info")) {
+        if (streq(q->endpoint->pattern, "/info")) {
                 _cleanup_(engine_freep) Engine *e = NULL;
                 _cleanup_(json_object_putp) json_object *info = NULL, *shown = NULL;
                 if (proxy_engine_open(p, &e) < 0)
@@ -455,7 +517,7 @@ int proxy_conn_handle(ProxyConn *c) {
                 c->reason = strdup("the engine's info, without other channels' objects");
                 return proxy_conn_answer_json(c, shown);
         }
-        if (streq(endpoint->pattern, "/events") && proxy_query_scope_to_channel(c->target.query, p->channel) < 0)
+        if (streq(q->endpoint->pattern, "/events") && proxy_query_scope_to_channel(c->target.query, p->channel) < 0)
                 return proxy_conn_reply(c, 400, "parse", "the filters parameter cannot be read");
 
         /* the network list without filters of the agent's: the channel's networks and the engine's
@@ -487,19 +549,13 @@ int proxy_conn_handle(ProxyConn *c) {
                 if (proxy_query_scope_to_channel(c->target.query, p->channel) < 0)
                         return proxy_conn_reply(c, 400, "parse", "the filters parameter cannot be read");
         }
+        return 1;
+}
 
-        /* volumes and networks made through the proxy are the channel's */
-        if (streq(c->head.method, "POST") && (strcasecmp(c->target.unversioned, "/volumes/create") == 0 ||
-                                              strcasecmp(c->target.unversioned, "/networks/create") == 0)) {
-                if (proxy_conn_check_create_name(c, body, strcasecmp(c->target.unversioned, "/volumes/create") == 0) < 0)
-                        return 0;       /* answered */
-                if (proxy_labels_force(body, p->channel) < 0)
-                        return proxy_conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
-                forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
-                if (!forced)
-                        return proxy_conn_reply(c, 500, NULL, "out of memory");
-                return proxy_conn_forward(c, forced, strlen(forced), NULL, 0);
-        }
+/* A build's parameters, its Dockerfile and bases, and on Podman the network namespace its RUN steps get. */
+static int conn_prepare_build(ProxyConn *c, ProxyRequest *q) {
+        DockerProxy *p = c->proxy;
+        int r;
 
         /* a build's RUN steps run in containers the engine makes itself: what the build API lets a
          * caller widen is refused, and their network is the nested containers' */
@@ -531,7 +587,7 @@ int proxy_conn_handle(ProxyConn *c) {
                                 return proxy_conn_reply(c, 403, "build", "the dockerfile parameter is refused (a path inside "
                                                   "the build context only)");
                         _cleanup_strv_free_ char **bases = NULL;
-                        r = proxy_build_context_check_bases(context, context_size, dockerfile, isempty(given), p->channel,
+                        r = proxy_build_context_check_bases(q->context, q->context_size, dockerfile, isempty(given), p->channel,
                                                             &bases, &why);
                         if (r == -ENOMEM)
                                 return proxy_conn_reply(c, 500, NULL, "out of memory");
@@ -604,12 +660,32 @@ int proxy_conn_handle(ProxyConn *c) {
                         c->hold_until_engine_done = true;
                 }
         }
+        return 1;
+}
 
-        if (context)
-                return proxy_conn_forward(c, context, context_size, NULL, 0);
-        if (stream && c->complete)
+/* The request sent to the engine, each kind its way. */
+static int conn_dispatch(ProxyConn *c, ProxyRequest *q) {
+        DockerProxy *p = c->proxy;
+        int r;
+
+        /* volumes and networks made through the proxy are the channel's */
+        if (streq(c->head.method, "POST") && (strcasecmp(c->target.unversioned, "/volumes/create") == 0 ||
+                                              strcasecmp(c->target.unversioned, "/networks/create") == 0)) {
+                if (proxy_conn_check_create_name(c, q->body, strcasecmp(c->target.unversioned, "/volumes/create") == 0) < 0)
+                        return 0;       /* answered */
+                if (proxy_labels_force(q->body, p->channel) < 0)
+                        return proxy_conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
+                q->forced = strdup(json_object_to_json_string_ext(q->body, JSON_C_TO_STRING_PLAIN));
+                if (!q->forced)
+                        return proxy_conn_reply(c, 500, NULL, "out of memory");
+                return proxy_conn_forward(c, q->forced, strlen(q->forced), NULL, 0);
+        }
+
+        if (q->context)
+                return proxy_conn_forward(c, q->context, q->context_size, NULL, 0);
+        if (q->stream && c->complete)
                 return proxy_conn_forward(c, "", 0, NULL, 0);
-        if (stream) {
+        if (q->stream) {
                 size_t pending = c->in_size - c->head_size;
                 const char *expect = http_request_header(&c->head, "Expect");
 
@@ -634,20 +710,20 @@ int proxy_conn_handle(ProxyConn *c) {
                         .masked_paths = p->masked_paths, .podman = p->engine_kind == ENGINE_PODMAN,
                         .network_none = p->network_none,
                 };
-                r = proxy_container_force(body, &nested);
+                r = proxy_container_force(q->body, &nested);
                 if (r < 0)
                         return proxy_conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
                 c->decision = NULL;     /* not allowed until what it uses is the channel's too */
-                if (proxy_conn_check_references(c, body) < 0)
+                if (proxy_conn_check_references(c, q->body) < 0)
                         return 0;       /* answered */
                 const char *why = NULL;
-                r = proxy_tmpfs_check(body, &why);
+                r = proxy_tmpfs_check(q->body, &why);
                 if (r == -EPERM)
                         return proxy_conn_reply(c, 403, "tmpfs", why);
                 if (r < 0)
                         return proxy_conn_reply(c, 400, "parse", "the create body's tmpfs mounts cannot be read");
                 /* bind sources resolved now and pinned (checked again at start) */
-                r = proxy_binds_pin(body);
+                r = proxy_binds_pin(q->body);
                 if (r == -ENOMEM)
                         return proxy_conn_reply(c, 500, NULL, "out of memory");
                 if (r == -EBADMSG)
@@ -655,7 +731,7 @@ int proxy_conn_handle(ProxyConn *c) {
                 if (r < 0)
                         return proxy_conn_reply(c, 403, "bind-pin", "a bind source cannot be resolved to a path a bind can name");
                 /* a container that binds host paths writes host files as whoever runs in it: the agent */
-                r = proxy_container_host_binds(body);
+                r = proxy_container_host_binds(q->body);
                 if (r < 0)
                         return proxy_conn_reply(c, 400, "parse", "the create body's binds cannot be read");
                 if (r > 0) {
@@ -666,14 +742,14 @@ int proxy_conn_handle(ProxyConn *c) {
                                 return proxy_conn_reply(c, 403, "bind-owner", "a container that binds host paths runs as the "
                                                   "agent's uid, which this caller does not have (root in the agent's "
                                                   "container)");
-                        if (r > 0 && proxy_container_run_as(body, uid, gid) < 0)
+                        if (r > 0 && proxy_container_run_as(q->body, uid, gid) < 0)
                                 return proxy_conn_reply(c, 400, "parse", "the create body has fields of the wrong type");
                 }
                 c->decision = "allow";
-                forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
-                if (!forced || proxy_engine_open(p, &e) < 0)
+                q->forced = strdup(json_object_to_json_string_ext(q->body, JSON_C_TO_STRING_PLAIN));
+                if (!q->forced || proxy_engine_open(p, &e) < 0)
                         return proxy_conn_reply(c, 500, NULL, "out of memory");
-                r = conn_create_counted(c, e, forced, &n);
+                r = conn_create_counted(c, e, q->forced, &n);
                 if (r == -EIO)
                         return proxy_conn_reply(c, 502, "engine", "the engine cannot list the channel's containers");
                 if (r == -EDQUOT) {
@@ -686,16 +762,34 @@ int proxy_conn_handle(ProxyConn *c) {
                 }
                 return r;
         }
-        if (frozen_start)
-                return proxy_conn_start_frozen(c, start_inspect, req_body, req_body_size);
+        if (q->frozen_start)
+                return proxy_conn_start_frozen(c, q->start_inspect, q->body_sent, q->body_sent_size);
         if (c->body_changed) {
-                forced = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
-                if (!forced)
+                q->forced = strdup(json_object_to_json_string_ext(q->body, JSON_C_TO_STRING_PLAIN));
+                if (!q->forced)
                         return proxy_conn_reply(c, 500, NULL, "out of memory");
-                req_body = forced;
-                req_body_size = strlen(forced);
+                q->body_sent = q->forced;
+                q->body_sent_size = strlen(q->forced);
         }
-        if (pause)
-                return conn_forward_paused(c, req_body, req_body_size);
-        return proxy_conn_forward(c, req_body, req_body_size, NULL, 0);
+        if (q->pause)
+                return conn_forward_paused(c, q->body_sent, q->body_sent_size);
+        return proxy_conn_forward(c, q->body_sent, q->body_sent_size, NULL, 0);
+}
+
+/* One request: its head, its target, its body, the decision, the checks of what it names, then its
+ * answer (the proxy's own or the engine's). */
+int proxy_conn_handle(ProxyConn *c) {
+        _cleanup_(request_done) ProxyRequest q = { .body_sent = "" };
+        int r;
+
+        if ((r = conn_read_head(c, &q)) <= 0 ||
+            (r = conn_check_target(c, &q)) <= 0 ||
+            (r = conn_read_body(c, &q)) <= 0 ||
+            (r = conn_decide(c, &q)) <= 0 ||
+            (r = conn_check_objects(c, &q)) <= 0 ||
+            (r = conn_approve(c, &q)) <= 0 ||
+            (r = conn_answer_here(c, &q)) <= 0 ||
+            (r = conn_prepare_build(c, &q)) <= 0)
+                return r;
+        return conn_dispatch(c, &q);
 }
