@@ -71,58 +71,13 @@
 
 /* A connection, on a worker thread of the skeleton: its requests one after the other. */
 static void conn_run(SocketConnection *sc, void *userdata) {
-        DockerProxy *p = userdata;
-        struct ucred cred = {};
-        socklen_t len = sizeof(cred);
-        ProxyConn *c;
+        _cleanup_(proxy_conn_freep) ProxyConn *c = NULL;
 
-        c = calloc(1, sizeof(ProxyConn));
-        if (!c) {
+        if (proxy_conn_new(userdata, sc, socket_connection_fd(sc), &c) < 0) {
                 log_oom();
                 return;
         }
-        c->proxy = p;
-        c->sc = sc;
-        c->fd = socket_connection_fd(sc);
-        c->up = -EBADF;
-        c->frozen_root_fd = -EBADF;
-        (void) getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
-        c->peer_pid = len == sizeof(cred) ? cred.pid : 0;
-        c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
-        c->peer_gid = len == sizeof(cred) ? cred.gid : (gid_t) -1;
-        c->start_usec = clock_usec(CLOCK_MONOTONIC);
-        c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
-        c->in_allocated = PROXY_IN_INITIAL;
-        c->in = malloc(c->in_allocated);
-        for (int r = socket_connection_head_begin(sc); r >= 0 && c->in;) {
-                r = proxy_conn_handle(c);
-                if (c->rule)            /* not recorded yet */
-                        proxy_conn_record(c);
-                if (r < 0 || !c->keep_alive)
-                        break;
-                /* a stop ends a kept connection between its requests */
-                r = socket_connection_head_begin(sc);
-                if (r >= 0)
-                        proxy_conn_next_request(c);
-        }
-
-        if (c->status >= 400 && !c->complete && (c->content_length > 0 || c->head.chunked))
-                proxy_lingering_close(c->fd);
-        /* the skeleton closes c->fd */
-        safe_close(c->up);
-        http_request_done(&c->head);
-        proxy_target_done(&c->target);
-        free(c->reason);
-        free(c->fields);
-        json_object_put(c->default_network);
-        free(c->peer_name);
-        free(c->http_verdict_path);
-        free(c->actor_owned);
-        free(c->in);
-        free(c->io);
-        free(c->io_scratch);
-        free(c->response_head);
-        free(c);
+        proxy_conn_serve(c);
 }
 
 /* ---- the main thread: the skeleton's callbacks ---- */

@@ -7,6 +7,7 @@
 #include "dockerproxy-conn.h"
 #include "dockerproxy-pin.h"
 #include "dockerproxy-record.h"
+#include "strv.h"
 
 /* ---- I/O ---- */
 
@@ -241,4 +242,73 @@ void proxy_conn_next_request(ProxyConn *c) {
         c->n_requests++;
         c->start_usec = 0;      /* set when the next request's first byte is in */
         c->deadline_usec = clock_usec(CLOCK_MONOTONIC) + PROXY_KEEPALIVE_IDLE_USEC;
+}
+
+int proxy_conn_new(DockerProxy *p, SocketConnection *sc, int fd, ProxyConn **ret) {
+        struct ucred cred = {};
+        socklen_t len = sizeof(cred);
+        ProxyConn *c;
+
+        c = calloc(1, sizeof(ProxyConn));
+        if (!c)
+                return -ENOMEM;
+        c->proxy = p;
+        c->sc = sc;
+        c->fd = fd;
+        c->up = -EBADF;
+        c->frozen_root_fd = -EBADF;
+        (void) getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+        c->peer_pid = len == sizeof(cred) ? cred.pid : 0;
+        c->peer_uid = len == sizeof(cred) ? cred.uid : (uid_t) -1;
+        c->peer_gid = len == sizeof(cred) ? cred.gid : (gid_t) -1;
+        c->start_usec = clock_usec(CLOCK_MONOTONIC);
+        c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
+        c->in_allocated = PROXY_IN_INITIAL;
+        c->in = malloc(c->in_allocated);
+        if (!c->in) {
+                free(c);
+                return -ENOMEM;
+        }
+        *ret = c;
+        return 0;
+}
+
+ProxyConn *proxy_conn_free(ProxyConn *c) {
+        if (!c)
+                return NULL;
+        /* c->fd is the skeleton's (or the caller's) */
+        safe_close(c->up);
+        safe_close(c->frozen_root_fd);
+        http_request_done(&c->head);
+        proxy_target_done(&c->target);
+        free(c->reason);
+        free(c->fields);
+        json_object_put(c->default_network);
+        strv_free(c->frozen);
+        free(c->peer_name);
+        free(c->http_verdict_path);
+        free(c->actor_owned);
+        free(c->in);
+        free(c->io);
+        free(c->io_scratch);
+        free(c->response_head);
+        free(c);
+        return NULL;
+}
+
+int proxy_conn_head_begin(ProxyConn *c) {
+        return c->sc ? socket_connection_head_begin(c->sc) : 0;
+}
+
+void proxy_conn_head_end(ProxyConn *c) {
+        if (c->sc)
+                (void) socket_connection_head_end(c->sc);
+}
+
+bool proxy_conn_head_expired(ProxyConn *c) {
+        return c->sc && socket_connection_head_expired(c->sc);
+}
+
+bool proxy_conn_stopping(ProxyConn *c) {
+        return c->sc && socket_service_stopping(socket_connection_service(c->sc));
 }

@@ -164,3 +164,16 @@ void proxy_lingering_close(int fd);
 /* Ready for the connection's next request: what this one left in the buffer (a pipelined request)
  * moves to its start, the rest of the per-request state is cleared. */
 void proxy_conn_next_request(ProxyConn *c);
+
+/* A client connection on fd (its peer read from SO_PEERCRED), served on the skeleton's connection sc
+ * (NULL: none, for tests and fuzzers). The fd stays its owner's. */
+int proxy_conn_new(DockerProxy *p, SocketConnection *sc, int fd, ProxyConn **ret);
+ProxyConn *proxy_conn_free(ProxyConn *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ProxyConn *, proxy_conn_free);
+
+/* The skeleton's deadline of a request head (socket-service.h), and whether the service stops; without
+ * a skeleton there is neither. */
+int proxy_conn_head_begin(ProxyConn *c);
+void proxy_conn_head_end(ProxyConn *c);
+bool proxy_conn_head_expired(ProxyConn *c);
+bool proxy_conn_stopping(ProxyConn *c);

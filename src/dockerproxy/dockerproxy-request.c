@@ -141,8 +141,8 @@ static int conn_read_head(ProxyConn *c, ProxyRequest *q) {
                         c->start_usec = clock_usec(CLOCK_MONOTONIC);
                         c->deadline_usec = c->start_usec + PROXY_HEAD_TIMEOUT_USEC;
                         /* the skeleton's deadline starts again with it too */
-                        (void) socket_connection_head_end(c->sc);
-                        (void) socket_connection_head_begin(c->sc);
+                        proxy_conn_head_end(c);
+                        (void) proxy_conn_head_begin(c);
                 }
                 r = http_request_parse_head(c->in, c->in_size, &limits, &c->head, &c->head_size, &c->content_length, &status);
                 if (r < 0)
@@ -151,9 +151,9 @@ static int conn_read_head(ProxyConn *c, ProxyRequest *q) {
                         break;
                 ssize_t k = proxy_conn_read_more(c);
                 /* the skeleton shut the read side: its deadline (a backstop just after ours) or a stop */
-                if (k == 0 && socket_connection_head_expired(c->sc))
+                if (k == 0 && proxy_conn_head_expired(c))
                         k = -ETIMEDOUT;
-                if (k == 0 && c->in_size == 0 && socket_service_stopping(socket_connection_service(c->sc)))
+                if (k == 0 && c->in_size == 0 && proxy_conn_stopping(c))
                         return 0;       /* a kept connection ended by a stop between requests */
                 if (k == -ETIMEDOUT && c->in_size == 0 && c->n_requests > 0)
                         return 0;               /* a kept connection left idle: closed without a word */
@@ -173,7 +173,7 @@ static int conn_read_head(ProxyConn *c, ProxyRequest *q) {
                 }
         }
 
-        (void) socket_connection_head_end(c->sc);      /* the proxy's own deadline goes on for the body */
+        proxy_conn_head_end(c);        /* the proxy's own deadline goes on for the body */
 
         /* once per connection: its peer is fixed at connect, and a container's labels never change */
         if (!c->peer_known) {
@@ -792,4 +792,20 @@ int proxy_conn_handle(ProxyConn *c) {
             (r = conn_prepare_build(c, &q)) <= 0)
                 return r;
         return conn_dispatch(c, &q);
+}
+
+void proxy_conn_serve(ProxyConn *c) {
+        for (int r = proxy_conn_head_begin(c); r >= 0;) {
+                r = proxy_conn_handle(c);
+                if (c->rule)            /* not recorded yet */
+                        proxy_conn_record(c);
+                if (r < 0 || !c->keep_alive)
+                        break;
+                /* a stop ends a kept connection between its requests */
+                r = proxy_conn_head_begin(c);
+                if (r >= 0)
+                        proxy_conn_next_request(c);
+        }
+        if (c->status >= 400 && !c->complete && (c->content_length > 0 || c->head.chunked))
+                proxy_lingering_close(c->fd);
 }
