@@ -15,7 +15,7 @@
 static bool header_is_hop_by_hop(const HttpRequest *req, const char *name) {
         static const char * const hop[] = {
                 "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade",
-                "DockerProxy-Connection", "DockerProxy-Authorization", "DockerProxy-Authenticate", "TE", "Trailer", "Expect",
+                "Proxy-Connection", "Proxy-Authorization", "Proxy-Authenticate", "TE", "Trailer", "Expect",
         };
         const char *conn = http_request_header(req, "Connection");
 
@@ -393,7 +393,7 @@ static int response_head_for_client(const char *head, size_t size, bool keep_ali
                 eol = http_find_crlf(line, (size_t) (end + 2 - line));
                 size_t len = (size_t) (eol - line);
                 if (status_line || !(header_line_is(line, len, "Connection") || header_line_is(line, len, "Keep-Alive") ||
-                                     header_line_is(line, len, "DockerProxy-Connection")))
+                                     header_line_is(line, len, "Proxy-Connection")))
                         p = mempcpy(p, line, len + 2);
         }
         p = stpcpy(p, keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n");
