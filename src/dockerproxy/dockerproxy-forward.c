@@ -12,7 +12,7 @@
 
 /* ---- forwarding ---- */
 
-static bool header_is_hop_by_hop(const HttpRequest *req, const char *name) {
+bool proxy_header_is_hop_by_hop(const HttpRequest *req, const char *name) {
         static const char * const hop[] = {
                 "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade",
                 "Proxy-Connection", "Proxy-Authorization", "Proxy-Authenticate", "TE", "Trailer", "Expect",
@@ -39,7 +39,7 @@ static bool header_is_hop_by_hop(const HttpRequest *req, const char *name) {
         return false;
 }
 
-static bool path_is_hijack(const char *method, const char *path) {
+bool proxy_path_is_hijack(const char *method, const char *path) {
         const char *rest;
 
         if (!streq(method, "POST"))
@@ -77,7 +77,7 @@ static int format_upstream_head(ProxyConn *c, bool hijack, uint64_t body_size, b
                 return -ENOMEM;
         p = stpcpy(stpcpy(stpcpy(stpcpy(buf, c->head.method), " "), target), " HTTP/1.1\r\nHost: docker\r\n");
         for (size_t i = 0; i < c->head.n_headers; i++)
-                if (!header_is_hop_by_hop(&c->head, c->head.headers[i].name))
+                if (!proxy_header_is_hop_by_hop(&c->head, c->head.headers[i].name))
                         p = stpcpy(stpcpy(stpcpy(stpcpy(p, c->head.headers[i].name), ": "), c->head.headers[i].value), "\r\n");
         /* not hijacked: HTTP/1.1's default, the engine connection is kept for the client's next request */
         if (connection)
@@ -381,7 +381,7 @@ static bool header_line_is(const char *line, size_t len, const char *name) {
 
 /* The engine's response head as the client gets it: the engine's Connection and Keep-Alive headers
  * (about the engine connection) replaced by one about the client's. */
-static int response_head_for_client(const char *head, size_t size, bool keep_alive, char **ret, size_t *ret_size) {
+int proxy_response_head_for_client(const char *head, size_t size, bool keep_alive, char **ret, size_t *ret_size) {
         const char *end = head + size - 2, *line = head, *eol;  /* end: the empty line */
         char *buf, *p;
 
@@ -464,7 +464,7 @@ int proxy_conn_forward(ProxyConn *c, const char *body, size_t body_size, const c
         _cleanup_close_ int up = TAKE_FD(c->up);
         _cleanup_free_ char *head = NULL, *client_head = NULL;
         char *rbuf;
-        bool hijack = path_is_hijack(c->head.method, c->target.unversioned);
+        bool hijack = proxy_path_is_hijack(c->head.method, c->target.unversioned);
         bool streamed = !body, head_request = streq(c->head.method, "HEAD");
         bool reused, may_resend = streq(c->head.method, "GET") || head_request;
         HttpResponseHead h = {};
@@ -562,7 +562,7 @@ int proxy_conn_forward(ProxyConn *c, const char *body, size_t body_size, const c
         if (hijack)
                 r = proxy_send_all(c->fd, rbuf, h.head_size);
         else {
-                r = response_head_for_client(rbuf, h.head_size, c->keep_alive, &client_head, &client_head_size);
+                r = proxy_response_head_for_client(rbuf, h.head_size, c->keep_alive, &client_head, &client_head_size);
                 /* a body of known length that came (part or whole) with the head goes out with it */
                 if (framed && !bodyless && !h.chunked && h.has_length && extra <= h.length)
                         with_head = extra;
