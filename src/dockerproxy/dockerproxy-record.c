@@ -7,10 +7,6 @@
 
 /* ---- the journal ---- */
 
-/* The fields of fixed form (a method, a rule id, numbers) are formatted into buffers on the stack: this
- * runs for every request. The values of free form (the path, the reason, the approver's name) are
- * allocated, each once. */
-#define PROXY_RECORD_FIELD_MAX 128U
 
 /* key: "RULE:PEER" */
 static void refusals_summary(const char *key, uint64_t suppressed, void *userdata) {
@@ -79,64 +75,86 @@ static char *record_field(const char *name, const char *value) {
         return s;
 }
 
-void proxy_conn_record(ProxyConn *c) {
-        _cleanup_free_ char *path = NULL, *reason = NULL, *f_path = NULL, *f_reason = NULL, *f_actor = NULL,
-                *f_fields = NULL, *first_line = NULL;
-        char f_peer[PROXY_RECORD_FIELD_MAX], f_peer_uid[PROXY_RECORD_FIELD_MAX], f_method[PROXY_RECORD_FIELD_MAX], f_rule[PROXY_RECORD_FIELD_MAX], f_status[PROXY_RECORD_FIELD_MAX],
-                f_latency[PROXY_RECORD_FIELD_MAX], f_frozen[PROXY_RECORD_FIELD_MAX], f_frozen_us[PROXY_RECORD_FIELD_MAX];
+void proxy_record_done(ProxyRecord *r) {
+        free(r->path);
+        free(r->reason);
+        free(r->f_path);
+        free(r->f_reason);
+        free(r->f_actor);
+        free(r->f_fields);
+        *r = (ProxyRecord) {};
+}
+
+int proxy_record_build(const ProxyConn *c, uint64_t now, ProxyRecord *r) {
+        _cleanup_free_ char *first_line = NULL;
         const char *method = c->head.method ?: "-";
-        uint64_t latency = clock_usec(CLOCK_MONOTONIC) - c->start_usec;
-        bool deny = !streq_ptr(c->decision, "allow");
+        size_t n = 0;
+
+        *r = (ProxyRecord) { .method = method, .deny = !streq_ptr(c->decision, "allow") };
+        /* a request that never parsed: what it began with, so that the record says what was refused */
+        if (!c->target.path && !c->head.path && c->in && c->in_size > 0) {
+                size_t k = 0;
+                while (k < c->in_size && k < PROXY_DISPLAY_MAX && c->in[k] != '\r' && c->in[k] != '\n' && c->in[k] != 0)
+                        k++;
+                first_line = strndup(c->in, k);
+                if (!first_line)
+                        return -ENOMEM;
+        }
+        r->path = text_escape_display(c->target.path ?: c->head.path ?: strempty(first_line), PROXY_DISPLAY_MAX);
+        r->reason = text_escape_display(strempty(c->reason), PROXY_DISPLAY_MAX);
+        if (!r->path || !r->reason)
+                return -ENOMEM;
+        r->f_path = record_field("LOOP_PATH=", r->path);
+        r->f_reason = record_field("LOOP_REASON=", r->reason);
+        r->f_actor = record_field("LOOP_ACTOR=", c->actor ?: "policy");
+        if (!r->f_path || !r->f_reason || !r->f_actor)
+                return -ENOMEM;
+        /* the method is a token of at most HTTP_METHOD_MAX bytes (src/shared/http-server.c) */
+        snprintf(r->f_method, sizeof(r->f_method), "LOOP_METHOD=%s", method);
+        snprintf(r->f_rule, sizeof(r->f_rule), "LOOP_RULE=%s", strna(c->rule));
+        snprintf(r->f_status, sizeof(r->f_status), "LOOP_STATUS=%d", c->status);
+        snprintf(r->f_latency, sizeof(r->f_latency), "LOOP_LATENCY_NS=%" PRIu64, (now - c->start_usec) * 1000U);
+        snprintf(r->f_peer, sizeof(r->f_peer), "LOOP_PEER_PID=%d", (int) c->peer_pid);
+        snprintf(r->f_peer_uid, sizeof(r->f_peer_uid), "LOOP_PEER_UID=%d", (int) c->peer_uid);
+        r->extra[n++] = (char *) "LOOP_KIND=docker";
+        r->extra[n++] = r->f_method;
+        r->extra[n++] = r->f_path;
+        r->extra[n++] = r->f_rule;
+        r->extra[n++] = (char *) (r->deny ? "LOOP_DECISION=deny" : "LOOP_DECISION=allow");
+        r->extra[n++] = r->f_status;
+        r->extra[n++] = r->f_latency;
+        r->extra[n++] = r->f_actor;
+        r->extra[n++] = r->f_peer;
+        r->extra[n++] = r->f_peer_uid;
+        if (!isempty(c->fields)) {
+                r->f_fields = record_field("LOOP_FIELDS=", c->fields);
+                if (!r->f_fields)
+                        return -ENOMEM;
+                r->extra[n++] = r->f_fields;
+        }
+        if (c->froze) {         /* a start with pins: how many of the channel's containers it froze, how long */
+                snprintf(r->f_frozen, sizeof(r->f_frozen), "LOOP_FROZEN=%u", c->n_frozen);
+                snprintf(r->f_frozen_us, sizeof(r->f_frozen_us), "LOOP_FROZEN_US=%" PRIu64, c->frozen_usec);
+                r->extra[n++] = r->f_frozen;
+                r->extra[n++] = r->f_frozen_us;
+        }
+        if (!isempty(c->reason))
+                r->extra[n++] = r->f_reason;
+        r->extra[n] = NULL;
+        return 0;
+}
+
+void proxy_conn_record(ProxyConn *c) {
+        _cleanup_(proxy_record_done) ProxyRecord r = {};
 
         if (c->unjournaled)     /* counted for a summary record (proxy_refusal_journaled()) */
                 return;
-        /* a request that never parsed: what it began with, so that the record says what was refused */
-        if (!c->target.path && !c->head.path && c->in && c->in_size > 0) {
-                size_t n = 0;
-                while (n < c->in_size && n < PROXY_DISPLAY_MAX && c->in[n] != '\r' && c->in[n] != '\n' && c->in[n] != 0)
-                        n++;
-                first_line = strndup(c->in, n);
+        if (proxy_record_build(c, clock_usec(CLOCK_MONOTONIC), &r) < 0) {
+                log_oom();
+                return;
         }
-        path = text_escape_display(c->target.path ?: c->head.path ?: strempty(first_line), PROXY_DISPLAY_MAX);
-        reason = text_escape_display(strempty(c->reason), PROXY_DISPLAY_MAX);
-        if (!path || !reason)
-                goto oom;
-        f_path = record_field("LOOP_PATH=", path);
-        f_reason = record_field("LOOP_REASON=", reason);
-        f_actor = record_field("LOOP_ACTOR=", c->actor ?: "policy");
-        if (!f_path || !f_reason || !f_actor)
-                goto oom;
-        /* the method is a token of at most HTTP_METHOD_MAX bytes (src/shared/http-server.c) */
-        snprintf(f_method, sizeof(f_method), "LOOP_METHOD=%s", method);
-        snprintf(f_rule, sizeof(f_rule), "LOOP_RULE=%s", strna(c->rule));
-        snprintf(f_status, sizeof(f_status), "LOOP_STATUS=%d", c->status);
-        snprintf(f_latency, sizeof(f_latency), "LOOP_LATENCY_NS=%" PRIu64, latency * 1000U);
-        snprintf(f_peer, sizeof(f_peer), "LOOP_PEER_PID=%d", (int) c->peer_pid);
-        snprintf(f_peer_uid, sizeof(f_peer_uid), "LOOP_PEER_UID=%d", (int) c->peer_uid);
-        char *extra[16] = { (char *) "LOOP_KIND=docker", f_method, f_path, f_rule,
-                            (char *) (deny ? "LOOP_DECISION=deny" : "LOOP_DECISION=allow"), f_status, f_latency,
-                            f_actor, f_peer, f_peer_uid };
-        size_t n = 10;
-        if (!isempty(c->fields)) {
-                f_fields = record_field("LOOP_FIELDS=", c->fields);
-                if (!f_fields)
-                        goto oom;
-                extra[n++] = f_fields;
-        }
-        if (c->froze) {         /* a start with pins: how many of the channel's containers it froze, how long */
-                snprintf(f_frozen, sizeof(f_frozen), "LOOP_FROZEN=%u", c->n_frozen);
-                snprintf(f_frozen_us, sizeof(f_frozen_us), "LOOP_FROZEN_US=%" PRIu64, c->frozen_usec);
-                extra[n++] = f_frozen;
-                extra[n++] = f_frozen_us;
-        }
-        if (!isempty(c->reason))
-                extra[n++] = f_reason;
-        extra[n] = NULL;
-        AuditFields f = { .channel = c->proxy->channel, .container = c->peer_name, .extra = extra };
-        (void) audit_log(AUDIT_DOCKERPROXY_REQUEST, deny ? LOG_WARNING : LOG_INFO, &f,
-                         "Docker API %s: %s %s -> %d (rule %s%s%s)", deny ? "deny" : "allow", method, path,
-                         c->status, strna(c->rule), isempty(c->reason) ? "" : ": ", reason);
-        return;
-oom:
-        log_oom();
+        AuditFields f = { .channel = c->proxy->channel, .container = c->peer_name, .extra = r.extra };
+        (void) audit_log(AUDIT_DOCKERPROXY_REQUEST, r.deny ? LOG_WARNING : LOG_INFO, &f,
+                         "Docker API %s: %s %s -> %d (rule %s%s%s)", r.deny ? "deny" : "allow", r.method, r.path,
+                         c->status, strna(c->rule), isempty(c->reason) ? "" : ": ", r.reason);
 }
