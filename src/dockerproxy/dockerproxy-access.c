@@ -95,7 +95,7 @@ static ProxyObjectKind ref_object_kind(ProxyRefKind kind) {
 
 /* 1 with a copy of the 404 body kept for kind, 0 when none is kept, -ENOMEM. */
 static int not_found_cached(DockerProxy *p, ProxyObjectKind kind, char **ret) {
-        _cleanup_(proxy_mutex_unlockp) pthread_mutex_t *lock = proxy_mutex_lock(&p->not_found_lock);
+        _cleanup_(proxy_mutex_unlockp) _unused_ pthread_mutex_t *lock = proxy_mutex_lock(&p->not_found_lock);
 
         if (!p->not_found[kind])
                 return 0;
@@ -104,7 +104,7 @@ static int not_found_cached(DockerProxy *p, ProxyObjectKind kind, char **ret) {
 }
 
 static void not_found_keep(DockerProxy *p, ProxyObjectKind kind, const char *body) {
-        _cleanup_(proxy_mutex_unlockp) pthread_mutex_t *lock = proxy_mutex_lock(&p->not_found_lock);
+        _cleanup_(proxy_mutex_unlockp) _unused_ pthread_mutex_t *lock = proxy_mutex_lock(&p->not_found_lock);
 
         if (!p->not_found[kind])
                 p->not_found[kind] = strdup(body);      /* NULL: asked again next time */
@@ -511,7 +511,7 @@ static struct {
 /* The cached answer for container id: 0 (allowed, its name in *ret_name), -EPERM, or -ENOENT when none
  * is cached or it expired. */
 static int peer_cache_lookup(const char *id, uint64_t now, char **ret_name) {
-        _cleanup_(proxy_mutex_unlockp) pthread_mutex_t *lock = proxy_mutex_lock(&peer_cache_lock);
+        _cleanup_(proxy_mutex_unlockp) _unused_ pthread_mutex_t *lock = proxy_mutex_lock(&peer_cache_lock);
 
         for (size_t i = 0; i < PROXY_PEER_CACHE_SIZE; i++)
                 if (streq(peer_cache[i].id, id) && peer_cache[i].until > now) {
@@ -523,7 +523,7 @@ static int peer_cache_lookup(const char *id, uint64_t now, char **ret_name) {
 
 /* Keeps the answer for container id in the slot that expires first. */
 static void peer_cache_store(const char *id, const char *name, bool allowed, uint64_t now) {
-        _cleanup_(proxy_mutex_unlockp) pthread_mutex_t *lock = proxy_mutex_lock(&peer_cache_lock);
+        _cleanup_(proxy_mutex_unlockp) _unused_ pthread_mutex_t *lock = proxy_mutex_lock(&peer_cache_lock);
         size_t slot = 0;
 
         for (size_t i = 1; i < PROXY_PEER_CACHE_SIZE; i++)

@@ -37,7 +37,7 @@
 #define PROXY_WORKER_STACK (256U * 1024U)      /* a connection's thread */
 
 /* A lock held for the rest of a scope: one function takes it and every path out releases it.
- *   _cleanup_(proxy_mutex_unlockp) pthread_mutex_t *lock = proxy_mutex_lock(&p->create_lock); */
+ *   _cleanup_(proxy_mutex_unlockp) _unused_ pthread_mutex_t *lock = proxy_mutex_lock(&p->create_lock); */
 static inline pthread_mutex_t *proxy_mutex_lock(pthread_mutex_t *m) {
         pthread_mutex_lock(m);
         return m;

@@ -79,7 +79,7 @@ static int conn_read_build_context(ProxyConn *c, char **ret, size_t *ret_size) {
  * cannot overshoot the channel's count: the forward's result, -EIO when the engine cannot count, or
  * -EDQUOT with the count in *ret_n (nothing sent to the client under the lock). */
 static int conn_create_counted(ProxyConn *c, Engine *e, const char *body, uint64_t *ret_n) {
-        _cleanup_(proxy_mutex_unlockp) pthread_mutex_t *lock = proxy_mutex_lock(&c->proxy->create_lock);
+        _cleanup_(proxy_mutex_unlockp) _unused_ pthread_mutex_t *lock = proxy_mutex_lock(&c->proxy->create_lock);
         uint64_t n = 0;
 
         if (proxy_count_nested(c->proxy, e, &n) < 0)
@@ -93,7 +93,7 @@ static int conn_create_counted(ProxyConn *c, Engine *e, const char *body, uint64
 
 /* A pause or unpause waits for a frozen start under way: in its middle it would change what that froze. */
 static int conn_forward_paused(ProxyConn *c, const char *body, size_t body_size) {
-        _cleanup_(proxy_mutex_unlockp) pthread_mutex_t *lock = proxy_mutex_lock(&c->proxy->start_lock);
+        _cleanup_(proxy_mutex_unlockp) _unused_ pthread_mutex_t *lock = proxy_mutex_lock(&c->proxy->start_lock);
 
         return proxy_conn_forward(c, body, body_size, NULL, 0);
 }

@@ -186,7 +186,7 @@ void proxy_probe_engine(DockerProxy *p) {
 
 /* Which engine it is: found at start, else asked now (under create_lock, once for all workers). */
 EngineKind proxy_engine_kind(DockerProxy *p) {
-        _cleanup_(proxy_mutex_unlockp) pthread_mutex_t *lock = proxy_mutex_lock(&p->create_lock);
+        _cleanup_(proxy_mutex_unlockp) _unused_ pthread_mutex_t *lock = proxy_mutex_lock(&p->create_lock);
 
         if (p->engine_kind == ENGINE_UNKNOWN)
                 proxy_probe_engine(p);
@@ -196,7 +196,7 @@ EngineKind proxy_engine_kind(DockerProxy *p) {
 /* The workload profile's security option for the engine (seccomp-profile.h), made once, under
  * create_lock. */
 int proxy_seccomp_option(DockerProxy *p) {
-        _cleanup_(proxy_mutex_unlockp) pthread_mutex_t *lock = proxy_mutex_lock(&p->create_lock);
+        _cleanup_(proxy_mutex_unlockp) _unused_ pthread_mutex_t *lock = proxy_mutex_lock(&p->create_lock);
         int r;
 
         if (p->seccomp_option)
