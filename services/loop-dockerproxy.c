@@ -129,7 +129,7 @@ static void on_released(SocketService *s, void *userdata) {
 }
 
 static int run(int argc, char *argv[]) {
-        DockerProxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER, .start_lock = PTHREAD_MUTEX_INITIALIZER,
+        _cleanup_(proxy_done) DockerProxy p = { .create_lock = PTHREAD_MUTEX_INITIALIZER, .start_lock = PTHREAD_MUTEX_INITIALIZER,
                     .not_found_lock = PTHREAD_MUTEX_INITIALIZER, .refusal_lock = PTHREAD_MUTEX_INITIALIZER };
         _cleanup_(socket_service_freep) SocketService *service = NULL;
         const char *reason;

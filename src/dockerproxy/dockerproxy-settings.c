@@ -59,6 +59,24 @@ int proxy_thaw_leftovers(const char *state_dir) {
         return 0;
 }
 
+void proxy_done(DockerProxy *p) {
+        free(p->channel);
+        free(p->engine_socket);
+        free(p->gate_socket);
+        free(p->cgroup_parent);
+        free(p->state_dir);
+        strv_free(p->masked_paths);
+        free(p->work_dir);
+        egress_policy_free(p->egress);
+        strv_free(p->protected_images);
+        free(p->seccomp_option);
+        proxy_policy_free(p->policy);
+        for (size_t i = 0; i < _PROXY_OBJECT_KIND_MAX; i++)
+                free(p->not_found[i]);
+        audit_limiter_free(p->refusals);
+        *p = (DockerProxy) {};
+}
+
 int proxy_settings(DockerProxy *p) {
         _cleanup_free_ char *error = NULL, *cred_policy = NULL;
         const char *sock = getenv("LOOP_DOCKERPROXY_ENGINE_SOCKET"), *policy = getenv("LOOP_DOCKERPROXY_POLICY");

@@ -16,7 +16,12 @@ int proxy_state_dir(const char *channel, char **ret);
  * start, and by "--thaw CHANNEL" from the unit's ExecStopPost=. */
 int proxy_thaw_leftovers(const char *state_dir);
 
+/* The settings from the environment (the variables services/loop-dockerproxy.c lists) into p, whose
+ * channel is set: each checked, a bad one refused with a message (-EINVAL). */
 int proxy_settings(DockerProxy *p);
+
+/* Frees what p holds and empties it (its locks are zeroed: unlocked, as initialised). */
+void proxy_done(DockerProxy *p);
 
 /* Which engine it is (the seccomp profile is given differently), and whether it manages cgroups through
  * systemd (then containers go into the channel's slice). An engine down at start is asked again at the
