@@ -4,6 +4,11 @@
  * started by loop-dockerproxy@NAME.socket on /run/loop/NAME/docker.sock, which the runner bind-mounts
  * into the channel's agent containers as /var/run/docker.sock.
  *
+ * This file is main(), the skeleton's callbacks and the connection's thread; the logic is in
+ * src/dockerproxy/ (dockerproxy-request.h runs a request through its stages). The helper runs on the
+ * skeleton every helper shares (src/shared/socket-service.h): it takes the socket from systemd, exits
+ * when idle, drains on SIGTERM and joins every connection's thread.
+ *
  * A connection is served by a thread of its own and carries requests one after the other (HTTP/1.1
  * keep-alive, as the docker CLI and Testcontainers use it), each read, checked and journaled on its own;
  * the caller is identified once per connection (SO_PEERCRED is fixed at connect), and one engine
