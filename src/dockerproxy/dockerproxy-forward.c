@@ -17,26 +17,12 @@ bool proxy_header_is_hop_by_hop(const HttpRequest *req, const char *name) {
                 "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade",
                 "Proxy-Connection", "Proxy-Authorization", "Proxy-Authenticate", "TE", "Trailer", "Expect",
         };
-        const char *conn = http_request_header(req, "Connection");
 
         for (size_t i = 0; i < ELEMENTSOF(hop); i++)
                 if (strcasecmp(name, hop[i]) == 0)
                         return true;
-        /* headers the client named in Connection are for us, not the engine */
-        if (conn) {
-                size_t n = strlen(name);
-                for (const char *p = conn; *p;) {
-                        p += strspn(p, " \t,");
-                        size_t len = strcspn(p, ",");
-                        size_t l = len;
-                        while (l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'))
-                                l--;
-                        if (l == n && strncasecmp(p, name, n) == 0)
-                                return true;
-                        p += len;
-                }
-        }
-        return false;
+        /* headers the client named in a Connection header are for us, not the engine */
+        return http_request_connection_lists(req, name);
 }
 
 bool proxy_path_is_hijack(const char *method, const char *path) {

@@ -19,29 +19,6 @@ static bool header_is_hop_by_hop(const char *name) {
         return false;
 }
 
-/* Whether the Connection header lists name (those headers are hop-by-hop as well). */
-static bool header_named_by_connection(const HttpRequest *r, const char *name) {
-        size_t n = strlen(name);
-
-        for (size_t i = 0; i < r->n_headers; i++) {
-                const char *v = r->headers[i].value;
-                if (strcasecmp(r->headers[i].name, "Connection") != 0)
-                        continue;
-                for (const char *p = v; *p;) {
-                        size_t len, l;
-                        p += strspn(p, " \t,");
-                        len = strcspn(p, ",");
-                        l = len;
-                        while (l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'))
-                                l--;
-                        if (l == n && strncasecmp(p, name, n) == 0)
-                                return true;
-                        p += len;
-                }
-        }
-        return false;
-}
-
 /* value with every occurrence of what replaced by with. */
 static char *replace_all(const char *value, const char *what, const char *with) {
         size_t wl = strlen(what), rl = strlen(with), n = 0;
@@ -195,7 +172,7 @@ int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const Egre
                 const HttpHeader *h = &r->headers[i];
                 _cleanup_free_ char *v = NULL;
 
-                if (header_is_hop_by_hop(h->name) || header_named_by_connection(r, h->name))
+                if (header_is_hop_by_hop(h->name) || http_request_connection_lists(r, h->name))
                         continue;
                 q = header_value(h, p, rule, api, &v, ret_reason);
                 if (q < 0)

@@ -91,6 +91,13 @@ bool http_token_list_contains(const char *list, const char *token) {
         return false;
 }
 
+bool http_request_connection_lists(const HttpRequest *r, const char *name) {
+        for (size_t i = 0; i < r->n_headers; i++)
+                if (strcasecmp(r->headers[i].name, "Connection") == 0 && http_token_list_contains(r->headers[i].value, name))
+                        return true;
+        return false;
+}
+
 static int parse_content_length(const char *v, size_t *ret) {
         uint64_t n = 0;
 

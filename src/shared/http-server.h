@@ -102,6 +102,8 @@ int http_request_parse(const char *buf, size_t size, const HttpLimits *limits,
 
 /* The value of the first header called name (case-insensitive), or NULL. */
 const char *http_request_header(const HttpRequest *r, const char *name);
+/* Whether any of r's Connection headers lists name (a header for this hop only, RFC 9110 7.6.1). */
+bool http_request_connection_lists(const HttpRequest *r, const char *name);
 
 /* "Bad Request" for 400 and so on; "Unknown" for codes we never send. */
 const char *http_status_reason(int status);

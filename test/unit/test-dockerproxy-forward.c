@@ -30,6 +30,13 @@ static void test_hop_by_hop(void) {
         ok(!proxy_header_is_hop_by_hop(&h, "X-Registry-Auth"), "X-Registry-Auth is sent to the engine");
         ok(!proxy_header_is_hop_by_hop(&h, "Content-Type"), "Content-Type is sent to the engine");
         ok(!proxy_header_is_hop_by_hop(&h, "X-Min"), "a prefix of a name Connection names is sent to the engine");
+
+        static const char two[] = "GET /_ping HTTP/1.1\r\nHost: d\r\nConnection: keep-alive\r\nConnection: X-Second\r\n\r\n";
+        _cleanup_(http_request_done) HttpRequest h2 = {};
+        if (http_request_parse_head(two, strlen(two), &limits, &h2, &head_size, &length, &status) == 1)
+                ok(proxy_header_is_hop_by_hop(&h2, "X-Second"), "a header the client's second Connection header names is not sent");
+        else
+                ok(status >= 400, "a request with two Connection headers is refused by the parser");
 }
 
 static void test_hijack(void) {
