@@ -49,6 +49,11 @@ static char *approval_cache_key(const ProxyConn *c) {
 }
 
 /* Asks loop-gate@NAME. Never fails: trouble is a deny with the reason in *ret_reason. */
+/* A human's answer can take minutes: a service that stops does not wait for it (the request is denied). */
+static int approval_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+        return proxy_conn_stopping(userdata) ? 1 : 0;
+}
+
 bool proxy_conn_ask_human(ProxyConn *c, const ProxyVerdict *v, char **ret_actor, char **ret_reason) {
         _cleanup_free_ char *auth = NULL, *target = NULL, *key = NULL;
         _cleanup_(json_object_putp) json_object *req = NULL, *reply = NULL;
@@ -58,6 +63,7 @@ bool proxy_conn_ask_human(ProxyConn *c, const ProxyVerdict *v, char **ret_actor,
         json_object *d, *a, *rs;
         bool allow = false;
         long code = 0;
+        CURLcode cr;
         CURL *h;
         int r;
 
@@ -112,7 +118,11 @@ bool proxy_conn_ask_human(ProxyConn *c, const ProxyVerdict *v, char **ret_actor,
         curl_easy_setopt(h, CURLOPT_TIMEOUT, PROXY_APPROVAL_TIMEOUT_SEC);
         curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        if (curl_easy_perform(h) == CURLE_OK)
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, approval_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        cr = curl_easy_perform(h);
+        if (cr == CURLE_OK)
                 curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
         curl_slist_free_all(headers);
         curl_easy_cleanup(h);
@@ -121,7 +131,8 @@ bool proxy_conn_ask_human(ProxyConn *c, const ProxyVerdict *v, char **ret_actor,
         if (code != 200 || buf.overflow || !buf.data || !(reply = json_tokener_parse(buf.data)) ||
             !json_object_object_get_ex(reply, "decision", &d)) {
                 free(buf.data);
-                *ret_reason = strdup(code == 0 ? "gate-unreachable" : "gate-error");
+                *ret_reason = strdup(cr == CURLE_ABORTED_BY_CALLBACK ? "proxy-stopping" :
+                                     code == 0 ? "gate-unreachable" : "gate-error");
                 return false;
         }
         allow = streq_ptr(json_object_get_string(d), "allow");
