@@ -12,6 +12,11 @@
 
 /* ---- forwarding ---- */
 
+/* A wait on the engine with no end of its own (an answer that takes as long as a container runs: wait,
+ * logs -f, an attach whose client stopped sending) wakes this often to see whether the service is done
+ * draining. The engine's socket times its blocking reads out as often (SO_RCVTIMEO). */
+#define PROXY_ENGINE_WAIT_CHECK_USEC (1000ULL * 1000ULL)
+
 bool proxy_header_is_hop_by_hop(const HttpRequest *req, const char *name) {
         static const char * const hop[] = {
                 "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade",
@@ -93,6 +98,9 @@ int proxy_engine_connect(DockerProxy *p) {
                 safe_close(fd);
                 return r;
         }
+        /* blocking reads end this often without data, for a look at the service (engine_recv()) */
+        struct timeval tv = { .tv_sec = PROXY_ENGINE_WAIT_CHECK_USEC / 1000000ULL, .tv_usec = PROXY_ENGINE_WAIT_CHECK_USEC % 1000000ULL };
+        (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         return fd;
 }
 
@@ -151,6 +159,30 @@ static int stream_request_body(ProxyConn *c, int up, const char *pending, size_t
         }
 }
 
+/* Whether a wait on the engine ends because the service stops: SIGTERM came and the client's connection
+ * is shut down (by the skeleton when the drain time ended, or by the client). */
+static bool conn_cut(ProxyConn *c) {
+        struct pollfd p = { .fd = c->fd };
+
+        return proxy_conn_stopping(c) && poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* A blocking read of the engine's answer, at once (no poll() before it), until the service is done
+ * draining (-ESHUTDOWN). */
+static ssize_t engine_recv(ProxyConn *c, int up, void *buf, size_t size) {
+        for (;;) {
+                ssize_t k = recv(up, buf, size, 0);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0 && errno == EAGAIN) {         /* SO_RCVTIMEO: a look at the service */
+                        if (conn_cut(c))
+                                return -ESHUTDOWN;
+                        continue;
+                }
+                return k < 0 ? -errno : k;
+        }
+}
+
 /* Waits until the engine has something to say, passing on what the client sends meanwhile when the
  * stream is hijacked (its stdin) and otherwise only watching it for hanging up. 1: the engine's side is
  * readable; 0: the client is gone (a follow stream ends here); < 0: an error. */
@@ -163,10 +195,15 @@ static int relay_wait(ProxyConn *c, int up, bool hijack, bool *client_open) {
                         { .fd = up, .events = POLLIN },
                         { .fd = *client_open ? c->fd : -1, .events = (hijack ? POLLIN : 0) | POLLRDHUP },
                 };
-                if (poll(p, 2, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
+                int n = poll(p, 2, *client_open ? -1 : (int) (PROXY_ENGINE_WAIT_CHECK_USEC / 1000));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
                         return -errno;
+                if (n == 0) {           /* the engine alone is watched: a look at the service */
+                        if (conn_cut(c))
+                                return -ESHUTDOWN;
+                        continue;
                 }
                 if (p[1].revents && !hijack) {
                         /* gone, or only done sending: it still reads */
@@ -434,16 +471,10 @@ static void conn_read_whole_answer(ProxyConn *c, int up, char *buf, size_t *size
  * closes the connection once its answer is over instead of keeping it alive. A framed answer whose
  * client left is read to its end by relay() first, without that shutdown(): Podman, told, cancels a
  * build and closes while the build's steps still run (which one of the two came first was a race). */
-static void drain_until_engine_done(int up, char *buf) {
+static void drain_until_engine_done(ProxyConn *c, int up, char *buf) {
         (void) shutdown(up, SHUT_WR);
-        for (;;) {
-                ssize_t k = recv(up, buf, PROXY_IO_BUFFER, 0);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return;
-        }
+        while (engine_recv(c, up, buf, PROXY_IO_BUFFER) > 0)
+                ;
 }
 
 int proxy_conn_forward(ProxyConn *c, const char *body, size_t body_size, const char *pending, size_t n_pending) {
@@ -504,7 +535,13 @@ int proxy_conn_forward(ProxyConn *c, const char *body, size_t body_size, const c
 
                 /* the response head, as the engine sends it */
                 for (;;) {
-                        ssize_t k = proxy_recv_some(up, rbuf + rsize, PROXY_RESPONSE_HEAD_MAX - rsize, UINT64_MAX);
+                        ssize_t k = engine_recv(c, up, rbuf + rsize, PROXY_RESPONSE_HEAD_MAX - rsize);
+                        if (k == -ESHUTDOWN) {
+                                c->status = 503;
+                                c->decision = "deny";
+                                c->reason = strdup("the service stopped before the engine answered");
+                                return -ESHUTDOWN;
+                        }
                         if (k <= 0) {
                                 r = -EPIPE;
                                 break;
@@ -565,7 +602,7 @@ int proxy_conn_forward(ProxyConn *c, const char *body, size_t body_size, const c
          * all the same when it is framed (relay() finds the client gone, the engine is not told) */
         if (r < 0 && !(framed && c->hold_until_engine_done)) {
                 if (c->hold_until_engine_done)
-                        drain_until_engine_done(up, c->io_scratch);
+                        drain_until_engine_done(c, up, c->io_scratch);
                 return r;
         }
 
@@ -574,7 +611,7 @@ int proxy_conn_forward(ProxyConn *c, const char *body, size_t body_size, const c
         r = relay(c, up, hijack, &rest, head_request, rbuf + h.head_size + with_head, extra - with_head,
                   head_with_chunks ? client_head : NULL, head_with_chunks ? client_head_size : 0);
         if (r <= 0 && c->hold_until_engine_done)
-                drain_until_engine_done(up, c->io_scratch);
+                drain_until_engine_done(c, up, c->io_scratch);
         if (r < 0)
                 return r;
         if (r == 0)
