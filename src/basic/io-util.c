@@ -6,7 +6,6 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <systemd/sd-daemon.h>
 
 #include "io-util.h"
 #include "macro.h"
@@ -430,25 +429,4 @@ int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPum
         safe_close(ba.pipe[0]);
         safe_close(ba.pipe[1]);
         return r;
-}
-
-int listen_fd_from_systemd(bool nonblocking, int *ret_fd) {
-        int n, r, flags, fd = SD_LISTEN_FDS_START;
-
-        n = sd_listen_fds(true);
-        if (n < 0)
-                return n;
-        if (n != 1)
-                return -EBADF;
-        r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return -ENOTSOCK;
-        flags = fcntl(fd, F_GETFL);
-        if (flags < 0 || fcntl(fd, F_SETFL, nonblocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK) < 0 ||
-            fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-                return -errno;
-        *ret_fd = fd;
-        return 0;
 }

@@ -62,9 +62,3 @@ typedef struct FdPumpStats {
 int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPumpStats *ret_stats);
 /* How many pipes of running pumps are grown now. */
 unsigned fd_pump_pipes_grown(void);
-
-/* The listening socket systemd passed to a socket-activated helper (sd_listen_fds()): exactly one, an
- * AF_UNIX stream socket in listening state, else -EBADF (none or several) or -ENOTSOCK (another kind).
- * Made close-on-exec, and blocking or not as asked (workers that block in accept() want it blocking,
- * an event loop not). */
-int listen_fd_from_systemd(bool nonblocking, int *ret_fd);

@@ -460,8 +460,11 @@ int proxy_dockerfile_check_bases(const char *text, size_t size, const char *chan
                         directives = false;
                 }
 
-                const char *t = skip_ws(line);
-                size_t tlen = len - (size_t) (t - line);
+                /* the line is not NUL-terminated (the last one may end the buffer): skip within len */
+                size_t tlen = len;
+                const char *t = line;
+                while (tlen > 0 && (*t == ' ' || *t == '\t'))
+                        t++, tlen--;
                 /* comments, and empty lines inside a continuation, are dropped */
                 if (tlen == 0 || t[0] == '#') {
                         if (last)

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "dockerproxy-build.h"
@@ -298,8 +300,29 @@ static void test_unknown_names_refused(void) {
         is_int(run_refused, run_tried, "every RUN flag outside the table is refused (%u names)", run_tried);
 }
 
+/* The Dockerfile as the proxy has it: bytes with nothing after them. Put at the end of a page whose next
+ * page cannot be read, a read past its end faults instead of finding a byte that stops it. */
+static void test_last_line_blank(void) {
+        static const char * const cases[] = { "FROM busybox\n   ", "FROM busybox\n\t", "FROM busybox\n \t \r" };
+        size_t page = (size_t) sysconf(_SC_PAGESIZE);
+        char *map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        assert_se(map != MAP_FAILED);
+        assert_se(mprotect(map + page, page, PROT_NONE) == 0);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *w = NULL;
+                size_t n = strlen(cases[i]);
+                char *text = map + page - n;
+                memcpy(text, cases[i], n);
+                ok(proxy_dockerfile_check(text, n, CHANNEL, &w) == 0,
+                   "a last line of blanks without a newline is read within the Dockerfile (case %zu)", i);
+        }
+        assert_se(munmap(map, 2 * page) == 0);
+}
+
 int main(void) {
         test_dockerfile();
+        test_last_line_blank();
         test_unknown_names_refused();
         test_bases_and_onbuild();
         test_dockerfile_name();

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The journal record of a Docker API proxy request (src/dockerproxy/dockerproxy-record.h): what it says,
+ * and what it never says. */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dockerproxy-record.h"
+#include "macro.h"
+#include "strv.h"
+#include "tap.h"
+
+static bool has(const ProxyRecord *r, const char *field) {
+        for (size_t i = 0; r->extra[i]; i++)
+                if (streq(r->extra[i], field))
+                        return true;
+        return false;
+}
+
+static bool has_name(const ProxyRecord *r, const char *name) {
+        for (size_t i = 0; r->extra[i]; i++)
+                if (startswith(r->extra[i], name))
+                        return true;
+        return false;
+}
+
+static void test_allowed(void) {
+        DockerProxy p = { .channel = (char *) "demo" };
+        ProxyConn c = { .proxy = &p, .peer_pid = 42, .peer_uid = 1000, .start_usec = 1000, .status = 200,
+                        .decision = "allow", .rule = "builtin-list", .fields = (char *) "Image,Cmd" };
+        _cleanup_(proxy_record_done) ProxyRecord r = {};
+
+        c.head.method = (char *) "GET";
+        c.head.path = (char *) "/v1.41/containers/json?filters=secret";
+        c.target.path = (char *) "/v1.41/containers/json";
+        ok(proxy_record_build(&c, 3000, &r) == 0, "an allowed request's record is built");
+        ok(has(&r, "LOOP_KIND=docker") && has(&r, "LOOP_METHOD=GET") && has(&r, "LOOP_DECISION=allow") &&
+           has(&r, "LOOP_RULE=builtin-list") && has(&r, "LOOP_STATUS=200"), "it names the method, decision, rule and status");
+        ok(has(&r, "LOOP_PATH=/v1.41/containers/json"), "it names the path as the proxy read it, without the query");
+        ok(has(&r, "LOOP_LATENCY_NS=2000000"), "the latency is from the request's start, in ns");
+        ok(has(&r, "LOOP_PEER_PID=42") && has(&r, "LOOP_PEER_UID=1000") && has(&r, "LOOP_ACTOR=policy"),
+           "it names the caller, and the policy as the one who decided");
+        ok(has(&r, "LOOP_FIELDS=Image,Cmd"), "it names the body's fields");
+        ok(!has_name(&r, "LOOP_REASON=") && !has_name(&r, "LOOP_FROZEN"), "no reason and no freeze when there was none");
+        ok(!r.deny, "it is journaled as an allow");
+}
+
+static void test_denied(void) {
+        DockerProxy p = { .channel = (char *) "demo" };
+        ProxyConn c = { .proxy = &p, .status = 403, .rule = "api-version",
+                        .reason = (char *) "bad\nline", .froze = true, .n_frozen = 3, .frozen_usec = 55 };
+        _cleanup_(proxy_record_done) ProxyRecord r = {};
+
+        c.head.method = (char *) "POST";
+        c.head.path = (char *) "/v1.12/containers/x/start";
+        c.actor = "root";
+        ok(proxy_record_build(&c, c.start_usec, &r) == 0, "a refused request's record is built");
+        ok(has(&r, "LOOP_DECISION=deny") && r.deny, "a request without a decision is journaled as a deny");
+        ok(has_name(&r, "LOOP_REASON=bad") && !strchr(r.reason, '\n'), "the reason is there, a control escaped");
+        ok(has(&r, "LOOP_FROZEN=3") && has(&r, "LOOP_FROZEN_US=55"), "a frozen start says how many and how long");
+        ok(has(&r, "LOOP_ACTOR=root"), "a human who decided is named");
+        ok(has(&r, "LOOP_PATH=/v1.12/containers/x/start"), "without a parsed target the head's path is shown");
+}
+
+static void test_unparsed(void) {
+        DockerProxy p = { .channel = (char *) "demo" };
+        char in[] = "BREW /pot\x01 HTTP/1.1\r\nHost: d\r\n\r\n";
+        ProxyConn c = { .proxy = &p, .status = 400, .decision = "deny", .rule = "parse", .in = in, .in_size = sizeof in - 1 };
+        _cleanup_(proxy_record_done) ProxyRecord r = {};
+
+        ok(proxy_record_build(&c, 0, &r) == 0, "an unparsed request's record is built");
+        ok(has(&r, "LOOP_METHOD=-") && r.deny, "it has no method and is a deny");
+        ok(r.path && startswith(r.path, "BREW /pot") && !strchr(r.path, '\x01') && !strstr(r.path, "Host"),
+           "it shows the first line only, escaped");
+}
+
+int main(void) {
+        test_allowed();
+        test_denied();
+        test_unparsed();
+        return done_testing();
+}
