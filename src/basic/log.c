@@ -16,6 +16,13 @@ static LogTarget log_target = LOG_TARGET_AUTO;
 static bool log_target_chosen;  /* by LOOP_LOG_TARGET or log_set_target(), not found out by log_setup() */
 static int log_max_level = LOG_INFO;
 static int kmsg_fd = -EBADF;
+/* One field ("KEY=value") added to every journal record of this process: what a channel's runner logs
+ * carries LOOP_CHANNEL= like its audit records, so that `journalctl LOOP_CHANNEL=NAME` finds the reason
+ * a run could not start, not only the record saying that it could not. */
+static char *log_context_field;
+/* The last message logged at LOG_ERR or worse by this thread, for a caller that reports a failure
+ * further up (the runner puts the reason into the message's audit record and its queue entry). */
+static _Thread_local char log_last_error_buf[LOG_LINE_MAX];
 
 static const char * const log_target_table[_LOG_TARGET_MAX] = {
         [LOG_TARGET_AUTO] = "auto",
@@ -159,6 +166,33 @@ static void write_kmsg(int level, const char *buf) {
                 write_console(level, buf);
 }
 
+/* snprintf into BUF and an iovec of what it holds (a field too long is cut, never unterminated). */
+#define IOVEC_MAKE_STRING(buf, ...)                                                             \
+        ({                                                                                      \
+                int _l = snprintf((buf), sizeof(buf), __VA_ARGS__);                             \
+                (struct iovec) { (buf), _l < 0 ? 0 : MIN((size_t) _l, sizeof(buf) - 1) };       \
+        })
+
+int log_set_context_field(const char *field) {
+        char *f = NULL;
+
+        if (field && (!strchr(field, '=') || strchr(field, '\n')))
+                return -EINVAL;
+        if (field && !(f = strdup(field)))
+                return -ENOMEM;
+        free(log_context_field);
+        log_context_field = f;
+        return 0;
+}
+
+const char *log_last_error(void) {
+        return log_last_error_buf[0] ? log_last_error_buf : NULL;
+}
+
+void log_forget_last_error(void) {
+        log_last_error_buf[0] = '\0';
+}
+
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...) {
         char buf[LOG_LINE_MAX];
         int saved = errno;
@@ -181,18 +215,26 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         else if (q < 0)
                 (void) snprintf(buf, sizeof buf, "[a message was dropped: out of memory while redacting it]");
 
+        if (level <= LOG_ERR)
+                (void) snprintf(log_last_error_buf, sizeof log_last_error_buf, "%s", buf);
+
         switch (log_target) {
         case LOG_TARGET_NULL:
                 break;
         case LOG_TARGET_JOURNAL: {
-                char fbuf[LOG_LINE_MAX / 4], lbuf[32];
+                char fbuf[LOG_LINE_MAX / 4], lbuf[32], mbuf[LOG_LINE_MAX + 8], pbuf[16], ebuf[24];
+                struct iovec iov[4];
+                size_t n = 0;
+
                 snprintf(fbuf, sizeof fbuf, "CODE_FILE=%s", file);
                 snprintf(lbuf, sizeof lbuf, "CODE_LINE=%d", line);
-                if (sd_journal_send_with_location(fbuf, lbuf, func,
-                                                  "MESSAGE=%s", buf,
-                                                  "PRIORITY=%i", level,
-                                                  error > 0 ? "ERRNO=%i" : NULL, error,
-                                                  NULL) >= 0)
+                iov[n++] = IOVEC_MAKE_STRING(mbuf, "MESSAGE=%s", buf);
+                iov[n++] = IOVEC_MAKE_STRING(pbuf, "PRIORITY=%i", level);
+                if (error > 0)
+                        iov[n++] = IOVEC_MAKE_STRING(ebuf, "ERRNO=%i", error);
+                if (log_context_field)
+                        iov[n++] = (struct iovec) { log_context_field, strlen(log_context_field) };
+                if (sd_journal_sendv_with_location(fbuf, lbuf, func, iov, (int) n) >= 0)
                         break;
                 write_console(level, buf);
                 break;

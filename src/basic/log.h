@@ -36,6 +36,14 @@ int log_get_max_level(void);
 int log_level_from_string(const char *s);
 LogTarget log_target_from_string(const char *s);
 
+/* FIELD ("KEY=value", or NULL to drop it) is added to every journal record this process writes from
+ * now on. -EINVAL for a field without '=' or with a newline. */
+int log_set_context_field(const char *field);
+/* The last message this thread logged at LOG_ERR or worse (after redaction); NULL when there was none
+ * since the start or since log_forget_last_error(). */
+const char *log_last_error(void);
+void log_forget_last_error(void);
+
 int log_internal(int level, int error, const char *file, int line, const char *func,
                  const char *format, ...) _printf_(6, 7);
 

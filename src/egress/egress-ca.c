@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <fcntl.h>
 #include <openssl/bn.h>
 #include <openssl/ec.h>
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
@@ -232,4 +234,38 @@ fail:
         X509_free(x);
         EVP_PKEY_free(key);
         return r;
+}
+
+int egress_ca_file_check(const char *path, char **ret_reason) {
+        _cleanup_fclose_ FILE *f = NULL;
+        STACK_OF(X509_INFO) *infos = NULL;
+        char buf[256] = "";
+        int n = 0, r = 0;
+
+        assert(path);
+        assert(ret_reason);
+
+        *ret_reason = NULL;
+        f = fopen(path, "re");
+        if (!f) {
+                r = -errno;
+                *ret_reason = strdup(strerror(-r));
+                return r;
+        }
+        ERR_clear_error();
+        infos = PEM_X509_INFO_read(f, NULL, NULL, NULL);
+        if (!infos) {
+                ERR_error_string_n(ERR_peek_last_error(), buf, sizeof buf);
+                ERR_clear_error();
+                *ret_reason = strdup(buf[0] ? buf : "not a PEM file");
+                return -EBADMSG;
+        }
+        for (int i = 0; i < sk_X509_INFO_num(infos); i++)
+                n += sk_X509_INFO_value(infos, i)->x509 != NULL;
+        sk_X509_INFO_pop_free(infos, X509_INFO_free);
+        if (n == 0) {
+                *ret_reason = strdup("no certificate in it");
+                return -EBADMSG;
+        }
+        return 0;
 }

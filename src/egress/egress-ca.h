@@ -33,3 +33,9 @@ int egress_ca_load_or_create(int dir_fd, const char *common_name, EgressCa **ret
 /* A leaf for host (a name, or an IP literal): its own P-256 key, CN and subjectAltName the host,
  * serverAuth, valid from an hour ago for EGRESS_LEAF_VALID_DAYS, signed by ca. */
 int egress_ca_issue(const EgressCa *ca, const char *host, X509 **ret_cert, EVP_PKEY **ret_key);
+
+/* Whether egress.ca_file at PATH loads as the gateway loads it (a PEM file of one or more certificates
+ * for its trust store): 0, or -errno with *ret_reason saying why in words ("No such file or directory",
+ * "no certificate in it", OpenSSL's reason). For `loop config check` and the start of a run, so that a
+ * CA file that is not there fails at once instead of every request being refused. */
+int egress_ca_file_check(const char *path, char **ret_reason);

@@ -5,6 +5,7 @@
 #include <getopt.h>
 
 #include "config.h"
+#include "egress-ca.h"
 #include "log.h"
 #include "loop.h"
 #include "strv.h"
@@ -137,6 +138,25 @@ static int config_check(int argc, char *argv[]) {
                         n_errors_other++;
 
         ok = s->global_valid && n_errors_other == 0;
+        /* Files the configuration names must be there and load as their users load them: a CA file that
+         * is not makes every request of the channel's agent fail, an hour of retries later. */
+        for (size_t i = 0; i < s->n_channels; i++) {
+                Channel *ch = &s->channels[i];
+                _cleanup_free_ char *ca = NULL, *why = NULL;
+
+                if (!ch->valid || !name_selected(names, ch->name) || !loop_config_egress_ca_file(&ch->config))
+                        continue;
+                ca = strdup(loop_config_egress_ca_file(&ch->config));
+                if (!ca)
+                        return log_oom(), EXIT_FAILURE;
+                if (egress_ca_file_check(ca, &why) >= 0)
+                        continue;
+                if (config_problem_add(&s->problems, true, ch->path, "egress.ca_file", "%s cannot be loaded: %s", ca,
+                                       strna(why)) < 0 ||
+                    channel_invalidate(ch, "egress.ca_file %s cannot be loaded: %s", ca, strna(why)) < 0)
+                        return log_oom(), EXIT_FAILURE;
+        }
+
         for (size_t i = 0; i < s->n_channels; i++)
                 if (name_selected(names, s->channels[i].name)) {
                         n_shown++;

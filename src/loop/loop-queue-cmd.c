@@ -15,6 +15,7 @@
 #include "queue.h"
 #include "state-dir.h"
 #include "strv.h"
+#include "unit-state.h"
 
 #define QUEUE_CMD_LINE_MAX 72U          /* the first line of a result or error is cut to this in tables */
 
@@ -131,6 +132,19 @@ static void send_help(void) {
                "resuming the channel's session. Root and members of group loop may send.\n");
 }
 
+/* Under systemd, loop-agent@NAME.path starts the runner when the inbox has work: a message sent while it
+ * is not active waits, so say so (the message is queued and nothing is lost). */
+static void warn_unless_watched(const char *channel) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_free_ char *unit = NULL, *state = NULL;
+
+        if (unit_bus_open(&bus) < 0 || !bus || asprintf(&unit, "loop-agent@%s.path", channel) < 0 ||
+            unit_get_string(bus, unit, UNIT_INTERFACE, "ActiveState", &state) < 0 || streq(state, "active"))
+                return;
+        log_warning("%s is %s, so nothing runs the message yet; it stays queued until the unit is started "
+                    "('systemctl start loop.target' arms every channel).", unit, state);
+}
+
 int verb_send(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -210,6 +224,7 @@ int verb_send(int argc, char *argv[]) {
                           channel);
                 return EXIT_FAILURE;
         }
+        config_set_log_warnings(set, ch->path);
         if (!ch->config.enabled) {
                 log_error("Channel \"%s\" is disabled (\"enabled\": false in %s); nothing would run the message.",
                           channel, ch->path);
@@ -234,13 +249,18 @@ int verb_send(int argc, char *argv[]) {
         }
 
         r = queue_push(q, prompt, NULL, &id);
-        if (r == -ENOSPC) {
-                log_error("The queue of channel %s is full (%u messages waiting); try again later.", channel,
-                          QUEUE_DEPTH_MAX);
+        if (r == -EXFULL) {
+                log_error("The queue of channel %s is full (%u messages waiting); try again when the runner has "
+                          "taken some ('loop queue %s' shows them).", channel, QUEUE_DEPTH_MAX, channel);
+                return EXIT_FAILURE;
+        }
+        if (r == -ENOSPC || r == -EDQUOT) {
+                log_error_errno(r, "Cannot queue the message for channel %s: %m in %s. Free some space there and "
+                                "send it again.", channel, dir);
                 return EXIT_FAILURE;
         }
         if (r < 0) {
-                log_error_errno(r, "Failed to queue the message in %s: %m", dir);
+                log_error_errno(r, "Failed to queue the message for channel %s in %s: %m", channel, dir);
                 return EXIT_FAILURE;
         }
 
@@ -260,6 +280,7 @@ int verb_send(int argc, char *argv[]) {
         puts(id);
         if (queue_depth(q, &depth) >= 0 && depth > 1)
                 log_notice("Queued as %s; %zu messages waiting.", id, depth);
+        warn_unless_watched(channel);
         return EXIT_SUCCESS;
 }
 

@@ -14,8 +14,14 @@
 
 #define PROMPT_MAX (1024U * 1024U)
 
+/* SIGPIPE too: `loop run demo x | head -2` must not die in the middle of a write and leave the registry
+ * saying "running", the MCP config in the work dir and a private engine behind. Every one of them
+ * interrupts the run, which stops the container and cleans up; the exit status is 128 + the signal. */
+static volatile sig_atomic_t interrupted_by;
+
 static void on_signal(int sig) {
-        (void) sig;
+        if (!interrupted_by)
+                interrupted_by = sig;
         runner_interrupt();
 }
 
@@ -130,6 +136,7 @@ int verb_run(int argc, char *argv[]) {
         (void) sigaction(SIGINT, &sa, NULL);
         (void) sigaction(SIGTERM, &sa, NULL);
         (void) sigaction(SIGHUP, &sa, NULL);
+        (void) sigaction(SIGPIPE, &sa, NULL);
 
         /* On a terminal the run's own output is what matters: the registry's container events (info) go
          * to the journal when there is one, and to the console only with LOOP_LOG_LEVEL=info. */
@@ -137,8 +144,8 @@ int verb_run(int argc, char *argv[]) {
                 log_set_max_level(LOG_NOTICE);
 
         r = runner_run(&req, &outcome);
-        if (r == -EINTR)
-                return 130;
+        if (r == -EINTR || interrupted_by)
+                return 128 + (interrupted_by ?: SIGINT);
         if (r < 0)
                 return 2;
 

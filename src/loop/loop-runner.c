@@ -4,7 +4,13 @@
  * order, one container run each, resuming the channel's session; stores each result in the outbox and the
  * journal; exits when the inbox is empty. A message leaves the inbox only after its result is stored; a
  * runner killed mid-run leaves it queued with its attempt counted, and after max_attempts it moves to
- * failed/ with the reason. Type=notify: READY once the engine answered, STATUS= says what it does. */
+ * failed/ with the reason. Type=notify: READY once the engine answered, STATUS= says what it does.
+ *
+ * Causes outside a message never use up its attempts: while the engine does not answer or the disk is
+ * full, the runner keeps the message queued, says what it waits for (STATUS=, a runner-waiting record)
+ * and tries again with a growing delay, inside the service, so that neither the service nor its path
+ * unit burns systemd's start limit. A message whose own run failed waits retry_delay_sec before its
+ * next attempt, doubled for each further one. */
 
 #include <inttypes.h>
 #include <signal.h>
@@ -23,12 +29,100 @@
 #include "state-dir.h"
 #include "strv.h"
 
+#define USEC_PER_SEC UINT64_C(1000000)
+/* The longest wait between two attempts of a message whose run failed. */
+#define RUNNER_RETRY_DELAY_MAX_USEC (600 * USEC_PER_SEC)
+/* While the engine is away it is asked again after 1 s, then 2, 4, ... up to this. */
+#define RUNNER_ENGINE_WAIT_MAX_USEC (30 * USEC_PER_SEC)
+/* While the disk is full, a new try after 5 s, doubling up to this. */
+#define RUNNER_DISK_WAIT_MAX_USEC (300 * USEC_PER_SEC)
+
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop(int sig) {
         (void) sig;
         stop_requested = 1;
         runner_interrupt();
+}
+
+/* Sleeps USEC, or less when asked to stop: -EINTR then. */
+static int runner_sleep(uint64_t usec) {
+        struct timespec ts = {
+                .tv_sec = (time_t) (usec / USEC_PER_SEC),
+                .tv_nsec = (long) (usec % USEC_PER_SEC) * 1000L,
+        };
+
+        while (!stop_requested && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+        return stop_requested ? -EINTR : 0;
+}
+
+/* The wait before attempt N+1 of a message whose attempt N (>= 1) failed. */
+static uint64_t retry_delay_usec(unsigned delay_sec, unsigned attempts) {
+        uint64_t d = (uint64_t) delay_sec * USEC_PER_SEC;
+
+        for (unsigned i = 1; i < attempts && d < RUNNER_RETRY_DELAY_MAX_USEC; i++)
+                d *= 2;
+        return MIN(d, RUNNER_RETRY_DELAY_MAX_USEC);
+}
+
+static bool error_is_engine_away(int r) {
+        return r == -EHOSTDOWN || r == -ECONNREFUSED || r == -ECONNRESET;
+}
+
+static bool error_is_disk_full(int r) {
+        return r == -ENOSPC || r == -EDQUOT;
+}
+
+static const char *engine_where(const char *socket) {
+        return isempty(socket) ? "the default sockets" : socket;
+}
+
+/* Connects to the engine, waiting while it does not answer (see the top of the file). BEFORE_READY: the
+ * service has not sent READY=1 yet, so systemd's start timeout is pushed out each round. Returns 0 with
+ * *ret, -EINTR when asked to stop, -ENOMEM. */
+static int runner_wait_for_engine(const char *channel, const char *socket, bool before_ready, EngineConnection **ret) {
+        char *extra[] = { (char *) "LOOP_REASON=engine-away", NULL };
+        AuditFields f = { .channel = channel, .extra = extra };
+        uint64_t delay = USEC_PER_SEC;
+        bool waited = false;
+        int r;
+
+        for (;;) {
+                int level = log_get_max_level();
+
+                /* Why it does not answer is journaled once, with the sockets tried; not again each round. */
+                if (waited)
+                        log_set_max_level(LOG_CRIT);
+                log_forget_last_error();
+                r = engine_connect(socket, ret);
+                log_set_max_level(level);
+                if (r >= 0)
+                        break;
+                if (r == -ENOMEM)
+                        return r;
+                if (!waited) {
+                        (void) audit_log(AUDIT_RUNNER_WAITING, LOG_WARNING, &f,
+                                         "Runner of channel %s waits for the container engine at %s: %s", channel,
+                                         engine_where(socket), log_last_error() ?: "it does not answer");
+                        waited = true;
+                }
+                if (before_ready)
+                        (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%" PRIu64, delay + 30 * USEC_PER_SEC);
+                (void) sd_notifyf(false, "STATUS=Waiting for the container engine at %s (next try in %" PRIu64 " s)",
+                                  engine_where(socket), delay / USEC_PER_SEC);
+                if (runner_sleep(delay) < 0)
+                        return -EINTR;
+                delay = MIN(delay * 2, RUNNER_ENGINE_WAIT_MAX_USEC);
+        }
+
+        if (waited) {
+                extra[0] = (char *) "LOOP_REASON=engine-back";
+                (void) audit_log(AUDIT_RUNNER_WAITING, LOG_NOTICE, &f, "The container engine at %s answers again; "
+                                 "runner of channel %s goes on.", engine_where(socket), channel);
+        }
+        (void) sd_notify(false, "STATUS=Processing the queue");
+        return 0;
 }
 
 typedef struct RunnerState {
@@ -95,6 +189,17 @@ static void hook_retrying(const char *reason, const char *session, void *userdat
         (void) audit_log(AUDIT_RUN_RETRIED, LOG_NOTICE, &f, "Retrying on session %s: %s", strna(session), reason);
 }
 
+/* Whether the engine answers now (quietly: the run's own error was journaled already). */
+static bool engine_answers(const char *socket) {
+        _cleanup_(engine_connection_freep) EngineConnection *conn = NULL;
+        int level = log_get_max_level(), r;
+
+        log_set_max_level(LOG_CRIT);
+        r = engine_connect(socket, &conn);
+        log_set_max_level(level);
+        return r >= 0;
+}
+
 /* Quota, auth and billing errors are not retried by the session logic; a new attempt a moment later would
  * meet the same answer, so the message goes to failed/ at once for the operator to look at. */
 static bool error_is_permanent(AgentErrorKind k) {
@@ -120,9 +225,13 @@ static json_object *result_json(const QueueMessage *m, const RunOutcome *o) {
         return j;
 }
 
-/* One message: returns 0 when it is done with (stored or moved to failed/), -EINTR when stopped, < 0 when
- * the run could not happen at all (the message stays queued). */
-static int runner_process(Queue *q, const char *channel, unsigned max_attempts, QueueMessage *m) {
+/* One message: returns 0 when it is done with for now (stored, moved to failed/, or left queued for its
+ * next attempt after *ret_retry_usec), -EINTR when stopped, -EHOSTDOWN when the engine went away and
+ * -ENOSPC when the disk is full (the message stays queued, its attempt not counted), other < 0 when the
+ * queue itself failed. */
+static int runner_process(Queue *q, const char *channel, const LoopConfig *config, QueueMessage *m,
+                          uint64_t *ret_retry_usec) {
+        unsigned max_attempts = config->max_attempts;
         _cleanup_(run_outcome_done) RunOutcome outcome = {};
         _cleanup_free_ char *session = NULL;
         RunnerState state = { .channel = channel, .queue_id = m->id };
@@ -137,6 +246,7 @@ static int runner_process(Queue *q, const char *channel, unsigned max_attempts, 
         RunRequest req = { .channel = channel, .prompt = m->prompt, .hooks = &hooks, .owner = "service" };
         int r;
 
+        *ret_retry_usec = 0;
         if (m->attempts >= max_attempts) {
                 _cleanup_free_ char *reason = NULL;
                 if (asprintf(&reason, "gave up after %u attempts: %s", m->attempts, strna(m->last_error)) < 0)
@@ -165,14 +275,39 @@ static int runner_process(Queue *q, const char *channel, unsigned max_attempts, 
         (void) audit_log(AUDIT_RUN_STARTED, LOG_INFO, &f, "Run of message %s started%s%s.", m->id,
                          session ? " on session " : "", strempty(session));
 
+        log_forget_last_error();
         r = runner_run(&req, &outcome);
         free(state.scope);
         if (r == -EINTR || stop_requested)
                 return -EINTR;
         if (r < 0) {
-                (void) queue_record_failure(q, m, "the run could not start (see the journal)");
-                (void) audit_log(AUDIT_RUN_FAILED, LOG_ERR, &f, "Run of message %s could not start.", m->id);
-                return r;
+                _cleanup_free_ char *why = strdup(log_last_error() ?: "the run could not start");
+                if (!why)
+                        return log_oom();
+
+                /* Not the message's fault: the engine went away (and still does not answer), or the disk is full. */
+                if (error_is_disk_full(r) ||
+                    (error_is_engine_away(r) && !engine_answers(config->engine.socket))) {
+                        (void) queue_release_attempt(q, m, why);
+                        (void) audit_log(AUDIT_RUN_FAILED, LOG_WARNING, &f,
+                                         "Run of message %s could not start, not counted as an attempt: %s", m->id, why);
+                        return error_is_disk_full(r) ? -ENOSPC : -EHOSTDOWN;
+                }
+
+                (void) queue_record_failure(q, m, why);
+                (void) audit_log(AUDIT_RUN_FAILED, LOG_ERR, &f, "Run of message %s could not start: %s", m->id, why);
+                if (m->attempts >= max_attempts) {
+                        r = queue_fail(q, m, why);
+                        if (r < 0)
+                                return log_error_errno(r, "Failed to move message %s to failed/: %m", m->id);
+                        (void) audit_log(AUDIT_QUEUE_FAILED, LOG_ERR, &f, "Message %s failed for good after %u attempts: %s",
+                                         m->id, m->attempts, why);
+                        return 0;
+                }
+                *ret_retry_usec = retry_delay_usec(config->retry_delay_sec, m->attempts);
+                (void) audit_log(AUDIT_QUEUE_RETRY, LOG_NOTICE, &f, "Message %s stays queued; attempt %u of %u in %" PRIu64 " s.",
+                                 m->id, m->attempts + 1, max_attempts, *ret_retry_usec / USEC_PER_SEC);
+                return 0;
         }
 
         if (outcome.result.session_id) {
@@ -208,7 +343,9 @@ static int runner_process(Queue *q, const char *channel, unsigned max_attempts, 
         r = queue_record_failure(q, m, strna(outcome.error_message));
         if (r < 0)
                 return log_error_errno(r, "Failed to record the failure of message %s: %m", m->id);
-        (void) audit_log(AUDIT_QUEUE_RETRY, LOG_NOTICE, &f, "Message %s stays queued for another attempt.", m->id);
+        *ret_retry_usec = retry_delay_usec(config->retry_delay_sec, m->attempts);
+        (void) audit_log(AUDIT_QUEUE_RETRY, LOG_NOTICE, &f, "Message %s stays queued; attempt %u of %u in %" PRIu64 " s.",
+                         m->id, m->attempts + 1, max_attempts, *ret_retry_usec / USEC_PER_SEC);
         return 0;
 }
 
@@ -267,6 +404,7 @@ int verb_runner(int argc, char *argv[]) {
         const char *channel, *reason;
         const Channel *ch;
         AuditFields f = {};
+        uint64_t retry_usec = 0, disk_wait = 5 * USEC_PER_SEC;
         size_t done = 0;
         int r;
 
@@ -281,6 +419,12 @@ int verb_runner(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
         f.channel = channel;
+        {
+                /* Everything the runner logs carries the channel, the reason a run could not start too. */
+                _cleanup_free_ char *field = NULL;
+                if (asprintf(&field, "LOOP_CHANNEL=%s", channel) < 0 || log_set_context_field(field) < 0)
+                        return log_oom(), EXIT_FAILURE;
+        }
 
         (void) sigaction(SIGTERM, &sa, NULL);
         (void) sigaction(SIGINT, &sa, NULL);
@@ -306,11 +450,14 @@ int verb_runner(int argc, char *argv[]) {
         /* READY once the engine answers: a unit that is "active" can run work. */
         {
                 _cleanup_(engine_connection_freep) EngineConnection *conn = NULL;
-                r = engine_connect(ch->config.engine.socket, &conn);
-                if (r < 0) {
-                        (void) sd_notify(false, "STATUS=No container engine answers");
-                        return EXIT_FAILURE;
+                r = runner_wait_for_engine(channel, ch->config.engine.socket, true, &conn);
+                if (r == -EINTR) {
+                        (void) audit_log(AUDIT_RUNNER_STOPPED, LOG_INFO, &f,
+                                         "Runner of channel %s stopped while waiting for the container engine.", channel);
+                        return EXIT_SUCCESS;
                 }
+                if (r < 0)
+                        return log_error_errno(r, "Failed to connect to the container engine: %m"), EXIT_FAILURE;
                 registry_startup(conn->engine, channel, ch->config.container_keep_alive_sec);
         }
         (void) sd_notify(false, "READY=1\nSTATUS=Processing the queue");
@@ -326,12 +473,43 @@ int verb_runner(int argc, char *argv[]) {
                         log_error_errno(r, "Failed to read the queue: %m");
                         break;
                 }
-                r = runner_process(q, channel, ch->config.max_attempts, m);
+                r = runner_process(q, channel, &ch->config, m, &retry_usec);
                 if (r == -EINTR)
                         break;
+                if (r == -EHOSTDOWN) {
+                        _cleanup_(engine_connection_freep) EngineConnection *conn = NULL;
+                        r = runner_wait_for_engine(channel, ch->config.engine.socket, false, &conn);
+                        if (r < 0)
+                                break;
+                        continue;
+                }
+                if (r == -ENOSPC) {
+                        char *extra[] = { (char *) "LOOP_REASON=disk-full", NULL };
+                        f.extra = extra;
+                        (void) audit_log(AUDIT_RUNNER_WAITING, LOG_WARNING, &f,
+                                         "Runner of channel %s waits for free disk space (next try in %" PRIu64 " s).",
+                                         channel, disk_wait / USEC_PER_SEC);
+                        f.extra = NULL;
+                        (void) sd_notifyf(false, "STATUS=Waiting for free disk space (next try in %" PRIu64 " s)",
+                                          disk_wait / USEC_PER_SEC);
+                        r = runner_sleep(disk_wait);
+                        if (r < 0)
+                                break;
+                        disk_wait = MIN(disk_wait * 2, RUNNER_DISK_WAIT_MAX_USEC);
+                        continue;
+                }
                 if (r < 0)
-                        break;  /* the engine or the image is gone: systemd retries later */
+                        break;  /* the queue itself failed: systemd starts a runner again for what is queued */
+                disk_wait = 5 * USEC_PER_SEC;
                 done++;
+                if (retry_usec > 0) {
+                        (void) sd_notifyf(false, "STATUS=Next attempt of message %s in %" PRIu64 " s", m->id,
+                                          retry_usec / USEC_PER_SEC);
+                        r = runner_sleep(retry_usec);
+                        if (r < 0)
+                                break;
+                        (void) sd_notify(false, "STATUS=Processing the queue");
+                }
         }
 
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Done");

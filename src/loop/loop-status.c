@@ -17,6 +17,7 @@
 #include "scope.h"
 #include "state-dir.h"
 #include "strv.h"
+#include "unit-state.h"
 #include "unit-name.h"
 
 static const char *string_of(json_object *o, const char *key) {
@@ -26,19 +27,13 @@ static const char *string_of(json_object *o, const char *key) {
         return json_object_get_string(v);
 }
 
-/* ActiveState of a unit over the system bus; NULL without systemd. */
-static char *unit_active_state(sd_bus *bus, const char *unit) {
-        _cleanup_free_ char *path = NULL;
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        char *state = NULL;
+static char *unit_property(sd_bus *bus, const char *unit, const char *interface, const char *property) {
+        char *value = NULL;
+        return unit_get_string(bus, unit, interface, property, &value) < 0 ? NULL : value;
+}
 
-        if (!bus || sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit, &path) < 0)
-                return NULL;
-        if (sd_bus_get_property_string(bus, "org.freedesktop.systemd1", path, "org.freedesktop.systemd1.Unit",
-                                       "ActiveState", &error, &state) < 0)
-                state = NULL;
-        sd_bus_error_free(&error);
-        return state;
+static char *unit_active_state(sd_bus *bus, const char *unit) {
+        return unit_property(bus, unit, UNIT_INTERFACE, "ActiveState");
 }
 
 static json_object *queue_status(const char *channel) {
@@ -159,7 +154,7 @@ int verb_status(int argc, char *argv[]) {
                 log_error("No channel \"%s\" in %s/channels.d/.", only, set->dir);
                 return EXIT_FAILURE;
         }
-        if (sd_booted() > 0 && sd_bus_open_system(&bus) < 0)
+        if (unit_bus_open(&bus) < 0)
                 bus = NULL;
         /* Status works without an engine (it says so), but never asks one an invalid loop.json names. */
         if (!set->global_valid || engine_connect(set->global.engine.socket, &conn) < 0)
@@ -170,21 +165,29 @@ int verb_status(int argc, char *argv[]) {
                 return log_oom(), EXIT_FAILURE;
         for (size_t i = 0; i < set->n_channels; i++) {
                 const Channel *ch = &set->channels[i];
-                _cleanup_free_ char *unit = NULL, *slice = channel_slice_name(ch->name), *svc = NULL;
+                _cleanup_free_ char *unit = NULL, *path_unit = NULL, *slice = channel_slice_name(ch->name), *svc = NULL,
+                        *svc_status = NULL, *armed = NULL;
                 json_object *o;
 
                 if (only && !streq(ch->name, only))
                         continue;
                 o = json_object_new_object();
-                if (!o || !slice || asprintf(&unit, "loop-agent@%s.service", ch->name) < 0)
+                if (!o || !slice || asprintf(&unit, "loop-agent@%s.service", ch->name) < 0 ||
+                    asprintf(&path_unit, "loop-agent@%s.path", ch->name) < 0)
                         return log_oom(), EXIT_FAILURE;
                 svc = unit_active_state(bus, unit);
+                /* What the runner says it does (STATUS=): "Waiting for the container engine at ...". */
+                if (svc && !streq(svc, "inactive"))
+                        svc_status = unit_property(bus, unit, UNIT_SERVICE_INTERFACE, "StatusText");
+                armed = unit_active_state(bus, path_unit);
                 json_object_object_add(o, "name", json_object_new_string(ch->name));
                 json_object_object_add(o, "valid", json_object_new_boolean(ch->valid));
                 json_object_object_add(o, "reason", ch->reason ? json_object_new_string(ch->reason) : NULL);
                 json_object_object_add(o, "enabled", ch->valid ? json_object_new_boolean(ch->config.enabled) : NULL);
                 json_object_object_add(o, "slice", json_object_new_string(slice));
                 json_object_object_add(o, "service", svc ? json_object_new_string(svc) : NULL);
+                json_object_object_add(o, "service_status", !isempty(svc_status) ? json_object_new_string(svc_status) : NULL);
+                json_object_object_add(o, "inbox_watch", armed ? json_object_new_string(armed) : NULL);
                 json_object_object_add(o, "queue", queue_status(ch->name));
                 json_object_object_add(o, "containers", containers_status(conn ? conn->engine : NULL, ch->name));
                 json_object_array_add(out, o);
@@ -203,7 +206,13 @@ int verb_status(int argc, char *argv[]) {
                         printf("%s\n", string_of(o, "name"));
                 else
                         printf("%s INVALID: %s\n", string_of(o, "name"), strna(string_of(o, "reason")));
-                printf("    slice %s, runner %s\n", string_of(o, "slice"), strna(string_of(o, "service")));
+                printf("    slice %s, runner %s%s%s\n", string_of(o, "slice"), strna(string_of(o, "service")),
+                       string_of(o, "service_status") ? ": " : "", strempty(string_of(o, "service_status")));
+                /* A valid, enabled channel whose inbox nobody watches runs nothing that is queued. */
+                if (string_of(o, "inbox_watch") && !streq(string_of(o, "inbox_watch"), "active") &&
+                    json_object_get_boolean(json_object_object_get(o, "valid")))
+                        printf("    inbox watch %s: queued messages wait (systemctl start loop.target)\n",
+                               string_of(o, "inbox_watch"));
                 q = json_object_object_get(o, "queue");
                 if (json_object_get_boolean(json_object_object_get(q, "present")))
                         printf("    queue: %" PRId64 " queued, %" PRId64 " done, %" PRId64 " failed; session %s\n",

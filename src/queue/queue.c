@@ -724,7 +724,7 @@ int queue_push(Queue *q, const char *prompt, const char *sender, char **ret_id) 
         if (r < 0)
                 return r;
         if (s.n >= QUEUE_DEPTH_MAX)
-                return -ENOSPC;
+                return -EXFULL;
 
         m = (QueueMessage) {
                 .prompt = (char *) prompt,
@@ -796,6 +796,27 @@ int queue_begin_attempt(Queue *q, QueueMessage *m) {
         if (r < 0)
                 return r;
         m->attempts++;
+        return 0;
+}
+
+int queue_release_attempt(Queue *q, QueueMessage *m, const char *reason) {
+        _cleanup_free_ char *e = NULL;
+        int r;
+
+        assert(q);
+        assert(m);
+
+        if (m->attempts == 0)
+                return -ERANGE;
+        e = truncate_utf8(strempty(reason), QUEUE_ERROR_MAX);
+        if (!e)
+                return -ENOMEM;
+        r = queue_rewrite(q, m, m->attempts - 1, e);
+        if (r < 0)
+                return r;
+        m->attempts--;
+        free(m->last_error);
+        m->last_error = TAKE_PTR(e);
         return 0;
 }
 

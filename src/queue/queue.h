@@ -24,7 +24,7 @@
 #include "macro.h"
 
 #define QUEUE_PROMPT_MAX (1024U * 1024U)
-#define QUEUE_DEPTH_MAX 10000U                  /* queue_push refuses more queued messages (-ENOSPC) */
+#define QUEUE_DEPTH_MAX 10000U                  /* queue_push refuses more queued messages (-EXFULL) */
 #define QUEUE_ATTEMPTS_DEFAULT 3U
 #define QUEUE_ATTEMPTS_MAX 1000U                /* a message file claiming more attempts is malformed */
 #define QUEUE_SENDER_MAX 256U
@@ -74,6 +74,9 @@ int queue_begin_attempt(Queue *q, QueueMessage *m);
 int queue_complete(Queue *q, const QueueMessage *m, json_object *result);
 /* Records last_error in the inbox file (it stays queued for the next attempt). */
 int queue_record_failure(Queue *q, QueueMessage *m, const char *reason);
+/* Takes back the attempt queue_begin_attempt() counted, recording REASON: for a run that did not happen
+ * for a cause outside the message (the engine away, the disk full). -ERANGE when none was counted. */
+int queue_release_attempt(Queue *q, QueueMessage *m, const char *reason);
 /* Moves the message to failed/<id>.json with reason, attempts and failed_usec. */
 int queue_fail(Queue *q, const QueueMessage *m, const char *reason);
 /* Entries of inbox/, malformed ones included. */

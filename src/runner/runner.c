@@ -15,6 +15,7 @@
 #include "config-build.h"
 #include "curl-buffer.h"
 #include "audit.h"
+#include "egress-ca.h"
 #include "egress-policy.h"
 #include "egress-token.h"
 #include "engine-discover.h"
@@ -1095,6 +1096,7 @@ static int runner_prepare(const RunRequest *req, RunContext *ctx) {
         if (!ch->valid)
                 return log_error_errno(EINVAL, "Channel \"%s\" is invalid: %s (see 'loop config check %s').",
                                        req->channel, strna(ch->reason), req->channel);
+        config_set_log_warnings(set, ch->path);
 
         /* before anything is logged: a server may echo any of them into the agent's output */
         if (loop_config_register_secrets(&ch->config) < 0)
@@ -1149,6 +1151,17 @@ static int runner_prepare(const RunRequest *req, RunContext *ctx) {
         r = filter_mounts_by_user(ctx);
         if (r < 0)
                 return log_error_errno(r, "Failed to check the mounts: %m");
+
+        /* The gateway trusts egress.ca_file: one that does not load refuses every request, so no run starts. */
+        if (loop_config_egress_ca_file(&ctx->config)) {
+                _cleanup_free_ char *why = NULL;
+                r = egress_ca_file_check(loop_config_egress_ca_file(&ctx->config), &why);
+                if (r < 0)
+                        return log_error_errno(r == -ENOMEM ? r : EINVAL,
+                                               "egress.ca_file %s of channel %s cannot be loaded: %s; not running "
+                                               "(see 'loop config check %s').", loop_config_egress_ca_file(&ctx->config),
+                                               ctx->channel, strna(why), ctx->channel);
+        }
 
         ctx->timezone = timezone_detect(getenv("TZ"), NULL);
         ctx->git_excludes = git_excludes_file(&ctx->user);

@@ -43,6 +43,7 @@ static const struct {
         [AUDIT_QUEUE_FAILED]         = { "queue-failed",         "f2a7300555124baea2194ff09e90c4b7" },
         [AUDIT_RUNNER_STARTED]       = { "runner-started",       "25ccc022b5f04f01b49324da6040c205" },
         [AUDIT_RUNNER_STOPPED]       = { "runner-stopped",       "b5cbb1d781a841edbbb971dcadfe8542" },
+        [AUDIT_RUNNER_WAITING]       = { "runner-waiting",       "af26b38832074c25917cbcb3043b8861" },
         [AUDIT_GATE_PENDING]         = { "gate-pending",         "ac51ea316b31483ba54348f5beb30dbc" },
         [AUDIT_GATE_DECISION]        = { "gate-decision",        "1c67da5fa187464598968c5d0c4d6ccd" },
         [AUDIT_GATE_AUDIT_DROPPED]   = { "gate-audit-dropped",   "310a10fada534a7d93b9fbe9549b2cf2" },

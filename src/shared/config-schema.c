@@ -565,6 +565,8 @@ static const Field root_fields[] = {
         OBJECT("limits", SCOPE_CONFIG, limits_schema),
         STR("user", SCOPE_CONFIG, check_user),
         UINT("max_attempts", SCOPE_CONFIG, 1, 100),
+        UINT("retry_delay_sec", SCOPE_CONFIG, 0, 3600),
+        BOOL("strict_config", SCOPE_GLOBAL),
 };
 const Schema config_schema_root = SCHEMA("config", root_fields);
 
@@ -903,6 +905,8 @@ static int validate_object(Validator *v, const Schema *s, json_object *obj, cons
                                 r = problem(v, false, k, "unknown key, ignoring (did you mean \"%s\"?)", hint);
                         else
                                 r = problem(v, false, k, "unknown key, ignoring");
+                        if (r >= 0)
+                                v->problems->items[v->problems->n - 1].unknown_key = true;
                 } else if (!(f->scope & v->scope)) {
                         /* Channel-only keys in loop.json are mistakes; keys a project may not set are ignored,
                          * as upstream does. */
@@ -1341,6 +1345,8 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
 
         c.enabled = load_bool(obj, "enabled", true);
         c.max_attempts = (unsigned) load_uint(obj, "max_attempts", 3);
+        c.retry_delay_sec = (unsigned) load_uint(obj, "retry_delay_sec", 10);
+        c.strict_config = load_bool(obj, "strict_config", false);
         c.limits.memory_max_mb = load_uint(limits, "memory_max_mb", 0);
         c.limits.cpu_quota_percent = load_uint(limits, "cpu_quota_percent", 0);
         c.limits.tasks_max = load_uint(limits, "tasks_max", 0);

@@ -329,6 +329,39 @@ static int config_read_file(int dir_fd, const char *name, const char *path, unsi
         return 0;
 }
 
+/* With strict_config, the unknown keys of FILE recorded since index FIRST become errors. Returns the
+ * first such key, NULL when there is none. */
+static const char *problems_refuse_unknown_keys(ConfigProblems *p, size_t first, const char *file) {
+        const char *key = NULL;
+
+        for (size_t i = first; i < p->n; i++) {
+                ConfigProblem *q = &p->items[i];
+                char *m;
+
+                if (!q->unknown_key || !streq_ptr(q->file, file) || q->error)
+                        continue;
+                q->error = true;
+                if (asprintf(&m, "unknown key (strict_config is on)") >= 0) {
+                        free(q->message);
+                        q->message = m;
+                }
+                key = key ?: q->key;
+        }
+        return key;
+}
+
+void config_set_log_warnings(const ConfigSet *s, const char *file) {
+        for (size_t i = 0; s && i < s->problems.n; i++) {
+                const ConfigProblem *q = &s->problems.items[i];
+                _cleanup_free_ char *line = NULL;
+
+                if (q->error || !(streq_ptr(q->file, file) || streq_ptr(q->file, s->global_path)))
+                        continue;
+                line = config_problem_to_string(q);
+                log_warning("%s", line ?: q->message);
+        }
+}
+
 static void channel_done(Channel *c) {
         free(c->name);
         free(c->path);
@@ -350,8 +383,7 @@ ConfigSet *config_set_free(ConfigSet *s) {
         return NULL;
 }
 
-static int channel_invalidate(Channel *c, const char *format, ...) _printf_(2, 3);
-static int channel_invalidate(Channel *c, const char *format, ...) {
+int channel_invalidate(Channel *c, const char *format, ...) {
         va_list ap;
         int r;
 
@@ -497,6 +529,14 @@ static int config_load_channels(ConfigSet *s, json_object *global) {
                                 return -ENOMEM;
                         continue;
                 }
+                if (s->global.strict_config) {
+                        const char *unknown = problems_refuse_unknown_keys(&s->problems, first, c->path);
+                        if (unknown) {
+                                if (channel_invalidate(c, "unknown key \"%s\" (strict_config is on)", unknown) < 0)
+                                        return -ENOMEM;
+                                continue;
+                        }
+                }
                 if (!s->global_valid) {
                         if (channel_invalidate(c, "the global configuration %s is invalid", s->global_path) < 0)
                                 return -ENOMEM;
@@ -548,6 +588,11 @@ int config_load(const char *dir, ConfigSet **ret) {
                 r = config_read_file(dir_fd, "loop.json", s->global_path, SCOPE_GLOBAL, &s->problems, &global);
                 if (r < 0)
                         return r;
+                if (global && json_object_get_boolean(json_object_object_get(global, "strict_config")) &&
+                    problems_refuse_unknown_keys(&s->problems, 0, s->global_path)) {
+                        json_object_put(global);
+                        global = NULL;
+                }
                 s->global_valid = !!global;
         }
         if (!global) {
@@ -651,6 +696,15 @@ static int register_secrets(json_object *o) {
                         r = q;
         }
         return r;
+}
+
+const char *loop_config_egress_ca_file(const LoopConfig *c) {
+        json_object *egress, *v;
+
+        if (!c || !json_object_object_get_ex(c->json, "egress", &egress) ||
+            !json_object_object_get_ex(egress, "ca_file", &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return isempty(json_object_get_string(v)) ? NULL : json_object_get_string(v);
 }
 
 int loop_config_register_secrets(const LoopConfig *c) {

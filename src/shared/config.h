@@ -222,6 +222,8 @@ typedef struct LoopConfig {
         bool enabled;                   /* false: the generator makes no units for the channel */
         char *user;                     /* host user (name or uid) the agent runs as; NULL: see runner */
         unsigned max_attempts;          /* runs of one queued message before it moves to failed/ */
+        unsigned retry_delay_sec;       /* wait before a failed message's next attempt, doubled per attempt */
+        bool strict_config;             /* loop.json only: unknown keys are errors, not warnings */
         ChannelLimits limits;
 
         /* The validated, merged JSON this was read from (owned). */
@@ -236,6 +238,7 @@ typedef struct ConfigProblem {
         char *key;                      /* dotted key path, or NULL when it concerns the whole file */
         char *message;
         bool error;                     /* false: a warning (unknown key, ignored field) */
+        bool unknown_key;               /* a key no schema knows (an error with strict_config) */
 } ConfigProblem;
 
 typedef struct ConfigProblems {
@@ -257,6 +260,10 @@ typedef struct Channel {
         char *reason;                   /* why it is invalid: the first error, as one line */
         LoopConfig config;              /* only when valid */
 } Channel;
+
+/* Marks a channel invalid with a reason (the first reason stays) and frees its config: nothing of it may be
+ * used after this, arguments of FORMAT neither. */
+int channel_invalidate(Channel *c, const char *format, ...) _printf_(2, 3);
 
 typedef struct ConfigSet {
         char *dir;                      /* the config dir */
@@ -303,5 +310,12 @@ int config_apply_project(const LoopConfig *base, const char *work_dir, LoopConfi
  * passwords, in envs too) and the password of egress.upstream_proxy. Every process that may log one calls
  * it once it has loaded the configuration. */
 int loop_config_register_secrets(const LoopConfig *c);
+
+/* Logs the warnings about FILE (and about loop.json), "FILE: KEY: MESSAGE" each: every command that runs a
+ * channel says what of its configuration is ignored, not only `loop config check`. */
+void config_set_log_warnings(const ConfigSet *s, const char *file);
+
+/* egress.ca_file of a config, NULL when not set. */
+const char *loop_config_egress_ca_file(const LoopConfig *c);
 
 json_object *loop_config_to_json_redacted(const LoopConfig *c);

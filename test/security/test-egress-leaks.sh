@@ -25,6 +25,8 @@ set -uo pipefail
 lib=$(dirname "$(readlink -f "$0")")/../lib
 # shellcheck source=test/lib/systemd-test.sh
 . "$lib/systemd-test.sh"
+# shellcheck source=test/lib/egress-test.sh
+. "$lib/egress-test.sh"
 
 systemd_test_prepare
 
@@ -40,20 +42,8 @@ atexit "rm -rf '$cfg'"
 mkdir -p "$cfg/channels.d"
 chmod 0755 "$cfg"
 
-(
-        set -e
-        cd "$cfg"
-        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=loop-test-ca \
-                -keyout ca.key -out test-ca.pem
-        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=up.test -keyout up.key -out up.csr
-        printf 'subjectAltName=DNS:up.test,DNS:api.test,DNS:cred.test,DNS:tls.test,DNS:paths.test,DNS:other.test,DNS:icpt.test\n' >san.ext
-        openssl x509 -req -in up.csr -CA test-ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext -out up.pem
-) >/dev/null 2>&1 || bail_out "cannot make the test CA"
-cp "$LOOP_SOURCE_DIR/test/integration/egress-upstream.py" "$cfg/"
-build_test_rootfs "$cfg/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
-[ -x "$cfg/rootfs/usr/bin/curl" ] || bail_out "the test image has no curl (install curl on the host)"
-mkdir -p "$cfg/rootfs/etc/ssl/certs" && cp "$cfg/test-ca.pem" "$cfg/rootfs/etc/ssl/certs/ca-certificates.crt" ||
-        bail_out "cannot put the test CA into the image"
+egress_test_ca "$cfg" up.test api.test cred.test tls.test paths.test other.test icpt.test || bail_out "cannot make the test CA"
+egress_test_rootfs "$cfg"
 
 cat >"$cfg/loop.json" <<EOF
 { "container_image": "$IMAGE", "browser": { "enabled": false }, "container_keep_alive_sec": 0,
@@ -113,17 +103,6 @@ chmod 0644 "$cfg/handover.py"
 in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
 agent() { out=$(in_ct loop run -q "${2:-demo}" "scenario:sh $1" 2>&1); }
 has() { in_ct grep -q -a -- "$2" "$1"; }
-gw_journal() { in_ct journalctl -o export -u 'loop-gateway@*' "$@"; }
-gw_record() {
-        local re=$1 i rec
-        shift
-        for ((i = 0; i < 50; i++)); do
-                rec=$(gw_journal "$@")
-                [[ $rec =~ $re ]] && break
-                sleep 0.2
-        done
-        printf '%s' "$rec"
-}
 curl_proxy='curl -sS --max-time 60'
 nobody() { in_ct setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 

@@ -494,6 +494,28 @@ static void test_load_set(void) {
         ok(config_load(tmpdir, &s) == 0 && s->n_channels == 0, "a missing channels.d gives no channels");
         s = config_set_free(s);
 
+        /* strict_config: an unknown key is an error, in loop.json and in channel files. */
+        write_file("loop.json", "{\"strict_config\": false}", 0644);
+        write_file("channels.d/typo.json", "{\"work_dri\": \"/srv/x\"}", 0644);
+        ok(config_load(tmpdir, &s) == 0 && (c = config_set_find_channel(s, "typo")) && c->valid &&
+           has_problem(&s->problems, false, "work_dri", "unknown key"),
+           "without strict_config a typo is a warning and the channel runs");
+        s = config_set_free(s);
+        write_file("loop.json", "{\"strict_config\": true}", 0644);
+        ok(config_load(tmpdir, &s) == 0 && (c = config_set_find_channel(s, "typo")) && !c->valid &&
+           c->reason && strstr(c->reason, "work_dri") && has_problem(&s->problems, true, "work_dri", "strict_config"),
+           "with strict_config the channel with a typo is invalid, naming the key");
+        s = config_set_free(s);
+        write_file("loop.json", "{\"strict_config\": true, \"containr_image\": \"x\"}", 0644);
+        ok(config_load(tmpdir, &s) == 0 && !s->global_valid && config_set_count_valid(s) == 0,
+           "with strict_config an unknown key in loop.json invalidates it (and so every channel)");
+        s = config_set_free(s);
+        write_file("channels.d/typo.json", "{\"strict_config\": true, \"work_dri\": \"/srv/x\"}", 0644);
+        write_file("loop.json", "{}", 0644);
+        ok(config_load(tmpdir, &s) == 0 && (c = config_set_find_channel(s, "typo")) && !c->valid,
+           "strict_config is loop.json's alone: a channel file cannot set it");
+        s = config_set_free(s);
+
         write_file("loop.json", "{\"anthropic_api_key\": \"sk-live\"}", 0644);
         ok(config_load(tmpdir, &s) == 0 && s->global_valid && has_problem(&s->problems, false, NULL, "readable by everyone"),
            "a world-readable file with credentials gets a warning");

@@ -3,6 +3,7 @@
 /* The egress gateway's pure logic: the policy (rule order, host patterns, ports, methods, paths,
  * credentials, defaults), the address check and the ClientHello's server name. */
 
+#include <assert.h>
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <seccomp.h>
@@ -601,6 +602,22 @@ static void test_ca(void) {
         ok(fstatat(fd, EGRESS_CA_KEY_FILE, &st, 0) == 0 && (st.st_mode & 07777) == 0600, "its key is readable by its owner only");
         ok(egress_ca_load_or_create(fd, "ignored", &again) == 0 && again && streq(again->pem, ca->pem),
            "the next start loads the same CA");
+        {
+                _cleanup_free_ char *pem = NULL, *why = NULL, *junk = NULL, *missing = NULL, *keyonly = NULL;
+                assert(asprintf(&pem, "%s/%s", dir, EGRESS_CA_CERT_FILE) >= 0);
+                assert(asprintf(&junk, "%s/junk.pem", dir) >= 0 && asprintf(&missing, "%s/missing.pem", dir) >= 0);
+                assert(asprintf(&keyonly, "%s/%s", dir, EGRESS_CA_KEY_FILE) >= 0);
+                ok(egress_ca_file_check(pem, &why) == 0 && !why, "egress.ca_file: a PEM certificate loads");
+                ok(egress_ca_file_check(missing, &why) == -ENOENT && why && strstr(why, "No such file"),
+                   "egress.ca_file: a missing file is -ENOENT, and says so");
+                why = mfree(why);
+                assert(write_file_atomic(junk, "not a certificate\n", 18, 0644) >= 0);
+                ok(egress_ca_file_check(junk, &why) == -EBADMSG && why, "egress.ca_file: a file with no PEM in it is refused");
+                why = mfree(why);
+                ok(egress_ca_file_check(keyonly, &why) == -EBADMSG && why && strstr(why, "no certificate"),
+                   "egress.ca_file: a PEM key with no certificate is refused");
+                (void) unlink(junk);
+        }
         ok(ca && egress_ca_issue(ca, "api.github.com", &leaf, &key) == 0, "a leaf is issued for a host");
         ok(leaf && leaf_verifies(ca, leaf, "api.github.com"), "the leaf verifies against the CA for that host");
         ok(leaf && !leaf_verifies(ca, leaf, "evil.example"), "...and for no other host");

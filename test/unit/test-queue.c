@@ -239,7 +239,7 @@ static void test_caps(void) {
                 close(fd);
         }
         ok(queue_depth(q, &depth) == 0 && depth == QUEUE_DEPTH_MAX, "the depth counts every inbox entry");
-        ok(queue_push(q, "one too many", NULL, NULL) == -ENOSPC, "a push beyond QUEUE_DEPTH_MAX is refused with -ENOSPC");
+        ok(queue_push(q, "one too many", NULL, NULL) == -EXFULL, "a push beyond QUEUE_DEPTH_MAX is refused with -EXFULL (not -ENOSPC, which is a full disk)");
         sh("rm -rf %s", path_of("caps"));
 }
 
