@@ -130,6 +130,7 @@ typedef struct RunnerState {
         const char *queue_id;
         const char *session;
         char *scope;
+        char *extra[2];                 /* LOOP_TASK= of a message a scheduled task queued */
 } RunnerState;
 
 static AuditFields fields_for(const RunnerState *s) {
@@ -137,6 +138,7 @@ static AuditFields fields_for(const RunnerState *s) {
                 .channel = s->channel,
                 .message_id = s->queue_id,
                 .session = s->session,
+                .extra = s->extra[0] ? (char * const *) s->extra : NULL,
         };
 }
 
@@ -213,6 +215,8 @@ static json_object *result_json(const QueueMessage *m, const RunOutcome *o) {
                 return NULL;
         json_object_object_add(j, "id", json_object_new_string(m->id));
         json_object_object_add(j, "prompt", json_object_new_string(m->prompt));
+        if (m->task)
+                json_object_object_add(j, "task", json_object_new_string(m->task));
         json_object_object_add(j, "result", o->result.result ? json_object_new_string(o->result.result) : NULL);
         json_object_object_add(j, "session_id", o->result.session_id ? json_object_new_string(o->result.session_id) : NULL);
         json_object_object_add(j, "is_error", json_object_new_boolean(o->error != AGENT_ERROR_NONE));
@@ -234,8 +238,14 @@ static int runner_process(Queue *q, const char *channel, const LoopConfig *confi
         unsigned max_attempts = config->max_attempts;
         _cleanup_(run_outcome_done) RunOutcome outcome = {};
         _cleanup_free_ char *session = NULL;
+        _cleanup_free_ char *task_field = NULL;
         RunnerState state = { .channel = channel, .queue_id = m->id };
         AuditFields f = { .channel = channel, .message_id = m->id };
+
+        if (m->task && asprintf(&task_field, "LOOP_TASK=%s", m->task) < 0)
+                return log_oom();
+        state.extra[0] = task_field;
+        f.extra = task_field ? (char * const *) state.extra : NULL;
         RunHooks hooks = {
                 .userdata = &state,
                 .started = hook_started,

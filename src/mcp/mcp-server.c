@@ -60,7 +60,7 @@ static json_object *json_parse_capped(const char *text, size_t size) {
         return o;
 }
 
-int mcp_server_check(const McpServer *s) {
+int mcp_server_check(const McpStdioServer *s) {
         for (size_t i = 0; i < s->n_tools; i++) {
                 json_object *schema;
 
@@ -140,7 +140,7 @@ static const char *version_negotiate(const char *asked) {
         return MCP_PROTOCOL_VERSIONS[0];
 }
 
-static int method_initialize(McpServer *s, json_object *id, json_object *params, char **ret) {
+static int method_initialize(McpStdioServer *s, json_object *id, json_object *params, char **ret) {
         json_object *r, *caps, *info, *v = NULL;
 
         if (params && !json_object_is_type(params, json_type_object))
@@ -180,7 +180,7 @@ static int method_initialize(McpServer *s, json_object *id, json_object *params,
         return answer_result(id, r, ret);
 }
 
-static int method_tools_list(McpServer *s, json_object *id, char **ret) {
+static int method_tools_list(McpStdioServer *s, json_object *id, char **ret) {
         json_object *r = json_object_new_object(), *list = json_object_new_array();
 
         if (!r || !list || json_object_object_add(r, "tools", list) < 0) {
@@ -211,7 +211,7 @@ static int method_tools_list(McpServer *s, json_object *id, char **ret) {
         return answer_result(id, r, ret);
 }
 
-static int method_tools_call(McpServer *s, json_object *id, json_object *params, char **ret) {
+static int method_tools_call(McpStdioServer *s, json_object *id, json_object *params, char **ret) {
         _cleanup_(json_object_putp) json_object *empty = NULL;
         McpToolResult result = {};
         json_object *name, *args = NULL, *r, *content, *item;
@@ -275,7 +275,7 @@ static int method_tools_call(McpServer *s, json_object *id, json_object *params,
         return answer_result(id, r, ret);
 }
 
-int mcp_server_handle(McpServer *s, const char *message, size_t size, char **ret_answer) {
+int mcp_server_handle(McpStdioServer *s, const char *message, size_t size, char **ret_answer) {
         _cleanup_(json_object_putp) json_object *m = NULL;
         json_object *v, *id = NULL, *params = NULL;
         const char *method;
@@ -337,7 +337,7 @@ static int answer_write(int fd, const char *answer) {
         return loop_write(fd, "\n", 1);
 }
 
-int mcp_server_run(McpServer *s, int in_fd, int out_fd) {
+int mcp_server_run(McpStdioServer *s, int in_fd, int out_fd) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
         bool skipping = false;  /* inside a line above MCP_MESSAGE_MAX */

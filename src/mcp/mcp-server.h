@@ -55,7 +55,7 @@ typedef struct McpTool {
         int (*call)(json_object *arguments, void *userdata, McpToolResult *result);
 } McpTool;
 
-typedef struct McpServer {
+typedef struct McpStdioServer {
         const char *name;               /* serverInfo */
         const char *version;
         const char *instructions;       /* optional, in the initialize answer */
@@ -65,18 +65,18 @@ typedef struct McpServer {
 
         bool initialized;               /* initialize was answered */
         const char *protocol_version;   /* the one agreed on */
-} McpServer;
+} McpStdioServer;
 
 /* Whether the table is usable: unique names, each schema a JSON object. */
-int mcp_server_check(const McpServer *s);
+int mcp_server_check(const McpStdioServer *s);
 
 /* Handles one message (the line without its newline, size bytes, need not be NUL-terminated). The
  * answer (a JSON text without newline) in *ret_answer, or NULL for a notification. Returns 0, or -ENOMEM. */
-int mcp_server_handle(McpServer *s, const char *message, size_t size, char **ret_answer);
+int mcp_server_handle(McpStdioServer *s, const char *message, size_t size, char **ret_answer);
 
 /* Serves in_fd/out_fd until end of input. A line above MCP_MESSAGE_MAX is answered with a parse error and
  * skipped to its newline. Returns 0 at end of input, or a negative errno (I/O). */
-int mcp_server_run(McpServer *s, int in_fd, int out_fd);
+int mcp_server_run(McpStdioServer *s, int in_fd, int out_fd);
 
 /* Helpers for tools: the string member key of args, NULL when absent or not a string. */
 const char *mcp_arg_string(json_object *args, const char *key);

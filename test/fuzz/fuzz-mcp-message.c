@@ -23,7 +23,7 @@ static const McpTool tools[] = {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* each input line is one message to one server, so a sequence (initialize, then calls) is reached */
-        McpServer s = { .name = "fuzz", .version = "0", .tools = tools, .n_tools = 1 };
+        McpStdioServer s = { .name = "fuzz", .version = "0", .tools = tools, .n_tools = 1 };
         const char *p = (const char *) data, *end = p + size;
 
         while (p < end) {

@@ -23,12 +23,12 @@ static const McpTool tools[] = {
         { "broken", "Fails.", "{\"type\":\"object\"}", tool_broken },
 };
 
-static McpServer server_new(void) {
-        return (McpServer) { .name = "test", .version = "1", .tools = tools, .n_tools = ELEMENTSOF(tools) };
+static McpStdioServer server_new(void) {
+        return (McpStdioServer) { .name = "test", .version = "1", .tools = tools, .n_tools = ELEMENTSOF(tools) };
 }
 
 /* The answer to msg, parsed. */
-static json_object *ask(McpServer *s, const char *msg) {
+static json_object *ask(McpStdioServer *s, const char *msg) {
         char *a = NULL;
         json_object *o;
 
@@ -53,7 +53,7 @@ static const char *path_string(json_object *o, const char *a, const char *b) {
         return json_object_get_string(y);
 }
 
-static void initialize(McpServer *s, const char *version, const char *want) {
+static void initialize(McpStdioServer *s, const char *version, const char *want) {
         _cleanup_free_ char *msg = NULL;
         json_object *o;
 
@@ -65,7 +65,7 @@ static void initialize(McpServer *s, const char *version, const char *want) {
 }
 
 static void test_negotiation(void) {
-        McpServer s = server_new();
+        McpStdioServer s = server_new();
         initialize(&s, "2025-06-18", "2025-06-18");
         s = server_new();
         initialize(&s, "2025-03-26", "2025-03-26");
@@ -76,7 +76,7 @@ static void test_negotiation(void) {
 }
 
 static void test_protocol(void) {
-        McpServer s = server_new();
+        McpStdioServer s = server_new();
         json_object *o, *r, *list, *content, *item;
         char *a = NULL;
 
@@ -154,7 +154,7 @@ static void test_protocol(void) {
 }
 
 static void test_run(void) {
-        McpServer s = server_new();
+        McpStdioServer s = server_new();
         int in[2], out[2];
         char buf[4096];
         ssize_t n;
