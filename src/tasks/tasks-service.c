@@ -443,11 +443,14 @@ int tasks_restore(const TasksContext *ctx) {
         _cleanup_close_ int dir_fd = -EBADF;
         Task **all = NULL;
         size_t n = 0;
-        int r, made = 0;
+        unsigned changed = 0;
+        int r;
 
+        if (!ctx->bus)
+                return -ENOTCONN;
         r = tasks_dir_open(ctx->state_dir, false, &dir_fd);
         if (r == -ENOENT)
-                return 0;
+                return tasks_timers_sync(ctx->bus, ctx->channel, NULL, 0, NULL);
         if (r < 0)
                 return r;
         r = tasks_dir_lock(dir_fd);
@@ -456,16 +459,7 @@ int tasks_restore(const TasksContext *ctx) {
         r = tasks_list_at(dir_fd, &all, &n);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < n; i++) {
-                Task *t = all[i];
-                if (!t->enabled || t->done || t->type == TASK_MANUAL || !ctx->bus)
-                        continue;
-                if (task_timer_exists(ctx->bus, ctx->channel, t->id) > 0)
-                        continue;
-                /* a once task whose time passed while the machine was off: Persistent= fires it at once */
-                if (timer_apply(ctx, t, NULL) >= 0)
-                        made++;
-        }
+        r = tasks_timers_sync(ctx->bus, ctx->channel, all, n, &changed);
         task_list_free(all, n);
-        return made;
+        return r < 0 ? r : (int) changed;
 }

@@ -41,6 +41,6 @@ typedef struct TasksContext {
 /* Answers op; returns 0 with *ret_answer, or -ENOMEM. */
 int tasks_request(const TasksContext *ctx, const char *op, json_object *args, json_object **ret_answer);
 
-/* Makes the timer of every enabled task of the channel that has none (boot, helper start). Returns the
- * number made, or a negative errno when the tasks cannot be read. */
+/* Makes the channel's timers agree with its task files (tasks_timers_sync()): at boot, and whenever the
+ * helper changed a file (loop-tasks-sync@NAME.path). Returns the number of timers changed. */
 int tasks_restore(const TasksContext *ctx);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,24 @@ int task_timer_remove(sd_bus *bus, const char *channel, const char *id, char **r
         return -EBUSY;
 }
 
+int task_timer_description(const char *channel, const Task *t, char **ret) {
+        char *s;
+        int k;
+
+        if (t->type == TASK_INTERVAL)
+                k = asprintf(&s, "loop task %s of channel %s: every %" PRIu64 "s", t->id, channel, t->interval_sec);
+        else
+                k = asprintf(&s, "loop task %s of channel %s: %s", t->id, channel, strempty(t->oncalendar));
+        if (k < 0)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static bool task_wants_timer(const Task *t) {
+        return t->enabled && !t->done && t->type != TASK_MANUAL;
+}
+
 int task_timer_apply(sd_bus *bus, const char *channel, const Task *t, char **ret_error) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
@@ -108,15 +127,15 @@ int task_timer_apply(sd_bus *bus, const char *channel, const Task *t, char **ret
         r = task_timer_remove(bus, channel, t->id, ret_error);
         if (r < 0)
                 return r;
-        if (!t->enabled || t->done || t->type == TASK_MANUAL)
+        if (!task_wants_timer(t))
                 return 0;
 
         r = task_unit_name(channel, t->id, ".timer", &unit);
         if (r < 0)
                 return r;
-        if (asprintf(&description, "loop task %s of channel %s (%s %s)", t->id, channel,
-                     task_type_to_string(t->type), strempty(t->schedule)) < 0)
-                return -ENOMEM;
+        r = task_timer_description(channel, t, &description);
+        if (r < 0)
+                return r;
 
         r = sd_bus_message_new_method_call(bus, &m, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "StartTransientUnit");
         if (r < 0)
@@ -152,4 +171,107 @@ int task_timer_apply(sd_bus *bus, const char *channel, const Task *t, char **ret
         if (r < 0)
                 return bus_error_text(&e, r, ret_error);
         return 0;
+}
+
+/* A once task whose instant passed without a firing (the machine was off): no stamp file makes
+ * Persistent= catch it up, so the service is started here, once. */
+static int task_start_missed(sd_bus *bus, const char *channel, const Task *t) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *unit = NULL;
+        const char *reason;
+        int64_t at;
+        int r;
+
+        if (t->type != TASK_ONCE || tasks_time_parse(t->schedule, &at, &reason) < 0 ||
+            (uint64_t) at * 1000000ULL > clock_usec(CLOCK_REALTIME))
+                return 0;
+        r = task_unit_name(channel, t->id, ".service", &unit);
+        if (r < 0)
+                return r;
+        r = sd_bus_call_method(bus, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "StartUnit", &e, NULL, "ss", unit, "replace");
+        return r < 0 ? r : 1;
+}
+
+int tasks_timers_sync(sd_bus *bus, const char *channel, Task * const *tasks, size_t n, unsigned *ret_changed) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_free_ char *pattern = NULL, *prefix = NULL;
+        _cleanup_free_ bool *seen = calloc(n ?: 1, sizeof(bool));
+        unsigned changed = 0;
+        int r, ret = 0;
+
+        if (!seen)
+                return -ENOMEM;
+        if (channel_name_check(channel, NULL) < 0)
+                return -EINVAL;
+        if (asprintf(&prefix, TASK_UNIT_PREFIX "%s:", channel) < 0 || asprintf(&pattern, "%s*.timer", prefix) < 0)
+                return -ENOMEM;
+
+        r = sd_bus_message_new_method_call(bus, &m, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "ListUnitsByPatterns");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "as", 0);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "as", 1, pattern);
+        if (r < 0)
+                return r;
+        r = sd_bus_call(bus, m, 0, &e, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "(ssssssouso)");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *name, *description, *load, *active;
+                _cleanup_free_ char *id = NULL, *want = NULL;
+                const Task *t = NULL;
+                const char *rest;
+
+                r = sd_bus_message_read(reply, "(ssssssouso)", &name, &description, &load, &active, NULL, NULL, NULL,
+                                        NULL, NULL, NULL);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                rest = startswith(name, prefix);
+                if (!rest || !endswith(rest, ".timer"))
+                        continue;
+                id = strndup(rest, strlen(rest) - strlen(".timer"));
+                if (!id)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n; i++)
+                        if (streq(tasks[i]->id, id)) {
+                                t = tasks[i];
+                                seen[i] = true;
+                        }
+                if (t && task_wants_timer(t)) {
+                        r = task_timer_description(channel, t, &want);
+                        if (r < 0)
+                                return r;
+                        if (streq(description, want) && streq(active, "active"))
+                                continue;
+                        r = task_timer_apply(bus, channel, t, NULL);
+                } else if (task_id_valid(id))
+                        r = task_timer_remove(bus, channel, id, NULL);
+                else
+                        continue;
+                if (r < 0)
+                        ret = r;
+                else
+                        changed++;
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (seen[i] || !task_wants_timer(tasks[i]))
+                        continue;
+                r = task_start_missed(bus, channel, tasks[i]);
+                if (r == 0)
+                        r = task_timer_apply(bus, channel, tasks[i], NULL);
+                if (r < 0)
+                        ret = r;
+                else
+                        changed++;
+        }
+        if (ret_changed)
+                *ret_changed = changed;
+        return ret;
 }

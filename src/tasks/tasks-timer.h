@@ -28,5 +28,11 @@ int task_instance_parse(const char *instance, char **ret_channel, char **ret_id)
 int task_timer_apply(sd_bus *bus, const char *channel, const Task *t, char **ret_error);
 /* Stops and forgets the task's timer; no timer is not an error. */
 int task_timer_remove(sd_bus *bus, const char *channel, const char *id, char **ret_error);
+/* The timer's Description=: it names the schedule, so a sync tells a timer that is out of date. */
+int task_timer_description(const char *channel, const Task *t, char **ret);
+/* Makes the channel's timers agree with its tasks: removes the timers of tasks that are gone, disabled
+ * or done, makes those missing or out of date, starts a once task whose instant passed unfired. Returns
+ * 0 or the last error (every task is tried). */
+int tasks_timers_sync(sd_bus *bus, const char *channel, Task * const *tasks, size_t n, unsigned *ret_changed);
 /* Whether the task's timer is loaded. */
 int task_timer_exists(sd_bus *bus, const char *channel, const char *id);
