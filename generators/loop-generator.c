@@ -36,6 +36,12 @@
  * one channel generated, also
  *
  *   loop.target.wants/loop-reconcile.timer        the container registry's reconcile pass every 30 s
+ *   loop.target.wants/loop-task-restore.service   every channel's task timers, made again at boot
+ *
+ * and, for every channel, its scheduled tasks (issue 22):
+ *   loop.target.wants/loop-tasks@NAME.socket      the agents' `loop mcp` asks here
+ *   loop.target.wants/loop-tasks-sync@NAME.path   a changed task file makes the timers agree
+ *   loop-tasks@NAME.service.d/50-channel.conf     tasks.max, tasks.min_interval_sec, tasks.prompt_max
  */
 
 #include <fcntl.h>
@@ -59,6 +65,9 @@
 #define DOCKERPROXY_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-dockerproxy@.socket"
 #define GATEWAY_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gateway@.socket"
 #define RECONCILE_TIMER LOOP_UNITDIR "/loop-reconcile.timer"
+#define TASKS_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-tasks@.socket"
+#define TASKS_SYNC_PATH_TEMPLATE LOOP_UNITDIR "/loop-tasks-sync@.path"
+#define TASK_RESTORE_SERVICE LOOP_UNITDIR "/loop-task-restore.service"
 
 /* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. systemd ignores assignments
  * that are not valid UTF-8, so such a value would vanish silently. */
@@ -415,6 +424,35 @@ static int generate_gate(int dir_fd, const Channel *c, const char *escaped_path,
         return write_wants_symlink(dir_fd, c, "loop-gate-admin", "socket", GATE_ADMIN_SOCKET_TEMPLATE);
 }
 
+/* The channel's scheduled tasks: the helper's limits (it cannot read loop.json), its socket and the path
+ * unit that turns changed task files into timers. */
+static int generate_tasks(int dir_fd, const Channel *c, const char *escaped_path) {
+        _cleanup_free_ char *dir = NULL, *name = NULL;
+        FILE *f;
+        int r;
+
+        if (asprintf(&dir, "loop-tasks@%s.service.d", c->name) < 0)
+                return log_oom();
+        r = mkdirat_exist_ok(dir_fd, dir);
+        if (r < 0)
+                return r;
+        r = channel_dropin_create(dir_fd, dir, c, escaped_path, &name, &f);
+        if (r < 0)
+                return r;
+        fprintf(f,
+                "Environment=LOOP_TASKS_MAX=%" PRIu64 "\n"
+                "Environment=LOOP_TASKS_MIN_INTERVAL_SEC=%" PRIu64 "\n"
+                "Environment=LOOP_TASKS_PROMPT_MAX=%" PRIu64 "\n",
+                c->config.tasks.max, c->config.tasks.min_interval_sec, c->config.tasks.prompt_max);
+        r = unit_file_finish(f, name);
+        if (r < 0)
+                return r;
+        r = write_wants_symlink(dir_fd, c, "loop-tasks", "socket", TASKS_SOCKET_TEMPLATE);
+        if (r < 0)
+                return r;
+        return write_wants_symlink(dir_fd, c, "loop-tasks-sync", "path", TASKS_SYNC_PATH_TEMPLATE);
+}
+
 /* The Docker API proxy: its policy document (the channel's rules and the built-in ones), compiled here
  * first so that a document the service would refuse never gets a socket: no proxy is a closed door. */
 static int generate_dockerproxy(int dir_fd, const Channel *c, const char *escaped_path, const char *output_dir) {
@@ -601,6 +639,9 @@ static int generate_channel(int dir_fd, const Channel *c, const char *config_dir
         r = write_wants_symlink(dir_fd, c, "loop-agent", "path", AGENT_PATH_TEMPLATE);
         if (r < 0)
                 return r;
+        r = generate_tasks(dir_fd, c, escaped_path);
+        if (r < 0)
+                return r;
         if (egress_config_enabled(c->config.json)) {
                 r = generate_gateway(dir_fd, c, escaped_path, output_dir);
                 if (r < 0)
@@ -722,6 +763,8 @@ static int run(int argc, char *argv[]) {
                 r = mkdirat_exist_ok(dir_fd, "loop.target.wants");
                 if (r >= 0 && symlinkat(RECONCILE_TIMER, dir_fd, "loop.target.wants/loop-reconcile.timer") < 0)
                         r = log_error_errno(errno, "Failed to create symlink loop.target.wants/loop-reconcile.timer: %m");
+                if (r >= 0 && symlinkat(TASK_RESTORE_SERVICE, dir_fd, "loop.target.wants/loop-task-restore.service") < 0)
+                        r = log_error_errno(errno, "Failed to create symlink loop.target.wants/loop-task-restore.service: %m");
                 if (r < 0 && ret == 0)
                         ret = r;
         }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <systemd/sd-daemon.h>
 
 #include "config.h"
 #include "tasks-timer.h"
@@ -15,6 +17,29 @@
 /* A stopped timer is unloaded by systemd's next garbage collection, at once; waited for this long at most
  * before the same name is made again. */
 #define TASK_TIMER_GONE_WAIT_USEC (5ULL * 1000000ULL)
+
+int tasks_bus_open(sd_bus **ret) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        int r;
+
+        if (sd_booted() <= 0)
+                return -ENOMEDIUM;
+        /* root talks to systemd directly, as systemctl does: no bus daemon needed, no polkit asked */
+        if (geteuid() == 0) {
+                r = sd_bus_new(&bus);
+                if (r < 0)
+                        return r;
+                r = sd_bus_set_address(bus, "unix:path=/run/systemd/private");
+                if (r >= 0)
+                        r = sd_bus_start(bus);
+                if (r >= 0) {
+                        *ret = TAKE_PTR(bus);
+                        return 0;
+                }
+                bus = sd_bus_flush_close_unref(bus);
+        }
+        return sd_bus_open_system(ret);
+}
 
 int task_unit_name(const char *channel, const char *id, const char *suffix, char **ret) {
         char *s;

@@ -19,6 +19,9 @@
 #define TASK_UNIT_PREFIX "loop-task@"
 #define TASK_UNIT_NAME_MAX 256U
 
+/* systemd's bus: its private socket for root, else the system bus; -ENOMEDIUM when systemd is not PID 1. */
+int tasks_bus_open(sd_bus **ret);
+
 /* "loop-task@NAME:ID" + suffix (".timer", ".service") */
 int task_unit_name(const char *channel, const char *id, const char *suffix, char **ret);
 /* "NAME:ID" -> channel and id, checked. */
