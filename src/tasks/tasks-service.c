@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "audit.h"
@@ -439,11 +441,19 @@ int tasks_request(const TasksContext *ctx, const char *op, json_object *args, js
         return answer_error(ret_answer, "unknown operation; one of schedule, list, show, cancel, edit, toggle");
 }
 
+/* The directory's change time: a helper's write (a rename into it) moves it. */
+static int dir_stamp(int dir_fd, struct timespec *ret) {
+        struct stat st;
+
+        if (fstat(dir_fd, &st) < 0)
+                return -errno;
+        *ret = st.st_mtim;
+        return 0;
+}
+
 int tasks_restore(const TasksContext *ctx) {
         _cleanup_close_ int dir_fd = -EBADF;
-        Task **all = NULL;
-        size_t n = 0;
-        unsigned changed = 0;
+        unsigned total = 0;
         int r;
 
         if (!ctx->bus)
@@ -453,13 +463,31 @@ int tasks_restore(const TasksContext *ctx) {
                 return tasks_timers_sync(ctx->bus, ctx->channel, NULL, 0, NULL);
         if (r < 0)
                 return r;
-        r = tasks_dir_lock(dir_fd);
-        if (r < 0)
-                return r;
-        r = tasks_list_at(dir_fd, &all, &n);
-        if (r < 0)
-                return r;
-        r = tasks_timers_sync(ctx->bus, ctx->channel, all, n, &changed);
-        task_list_free(all, n);
-        return r < 0 ? r : (int) changed;
+
+        /* A path unit does not start its service again for changes made while the service runs: so
+         * the pass is repeated until the files stayed as they were during one whole pass. */
+        for (unsigned pass = 0; pass < TASKS_SYNC_PASSES_MAX; pass++) {
+                struct timespec before = {}, after = {};
+                Task **all = NULL;
+                size_t n = 0;
+                unsigned changed = 0;
+
+                r = dir_stamp(dir_fd, &before);
+                if (r < 0)
+                        return r;
+                r = tasks_list_at(dir_fd, &all, &n);
+                if (r < 0)
+                        return r;
+                r = tasks_timers_sync(ctx->bus, ctx->channel, all, n, &changed);
+                task_list_free(all, n);
+                if (r < 0)
+                        return r;
+                total += changed;
+                r = dir_stamp(dir_fd, &after);
+                if (r < 0)
+                        return r;
+                if (before.tv_sec == after.tv_sec && before.tv_nsec == after.tv_nsec)
+                        break;
+        }
+        return (int) MIN(total, (unsigned) INT_MAX);
 }

@@ -28,6 +28,7 @@
 
 #define TASKS_REQUEST_MAX (TASKS_PROMPT_MAX_HARD + 64U * 1024U)
 #define TASKS_PROMPT_MAX_HARD (1024U * 1024U)
+#define TASKS_SYNC_PASSES_MAX 100U             /* of tasks_restore(), while the files keep changing */
 
 typedef struct TasksContext {
         const char *channel;
