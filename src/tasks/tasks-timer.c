@@ -143,15 +143,24 @@ static bool task_wants_timer(const Task *t) {
         return t->enabled && !t->done && t->type != TASK_MANUAL;
 }
 
+static int task_timer_create(sd_bus *bus, const char *channel, const Task *t, char **ret_error);
+
 int task_timer_apply(sd_bus *bus, const char *channel, const Task *t, char **ret_error) {
-        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        _cleanup_free_ char *unit = NULL, *description = NULL;
         int r;
 
         r = task_timer_remove(bus, channel, t->id, ret_error);
         if (r < 0)
                 return r;
+        return task_timer_create(bus, channel, t, ret_error);
+}
+
+/* The timer of t, known not to exist. */
+static int task_timer_create(sd_bus *bus, const char *channel, const Task *t, char **ret_error) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_free_ char *unit = NULL, *description = NULL;
+        int r;
+
         if (!task_wants_timer(t))
                 return 0;
 
@@ -290,7 +299,8 @@ int tasks_timers_sync(sd_bus *bus, const char *channel, Task * const *tasks, siz
                         continue;
                 r = task_start_missed(bus, channel, tasks[i]);
                 if (r == 0)
-                        r = task_timer_apply(bus, channel, tasks[i], NULL);
+                        /* ListUnitsByPatterns did not list it: no timer to stop first */
+                        r = task_timer_create(bus, channel, tasks[i], NULL);
                 if (r < 0)
                         ret = r;
                 else
