@@ -6,6 +6,7 @@
  * (loop-task@.service, when a timer elapses) and `sync NAME...|--all` (loop-tasks-sync@.service,
  * loop-task-restore.service at boot). */
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@
 #include "tasks-service.h"
 #include "tasks-timer.h"
 
+#define TASKS_SYNC_SETTLE_MS_MAX 10000U
+
 static void task_help(void) {
         printf("%s task COMMAND NAME ...\n\n"
                "The scheduled tasks of a channel: each is a systemd timer (loop-task@NAME:ID.timer) that queues\n"
@@ -36,7 +39,8 @@ static void task_help(void) {
                "  enable NAME ID | disable NAME ID   Start or stop the task's timer\n"
                "  rm NAME ID                         Cancel the task\n"
                "  run NAME ID                        Queue the task's prompt now\n"
-               "  sync NAME...|--all                 Make the timers agree with the task files\n\n"
+               "  sync [--settle-ms MS] NAME...|--all\n"
+               "                                     Make the timers agree with the task files\n\n"
                "Options:\n"
                "  --json                             Print the answer as JSON\n"
                "  -h --help                          Show this help\n",
@@ -134,11 +138,17 @@ static int add_string(json_object *o, const char *key, const char *value) {
         return json_object_object_add(o, key, json_object_new_string(value));
 }
 
-static int task_sync(int argc, char *argv[], bool all) {
+/* A burst of writes (an agent scheduling ten tasks) is one pass: the path unit starts the sync at the
+ * first write, and it waits settle_ms before looking. */
+static int task_sync(int argc, char *argv[], bool all, uint64_t settle_ms) {
         _cleanup_(config_set_freep) ConfigSet *set = NULL;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         int r, ret = EXIT_SUCCESS;
 
+        if (settle_ms > 0) {
+                struct timespec ts = { .tv_sec = settle_ms / 1000, .tv_nsec = (settle_ms % 1000) * 1000000 };
+                (void) nanosleep(&ts, NULL);
+        }
         r = tasks_bus_open(&bus);
         if (r < 0)
                 return log_error_errno(r, "Cannot talk to systemd, the timers cannot be made: %m"), EXIT_FAILURE;
@@ -169,7 +179,7 @@ static int task_sync(int argc, char *argv[], bool all) {
 }
 
 int verb_task(int argc, char *argv[]) {
-        enum { ARG_JSON = 0x100, ARG_TYPE, ARG_SCHEDULE, ARG_PROMPT, ARG_NAME, ARG_DISABLED, ARG_ALL };
+        enum { ARG_JSON = 0x100, ARG_TYPE, ARG_SCHEDULE, ARG_PROMPT, ARG_NAME, ARG_DISABLED, ARG_ALL, ARG_SETTLE };
         static const struct option options[] = {
                 { "help",     no_argument,       NULL, 'h' },
                 { "json",     no_argument,       NULL, ARG_JSON },
@@ -179,6 +189,7 @@ int verb_task(int argc, char *argv[]) {
                 { "name",     required_argument, NULL, ARG_NAME },
                 { "disabled", no_argument,       NULL, ARG_DISABLED },
                 { "all",      no_argument,       NULL, ARG_ALL },
+                { "settle-ms", required_argument, NULL, ARG_SETTLE },
                 {}
         };
         _cleanup_(config_set_freep) ConfigSet *set = NULL;
@@ -187,6 +198,7 @@ int verb_task(int argc, char *argv[]) {
         _cleanup_free_ char *state_dir = NULL, *actor = NULL, *joined = NULL, *channel_owned = NULL, *id_owned = NULL;
         const char *type = NULL, *schedule = NULL, *prompt = NULL, *name = NULL, *verb, *op, *channel, *id = NULL;
         bool json = false, disabled = false, all = false;
+        uint64_t settle_ms = 0;
         TasksContext ctx;
         int c, r;
 
@@ -203,6 +215,16 @@ int verb_task(int argc, char *argv[]) {
                 case ARG_NAME:     name = optarg; break;
                 case ARG_DISABLED: disabled = true; break;
                 case ARG_ALL:      all = true; break;
+                case ARG_SETTLE: {
+                        char *end;
+                        errno = 0;
+                        settle_ms = strtoull(optarg, &end, 10);
+                        if (errno || end == optarg || *end || settle_ms > TASKS_SYNC_SETTLE_MS_MAX) {
+                                log_error("--settle-ms takes a number of milliseconds up to %u.", TASKS_SYNC_SETTLE_MS_MAX);
+                                return EXIT_FAILURE;
+                        }
+                        break;
+                }
                 default:
                         return EXIT_FAILURE;
                 }
@@ -213,7 +235,7 @@ int verb_task(int argc, char *argv[]) {
         verb = argv[optind++];
 
         if (streq(verb, "sync"))
-                return task_sync(argc - optind, argv + optind, all);
+                return task_sync(argc - optind, argv + optind, all, settle_ms);
 
         if (streq(verb, "fire")) {
                 /* from loop-task@NAME:ID.service: one argument, the unit's instance */
