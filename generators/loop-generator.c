@@ -38,6 +38,12 @@
  * one channel generated, also
  *
  *   loop.target.wants/loop-reconcile.timer        the container registry's reconcile pass every 30 s
+ *   loop.target.wants/loop-task-restore.service   every channel's task timers, made again at boot
+ *
+ * and, for every channel, its scheduled tasks:
+ *   loop-channel@NAME.target.wants/loop-tasks@NAME.socket     the agents' `loop mcp` asks here
+ *   loop-channel@NAME.target.wants/loop-tasks-sync@NAME.path  a changed task file makes the timers agree
+ *   loop-tasks@NAME.service.d/50-channel.conf     tasks.max, tasks.min_interval_sec, tasks.prompt_max
  *
  * All of it is src/generator/generator.c (unit-tested, written through src/basic/unit-file.c); this file
  * is the program around it: as systemd runs it (three output dirs, logging to the kernel log), and by

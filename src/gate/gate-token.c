@@ -17,10 +17,16 @@ const char *loop_runtime_dir(void) {
         return isempty(e) ? LOOP_RUNTIME_DIR : e;
 }
 
+static int token_dir_path(const char *channel, const char *dirname, char **ret);
+
 int gate_token_dir(const char *channel, char **ret) {
+        return token_dir_path(channel, GATE_TOKENS_DIRNAME, ret);
+}
+
+static int token_dir_path(const char *channel, const char *dirname, char **ret) {
         char *p;
 
-        if (asprintf(&p, "%s/%s/" GATE_TOKENS_DIRNAME, loop_runtime_dir(), channel) < 0)
+        if (asprintf(&p, "%s/%s/%s", loop_runtime_dir(), channel, dirname) < 0)
                 return -ENOMEM;
         *ret = p;
         return 0;
@@ -107,7 +113,7 @@ static int token_dir_make(const char *dir, mode_t mode, uid_t uid, gid_t gid) {
         return 0;
 }
 
-static int token_dir_open(const char *channel, bool create, int *ret_fd) {
+static int token_dir_open(const char *channel, const char *dirname, bool create, int *ret_fd) {
         _cleanup_free_ char *dir = NULL;
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
@@ -115,7 +121,7 @@ static int token_dir_open(const char *channel, bool create, int *ret_fd) {
         gid_t gid;
         int r;
 
-        r = gate_token_dir(channel, &dir);
+        r = token_dir_path(channel, dirname, &dir);
         if (r < 0)
                 return r;
         if (create) {
@@ -137,10 +143,18 @@ static int token_dir_open(const char *channel, bool create, int *ret_fd) {
 }
 
 int gate_token_dir_open(const char *channel, int *ret_fd) {
-        return token_dir_open(channel, false, ret_fd);
+        return token_dir_open(channel, GATE_TOKENS_DIRNAME, false, ret_fd);
+}
+
+int loop_token_dir_open(const char *channel, const char *dirname, int *ret_fd) {
+        return token_dir_open(channel, dirname, false, ret_fd);
 }
 
 int gate_token_write(const char *channel, const char *container, const char *token) {
+        return loop_token_write(channel, GATE_TOKENS_DIRNAME, container, token);
+}
+
+int loop_token_write(const char *channel, const char *dirname, const char *container, const char *token) {
         _cleanup_close_ int dir_fd = -EBADF, fd = -EBADF;
         char tmp[GATE_CONTAINER_ID_MAX + 32];
         uid_t uid;
@@ -149,7 +163,7 @@ int gate_token_write(const char *channel, const char *container, const char *tok
 
         if (!gate_container_id_is_valid(container) || !gate_token_is_well_formed(token))
                 return -EINVAL;
-        r = token_dir_open(channel, true, &dir_fd);
+        r = token_dir_open(channel, dirname, true, &dir_fd);
         if (r < 0)
                 return r;
 
@@ -175,12 +189,16 @@ int gate_token_write(const char *channel, const char *container, const char *tok
 }
 
 int gate_token_remove(const char *channel, const char *container) {
+        return loop_token_remove(channel, GATE_TOKENS_DIRNAME, container);
+}
+
+int loop_token_remove(const char *channel, const char *dirname, const char *container) {
         _cleanup_close_ int dir_fd = -EBADF;
         int r;
 
         if (!gate_container_id_is_valid(container))
                 return -EINVAL;
-        r = token_dir_open(channel, false, &dir_fd);
+        r = token_dir_open(channel, dirname, false, &dir_fd);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)

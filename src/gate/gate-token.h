@@ -60,5 +60,11 @@ bool gate_token_exists_at(int dir_fd, const char *container);
  * token matches (or token is malformed), other negative errnos when the directory cannot be read. */
 int gate_token_find_at(int dir_fd, const char *token, char **ret_container);
 
+/* The same for the tokens of another helper, kept in RUNTIME/NAME/DIRNAME (e.g. "tasks-tokens" for
+ * loop-tasks@NAME), same modes and owner. */
+int loop_token_write(const char *channel, const char *dirname, const char *container, const char *token);
+int loop_token_remove(const char *channel, const char *dirname, const char *container);
+int loop_token_dir_open(const char *channel, const char *dirname, int *ret_fd);
+
 /* Constant-time comparison of two strings of the same length; different lengths compare unequal. */
 bool gate_token_equal(const char *a, const char *b);

@@ -22,6 +22,9 @@
 #define DOCKERPROXY_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-dockerproxy@.socket"
 #define GATEWAY_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gateway@.socket"
 #define RECONCILE_TIMER LOOP_UNITDIR "/loop-reconcile.timer"
+#define TASKS_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-tasks@.socket"
+#define TASKS_SYNC_PATH_TEMPLATE LOOP_UNITDIR "/loop-tasks-sync@.path"
+#define TASK_RESTORE_SERVICE LOOP_UNITDIR "/loop-task-restore.service"
 
 static int unit_new(UnitFile **ret) {
         return unit_file_new(GENERATOR_NAME, ret) < 0 ? log_oom() : 0;
@@ -411,6 +414,33 @@ static int generate_gateway(int dir_fd, const Channel *c, const char *output_dir
         return write_wants_symlink(dir_fd, c, "loop-gateway", "socket", GATEWAY_SOCKET_TEMPLATE);
 }
 
+/* The channel's scheduled tasks: the helper's limits (it cannot read loop.json), its socket and the path
+ * unit that turns changed task files into timers. */
+static int generate_tasks(int dir_fd, const Channel *c) {
+        _cleanup_(unit_file_freep) UnitFile *u = NULL;
+        _cleanup_free_ char *dir = NULL, *conf = NULL;
+        int r;
+
+        if (asprintf(&dir, "loop-tasks@%s.service.d", c->name) < 0 || asprintf(&conf, "%s/50-channel.conf", dir) < 0)
+                return log_oom();
+        r = mkdirat_exist_ok(dir_fd, dir);
+        if (r < 0)
+                return r;
+        r = channel_dropin_new(c, &u);
+        if (r < 0)
+                return r;
+        set_environment_uint(u, "LOOP_TASKS_MAX", c->config.tasks.max);
+        set_environment_uint(u, "LOOP_TASKS_MIN_INTERVAL_SEC", c->config.tasks.min_interval_sec);
+        set_environment_uint(u, "LOOP_TASKS_PROMPT_MAX", c->config.tasks.prompt_max);
+        r = unit_write(u, dir_fd, conf);
+        if (r < 0)
+                return r;
+        r = write_wants_symlink(dir_fd, c, "loop-tasks", "socket", TASKS_SOCKET_TEMPLATE);
+        if (r < 0)
+                return r;
+        return write_wants_symlink(dir_fd, c, "loop-tasks-sync", "path", TASKS_SYNC_PATH_TEMPLATE);
+}
+
 /* loop.target upholds loop-channel@NAME.target, which wants the channel's units (units/loop-channel@.target.in
  * says why: a channel added while loop.target runs is armed by the next daemon-reload). */
 static int write_channel_upheld(int dir_fd, const Channel *c) {
@@ -447,6 +477,9 @@ int generator_channel(int dir_fd, const Channel *c, const char *config_dir, cons
         if (r < 0)
                 return r;
         r = write_wants_symlink(dir_fd, c, "loop-agent", "path", AGENT_PATH_TEMPLATE);
+        if (r < 0)
+                return r;
+        r = generate_tasks(dir_fd, c);
         if (r < 0)
                 return r;
         if (egress_config_enabled(c->config.json)) {
@@ -558,6 +591,8 @@ int generator_run(const char *config_dir, const char *output_dir) {
                 r = mkdirat_exist_ok(dir_fd, "loop.target.wants");
                 if (r >= 0 && symlinkat(RECONCILE_TIMER, dir_fd, "loop.target.wants/loop-reconcile.timer") < 0)
                         r = log_error_errno(errno, "Failed to create symlink loop.target.wants/loop-reconcile.timer: %m");
+                if (r >= 0 && symlinkat(TASK_RESTORE_SERVICE, dir_fd, "loop.target.wants/loop-task-restore.service") < 0)
+                        r = log_error_errno(errno, "Failed to create symlink loop.target.wants/loop-task-restore.service: %m");
                 if (r < 0 && ret == 0)
                         ret = r;
         }

@@ -134,6 +134,7 @@ typedef struct RunnerState {
         const char *queue_id;
         const char *session;
         char *scope;
+        char *extra[2];                 /* LOOP_TASK= of a message a scheduled task queued */
 } RunnerState;
 
 static AuditFields fields_for(const RunnerState *s) {
@@ -141,6 +142,7 @@ static AuditFields fields_for(const RunnerState *s) {
                 .channel = s->channel,
                 .message_id = s->queue_id,
                 .session = s->session,
+                .extra = s->extra[0] ? (char * const *) s->extra : NULL,
         };
 }
 
@@ -227,6 +229,8 @@ static json_object *result_json(const QueueMessage *m, const RunOutcome *o) {
             json_add(j, "attempts", json_object_new_int((int) m->attempts)) < 0 ||
             json_add(j, "finished_usec", json_object_new_int64((int64_t) clock_usec(CLOCK_REALTIME))) < 0)
                 return NULL;
+        if (m->task && json_add(j, "task", json_object_new_string(m->task)) < 0)
+                return NULL;
         return TAKE_PTR(j);
 }
 
@@ -239,8 +243,14 @@ static int runner_process(Queue *q, const char *channel, const LoopConfig *confi
         unsigned max_attempts = config->max_attempts;
         _cleanup_(run_outcome_done) RunOutcome outcome = {};
         _cleanup_free_ char *session = NULL;
+        _cleanup_free_ char *task_field = NULL;
         RunnerState state = { .channel = channel, .queue_id = m->id };
         AuditFields f = { .channel = channel, .message_id = m->id };
+
+        if (m->task && asprintf(&task_field, "LOOP_TASK=%s", m->task) < 0)
+                return log_oom();
+        state.extra[0] = task_field;
+        f.extra = task_field ? (char * const *) state.extra : NULL;
         RunHooks hooks = {
                 .userdata = &state,
                 .started = hook_started,

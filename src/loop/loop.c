@@ -32,6 +32,8 @@ static const Verb verbs[] = {
         { "relay",    verb_relay },
         { "profile",  verb_profile },
         { "seal",     verb_seal },
+        { "task",     verb_task },
+        { "mcp",      verb_mcp },
 };
 
 static void help(void) {
@@ -59,6 +61,9 @@ static void help(void) {
                "  reconcile [NAME...]    Sync the container registry with the engine\n"
                "  shell NAME [-- CMD...] A shell in the channel's shell container\n"
                "  runner NAME            Process the channel's queue (loop-agent@NAME.service)\n"
+               "  task list|show|add|edit|enable|disable|rm|run NAME ...\n"
+               "                         The channel's scheduled tasks (systemd timers)\n"
+               "  mcp --channel-id NAME  The agent's MCP server (in the container): its scheduled tasks\n"
                "  image build|list|rm    Build the agent image (no registry needed), list, remove\n"
                "  seal [--work-dir DIR] -- COMMAND...\n"
                "                         Run COMMAND under Landlock (in the container's entrypoint)\n"

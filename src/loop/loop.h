@@ -29,3 +29,5 @@ int verb_reconcile(int argc, char *argv[]);
 int verb_shell(int argc, char *argv[]);
 int verb_profile(int argc, char *argv[]);
 int verb_seal(int argc, char *argv[]);
+int verb_task(int argc, char *argv[]);
+int verb_mcp(int argc, char *argv[]);

@@ -146,6 +146,7 @@ void queue_message_free(QueueMessage *m) {
         free(m->prompt);
         free(m->sender);
         free(m->last_error);
+        free(m->task);
         free(m);
 }
 
@@ -373,7 +374,8 @@ static int message_to_json(const QueueMessage *m, unsigned attempts, const char 
             json_add_string_or_null(o, "sender", m->sender) < 0 ||
             json_add(o, "created_usec", json_object_new_int64((int64_t) m->created_usec)) < 0 ||
             json_add(o, "attempts", json_object_new_int64(attempts)) < 0 ||
-            json_add_string_or_null(o, "last_error", last_error) < 0)
+            json_add_string_or_null(o, "last_error", last_error) < 0 ||
+            (m->task && json_add_string_or_null(o, "task", m->task) < 0))
                 return -ENOMEM;
         *ret = TAKE_PTR(o);
         return 0;
@@ -443,10 +445,20 @@ static int json_get_uint(json_object *o, const char *key, uint64_t max, uint64_t
         return 0;
 }
 
+static bool queue_task_valid(const char *task) {
+        size_t n = strlen(task);
+        if (n == 0 || n > QUEUE_TASK_MAX)
+                return false;
+        for (const char *p = task; *p; p++)
+                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z')))
+                        return false;
+        return true;
+}
+
 /* Every field of a message read back from inbox/<file_id>.json is checked; *ret_reason is static. */
 static int message_from_json(json_object *o, const char *file_id, QueueMessage **ret, const char **ret_reason) {
         _cleanup_(queue_message_freep) QueueMessage *m = NULL;
-        const char *id, *prompt, *sender, *last_error;
+        const char *id, *prompt, *sender, *last_error, *task;
         uint64_t created, attempts;
 
         if (json_get_string(o, "id", QUEUE_ID_LEN, false, &id) < 0 || !queue_id_valid(id))
@@ -463,6 +475,8 @@ static int message_from_json(json_object *o, const char *file_id, QueueMessage *
                 return *ret_reason = "\"attempts\" is missing or not an integer between 0 and 1000", -EBADMSG;
         if (json_get_string(o, "last_error", QUEUE_ERROR_MAX, true, &last_error) < 0)
                 return *ret_reason = "\"last_error\" is not a string of at most 4096 bytes", -EBADMSG;
+        if (json_get_string(o, "task", QUEUE_TASK_MAX, true, &task) < 0 || (task && !queue_task_valid(task)))
+                return *ret_reason = "\"task\" is not a task id", -EBADMSG;
 
         m = calloc(1, sizeof *m);
         if (!m)
@@ -471,7 +485,8 @@ static int message_from_json(json_object *o, const char *file_id, QueueMessage *
         m->prompt = strdup(prompt);
         m->sender = strdup(sender);
         m->last_error = last_error ? strdup(last_error) : NULL;
-        if (!m->id || !m->prompt || !m->sender || (last_error && !m->last_error))
+        m->task = task ? strdup(task) : NULL;
+        if (!m->id || !m->prompt || !m->sender || (last_error && !m->last_error) || (task && !m->task))
                 return -ENOMEM;
         m->created_usec = created;
         m->attempts = (unsigned) attempts;
@@ -665,6 +680,10 @@ int queue_peek(Queue *q, QueueMessage **ret) {
 }
 
 int queue_push(Queue *q, const char *prompt, const char *sender, char **ret_id) {
+        return queue_push_task(q, prompt, sender, NULL, ret_id);
+}
+
+int queue_push_task(Queue *q, const char *prompt, const char *sender, const char *task, char **ret_id) {
         _cleanup_free_ char *own_sender = NULL;
         QueueMessage m = {};
         uint64_t usec;
@@ -683,7 +702,7 @@ int queue_push(Queue *q, const char *prompt, const char *sender, char **ret_id) 
                         return r;
                 sender = own_sender;
         }
-        if (!sender_valid(sender))
+        if (!sender_valid(sender) || (task && !queue_task_valid(task)))
                 return -EINVAL;
 
         r = queue_scan(q->inbox_fd, &s);
@@ -695,6 +714,7 @@ int queue_push(Queue *q, const char *prompt, const char *sender, char **ret_id) 
         m = (QueueMessage) {
                 .prompt = (char *) prompt,
                 .sender = (char *) sender,
+                .task = (char *) task,
                 .created_usec = clock_usec(CLOCK_REALTIME),
         };
         /* Byte order is arrival order: never below the newest queued id, even with the clock set back. */

@@ -33,6 +33,7 @@
 #define QUEUE_MESSAGE_FILE_MAX (8U * 1024U * 1024U)   /* a prompt of QUEUE_PROMPT_MAX, JSON-escaped */
 #define QUEUE_RESULT_FILE_MAX (16U * 1024U * 1024U)   /* outbox/failed entries larger than this are not listed */
 #define QUEUE_TMP_STALE_SEC 3600U               /* tmp/ files older than this are leftovers of a crash */
+#define QUEUE_TASK_MAX 64U
 #define QUEUE_ID_LEN 29U                        /* 20 digits, '-', 8 hex digits */
 
 typedef struct QueueMessage {
@@ -42,6 +43,7 @@ typedef struct QueueMessage {
         uint64_t created_usec;
         unsigned attempts;              /* runs started so far */
         char *last_error;               /* NULL until an attempt failed */
+        char *task;                     /* the scheduled task that queued it (tasks-store.h), else NULL */
 } QueueMessage;
 
 typedef struct Queue Queue;
@@ -60,6 +62,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(QueueMessage *, queue_message_free);
  * user name, else uid). Ids grow strictly within a queue, even for two pushes in the same microsecond or
  * with the clock set back. */
 int queue_push(Queue *q, const char *prompt, const char *sender, char **ret_id);
+/* The same, for a scheduled task's firing: the message names the task (QUEUE_TASK_MAX characters of
+ * [0-9a-z], -EINVAL otherwise), which the runner carries into its records as LOOP_TASK=. */
+int queue_push_task(Queue *q, const char *prompt, const char *sender, const char *task, char **ret_id);
 /* The oldest message of inbox/; -ENOENT when empty. A file that cannot be parsed is moved to failed/ with
  * the reason (logged) and the next one is returned: a bad file never blocks the queue. A message whose
  * result is already in outbox/ (or failed/) was finished by a runner that died before removing it: it is

@@ -641,6 +641,78 @@ static int dockerproxy_prepare(RunContext *ctx, char ***env, char ***binds) {
         return 0;
 }
 
+/* The channel's scheduled tasks (loop-tasks@NAME.socket, issue 22): when the socket exists, it is
+ * bind-mounted at /run/loop/tasks.sock, and the container gets a token of its own for it (kept for the
+ * helper in RUNTIME/NAME/tasks-tokens/, as the gate's), which `loop mcp` sends with every call. The agent
+ * is the token's legitimate user, so it reads it, from a file bound read-only at /run/loop/tasks-token
+ * (0400, the agent's uid), not from its environment. Without the socket the agent's task tools answer
+ * that scheduling is not available. */
+#define TASKS_CONTAINER_SOCKET "/run/loop/tasks.sock"
+#define TASKS_CONTAINER_TOKEN "/run/loop/tasks-token"
+#define TASKS_TOKENS_DIRNAME "tasks-tokens"
+
+typedef struct TasksFiles {
+        const char *channel;
+        const char *name;
+        char *token_path;
+        bool token_written;
+} TasksFiles;
+
+static void tasks_files_done(TasksFiles *t) {
+        int r;
+
+        if (t->token_written && (r = loop_token_remove(t->channel, TASKS_TOKENS_DIRNAME, t->name)) < 0)
+                log_warning_errno(r, "Failed to remove the tasks token of %s, ignoring: %m", t->name);
+        t->token_written = false;
+        if (t->token_path)
+                (void) unlink(t->token_path);
+        t->token_path = mfree(t->token_path);
+}
+
+static int tasks_prepare(RunContext *ctx, const char *name, TasksFiles *t, char ***env, char ***binds) {
+        _cleanup_free_ char *sock = NULL, *bind = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char token[GATE_TOKEN_HEX_LEN + 1];
+        struct stat st;
+        int r;
+
+        *t = (TasksFiles) { .channel = ctx->channel, .name = name };
+        if (asprintf(&sock, "%s/%s/tasks.sock", loop_runtime_dir(), ctx->channel) < 0)
+                return log_oom();
+        if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+                log_debug("No tasks socket at %s: the agent of channel %s cannot schedule tasks.", sock, ctx->channel);
+                return 0;
+        }
+        r = gate_token_generate(token);
+        if (r < 0)
+                return log_error_errno(r, "Failed to make a tasks token: %m");
+        (void) audit_add_secret(token);
+
+        if (asprintf(&t->token_path, "%s/tasks-token-%s", ctx->state_dir, name) < 0)
+                return log_oom();
+        (void) unlink(t->token_path);
+        fd = open(t->token_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+        if (fd < 0 || fchown(fd, ctx->user.uid, ctx->user.gid) < 0 ||
+            (r = loop_write(fd, token, GATE_TOKEN_HEX_LEN)) < 0) {
+                r = fd < 0 || r >= 0 ? -errno : r;
+                explicit_bzero(token, sizeof token);
+                return log_error_errno(r, "Failed to write %s: %m", t->token_path);
+        }
+        r = loop_token_write(ctx->channel, TASKS_TOKENS_DIRNAME, name, token);
+        explicit_bzero(token, sizeof token);
+        if (r < 0) {
+                log_notice_errno(r, "Cannot record the tasks token of %s (%m): it cannot schedule tasks.", name);
+                return 0;
+        }
+        t->token_written = true;
+        if (asprintf(&bind, "%s:%s", sock, TASKS_CONTAINER_SOCKET) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
+            asprintf(&bind, "%s:%s:ro", t->token_path, TASKS_CONTAINER_TOKEN) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
+            strv_extend(env, "LOOP_TASKS_SOCKET=" TASKS_CONTAINER_SOCKET) < 0 ||
+            strv_extend(env, "LOOP_TASKS_TOKEN_FILE=" TASKS_CONTAINER_TOKEN) < 0)
+                return log_oom();
+        return 0;
+}
+
 /* The egress gateway of one agent or shell container: the container gets no network; the channel's
  * gateway socket is bind-mounted where `loop relay` (started by the entrypoint) forwards the agent's
  * connections to, with the container's token (asked of the gateway, in a root-only file bound in for the
@@ -935,6 +1007,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         _cleanup_(token_file_removep) char *token_path = NULL;
         _cleanup_(tripwire_freep) Tripwire *tripwire = NULL;
         _cleanup_(gate_files_done) GateFiles gate = {};
+        _cleanup_(tasks_files_done) TasksFiles tasks = {};
         StreamPrinter printer = { .req = ctx->req };
         char **add_dirs = ctx->config.extra_dirs;
         int r, exit_code = -1;
@@ -966,6 +1039,9 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                                 return r;
                 }
         }
+        r = tasks_prepare(ctx, name, &tasks, &extra_env, &binds);
+        if (r < 0)
+                return r;
 
         /* the relay read its token when the container started: the file goes with the run */
         token_path = egress_token_path(ctx, name);

@@ -52,6 +52,11 @@ static const struct {
         [AUDIT_GATEWAY_REQUEST]      = { "gateway-request",      "2a348c56c2a442e385ec9c08d6be8992" },
         [AUDIT_GATEWAY_FAILED]       = { "gateway-failed",       "83d2dd1882844e24bc53aec0a867aff8" },
         [AUDIT_TAMPER]               = { "tamper",               "dd6b4d5c384b4f3ea77851055307439a" },
+        [AUDIT_TASK_CREATED]         = { "task-created",         "de6abbeabb534479ad110e38ee0863ff" },
+        [AUDIT_TASK_CHANGED]         = { "task-changed",         "636d514c73344fd7a8819510dcc8288a" },
+        [AUDIT_TASK_REMOVED]         = { "task-removed",         "e318a8bd02a940e1bdd4e7a1dcc93c0d" },
+        [AUDIT_TASK_FIRED]           = { "task-fired",           "eace450e3e3e4ecf9606f0fce6c183e1" },
+        [AUDIT_TASK_REFUSED]         = { "task-refused",         "6f1d807081df4dcba02ac96b96808d6d" },
 };
 
 /* The fields audit_log() fills itself; an extra field may not name one of them. */

@@ -512,6 +512,14 @@ static const Field browser_fields[] = {
 };
 static const Schema browser_schema = SCHEMA("browser", browser_fields);
 
+/* Scheduled tasks (issue 22): what the agent's `loop mcp` and `loop task` may create. */
+static const Field tasks_fields[] = {
+        UINT("max", SCOPE_CONFIG, 0, 1000),
+        UINT("min_interval_sec", SCOPE_CONFIG, 1, 366ULL * 24 * 3600),
+        UINT("prompt_max", SCOPE_CONFIG, 1, 1024 * 1024),
+};
+static const Schema tasks_schema = SCHEMA("tasks", tasks_fields);
+
 static const Field permission_set_fields[] = {
         STRV("users", SCOPE_ALL, check_nonempty),
         STRV("roles", SCOPE_ALL, check_nonempty),
@@ -559,6 +567,7 @@ static const Field root_fields[] = {
         { .key = "envs", .type = FIELD_ENV_MAP, .scope = SCOPE_ALL },
         OBJECT("mcp", SCOPE_ALL, mcp_schema),
         OBJECT("browser", SCOPE_ALL, browser_schema),
+        OBJECT("tasks", SCOPE_CONFIG, tasks_schema),
         OBJECT("gates", SCOPE_ALL, gates_schema),
         OBJECT("egress", SCOPE_CONFIG, egress_schema),
         OBJECT("permissions", SCOPE_ALL, permissions_schema),
@@ -1246,7 +1255,7 @@ static int load_mcp_servers(json_object *servers, LoopConfig *c) {
 int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret) {
         _cleanup_(loop_config_done) LoopConfig c = {};
         json_object *gates = get(obj, "gates"), *gate = get(gates, "agentgate"), *proxy = get(gates, "docker_proxy");
-        json_object *browser = get(obj, "browser"), *limits = get(obj, "limits");
+        json_object *browser = get(obj, "browser"), *limits = get(obj, "limits"), *tasks = get(obj, "tasks");
         json_object *rl = get(gates, "rate_limits"), *audit = get(gates, "audit"), *perm = get(obj, "permissions");
         _cleanup_free_ char *default_work_dir = NULL;
         json_object *cpus;
@@ -1305,6 +1314,10 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
         c.browser.enabled = load_bool(browser, "enabled", true);
         c.browser.host_cdp_port = load_uint(browser, "host_cdp_port", 9222);
         c.browser.memory_mb = load_uint(browser, "memory_mb", 512);
+
+        c.tasks.max = load_uint(tasks, "max", 50);
+        c.tasks.min_interval_sec = load_uint(tasks, "min_interval_sec", 60);
+        c.tasks.prompt_max = load_uint(tasks, "prompt_max", 16 * 1024);
 
         c.gates.rate_limits.pending = load_uint(rl, "pending", 30);
         c.gates.rate_limits.per_minute = load_uint(rl, "per_minute", 60);

@@ -164,6 +164,13 @@ typedef struct BrowserConfig {
         uint64_t memory_mb;
 } BrowserConfig;
 
+/* Scheduled tasks of a channel (tasks-store.h). */
+typedef struct TasksConfig {
+        uint64_t max;                   /* tasks of the channel, at most */
+        uint64_t min_interval_sec;      /* the shortest interval an interval task may have */
+        uint64_t prompt_max;            /* bytes of a task's prompt */
+} TasksConfig;
+
 typedef struct PermissionSet {
         char **users;
         char **roles;
@@ -207,6 +214,7 @@ typedef struct LoopConfig {
         size_t n_mcp_servers;
 
         BrowserConfig browser;
+        TasksConfig tasks;
         GatesConfig gates;
 
         struct {

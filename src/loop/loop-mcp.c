@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* `loop mcp`: the agent's built-in MCP server (the runner's MCP config names it "loop"), over stdio. Its
+ * tools are the channel's scheduled tasks; it holds no state: each call is one request to the channel's
+ * loop-tasks@NAME helper on the socket the runner bind-mounted (/run/loop/tasks.sock), with the
+ * container's token (/run/loop/tasks-token), and the helper's answer becomes the tool's result. A refusal
+ * (a bad schedule, the cap, an unknown id) is an isError result whose text says why. */
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "config-build.h"
+#include "gate-token.h"
+#include "io-util.h"
+#include "log.h"
+#include "loop.h"
+#include "mcp-server.h"
+#include "tasks-service.h"
+
+#define MCP_TASKS_SOCKET_DEFAULT "/run/loop/tasks.sock"
+#define MCP_TASKS_TOKEN_FILE_DEFAULT "/run/loop/tasks-token"
+#define MCP_TASKS_ANSWER_MAX (8U * 1024U * 1024U)
+#define MCP_TASKS_TIMEOUT_SEC 30
+
+typedef struct McpTasks {
+        const char *channel;
+        const char *socket_path;
+        const char *token_file;
+} McpTasks;
+
+static int tasks_connect(const char *path, int *ret_fd) {
+        _cleanup_close_ int fd = -EBADF;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct timeval tv = { .tv_sec = MCP_TASKS_TIMEOUT_SEC };
+
+        if (strlen(path) >= sizeof sa.sun_path)
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+                return -errno;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* One request to the helper; its answer object in *ret, or a text for the model in *ret_error. */
+static int tasks_call(McpTasks *m, const char *op, json_object *args, json_object **ret, McpToolResult *result) {
+        _cleanup_(json_object_putp) json_object *req = json_object_new_object();
+        _cleanup_free_ char *token = NULL, *buf = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        size_t size = 0, token_size;
+        const char *text;
+        json_object *o;
+        int r;
+
+        r = read_full_file_at(AT_FDCWD, m->token_file, GATE_TOKEN_HEX_LEN + 1, false, &token, &token_size);
+        if (r < 0)
+                return mcp_result_printf(result, true, "Scheduled tasks are not available in this container (no token at %s: %s).",
+                                         m->token_file, strerror(-r));
+        token[strcspn(token, "\r\n")] = 0;
+        r = tasks_connect(m->socket_path, &fd);
+        if (r < 0)
+                return mcp_result_printf(result, true, "Scheduled tasks are not available: the channel's task service at %s "
+                                         "cannot be reached (%s).", m->socket_path, strerror(-r));
+
+        if (!req ||
+            json_object_object_add(req, "token", json_object_new_string(token)) < 0 ||
+            json_object_object_add(req, "op", json_object_new_string(op)) < 0 ||
+            json_object_object_add(req, "args", args ? json_object_get(args) : json_object_new_object()) < 0)
+                return -ENOMEM;
+        explicit_bzero(token, token_size);
+        text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text)
+                return -ENOMEM;
+        if (strlen(text) > TASKS_REQUEST_MAX)
+                return mcp_result_printf(result, true, "The request is too large (the prompt is at most %u bytes).",
+                                         TASKS_PROMPT_MAX_HARD);
+        if ((r = loop_write(fd, text, strlen(text))) < 0 || (r = loop_write(fd, "\n", 1)) < 0)
+                return mcp_result_printf(result, true, "The task service went away: %s.", strerror(-r));
+
+        buf = malloc(MCP_TASKS_ANSWER_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t k = read(fd, buf + size, MCP_TASKS_ANSWER_MAX - size);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return mcp_result_printf(result, true, "The task service did not answer: %s.", strerror(errno));
+                if (k == 0)
+                        break;
+                size += (size_t) k;
+                if (memchr(buf + size - k, '\n', (size_t) k))
+                        break;
+                if (size >= MCP_TASKS_ANSWER_MAX)
+                        return mcp_result_printf(result, true, "The task service's answer is too large.");
+        }
+        buf[size] = 0;
+        o = json_tokener_parse(buf);
+        if (!o || !json_object_is_type(o, json_type_object)) {
+                json_object_put(o);
+                return mcp_result_printf(result, true, "The task service's answer cannot be read.");
+        }
+        *ret = o;
+        return 1;
+}
+
+/* The answer as the model reads it: the task(s) as JSON, or the helper's refusal as an error. */
+static int tasks_tool(McpTasks *m, const char *op, json_object *args, McpToolResult *result, const char *done) {
+        _cleanup_(json_object_putp) json_object *answer = NULL;
+        json_object *ok, *v;
+        int r;
+
+        r = tasks_call(m, op, args, &answer, result);
+        if (r <= 0)
+                return r;
+        if (!json_object_object_get_ex(answer, "ok", &ok) || !json_object_get_boolean(ok)) {
+                json_object_object_get_ex(answer, "error", &v);
+                return mcp_result_printf(result, true, "Refused: %s", v ? json_object_get_string(v) : "unknown error");
+        }
+        json_object_object_del(answer, "ok");
+        return mcp_result_printf(result, false, "%s%s", done,
+                                 json_object_to_json_string_ext(answer, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+static int tool_schedule(json_object *args, void *userdata, McpToolResult *r) {
+        return tasks_tool(userdata, "schedule", args, r, "Task scheduled.\n");
+}
+static int tool_list(json_object *args, void *userdata, McpToolResult *r) {
+        return tasks_tool(userdata, "list", NULL, r, "");
+}
+static int tool_show(json_object *args, void *userdata, McpToolResult *r) {
+        return tasks_tool(userdata, "show", args, r, "");
+}
+static int tool_cancel(json_object *args, void *userdata, McpToolResult *r) {
+        return tasks_tool(userdata, "cancel", args, r, "Task cancelled.\n");
+}
+static int tool_edit(json_object *args, void *userdata, McpToolResult *r) {
+        return tasks_tool(userdata, "edit", args, r, "Task changed.\n");
+}
+static int tool_toggle(json_object *args, void *userdata, McpToolResult *r) {
+        return tasks_tool(userdata, "toggle", args, r, "Task toggled.\n");
+}
+
+#define ID_SCHEMA "\"id\":{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{8}$\",\"description\":\"The task id (list_tasks shows it).\"}"
+#define TYPE_SCHEMA "\"type\":{\"type\":\"string\",\"enum\":[\"cron\",\"interval\",\"once\",\"manual\"]," \
+        "\"description\":\"cron: a 5-field cron expression in schedule; interval: a duration such as 5m, 1h30m, 2d; " \
+        "once: an RFC 3339 time; manual: no schedule (the operator runs it).\"}"
+#define SCHEDULE_SCHEMA "\"schedule\":{\"type\":\"string\",\"maxLength\":256,\"description\":\"" \
+        "For cron: minute hour day-of-month month day-of-week, e.g. \\\"*/15 9-17 * * mon-fri\\\" (local time). " \
+        "For interval: e.g. \\\"30m\\\". For once: e.g. \\\"2026-11-26T12:00:00Z\\\".\"}"
+#define PROMPT_SCHEMA "\"prompt\":{\"type\":\"string\",\"description\":\"What the agent is asked each time the task fires.\"}"
+#define NAME_SCHEMA "\"name\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"A short label.\"}"
+
+static const McpTool tasks_tools[] = {
+        { "schedule_task",
+          "Schedule a prompt to run in this channel later or repeatedly (a systemd timer on the host). "
+          "Each firing queues the prompt; the result appears in the channel's outbox.",
+          "{\"type\":\"object\",\"properties\":{" TYPE_SCHEMA "," SCHEDULE_SCHEMA "," PROMPT_SCHEMA "," NAME_SCHEMA "},"
+          "\"required\":[\"type\",\"prompt\"],\"additionalProperties\":false}",
+          tool_schedule },
+        { "list_tasks", "List this channel's scheduled tasks.",
+          "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}", tool_list },
+        { "show_task", "Show one scheduled task.",
+          "{\"type\":\"object\",\"properties\":{" ID_SCHEMA "},\"required\":[\"id\"],\"additionalProperties\":false}", tool_show },
+        { "cancel_task", "Cancel (delete) a scheduled task and its timer.",
+          "{\"type\":\"object\",\"properties\":{" ID_SCHEMA "},\"required\":[\"id\"],\"additionalProperties\":false}", tool_cancel },
+        { "edit_task", "Change a task's type, schedule, prompt or name.",
+          "{\"type\":\"object\",\"properties\":{" ID_SCHEMA "," TYPE_SCHEMA "," SCHEDULE_SCHEMA "," PROMPT_SCHEMA "," NAME_SCHEMA "},"
+          "\"required\":[\"id\"],\"additionalProperties\":false}", tool_edit },
+        { "toggle_task", "Enable or disable a task (a disabled task's timer is stopped). Without enabled, flips it.",
+          "{\"type\":\"object\",\"properties\":{" ID_SCHEMA ",\"enabled\":{\"type\":\"boolean\"}},\"required\":[\"id\"],"
+          "\"additionalProperties\":false}", tool_toggle },
+};
+
+static void mcp_help(void) {
+        printf("%s mcp [--channel-id NAME] [--log FILE] [--socket PATH] [--token-file PATH]\n\n"
+               "The agent's MCP server over stdio (in the agent container): scheduled tasks of the channel.\n\n"
+               "  --channel-id NAME   The channel (as the runner's MCP config says)\n"
+               "  --api-url URL       Accepted for compatibility; the task service is a unix socket\n"
+               "  --log FILE          Diagnostics go to FILE instead of standard error\n"
+               "  --socket PATH       The task service (default: $LOOP_TASKS_SOCKET, else %s)\n"
+               "  --token-file PATH   The container's token (default: $LOOP_TASKS_TOKEN_FILE, else %s)\n",
+               program_invocation_short_name, MCP_TASKS_SOCKET_DEFAULT, MCP_TASKS_TOKEN_FILE_DEFAULT);
+}
+
+int verb_mcp(int argc, char *argv[]) {
+        enum { ARG_CHANNEL = 0x100, ARG_API_URL, ARG_LOG, ARG_SOCKET, ARG_TOKEN_FILE };
+        static const struct option options[] = {
+                { "help",       no_argument,       NULL, 'h' },
+                { "channel-id", required_argument, NULL, ARG_CHANNEL },
+                { "api-url",    required_argument, NULL, ARG_API_URL },
+                { "log",        required_argument, NULL, ARG_LOG },
+                { "socket",     required_argument, NULL, ARG_SOCKET },
+                { "token-file", required_argument, NULL, ARG_TOKEN_FILE },
+                {}
+        };
+        McpTasks m = {
+                .socket_path = getenv("LOOP_TASKS_SOCKET") ?: MCP_TASKS_SOCKET_DEFAULT,
+                .token_file = getenv("LOOP_TASKS_TOKEN_FILE") ?: MCP_TASKS_TOKEN_FILE_DEFAULT,
+        };
+        const char *log_path = NULL;
+        _cleanup_free_ char *instructions = NULL;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        mcp_help();
+                        return EXIT_SUCCESS;
+                case ARG_CHANNEL:    m.channel = optarg; break;
+                case ARG_API_URL:    break;
+                case ARG_LOG:        log_path = optarg; break;
+                case ARG_SOCKET:     m.socket_path = optarg; break;
+                case ARG_TOKEN_FILE: m.token_file = optarg; break;
+                default:
+                        return EXIT_FAILURE;
+                }
+        if (optind < argc) {
+                log_error("Unexpected argument \"%s\" (see 'loop mcp --help').", argv[optind]);
+                return EXIT_FAILURE;
+        }
+        if (isempty(m.socket_path))
+                m.socket_path = MCP_TASKS_SOCKET_DEFAULT;
+        if (isempty(m.token_file))
+                m.token_file = MCP_TASKS_TOKEN_FILE_DEFAULT;
+        /* stdout is the protocol: every diagnostic goes to stderr, or to the log file */
+        if (log_path) {
+                int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd >= 0) {
+                        (void) dup2(fd, STDERR_FILENO);
+                        safe_close(fd);
+                }
+        }
+        if (asprintf(&instructions, "Scheduled tasks of the loop channel %s: each task is a systemd timer on the host; "
+                     "when it fires, its prompt is queued for this channel and runs like any other message.",
+                     m.channel ?: "of this container") < 0)
+                return log_oom(), EXIT_FAILURE;
+
+        McpStdioServer s = {
+                .name = "loop",
+                .version = PACKAGE_VERSION,
+                .instructions = instructions,
+                .tools = tasks_tools,
+                .n_tools = ELEMENTSOF(tasks_tools),
+                .userdata = &m,
+        };
+        r = mcp_server_check(&s);
+        if (r < 0)
+                return log_error_errno(r, "The tool table is broken: %m"), EXIT_FAILURE;
+        r = mcp_server_run(&s, STDIN_FILENO, STDOUT_FILENO);
+        if (r < 0)
+                return log_error_errno(r, "MCP server failed: %m"), EXIT_FAILURE;
+        return EXIT_SUCCESS;
+}

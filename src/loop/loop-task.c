@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* `loop task`: the operator's view of a channel's scheduled tasks, under the same rules and records as the
+ * agent's `loop mcp` (tasks-service.h), acting as "operator:USER". As root it also makes the timers at
+ * once (the helper leaves that to loop-tasks-sync@NAME). Two verbs are for units: `fire NAME:ID`
+ * (loop-task@.service, when a timer elapses) and `sync NAME...|--all` (loop-tasks-sync@.service,
+ * loop-task-restore.service at boot). */
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "loop.h"
+#include "queue.h"
+#include "state-dir.h"
+#include "strv.h"
+#include "tasks-service.h"
+#include "tasks-timer.h"
+
+#define TASKS_SYNC_SETTLE_MS_MAX 10000U
+
+static void task_help(void) {
+        printf("%s task COMMAND NAME ...\n\n"
+               "The scheduled tasks of a channel: each is a systemd timer (loop-task@NAME:ID.timer) that queues\n"
+               "its prompt into the channel's queue when it fires.\n\n"
+               "Commands:\n"
+               "  list NAME                          The channel's tasks\n"
+               "  show NAME ID                       One task\n"
+               "  add NAME --type TYPE [--schedule S] [--name LABEL] [--disabled] [--] PROMPT...\n"
+               "                                     TYPE: cron (\"*/5 * * * *\"), interval (5m, 1h30m),\n"
+               "                                     once (RFC 3339 time), manual (no schedule)\n"
+               "  edit NAME ID [--type T] [--schedule S] [--prompt P] [--name LABEL]\n"
+               "  enable NAME ID | disable NAME ID   Start or stop the task's timer\n"
+               "  rm NAME ID                         Cancel the task\n"
+               "  run NAME ID                        Queue the task's prompt now\n"
+               "  sync [--settle-ms MS] NAME...|--all\n"
+               "                                     Make the timers agree with the task files\n\n"
+               "Options:\n"
+               "  --json                             Print the answer as JSON\n"
+               "  -h --help                          Show this help\n",
+               program_invocation_short_name);
+}
+
+static int print_answer(json_object *answer, bool json) {
+        json_object *ok, *v;
+
+        if (json) {
+                puts(json_object_to_json_string_ext(answer, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        }
+        if (!json_object_object_get_ex(answer, "ok", &ok) || !json_object_get_boolean(ok)) {
+                json_object_object_get_ex(answer, "error", &v);
+                log_error("%s", v ? json_object_get_string(v) : "failed");
+                return EXIT_FAILURE;
+        }
+        if (json)
+                return EXIT_SUCCESS;
+        if (json_object_object_get_ex(answer, "warning", &v))
+                log_warning("%s", json_object_get_string(v));
+        if (json_object_object_get_ex(answer, "tasks", &v)) {
+                printf("%-8s  %-8s  %-7s  %-24s  %s\n", "ID", "TYPE", "STATE", "SCHEDULE", "PROMPT");
+                for (size_t i = 0; i < json_object_array_length(v); i++) {
+                        json_object *t = json_object_array_get_idx(v, i), *f;
+                        const char *get[5] = {};
+                        static const char * const keys[] = { "id", "type", "schedule", "prompt" };
+                        char prompt[61];
+                        bool enabled = json_object_object_get_ex(t, "enabled", &f) && json_object_get_boolean(f);
+                        bool done = json_object_object_get_ex(t, "done", &f) && json_object_get_boolean(f);
+
+                        for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+                                if (json_object_object_get_ex(t, keys[k], &f))
+                                        get[k] = json_object_get_string(f);
+                        snprintf(prompt, sizeof prompt, "%s", strempty(get[3]));
+                        for (char *p = prompt; *p; p++)
+                                if ((unsigned char) *p < 0x20)
+                                        *p = ' ';
+                        printf("%-8s  %-8s  %-7s  %-24s  %s\n", strempty(get[0]), strempty(get[1]),
+                               done ? "done" : enabled ? "enabled" : "disabled", get[2] ?: "-", prompt);
+                }
+                return EXIT_SUCCESS;
+        }
+        if (json_object_object_get_ex(answer, "task", &v)) {
+                json_object *q;
+                json_object_object_foreach(v, key, val)
+                        printf("%s: %s\n", key, json_object_get_string(val));
+                if (json_object_object_get_ex(answer, "queue_id", &q))
+                        printf("queued: %s\n", json_object_get_string(q));
+                if (json_object_object_get_ex(answer, "status", &q))
+                        printf("status: %s\n", json_object_get_string(q));
+        }
+        return EXIT_SUCCESS;
+}
+
+/* The context of an operator's request on channel: its limits from the configuration (a channel must
+ * exist), its state dir, the system bus when there is one. */
+static int operator_context(const char *channel, bool need_config, ConfigSet **set, TasksContext *ctx, char **ret_state_dir,
+                            char **ret_actor, sd_bus **ret_bus) {
+        _cleanup_free_ char *user = NULL;
+        const Channel *ch;
+        const char *reason;
+        int r;
+
+        if (channel_name_check(channel, &reason) < 0)
+                return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", channel, reason);
+        *ctx = (TasksContext) { .channel = channel, .operator = true,
+                                .limits = { .max = 50, .min_interval_sec = 60, .prompt_max = 16 * 1024 } };
+        if (need_config) {
+                r = config_load(config_dir(), set);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to load the configuration from %s: %m", config_dir());
+                ch = config_set_find_channel(*set, channel);
+                if (!ch || !ch->valid)
+                        return log_error_errno(ENOENT, "No valid channel \"%s\" (see 'loop config check %s').", channel, channel);
+                ctx->limits = ch->config.tasks;
+        }
+        r = channel_queue_dir(channel, ret_state_dir);
+        if (r < 0)
+                return log_error_errno(r, "Cannot find the state directory of channel %s: %m", channel);
+        if (queue_sender_name(getuid(), &user) < 0 || asprintf(ret_actor, "operator:%s", user) < 0)
+                return log_oom();
+        /* root makes the timers at once; anyone else leaves it to loop-tasks-sync@NAME */
+        if (geteuid() == 0 && (r = tasks_bus_open(ret_bus)) < 0 && r != -ENOMEDIUM)
+                log_warning_errno(r, "Cannot talk to systemd, the timers are left to loop-tasks-sync@%s: %m", channel);
+        ctx->state_dir = *ret_state_dir;
+        ctx->actor = *ret_actor;
+        ctx->bus = *ret_bus;
+        return 0;
+}
+
+static int add_string(json_object *o, const char *key, const char *value) {
+        if (!value)
+                return 0;
+        return json_object_object_add(o, key, json_object_new_string(value));
+}
+
+/* A burst of writes (an agent scheduling ten tasks) is one pass: the path unit starts the sync at the
+ * first write, and it waits settle_ms before looking. */
+static int task_sync(int argc, char *argv[], bool all, uint64_t settle_ms) {
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        int r, ret = EXIT_SUCCESS;
+
+        if (settle_ms > 0) {
+                struct timespec ts = { .tv_sec = settle_ms / 1000, .tv_nsec = (settle_ms % 1000) * 1000000 };
+                (void) nanosleep(&ts, NULL);
+        }
+        r = tasks_bus_open(&bus);
+        if (r < 0)
+                return log_error_errno(r, "Cannot talk to systemd, the timers cannot be made: %m"), EXIT_FAILURE;
+        if (all) {
+                r = config_load(config_dir(), &set);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to load the configuration from %s: %m", config_dir()), EXIT_FAILURE;
+        }
+        for (size_t i = 0; all ? i < set->n_channels : i < (size_t) argc; i++) {
+                const char *channel = all ? set->channels[i].name : argv[i];
+                _cleanup_free_ char *dir = NULL;
+                TasksContext ctx = { .channel = channel, .actor = "operator:root", .operator = true, .bus = bus };
+
+                if (channel_name_check(channel, NULL) < 0 || channel_queue_dir(channel, &dir) < 0) {
+                        log_error("\"%s\" is not a valid channel name.", channel);
+                        ret = EXIT_FAILURE;
+                        continue;
+                }
+                ctx.state_dir = dir;
+                r = tasks_restore(&ctx);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot make the timers of channel %s agree with its tasks: %m", channel);
+                        ret = EXIT_FAILURE;
+                } else if (r > 0)
+                        log_info("Channel %s: %d timers made or removed.", channel, r);
+        }
+        return ret;
+}
+
+int verb_task(int argc, char *argv[]) {
+        enum { ARG_JSON = 0x100, ARG_TYPE, ARG_SCHEDULE, ARG_PROMPT, ARG_NAME, ARG_DISABLED, ARG_ALL, ARG_SETTLE };
+        static const struct option options[] = {
+                { "help",     no_argument,       NULL, 'h' },
+                { "json",     no_argument,       NULL, ARG_JSON },
+                { "type",     required_argument, NULL, ARG_TYPE },
+                { "schedule", required_argument, NULL, ARG_SCHEDULE },
+                { "prompt",   required_argument, NULL, ARG_PROMPT },
+                { "name",     required_argument, NULL, ARG_NAME },
+                { "disabled", no_argument,       NULL, ARG_DISABLED },
+                { "all",      no_argument,       NULL, ARG_ALL },
+                { "settle-ms", required_argument, NULL, ARG_SETTLE },
+                {}
+        };
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(json_object_putp) json_object *args = NULL, *answer = NULL;
+        _cleanup_free_ char *state_dir = NULL, *actor = NULL, *joined = NULL, *channel_owned = NULL, *id_owned = NULL;
+        const char *type = NULL, *schedule = NULL, *prompt = NULL, *name = NULL, *verb, *op, *channel, *id = NULL;
+        bool json = false, disabled = false, all = false;
+        uint64_t settle_ms = 0;
+        TasksContext ctx;
+        int c, r;
+
+        /* "+": options may follow the verb and NAME, but the prompt's words after "--" stay words */
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        task_help();
+                        return EXIT_SUCCESS;
+                case ARG_JSON:     json = true; break;
+                case ARG_TYPE:     type = optarg; break;
+                case ARG_SCHEDULE: schedule = optarg; break;
+                case ARG_PROMPT:   prompt = optarg; break;
+                case ARG_NAME:     name = optarg; break;
+                case ARG_DISABLED: disabled = true; break;
+                case ARG_ALL:      all = true; break;
+                case ARG_SETTLE: {
+                        char *end;
+                        errno = 0;
+                        settle_ms = strtoull(optarg, &end, 10);
+                        if (errno || end == optarg || *end || settle_ms > TASKS_SYNC_SETTLE_MS_MAX) {
+                                log_error("--settle-ms takes a number of milliseconds up to %u.", TASKS_SYNC_SETTLE_MS_MAX);
+                                return EXIT_FAILURE;
+                        }
+                        break;
+                }
+                default:
+                        return EXIT_FAILURE;
+                }
+        if (optind >= argc) {
+                log_error("Usage: loop task list|show|add|edit|enable|disable|rm|run|sync NAME ... (see 'loop task --help')");
+                return EXIT_FAILURE;
+        }
+        verb = argv[optind++];
+
+        if (streq(verb, "sync"))
+                return task_sync(argc - optind, argv + optind, all, settle_ms);
+
+        if (streq(verb, "fire")) {
+                /* from loop-task@NAME:ID.service: one argument, the unit's instance */
+                if (optind + 1 != argc || task_instance_parse(argv[optind], &channel_owned, &id_owned) < 0) {
+                        log_error("Usage: loop task fire NAME:ID");
+                        return EXIT_FAILURE;
+                }
+                channel = channel_owned;
+                id = id_owned;
+                optind++;
+        } else {
+                if (optind >= argc) {
+                        log_error("No channel given (see 'loop task --help').");
+                        return EXIT_FAILURE;
+                }
+                channel = argv[optind++];
+        }
+
+        args = json_object_new_object();
+        if (!args)
+                return log_oom(), EXIT_FAILURE;
+
+        if (streq(verb, "list"))
+                op = "list";
+        else if (streq(verb, "add")) {
+                op = "schedule";
+                if (!prompt && optind < argc) {
+                        joined = strv_join(argv + optind, " ");
+                        if (!joined)
+                                return log_oom(), EXIT_FAILURE;
+                        prompt = joined;
+                        optind = argc;
+                }
+                if (!type || !prompt) {
+                        log_error("loop task add needs --type and a prompt (see 'loop task --help').");
+                        return EXIT_FAILURE;
+                }
+                if (add_string(args, "type", type) < 0 || add_string(args, "schedule", schedule) < 0 ||
+                    add_string(args, "prompt", prompt) < 0 || add_string(args, "name", name) < 0 ||
+                    (disabled && json_object_object_add(args, "enabled", json_object_new_boolean(false)) < 0))
+                        return log_oom(), EXIT_FAILURE;
+        } else if (streq(verb, "show") || streq(verb, "edit") || streq(verb, "enable") || streq(verb, "disable") ||
+                   streq(verb, "rm") || streq(verb, "run") || streq(verb, "fire")) {
+                if (!id) {
+                        if (optind >= argc) {
+                                log_error("No task id given (see 'loop task --help').");
+                                return EXIT_FAILURE;
+                        }
+                        id = argv[optind++];
+                }
+                if (add_string(args, "id", id) < 0)
+                        return log_oom(), EXIT_FAILURE;
+                if (streq(verb, "show"))
+                        op = "show";
+                else if (streq(verb, "rm"))
+                        op = "cancel";
+                else if (streq(verb, "run"))
+                        op = "run";
+                else if (streq(verb, "fire"))
+                        op = "fire";
+                else if (streq(verb, "edit")) {
+                        op = "edit";
+                        if (add_string(args, "type", type) < 0 || add_string(args, "schedule", schedule) < 0 ||
+                            add_string(args, "prompt", prompt) < 0 || add_string(args, "name", name) < 0)
+                                return log_oom(), EXIT_FAILURE;
+                } else {
+                        op = "toggle";
+                        if (json_object_object_add(args, "enabled", json_object_new_boolean(streq(verb, "enable"))) < 0)
+                                return log_oom(), EXIT_FAILURE;
+                }
+        } else {
+                log_error("Unknown command \"task %s\" (see 'loop task --help').", verb);
+                return EXIT_FAILURE;
+        }
+        if (optind < argc) {
+                log_error("Unexpected argument \"%s\" (see 'loop task --help').", argv[optind]);
+                return EXIT_FAILURE;
+        }
+
+        /* fire needs no configuration: the timer's unit names the channel and the files say the rest */
+        r = operator_context(channel, !streq(op, "fire"), &set, &ctx, &state_dir, &actor, &bus);
+        if (r < 0)
+                return EXIT_FAILURE;
+        if (streq(op, "fire"))
+                ctx.actor = "timer";
+        r = tasks_request(&ctx, op, args, &answer);
+        if (r < 0)
+                return log_oom(), EXIT_FAILURE;
+        if (streq(op, "fire")) {
+                /* the unit's journal has the task-fired record already; only a failure is worth a line */
+                json_object *v;
+                if (json_object_object_get_ex(answer, "ok", &v) && json_object_get_boolean(v))
+                        return EXIT_SUCCESS;
+        }
+        return print_answer(answer, json);
+}

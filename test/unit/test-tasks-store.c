@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The rules of scheduled tasks (tasks_request() without a bus: files only) in a temp state dir. */
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "tap.h"
+#include "tasks-service.h"
+#include "tasks-store.h"
+
+static TasksContext ctx;
+
+static json_object *req(const char *op, const char *args_json) {
+        json_object *args = args_json ? json_tokener_parse(args_json) : NULL, *answer = NULL;
+        int r = tasks_request(&ctx, op, args, &answer);
+        json_object_put(args);
+        return r < 0 ? NULL : answer;
+}
+
+static bool answer_ok(json_object *a) {
+        json_object *v;
+        return a && json_object_object_get_ex(a, "ok", &v) && json_object_get_boolean(v);
+}
+
+static const char *answer_error(json_object *a) {
+        json_object *v;
+        return a && json_object_object_get_ex(a, "error", &v) ? json_object_get_string(v) : "";
+}
+
+static const char *task_field(json_object *a, const char *key) {
+        json_object *t, *v;
+        return a && json_object_object_get_ex(a, "task", &t) && json_object_object_get_ex(t, key, &v) ?
+                json_object_get_string(v) : NULL;
+}
+
+static size_t n_tasks(void) {
+        json_object *a = req("list", NULL), *l;
+        size_t n = a && json_object_object_get_ex(a, "tasks", &l) ? json_object_array_length(l) : (size_t) -1;
+        json_object_put(a);
+        return n;
+}
+
+int main(void) {
+        char dir[] = "/tmp/test-tasks-store.XXXXXX";
+        char id[TASK_ID_LEN + 1] = "", args[512];
+        json_object *a;
+        struct stat st;
+
+        if (!mkdtemp(dir))
+                return 1;
+        ctx = (TasksContext) { .channel = "demo", .state_dir = dir, .actor = "container:c1",
+                               .limits = { .max = 3, .min_interval_sec = 60, .prompt_max = 64 } };
+
+        a = req("schedule", "{\"type\":\"cron\",\"schedule\":\"*/5 * * * *\",\"prompt\":\"check\"}");
+        ok(answer_ok(a) && task_id_valid(task_field(a, "id")), "a cron task is scheduled with an id");
+        if (answer_ok(a))
+                snprintf(id, sizeof id, "%s", task_field(a, "id"));
+        ok(streq_ptr(task_field(a, "on_calendar"), "*-*-* *:00,05,10,15,20,25,30,35,40,45,50,55:00"), "...with its OnCalendar=");
+        ok(streq_ptr(task_field(a, "created_by"), "container:c1"), "...recording who made it");
+        json_object_put(a);
+        snprintf(args, sizeof args, "%s/tasks/%s.json", dir, id);
+        ok(stat(args, &st) == 0 && (st.st_mode & 0777) == 0600, "the task file is %s, mode 0600", args);
+
+        a = req("schedule", "{\"type\":\"interval\",\"schedule\":\"59s\",\"prompt\":\"x\"}");
+        ok(!answer_ok(a) && strstr(answer_error(a), "min_interval_sec"), "an interval below the minimum is refused");
+        json_object_put(a);
+        a = req("schedule", "{\"type\":\"interval\",\"schedule\":\"1m\",\"prompt\":\"0123456789012345678901234567890123456789012345678901234567890123456789\"}");
+        ok(!answer_ok(a) && strstr(answer_error(a), "prompt_max"), "a prompt above tasks.prompt_max is refused");
+        json_object_put(a);
+        a = req("schedule", "{\"type\":\"interval\",\"schedule\":\"1m\",\"prompt\":\"a\\u0000b\"}");
+        ok(!answer_ok(a), "a prompt with a NUL is refused");
+        json_object_put(a);
+        a = req("schedule", "{\"type\":\"once\",\"schedule\":\"2001-01-01T00:00:00Z\",\"prompt\":\"x\"}");
+        ok(!answer_ok(a) && strstr(answer_error(a), "past"), "a once time in the past is refused");
+        json_object_put(a);
+        a = req("schedule", "{\"type\":\"weekly\",\"prompt\":\"x\"}");
+        ok(!answer_ok(a) && strstr(answer_error(a), "type"), "an unknown type is refused");
+        json_object_put(a);
+        a = req("schedule", "{\"type\":\"manual\",\"schedule\":\"5m\",\"prompt\":\"x\"}");
+        ok(!answer_ok(a) && strstr(answer_error(a), "no schedule"), "a manual task with a schedule is refused");
+        json_object_put(a);
+        a = req("schedule", "{\"type\":7,\"prompt\":\"x\"}");
+        ok(!answer_ok(a), "a type that is not a string is refused");
+        json_object_put(a);
+
+        json_object_put(req("schedule", "{\"type\":\"manual\",\"prompt\":\"m\"}"));
+        json_object_put(req("schedule", "{\"type\":\"once\",\"schedule\":\"2099-01-01T00:00:00+02:00\",\"prompt\":\"o\"}"));
+        is_int(n_tasks(), 3, "three tasks are listed");
+        a = req("schedule", "{\"type\":\"manual\",\"prompt\":\"one too many\"}");
+        ok(!answer_ok(a) && strstr(answer_error(a), "tasks.max"), "the channel's cap is enforced");
+        json_object_put(a);
+
+        snprintf(args, sizeof args, "{\"id\":\"%s\",\"schedule\":\"0 9 * * mon-fri\",\"prompt\":\"new\"}", id);
+        a = req("edit", args);
+        ok(answer_ok(a) && streq_ptr(task_field(a, "prompt"), "new") &&
+           streq_ptr(task_field(a, "on_calendar"), "Mon..Fri *-*-* 09:00:00"), "edit changes the prompt and the schedule");
+        json_object_put(a);
+        snprintf(args, sizeof args, "{\"id\":\"%s\",\"schedule\":\"0 0 1 * 1\"}", id);
+        a = req("edit", args);
+        ok(!answer_ok(a) && strstr(answer_error(a), "OR"), "an edit to an inexpressible schedule is refused");
+        json_object_put(a);
+        snprintf(args, sizeof args, "{\"id\":\"%s\"}", id);
+        a = req("toggle", args);
+        ok(answer_ok(a) && streq_ptr(task_field(a, "enabled"), "false"), "toggle without enabled flips the task off");
+        json_object_put(a);
+        a = req("show", args);
+        ok(answer_ok(a) && streq_ptr(task_field(a, "enabled"), "false") && streq_ptr(task_field(a, "prompt"), "new"),
+           "show reads back what was recorded");
+        json_object_put(a);
+        a = req("run", args);
+        ok(!answer_ok(a) && strstr(answer_error(a), "operator"), "a container cannot run a task by hand");
+        json_object_put(a);
+
+        a = req("show", "{\"id\":\"../../etc\"}");
+        ok(!answer_ok(a) && strstr(answer_error(a), "no task"), "an id that is not a task id names no task");
+        json_object_put(a);
+        a = req("show", "{\"id\":\"00000000\"}");
+        ok(!answer_ok(a) && strstr(answer_error(a), "no task 00000000"), "an unknown id is answered as unknown");
+        json_object_put(a);
+        a = req("frobnicate", NULL);
+        ok(!answer_ok(a) && strstr(answer_error(a), "unknown operation"), "an unknown operation is refused");
+        json_object_put(a);
+
+        a = req("cancel", args);
+        ok(answer_ok(a), "cancel removes the task");
+        json_object_put(a);
+        is_int(n_tasks(), 2, "two tasks are left");
+        a = req("cancel", args);
+        ok(!answer_ok(a), "cancelling it again says there is no such task");
+        json_object_put(a);
+
+        {
+                char cmd[256];
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+                (void) !system(cmd);
+        }
+        return done_testing();
+}
