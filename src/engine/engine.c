@@ -740,6 +740,32 @@ static const char *json_get_string(json_object *o, const char *key) {
         return json_object_get_string(v);
 }
 
+/* A POST that creates something (a container, an exec instance) and answers with its "Id": the id, checked as
+ * any container reference is before it reaches a URL, goes to *ret_id (unless NULL). */
+static int call_for_id(Engine *e, Request *r, char **ret_id) {
+        _cleanup_(json_object_putp) json_object *j = NULL;
+        char shown[ENGINE_NAME_MAX + 64];
+        const char *id;
+        int k;
+
+        k = call_json(e, r, &j);
+        if (k < 0)
+                return k;
+        id = json_get_string(j, "Id");
+        if (!id || !container_ref_valid(id)) {
+                engine_set_error(e, "%s %s: the engine's answer has no valid \"Id\"", r->method,
+                                 request_shown_path(r, shown, sizeof shown));
+                return -EBADMSG;
+        }
+        if (ret_id) {
+                char *c = strdup(id);
+                if (!c)
+                        return -ENOMEM;
+                *ret_id = c;
+        }
+        return 0;
+}
+
 /* ---- the API ---- */
 
 int engine_ping(Engine *e) {
@@ -905,9 +931,8 @@ int engine_image_load(Engine *e, int tar_fd) {
 }
 
 int engine_container_create(Engine *e, const char *name, json_object *body, char **ret_id) {
-        _cleanup_(json_object_putp) json_object *j = NULL;
         _cleanup_free_ char *q = NULL;
-        const char *id, *s;
+        const char *s;
         int k;
 
         assert(e);
@@ -932,21 +957,7 @@ int engine_container_create(Engine *e, const char *name, json_object *body, char
                             .body = s,
                             .body_size = strlen(s),
                             .conflict_errno = -EEXIST);
-        k = call_json(e, &r, &j);
-        if (k < 0)
-                return k;
-        id = json_get_string(j, "Id");
-        if (!id || !container_ref_valid(id)) {
-                engine_set_error(e, "POST /containers/create: the engine's answer has no valid \"Id\"");
-                return -EBADMSG;
-        }
-        if (ret_id) {
-                char *c = strdup(id);
-                if (!c)
-                        return -ENOMEM;
-                *ret_id = c;
-        }
-        return 0;
+        return call_for_id(e, &r, ret_id);
 }
 
 /* The engine answers 304 to a start of a started and a stop of a stopped container: success. */
@@ -1134,9 +1145,9 @@ int engine_exec_create(Engine *e, const char *id, char * const *argv, char * con
 int engine_exec_create_spec(Engine *e, const char *id, const EngineExecSpec *spec, char **ret_exec_id) {
         char * const *argv = spec->argv, * const *env = spec->env;
         const char *user = spec->user;
-        _cleanup_(json_object_putp) json_object *body = NULL, *j = NULL;
+        _cleanup_(json_object_putp) json_object *body = NULL;
         _cleanup_free_ char *p = NULL;
-        const char *s, *exec_id;
+        const char *s;
         int k;
 
         assert(e);
@@ -1170,21 +1181,7 @@ int engine_exec_create_spec(Engine *e, const char *id, const EngineExecSpec *spe
                 return -ENOMEM;
 
         Request r = REQUEST("POST", p, .content_type = "application/json", .body = s, .body_size = strlen(s));
-        k = call_json(e, &r, &j);
-        if (k < 0)
-                return k;
-        exec_id = json_get_string(j, "Id");
-        if (!exec_id || !container_ref_valid(exec_id)) {
-                engine_set_error(e, "POST /containers/%s/exec: the engine's answer has no valid \"Id\"", id);
-                return -EBADMSG;
-        }
-        if (ret_exec_id) {
-                char *c = strdup(exec_id);
-                if (!c)
-                        return -ENOMEM;
-                *ret_exec_id = c;
-        }
-        return 0;
+        return call_for_id(e, &r, ret_exec_id);
 }
 
 int engine_exec_start(Engine *e, const char *exec_id, EngineStreamFn fn, void *userdata, int *ret_exit_code) {
