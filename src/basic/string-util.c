@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,25 @@ const char *endswith(const char *s, const char *suffix) {
         if (k > l)
                 return NULL;
         return strcmp(s + l - k, suffix) == 0 ? s + l - k : NULL;
+}
+
+int strprintf_va(char **ret, const char *format, va_list ap) {
+        char *s;
+
+        if (vasprintf(&s, format, ap) < 0)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+int strprintf(char **ret, const char *format, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, format);
+        r = strprintf_va(ret, format, ap);
+        va_end(ap);
+        return r;
 }
 
 int free_and_strdup(char **dst, const char *src) {

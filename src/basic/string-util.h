@@ -3,6 +3,7 @@
 
 /* Strings beyond the small inlines of macro.h (streq(), startswith(), ...). */
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -16,3 +17,7 @@ bool comma_list_contains(const char *list, size_t n, const char *word);
 /* A new copy of s with every occurrence of what (not empty) replaced by with, left to right, a
  * replacement never matched again; NULL when out of memory. An empty what gives a copy of s. */
 char *str_replace_all(const char *s, const char *what, const char *with);
+/* vasprintf() by our conventions: 0 and the new string in *ret, or -ENOMEM with *ret untouched (vasprintf()
+ * leaves it undefined). errno is not changed before the format is read, so %m names the caller's errno. */
+int strprintf_va(char **ret, const char *format, va_list ap) __attribute__((format(printf, 2, 0)));
+int strprintf(char **ret, const char *format, ...) __attribute__((format(printf, 2, 3)));

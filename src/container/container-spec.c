@@ -569,10 +569,10 @@ static int plan_skip(ContainerPlan *p, const char *format, ...) {
         int r;
 
         va_start(ap, format);
-        r = vasprintf(&line, format, ap);
+        r = strprintf_va(&line, format, ap);
         va_end(ap);
         if (r < 0)
-                return -ENOMEM;
+                return r;
         log_debug("Container plan: %s", line);
         return strv_consume(&p->skipped, line);
 }

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "egress-policy.h"
+#include "string-util.h"
 #include "strv.h"
 
 static const char * const egress_decision_table[_EGRESS_DECISION_MAX] = {
@@ -287,7 +288,7 @@ static int compile_error(char **ret_error, const char *format, ...) {
 
         if (ret_error) {
                 va_start(ap, format);
-                if (vasprintf(ret_error, format, ap) < 0)
+                if (strprintf_va(ret_error, format, ap) < 0)
                         *ret_error = NULL;
                 va_end(ap);
         }

@@ -167,8 +167,7 @@ static void engine_set_error(Engine *e, const char *format, ...) {
         va_list ap;
 
         va_start(ap, format);
-        if (vasprintf(&s, format, ap) < 0)
-                s = NULL;
+        (void) strprintf_va(&s, format, ap);
         va_end(ap);
         free(e->last_error);
         e->last_error = s;
@@ -255,9 +254,9 @@ static int path_build(char **ret, const char *format, ...) {
         int k;
 
         va_start(ap, format);
-        k = vasprintf(ret, format, ap);
+        k = strprintf_va(ret, format, ap);
         va_end(ap);
-        return k < 0 ? -ENOMEM : 0;
+        return k;
 }
 
 /* ---- response sinks ---- */

@@ -21,6 +21,7 @@
 #include "io-util.h"
 #include "json-util.h"
 #include "path-util.h"
+#include "string-util.h"
 #include "strv.h"
 
 #define GATE_STACK_BUF 4096U            /* joined args and resolved paths up to this size stay on the stack */
@@ -177,13 +178,9 @@ static int compile_fail(Compiler *c, const char *format, ...) {
         int r;
 
         va_start(ap, format);
-        r = vasprintf(&c->error, format, ap);
+        r = strprintf_va(&c->error, format, ap);
         va_end(ap);
-        if (r < 0) {
-                c->error = NULL;
-                return -ENOMEM;
-        }
-        return -EINVAL;
+        return r < 0 ? r : -EINVAL;
 }
 
 static const char *json_type_name_of(json_object *o) {

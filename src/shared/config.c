@@ -109,10 +109,10 @@ int config_problem_add(ConfigProblems *p, bool error, const char *file, const ch
         *n = (ConfigProblem) { .error = error };
         _cleanup_free_ char *raw = NULL;
         va_start(ap, format);
-        r = vasprintf(&raw, format, ap);
+        r = strprintf_va(&raw, format, ap);
         va_end(ap);
         if (r < 0)
-                return -ENOMEM;
+                return r;
         n->message = escape_controls(raw);
         n->file = file ? escape_controls(file) : NULL;
         n->key = key ? escape_controls(key) : NULL;
@@ -387,9 +387,9 @@ int channel_invalidate(Channel *c, const char *format, ...) {
         if (c->reason)
                 return 0;
         va_start(ap, format);
-        r = vasprintf(&c->reason, format, ap);
+        r = strprintf_va(&c->reason, format, ap);
         va_end(ap);
-        return r < 0 ? -ENOMEM : 0;
+        return r;
 }
 
 /* The first error recorded for a file since index first, as the one-line reason a channel is skipped.

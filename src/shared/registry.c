@@ -70,8 +70,7 @@ static void emit(AuditEvent ev, int priority, const Registry *r, const RegistryE
         va_list ap;
 
         va_start(ap, format);
-        if (vasprintf(&msg, format, ap) < 0)
-                msg = NULL;
+        (void) strprintf_va(&msg, format, ap);
         va_end(ap);
         if (!msg)
                 return (void) log_oom();

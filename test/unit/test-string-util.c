@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <errno.h>
+#include <string.h>
+
 #include "macro.h"
 #include "string-util.h"
 #include "tap.h"
@@ -14,6 +17,17 @@ int main(void) {
 
         is_str(endswith("unit.service", ".service"), ".service", "endswith() finds a suffix");
         ok(!endswith("x", "longer"), "endswith() of a suffix longer than the string is NULL");
+
+        {
+                char *p = NULL;
+                is_int(strprintf(&p, "%s-%d", "port", 443), 0, "strprintf() formats");
+                is_str(p, "port-443", "into a new string");
+                free(p);
+                errno = ENOENT;
+                is_int(strprintf(&p, "%m"), 0, "strprintf() of %m");
+                is_str(p, strerror(ENOENT), "names the caller's errno");
+                free(p);
+        }
 
         is_int(free_and_strdup(&d, "one"), 0, "free_and_strdup() sets a copy");
         is_str(d, "one", "the copy is the source");
