@@ -432,14 +432,9 @@ int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPum
         return r;
 }
 
-int listen_fd_from_systemd(bool nonblocking, int *ret_fd) {
-        int n, r, flags, fd = SD_LISTEN_FDS_START;
+int listen_fd_prepare(int fd, bool nonblocking) {
+        int r, flags;
 
-        n = sd_listen_fds(true);
-        if (n < 0)
-                return n;
-        if (n != 1)
-                return -EBADF;
         r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
         if (r < 0)
                 return r;
@@ -449,6 +444,20 @@ int listen_fd_from_systemd(bool nonblocking, int *ret_fd) {
         if (flags < 0 || fcntl(fd, F_SETFL, nonblocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK) < 0 ||
             fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
                 return -errno;
+        return 0;
+}
+
+int listen_fd_from_systemd(bool nonblocking, int *ret_fd) {
+        int n, r, fd = SD_LISTEN_FDS_START;
+
+        n = sd_listen_fds(true);
+        if (n < 0)
+                return n;
+        if (n != 1)
+                return -EBADF;
+        r = listen_fd_prepare(fd, nonblocking);
+        if (r < 0)
+                return r;
         *ret_fd = fd;
         return 0;
 }

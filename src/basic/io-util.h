@@ -68,3 +68,6 @@ unsigned fd_pump_pipes_grown(void);
  * Made close-on-exec, and blocking or not as asked (workers that block in accept() want it blocking,
  * an event loop not). */
 int listen_fd_from_systemd(bool nonblocking, int *ret_fd);
+/* Checks that fd is an AF_UNIX stream socket in listening state (else -ENOTSOCK), and makes it close-on-exec
+ * and blocking or not as asked: what every listener a helper is handed goes through. */
+int listen_fd_prepare(int fd, bool nonblocking);

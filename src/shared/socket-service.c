@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "config-build.h"
+#include "io-util.h"
 #include "log.h"
 #include "macro.h"
 #include "socket-service.h"
@@ -342,7 +343,7 @@ SocketService *socket_service_free(SocketService *s) {
 }
 
 int socket_service_add_listener(SocketService *s, int fd, const char *name) {
-        int r, flags;
+        int r;
 
         if (s->n_listeners >= SOCKET_SERVICE_LISTEN_FDS_MAX) {
                 safe_close(fd);
@@ -351,14 +352,9 @@ int socket_service_add_listener(SocketService *s, int fd, const char *name) {
         s->listen_fds[s->n_listeners] = fd;     /* closed with s from here on */
         if (name && !(s->listen_names[s->n_listeners] = strdup(name)))
                 return -ENOMEM;
-        r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
+        r = listen_fd_prepare(fd, true);
         if (r < 0)
                 return r;
-        if (r == 0)
-                return -ENOTSOCK;
-        flags = fcntl(fd, F_GETFL);
-        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-                return -errno;
         r = sd_event_add_io(s->event, &s->listeners[s->n_listeners], fd, EPOLLIN, on_accept, s);
         if (r < 0)
                 return r;
