@@ -13,6 +13,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-options.h"
 #include "queue.h"
 #include "state-dir.h"
 #include "strv.h"
@@ -377,29 +378,15 @@ static void queue_help(void) {
 }
 
 int verb_queue(int argc, char *argv[]) {
-        enum { ARG_JSON = 0x100 };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "json", no_argument, NULL, ARG_JSON },
-                {}
-        };
         _cleanup_(queue_freep) Queue *q = NULL;
         _cleanup_(json_object_putp) json_object *inbox = NULL, *failed = NULL;
         const char *channel;
-        bool json = false;
-        int c, r;
+        bool json;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
-                switch (c) {
-                case 'h':
-                        queue_help();
-                        return EXIT_SUCCESS;
-                case ARG_JSON:
-                        json = true;
-                        break;
-                default:
-                        return EXIT_FAILURE;
-                }
+        r = loop_parse_json_options(argc, argv, queue_help, &json);
+        if (r <= 0)
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         if (optind != argc - 1) {
                 log_error("Usage: loop queue NAME [--json]");
                 return EXIT_FAILURE;

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <getopt.h>
+#include <stddef.h>
+
+#include "loop-options.h"
+
+int loop_parse_json_options(int argc, char *argv[], void (*help)(void), bool *ret_json) {
+        enum { ARG_JSON = 0x100 };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "json", no_argument, NULL, ARG_JSON },
+                {}
+        };
+        bool json = false;
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_JSON:
+                        json = true;
+                        break;
+                default:
+                        return -EINVAL;
+                }
+        *ret_json = json;
+        return 1;
+}

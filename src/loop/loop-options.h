@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Option parsing the `loop` verbs share. */
+
+#include <stdbool.h>
+
+/* The options of a verb that has only --help (-h) and --json: help() is called for --help. Returns 1 to go
+ * on, with *ret_json set and optind at the first argument; 0 after --help (the verb exits with success);
+ * -EINVAL for an unknown option, which getopt_long() has reported. */
+int loop_parse_json_options(int argc, char *argv[], void (*help)(void), bool *ret_json);

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* loop_parse_json_options(): the --help and --json of `loop channels`, `loop status`, `loop queue` and
+ * `loop gate list`. */
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+
+#include "loop-options.h"
+#include "macro.h"
+#include "tap.h"
+
+static unsigned helped;
+
+static void help(void) {
+        helped++;
+}
+
+/* argv as a verb gets it, starting at its own name; getopt_long() restarted as for each verb. */
+static int parse(char **argv, bool *ret_json) {
+        int argc = 0;
+
+        while (argv[argc])
+                argc++;
+        optind = 0;
+        opterr = 0;
+        return loop_parse_json_options(argc, argv, help, ret_json);
+}
+
+int main(void) {
+        bool json = true;
+
+        is_int(parse((char *[]) { (char *) "status", NULL }, &json), 1, "no options: go on");
+        ok(!json && optind == 1, "without --json, optind at the end");
+
+        is_int(parse((char *[]) { (char *) "status", (char *) "--json", (char *) "web", NULL }, &json), 1,
+               "--json: go on");
+        ok(json && optind == 2, "with --json set, optind at the first argument");
+
+        is_int(parse((char *[]) { (char *) "queue", (char *) "web", (char *) "--json", NULL }, &json), 1,
+               "--json after an argument");
+        ok(json && optind == 2, "is taken too (arguments are permuted to the end)");
+
+        json = false;
+        is_int(parse((char *[]) { (char *) "channels", (char *) "-h", NULL }, &json), 0, "-h: stop, with success");
+        is_int(parse((char *[]) { (char *) "channels", (char *) "--help", (char *) "--json", NULL }, &json), 0,
+               "--help: stop");
+        is_int(helped, 2, "help was shown for each");
+        ok(!json, "and nothing else was set");
+
+        is_int(parse((char *[]) { (char *) "channels", (char *) "--jsn", NULL }, &json), -EINVAL,
+               "an unknown option is -EINVAL");
+        is_int(parse((char *[]) { (char *) "channels", (char *) "-j", NULL }, &json), -EINVAL,
+               "--json has no short form");
+        is_int(helped, 2, "and shows no help");
+        return done_testing();
+}
