@@ -248,17 +248,6 @@ static int query_add(char **q, const char *key, const char *value) {
         return 0;
 }
 
-static int path_build(char **ret, const char *format, ...) _printf_(2, 3);
-static int path_build(char **ret, const char *format, ...) {
-        va_list ap;
-        int k;
-
-        va_start(ap, format);
-        k = strprintf_va(ret, format, ap);
-        va_end(ap);
-        return k;
-}
-
 /* ---- response sinks ---- */
 
 static int buffer_append(Request *r, const char *data, size_t size, size_t max) {
@@ -726,7 +715,7 @@ static int call_on(Engine *e, const char *method, const char *collection, const 
         k = streq(collection, "images") || streq(collection, "libpod/images") ? check_image(e, ref) : check_container(e, ref);
         if (k < 0)
                 return k;
-        if (path_build(&p, "/%s/%s%s", collection, ref, rest) < 0)
+        if (strprintf(&p, "/%s/%s%s", collection, ref, rest) < 0)
                 return -ENOMEM;
         Request r = REQUEST(method, p, .extra_timeout_sec = extra_timeout_sec);
         return call_json(e, &r, ret);
@@ -863,7 +852,7 @@ int engine_image_build(Engine *e, const char *tag, const void *context_tar, size
                         return -ENOMEM;
         }
 
-        if (path_build(&q, "/build") < 0)
+        if (strprintf(&q, "/build") < 0)
                 return -ENOMEM;
         if ((k = query_add(&q, "t", tag)) < 0 ||
             (k = query_add(&q, "dockerfile", isempty(dockerfile) ? "Dockerfile" : dockerfile)) < 0 ||
@@ -896,7 +885,7 @@ int engine_image_import(Engine *e, int tar_fd, const char *repo_tag, char * cons
                 engine_set_error(e, "cannot import as \"%s\": a digest is not a tag", repo_tag);
                 return -EINVAL;
         }
-        if (path_build(&q, "/images/create") < 0)
+        if (strprintf(&q, "/images/create") < 0)
                 return -ENOMEM;
         /* The whole reference goes in repo=: Podman 4.3 ignores tag= (and names the image :latest), Docker
          * parses a tagged repo= the same way. */
@@ -937,7 +926,7 @@ int engine_container_create(Engine *e, const char *name, json_object *body, char
         assert(e);
         assert(body);
 
-        if (path_build(&q, "/containers/create") < 0)
+        if (strprintf(&q, "/containers/create") < 0)
                 return -ENOMEM;
         if (name) {
                 k = check_container(e, name);
@@ -974,7 +963,7 @@ int engine_container_wait(Engine *e, const char *id, int *ret_exit_code) {
         k = check_container(e, id);
         if (k < 0)
                 return k;
-        if (path_build(&p, "/containers/%s/wait", id) < 0)
+        if (strprintf(&p, "/containers/%s/wait", id) < 0)
                 return -ENOMEM;
 
         Request r = REQUEST("POST", p, .stream = true);
@@ -1006,7 +995,7 @@ int engine_container_logs(Engine *e, const char *id, bool follow, EngineStreamFn
         k = check_container(e, id);
         if (k < 0)
                 return k;
-        if (path_build(&p, "/containers/%s/logs?stdout=1&stderr=1&follow=%d", id, follow) < 0)
+        if (strprintf(&p, "/containers/%s/logs?stdout=1&stderr=1&follow=%d", id, follow) < 0)
                 return -ENOMEM;
 
         /* Even without follow the output may be large: no total timeout, interruptible; without follow the
@@ -1030,7 +1019,7 @@ int engine_volume_create(Engine *e, json_object *body, json_object **ret) {
 
         assert(e);
         assert(body);
-        if (path_build(&p, "/volumes/create") < 0)
+        if (strprintf(&p, "/volumes/create") < 0)
                 return -ENOMEM;
         s = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
         if (!s)
@@ -1055,7 +1044,7 @@ int engine_container_list(Engine *e, const char *label, bool all, json_object **
         int k;
 
         assert(e);
-        if (path_build(&q, "/containers/json") < 0)
+        if (strprintf(&q, "/containers/json") < 0)
                 return -ENOMEM;
         if (all && (k = query_add(&q, "all", "1")) < 0)
                 return k;
@@ -1121,7 +1110,7 @@ int engine_container_archive_put(Engine *e, const char *id, const char *dir, con
                 engine_set_error(e, "archive destination \"%s\" is not an absolute path", strempty(dir));
                 return -EINVAL;
         }
-        if (path_build(&q, "/containers/%s/archive", id) < 0)
+        if (strprintf(&q, "/containers/%s/archive", id) < 0)
                 return -ENOMEM;
         k = query_add(&q, "path", dir);
         if (k < 0)
@@ -1176,7 +1165,7 @@ int engine_exec_create_spec(Engine *e, const char *id, const EngineExecSpec *spe
         s = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
         if (!s)
                 return -ENOMEM;
-        if (path_build(&p, "/containers/%s/exec", id) < 0)
+        if (strprintf(&p, "/containers/%s/exec", id) < 0)
                 return -ENOMEM;
 
         Request r = REQUEST("POST", p, .content_type = "application/json", .body = s, .body_size = strlen(s));
@@ -1193,7 +1182,7 @@ int engine_exec_start(Engine *e, const char *exec_id, EngineStreamFn fn, void *u
         k = check_container(e, exec_id);
         if (k < 0)
                 return k;
-        if (path_build(&p, "/exec/%s/start", exec_id) < 0 || path_build(&pi, "/exec/%s/json", exec_id) < 0)
+        if (strprintf(&p, "/exec/%s/start", exec_id) < 0 || strprintf(&pi, "/exec/%s/json", exec_id) < 0)
                 return -ENOMEM;
 
         /* Docker hijacks the connection: a 200 with a raw body that ends when the connection closes. libcurl
@@ -1244,7 +1233,7 @@ int engine_events(Engine *e, json_object *filters, EngineJsonFn fn, void *userda
 
         assert(e);
         assert(fn);
-        if (path_build(&q, "/events") < 0)
+        if (strprintf(&q, "/events") < 0)
                 return -ENOMEM;
         if (filters) {
                 k = query_add(&q, "filters", json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN));
