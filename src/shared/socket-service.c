@@ -12,6 +12,7 @@
 
 #include "config-build.h"
 #include "io-util.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 #include "socket-service.h"
@@ -88,12 +89,7 @@ static void service_reap(SocketService *s) {
                 if (!finished)
                         continue;
                 (void) pthread_join(c->thread, NULL);
-                if (c->prev)
-                        c->prev->next = c->next;
-                else
-                        s->connections = c->next;
-                if (c->next)
-                        c->next->prev = c->prev;
+                LIST_REMOVE(s->connections, c);
                 safe_close(c->fd);
                 free(c);
                 s->n_connections--;
@@ -259,10 +255,7 @@ static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *us
                 free(c);
                 return 0;
         }
-        c->next = s->connections;
-        if (c->next)
-                c->next->prev = c;
-        s->connections = c;
+        LIST_PREPEND(s->connections, c);
         s->n_connections++;
         socket_service_update_idle(s);
         return 0;
@@ -419,7 +412,7 @@ int socket_service_run(SocketService *s) {
         while (s->connections) {
                 SocketConnection *c = s->connections;
                 (void) pthread_join(c->thread, NULL);
-                s->connections = c->next;
+                LIST_REMOVE(s->connections, c);
                 safe_close(c->fd);
                 free(c);
                 s->n_connections--;
