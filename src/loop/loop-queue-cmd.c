@@ -76,6 +76,27 @@ static int open_queue_for_reading(const char *channel, Queue **ret) {
         return 0;
 }
 
+/* The channel NAME that `loop outbox` and `loop queue` take as their only argument (at argv[optind]),
+ * checked, and its queue opened for reading. Logs why not; the usage names argv[0], then usage_options. */
+static int open_queue_of_argument(int argc, char *argv[], const char *usage_options, const char **ret_channel,
+                                  Queue **ret) {
+        const char *channel;
+        int r;
+
+        if (optind != argc - 1) {
+                log_error("Usage: loop %s NAME%s", argv[0], usage_options);
+                return -EINVAL;
+        }
+        channel = argv[optind];
+        if (!check_channel_name(channel))
+                return -EINVAL;
+        r = open_queue_for_reading(channel, ret);
+        if (r < 0)
+                return r;
+        *ret_channel = channel;
+        return 0;
+}
+
 static const char *json_string_of(json_object *o, const char *key) {
         json_object *v;
 
@@ -334,14 +355,7 @@ int verb_outbox(int argc, char *argv[]) {
                 default:
                         return EXIT_FAILURE;
                 }
-        if (optind != argc - 1) {
-                log_error("Usage: loop %s NAME [--json] [-n N]", argv[0]);
-                return EXIT_FAILURE;
-        }
-        channel = argv[optind];
-        if (!check_channel_name(channel))
-                return EXIT_FAILURE;
-        if (open_queue_for_reading(channel, &q) < 0)
+        if (open_queue_of_argument(argc, argv, " [--json] [-n N]", &channel, &q) < 0)
                 return EXIT_FAILURE;
 
         r = queue_list(q, "outbox", (size_t) limit, &a);
@@ -387,14 +401,7 @@ int verb_queue(int argc, char *argv[]) {
         r = loop_parse_json_options(argc, argv, queue_help, &json);
         if (r <= 0)
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
-        if (optind != argc - 1) {
-                log_error("Usage: loop queue NAME [--json]");
-                return EXIT_FAILURE;
-        }
-        channel = argv[optind];
-        if (!check_channel_name(channel))
-                return EXIT_FAILURE;
-        if (open_queue_for_reading(channel, &q) < 0)
+        if (open_queue_of_argument(argc, argv, " [--json]", &channel, &q) < 0)
                 return EXIT_FAILURE;
 
         r = queue_list(q, "inbox", 0, &inbox);
