@@ -704,6 +704,14 @@ static int call(Engine *e, Request *r) {
         return call_json(e, r, NULL);
 }
 
+/* GET PATH, the answer parsed into *ret. */
+static int call_get(Engine *e, const char *path, json_object **ret) {
+        Request r = REQUEST("GET", path);
+
+        assert(e);
+        return call_json(e, &r, ret);
+}
+
 /* METHOD /COLLECTION/REF REST, REF checked first (as an image name in "images", as a container, volume,
  * network or exec name or id elsewhere), the answer parsed into *ret unless ret is NULL. */
 static int call_on(Engine *e, const char *method, const char *collection, const char *ref, const char *rest,
@@ -803,9 +811,7 @@ const char *engine_container_label(json_object *container, const char *key) {
 }
 
 int engine_info(Engine *e, json_object **ret) {
-        Request r = REQUEST("GET", "/info");
-        assert(e);
-        return call_json(e, &r, ret);
+        return call_get(e, "/info", ret);
 }
 
 int engine_image_inspect(Engine *e, const char *name, json_object **ret) {
@@ -817,9 +823,7 @@ int engine_image_inspect_libpod(Engine *e, const char *name, json_object **ret) 
 }
 
 int engine_image_list(Engine *e, json_object **ret) {
-        Request r = REQUEST("GET", "/images/json");
-        assert(e);
-        return call_json(e, &r, ret);
+        return call_get(e, "/images/json", ret);
 }
 
 int engine_image_remove(Engine *e, const char *name, bool force) {
@@ -1034,9 +1038,7 @@ int engine_network_inspect(Engine *e, const char *id, json_object **ret) {
 }
 
 int engine_network_list(Engine *e, json_object **ret) {
-        Request r = REQUEST("GET", "/networks");
-        assert(e);
-        return call_json(e, &r, ret);
+        return call_get(e, "/networks", ret);
 }
 
 int engine_container_list(Engine *e, const char *label, bool all, json_object **ret) {
