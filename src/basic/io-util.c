@@ -35,6 +35,29 @@ ssize_t loop_read(int fd, void *buf, size_t nbytes) {
         return read_all(fd, buf, nbytes, -1);
 }
 
+int read_text_fd(int fd, size_t max, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *buf = NULL;
+        ssize_t n;
+
+        if (max >= SIZE_MAX - 1)
+                return -EINVAL;
+        buf = malloc(max + 1);          /* one more than max shows there is more */
+        if (!buf)
+                return -ENOMEM;
+        n = loop_read(fd, buf, max + 1);
+        if (n < 0)
+                return (int) n;
+        if ((size_t) n > max)
+                return -E2BIG;
+        buf[n] = 0;
+        if (strlen(buf) != (size_t) n)
+                return -EINVAL;
+        *ret = TAKE_PTR(buf);
+        if (ret_size)
+                *ret_size = (size_t) n;
+        return 0;
+}
+
 int loop_write(int fd, const void *buf, size_t nbytes) {
         const char *p = buf;
 

@@ -22,23 +22,17 @@
 #define QUEUE_CMD_LINE_MAX 72U          /* the first line of a result or error is cut to this in tables */
 
 static int read_prompt_stdin(char **ret) {
-        _cleanup_free_ char *buf = malloc(QUEUE_PROMPT_MAX + 2);
-        ssize_t n;
+        char *buf;
+        size_t n;
+        int r;
 
-        if (!buf)
-                return -ENOMEM;
-        n = loop_read(STDIN_FILENO, buf, QUEUE_PROMPT_MAX + 1);
-        if (n < 0)
-                return (int) n;
-        if ((size_t) n > QUEUE_PROMPT_MAX)
-                return -E2BIG;
-        buf[n] = 0;
-        if (strlen(buf) != (size_t) n)
-                return -EINVAL;
+        r = read_text_fd(STDIN_FILENO, QUEUE_PROMPT_MAX, &buf, &n);
+        if (r < 0)
+                return r;
         /* "echo text | loop send NAME -" should not queue the newline echo adds. */
         while (n > 0 && buf[n - 1] == '\n')
                 buf[--n] = 0;
-        *ret = TAKE_PTR(buf);
+        *ret = buf;
         return 0;
 }
 

@@ -37,24 +37,6 @@ static void run_help(void) {
                "Exit status: 0 success, 1 the agent failed, 2 the run could not start, 130 interrupted.\n");
 }
 
-static int read_prompt_stdin(char **ret) {
-        _cleanup_free_ char *buf = malloc(PROMPT_MAX + 1);
-        ssize_t n;
-
-        if (!buf)
-                return -ENOMEM;
-        n = loop_read(STDIN_FILENO, buf, PROMPT_MAX + 1);
-        if (n < 0)
-                return (int) n;
-        if ((size_t) n > PROMPT_MAX)
-                return -E2BIG;
-        buf[n] = 0;
-        if (strlen(buf) != (size_t) n)
-                return -EINVAL;
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 int verb_run(int argc, char *argv[]) {
         enum { ARG_RESUME = 0x100, ARG_IMAGE, ARG_AGENT, ARG_JSON };
         static const struct option options[] = {
@@ -115,7 +97,7 @@ int verb_run(int argc, char *argv[]) {
                 return 2;
         }
         if (optind == argc - 1 && streq(argv[optind], "-")) {
-                r = read_prompt_stdin(&prompt);
+                r = read_text_fd(STDIN_FILENO, PROMPT_MAX, &prompt, NULL);
                 if (r < 0) {
                         log_error_errno(r, "Failed to read the prompt from standard input: %m");
                         return 2;

@@ -29,6 +29,41 @@ static void *drain(void *userdata) {
         return (void *) (uintptr_t) good;
 }
 
+/* read_text_fd() of what a pipe carries, written first and then closed. */
+static int read_text_of(const char *data, size_t size, size_t max, char **ret, size_t *ret_size) {
+        int p[2], r;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        if (loop_write(p[1], data, size) < 0)
+                r = -EIO;
+        else {
+                close(p[1]);
+                p[1] = -EBADF;
+                r = read_text_fd(p[0], max, ret, ret_size);
+        }
+        close(p[0]);
+        if (p[1] >= 0)
+                close(p[1]);
+        return r;
+}
+
+static void test_read_text_fd(void) {
+        char *text = NULL;
+        size_t n = 0;
+
+        is_int(read_text_of("hello\n", 6, 6, &text, &n), 0, "read_text_fd() of exactly max bytes");
+        ok(text && streq(text, "hello\n") && n == 6, "gives the text, NUL-terminated, with its length");
+        text = mfree(text);
+        is_int(read_text_of("", 0, 6, &text, NULL), 0, "read_text_fd() of an empty stream");
+        ok(text && streq(text, ""), "is the empty text");
+        text = mfree(text);
+        is_int(read_text_of("hello!!", 7, 6, &text, &n), -E2BIG, "one byte more than max is -E2BIG");
+        ok(!text, "and returns nothing");
+        is_int(read_text_of("a\0b", 3, 6, &text, &n), -EINVAL, "a NUL byte is -EINVAL");
+        ok(!text, "and returns nothing");
+}
+
 static void test_listen_fd_prepare(void) {
         int pair[2], fd, flags;
 
@@ -102,5 +137,6 @@ int main(void) {
         is_int(loop_read(-1, buf, 1), -EBADF, "loop_read() returns -errno");
         is_int(loop_write(-1, buf, 1), -EBADF, "loop_write() returns -errno");
         test_listen_fd_prepare();
+        test_read_text_fd();
         return done_testing();
 }
