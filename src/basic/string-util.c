@@ -15,6 +15,15 @@ const char *endswith(const char *s, const char *suffix) {
         return strcmp(s + l - k, suffix) == 0 ? s + l - k : NULL;
 }
 
+int string_table_lookup(const char * const *table, size_t n, const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (table[i] && strcmp(table[i], s) == 0)
+                        return (int) i;
+        return -EINVAL;
+}
+
 int strprintf_va(char **ret, const char *format, va_list ap) {
         char *s;
 

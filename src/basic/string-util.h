@@ -17,6 +17,10 @@ bool comma_list_contains(const char *list, size_t n, const char *word);
 /* A new copy of s with every occurrence of what (not empty) replaced by with, left to right, a
  * replacement never matched again; NULL when out of memory. An empty what gives a copy of s. */
 char *str_replace_all(const char *s, const char *what, const char *with);
+/* The index of s in table[0..n) (NULL entries skipped), or -EINVAL when it is not there or s is NULL: the
+ * _from_string() of an enum with a name table. */
+int string_table_lookup(const char * const *table, size_t n, const char *s);
+
 /* vasprintf() by our conventions: 0 and the new string in *ret, or -ENOMEM with *ret untouched (vasprintf()
  * leaves it undefined). errno is not changed before the format is read, so %m names the caller's errno. */
 int strprintf_va(char **ret, const char *format, va_list ap) __attribute__((format(printf, 2, 0)));

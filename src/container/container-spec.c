@@ -51,12 +51,7 @@ const char *container_type_to_string(ContainerType t) {
 }
 
 ContainerType container_type_from_string(const char *s) {
-        if (!s)
-                return _CONTAINER_TYPE_INVALID;
-        for (ContainerType t = 0; t < _CONTAINER_TYPE_MAX; t++)
-                if (streq(container_type_table[t], s))
-                        return t;
-        return _CONTAINER_TYPE_INVALID;
+        return (ContainerType) string_table_lookup(container_type_table, _CONTAINER_TYPE_MAX, s);
 }
 
 /* ---- small path and string helpers ---- */

@@ -24,12 +24,7 @@ const char *egress_decision_to_string(EgressDecision d) {
 }
 
 EgressDecision egress_decision_from_string(const char *s) {
-        if (!s)
-                return _EGRESS_DECISION_INVALID;
-        for (size_t i = 0; i < _EGRESS_DECISION_MAX; i++)
-                if (streq(egress_decision_table[i], s))
-                        return (EgressDecision) i;
-        return _EGRESS_DECISION_INVALID;
+        return (EgressDecision) string_table_lookup(egress_decision_table, _EGRESS_DECISION_MAX, s);
 }
 
 static void egress_rule_done(EgressRule *r) {

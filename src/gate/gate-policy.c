@@ -37,12 +37,7 @@ const char *gate_kind_to_string(GateKind k) {
 }
 
 GateKind gate_kind_from_string(const char *s) {
-        if (!s)
-                return _GATE_KIND_INVALID;
-        for (size_t i = 0; i < _GATE_KIND_MAX; i++)
-                if (streq(gate_kind_table[i], s))
-                        return (GateKind) i;
-        return _GATE_KIND_INVALID;
+        return (GateKind) string_table_lookup(gate_kind_table, _GATE_KIND_MAX, s);
 }
 
 /* deny > approve > allow */

@@ -46,32 +46,23 @@ static const char * const json_check_op_table[_JSON_CHECK_MAX] = {
         [JSON_CHECK_SOURCE_PATH_NOT_IN] = "source_path_not_in",
 };
 
-static int table_lookup(const char * const *table, size_t n, const char *s) {
-        if (!s)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++)
-                if (table[i] && streq(table[i], s))
-                        return (int) i;
-        return -EINVAL;
-}
-
 const char *decision_to_string(Decision d) {
         return d >= 0 && d < _DECISION_MAX ? decision_table[d] : NULL;
 }
 Decision decision_from_string(const char *s) {
-        return (Decision) table_lookup(decision_table, _DECISION_MAX, s);
+        return (Decision) string_table_lookup(decision_table, _DECISION_MAX, s);
 }
 const char *file_op_to_string(FileOp op) {
         return op >= 0 && op < _FILE_OP_MAX ? file_op_table[op] : NULL;
 }
 FileOp file_op_from_string(const char *s) {
-        return (FileOp) table_lookup(file_op_table, _FILE_OP_MAX, s);
+        return (FileOp) string_table_lookup(file_op_table, _FILE_OP_MAX, s);
 }
 const char *json_check_op_to_string(JsonCheckOp op) {
         return op >= 0 && op < _JSON_CHECK_MAX ? json_check_op_table[op] : NULL;
 }
 JsonCheckOp json_check_op_from_string(const char *s) {
-        return (JsonCheckOp) table_lookup(json_check_op_table, _JSON_CHECK_MAX, s);
+        return (JsonCheckOp) string_table_lookup(json_check_op_table, _JSON_CHECK_MAX, s);
 }
 
 /* ---- problems ---- */

@@ -29,10 +29,7 @@ const char *container_status_to_string(ContainerStatus s) {
 }
 
 ContainerStatus container_status_from_string(const char *s) {
-        for (ContainerStatus i = 0; s && i < _CONTAINER_STATUS_MAX; i++)
-                if (streq(status_table[i], s))
-                        return i;
-        return _CONTAINER_STATUS_INVALID;
+        return (ContainerStatus) string_table_lookup(status_table, _CONTAINER_STATUS_MAX, s);
 }
 
 static void entry_done(RegistryEntry *e) {

@@ -19,6 +19,15 @@ int main(void) {
         ok(!endswith("x", "longer"), "endswith() of a suffix longer than the string is NULL");
 
         {
+                static const char * const table[] = { [0] = "allow", [2] = "deny" };
+                is_int(string_table_lookup(table, 3, "deny"), 2, "string_table_lookup() finds a name's index");
+                is_int(string_table_lookup(table, 3, "allow"), 0, "the first one too");
+                is_int(string_table_lookup(table, 3, "Allow"), -EINVAL, "case counts");
+                is_int(string_table_lookup(table, 3, ""), -EINVAL, "an empty name is none (a NULL entry is skipped)");
+                is_int(string_table_lookup(table, 1, "deny"), -EINVAL, "only the first n entries count");
+                is_int(string_table_lookup(table, 3, NULL), -EINVAL, "NULL is -EINVAL");
+        }
+        {
                 char *p = NULL;
                 is_int(strprintf(&p, "%s-%d", "port", 443), 0, "strprintf() formats");
                 is_str(p, "port-443", "into a new string");
