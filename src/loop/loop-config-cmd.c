@@ -118,11 +118,8 @@ static int config_check(int argc, char *argv[]) {
         names = argv + optind;
 
         STRV_FOREACH(n, names) {
-                const char *reason;
-                if (channel_name_check(*n, &reason) < 0) {
-                        log_error("\"%s\" is not a valid channel name: %s.", *n, reason);
+                if (!loop_check_channel_name(*n))
                         return EXIT_FAILURE;
-                }
         }
 
         r = config_load(config_dir(), &s);

@@ -208,9 +208,8 @@ static int gate_list(int argc, char *argv[]) {
         if (argc - optind > 1)
                 return log_error("Too many arguments."), EXIT_FAILURE;
         if (optind < argc) {
-                const char *reason;
-                if (channel_name_check(argv[optind], &reason) < 0)
-                        return log_error("\"%s\" is not a valid channel name: %s.", argv[optind], reason), EXIT_FAILURE;
+                if (!loop_check_channel_name(argv[optind]))
+                        return EXIT_FAILURE;
                 one[0] = argv[optind];
         }
 

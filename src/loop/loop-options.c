@@ -4,6 +4,8 @@
 #include <getopt.h>
 #include <stddef.h>
 
+#include "config.h"
+#include "log.h"
 #include "loop-options.h"
 
 int loop_parse_json_options(int argc, char *argv[], void (*help)(void), bool *ret_json) {
@@ -29,4 +31,14 @@ int loop_parse_json_options(int argc, char *argv[], void (*help)(void), bool *re
                 }
         *ret_json = json;
         return 1;
+}
+
+bool loop_check_channel_name(const char *name) {
+        const char *reason;
+
+        if (channel_name_check(name, &reason) < 0) {
+                log_error("\"%s\" is not a valid channel name: %s.", name, reason);
+                return false;
+        }
+        return true;
 }

@@ -9,3 +9,6 @@
  * on, with *ret_json set and optind at the first argument; 0 after --help (the verb exits with success);
  * -EINVAL for an unknown option, which getopt_long() has reported. */
 int loop_parse_json_options(int argc, char *argv[], void (*help)(void), bool *ret_json);
+
+/* Whether name is a valid channel name (channel_name_check()); logs why not. */
+bool loop_check_channel_name(const char *name);

@@ -36,16 +36,6 @@ static int read_prompt_stdin(char **ret) {
         return 0;
 }
 
-static bool check_channel_name(const char *name) {
-        const char *reason;
-
-        if (channel_name_check(name, &reason) < 0) {
-                log_error("\"%s\" is not a valid channel name: %s.", name, reason);
-                return false;
-        }
-        return true;
-}
-
 /* Opens the queue of a channel for reading; a channel that never got a message has none. */
 static int open_queue_for_reading(const char *channel, Queue **ret) {
         _cleanup_free_ char *dir = NULL;
@@ -82,7 +72,7 @@ static int open_queue_of_argument(int argc, char *argv[], const char *usage_opti
                 return -EINVAL;
         }
         channel = argv[optind];
-        if (!check_channel_name(channel))
+        if (!loop_check_channel_name(channel))
                 return -EINVAL;
         r = open_queue_for_reading(channel, ret);
         if (r < 0)
@@ -196,7 +186,7 @@ int verb_send(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
         channel = argv[optind++];
-        if (!check_channel_name(channel))
+        if (!loop_check_channel_name(channel))
                 return EXIT_FAILURE;
         if (optind < argc && streq(argv[optind], "--"))
                 optind++;

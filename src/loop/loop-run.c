@@ -9,6 +9,7 @@
 #include "io-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-options.h"
 #include "runner.h"
 #include "strv.h"
 
@@ -52,7 +53,6 @@ int verb_run(int argc, char *argv[]) {
         _cleanup_(run_outcome_done) RunOutcome outcome = {};
         _cleanup_free_ char *prompt = NULL;
         struct sigaction sa = { .sa_handler = on_signal };
-        const char *reason;
         bool quiet = false;
         int c, r;
 
@@ -86,10 +86,8 @@ int verb_run(int argc, char *argv[]) {
                 return 2;
         }
         req.channel = argv[optind++];
-        if (channel_name_check(req.channel, &reason) < 0) {
-                log_error("\"%s\" is not a valid channel name: %s.", req.channel, reason);
+        if (!loop_check_channel_name(req.channel))
                 return 2;
-        }
         if (optind < argc && streq(argv[optind], "--"))
                 optind++;
         if (optind >= argc) {

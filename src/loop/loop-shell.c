@@ -21,6 +21,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-options.h"
 #include "runner.h"
 #include "strv.h"
 
@@ -144,7 +145,7 @@ int verb_shell(int argc, char *argv[]) {
         struct termios saved;
         bool tty, raw = false;
         size_t pending_size = 0;
-        const char *channel, *reason;
+        const char *channel;
         char * const *cmd;
         int c, r, status;
 
@@ -162,10 +163,8 @@ int verb_shell(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
         channel = argv[optind++];
-        if (channel_name_check(channel, &reason) < 0) {
-                log_error("\"%s\" is not a valid channel name: %s.", channel, reason);
+        if (!loop_check_channel_name(channel))
                 return EXIT_FAILURE;
-        }
         if (optind < argc && streq(argv[optind], "--"))
                 optind++;
         cmd = optind < argc ? argv + optind : login_shell;

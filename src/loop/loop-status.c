@@ -238,7 +238,7 @@ int verb_cleanup(int argc, char *argv[]) {
         _cleanup_(config_set_freep) ConfigSet *set = NULL;
         _cleanup_(json_object_putp) json_object *list = NULL;
         _cleanup_free_ char *label = NULL;
-        const char *only = argc > 1 ? argv[1] : NULL, *reason;
+        const char *only = argc > 1 ? argv[1] : NULL;
         size_t removed = 0;
         int r, ret = EXIT_SUCCESS;
 
@@ -246,10 +246,8 @@ int verb_cleanup(int argc, char *argv[]) {
                 printf("loop cleanup [NAME]\n\nStop and remove every container loop made (of channel NAME).\n");
                 return argc > 2 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
-        if (only && channel_name_check(only, &reason) < 0) {
-                log_error("\"%s\" is not a valid channel name: %s.", only, reason);
+        if (only && !loop_check_channel_name(only))
                 return EXIT_FAILURE;
-        }
         if (loop_connect_engine(&set, &conn) < 0)
                 return EXIT_FAILURE;
         if (only ? asprintf(&label, "loop-channel=%s", only) < 0 : !(label = strdup("app=loop-agent")))

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* loop_parse_json_options(): the --help and --json of `loop channels`, `loop status`, `loop queue` and
- * `loop gate list`. */
+ * `loop gate list`; loop_check_channel_name(), the check of a channel NAME argument every verb makes. */
 
 #include <errno.h>
 #include <getopt.h>
@@ -54,5 +54,9 @@ int main(void) {
         is_int(parse((char *[]) { (char *) "channels", (char *) "-j", NULL }, &json), -EINVAL,
                "--json has no short form");
         is_int(helped, 2, "and shows no help");
+
+        ok(loop_check_channel_name("web-1"), "loop_check_channel_name() takes a valid name");
+        ok(!loop_check_channel_name("../etc"), "refuses a path");
+        ok(!loop_check_channel_name(""), "refuses an empty name");
         return done_testing();
 }
