@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "config.h"
 #include "log.h"
@@ -41,4 +42,20 @@ bool loop_check_channel_name(const char *name) {
                 return false;
         }
         return true;
+}
+
+int loop_take_channel_argument(int argc, char *argv[], const char *synopsis, const char **ret_channel) {
+        const char *channel;
+
+        if (optind >= argc) {
+                log_error("Usage: %s", synopsis);
+                return -EINVAL;
+        }
+        channel = argv[optind++];
+        if (!loop_check_channel_name(channel))
+                return -EINVAL;
+        if (optind < argc && strcmp(argv[optind], "--") == 0)
+                optind++;
+        *ret_channel = channel;
+        return 0;
 }

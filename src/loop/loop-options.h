@@ -12,3 +12,8 @@ int loop_parse_json_options(int argc, char *argv[], void (*help)(void), bool *re
 
 /* Whether name is a valid channel name (channel_name_check()); logs why not. */
 bool loop_check_channel_name(const char *name);
+
+/* The "NAME [--]" that starts the arguments of `loop send`, `loop run` and `loop shell`: the channel NAME at
+ * argv[optind], checked, and a "--" after it skipped, optind left at what follows. -EINVAL when NAME is
+ * missing ("Usage: " synopsis logged) or invalid (why logged). */
+int loop_take_channel_argument(int argc, char *argv[], const char *synopsis, const char **ret_channel);

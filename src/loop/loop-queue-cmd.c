@@ -181,15 +181,8 @@ int verb_send(int argc, char *argv[]) {
                         return EXIT_FAILURE;
                 }
 
-        if (optind >= argc) {
-                log_error("Usage: loop send NAME [--] PROMPT... (see 'loop send --help')");
+        if (loop_take_channel_argument(argc, argv, "loop send NAME [--] PROMPT... (see 'loop send --help')", &channel) < 0)
                 return EXIT_FAILURE;
-        }
-        channel = argv[optind++];
-        if (!loop_check_channel_name(channel))
-                return EXIT_FAILURE;
-        if (optind < argc && streq(argv[optind], "--"))
-                optind++;
         if (optind >= argc) {
                 log_error("No prompt given (see 'loop send --help').");
                 return EXIT_FAILURE;

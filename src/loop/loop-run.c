@@ -81,15 +81,9 @@ int verb_run(int argc, char *argv[]) {
                         return 2;
                 }
 
-        if (optind >= argc) {
-                log_error("Usage: loop run [OPTIONS] NAME [--] PROMPT... (see 'loop run --help')");
+        if (loop_take_channel_argument(argc, argv, "loop run [OPTIONS] NAME [--] PROMPT... (see 'loop run --help')",
+                                       &req.channel) < 0)
                 return 2;
-        }
-        req.channel = argv[optind++];
-        if (!loop_check_channel_name(req.channel))
-                return 2;
-        if (optind < argc && streq(argv[optind], "--"))
-                optind++;
         if (optind >= argc) {
                 log_error("No prompt given (see 'loop run --help').");
                 return 2;

@@ -158,15 +158,8 @@ int verb_shell(int argc, char *argv[]) {
                 default:
                         return EXIT_FAILURE;
                 }
-        if (optind >= argc) {
-                log_error("Usage: loop shell NAME [-- CMD...]");
+        if (loop_take_channel_argument(argc, argv, "loop shell NAME [-- CMD...]", &channel) < 0)
                 return EXIT_FAILURE;
-        }
-        channel = argv[optind++];
-        if (!loop_check_channel_name(channel))
-                return EXIT_FAILURE;
-        if (optind < argc && streq(argv[optind], "--"))
-                optind++;
         cmd = optind < argc ? argv + optind : login_shell;
 
         /* A terminal session: the registry's events go to the journal, not into the user's shell. */

@@ -58,5 +58,27 @@ int main(void) {
         ok(loop_check_channel_name("web-1"), "loop_check_channel_name() takes a valid name");
         ok(!loop_check_channel_name("../etc"), "refuses a path");
         ok(!loop_check_channel_name(""), "refuses an empty name");
+
+        {
+                char *a1[] = { (char *) "send", (char *) "web", (char *) "--", (char *) "-x", NULL };
+                char *a2[] = { (char *) "send", (char *) "web", (char *) "hello", NULL };
+                char *a3[] = { (char *) "send", NULL };
+                char *a4[] = { (char *) "send", (char *) "a/b", (char *) "hi", NULL };
+                const char *channel = NULL;
+
+                optind = 1;
+                is_int(loop_take_channel_argument(4, a1, "loop send NAME", &channel), 0,
+                       "loop_take_channel_argument() takes NAME");
+                ok(channel && streq(channel, "web") && optind == 3, "and skips the \"--\" after it");
+                optind = 1;
+                is_int(loop_take_channel_argument(3, a2, "loop send NAME", &channel), 0, "without \"--\"");
+                ok(optind == 2, "optind is at the first word after NAME");
+                optind = 1;
+                channel = NULL;
+                is_int(loop_take_channel_argument(1, a3, "loop send NAME", &channel), -EINVAL, "a missing NAME is -EINVAL");
+                optind = 1;
+                is_int(loop_take_channel_argument(3, a4, "loop send NAME", &channel), -EINVAL, "an invalid NAME is -EINVAL");
+                ok(!channel, "and nothing is returned");
+        }
         return done_testing();
 }
