@@ -15,6 +15,21 @@ const char *endswith(const char *s, const char *suffix) {
         return strcmp(s + l - k, suffix) == 0 ? s + l - k : NULL;
 }
 
+bool ref_name_is_valid(const char *s, size_t max) {
+        size_t n;
+
+        if (!s)
+                return false;
+        n = strlen(s);
+        if (n == 0 || n > max || s[0] == '.' || s[0] == '-')
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                      *p == '_' || *p == '.' || *p == '-'))
+                        return false;
+        return true;
+}
+
 int string_table_lookup(const char * const *table, size_t n, const char *s) {
         if (!s)
                 return -EINVAL;

@@ -17,6 +17,10 @@ bool comma_list_contains(const char *list, size_t n, const char *word);
 /* A new copy of s with every occurrence of what (not empty) replaced by with, left to right, a
  * replacement never matched again; NULL when out of memory. An empty what gives a copy of s. */
 char *str_replace_all(const char *s, const char *what, const char *with);
+/* Whether s is 1..max characters of [A-Za-z0-9_.-] not starting with "." or "-": a name as the engines
+ * take it for a container, a network or a volume, which can never be read as a path or an option. */
+bool ref_name_is_valid(const char *s, size_t max);
+
 /* The index of s in table[0..n) (NULL entries skipped), or -EINVAL when it is not there or s is NULL: the
  * _from_string() of an enum with a name table. */
 int string_table_lookup(const char * const *table, size_t n, const char *s);

@@ -18,6 +18,13 @@ int main(void) {
         is_str(endswith("unit.service", ".service"), ".service", "endswith() finds a suffix");
         ok(!endswith("x", "longer"), "endswith() of a suffix longer than the string is NULL");
 
+        ok(ref_name_is_valid("web_1.a-b", 9), "ref_name_is_valid() takes letters, digits, _ . -");
+        ok(ref_name_is_valid("_x", 9), "a leading _ too");
+        ok(!ref_name_is_valid("web_1.a-b", 8), "not one character more than max");
+        ok(!ref_name_is_valid(".x", 9) && !ref_name_is_valid("-x", 9), "not a leading . or -");
+        ok(!ref_name_is_valid("a/b", 9) && !ref_name_is_valid("a b", 9) && !ref_name_is_valid("\xc3\xa9", 9),
+           "no slash, blank or other byte");
+        ok(!ref_name_is_valid("", 9) && !ref_name_is_valid(NULL, 9), "not empty or NULL");
         {
                 static const char * const table[] = { [0] = "allow", [2] = "deny" };
                 is_int(string_table_lookup(table, 3, "deny"), 2, "string_table_lookup() finds a name's index");
