@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 
 #include "io-util.h"
 #include "macro.h"
@@ -32,6 +33,29 @@ static ssize_t read_all(int fd, void *buf, size_t nbytes, off_t offset) {
 
 ssize_t loop_read(int fd, void *buf, size_t nbytes) {
         return read_all(fd, buf, nbytes, -1);
+}
+
+int read_text_fd(int fd, size_t max, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *buf = NULL;
+        ssize_t n;
+
+        if (max >= SIZE_MAX - 1)
+                return -EINVAL;
+        buf = malloc(max + 1);          /* one more than max shows there is more */
+        if (!buf)
+                return -ENOMEM;
+        n = loop_read(fd, buf, max + 1);
+        if (n < 0)
+                return (int) n;
+        if ((size_t) n > max)
+                return -E2BIG;
+        buf[n] = 0;
+        if (strlen(buf) != (size_t) n)
+                return -EINVAL;
+        *ret = TAKE_PTR(buf);
+        if (ret_size)
+                *ret_size = (size_t) n;
+        return 0;
 }
 
 int loop_write(int fd, const void *buf, size_t nbytes) {
@@ -247,6 +271,63 @@ static size_t pump_pending(const PumpDirection *d) {
         return d->in_pipe + (d->end - d->start);
 }
 
+/* What one read (or splice) k from the source means: an error other than EINTR/EAGAIN is returned; EINTR,
+ * EAGAIN or fewer bytes than short_below find the source dry for now (*readable = false); 0 is its end. */
+static int pump_took(PumpDirection *d, ssize_t k, size_t short_below, bool *readable) {
+        if (k < 0) {
+                if (errno != EINTR && errno != EAGAIN)
+                        return -errno;
+                *readable = false;
+        } else if (k == 0)
+                d->eof = true;
+        else if ((size_t) k < short_below)
+                *readable = false;
+        return 0;
+}
+
+/* Reads from the source into the pipe (splice) or, where splice() is refused, into the buffer. */
+static int pump_fill(PumpDirection *d, bool *readable) {
+        ssize_t k;
+        int r;
+
+        if (d->pipe[0] >= 0) {
+                k = splice(d->from, NULL, d->pipe[1], NULL, d->pipe_size, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                r = pump_took(d, k, IO_PUMP_DRAINED_BELOW, readable);
+                if (r >= 0 && k > 0)
+                        d->in_pipe = (size_t) k;
+        } else {
+                k = read(d->from, d->buf, IO_PUMP_COPY_BUFFER_SIZE);
+                r = pump_took(d, k, IO_PUMP_COPY_BUFFER_SIZE, readable);
+                if (r >= 0 && k > 0) {
+                        d->start = 0;
+                        d->end = (size_t) k;
+                }
+        }
+        return r;
+}
+
+/* Writes what is pending to the destination without blocking: 1 when all of it went, 0 when only part or
+ * nothing could go now (EINTR and EAGAIN included). */
+static int pump_drain(PumpDirection *d) {
+        ssize_t k;
+
+        if (d->pipe[0] >= 0) {
+                if (d->moved >= IO_PUMP_GROW_AFTER)
+                        pump_pipe_grow(d);
+                k = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (k >= 0)
+                        d->in_pipe -= (size_t) k;
+        } else {
+                k = send(d->to, d->buf + d->start, d->end - d->start, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (k >= 0)
+                        d->start += (size_t) k;
+        }
+        if (k < 0)
+                return errno == EINTR || errno == EAGAIN ? 0 : -errno;
+        d->moved += (uint64_t) k;
+        return pump_pending(d) == 0;
+}
+
 /* Each step moves as much as the sockets take without blocking: read (or splice in), write out at once
  * without a poll() in between, again, up to IO_PUMP_ROUNDS_MAX rounds before the other direction gets
  * its turn. A poll() per buffer each way would cost more system calls than the bytes are worth. A read
@@ -254,80 +335,24 @@ static size_t pump_pending(const PumpDirection *d) {
  * call per message of a request-response exchange, a fourth of a tunnel's calls), so poll() waits for
  * more. A splice() into a pipe also stops short where the socket's segments take up the pipe's slots
  * (a page each): under IO_PUMP_DRAINED_BELOW only if they were smaller than 1 KiB. */
-static int pump_step_splice(PumpDirection *d, short revents_from, short revents_to) {
+static int pump_step(PumpDirection *d, short revents_from) {
         bool readable = revents_from & (POLLIN | POLLHUP | POLLERR);
-        ssize_t k;
+        int r;
 
         for (unsigned i = 0; i < IO_PUMP_ROUNDS_MAX; i++) {
-                if (d->in_pipe == 0 && !d->eof && readable) {
-                        k = splice(d->from, NULL, d->pipe[1], NULL, d->pipe_size, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                        if (k < 0) {
-                                if (errno != EINTR && errno != EAGAIN)
-                                        return -errno;
-                                readable = false;
-                        } else if (k == 0)
-                                d->eof = true;
-                        else {
-                                d->in_pipe = (size_t) k;
-                                if ((size_t) k < IO_PUMP_DRAINED_BELOW)
-                                        readable = false;
-                        }
+                if (pump_pending(d) == 0 && !d->eof && readable) {
+                        r = pump_fill(d, &readable);
+                        if (r < 0)
+                                return r;
                 }
-                if (d->in_pipe == 0)
-                        return 0;
-                if (d->moved >= IO_PUMP_GROW_AFTER)
-                        pump_pipe_grow(d);
-                k = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                if (k < 0)
-                        return errno == EINTR || errno == EAGAIN ? 0 : -errno;
-                d->in_pipe -= (size_t) k;
-                d->moved += (uint64_t) k;
-                if (d->in_pipe > 0 || !readable)
-                        return 0;
+                if (pump_pending(d) == 0)
+                        break;
+                r = pump_drain(d);
+                if (r < 0)
+                        return r;
+                if (r == 0 || !readable)
+                        break;
         }
-        (void) revents_to;
-        return 0;
-}
-
-static int pump_step_copy(PumpDirection *d, short revents_from, short revents_to) {
-        bool readable = revents_from & (POLLIN | POLLHUP | POLLERR);
-        ssize_t k;
-
-        for (unsigned i = 0; i < IO_PUMP_ROUNDS_MAX; i++) {
-                if (d->start == d->end && !d->eof && readable) {
-                        k = read(d->from, d->buf, IO_PUMP_COPY_BUFFER_SIZE);
-                        if (k < 0) {
-                                if (errno != EINTR && errno != EAGAIN)
-                                        return -errno;
-                                readable = false;
-                        } else if (k == 0)
-                                d->eof = true;
-                        else {
-                                d->start = 0;
-                                d->end = (size_t) k;
-                                if ((size_t) k < IO_PUMP_COPY_BUFFER_SIZE)
-                                        readable = false;
-                        }
-                }
-                if (d->start == d->end)
-                        return 0;
-                k = send(d->to, d->buf + d->start, d->end - d->start, MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (k < 0)
-                        return errno == EINTR || errno == EAGAIN ? 0 : -errno;
-                d->start += (size_t) k;
-                d->moved += (uint64_t) k;
-                if (d->start < d->end || !readable)
-                        return 0;
-        }
-        (void) revents_to;
-        return 0;
-}
-
-static int pump_step(PumpDirection *d, short revents_from, short revents_to) {
-        int r = d->pipe[0] >= 0 ? pump_step_splice(d, revents_from, revents_to) : pump_step_copy(d, revents_from, revents_to);
-
-        if (r < 0)
-                return r;
         if (d->eof && pump_pending(d) == 0 && !d->shut) {
                 (void) shutdown(d->to, SHUT_WR);
                 d->shut = true;
@@ -381,9 +406,9 @@ int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPum
                         r = half_closed ? 0 : -ETIMEDOUT;
                         break;
                 }
-                r = pump_step(&ab, p[0].revents, p[1].revents);
+                r = pump_step(&ab, p[0].revents);
                 if (r >= 0)
-                        r = pump_step(&ba, p[1].revents, p[0].revents);
+                        r = pump_step(&ba, p[1].revents);
                 /* splice() refused: EINVAL for fds that cannot splice, ENOSYS or EPERM where a seccomp
                  * profile takes it away (loop's workload profile does, for the relay in the container). */
                 if ((r == -EINVAL || r == -ENOSYS || r == -EPERM) && ab.pipe[0] >= 0 && ab.moved == 0 && ba.moved == 0 &&
@@ -430,3 +455,19 @@ int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPum
         safe_close(ba.pipe[1]);
         return r;
 }
+
+int listen_fd_prepare(int fd, bool nonblocking) {
+        int r, flags;
+
+        r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOTSOCK;
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, nonblocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK) < 0 ||
+            fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+                return -errno;
+        return 0;
+}
+

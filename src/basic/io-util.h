@@ -19,6 +19,10 @@ ssize_t loop_pread(int fd, void *buf, size_t nbytes, off_t offset);
  * size - 1 bytes, NUL-terminated; returns their number or -errno. */
 ssize_t read_snapshot(int fd, char *buf, size_t size);
 
+/* All of a stream (a pipe, standard input) up to its end, as text: NUL-terminated in *ret, with its length
+ * in *ret_size (may be NULL). More than max bytes is -E2BIG, a NUL byte in it -EINVAL (it would cut the text). */
+int read_text_fd(int fd, size_t max, char **ret, size_t *ret_size);
+
 /* Waits until fd is ready for events (poll()), at most until deadline_usec (CLOCK_MONOTONIC; UINT64_MAX:
  * no limit), retried when interrupted; returns the revents (> 0), -ETIMEDOUT, or -errno. */
 int fd_wait_until(int fd, short events, uint64_t deadline_usec);
@@ -62,3 +66,7 @@ typedef struct FdPumpStats {
 int fd_pump(int a, int b, int idle_timeout_ms, int half_closed_timeout_ms, FdPumpStats *ret_stats);
 /* How many pipes of running pumps are grown now. */
 unsigned fd_pump_pipes_grown(void);
+
+/* Checks that fd is an AF_UNIX stream socket in listening state (else -ENOTSOCK), and makes it close-on-exec
+ * and blocking or not as asked: what every listener a helper is handed goes through. */
+int listen_fd_prepare(int fd, bool nonblocking);

@@ -9,6 +9,7 @@
 #include "io-util.h"
 #include "audit.h"
 #include "log.h"
+#include "string-util.h"
 
 #define LOG_LINE_MAX 2048
 
@@ -44,18 +45,20 @@ static const char * const log_level_table[] = {
 };
 
 LogTarget log_target_from_string(const char *s) {
-        for (size_t i = 0; i < ELEMENTSOF(log_target_table); i++)
-                if (streq(s, log_target_table[i]))
-                        return (LogTarget) i;
+        int i = string_table_lookup(log_target_table, ELEMENTSOF(log_target_table), s);
+
+        if (i >= 0)
+                return (LogTarget) i;
         if (streq(s, "stderr"))
                 return LOG_TARGET_CONSOLE;
         return _LOG_TARGET_INVALID;
 }
 
 int log_level_from_string(const char *s) {
-        for (size_t i = 0; i < ELEMENTSOF(log_level_table); i++)
-                if (streq(s, log_level_table[i]))
-                        return (int) i;
+        int i = string_table_lookup(log_level_table, ELEMENTSOF(log_level_table), s);
+
+        if (i >= 0)
+                return i;
         if (streq(s, "error"))
                 return LOG_ERR;
         if (streq(s, "warn"))

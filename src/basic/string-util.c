@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,49 @@ const char *endswith(const char *s, const char *suffix) {
         if (k > l)
                 return NULL;
         return strcmp(s + l - k, suffix) == 0 ? s + l - k : NULL;
+}
+
+bool ref_name_is_valid(const char *s, size_t max) {
+        size_t n;
+
+        if (!s)
+                return false;
+        n = strlen(s);
+        if (n == 0 || n > max || s[0] == '.' || s[0] == '-')
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                      *p == '_' || *p == '.' || *p == '-'))
+                        return false;
+        return true;
+}
+
+int string_table_lookup(const char * const *table, size_t n, const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (table[i] && strcmp(table[i], s) == 0)
+                        return (int) i;
+        return -EINVAL;
+}
+
+int strprintf_va(char **ret, const char *format, va_list ap) {
+        char *s;
+
+        if (vasprintf(&s, format, ap) < 0)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+int strprintf(char **ret, const char *format, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, format);
+        r = strprintf_va(ret, format, ap);
+        va_end(ap);
+        return r;
 }
 
 int free_and_strdup(char **dst, const char *src) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "io-util.h"
+#include "string-util.h"
 #include "unit-file.h"
 
 struct UnitFile {
@@ -211,10 +212,10 @@ int unit_file_setf(UnitFile *u, const char *key, const char *format, ...) {
         int k;
 
         va_start(ap, format);
-        k = vasprintf(&value, format, ap);
+        k = strprintf_va(&value, format, ap);
         va_end(ap);
         if (k < 0)
-                return unit_file_fail(u, -ENOMEM);
+                return unit_file_fail(u, k);
         return unit_file_put(u, key, value);
 }
 

@@ -51,12 +51,7 @@ const char *container_type_to_string(ContainerType t) {
 }
 
 ContainerType container_type_from_string(const char *s) {
-        if (!s)
-                return _CONTAINER_TYPE_INVALID;
-        for (ContainerType t = 0; t < _CONTAINER_TYPE_MAX; t++)
-                if (streq(container_type_table[t], s))
-                        return t;
-        return _CONTAINER_TYPE_INVALID;
+        return (ContainerType) string_table_lookup(container_type_table, _CONTAINER_TYPE_MAX, s);
 }
 
 /* ---- small path and string helpers ---- */
@@ -569,10 +564,10 @@ static int plan_skip(ContainerPlan *p, const char *format, ...) {
         int r;
 
         va_start(ap, format);
-        r = vasprintf(&line, format, ap);
+        r = strprintf_va(&line, format, ap);
         va_end(ap);
         if (r < 0)
-                return -ENOMEM;
+                return r;
         log_debug("Container plan: %s", line);
         return strv_consume(&p->skipped, line);
 }

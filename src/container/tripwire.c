@@ -565,9 +565,10 @@ static int remove_tree(int dir_fd, const char *name) {
         return unlinkat(dir_fd, name, 0) < 0 ? -errno : 0;
 }
 
-/* Opens rel's directory below the work dir, creating what is missing and removing what is in the way
- * (a file or a symlink where a directory belongs). */
-static int ensure_dir(Tripwire *t, const char *rel, unsigned *changed) {
+/* Opens rel's directory below the work dir into *ret_fd (1), removing what is in the way (a file or a
+ * symlink where a directory belongs). With create, what is missing is made; without, a missing directory
+ * or one that had to be removed ends the walk with 0 (nothing below it can be there). */
+static int open_work_dir(Tripwire *t, const char *rel, bool create, unsigned *changed, int *ret_fd) {
         _cleanup_free_ char *copy = strdup(rel);
         _cleanup_close_ int cur = -EBADF;
         char *save = NULL;
@@ -584,9 +585,13 @@ static int ensure_dir(Tripwire *t, const char *rel, unsigned *changed) {
                         if (unlinkat(cur, c, 0) < 0)
                                 return -errno;
                         (*changed)++;
+                        if (!create)
+                                return 0;
                         fd = -ENOENT;
                 }
                 if (fd == -ENOENT) {
+                        if (!create)
+                                return 0;
                         if (mkdirat(cur, c, 0755) < 0)
                                 return -errno;
                         (*changed)++;
@@ -597,7 +602,8 @@ static int ensure_dir(Tripwire *t, const char *rel, unsigned *changed) {
                 safe_close(cur);
                 cur = fd;
         }
-        return TAKE_FD(cur);
+        *ret_fd = TAKE_FD(cur);
+        return 1;
 }
 
 static int restore_entry(Tripwire *t, const Entry *e, unsigned *changed) {
@@ -606,6 +612,7 @@ static int restore_entry(Tripwire *t, const Entry *e, unsigned *changed) {
         const char *name;
         char *slash;
         struct stat st;
+        int r;
 
         if (!parent)
                 return -ENOMEM;
@@ -619,31 +626,10 @@ static int restore_entry(Tripwire *t, const Entry *e, unsigned *changed) {
                 /* What appeared goes, and a file or symlink standing where a directory of its path
                  * belongs (all were directories or missing at the snapshot); directories that appeared
                  * on the way are left as they are. */
-                _cleanup_free_ char *walk = strdup(parent);
-                char *save = NULL;
-                int k;
+                int k = open_work_dir(t, parent, false, changed, &pfd);
 
-                if (!walk)
-                        return -ENOMEM;
-                pfd = open_beneath(t->work_fd, "", O_PATH | O_DIRECTORY);
-                if (pfd < 0)
-                        return pfd;
-                for (char *c = strtok_r(walk, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-                        int dfd = open_beneath(pfd, c, O_PATH | O_DIRECTORY);
-
-                        if (dfd == -ENOENT)
-                                return 0;
-                        if (dfd == -ENOTDIR || dfd == -ELOOP) {
-                                if (unlinkat(pfd, c, 0) < 0)
-                                        return -errno;
-                                (*changed)++;
-                                return 0;
-                        }
-                        if (dfd < 0)
-                                return dfd;
-                        safe_close(pfd);
-                        pfd = dfd;
-                }
+                if (k <= 0)
+                        return k;
                 if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         return errno == ENOENT ? 0 : -errno;
                 k = remove_tree(pfd, name);
@@ -652,9 +638,9 @@ static int restore_entry(Tripwire *t, const Entry *e, unsigned *changed) {
                 (*changed)++;
                 return 0;
         }
-        pfd = ensure_dir(t, parent, changed);
-        if (pfd < 0)
-                return pfd;
+        r = open_work_dir(t, parent, true, changed, &pfd);
+        if (r < 0)
+                return r;
         /* An O_PATH fd of a directory cannot be written through: reopen it. */
         {
                 int d = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

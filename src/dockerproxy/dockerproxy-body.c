@@ -12,6 +12,7 @@
 #include "dockerproxy-nested.h"
 #include "json-util.h"
 #include "macro.h"
+#include "string-util.h"
 #include "strv.h"
 
 typedef enum FieldType {
@@ -97,13 +98,7 @@ ONE_OF(check_consistency, "is not a mount consistency", "", "default", "consiste
 ONE_OF(check_ulimit_name, "is not a ulimit the proxy allows (nofile, nproc, core, stack)", "nofile", "nproc", "core", "stack")
 
 static bool ref_chars_valid(const char *s) {
-        if (isempty(s) || strlen(s) > 256 || s[0] == '.' || s[0] == '-')
-                return false;
-        for (const char *p = s; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                      *p == '_' || *p == '.' || *p == '-'))
-                        return false;
-        return true;
+        return ref_name_is_valid(s, 256);
 }
 
 /* Names the engines read as a network mode rather than a network's name. */

@@ -7,6 +7,7 @@
 #include "egress-config.h"
 #include "io-util.h"
 #include "json-util.h"
+#include "string-util.h"
 
 void egress_config_done(EgressConfig *c) {
         free(c->error);
@@ -31,13 +32,9 @@ static int config_fail(EgressConfig *c, const char *format, ...) {
         int r;
 
         va_start(ap, format);
-        r = vasprintf(&c->error, format, ap);
+        r = strprintf_va(&c->error, format, ap);
         va_end(ap);
-        if (r < 0) {
-                c->error = NULL;
-                return -ENOMEM;
-        }
-        return 0;
+        return r;
 }
 
 static const char *json_str(json_object *o, const char *key) {

@@ -289,16 +289,7 @@ static int upstream_tls(EgressConn *c, const char *host) {
 }
 
 int egress_conn_up_write(EgressConn *c, const void *buf, size_t n) {
-        if (!c->ssl)
-                return loop_write(c->up, buf, n);
-        while (n > 0) {
-                int k = SSL_write(c->ssl, buf, (int) MIN(n, (size_t) INT_MAX));
-                if (k <= 0)
-                        return -EIO;
-                buf = (const char *) buf + k;
-                n -= (size_t) k;
-        }
-        return 0;
+        return egress_write_all(c->ssl, c->up, buf, n, -EIO);
 }
 
 ssize_t egress_conn_up_read(EgressConn *c, void *buf, size_t n) {

@@ -5,6 +5,7 @@
 #include "egress-dial.h"
 #include "egress-exchange.h"
 #include "log.h"
+#include "secret-buffer.h"
 
 /* ---- one exchange: the request's body up, the response down ---- */
 
@@ -89,40 +90,9 @@ static int client_send_response(EgressConn *c, const char *buf, size_t n) {
         return 0;
 }
 
-/* What goes to the agent next, collected so that a small response leaves in one write (one TLS record):
+/* What goes to the agent next (o) is collected so that a small response leaves in one write (one TLS record):
  * sent before the gateway waits for the upstream, and at the end. */
-typedef struct ClientOut {
-        char *data;
-        size_t size, allocated;
-} ClientOut;
-
-static void client_out_done(ClientOut *o) {
-        if (o->data)
-                explicit_bzero(o->data, o->allocated);
-        free(o->data);
-        *o = (ClientOut) {};
-}
-
-static int client_out_append(ClientOut *o, const char *s, size_t n) {
-        if (o->size + n > o->allocated) {
-                size_t want = MAX(o->allocated * 2, o->size + n + 256);
-                char *d = malloc(want);
-                if (!d)
-                        return -ENOMEM;
-                if (o->data) {
-                        memcpy(d, o->data, o->size);
-                        explicit_bzero(o->data, o->allocated);
-                        free(o->data);
-                }
-                o->data = d;
-                o->allocated = want;
-        }
-        memcpy(o->data + o->size, s, n);
-        o->size += n;
-        return 0;
-}
-
-static int client_out_flush(EgressConn *c, ClientOut *o) {
+static int client_out_flush(EgressConn *c, SecretBuffer *o) {
         int q = 0;
 
         if (o->size > 0)
@@ -134,7 +104,7 @@ static int client_out_flush(EgressConn *c, ClientOut *o) {
 }
 
 /* Scrubs in[0..n) (and what was held back) into o, as one chunk when chunked. */
-static int scrub_append(EgressConn *c, ClientOut *o, const char *in, size_t n, bool final, bool chunked) {
+static int scrub_append(EgressConn *c, SecretBuffer *o, const char *in, size_t n, bool final, bool chunked) {
         _cleanup_free_ char *out = NULL;
         char line[GATEWAY_CHUNK_LINE_MAX];
         size_t size = 0;
@@ -144,11 +114,11 @@ static int scrub_append(EgressConn *c, ClientOut *o, const char *in, size_t n, b
         if (q >= 0 && size > 0) {
                 l = snprintf(line, sizeof line, "%zx\r\n", size);
                 if (chunked)
-                        q = client_out_append(o, line, (size_t) l);
+                        q = secret_buffer_append(o, line, (size_t) l);
                 if (q >= 0)
-                        q = client_out_append(o, out, size);
+                        q = secret_buffer_append(o, out, size);
                 if (q >= 0 && chunked)
-                        q = client_out_append(o, "\r\n", 2);
+                        q = secret_buffer_append(o, "\r\n", 2);
         }
         if (out)
                 explicit_bzero(out, size);
@@ -158,7 +128,7 @@ static int scrub_append(EgressConn *c, ClientOut *o, const char *in, size_t n, b
 /* The head of a response to an injected request, scrubbed, into o; a body framed by Content-Length is
  * sent on chunked instead (a dummy need not be as long as its secret), or, to an HTTP/1.0 client, until
  * the connection closes. */
-static int scrub_head(EgressConn *c, ClientOut *o, const char *head, size_t size, bool rechunk, bool *ret_until_close) {
+static int scrub_head(EgressConn *c, SecretBuffer *o, const char *head, size_t size, bool rechunk, bool *ret_until_close) {
         _cleanup_free_ char *out = NULL;
         EgressScrub h = c->scrub;
         size_t n = 0;
@@ -171,7 +141,7 @@ static int scrub_head(EgressConn *c, ClientOut *o, const char *head, size_t size
                 return q;
         *ret_until_close = false;
         if (!rechunk) {
-                q = client_out_append(o, out, n);
+                q = secret_buffer_append(o, out, n);
                 explicit_bzero(out, n);
                 return q;
         }
@@ -182,22 +152,22 @@ static int scrub_head(EgressConn *c, ClientOut *o, const char *head, size_t size
                 if (l == 2)
                         break;  /* the blank line */
                 if (!(i > 0 && l >= 15 && strncasecmp(out + i, "Content-Length:", 15) == 0))
-                        q = client_out_append(o, out + i, l);
+                        q = secret_buffer_append(o, out + i, l);
                 i += l;
         }
         explicit_bzero(out, n);
         if (q < 0)
                 return q;
         if (c->req.version_minor >= 1)
-                q = client_out_append(o, "Transfer-Encoding: chunked\r\n", 28);
+                q = secret_buffer_append(o, "Transfer-Encoding: chunked\r\n", 28);
         else
                 *ret_until_close = true;
-        return q < 0 ? q : client_out_append(o, "\r\n", 2);
+        return q < 0 ? q : secret_buffer_append(o, "\r\n", 2);
 }
 
 /* Reads the next piece of the response; what is waiting for the agent goes first, so nothing is held
  * back while the upstream is silent (server-sent events). */
-static ssize_t scrub_read(EgressConn *c, ClientOut *o, char *buf, size_t size) {
+static ssize_t scrub_read(EgressConn *c, SecretBuffer *o, char *buf, size_t size) {
         ssize_t k;
 
         if (client_out_flush(c, o) < 0)
@@ -212,7 +182,7 @@ static ssize_t scrub_read(EgressConn *c, ClientOut *o, char *buf, size_t size) {
  * scrubbed of the secret (egress_scrub()), chunks re-made (extensions and trailers dropped). */
 static int response_relay_scrubbed(EgressConn *c, const EgressResponseFraming *f, char *buf, size_t have,
                                    bool *ret_upstream_reusable, bool *ret_client_reusable) {
-        _cleanup_(client_out_done) ClientOut o = {};
+        _cleanup_(secret_buffer_wipe) SecretBuffer o = {};
         bool rechunk = !f->chunked && !f->until_close && f->length > 0, to_close = false, extra = false;
         bool chunked_out;
         size_t off = f->head_size;
@@ -280,7 +250,7 @@ static int response_relay_scrubbed(EgressConn *c, const EgressResponseFraming *f
 
         /* what was held back, then the last chunk: with a small response, all in the head's write */
         if ((q = scrub_append(c, &o, NULL, 0, true, chunked_out)) < 0 ||
-            (chunked_out && (q = client_out_append(&o, "0\r\n\r\n", 5)) < 0))
+            (chunked_out && (q = secret_buffer_append(&o, "0\r\n\r\n", 5)) < 0))
                 return q;
         if (client_out_flush(c, &o) < 0)
                 return -ECONNRESET;
@@ -322,7 +292,7 @@ static int response_relay(EgressConn *c, bool *ret_upstream_reusable, bool *ret_
                 }
                 /* an interim head (103 Early Hints may carry Link headers) is scrubbed too */
                 if (c->scrub.n > 0) {
-                        _cleanup_(client_out_done) ClientOut o = {};
+                        _cleanup_(secret_buffer_wipe) SecretBuffer o = {};
                         bool unused;
                         q = scrub_head(c, &o, buf, f.head_size, false, &unused);
                         if (q >= 0)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
@@ -167,17 +168,22 @@ ssize_t egress_conn_client_read(EgressConn *c, void *buf, size_t size, int timeo
         return SSL_get_error(c->client_ssl, k) == SSL_ERROR_ZERO_RETURN ? 0 : -ECONNRESET;
 }
 
-int egress_conn_client_write(EgressConn *c, const void *buf, size_t n) {
-        if (!c->client_ssl)
-                return loop_write(c->fd, buf, n);
+int egress_write_all(SSL *ssl, int fd, const void *buf, size_t n, int ssl_error) {
+        assert(ssl_error < 0);
+        if (!ssl)
+                return loop_write(fd, buf, n);
         while (n > 0) {
-                int k = SSL_write(c->client_ssl, buf, (int) MIN(n, (size_t) INT_MAX));
+                int k = SSL_write(ssl, buf, (int) MIN(n, (size_t) INT_MAX));
                 if (k <= 0)
-                        return -EPIPE;
+                        return ssl_error;
                 buf = (const char *) buf + k;
                 n -= (size_t) k;
         }
         return 0;
+}
+
+int egress_conn_client_write(EgressConn *c, const void *buf, size_t n) {
+        return egress_write_all(c->client_ssl, c->fd, buf, n, -EPIPE);
 }
 
 

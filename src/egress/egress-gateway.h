@@ -118,6 +118,9 @@ ssize_t egress_read_timeout(int fd, void *buf, size_t size, int timeout_ms);
 /* The agent's side: the relay's connection, or TLS on it once intercepted. */
 ssize_t egress_conn_client_read(EgressConn *c, void *buf, size_t size, int timeout_ms);
 int egress_conn_client_write(EgressConn *c, const void *buf, size_t n);
+/* Writes all of buf through ssl, or to fd with loop_write() when ssl is NULL. A failed SSL_write() is
+ * returned as ssl_error: the caller says what that is (a client gone, -EPIPE; a broken upstream, -EIO). */
+int egress_write_all(SSL *ssl, int fd, const void *buf, size_t n, int ssl_error);
 
 /* A text/plain answer "loop egress gateway: why", the connection closed after it; c->status is set. */
 int egress_conn_reply(EgressConn *c, int status, const char *why);

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "egress-policy.h"
+#include "string-util.h"
 #include "strv.h"
 
 static const char * const egress_decision_table[_EGRESS_DECISION_MAX] = {
@@ -23,12 +24,7 @@ const char *egress_decision_to_string(EgressDecision d) {
 }
 
 EgressDecision egress_decision_from_string(const char *s) {
-        if (!s)
-                return _EGRESS_DECISION_INVALID;
-        for (size_t i = 0; i < _EGRESS_DECISION_MAX; i++)
-                if (streq(egress_decision_table[i], s))
-                        return (EgressDecision) i;
-        return _EGRESS_DECISION_INVALID;
+        return (EgressDecision) string_table_lookup(egress_decision_table, _EGRESS_DECISION_MAX, s);
 }
 
 static void egress_rule_done(EgressRule *r) {
@@ -287,7 +283,7 @@ static int compile_error(char **ret_error, const char *format, ...) {
 
         if (ret_error) {
                 va_start(ap, format);
-                if (vasprintf(ret_error, format, ap) < 0)
+                if (strprintf_va(ret_error, format, ap) < 0)
                         *ret_error = NULL;
                 va_end(ap);
         }

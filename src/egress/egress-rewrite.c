@@ -5,6 +5,7 @@
 
 #include "egress-rewrite.h"
 #include "http-server.h"
+#include "secret-buffer.h"
 #include "string-util.h"
 
 /* Besides RFC 9110 7.6.1's and the proxy's own: the headers the gateway writes itself, and Expect (it
@@ -57,43 +58,6 @@ static int header_value(const HttpHeader *h, const EgressPolicy *p, const Egress
         return 0;
 }
 
-/* A head being built: grown by copying, so that no stale copy of a secret stays behind in freed memory. */
-typedef struct HeadBuffer {
-        char *data;
-        size_t size, allocated;
-} HeadBuffer;
-
-static int head_append(HeadBuffer *b, const char *s, size_t n) {
-        if (b->size + n > b->allocated) {
-                size_t want = MAX(b->allocated * 2, b->size + n);
-                char *d = malloc(want);
-                if (!d)
-                        return -ENOMEM;
-                if (b->data) {
-                        memcpy(d, b->data, b->size);
-                        explicit_bzero(b->data, b->size);
-                        free(b->data);
-                }
-                b->data = d;
-                b->allocated = want;
-        }
-        memcpy(b->data + b->size, s, n);
-        b->size += n;
-        return 0;
-}
-
-static int head_append_str(HeadBuffer *b, const char *s) {
-        return head_append(b, s, strlen(s));
-}
-
-static void head_buffer_wipe(HeadBuffer *b) {
-        if (b->data) {
-                explicit_bzero(b->data, b->size);
-                free(b->data);
-        }
-        *b = (HeadBuffer) {};
-}
-
 /* Whether s holds a real secret the gateway knows: the agent never had one, so one coming from it was
  * echoed back to it by some server, and goes nowhere. */
 static bool holds_secret(const char *s, const EgressPolicy *p, const EgressApiAuth *api) {
@@ -110,7 +74,7 @@ static bool holds_secret(const char *s, const EgressPolicy *p, const EgressApiAu
 
 int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const EgressRule *rule, const EgressApiAuth *api,
                          const char *host_header, char **ret_head, size_t *ret_size, const char **ret_reason) {
-        HeadBuffer b = {};
+        SecretBuffer b = {};
         size_t estimate = 64 + strlen(r->method) + strlen(r->path) + strlen(strempty(r->query)) + strlen(host_header);
         int q;
 
@@ -128,11 +92,11 @@ int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const Egre
                 return -ENOMEM;
         b.allocated = estimate + 256;
 
-        if ((q = head_append_str(&b, r->method)) < 0 || (q = head_append(&b, " ", 1)) < 0 ||
-            (q = head_append_str(&b, r->path)) < 0 ||
-            (r->query && ((q = head_append(&b, "?", 1)) < 0 || (q = head_append_str(&b, r->query)) < 0)) ||
-            (q = head_append_str(&b, " HTTP/1.1\r\nHost: ")) < 0 || (q = head_append_str(&b, host_header)) < 0 ||
-            (q = head_append(&b, "\r\n", 2)) < 0)
+        if ((q = secret_buffer_append_str(&b, r->method)) < 0 || (q = secret_buffer_append(&b, " ", 1)) < 0 ||
+            (q = secret_buffer_append_str(&b, r->path)) < 0 ||
+            (r->query && ((q = secret_buffer_append(&b, "?", 1)) < 0 || (q = secret_buffer_append_str(&b, r->query)) < 0)) ||
+            (q = secret_buffer_append_str(&b, " HTTP/1.1\r\nHost: ")) < 0 || (q = secret_buffer_append_str(&b, host_header)) < 0 ||
+            (q = secret_buffer_append(&b, "\r\n", 2)) < 0)
                 goto fail;
         for (size_t i = 0; i < r->n_headers; i++) {
                 const HttpHeader *h = &r->headers[i];
@@ -143,13 +107,13 @@ int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const Egre
                 q = header_value(h, p, rule, api, &v, ret_reason);
                 if (q < 0)
                         goto fail;
-                q = head_append_str(&b, h->name);
+                q = secret_buffer_append_str(&b, h->name);
                 if (q >= 0)
-                        q = head_append(&b, ": ", 2);
+                        q = secret_buffer_append(&b, ": ", 2);
                 if (q >= 0)
-                        q = head_append_str(&b, v ?: h->value);
+                        q = secret_buffer_append_str(&b, v ?: h->value);
                 if (q >= 0)
-                        q = head_append(&b, "\r\n", 2);
+                        q = secret_buffer_append(&b, "\r\n", 2);
                 if (v)
                         explicit_bzero(v, strlen(v));
                 if (q < 0)
@@ -158,21 +122,21 @@ int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const Egre
         /* The body goes on re-chunked by the gateway, never as the client framed it. No "Connection:
          * close": the upstream connection is kept for the next request (the gateway frames every
          * message itself, so nothing of the client's reaches an upstream connection unchecked). */
-        q = head_append_str(&b, r->chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "\r\n");
+        q = secret_buffer_append_str(&b, r->chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "\r\n");
         if (q >= 0)
-                q = head_append(&b, "", 1);     /* NUL-terminated, not counted */
+                q = secret_buffer_append(&b, "", 1);     /* NUL-terminated, not counted */
         if (q < 0)
                 goto fail;
         b.size--;
         if (b.size > EGRESS_UPSTREAM_HEAD_MAX) {
-                head_buffer_wipe(&b);
+                secret_buffer_wipe(&b);
                 return fail("head-too-large", -E2BIG, ret_reason);
         }
         *ret_head = TAKE_PTR(b.data);
         *ret_size = b.size;
         return 0;
 fail:
-        head_buffer_wipe(&b);
+        secret_buffer_wipe(&b);
         return q;
 }
 

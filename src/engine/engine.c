@@ -167,8 +167,7 @@ static void engine_set_error(Engine *e, const char *format, ...) {
         va_list ap;
 
         va_start(ap, format);
-        if (vasprintf(&s, format, ap) < 0)
-                s = NULL;
+        (void) strprintf_va(&s, format, ap);
         va_end(ap);
         free(e->last_error);
         e->last_error = s;
@@ -247,17 +246,6 @@ static int query_add(char **q, const char *key, const char *value) {
         free(*q);
         *q = n;
         return 0;
-}
-
-static int path_build(char **ret, const char *format, ...) _printf_(2, 3);
-static int path_build(char **ret, const char *format, ...) {
-        va_list ap;
-        int k;
-
-        va_start(ap, format);
-        k = vasprintf(ret, format, ap);
-        va_end(ap);
-        return k < 0 ? -ENOMEM : 0;
 }
 
 /* ---- response sinks ---- */
@@ -716,6 +704,14 @@ static int call(Engine *e, Request *r) {
         return call_json(e, r, NULL);
 }
 
+/* GET PATH, the answer parsed into *ret. */
+static int call_get(Engine *e, const char *path, json_object **ret) {
+        Request r = REQUEST("GET", path);
+
+        assert(e);
+        return call_json(e, &r, ret);
+}
+
 /* METHOD /COLLECTION/REF REST, REF checked first (as an image name in "images", as a container, volume,
  * network or exec name or id elsewhere), the answer parsed into *ret unless ret is NULL. */
 static int call_on(Engine *e, const char *method, const char *collection, const char *ref, const char *rest,
@@ -727,7 +723,7 @@ static int call_on(Engine *e, const char *method, const char *collection, const 
         k = streq(collection, "images") || streq(collection, "libpod/images") ? check_image(e, ref) : check_container(e, ref);
         if (k < 0)
                 return k;
-        if (path_build(&p, "/%s/%s%s", collection, ref, rest) < 0)
+        if (strprintf(&p, "/%s/%s%s", collection, ref, rest) < 0)
                 return -ENOMEM;
         Request r = REQUEST(method, p, .extra_timeout_sec = extra_timeout_sec);
         return call_json(e, &r, ret);
@@ -738,6 +734,32 @@ static const char *json_get_string(json_object *o, const char *key) {
         if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
                 return NULL;
         return json_object_get_string(v);
+}
+
+/* A POST that creates something (a container, an exec instance) and answers with its "Id": the id, checked as
+ * any container reference is before it reaches a URL, goes to *ret_id (unless NULL). */
+static int call_for_id(Engine *e, Request *r, char **ret_id) {
+        _cleanup_(json_object_putp) json_object *j = NULL;
+        char shown[ENGINE_NAME_MAX + 64];
+        const char *id;
+        int k;
+
+        k = call_json(e, r, &j);
+        if (k < 0)
+                return k;
+        id = json_get_string(j, "Id");
+        if (!id || !container_ref_valid(id)) {
+                engine_set_error(e, "%s %s: the engine's answer has no valid \"Id\"", r->method,
+                                 request_shown_path(r, shown, sizeof shown));
+                return -EBADMSG;
+        }
+        if (ret_id) {
+                char *c = strdup(id);
+                if (!c)
+                        return -ENOMEM;
+                *ret_id = c;
+        }
+        return 0;
 }
 
 /* ---- the API ---- */
@@ -789,9 +811,7 @@ const char *engine_container_label(json_object *container, const char *key) {
 }
 
 int engine_info(Engine *e, json_object **ret) {
-        Request r = REQUEST("GET", "/info");
-        assert(e);
-        return call_json(e, &r, ret);
+        return call_get(e, "/info", ret);
 }
 
 int engine_image_inspect(Engine *e, const char *name, json_object **ret) {
@@ -803,9 +823,7 @@ int engine_image_inspect_libpod(Engine *e, const char *name, json_object **ret) 
 }
 
 int engine_image_list(Engine *e, json_object **ret) {
-        Request r = REQUEST("GET", "/images/json");
-        assert(e);
-        return call_json(e, &r, ret);
+        return call_get(e, "/images/json", ret);
 }
 
 int engine_image_remove(Engine *e, const char *name, bool force) {
@@ -838,7 +856,7 @@ int engine_image_build(Engine *e, const char *tag, const void *context_tar, size
                         return -ENOMEM;
         }
 
-        if (path_build(&q, "/build") < 0)
+        if (strprintf(&q, "/build") < 0)
                 return -ENOMEM;
         if ((k = query_add(&q, "t", tag)) < 0 ||
             (k = query_add(&q, "dockerfile", isempty(dockerfile) ? "Dockerfile" : dockerfile)) < 0 ||
@@ -871,7 +889,7 @@ int engine_image_import(Engine *e, int tar_fd, const char *repo_tag, char * cons
                 engine_set_error(e, "cannot import as \"%s\": a digest is not a tag", repo_tag);
                 return -EINVAL;
         }
-        if (path_build(&q, "/images/create") < 0)
+        if (strprintf(&q, "/images/create") < 0)
                 return -ENOMEM;
         /* The whole reference goes in repo=: Podman 4.3 ignores tag= (and names the image :latest), Docker
          * parses a tagged repo= the same way. */
@@ -905,15 +923,14 @@ int engine_image_load(Engine *e, int tar_fd) {
 }
 
 int engine_container_create(Engine *e, const char *name, json_object *body, char **ret_id) {
-        _cleanup_(json_object_putp) json_object *j = NULL;
         _cleanup_free_ char *q = NULL;
-        const char *id, *s;
+        const char *s;
         int k;
 
         assert(e);
         assert(body);
 
-        if (path_build(&q, "/containers/create") < 0)
+        if (strprintf(&q, "/containers/create") < 0)
                 return -ENOMEM;
         if (name) {
                 k = check_container(e, name);
@@ -932,21 +949,7 @@ int engine_container_create(Engine *e, const char *name, json_object *body, char
                             .body = s,
                             .body_size = strlen(s),
                             .conflict_errno = -EEXIST);
-        k = call_json(e, &r, &j);
-        if (k < 0)
-                return k;
-        id = json_get_string(j, "Id");
-        if (!id || !container_ref_valid(id)) {
-                engine_set_error(e, "POST /containers/create: the engine's answer has no valid \"Id\"");
-                return -EBADMSG;
-        }
-        if (ret_id) {
-                char *c = strdup(id);
-                if (!c)
-                        return -ENOMEM;
-                *ret_id = c;
-        }
-        return 0;
+        return call_for_id(e, &r, ret_id);
 }
 
 /* The engine answers 304 to a start of a started and a stop of a stopped container: success. */
@@ -964,7 +967,7 @@ int engine_container_wait(Engine *e, const char *id, int *ret_exit_code) {
         k = check_container(e, id);
         if (k < 0)
                 return k;
-        if (path_build(&p, "/containers/%s/wait", id) < 0)
+        if (strprintf(&p, "/containers/%s/wait", id) < 0)
                 return -ENOMEM;
 
         Request r = REQUEST("POST", p, .stream = true);
@@ -996,7 +999,7 @@ int engine_container_logs(Engine *e, const char *id, bool follow, EngineStreamFn
         k = check_container(e, id);
         if (k < 0)
                 return k;
-        if (path_build(&p, "/containers/%s/logs?stdout=1&stderr=1&follow=%d", id, follow) < 0)
+        if (strprintf(&p, "/containers/%s/logs?stdout=1&stderr=1&follow=%d", id, follow) < 0)
                 return -ENOMEM;
 
         /* Even without follow the output may be large: no total timeout, interruptible; without follow the
@@ -1020,7 +1023,7 @@ int engine_volume_create(Engine *e, json_object *body, json_object **ret) {
 
         assert(e);
         assert(body);
-        if (path_build(&p, "/volumes/create") < 0)
+        if (strprintf(&p, "/volumes/create") < 0)
                 return -ENOMEM;
         s = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
         if (!s)
@@ -1035,9 +1038,7 @@ int engine_network_inspect(Engine *e, const char *id, json_object **ret) {
 }
 
 int engine_network_list(Engine *e, json_object **ret) {
-        Request r = REQUEST("GET", "/networks");
-        assert(e);
-        return call_json(e, &r, ret);
+        return call_get(e, "/networks", ret);
 }
 
 int engine_container_list(Engine *e, const char *label, bool all, json_object **ret) {
@@ -1045,7 +1046,7 @@ int engine_container_list(Engine *e, const char *label, bool all, json_object **
         int k;
 
         assert(e);
-        if (path_build(&q, "/containers/json") < 0)
+        if (strprintf(&q, "/containers/json") < 0)
                 return -ENOMEM;
         if (all && (k = query_add(&q, "all", "1")) < 0)
                 return k;
@@ -1111,7 +1112,7 @@ int engine_container_archive_put(Engine *e, const char *id, const char *dir, con
                 engine_set_error(e, "archive destination \"%s\" is not an absolute path", strempty(dir));
                 return -EINVAL;
         }
-        if (path_build(&q, "/containers/%s/archive", id) < 0)
+        if (strprintf(&q, "/containers/%s/archive", id) < 0)
                 return -ENOMEM;
         k = query_add(&q, "path", dir);
         if (k < 0)
@@ -1134,9 +1135,9 @@ int engine_exec_create(Engine *e, const char *id, char * const *argv, char * con
 int engine_exec_create_spec(Engine *e, const char *id, const EngineExecSpec *spec, char **ret_exec_id) {
         char * const *argv = spec->argv, * const *env = spec->env;
         const char *user = spec->user;
-        _cleanup_(json_object_putp) json_object *body = NULL, *j = NULL;
+        _cleanup_(json_object_putp) json_object *body = NULL;
         _cleanup_free_ char *p = NULL;
-        const char *s, *exec_id;
+        const char *s;
         int k;
 
         assert(e);
@@ -1166,25 +1167,11 @@ int engine_exec_create_spec(Engine *e, const char *id, const EngineExecSpec *spe
         s = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
         if (!s)
                 return -ENOMEM;
-        if (path_build(&p, "/containers/%s/exec", id) < 0)
+        if (strprintf(&p, "/containers/%s/exec", id) < 0)
                 return -ENOMEM;
 
         Request r = REQUEST("POST", p, .content_type = "application/json", .body = s, .body_size = strlen(s));
-        k = call_json(e, &r, &j);
-        if (k < 0)
-                return k;
-        exec_id = json_get_string(j, "Id");
-        if (!exec_id || !container_ref_valid(exec_id)) {
-                engine_set_error(e, "POST /containers/%s/exec: the engine's answer has no valid \"Id\"", id);
-                return -EBADMSG;
-        }
-        if (ret_exec_id) {
-                char *c = strdup(exec_id);
-                if (!c)
-                        return -ENOMEM;
-                *ret_exec_id = c;
-        }
-        return 0;
+        return call_for_id(e, &r, ret_exec_id);
 }
 
 int engine_exec_start(Engine *e, const char *exec_id, EngineStreamFn fn, void *userdata, int *ret_exit_code) {
@@ -1197,7 +1184,7 @@ int engine_exec_start(Engine *e, const char *exec_id, EngineStreamFn fn, void *u
         k = check_container(e, exec_id);
         if (k < 0)
                 return k;
-        if (path_build(&p, "/exec/%s/start", exec_id) < 0 || path_build(&pi, "/exec/%s/json", exec_id) < 0)
+        if (strprintf(&p, "/exec/%s/start", exec_id) < 0 || strprintf(&pi, "/exec/%s/json", exec_id) < 0)
                 return -ENOMEM;
 
         /* Docker hijacks the connection: a 200 with a raw body that ends when the connection closes. libcurl
@@ -1248,7 +1235,7 @@ int engine_events(Engine *e, json_object *filters, EngineJsonFn fn, void *userda
 
         assert(e);
         assert(fn);
-        if (path_build(&q, "/events") < 0)
+        if (strprintf(&q, "/events") < 0)
                 return -ENOMEM;
         if (filters) {
                 k = query_add(&q, "filters", json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN));

@@ -10,6 +10,7 @@
 #include "gate-approval.h"
 #include "gate-token.h"
 #include "random-util.h"
+#include "string-util.h"
 
 typedef struct GateCacheEntry {
         char *key;
@@ -51,12 +52,7 @@ const char *gate_answer_to_string(GateAnswer a) {
 }
 
 GateAnswer gate_answer_from_string(const char *s) {
-        if (!s)
-                return _GATE_ANSWER_INVALID;
-        for (size_t i = 0; i < _GATE_ANSWER_MAX; i++)
-                if (streq(s, gate_answer_table[i]))
-                        return (GateAnswer) i;
-        return _GATE_ANSWER_INVALID;
+        return (GateAnswer) string_table_lookup(gate_answer_table, _GATE_ANSWER_MAX, s);
 }
 
 bool gate_request_kind_is_valid(const char *kind) {

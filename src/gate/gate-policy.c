@@ -21,6 +21,7 @@
 #include "io-util.h"
 #include "json-util.h"
 #include "path-util.h"
+#include "string-util.h"
 #include "strv.h"
 
 #define GATE_STACK_BUF 4096U            /* joined args and resolved paths up to this size stay on the stack */
@@ -36,12 +37,7 @@ const char *gate_kind_to_string(GateKind k) {
 }
 
 GateKind gate_kind_from_string(const char *s) {
-        if (!s)
-                return _GATE_KIND_INVALID;
-        for (size_t i = 0; i < _GATE_KIND_MAX; i++)
-                if (streq(gate_kind_table[i], s))
-                        return (GateKind) i;
-        return _GATE_KIND_INVALID;
+        return (GateKind) string_table_lookup(gate_kind_table, _GATE_KIND_MAX, s);
 }
 
 /* deny > approve > allow */
@@ -177,13 +173,9 @@ static int compile_fail(Compiler *c, const char *format, ...) {
         int r;
 
         va_start(ap, format);
-        r = vasprintf(&c->error, format, ap);
+        r = strprintf_va(&c->error, format, ap);
         va_end(ap);
-        if (r < 0) {
-                c->error = NULL;
-                return -ENOMEM;
-        }
-        return -EINVAL;
+        return r < 0 ? r : -EINVAL;
 }
 
 static const char *json_type_name_of(json_object *o) {

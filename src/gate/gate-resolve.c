@@ -132,7 +132,7 @@ static bool proc_dir_is_of(int dir_fd, pid_t pid) {
         return !t || (pid_t) strtol(t + 6, NULL, 10) == pid;
 }
 
-static int finish(GateResolved *res, const char *name) {
+static int finish_path(GateResolved *res, const char *name) {
         _cleanup_free_ char *d = NULL, *joined = NULL;
         struct stat st;
         int r;
@@ -168,6 +168,19 @@ static int finish(GateResolved *res, const char *name) {
                 return -ENOMEM;
         res->name = strdup(name);
         return res->name ? 0 : -ENOMEM;
+}
+
+/* The end of every walk: res gets its path (name in res->dir_fd, or res->fd itself when name is NULL) and
+ * goes to *ret; on failure what it holds is released and *ret is untouched. */
+static int finish(GateResolved *res, const char *name, GateResolved *ret) {
+        int r = finish_path(res, name);
+
+        if (r < 0) {
+                gate_resolved_done(res);
+                return r;
+        }
+        *ret = *res;
+        return 0;
 }
 
 /* The object of a path with its symlinks followed, for a caller that wants only the object and its path
@@ -433,13 +446,7 @@ int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsign
                         if (errno == ENOENT && last) {
                                 res.dir_fd = TAKE_FD(cur);
                                 res.must_be_dir = trailing;
-                                r = finish(&res, name);
-                                if (r < 0) {
-                                        gate_resolved_done(&res);
-                                        return r;
-                                }
-                                *ret = res;
-                                return 0;
+                                return finish(&res, name, ret);
                         }
                         return -errno;
                 }
@@ -532,20 +539,8 @@ int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsign
                 res.dir_fd = TAKE_FD(cur);
                 res.fd = TAKE_FD(fd);
                 res.must_be_dir = trailing;
-                r = finish(&res, name);
-                if (r < 0) {
-                        gate_resolved_done(&res);
-                        return r;
-                }
-                *ret = res;
-                return 0;
+                return finish(&res, name, ret);
         }
 
-        r = finish(&res, NULL);
-        if (r < 0) {
-                gate_resolved_done(&res);
-                return r;
-        }
-        *ret = res;
-        return 0;
+        return finish(&res, NULL, ret);
 }

@@ -4,6 +4,7 @@
 
 #include "gate-record.h"
 #include "gate-server.h"
+#include "list.h"
 #include "log.h"
 #include "json-util.h"
 
@@ -15,12 +16,7 @@ void gate_conn_free(GateConn *c) {
         if (!c)
                 return;
         s = c->server;
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                s->connections = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
+        LIST_REMOVE(s->connections, c);
         if (c->admin)
                 s->n_admin--;
         else
@@ -290,10 +286,7 @@ void gate_server_on_accept(SocketService *service, int fd, const char *listener,
         c->peer_uid = cred.uid;
         c->peer_pid = cred.pid;
         c->fd = TAKE_FD(cfd);
-        c->next = s->connections;
-        if (s->connections)
-                s->connections->prev = c;
-        s->connections = c;
+        LIST_PREPEND(s->connections, c);
         if (admin)
                 s->n_admin++;
         else

@@ -11,6 +11,7 @@
 #include "io-util.h"
 #include "macro.h"
 #include "random-util.h"
+#include "string-util.h"
 
 const char *loop_runtime_dir(void) {
         const char *e = getenv("LOOP_RUNTIME_DIR");
@@ -33,18 +34,7 @@ static int token_dir_path(const char *channel, const char *dirname, char **ret) 
 }
 
 bool gate_container_id_is_valid(const char *id) {
-        size_t n;
-
-        if (!id)
-                return false;
-        n = strlen(id);
-        if (n == 0 || n > GATE_CONTAINER_ID_MAX || id[0] == '.' || id[0] == '-')
-                return false;
-        for (const char *p = id; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                      *p == '_' || *p == '.' || *p == '-'))
-                        return false;
-        return true;
+        return ref_name_is_valid(id, GATE_CONTAINER_ID_MAX);
 }
 
 bool gate_token_is_well_formed(const char *token) {

@@ -10,22 +10,9 @@
 #include "text-escape.h"
 #include "json-util.h"
 
-static int json_add_string(json_object *o, const char *key, const char *value) {
-        json_object *v = json_object_new_string(value);
-
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 int gate_webhook_body(const char *channel, const GatePending *p, uint64_t timeout_usec, char **ret) {
         _cleanup_(json_object_putp) json_object *o = NULL;
         _cleanup_free_ char *target = NULL, *message = NULL, *id = NULL, *text = NULL;
-        json_object *timeout;
         char *body;
 
         target = text_escape_display(p->target, GATE_DISPLAY_MAX);
@@ -35,21 +22,17 @@ int gate_webhook_body(const char *channel, const GatePending *p, uint64_t timeou
             asprintf(&text, "loop: %s asks to %s %s. Answer with: loop gate approve %s [--session] / loop gate deny %s",
                      p->container, p->kind, target, id, id) < 0)
                 return -ENOMEM;
-        if (json_add_string(o, "event", "gate-pending") < 0 ||
-            json_add_string(o, "id", id) < 0 ||
-            json_add_string(o, "channel", channel) < 0 ||
-            json_add_string(o, "container", p->container) < 0 ||
-            json_add_string(o, "kind", p->kind) < 0 ||
-            json_add_string(o, "target", target) < 0 ||
-            json_add_string(o, "message", message) < 0 ||
-            json_add_string(o, "rule", strempty(p->rule)) < 0)
+        if (json_add(o, "event", json_object_new_string("gate-pending")) < 0 ||
+            json_add(o, "id", json_object_new_string(id)) < 0 ||
+            json_add(o, "channel", json_object_new_string(channel)) < 0 ||
+            json_add(o, "container", json_object_new_string(p->container)) < 0 ||
+            json_add(o, "kind", json_object_new_string(p->kind)) < 0 ||
+            json_add(o, "target", json_object_new_string(target)) < 0 ||
+            json_add(o, "message", json_object_new_string(message)) < 0 ||
+            json_add(o, "rule", json_object_new_string(strempty(p->rule))) < 0)
                 return -ENOMEM;
-        timeout = json_object_new_uint64(timeout_usec / 1000000ULL);
-        if (!timeout || json_object_object_add(o, "timeout_sec", timeout) < 0) {
-                json_object_put(timeout);
-                return -ENOMEM;
-        }
-        if (json_add_string(o, "text", text) < 0)
+        if (json_add(o, "timeout_sec", json_object_new_uint64(timeout_usec / 1000000ULL)) < 0 ||
+            json_add(o, "text", json_object_new_string(text)) < 0)
                 return -ENOMEM;
         body = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
         if (!body)

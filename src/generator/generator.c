@@ -47,6 +47,15 @@ static int data_write(int dir_fd, const char *name, mode_t mode, const char *tex
         return 0;
 }
 
+/* A JSON document as a data file, as compact as json-c writes it (no escaped slashes in paths). */
+static int json_data_write(int dir_fd, const char *name, mode_t mode, json_object *doc) {
+        const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+        if (!text)
+                return log_oom();
+        return data_write(dir_fd, name, mode, text);
+}
+
 /* Environment=NAME=N: a number the helper reads with env_uint(). */
 static int set_environment_uint(UnitFile *u, const char *name, uint64_t value) {
         char buf[32];
@@ -293,8 +302,7 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
                 return r;
 
         if (!proxy_policy_channel_document_is_empty(channel)) {
-                r = data_write(dir_fd, policy, 0644,
-                               json_object_to_json_string_ext(channel, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                r = json_data_write(dir_fd, policy, 0644, channel);
                 if (r < 0)
                         return r;
         } else
@@ -320,8 +328,7 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
                             asprintf(&egress_path, "%s/%s", output_dir, egress_policy) < 0 ||
                             asprintf(&egress_credential, "egress:%s", egress_path) < 0)
                                 return log_oom();
-                        r = data_write(dir_fd, egress_policy, 0644,
-                                       json_object_to_json_string_ext(registry_doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                        r = json_data_write(dir_fd, egress_policy, 0644, registry_doc);
                         if (r < 0)
                                 return r;
                 }
@@ -399,8 +406,7 @@ static int generate_gateway(int dir_fd, const Channel *c, const char *output_dir
         if (r < 0)
                 return r;
 
-        r = data_write(dir_fd, cred, 0600,
-                       json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        r = json_data_write(dir_fd, cred, 0600, doc);
         if (r < 0)
                 return r;
 

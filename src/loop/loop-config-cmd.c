@@ -10,6 +10,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-options.h"
 #include "strv.h"
 #include "text-escape.h"
 #include "unit-name.h"
@@ -117,11 +118,8 @@ static int config_check(int argc, char *argv[]) {
         names = argv + optind;
 
         STRV_FOREACH(n, names) {
-                const char *reason;
-                if (channel_name_check(*n, &reason) < 0) {
-                        log_error("\"%s\" is not a valid channel name: %s.", *n, reason);
+                if (!loop_check_channel_name(*n))
                         return EXIT_FAILURE;
-                }
         }
 
         r = config_load(config_dir(), &s);
@@ -259,29 +257,19 @@ static void print_cell(const char *s, size_t width) {
                 putchar(' ');
 }
 
+static void channels_help(void) {
+        printf("loop channels [--json]\n\nList the channels in %s/channels.d/.\n", config_dir());
+}
+
 int verb_channels(int argc, char *argv[]) {
-        enum { ARG_JSON = 0x100 };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "json", no_argument, NULL, ARG_JSON },
-                {}
-        };
         _cleanup_(config_set_freep) ConfigSet *s = NULL;
         _cleanup_(json_object_putp) json_object *arr = NULL;
-        bool json = false;
-        int c, r;
+        bool json;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
-                switch (c) {
-                case 'h':
-                        printf("loop channels [--json]\n\nList the channels in %s/channels.d/.\n", config_dir());
-                        return EXIT_SUCCESS;
-                case ARG_JSON:
-                        json = true;
-                        break;
-                default:
-                        return EXIT_FAILURE;
-                }
+        r = loop_parse_json_options(argc, argv, channels_help, &json);
+        if (r <= 0)
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         if (optind < argc) {
                 log_error("loop channels takes no arguments.");
                 return EXIT_FAILURE;

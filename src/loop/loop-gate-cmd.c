@@ -20,6 +20,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-options.h"
 #include "strv.h"
 
 #define GATE_CMD_RESPONSE_MAX (32U * 1024U * 1024U)
@@ -191,34 +192,24 @@ static int collect_pending(char **channels, bool quiet, json_object **ret) {
         return ret_r;
 }
 
+static void gate_list_help(void) {
+        printf("loop gate list [NAME] [--json]\n");
+}
+
 static int gate_list(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "json", no_argument, NULL, 'j' },
-                { "help", no_argument, NULL, 'h' },
-                {}
-        };
         _cleanup_(json_object_putp) json_object *all = NULL;
         char *one[2] = {};
-        bool json = false;
-        int c, r;
+        bool json;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
-                switch (c) {
-                case 'j':
-                        json = true;
-                        break;
-                case 'h':
-                        printf("loop gate list [NAME] [--json]\n");
-                        return EXIT_SUCCESS;
-                default:
-                        return EXIT_FAILURE;
-                }
+        r = loop_parse_json_options(argc, argv, gate_list_help, &json);
+        if (r <= 0)
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         if (argc - optind > 1)
                 return log_error("Too many arguments."), EXIT_FAILURE;
         if (optind < argc) {
-                const char *reason;
-                if (channel_name_check(argv[optind], &reason) < 0)
-                        return log_error("\"%s\" is not a valid channel name: %s.", argv[optind], reason), EXIT_FAILURE;
+                if (!loop_check_channel_name(argv[optind]))
+                        return EXIT_FAILURE;
                 one[0] = argv[optind];
         }
 

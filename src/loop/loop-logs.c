@@ -12,6 +12,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-options.h"
 
 #define LOGS_FOLLOW_DEFAULT_LINES 10U
 #define JOURNALD_SOCKET "/run/systemd/journal/socket"
@@ -195,7 +196,6 @@ static int logs_parse_argv(int argc, char *argv[], LogsArgs *a) {
                 { "event",  required_argument, NULL, ARG_EVENT },
                 {}
         };
-        const char *reason;
         int c;
 
         while ((c = getopt_long(argc, argv, "hfn:", options, NULL)) >= 0)
@@ -243,10 +243,8 @@ static int logs_parse_argv(int argc, char *argv[], LogsArgs *a) {
         }
         if (optind < argc) {
                 a->channel = argv[optind];
-                if (channel_name_check(a->channel, &reason) < 0) {
-                        log_error("\"%s\" is not a valid channel name: %s.", a->channel, reason);
+                if (!loop_check_channel_name(a->channel))
                         return -EINVAL;
-                }
         }
         return 1;
 }

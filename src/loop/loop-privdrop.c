@@ -44,10 +44,8 @@ int verb_privdrop(int argc, char *argv[]) {
                 { "allow-root", no_argument,       NULL, ARG_ALLOW_ROOT },
                 {}
         };
-        _cleanup_free_ gid_t *groups = NULL;
-        size_t n_groups = 0;
-        bool have_uid = false, have_gid = false, allow_root = false;
-        uint32_t uid = 0, gid = 0;
+        _cleanup_(privdrop_identity_done) PrivdropIdentity id = {};
+        bool allow_root = false;
         int c, r;
 
         /* "+": COMMAND's own options are not ours, even without "--". */
@@ -57,31 +55,10 @@ int verb_privdrop(int argc, char *argv[]) {
                         help();
                         return EXIT_SUCCESS;
                 case ARG_UID:
-                        if (privdrop_parse_id(optarg, &uid) < 0) {
-                                log_error("Invalid --uid \"%s\": expected a number below %u.", optarg, UINT32_MAX);
-                                return EXIT_PRIVDROP_FAILED;
-                        }
-                        have_uid = true;
-                        break;
                 case ARG_GID:
-                        if (privdrop_parse_id(optarg, &gid) < 0) {
-                                log_error("Invalid --gid \"%s\": expected a number below %u.", optarg, UINT32_MAX);
-                                return EXIT_PRIVDROP_FAILED;
-                        }
-                        have_gid = true;
-                        break;
                 case ARG_GROUPS:
-                        groups = mfree(groups);
-                        r = privdrop_parse_groups(optarg, &groups, &n_groups);
-                        if (r == -ENOMEM) {
-                                log_oom();
+                        if (privdrop_identity_set(&id, c == ARG_UID ? "uid" : c == ARG_GID ? "gid" : "groups", optarg) < 0)
                                 return EXIT_PRIVDROP_FAILED;
-                        }
-                        if (r < 0) {
-                                log_error("Invalid --groups \"%s\": expected numeric gids separated by commas%s.",
-                                          optarg, r == -E2BIG ? ", at most 65536" : "");
-                                return EXIT_PRIVDROP_FAILED;
-                        }
                         break;
                 case ARG_ALLOW_ROOT:
                         allow_root = true;
@@ -90,7 +67,7 @@ int verb_privdrop(int argc, char *argv[]) {
                         return EXIT_PRIVDROP_FAILED;    /* getopt printed why */
                 }
 
-        if (!have_uid || !have_gid) {
+        if (!id.have_uid || !id.have_gid) {
                 log_error("privdrop needs both --uid and --gid.");
                 return EXIT_PRIVDROP_FAILED;
         }
@@ -99,22 +76,22 @@ int verb_privdrop(int argc, char *argv[]) {
                 return EXIT_PRIVDROP_FAILED;
         }
         if (!allow_root) {
-                if (uid == 0) {
+                if (id.uid == 0) {
                         log_error("Refusing to run \"%s\" as uid 0 (use --allow-root if that is intended).", argv[optind]);
                         return EXIT_PRIVDROP_FAILED;
                 }
-                if (gid == 0) {
+                if (id.gid == 0) {
                         log_error("Refusing to run \"%s\" with gid 0 (use --allow-root if that is intended).", argv[optind]);
                         return EXIT_PRIVDROP_FAILED;
                 }
-                for (size_t i = 0; i < n_groups; i++)
-                        if (groups[i] == 0) {
+                for (size_t i = 0; i < id.n_groups; i++)
+                        if (id.groups[i] == 0) {
                                 log_error("Refusing supplementary group 0 (use --allow-root if that is intended).");
                                 return EXIT_PRIVDROP_FAILED;
                         }
         }
 
-        r = privdrop_apply(uid, gid, groups, n_groups);
+        r = privdrop_apply(id.uid, id.gid, id.groups, id.n_groups);
         if (r < 0)
                 return EXIT_PRIVDROP_FAILED;
 

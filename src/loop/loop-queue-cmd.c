@@ -13,6 +13,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-options.h"
 #include "queue.h"
 #include "state-dir.h"
 #include "strv.h"
@@ -21,34 +22,18 @@
 #define QUEUE_CMD_LINE_MAX 72U          /* the first line of a result or error is cut to this in tables */
 
 static int read_prompt_stdin(char **ret) {
-        _cleanup_free_ char *buf = malloc(QUEUE_PROMPT_MAX + 2);
-        ssize_t n;
+        char *buf;
+        size_t n;
+        int r;
 
-        if (!buf)
-                return -ENOMEM;
-        n = loop_read(STDIN_FILENO, buf, QUEUE_PROMPT_MAX + 1);
-        if (n < 0)
-                return (int) n;
-        if ((size_t) n > QUEUE_PROMPT_MAX)
-                return -E2BIG;
-        buf[n] = 0;
-        if (strlen(buf) != (size_t) n)
-                return -EINVAL;
+        r = read_text_fd(STDIN_FILENO, QUEUE_PROMPT_MAX, &buf, &n);
+        if (r < 0)
+                return r;
         /* "echo text | loop send NAME -" should not queue the newline echo adds. */
         while (n > 0 && buf[n - 1] == '\n')
                 buf[--n] = 0;
-        *ret = TAKE_PTR(buf);
+        *ret = buf;
         return 0;
-}
-
-static bool check_channel_name(const char *name) {
-        const char *reason;
-
-        if (channel_name_check(name, &reason) < 0) {
-                log_error("\"%s\" is not a valid channel name: %s.", name, reason);
-                return false;
-        }
-        return true;
 }
 
 /* Opens the queue of a channel for reading; a channel that never got a message has none. */
@@ -72,6 +57,27 @@ static int open_queue_for_reading(const char *channel, Queue **ret) {
                 return log_error_errno(r, "Cannot open the queue in %s: %m (root or members of group loop only)", dir);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the queue in %s: %m", dir);
+        return 0;
+}
+
+/* The channel NAME that `loop outbox` and `loop queue` take as their only argument (at argv[optind]),
+ * checked, and its queue opened for reading. Logs why not; the usage names argv[0], then usage_options. */
+static int open_queue_of_argument(int argc, char *argv[], const char *usage_options, const char **ret_channel,
+                                  Queue **ret) {
+        const char *channel;
+        int r;
+
+        if (optind != argc - 1) {
+                log_error("Usage: loop %s NAME%s", argv[0], usage_options);
+                return -EINVAL;
+        }
+        channel = argv[optind];
+        if (!loop_check_channel_name(channel))
+                return -EINVAL;
+        r = open_queue_for_reading(channel, ret);
+        if (r < 0)
+                return r;
+        *ret_channel = channel;
         return 0;
 }
 
@@ -175,15 +181,8 @@ int verb_send(int argc, char *argv[]) {
                         return EXIT_FAILURE;
                 }
 
-        if (optind >= argc) {
-                log_error("Usage: loop send NAME [--] PROMPT... (see 'loop send --help')");
+        if (loop_take_channel_argument(argc, argv, "loop send NAME [--] PROMPT... (see 'loop send --help')", &channel) < 0)
                 return EXIT_FAILURE;
-        }
-        channel = argv[optind++];
-        if (!check_channel_name(channel))
-                return EXIT_FAILURE;
-        if (optind < argc && streq(argv[optind], "--"))
-                optind++;
         if (optind >= argc) {
                 log_error("No prompt given (see 'loop send --help').");
                 return EXIT_FAILURE;
@@ -333,14 +332,7 @@ int verb_outbox(int argc, char *argv[]) {
                 default:
                         return EXIT_FAILURE;
                 }
-        if (optind != argc - 1) {
-                log_error("Usage: loop %s NAME [--json] [-n N]", argv[0]);
-                return EXIT_FAILURE;
-        }
-        channel = argv[optind];
-        if (!check_channel_name(channel))
-                return EXIT_FAILURE;
-        if (open_queue_for_reading(channel, &q) < 0)
+        if (open_queue_of_argument(argc, argv, " [--json] [-n N]", &channel, &q) < 0)
                 return EXIT_FAILURE;
 
         r = queue_list(q, "outbox", (size_t) limit, &a);
@@ -377,37 +369,16 @@ static void queue_help(void) {
 }
 
 int verb_queue(int argc, char *argv[]) {
-        enum { ARG_JSON = 0x100 };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "json", no_argument, NULL, ARG_JSON },
-                {}
-        };
         _cleanup_(queue_freep) Queue *q = NULL;
         _cleanup_(json_object_putp) json_object *inbox = NULL, *failed = NULL;
         const char *channel;
-        bool json = false;
-        int c, r;
+        bool json;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
-                switch (c) {
-                case 'h':
-                        queue_help();
-                        return EXIT_SUCCESS;
-                case ARG_JSON:
-                        json = true;
-                        break;
-                default:
-                        return EXIT_FAILURE;
-                }
-        if (optind != argc - 1) {
-                log_error("Usage: loop queue NAME [--json]");
-                return EXIT_FAILURE;
-        }
-        channel = argv[optind];
-        if (!check_channel_name(channel))
-                return EXIT_FAILURE;
-        if (open_queue_for_reading(channel, &q) < 0)
+        r = loop_parse_json_options(argc, argv, queue_help, &json);
+        if (r <= 0)
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        if (open_queue_of_argument(argc, argv, " [--json]", &channel, &q) < 0)
                 return EXIT_FAILURE;
 
         r = queue_list(q, "inbox", 0, &inbox);

@@ -13,6 +13,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-options.h"
 #include "registry.h"
 #include "strv.h"
 
@@ -92,11 +93,8 @@ int verb_reconcile(int argc, char *argv[]) {
         }
 
         for (int i = optind; i < argc; i++) {
-                const char *reason;
-                if (channel_name_check(argv[i], &reason) < 0) {
-                        log_error("\"%s\" is not a valid channel name: %s.", argv[i], reason);
+                if (!loop_check_channel_name(argv[i]))
                         return EXIT_FAILURE;
-                }
                 if (strv_extend(&channels, argv[i]) < 0)
                         return log_oom(), EXIT_FAILURE;
         }

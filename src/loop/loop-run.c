@@ -9,6 +9,7 @@
 #include "io-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-options.h"
 #include "runner.h"
 #include "strv.h"
 
@@ -37,24 +38,6 @@ static void run_help(void) {
                "Exit status: 0 success, 1 the agent failed, 2 the run could not start, 130 interrupted.\n");
 }
 
-static int read_prompt_stdin(char **ret) {
-        _cleanup_free_ char *buf = malloc(PROMPT_MAX + 1);
-        ssize_t n;
-
-        if (!buf)
-                return -ENOMEM;
-        n = loop_read(STDIN_FILENO, buf, PROMPT_MAX + 1);
-        if (n < 0)
-                return (int) n;
-        if ((size_t) n > PROMPT_MAX)
-                return -E2BIG;
-        buf[n] = 0;
-        if (strlen(buf) != (size_t) n)
-                return -EINVAL;
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 int verb_run(int argc, char *argv[]) {
         enum { ARG_RESUME = 0x100, ARG_IMAGE, ARG_AGENT, ARG_JSON };
         static const struct option options[] = {
@@ -70,7 +53,6 @@ int verb_run(int argc, char *argv[]) {
         _cleanup_(run_outcome_done) RunOutcome outcome = {};
         _cleanup_free_ char *prompt = NULL;
         struct sigaction sa = { .sa_handler = on_signal };
-        const char *reason;
         bool quiet = false;
         int c, r;
 
@@ -99,23 +81,15 @@ int verb_run(int argc, char *argv[]) {
                         return 2;
                 }
 
-        if (optind >= argc) {
-                log_error("Usage: loop run [OPTIONS] NAME [--] PROMPT... (see 'loop run --help')");
+        if (loop_take_channel_argument(argc, argv, "loop run [OPTIONS] NAME [--] PROMPT... (see 'loop run --help')",
+                                       &req.channel) < 0)
                 return 2;
-        }
-        req.channel = argv[optind++];
-        if (channel_name_check(req.channel, &reason) < 0) {
-                log_error("\"%s\" is not a valid channel name: %s.", req.channel, reason);
-                return 2;
-        }
-        if (optind < argc && streq(argv[optind], "--"))
-                optind++;
         if (optind >= argc) {
                 log_error("No prompt given (see 'loop run --help').");
                 return 2;
         }
         if (optind == argc - 1 && streq(argv[optind], "-")) {
-                r = read_prompt_stdin(&prompt);
+                r = read_text_fd(STDIN_FILENO, PROMPT_MAX, &prompt, NULL);
                 if (r < 0) {
                         log_error_errno(r, "Failed to read the prompt from standard input: %m");
                         return 2;

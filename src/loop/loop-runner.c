@@ -24,6 +24,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-options.h"
 #include "queue.h"
 #include "registry.h"
 #include "runner.h"
@@ -416,7 +417,7 @@ int verb_runner(int argc, char *argv[]) {
         _cleanup_(queue_freep) Queue *q = NULL;
         _cleanup_free_ char *state_dir = NULL;
         struct sigaction sa = { .sa_handler = on_stop };
-        const char *channel, *reason;
+        const char *channel;
         const Channel *ch;
         AuditFields f = {};
         uint64_t retry_usec = 0, disk_wait = 5 * USEC_PER_SEC;
@@ -429,10 +430,8 @@ int verb_runner(int argc, char *argv[]) {
                 return argc == 2 ? EXIT_SUCCESS : EXIT_FAILURE;
         }
         channel = argv[1];
-        if (channel_name_check(channel, &reason) < 0) {
-                log_error("\"%s\" is not a valid channel name: %s.", channel, reason);
+        if (!loop_check_channel_name(channel))
                 return EXIT_FAILURE;
-        }
         f.channel = channel;
         {
                 /* Everything the runner logs carries the channel, the reason a run could not start too. */

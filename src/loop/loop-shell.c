@@ -21,6 +21,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-options.h"
 #include "runner.h"
 #include "strv.h"
 
@@ -144,7 +145,7 @@ int verb_shell(int argc, char *argv[]) {
         struct termios saved;
         bool tty, raw = false;
         size_t pending_size = 0;
-        const char *channel, *reason;
+        const char *channel;
         char * const *cmd;
         int c, r, status;
 
@@ -157,17 +158,8 @@ int verb_shell(int argc, char *argv[]) {
                 default:
                         return EXIT_FAILURE;
                 }
-        if (optind >= argc) {
-                log_error("Usage: loop shell NAME [-- CMD...]");
+        if (loop_take_channel_argument(argc, argv, "loop shell NAME [-- CMD...]", &channel) < 0)
                 return EXIT_FAILURE;
-        }
-        channel = argv[optind++];
-        if (channel_name_check(channel, &reason) < 0) {
-                log_error("\"%s\" is not a valid channel name: %s.", channel, reason);
-                return EXIT_FAILURE;
-        }
-        if (optind < argc && streq(argv[optind], "--"))
-                optind++;
         cmd = optind < argc ? argv + optind : login_shell;
 
         /* A terminal session: the registry's events go to the journal, not into the user's shell. */

@@ -13,6 +13,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-options.h"
 #include "queue.h"
 #include "registry.h"
 #include "scope.h"
@@ -115,33 +116,23 @@ static json_object *containers_status(Engine *e, const char *channel) {
         return a;
 }
 
+static void status_help(void) {
+        printf("loop status [NAME] [--json]\n\nChannels, their runner service, queue, session, "
+               "containers and scopes.\n");
+}
+
 int verb_status(int argc, char *argv[]) {
-        enum { ARG_JSON = 0x100 };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "json", no_argument, NULL, ARG_JSON },
-                {}
-        };
         _cleanup_(engine_connection_freep) EngineConnection *conn = NULL;
         _cleanup_(config_set_freep) ConfigSet *set = NULL;
         _cleanup_(json_object_putp) json_object *out = NULL;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         const char *only = NULL;
-        bool json = false;
-        int c, r;
+        bool json;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
-                switch (c) {
-                case 'h':
-                        printf("loop status [NAME] [--json]\n\nChannels, their runner service, queue, session, "
-                               "containers and scopes.\n");
-                        return EXIT_SUCCESS;
-                case ARG_JSON:
-                        json = true;
-                        break;
-                default:
-                        return EXIT_FAILURE;
-                }
+        r = loop_parse_json_options(argc, argv, status_help, &json);
+        if (r <= 0)
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         if (optind < argc)
                 only = argv[optind++];
         if (optind < argc) {
@@ -247,7 +238,7 @@ int verb_cleanup(int argc, char *argv[]) {
         _cleanup_(config_set_freep) ConfigSet *set = NULL;
         _cleanup_(json_object_putp) json_object *list = NULL;
         _cleanup_free_ char *label = NULL;
-        const char *only = argc > 1 ? argv[1] : NULL, *reason;
+        const char *only = argc > 1 ? argv[1] : NULL;
         size_t removed = 0;
         int r, ret = EXIT_SUCCESS;
 
@@ -255,10 +246,8 @@ int verb_cleanup(int argc, char *argv[]) {
                 printf("loop cleanup [NAME]\n\nStop and remove every container loop made (of channel NAME).\n");
                 return argc > 2 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
-        if (only && channel_name_check(only, &reason) < 0) {
-                log_error("\"%s\" is not a valid channel name: %s.", only, reason);
+        if (only && !loop_check_channel_name(only))
                 return EXIT_FAILURE;
-        }
         if (loop_connect_engine(&set, &conn) < 0)
                 return EXIT_FAILURE;
         if (only ? asprintf(&label, "loop-channel=%s", only) < 0 : !(label = strdup("app=loop-agent")))

@@ -243,7 +243,7 @@ int verb_syscallwrap(int argc, char *argv[]) {
         };
         _cleanup_(gate_policy_freep) GatePolicy *policy = NULL;
         _cleanup_(gate_client_freep) GateClient *client = NULL;
-        _cleanup_free_ gid_t *groups = NULL;
+        _cleanup_(privdrop_identity_done) PrivdropIdentity id = {};
         _cleanup_free_ char *error = NULL, *token = NULL;
         _cleanup_close_ int notify_fd = -EBADF;
         const char *policy_file = NULL, *channel, *socket_path;
@@ -252,9 +252,6 @@ int verb_syscallwrap(int argc, char *argv[]) {
         bool exec_sole_mm = true;
         _cleanup_(gate_inode_deny_freep) GateInodeDeny *read_denied = NULL;
         GateSupervisor *supervisor = NULL;
-        bool have_uid = false, have_gid = false;
-        uint32_t uid = 0, gid = 0;
-        size_t n_groups = 0;
         int sv[2], c, r, exec_floor = -EBADF;
         sigset_t mask;
         pid_t parent, child;
@@ -266,18 +263,9 @@ int verb_syscallwrap(int argc, char *argv[]) {
                         return EXIT_SUCCESS;
                 case ARG_UID:
                 case ARG_GID:
-                        if (privdrop_parse_id(optarg, c == ARG_UID ? &uid : &gid) < 0) {
-                                log_error("Invalid --%s \"%s\": expected a number.", c == ARG_UID ? "uid" : "gid", optarg);
-                                return EXIT_WRAP_FAILED;
-                        }
-                        *(c == ARG_UID ? &have_uid : &have_gid) = true;
-                        break;
                 case ARG_GROUPS:
-                        groups = mfree(groups);
-                        if (privdrop_parse_groups(optarg, &groups, &n_groups) < 0) {
-                                log_error("Invalid --groups \"%s\": expected numeric gids separated by commas.", optarg);
+                        if (privdrop_identity_set(&id, c == ARG_UID ? "uid" : c == ARG_GID ? "gid" : "groups", optarg) < 0)
                                 return EXIT_WRAP_FAILED;
-                        }
                         break;
                 case ARG_POLICY:
                         policy_file = optarg;
@@ -286,18 +274,18 @@ int verb_syscallwrap(int argc, char *argv[]) {
                         return EXIT_WRAP_FAILED;
                 }
 
-        if (parse_env_id("AGENT_UID", &uid, &have_uid) < 0 || parse_env_id("AGENT_GID", &gid, &have_gid) < 0)
+        if (parse_env_id("AGENT_UID", &id.uid, &id.have_uid) < 0 || parse_env_id("AGENT_GID", &id.gid, &id.have_gid) < 0)
                 return EXIT_WRAP_FAILED;
-        if (!have_uid || !have_gid) {
+        if (!id.have_uid || !id.have_gid) {
                 log_error("syscallwrap needs the agent's uid and gid (--uid/--gid or AGENT_UID/AGENT_GID).");
                 return EXIT_WRAP_FAILED;
         }
-        if (uid == 0 || gid == 0) {
+        if (id.uid == 0 || id.gid == 0) {
                 log_error("Refusing to run the agent as uid or gid 0 under the gate.");
                 return EXIT_WRAP_FAILED;
         }
-        for (size_t i = 0; i < n_groups; i++)
-                if (groups[i] == 0) {
+        for (size_t i = 0; i < id.n_groups; i++)
+                if (id.groups[i] == 0) {
                         log_error("Refusing supplementary group 0 for the agent.");
                         return EXIT_WRAP_FAILED;
                 }
@@ -411,7 +399,7 @@ int verb_syscallwrap(int argc, char *argv[]) {
                 safe_close(sv[0]);
                 if (token)
                         explicit_bzero(token, strlen(token));
-                child_main(sv[1], parent, uid, gid, groups, n_groups, channel, exec_floor, argv + optind);
+                child_main(sv[1], parent, id.uid, id.gid, id.groups, id.n_groups, channel, exec_floor, argv + optind);
         }
         safe_close(sv[1]);
         exec_floor = safe_close(exec_floor);
@@ -434,7 +422,7 @@ int verb_syscallwrap(int argc, char *argv[]) {
 
         config = (GateSupervisorConfig) {
                 .policy = policy,
-                .uid = uid, .gid = gid, .groups = groups, .n_groups = n_groups,
+                .uid = id.uid, .gid = id.gid, .groups = id.groups, .n_groups = id.n_groups,
                 .verbose = streq_ptr(getenv("LOOP_GATE_VERBOSE"), "1"),
                 .log_fd = STDERR_FILENO,
                 .exec_sole_mm = exec_sole_mm,

@@ -83,6 +83,15 @@ static json_object *get_typed(json_object *o, const char *key, json_type type) {
         return json_object_is_type(v, type) ? v : NULL;
 }
 
+/* The content blocks of an assistant or user line ("message": {"content": [...]}), and how many; NULL and 0
+ * when it has none. */
+static json_object *message_content(json_object *obj, size_t *ret_n) {
+        json_object *content = get_typed(get_typed(obj, "message", json_type_object), "content", json_type_array);
+
+        *ret_n = content ? json_object_array_length(content) : 0;
+        return content;
+}
+
 static const char *get_string(json_object *o, const char *key) {
         return json_object_get_string(get_typed(o, key, json_type_string));
 }
@@ -147,8 +156,8 @@ static int emit(StreamParser *p, StreamEvent *ev) {
 }
 
 static int handle_assistant(StreamParser *p, json_object *obj, const char *session_id) {
-        json_object *content = get_typed(get_typed(obj, "message", json_type_object), "content", json_type_array);
-        size_t n = content ? json_object_array_length(content) : 0;
+        size_t n;
+        json_object *content = message_content(obj, &n);
         int r;
 
         for (size_t i = 0; i < n; i++) {
@@ -241,8 +250,8 @@ static int tool_result_text(json_object *block, char **ret) {
 }
 
 static int handle_user(StreamParser *p, json_object *obj, const char *session_id) {
-        json_object *content = get_typed(get_typed(obj, "message", json_type_object), "content", json_type_array);
-        size_t n = content ? json_object_array_length(content) : 0;
+        size_t n;
+        json_object *content = message_content(obj, &n);
         int r;
 
         for (size_t i = 0; i < n; i++) {

@@ -14,6 +14,7 @@
 #include "audit.h"
 #include "io-util.h"
 #include "log.h"
+#include "string-util.h"
 #include "strv.h"
 
 /* Journal field names: at most 64 characters of [A-Z0-9_], not starting with a digit; a leading "_" is
@@ -549,10 +550,10 @@ int audit_log(AuditEvent e, int priority, const AuditFields *f, const char *form
 
         errno = saved;          /* for %m */
         va_start(ap, format);
-        r = vasprintf(&message, format, ap);
+        r = strprintf_va(&message, format, ap);
         va_end(ap);
         if (r < 0)
-                return -ENOMEM;
+                return r;
 
         pthread_mutex_lock(&audit_secrets_lock);
         r = audit_entry_fill(&entry, e, message, f);

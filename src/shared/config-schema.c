@@ -12,6 +12,7 @@
 #include "parse-util.h"
 #include "protected-paths.h"
 #include "seal.h"
+#include "string-util.h"
 #include "strv.h"
 
 #define CONFIG_DEPTH_MAX 32             /* nesting accepted in config JSON */
@@ -679,10 +680,10 @@ static int problem(Validator *v, bool error, const char *key, const char *format
         int r;
 
         va_start(ap, format);
-        r = vasprintf(&m, format, ap);
+        r = strprintf_va(&m, format, ap);
         va_end(ap);
         if (r < 0)
-                return -ENOMEM;
+                return r;
         if (error)
                 v->errors++;
         return config_problem_add(v->problems, error, v->file, key, "%s", m);

@@ -46,32 +46,23 @@ static const char * const json_check_op_table[_JSON_CHECK_MAX] = {
         [JSON_CHECK_SOURCE_PATH_NOT_IN] = "source_path_not_in",
 };
 
-static int table_lookup(const char * const *table, size_t n, const char *s) {
-        if (!s)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++)
-                if (table[i] && streq(table[i], s))
-                        return (int) i;
-        return -EINVAL;
-}
-
 const char *decision_to_string(Decision d) {
         return d >= 0 && d < _DECISION_MAX ? decision_table[d] : NULL;
 }
 Decision decision_from_string(const char *s) {
-        return (Decision) table_lookup(decision_table, _DECISION_MAX, s);
+        return (Decision) string_table_lookup(decision_table, _DECISION_MAX, s);
 }
 const char *file_op_to_string(FileOp op) {
         return op >= 0 && op < _FILE_OP_MAX ? file_op_table[op] : NULL;
 }
 FileOp file_op_from_string(const char *s) {
-        return (FileOp) table_lookup(file_op_table, _FILE_OP_MAX, s);
+        return (FileOp) string_table_lookup(file_op_table, _FILE_OP_MAX, s);
 }
 const char *json_check_op_to_string(JsonCheckOp op) {
         return op >= 0 && op < _JSON_CHECK_MAX ? json_check_op_table[op] : NULL;
 }
 JsonCheckOp json_check_op_from_string(const char *s) {
-        return (JsonCheckOp) table_lookup(json_check_op_table, _JSON_CHECK_MAX, s);
+        return (JsonCheckOp) string_table_lookup(json_check_op_table, _JSON_CHECK_MAX, s);
 }
 
 /* ---- problems ---- */
@@ -109,10 +100,10 @@ int config_problem_add(ConfigProblems *p, bool error, const char *file, const ch
         *n = (ConfigProblem) { .error = error };
         _cleanup_free_ char *raw = NULL;
         va_start(ap, format);
-        r = vasprintf(&raw, format, ap);
+        r = strprintf_va(&raw, format, ap);
         va_end(ap);
         if (r < 0)
-                return -ENOMEM;
+                return r;
         n->message = escape_controls(raw);
         n->file = file ? escape_controls(file) : NULL;
         n->key = key ? escape_controls(key) : NULL;
@@ -387,9 +378,9 @@ int channel_invalidate(Channel *c, const char *format, ...) {
         if (c->reason)
                 return 0;
         va_start(ap, format);
-        r = vasprintf(&c->reason, format, ap);
+        r = strprintf_va(&c->reason, format, ap);
         va_end(ap);
-        return r < 0 ? -ENOMEM : 0;
+        return r;
 }
 
 /* The first error recorded for a file since index first, as the one-line reason a channel is skipped.

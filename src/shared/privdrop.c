@@ -2,6 +2,7 @@
 
 /* Becoming an unprivileged user for good, shared by `loop privdrop` and the child of `loop syscallwrap`. */
 
+#include <assert.h>
 #include <grp.h>
 #include <limits.h>
 #include <sys/capability.h>
@@ -59,6 +60,35 @@ int privdrop_parse_groups(const char *s, gid_t **ret, size_t *ret_n) {
 
         *ret = TAKE_PTR(groups);
         *ret_n = n;
+        return 0;
+}
+
+void privdrop_identity_done(PrivdropIdentity *id) {
+        id->groups = mfree(id->groups);
+        id->n_groups = 0;
+}
+
+int privdrop_identity_set(PrivdropIdentity *id, const char *option, const char *value) {
+        int r;
+
+        if (streq(option, "uid") || streq(option, "gid")) {
+                bool is_uid = streq(option, "uid");
+
+                if (privdrop_parse_id(value, is_uid ? &id->uid : &id->gid) < 0)
+                        return log_error_errno(EINVAL, "Invalid --%s \"%s\": expected a number below %u.",
+                                               option, value, UINT32_MAX);
+                *(is_uid ? &id->have_uid : &id->have_gid) = true;
+                return 0;
+        }
+        assert(streq(option, "groups"));
+        privdrop_identity_done(id);
+        r = privdrop_parse_groups(value, &id->groups, &id->n_groups);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return log_error_errno(EINVAL,
+                                       "Invalid --groups \"%s\": expected numeric gids separated by commas%s.",
+                                       value, r == -E2BIG ? ", at most 65536" : "");
         return 0;
 }
 

@@ -5,6 +5,8 @@
  * emptied (bounding when CAP_SETPCAP allows, ambient, inheritable, permitted, effective), no_new_privs set,
  * and all of it read back. Used by `loop privdrop` and by the agent side of `loop syscallwrap`. */
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -15,6 +17,20 @@
 int privdrop_parse_id(const char *s, uint32_t *ret);
 /* "G1,G2,..." into a newly allocated array; "" is no groups. -EINVAL, -E2BIG (too many), -ENOMEM. */
 int privdrop_parse_groups(const char *s, gid_t **ret, size_t *ret_n);
+
+/* The identity a verb drops to, from its --uid, --gid and --groups options (`loop privdrop`,
+ * `loop syscallwrap`). Zero-initialised; privdrop_identity_done() frees the groups. */
+typedef struct PrivdropIdentity {
+        uint32_t uid, gid;
+        bool have_uid, have_gid;
+        gid_t *groups;
+        size_t n_groups;
+} PrivdropIdentity;
+
+void privdrop_identity_done(PrivdropIdentity *id);
+/* Takes the value of the option named ("uid", "gid" or "groups", a later one replacing an earlier one).
+ * Logs why a value is refused, naming the option, and returns -EINVAL (or -ENOMEM). */
+int privdrop_identity_set(PrivdropIdentity *id, const char *option, const char *value);
 
 /* Drops to uid/gid/groups with no capabilities and no_new_privs; needs CAP_SETUID and CAP_SETGID. Logs
  * why on failure and returns a negative errno: the caller must not go on. */

@@ -29,10 +29,7 @@ const char *container_status_to_string(ContainerStatus s) {
 }
 
 ContainerStatus container_status_from_string(const char *s) {
-        for (ContainerStatus i = 0; s && i < _CONTAINER_STATUS_MAX; i++)
-                if (streq(status_table[i], s))
-                        return i;
-        return _CONTAINER_STATUS_INVALID;
+        return (ContainerStatus) string_table_lookup(status_table, _CONTAINER_STATUS_MAX, s);
 }
 
 static void entry_done(RegistryEntry *e) {
@@ -70,8 +67,7 @@ static void emit(AuditEvent ev, int priority, const Registry *r, const RegistryE
         va_list ap;
 
         va_start(ap, format);
-        if (vasprintf(&msg, format, ap) < 0)
-                msg = NULL;
+        (void) strprintf_va(&msg, format, ap);
         va_end(ap);
         if (!msg)
                 return (void) log_oom();

@@ -11,6 +11,8 @@
 #include <systemd/sd-daemon.h>
 
 #include "config-build.h"
+#include "io-util.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 #include "socket-service.h"
@@ -87,12 +89,7 @@ static void service_reap(SocketService *s) {
                 if (!finished)
                         continue;
                 (void) pthread_join(c->thread, NULL);
-                if (c->prev)
-                        c->prev->next = c->next;
-                else
-                        s->connections = c->next;
-                if (c->next)
-                        c->next->prev = c->prev;
+                LIST_REMOVE(s->connections, c);
                 safe_close(c->fd);
                 free(c);
                 s->n_connections--;
@@ -258,10 +255,7 @@ static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *us
                 free(c);
                 return 0;
         }
-        c->next = s->connections;
-        if (c->next)
-                c->next->prev = c;
-        s->connections = c;
+        LIST_PREPEND(s->connections, c);
         s->n_connections++;
         socket_service_update_idle(s);
         return 0;
@@ -342,7 +336,7 @@ SocketService *socket_service_free(SocketService *s) {
 }
 
 int socket_service_add_listener(SocketService *s, int fd, const char *name) {
-        int r, flags;
+        int r;
 
         if (s->n_listeners >= SOCKET_SERVICE_LISTEN_FDS_MAX) {
                 safe_close(fd);
@@ -351,14 +345,9 @@ int socket_service_add_listener(SocketService *s, int fd, const char *name) {
         s->listen_fds[s->n_listeners] = fd;     /* closed with s from here on */
         if (name && !(s->listen_names[s->n_listeners] = strdup(name)))
                 return -ENOMEM;
-        r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
+        r = listen_fd_prepare(fd, true);
         if (r < 0)
                 return r;
-        if (r == 0)
-                return -ENOTSOCK;
-        flags = fcntl(fd, F_GETFL);
-        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-                return -errno;
         r = sd_event_add_io(s->event, &s->listeners[s->n_listeners], fd, EPOLLIN, on_accept, s);
         if (r < 0)
                 return r;
@@ -423,7 +412,7 @@ int socket_service_run(SocketService *s) {
         while (s->connections) {
                 SocketConnection *c = s->connections;
                 (void) pthread_join(c->thread, NULL);
-                s->connections = c->next;
+                LIST_REMOVE(s->connections, c);
                 safe_close(c->fd);
                 free(c);
                 s->n_connections--;

@@ -200,7 +200,27 @@ static void test_upstream_gone(void) {
         ok(!r.again && r.pooled == 0, "neither connection is kept");
 }
 
+/* egress_write_all(), what both the client and the upstream side write through. */
+static void test_write_all(void) {
+        SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+        SSL *ssl = ctx ? SSL_new(ctx) : NULL;
+        char got[8] = {};
+        int p[2];
+
+        ok(pipe2(p, O_CLOEXEC) == 0, "a pipe to write to");
+        is_int(egress_write_all(NULL, p[1], "plain", 5, -EIO), 0, "without TLS, egress_write_all() writes to the fd");
+        ok(read(p[0], got, sizeof got) == 5 && memcmp(got, "plain", 5) == 0, "all of it");
+        ok(ssl != NULL, "a TLS object with no connection");
+        is_int(egress_write_all(ssl, p[1], "x", 1, -EPIPE), -EPIPE, "a failed SSL_write() is the caller's error (client: -EPIPE)");
+        is_int(egress_write_all(ssl, p[1], "x", 1, -EIO), -EIO, "... (upstream: -EIO)");
+        SSL_free(ssl);
+        SSL_CTX_free(ctx);
+        close(p[0]);
+        close(p[1]);
+}
+
 int main(void) {
+        test_write_all();
         test_length();
         test_chunked_response();
         test_chunked_request();

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include "io-util.h"
 #include "macro.h"
@@ -26,6 +27,66 @@ static void *drain(void *userdata) {
                 good = buf[i] == (char) (i % 251);
         free(buf);
         return (void *) (uintptr_t) good;
+}
+
+/* read_text_fd() of what a pipe carries, written first and then closed. */
+static int read_text_of(const char *data, size_t size, size_t max, char **ret, size_t *ret_size) {
+        int p[2], r;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        if (loop_write(p[1], data, size) < 0)
+                r = -EIO;
+        else {
+                close(p[1]);
+                p[1] = -EBADF;
+                r = read_text_fd(p[0], max, ret, ret_size);
+        }
+        close(p[0]);
+        if (p[1] >= 0)
+                close(p[1]);
+        return r;
+}
+
+static void test_read_text_fd(void) {
+        char *text = NULL;
+        size_t n = 0;
+
+        is_int(read_text_of("hello\n", 6, 6, &text, &n), 0, "read_text_fd() of exactly max bytes");
+        ok(text && streq(text, "hello\n") && n == 6, "gives the text, NUL-terminated, with its length");
+        text = mfree(text);
+        is_int(read_text_of("", 0, 6, &text, NULL), 0, "read_text_fd() of an empty stream");
+        ok(text && streq(text, ""), "is the empty text");
+        text = mfree(text);
+        is_int(read_text_of("hello!!", 7, 6, &text, &n), -E2BIG, "one byte more than max is -E2BIG");
+        ok(!text, "and returns nothing");
+        is_int(read_text_of("a\0b", 3, 6, &text, &n), -EINVAL, "a NUL byte is -EINVAL");
+        ok(!text, "and returns nothing");
+}
+
+static void test_listen_fd_prepare(void) {
+        int pair[2], fd, flags;
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);       /* no SOCK_CLOEXEC: prepare sets it */
+        /* bound to an autobind abstract address: nothing on the file system */
+        ok(fd >= 0 && bind(fd, (struct sockaddr *) &(struct sockaddr_un) { .sun_family = AF_UNIX }, sizeof(sa_family_t)) == 0 &&
+           listen(fd, 1) == 0, "a listening socket to prepare");
+        is_int(listen_fd_prepare(fd, false), 0, "listen_fd_prepare() takes a listening AF_UNIX stream socket");
+        flags = fcntl(fd, F_GETFL);
+        ok(flags >= 0 && !(flags & O_NONBLOCK), "made blocking when asked");
+        ok(fcntl(fd, F_GETFD) == FD_CLOEXEC, "and close-on-exec");
+        is_int(listen_fd_prepare(fd, true), 0, "listen_fd_prepare() again, non-blocking");
+        ok(fcntl(fd, F_GETFL) & O_NONBLOCK, "made non-blocking when asked");
+        close(fd);
+
+        ok(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0, "a connected socket pair");
+        is_int(listen_fd_prepare(pair[0], true), -ENOTSOCK, "a connected socket is not a listener");
+        close(pair[0]);
+        close(pair[1]);
+        ok(pipe2(pair, O_CLOEXEC) == 0, "a pipe");
+        is_int(listen_fd_prepare(pair[0], true), -ENOTSOCK, "a pipe is not a listener");
+        close(pair[0]);
+        close(pair[1]);
 }
 
 int main(void) {
@@ -75,5 +136,7 @@ int main(void) {
         }
         is_int(loop_read(-1, buf, 1), -EBADF, "loop_read() returns -errno");
         is_int(loop_write(-1, buf, 1), -EBADF, "loop_write() returns -errno");
+        test_listen_fd_prepare();
+        test_read_text_fd();
         return done_testing();
 }

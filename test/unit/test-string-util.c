@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <errno.h>
+#include <string.h>
+
 #include "macro.h"
 #include "string-util.h"
 #include "tap.h"
@@ -14,6 +17,33 @@ int main(void) {
 
         is_str(endswith("unit.service", ".service"), ".service", "endswith() finds a suffix");
         ok(!endswith("x", "longer"), "endswith() of a suffix longer than the string is NULL");
+
+        ok(ref_name_is_valid("web_1.a-b", 9), "ref_name_is_valid() takes letters, digits, _ . -");
+        ok(ref_name_is_valid("_x", 9), "a leading _ too");
+        ok(!ref_name_is_valid("web_1.a-b", 8), "not one character more than max");
+        ok(!ref_name_is_valid(".x", 9) && !ref_name_is_valid("-x", 9), "not a leading . or -");
+        ok(!ref_name_is_valid("a/b", 9) && !ref_name_is_valid("a b", 9) && !ref_name_is_valid("\xc3\xa9", 9),
+           "no slash, blank or other byte");
+        ok(!ref_name_is_valid("", 9) && !ref_name_is_valid(NULL, 9), "not empty or NULL");
+        {
+                static const char * const table[] = { [0] = "allow", [2] = "deny" };
+                is_int(string_table_lookup(table, 3, "deny"), 2, "string_table_lookup() finds a name's index");
+                is_int(string_table_lookup(table, 3, "allow"), 0, "the first one too");
+                is_int(string_table_lookup(table, 3, "Allow"), -EINVAL, "case counts");
+                is_int(string_table_lookup(table, 3, ""), -EINVAL, "an empty name is none (a NULL entry is skipped)");
+                is_int(string_table_lookup(table, 1, "deny"), -EINVAL, "only the first n entries count");
+                is_int(string_table_lookup(table, 3, NULL), -EINVAL, "NULL is -EINVAL");
+        }
+        {
+                char *p = NULL;
+                is_int(strprintf(&p, "%s-%d", "port", 443), 0, "strprintf() formats");
+                is_str(p, "port-443", "into a new string");
+                free(p);
+                errno = ENOENT;
+                is_int(strprintf(&p, "%m"), 0, "strprintf() of %m");
+                is_str(p, strerror(ENOENT), "names the caller's errno");
+                free(p);
+        }
 
         is_int(free_and_strdup(&d, "one"), 0, "free_and_strdup() sets a copy");
         is_str(d, "one", "the copy is the source");
