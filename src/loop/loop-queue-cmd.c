@@ -155,7 +155,8 @@ static void warn_unless_watched(const char *channel) {
             unit_get_string(bus, unit, UNIT_INTERFACE, "ActiveState", &state) < 0 || streq(state, "active"))
                 return;
         log_warning("%s is %s, so nothing runs the message yet; it stays queued until the unit is started "
-                    "('systemctl start loop.target' arms every channel).", unit, state);
+                    "('systemctl start %s', or 'systemctl start loop.target' when loop is not running).",
+                    unit, state, unit);
 }
 
 int verb_send(int argc, char *argv[]) {

@@ -204,8 +204,8 @@ int verb_status(int argc, char *argv[]) {
                 /* A valid, enabled channel whose inbox nobody watches runs nothing that is queued. */
                 if (string_of(o, "inbox_watch") && !streq(string_of(o, "inbox_watch"), "active") &&
                     json_object_get_boolean(json_object_object_get(o, "valid")))
-                        printf("    inbox watch %s: queued messages wait (systemctl start loop.target)\n",
-                               string_of(o, "inbox_watch"));
+                        printf("    inbox watch %s: queued messages wait (systemctl start loop-agent@%s.path)\n",
+                               string_of(o, "inbox_watch"), string_of(o, "name"));
                 q = json_object_object_get(o, "queue");
                 if (json_object_get_boolean(json_object_object_get(q, "present")))
                         printf("    queue: %" PRId64 " queued, %" PRId64 " done, %" PRId64 " failed; session %s\n",

@@ -133,7 +133,8 @@ check "loop-agent@demo.path stops" in_ct systemctl stop loop-agent@demo.path
 out=$(in_ct loop send demo "unwatched" 2>&1)
 like "$out" "loop-agent@demo.path is inactive.*stays queued" "loop send warns that nothing runs the message yet"
 like "$(in_ct loop status demo)" "inbox watch inactive" "loop status says the inbox is not watched"
-check "systemctl start loop.target" in_ct systemctl start loop.target
+like "$out" "systemctl start loop-agent@demo.path" "...and says how to arm it"
+check "systemctl start loop-agent@demo.path" in_ct systemctl start loop-agent@demo.path
 wait_for 120 outbox_has 7
 ok $? "...and it runs once the channel is armed again"
 
