@@ -7,32 +7,10 @@
 #include "dockerproxy-conn.h"
 #include "dockerproxy-pin.h"
 #include "dockerproxy-record.h"
+#include "io-util.h"
 #include "strv.h"
 
 /* ---- I/O ---- */
-
-/* Waits until fd is ready for events, at most until deadline (CLOCK_MONOTONIC usec; UINT64_MAX: none). */
-static int wait_fd(int fd, short events, uint64_t deadline) {
-        for (;;) {
-                struct pollfd p = { .fd = fd, .events = events };
-                int timeout = -1, k;
-
-                if (deadline != UINT64_MAX) {
-                        uint64_t now = clock_usec(CLOCK_MONOTONIC);
-                        if (now >= deadline)
-                                return -ETIMEDOUT;
-                        timeout = (int) MIN((deadline - now + 999) / 1000, (uint64_t) INT32_MAX);
-                }
-                k = poll(&p, 1, timeout);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        return -ETIMEDOUT;
-                return 0;
-        }
-}
 
 int proxy_send_all(int fd, const void *data, size_t size) {
         const char *p = data;
@@ -78,7 +56,7 @@ int proxy_send_two(int fd, const void *a, size_t a_size, const void *b, size_t b
 /* Without a deadline the (blocking) socket is read at once: no poll() before it. */
 ssize_t proxy_recv_some(int fd, void *buf, size_t size, uint64_t deadline) {
         for (;;) {
-                int r = deadline == UINT64_MAX ? 0 : wait_fd(fd, POLLIN, deadline);
+                int r = deadline == UINT64_MAX ? 0 : fd_wait_until(fd, POLLIN, deadline);
                 if (r < 0)
                         return r;
                 ssize_t k = recv(fd, buf, size, 0);
