@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -25,6 +26,43 @@
 #define TASKS_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-tasks@.socket"
 #define TASKS_SYNC_PATH_TEMPLATE LOOP_UNITDIR "/loop-tasks-sync@.path"
 #define TASK_RESTORE_SERVICE LOOP_UNITDIR "/loop-task-restore.service"
+
+/* What the generator does once per run rather than once per channel: the cache of the policy
+ * compilers (which parse the built-in rules and regcomp() each of them), computed once per distinct input:
+ * keyed by the compilers' whole input as compact JSON, in json-c objects (hash tables); a value is null
+ * for "compiles", else the compiler's message. And the directory every channel writes a drop-in into. */
+typedef struct GeneratorCache {
+        json_object *dockerproxy;
+        json_object *egress;
+        bool loop_target_d;             /* loop.target.d/ exists */
+} GeneratorCache;
+
+static void generator_cache_done(GeneratorCache *v) {
+        json_object_put(v->dockerproxy);
+        json_object_put(v->egress);
+}
+
+/* Looks key up in cache: 1 and *ret_error (NULL: compiles; borrowed) when known, 0 when not. */
+static int verdict_find(json_object *cache, const char *key, const char **ret_error) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(cache, key, &v))
+                return 0;
+        *ret_error = v ? json_object_get_string(v) : NULL;
+        return 1;
+}
+
+static int verdict_add(json_object *cache, const char *key, const char *error) {
+        json_object *v = NULL;
+
+        if (error && !(v = json_object_new_string(error)))
+                return -ENOMEM;
+        if (json_object_object_add(cache, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
 
 static int unit_new(UnitFile **ret) {
         return unit_file_new(GENERATOR_NAME, ret) < 0 ? log_oom() : 0;
@@ -158,20 +196,13 @@ static int channel_dropin_new(const Channel *c, UnitFile **ret) {
         return 0;
 }
 
+/* A symlink in loop-channel@NAME.target.wants/, which generator_channel() made first. */
 static int write_wants_symlink(int dir_fd, const Channel *c, const char *unit_prefix, const char *suffix,
                                const char *target) {
         _cleanup_free_ char *link = NULL;
-        int r;
 
-        _cleanup_free_ char *dir = NULL;
-
-        if (asprintf(&dir, "loop-channel@%s.target.wants", c->name) < 0 ||
-            asprintf(&link, "%s/%s@%s.%s", dir, unit_prefix, c->name, suffix) < 0)
+        if (asprintf(&link, "loop-channel@%s.target.wants/%s@%s.%s", c->name, unit_prefix, c->name, suffix) < 0)
                 return log_oom();
-
-        r = mkdirat_exist_ok(dir_fd, dir);
-        if (r < 0)
-                return r;
         if (symlinkat(target, dir_fd, link) < 0)
                 return log_error_errno(errno, "Failed to create symlink %s: %m", link);
         return 0;
@@ -240,14 +271,67 @@ static int generate_gate(int dir_fd, const Channel *c, const char *output_dir) {
         return write_wants_symlink(dir_fd, c, "loop-gate-admin", "socket", GATE_ADMIN_SOCKET_TEMPLATE);
 }
 
+/* The work dir as the Docker API policy compiler sees it: the merge refuses a relative one and "/", and the
+ * built-in rules name it only in the values of source path checks (@WORK@ in dockerproxy-policy.c), where
+ * the compiler refuses a relative path or one of PATH_MAX or more and otherwise takes any path. So every
+ * work dir that passes these checks gives the same verdict as this one, and the verdict of a channel
+ * document is computed once for all of them. */
+#define DOCKERPROXY_VERDICT_WORK_DIR "/loop-generator-work-dir"
+
+static bool dockerproxy_work_dir_is_plain(const char *w) {
+        return w && w[0] == '/' && !streq(w, "/") && strlen(w) < PATH_MAX;
+}
+
+/* Whether the merged policy of the channel document and work dir w compiles: > 0 yes, 0 no (*ret_error:
+ * the compiler's message), < 0 when the document cannot be built. Cached per channel document. */
+static int dockerproxy_policy_verdict(GeneratorCache *cache, json_object *channel, const char *w,
+                                      char **ret_error) {
+        _cleanup_(json_object_putp) json_object *doc = NULL;
+        _cleanup_(proxy_policy_freep) ProxyPolicy *compiled = NULL;
+        _cleanup_free_ char *key = NULL, *error = NULL;
+        const char *known;
+        int r;
+
+        if (w && !dockerproxy_work_dir_is_plain(w)) {
+                /* not what the cache stands for: compiled as it is */
+                r = proxy_policy_document_merge(channel, w, &doc);
+                if (r < 0)
+                        return r;
+                r = proxy_policy_compile(doc, &compiled, ret_error);
+                return r == -ENOMEM ? r : r >= 0;
+        }
+
+        if (asprintf(&key, "%c%s", w ? 'w' : '-',
+                     json_object_to_json_string_ext(channel, JSON_C_TO_STRING_PLAIN)) < 0)
+                return -ENOMEM;
+        if (!cache->dockerproxy && !(cache->dockerproxy = json_object_new_object()))
+                return -ENOMEM;
+        if (verdict_find(cache->dockerproxy, key, &known) == 0) {
+                r = proxy_policy_document_merge(channel, w ? DOCKERPROXY_VERDICT_WORK_DIR : NULL, &doc);
+                if (r < 0)
+                        return r;
+                r = proxy_policy_compile(doc, &compiled, &error);
+                if (r == -ENOMEM)
+                        return r;
+                /* "" for a refusal without a message */
+                if (verdict_add(cache->dockerproxy, key, r < 0 ? strempty(error) : NULL) < 0)
+                        return -ENOMEM;
+                known = r < 0 ? strempty(error) : NULL;
+        }
+        if (!known)
+                return 1;
+        if (!isempty(known) && !(*ret_error = strdup(known)))
+                return -ENOMEM;
+        return 0;
+}
+
 /* The Docker API proxy: its policy document (the channel's rules and the built-in ones), compiled here
  * first so that a document the service would refuse never gets a socket: no proxy is a closed door. */
-static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output_dir) {
+static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output_dir, GeneratorCache *cache) {
         _cleanup_free_ char *dir = NULL, *conf = NULL, *policy = NULL, *policy_path = NULL, *credential = NULL,
                 *error = NULL, *masks = NULL, *images = NULL, *egress_credential = NULL;
         _cleanup_strv_free_ char **kernel_masks = NULL;
-        _cleanup_(json_object_putp) json_object *channel = NULL, *doc = NULL;
-        _cleanup_(proxy_policy_freep) ProxyPolicy *compiled = NULL;
+        _cleanup_(json_object_putp) json_object *channel = NULL;
         _cleanup_(unit_file_freep) UnitFile *u = NULL;
         const char *w = c->config.work_dir, *sock = c->config.engine.socket;
         const char *agent_image = strempty(c->config.container_image),
@@ -278,12 +362,14 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
                 return 0;
         }
         r = proxy_policy_channel_document(&c->config.gates.docker_proxy, &channel);
-        if (r >= 0)
-                r = proxy_policy_document_merge(channel, w, &doc);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot build the Docker API policy: %m", c->path);
-        r = proxy_policy_compile(doc, &compiled, &error);
-        if (r < 0) {
+        r = dockerproxy_policy_verdict(cache, channel, w, &error);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return log_error_errno(r, "%s: cannot build the Docker API policy: %m", c->path);
+        if (r == 0) {
                 log_warning("%s: the Docker API policy does not compile (%s), no Docker API proxy.", c->path,
                             strna(error));
                 return 0;
@@ -365,7 +451,40 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
  * the service sees it under $CREDENTIALS_DIRECTORY, never in its environment. A policy that does not
  * compile is written anyway: the gateway then refuses everything and journals why (fail closed), which an
  * operator finds where they look first. */
-static int generate_gateway(int dir_fd, const Channel *c, const char *output_dir) {
+/* Whether the channel's egress policy compiles: > 0 yes, else no (*ret_error: why, when known); -ENOMEM.
+ * Cached per distinct egress section and API host, which are all the compiler reads. */
+static int egress_policy_verdict(GeneratorCache *cache, json_object *config, char **ret_error) {
+        _cleanup_(egress_policy_freep) EgressPolicy *p = NULL;
+        _cleanup_free_ char *api_host = NULL, *key = NULL, *error = NULL;
+        json_object *egress = NULL;
+        const char *known;
+        int r;
+
+        if (egress_config_api_host(config, &api_host) < 0)
+                return 0;       /* as the gateway, which gets no policy then either */
+        (void) json_object_object_get_ex(config, "egress", &egress);
+        /* the host first: it holds no newline (a JSON text may) */
+        if (asprintf(&key, "%s\n%s", strempty(api_host),
+                     egress ? json_object_to_json_string_ext(egress, JSON_C_TO_STRING_PLAIN) : "") < 0)
+                return -ENOMEM;
+        if (!cache->egress && !(cache->egress = json_object_new_object()))
+                return -ENOMEM;
+        if (verdict_find(cache->egress, key, &known) == 0) {
+                r = egress_policy_compile(egress, api_host, &p, &error);
+                if (r == -ENOMEM)
+                        return r;
+                if (verdict_add(cache->egress, key, r < 0 ? strempty(error) : NULL) < 0)
+                        return -ENOMEM;
+                known = r < 0 ? strempty(error) : NULL;
+        }
+        if (!known)
+                return 1;
+        if (!isempty(known) && !(*ret_error = strdup(known)))
+                return -ENOMEM;
+        return 0;
+}
+
+static int generate_gateway(int dir_fd, const Channel *c, const char *output_dir, GeneratorCache *cache) {
         _cleanup_(json_object_putp) json_object *doc = json_object_new_object();
         _cleanup_free_ char *dir = NULL, *name = NULL, *cred = NULL, *cred_path = NULL, *credential = NULL;
         _cleanup_(unit_file_freep) UnitFile *u = NULL;
@@ -387,11 +506,12 @@ static int generate_gateway(int dir_fd, const Channel *c, const char *output_dir
             json_object_object_add(doc, "anthropic_api_key", json_object_new_string(c->config.anthropic_api_key)) < 0)
                 return log_oom();
         {
-                _cleanup_(egress_policy_freep) EgressPolicy *p = NULL;
-                _cleanup_free_ char *error = NULL, *api_host = NULL;
-                if (egress_config_api_host(c->config.json, &api_host) < 0 ||
-                    egress_policy_compile(json_object_object_get_ex(c->config.json, "egress", &egress) ? egress : NULL,
-                                          api_host, &p, &error) < 0)
+                _cleanup_free_ char *error = NULL;
+
+                r = egress_policy_verdict(cache, c->config.json, &error);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (r <= 0)
                         log_error("%s: the egress policy does not compile, the gateway of channel %s will refuse every "
                                   "request: %s", c->path, c->name, strna(error));
         }
@@ -449,7 +569,7 @@ static int generate_tasks(int dir_fd, const Channel *c) {
 
 /* loop.target upholds loop-channel@NAME.target, which wants the channel's units (units/loop-channel@.target.in
  * says why: a channel added while loop.target runs is armed by the next daemon-reload). */
-static int write_channel_upheld(int dir_fd, const Channel *c) {
+static int write_channel_upheld(int dir_fd, const Channel *c, GeneratorCache *cache) {
         _cleanup_(unit_file_freep) UnitFile *u = NULL;
         _cleanup_free_ char *conf = NULL, *target = NULL;
         int r;
@@ -457,9 +577,12 @@ static int write_channel_upheld(int dir_fd, const Channel *c) {
         if (asprintf(&conf, "loop.target.d/50-channel-%s.conf", c->name) < 0 ||
             asprintf(&target, "loop-channel@%s.target", c->name) < 0)
                 return log_oom();
-        r = mkdirat_exist_ok(dir_fd, "loop.target.d");
-        if (r < 0)
-                return r;
+        if (!cache->loop_target_d) {
+                r = mkdirat_exist_ok(dir_fd, "loop.target.d");
+                if (r < 0)
+                        return r;
+                cache->loop_target_d = true;
+        }
         r = unit_file_new("loop-generator", &u);
         if (r < 0)
                 return log_oom();
@@ -468,8 +591,17 @@ static int write_channel_upheld(int dir_fd, const Channel *c) {
         return unit_write(u, dir_fd, conf);
 }
 
-int generator_channel(int dir_fd, const Channel *c, const char *config_dir, const char *output_dir) {
+/* The units of one valid, enabled channel into dir_fd (output_dir is its path, named in LoadCredential=).
+ * config_dir: the config dir the programs started by the units must read (NULL: the default one).
+ * Logs what it refuses; a helper whose settings cannot be written is left out with a message, which is
+ * not a failure. < 0 (logged) when the channel's units could not all be written. */
+static int generator_channel(int dir_fd, const Channel *c, const char *config_dir, const char *output_dir,
+                             GeneratorCache *cache) {
+        _cleanup_free_ char *wants = NULL;
         int r;
+
+        if (asprintf(&wants, "loop-channel@%s.target.wants", c->name) < 0)
+                return log_oom();
 
         /* The name was checked by the config module: [A-Za-z0-9][A-Za-z0-9_.-]*, safe in a file name and
          * as a unit instance; the path lies below the config dir, which was checked in generator_run(). */
@@ -479,7 +611,10 @@ int generator_channel(int dir_fd, const Channel *c, const char *config_dir, cons
         r = write_agent_dropin(dir_fd, c, config_dir);
         if (r < 0)
                 return r;
-        r = write_channel_upheld(dir_fd, c);
+        r = write_channel_upheld(dir_fd, c, cache);
+        if (r < 0)
+                return r;
+        r = mkdirat_exist_ok(dir_fd, wants);
         if (r < 0)
                 return r;
         r = write_wants_symlink(dir_fd, c, "loop-agent", "path", AGENT_PATH_TEMPLATE);
@@ -489,7 +624,7 @@ int generator_channel(int dir_fd, const Channel *c, const char *config_dir, cons
         if (r < 0)
                 return r;
         if (egress_config_enabled(c->config.json)) {
-                r = generate_gateway(dir_fd, c, output_dir);
+                r = generate_gateway(dir_fd, c, output_dir, cache);
                 if (r < 0)
                         return r;
         }
@@ -499,7 +634,7 @@ int generator_channel(int dir_fd, const Channel *c, const char *config_dir, cons
                         return r;
         }
         if (c->config.gates.agentgate.enabled && c->config.gates.docker_proxy.enabled)
-                return generate_dockerproxy(dir_fd, c, output_dir);
+                return generate_dockerproxy(dir_fd, c, output_dir, cache);
         return 0;
 }
 
@@ -551,6 +686,7 @@ static int check_config_dir(const char *dir) {
 
 int generator_run(const char *config_dir, const char *output_dir) {
         _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        _cleanup_(generator_cache_done) GeneratorCache cache = {};
         _cleanup_close_ int dir_fd = -EBADF;
         size_t generated = 0;
         int r, ret = 0;
@@ -585,7 +721,7 @@ int generator_run(const char *config_dir, const char *output_dir) {
 
                 /* Programs started by the units must read the same config dir as we did. */
                 r = generator_channel(dir_fd, c, streq(config_dir, LOOP_CONFIG_DIR_DEFAULT) ? NULL : config_dir,
-                                      output_dir);
+                                      output_dir, &cache);
                 if (r < 0 && ret == 0)
                         ret = r;  /* already logged; the other channels are still written */
                 else if (r >= 0)
