@@ -4,12 +4,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dirent-util.h"
 #include "string-util.h"
 #include "fs-util.h"
+#include "io-util.h"
 #include "macro.h"
 
 int readlinkat_malloc(int dir_fd, const char *path, char **ret) {
@@ -46,4 +49,62 @@ int rm_rf_at(int parent_fd, const char *name) {
                         (void) rm_rf_at(dirfd(d), de->d_name);
         }
         return unlinkat(parent_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+int write_file_beneath(int dir_fd, const char *path, mode_t mode, const void *data, size_t size) {
+        _cleanup_free_ char *p = NULL, *tmp = NULL;
+        _cleanup_close_ int cur = -EBADF, fd = -EBADF;
+        char *name, *slash;
+        int r;
+
+        if (isempty(path) || path[0] == '/')
+                return -EINVAL;
+        p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        cur = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return -errno;
+
+        /* the directories, one component at a time, each opened without following a symlink */
+        name = p;
+        while ((slash = strchr(name, '/'))) {
+                int next;
+
+                *slash = 0;
+                if (isempty(name) || streq(name, ".") || streq(name, ".."))
+                        return -EINVAL;
+                next = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0 && errno == ENOENT) {
+                        if (mkdirat(cur, name, 0700) < 0 && errno != EEXIST)
+                                return -errno;
+                        next = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                }
+                if (next < 0)
+                        return -errno;  /* a symlink: ELOOP or ENOTDIR */
+                safe_close(cur);
+                cur = next;
+                name = slash + 1;
+        }
+        if (isempty(name) || streq(name, ".") || streq(name, ".."))
+                return -EINVAL;
+
+        /* a new file, then renamed over the name: whatever was there (a symlink too) is replaced */
+        if (asprintf(&tmp, ".%s.#loop-tmp", name) < 0)
+                return -ENOMEM;
+        if (unlinkat(cur, tmp, 0) < 0 && errno != ENOENT)
+                return -errno;
+        fd = openat(cur, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd < 0)
+                return -errno;
+        r = loop_write(fd, data, size);
+        if (r >= 0 && fchmod(fd, mode) < 0)    /* not the umask's */
+                r = -errno;
+        if (r >= 0 && close(TAKE_FD(fd)) < 0)
+                r = -errno;
+        if (r >= 0 && renameat(cur, tmp, cur, name) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlinkat(cur, tmp, 0);
+        return r;
 }

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stddef.h>
+#include <sys/types.h>
+
 /* Symlinks. */
 
 /* The target of the symlink path, relative to dir_fd (AT_FDCWD for none; "" with an O_PATH fd for the
@@ -10,3 +13,11 @@ int readlinkat_malloc(int dir_fd, const char *path, char **ret);
 /* Removes NAME below PARENT_FD and, when it is a directory, everything in it, never following a symlink
  * (one is removed as a file). Errors below NAME are ignored; the result is the removal of NAME itself. */
 int rm_rf_at(int parent_fd, const char *name);
+
+/* Writes size bytes of data to path below dir_fd with exactly this mode, never following a symlink:
+ * each directory of path is opened with O_NOFOLLOW (created 0700 when missing; "", "." and ".." are
+ * refused, -EINVAL, as is an absolute path), the data goes into a new file there that is then renamed over
+ * the last component, replacing what was there (a symlink too) instead of writing through it. Files and
+ * directories get the caller's file system identity (setfsuid()). A symlink as a directory fails the
+ * call (-ELOOP or -ENOTDIR). */
+int write_file_beneath(int dir_fd, const char *path, mode_t mode, const void *data, size_t size);

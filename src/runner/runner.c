@@ -21,10 +21,12 @@
 #include "egress-policy.h"
 #include "egress-token.h"
 #include "engine-discover.h"
+#include "fs-util.h"
 #include "gate-policy.h"
 #include "gate-token.h"
 #include "json-util.h"
 #include "mcp-config.h"
+#include "path-util.h"
 #include "protected-paths.h"
 #include "seccomp-profile.h"
 #include "string-util.h"
@@ -326,8 +328,33 @@ static void remove_mcp_config(RunContext *ctx) {
         fs_restore(saved);
 }
 
-/* Copies each file into the container as a one-entry tar archive into its parent directory, read with
- * the agent user's identity and owned by it inside. */
+/* Writes a copied file into the channel's home dir on the host (bound at the agent's HOME), as the agent's
+ * user, never following a symlink the agent left there (write_file_beneath()). 0 when written, 1 when
+ * dst is not in that home (the caller copies it through the engine), < 0 on error. */
+static int copy_file_to_home(RunContext *ctx, const char *dst, mode_t mode, const char *data, size_t size) {
+        _cleanup_close_ int home_fd = -EBADF;
+        const char *rel;
+        FsIdentity saved;
+        int r;
+
+        if (!ctx->home_dir || !path_is_inside(dst, ctx->user.home) || streq(dst, ctx->user.home))
+                return 1;
+        rel = dst + strlen(ctx->user.home);
+        rel += strspn(rel, "/");
+        saved = fs_become(&ctx->user);
+        if (!saved.ok)
+                r = -EPERM;
+        else if ((home_fd = open(ctx->home_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                r = -errno;
+        else
+                r = write_file_beneath(home_fd, rel, mode, data, size);
+        fs_restore(saved);
+        return r;
+}
+
+/* Copies each file into the container: into the channel's home dir on the host when it lies in the
+ * agent's home (no engine round trip), else as a one-entry tar archive into its parent directory; read
+ * with the agent user's identity and owned by it inside. */
 static int copy_files_in(RunContext *ctx, Engine *e, const char *id, const ContainerPlan *plan) {
         for (size_t i = 0; plan->copy_sources && plan->copy_sources[i]; i++) {
                 const char *src = plan->copy_sources[i], *dst = plan->copy_targets[i];
@@ -348,6 +375,12 @@ static int copy_files_in(RunContext *ctx, Engine *e, const char *id, const Conta
                         log_warning_errno(r, "Not copying %s into the container: %m", src);
                         continue;
                 }
+
+                r = copy_file_to_home(ctx, dst, st.st_mode & 07777, data, size);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to copy %s into the agent's home %s: %m", src, ctx->home_dir);
+                if (r == 0)
+                        continue;
 
                 dir = strndup(dst, (size_t) (strrchr(dst, '/') - dst));
                 if (!dir)

@@ -157,6 +157,15 @@ for eng in podman docker; do
         like "$out" "from the host" "$eng: ~/.claude.json is copied into the container"
         run demo "scenario:sh stat -c %u $HOME_T/.claude.json"
         like "$out" "$UID_T" "$eng: the copied file belongs to the agent"
+        # It is written into the channel's home on the host as the agent's user, never through a symlink
+        # the agent left there: one at the name is replaced, the file it names is left alone.
+        echo "root's file" >"$T/victim" && chmod 0666 "$T/victim"
+        ln -sfn "$T/victim" "$LOOP_STATE_DIR/demo/home/.claude.json"
+        run demo "scenario:sh cat $HOME_T/.claude.json"
+        like "$out" "from the host" "$eng: ~/.claude.json replaces a symlink the agent planted in its home"
+        is "$(cat "$T/victim")" "root's file" "$eng: ...and nothing is written through the symlink"
+        is "$(stat -c '%F %u' "$LOOP_STATE_DIR/demo/home/.claude.json")" "regular file $UID_T" \
+                "$eng: ...the file in the channel's home on the host is the agent's"
         run demo "scenario:sh cat /hostdir/file.txt; touch /hostdir/x 2>&1; echo rc=\$?"
         like "$out" "from the host dir" "$eng: a configured host mount is visible"
         like "$out" "rc=[1-9]" "$eng: a :ro mount is read-only"

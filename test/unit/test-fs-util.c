@@ -4,10 +4,69 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fs-util.h"
+#include "io-util.h"
 #include "macro.h"
 #include "tap.h"
+
+/* The contents of path below dfd, or NULL. */
+static char *contents(int dfd, const char *path) {
+        char *s = NULL;
+        size_t n;
+
+        return read_full_file_at(dfd, path, 4096, true, &s, &n) < 0 ? NULL : s;
+}
+
+static void test_write_file_beneath(void) {
+        char dir[] = "/tmp/test-fs-util-w-XXXXXX", victim[] = "/tmp/test-fs-util-v-XXXXXX";
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+        _cleanup_close_ int dfd = -EBADF, vfd = -EBADF;
+        struct stat st;
+
+        if (!mkdtemp(dir) || !mkdtemp(victim))
+                abort();
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        vfd = open(victim, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || vfd < 0)
+                abort();
+        if (write_file_beneath(vfd, "target", 0644, "victim's\n", 9) < 0)
+                abort();
+
+        is_int(write_file_beneath(dfd, ".claude.json", 0600, "{\"a\": 1}\n", 9), 0,
+               "write_file_beneath() writes a file below a dir fd");
+        is_str(a = contents(dfd, ".claude.json"), "{\"a\": 1}\n", "...with the data intact");
+        ok(fstatat(dfd, ".claude.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & 07777) == 0600,
+           "...with exactly the mode asked for");
+
+        /* a symlink planted at the name is replaced, its target left alone */
+        if (unlinkat(dfd, ".claude.json", 0) < 0 || symlinkat(victim, dfd, "out") < 0)
+                abort();
+        {
+                char target[PATH_MAX];
+                snprintf(target, sizeof target, "%s/target", victim);
+                if (symlinkat(target, dfd, ".claude.json") < 0)
+                        abort();
+        }
+        is_int(write_file_beneath(dfd, ".claude.json", 0600, "new\n", 4), 0, "a symlink at the name is no error");
+        ok(fstatat(dfd, ".claude.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode),
+           "...it is replaced by the file");
+        is_str(b = contents(vfd, "target"), "victim's\n", "...and the file it pointed to is unchanged");
+
+        ok(write_file_beneath(dfd, "out/target", 0600, "x", 1) < 0, "a symlink as a directory is refused");
+        is_str(c = contents(vfd, "target"), "victim's\n", "...and nothing is written through it");
+        is_int(write_file_beneath(dfd, "../escape", 0600, "x", 1), -EINVAL, "\"..\" is refused");
+        is_int(write_file_beneath(dfd, "/etc/x", 0600, "x", 1), -EINVAL, "an absolute path is refused");
+        is_int(write_file_beneath(dfd, "sub/dir/f", 0640, "deep", 4), 0, "missing directories are made");
+        is_str(d = contents(dfd, "sub/dir/f"), "deep", "...and the file is written in them");
+        ok(fstatat(dfd, "sub", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700,
+           "...made 0700");
+
+        (void) rm_rf_at(AT_FDCWD, dir);
+        (void) rm_rf_at(AT_FDCWD, victim);
+}
 
 int main(void) {
         char dir[] = "/tmp/test-fs-util-XXXXXX", path[PATH_MAX];
@@ -37,5 +96,7 @@ int main(void) {
         (void) unlinkat(dfd, "link", 0);
         (void) unlinkat(dfd, "long", 0);
         rmdir(dir);
+
+        test_write_file_beneath();
         return done_testing();
 }
