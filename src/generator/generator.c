@@ -42,25 +42,38 @@ static void generator_cache_done(GeneratorCache *v) {
         json_object_put(v->egress);
 }
 
-/* Looks key up in cache: 1 and *ret_error (NULL: compiles; borrowed) when known, 0 when not. */
-static int verdict_find(json_object *cache, const char *key, const char **ret_error) {
+/* Computes a policy's verdict: >= 0 it compiles, < 0 it does not (*ret_error: why, when known). */
+typedef int (*PolicyCompile)(void *userdata, char **ret_error);
+
+/* The verdict of the input named key, from *cache or computed by compile() once: > 0 it compiles, 0 it
+ * does not (*ret_error: why, when known), -ENOMEM. */
+static int verdict_get(json_object **cache, const char *key, PolicyCompile compile, void *userdata,
+                       char **ret_error) {
+        _cleanup_free_ char *error = NULL;
+        const char *known;
         json_object *v;
+        int r;
 
-        if (!json_object_object_get_ex(cache, key, &v))
-                return 0;
-        *ret_error = v ? json_object_get_string(v) : NULL;
-        return 1;
-}
-
-static int verdict_add(json_object *cache, const char *key, const char *error) {
-        json_object *v = NULL;
-
-        if (error && !(v = json_object_new_string(error)))
+        if (!*cache && !(*cache = json_object_new_object()))
                 return -ENOMEM;
-        if (json_object_object_add(cache, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
+        if (!json_object_object_get_ex(*cache, key, &v)) {
+                r = compile(userdata, &error);
+                if (r == -ENOMEM)
+                        return r;
+                /* "" for a refusal without a message */
+                v = NULL;
+                if (r < 0 && !(v = json_object_new_string(strempty(error))))
+                        return -ENOMEM;
+                if (json_object_object_add(*cache, key, v) < 0) {
+                        json_object_put(v);
+                        return -ENOMEM;
+                }
         }
+        known = v ? json_object_get_string(v) : NULL;
+        if (!known)
+                return 1;
+        if (!isempty(known) && !(*ret_error = strdup(known)))
+                return -ENOMEM;
         return 0;
 }
 
@@ -282,47 +295,41 @@ static bool dockerproxy_work_dir_is_plain(const char *w) {
         return w && w[0] == '/' && !streq(w, "/") && strlen(w) < PATH_MAX;
 }
 
-/* Whether the merged policy of the channel document and work dir w compiles: > 0 yes, 0 no (*ret_error:
- * the compiler's message), < 0 when the document cannot be built. Cached per channel document. */
-static int dockerproxy_policy_verdict(GeneratorCache *cache, json_object *channel, const char *w,
-                                      char **ret_error) {
+typedef struct DockerProxyInput {
+        json_object *channel;
+        const char *work_dir;
+} DockerProxyInput;
+
+static int dockerproxy_policy_compile(void *userdata, char **ret_error) {
+        const DockerProxyInput *in = userdata;
         _cleanup_(json_object_putp) json_object *doc = NULL;
         _cleanup_(proxy_policy_freep) ProxyPolicy *compiled = NULL;
-        _cleanup_free_ char *key = NULL, *error = NULL;
-        const char *known;
+        int r;
+
+        r = proxy_policy_document_merge(in->channel, in->work_dir, &doc);
+        if (r < 0)
+                return r;
+        return proxy_policy_compile(doc, &compiled, ret_error);
+}
+
+/* Whether the merged policy of the channel document and work dir w compiles: > 0 yes, 0 no (*ret_error:
+ * the compiler's message), -ENOMEM. Cached per channel document. */
+static int dockerproxy_policy_verdict(GeneratorCache *cache, json_object *channel, const char *w,
+                                      char **ret_error) {
+        DockerProxyInput in = { .channel = channel, .work_dir = w };
+        _cleanup_free_ char *key = NULL;
         int r;
 
         if (w && !dockerproxy_work_dir_is_plain(w)) {
                 /* not what the cache stands for: compiled as it is */
-                r = proxy_policy_document_merge(channel, w, &doc);
-                if (r < 0)
-                        return r;
-                r = proxy_policy_compile(doc, &compiled, ret_error);
+                r = dockerproxy_policy_compile(&in, ret_error);
                 return r == -ENOMEM ? r : r >= 0;
         }
-
         if (asprintf(&key, "%c%s", w ? 'w' : '-',
                      json_object_to_json_string_ext(channel, JSON_C_TO_STRING_PLAIN)) < 0)
                 return -ENOMEM;
-        if (!cache->dockerproxy && !(cache->dockerproxy = json_object_new_object()))
-                return -ENOMEM;
-        if (verdict_find(cache->dockerproxy, key, &known) == 0) {
-                r = proxy_policy_document_merge(channel, w ? DOCKERPROXY_VERDICT_WORK_DIR : NULL, &doc);
-                if (r < 0)
-                        return r;
-                r = proxy_policy_compile(doc, &compiled, &error);
-                if (r == -ENOMEM)
-                        return r;
-                /* "" for a refusal without a message */
-                if (verdict_add(cache->dockerproxy, key, r < 0 ? strempty(error) : NULL) < 0)
-                        return -ENOMEM;
-                known = r < 0 ? strempty(error) : NULL;
-        }
-        if (!known)
-                return 1;
-        if (!isempty(known) && !(*ret_error = strdup(known)))
-                return -ENOMEM;
-        return 0;
+        in.work_dir = w ? DOCKERPROXY_VERDICT_WORK_DIR : NULL;
+        return verdict_get(&cache->dockerproxy, key, dockerproxy_policy_compile, &in, ret_error);
 }
 
 /* The Docker API proxy: its policy document (the channel's rules and the built-in ones), compiled here
@@ -365,10 +372,8 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
         if (r < 0)
                 return log_error_errno(r, "%s: cannot build the Docker API policy: %m", c->path);
         r = dockerproxy_policy_verdict(cache, channel, w, &error);
-        if (r == -ENOMEM)
-                return log_oom();
         if (r < 0)
-                return log_error_errno(r, "%s: cannot build the Docker API policy: %m", c->path);
+                return log_oom();
         if (r == 0) {
                 log_warning("%s: the Docker API policy does not compile (%s), no Docker API proxy.", c->path,
                             strna(error));
@@ -451,37 +456,33 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
  * the service sees it under $CREDENTIALS_DIRECTORY, never in its environment. A policy that does not
  * compile is written anyway: the gateway then refuses everything and journals why (fail closed), which an
  * operator finds where they look first. */
+typedef struct EgressInput {
+        json_object *egress;
+        const char *api_host;
+} EgressInput;
+
+static int egress_policy_check(void *userdata, char **ret_error) {
+        const EgressInput *in = userdata;
+        _cleanup_(egress_policy_freep) EgressPolicy *p = NULL;
+
+        return egress_policy_compile(in->egress, in->api_host, &p, ret_error);
+}
+
 /* Whether the channel's egress policy compiles: > 0 yes, else no (*ret_error: why, when known); -ENOMEM.
  * Cached per distinct egress section and API host, which are all the compiler reads. */
 static int egress_policy_verdict(GeneratorCache *cache, json_object *config, char **ret_error) {
-        _cleanup_(egress_policy_freep) EgressPolicy *p = NULL;
-        _cleanup_free_ char *api_host = NULL, *key = NULL, *error = NULL;
-        json_object *egress = NULL;
-        const char *known;
-        int r;
+        _cleanup_free_ char *api_host = NULL, *key = NULL;
+        EgressInput in = {};
 
         if (egress_config_api_host(config, &api_host) < 0)
                 return 0;       /* as the gateway, which gets no policy then either */
-        (void) json_object_object_get_ex(config, "egress", &egress);
+        (void) json_object_object_get_ex(config, "egress", &in.egress);
+        in.api_host = api_host;
         /* the host first: it holds no newline (a JSON text may) */
         if (asprintf(&key, "%s\n%s", strempty(api_host),
-                     egress ? json_object_to_json_string_ext(egress, JSON_C_TO_STRING_PLAIN) : "") < 0)
+                     in.egress ? json_object_to_json_string_ext(in.egress, JSON_C_TO_STRING_PLAIN) : "") < 0)
                 return -ENOMEM;
-        if (!cache->egress && !(cache->egress = json_object_new_object()))
-                return -ENOMEM;
-        if (verdict_find(cache->egress, key, &known) == 0) {
-                r = egress_policy_compile(egress, api_host, &p, &error);
-                if (r == -ENOMEM)
-                        return r;
-                if (verdict_add(cache->egress, key, r < 0 ? strempty(error) : NULL) < 0)
-                        return -ENOMEM;
-                known = r < 0 ? strempty(error) : NULL;
-        }
-        if (!known)
-                return 1;
-        if (!isempty(known) && !(*ret_error = strdup(known)))
-                return -ENOMEM;
-        return 0;
+        return verdict_get(&cache->egress, key, egress_policy_check, &in, ret_error);
 }
 
 static int generate_gateway(int dir_fd, const Channel *c, const char *output_dir, GeneratorCache *cache) {

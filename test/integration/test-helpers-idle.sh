@@ -52,16 +52,22 @@ done
 check "systemctl daemon-reload" in_ct systemctl daemon-reload
 check "systemctl start loop.target" in_ct systemctl start loop.target
 
+# start_by SERVICE SOCKET-FILE: a connection to the socket starts the service. Its invocation id changes
+# with every start: the helper may be done again by the time it is looked at.
+start_by() {
+        local inv
+        inv=$(prop "$1" InvocationID)
+        poke "$2"
+        wait_for 20 invocation_changed "$1" "$inv"
+}
+
 # helper SERVICE SOCKET-UNIT SOCKET-FILE
 helper() {
-        local svc=$1 sock=$2 file=$3 left inv
+        local svc=$1 sock=$2 file=$3 left
         is "$(prop "$sock" ActiveState)" active "$sock listens"
         wait_for $((IDLE_SEC * 10 + 20)) state_is "$svc" inactive
         ok $? "$svc does not run before a connection"
-        inv=$(prop "$svc" InvocationID)
-        poke "$file"
-        # the invocation id changes with every start; the helper may be done again by the time it is read
-        wait_for 20 invocation_changed "$svc" "$inv"
+        start_by "$svc" "$file"
         ok $? "a connection to $file starts $svc"
         wait_for $((IDLE_SEC * 10 + 20)) state_is "$svc" inactive
         ok $? "$svc stops by itself after its idle timeout"
@@ -69,9 +75,7 @@ helper() {
         left=$(procs_of "$svc")
         is "$left" "" "...and no process of it is left in its cgroup"
         is "$(prop "$sock" ActiveState)" active "...while $sock keeps listening"
-        inv=$(prop "$svc" InvocationID)
-        poke "$file"
-        wait_for 20 invocation_changed "$svc" "$inv"
+        start_by "$svc" "$file"
         ok $? "...and the next connection starts it again"
         wait_for $((IDLE_SEC * 10 + 20)) state_is "$svc" inactive
         ok $? "...after which it goes idle again"
