@@ -224,22 +224,39 @@ int unit_file_section(UnitFile *u, const char *name) {
         return 0;
 }
 
-/* The one place a line is written: key and value checked, the value written as it is. */
-static int unit_file_put(UnitFile *u, const char *key, const char *value) {
-        if (!u->in_section || !unit_key_is_valid(key) || !unit_value_is_valid(value))
+/* The one place a line is written: KEY=ABC, the key checked here. The value A, B and C make must be valid
+ * (unit_value_is_valid()): the callers check what they make it from, and doubling "%" or quoting a
+ * checked value keeps it valid. */
+static int unit_file_put_valid(UnitFile *u, const char *key, const char *a, const char *b, const char *c) {
+        if (!u->in_section || !unit_key_is_valid(key))
                 return unit_file_fail(u, -EINVAL);
-        return unit_file_append(u, key, "=", value, "\n", NULL);
+        return unit_file_append(u, key, "=", a, b, c, "\n", NULL);
+}
+
+static int unit_file_put(UnitFile *u, const char *key, const char *value) {
+        if (!unit_value_is_valid(value))
+                return unit_file_fail(u, -EINVAL);
+        return unit_file_put_valid(u, key, value, "", "");
+}
+
+/* s with "%" doubled, into *buf unless there is none (then s itself). NULL on ENOMEM. */
+static const char *specifier_escape_if_needed(const char *s, char **buf) {
+        if (!strchr(s, '%'))
+                return s;
+        *buf = unit_specifier_escape(s);
+        return *buf;
 }
 
 int unit_file_set(UnitFile *u, const char *key, const char *value) {
-        _cleanup_free_ char *escaped = NULL;
+        _cleanup_free_ char *buf = NULL;
+        const char *escaped;
 
         if (!unit_value_is_valid(value))
                 return unit_file_fail(u, -EINVAL);
-        escaped = unit_specifier_escape(value);
+        escaped = specifier_escape_if_needed(value, &buf);
         if (!escaped)
                 return unit_file_fail(u, -ENOMEM);
-        return unit_file_put(u, key, escaped);
+        return unit_file_put_valid(u, key, escaped, "", "");
 }
 
 int unit_file_set_path(UnitFile *u, const char *key, const char *path) {
@@ -279,18 +296,21 @@ int unit_file_set_environment(UnitFile *u, const char *name, const char *value) 
                 *t++ = *value;
         }
         strcpy(t, "\"");
-        return unit_file_put(u, "Environment", quoted);
+        /* no control character, valid UTF-8, quotes at both ends: valid */
+        return unit_file_put_valid(u, "Environment", quoted, "", "");
 }
 
 int unit_file_set_environment_word(UnitFile *u, const char *name, const char *value) {
-        _cleanup_free_ char *escaped = NULL, *assignment = NULL;
+        _cleanup_free_ char *buf = NULL;
+        const char *escaped;
 
         if (!environment_name_is_valid(name) || !unit_value_is_word(value))
                 return unit_file_fail(u, -EINVAL);
-        escaped = unit_specifier_escape(value);
-        if (!escaped || asprintf(&assignment, "%s=%s", name, escaped) < 0)
+        escaped = specifier_escape_if_needed(value, &buf);
+        if (!escaped)
                 return unit_file_fail(u, -ENOMEM);
-        return unit_file_put(u, "Environment", assignment);
+        /* NAME= and a valid word: valid (an empty word too, "NAME=") */
+        return unit_file_put_valid(u, "Environment", name, "=", escaped);
 }
 
 const char *unit_file_contents(UnitFile *u, size_t *ret_size) {
