@@ -1032,6 +1032,14 @@ static int read_exec(Request *q, char **ret_file, char ***ret_argv) {
         return 0;
 }
 
+/* The filename alone, read afresh. */
+static int read_exec_file(Request *q, char **ret_file) {
+        GateMemCache *mc = &q->w->mem_cache;
+
+        gate_mem_cache_reset(mc, q->mem_fd);
+        return gate_mem_cache_read_string(mc, q->call.path, GATE_PATH_MAX, ret_file, NULL);
+}
+
 /* The "#!" line of the file behind fd (O_PATH), as the kernel reads it: the interpreter and its one
  * optional argument, within the first GATE_SCRIPT_HEAD bytes. Returns 1 with them, 0 when the file is not
  * a script (or cannot be read: the kernel's own exec then fails the same way). */
@@ -1073,34 +1081,33 @@ static int script_interpreter(int fd, char **ret_interp, char **ret_arg) {
         return 1;
 }
 
-/* Whether the caller's filename and argv are its own until the kernel copies them (gate-mm.h); if not,
- * the exec is answered here with a deny and false returned. kcmp's ptrace check uses the real ids: the
- * agent's for the scan, as for pidfd_getfd(). */
-static bool exec_memory_sole(Request *q) {
-        const char *why = NULL;
+/* Whether the caller's filename and argv are its own until the kernel copies them (gate-mm.h): 1 when no
+ * other task can change them any more, 0 when one can (ret_why says which), <0 when it cannot be told.
+ * kcmp's ptrace check uses the real ids: the agent's for the scan, as for pidfd_getfd(). */
+static int exec_memory_sole(Request *q, const char **ret_why) {
         int r, k;
 
         k = thread_set_real_ids(q->s->config->uid, q->s->config->gid);
         if (k < 0)
                 fatal_credentials(k);
-        r = gate_mm_sole((pid_t) q->n->pid, &why);
+        r = gate_mm_sole((pid_t) q->n->pid, ret_why);
         k = thread_set_real_ids(0, 0);
         if (k < 0)
                 fatal_credentials(k);
-        if (r < 0) {
-                fail_closed(q, r, "cannot tell which tasks share the caller's memory, which the kernel reads "
-                            "the command from again");
-                return false;
-        }
-        if (r == 0)
-                return true;
+        return r < 0 ? r : r == 0;
+}
+
+/* An exec whose arguments another task can still change: denied, unless the policy denies it anyway. */
+static void exec_memory_shared(Request *q, int sole, const char *why) {
+        if (sole < 0)
+                return fail_closed(q, sole, "cannot tell which tasks share the caller's memory, which the kernel "
+                                   "reads the command from again");
         (void) snprintf(q->reason, sizeof(q->reason),
                         "another task can change the arguments before the kernel reads them: %s", why);
         q->verdict = (GateVerdict) { .decision = DECISION_DENY, .message = q->reason };
         (void) snprintf(q->verdict.rule_id, sizeof(q->verdict.rule_id), "%s", "exec-shared-memory");
         q->event = "local";
         result_errno(q, GATE_DENY_ERRNO);
-        return false;
 }
 
 static void handle_exec(Request *q) {
@@ -1112,21 +1119,20 @@ static void handle_exec(Request *q) {
         unsigned flags = GATE_RESOLVE_OBJECT_ONLY;
         GateVerdict v;
         bool first = true;
-        int r, start;
+        const char *why = NULL;
+        bool exec_sole_mm = q->s->config->exec_sole_mm;
+        int r, start, sole = 0;
 
         q->kind = GATE_KIND_EXEC;
-        r = read_exec(q, &file, &argv);
+        /* What the kernel copies after CONTINUE must be what was decided. Where the verdict can depend on
+         * the arguments, the tasks that share the caller's memory are looked for (gate-mm.h) before the
+         * arguments are read for the decision: once none of them can run, nothing but the caller, waiting
+         * here, can change the filename and argv before the kernel copies them, so that one read is what
+         * the kernel will read. The filename alone is read before, to resolve it: a shell or execvp()
+         * trying the directories of $PATH gets its ENOENT without the look for sharers. */
+        r = exec_sole_mm ? read_exec_file(q, &file) : read_exec(q, &file, &argv);
         if (r < 0)
                 return fail_closed(q, r, "cannot read the command");
-        if (!argv[0]) {
-                /* An empty argv: the kernel gives the program its filename as argv[0]. */
-                r = strv_extend(&argv, file);
-                if (r < 0)
-                        return fail_closed(q, r, "out of memory");
-        }
-        q->target = join_argv(argv);
-        if (!q->target)
-                return fail_closed(q, -ENOMEM, "out of memory");
 
         if (q->call.follow)
                 flags |= GATE_RESOLVE_FOLLOW;
@@ -1153,6 +1159,33 @@ static void handle_exec(Request *q) {
         if (res.fd < 0) {
                 gate_resolved_done(&res);
                 return result_errno(q, ENOENT);
+        }
+
+        if (exec_sole_mm) {
+                _cleanup_free_ char *file_again = NULL;
+
+                sole = exec_memory_sole(q, &why);
+                r = read_exec(q, &file_again, &argv);
+                if (r >= 0 && !streq(file, file_again))
+                        r = -EAGAIN;    /* changed between its resolution and the look for sharers */
+                if (r < 0) {
+                        gate_resolved_done(&res);
+                        return fail_closed(q, r, r == -EAGAIN ? "the command changed while it was checked" :
+                                           "cannot read the command");
+                }
+        }
+        if (!argv[0]) {
+                /* An empty argv: the kernel gives the program its filename as argv[0]. */
+                r = strv_extend(&argv, file);
+                if (r < 0) {
+                        gate_resolved_done(&res);
+                        return fail_closed(q, r, "out of memory");
+                }
+        }
+        q->target = join_argv(argv);
+        if (!q->target) {
+                gate_resolved_done(&res);
+                return fail_closed(q, -ENOMEM, "out of memory");
         }
         if (!res.path) {
                 /* A memfd, a deleted file, anything not on a path: never executed. */
@@ -1236,17 +1269,22 @@ static void handle_exec(Request *q) {
         res.dir_fd = close_later(q->w, res.dir_fd);
         gate_resolved_done(&res);
 
-        /* What the kernel copies after CONTINUE must be what was decided: no other task may be able to
-         * change it first (gate-mm.h). Asked before an approval, so no human approves what then fails. */
-        if (q->s->config->exec_sole_mm && q->verdict.decision != DECISION_DENY && !exec_memory_sole(q))
-                return;
+        /* Refused before an approval is asked for, so no human approves what then fails. */
+        if (exec_sole_mm && q->verdict.decision != DECISION_DENY && sole <= 0)
+                return exec_memory_shared(q, sole, why);
 
         key = gate_cache_key_exec(resolved_path, argv);
         settle(q, key);
         if (q->verdict.decision != DECISION_ALLOW)
                 return result_errno(q, GATE_DENY_ERRNO);
+        if (sole > 0) {
+                q->result = RESULT_CONTINUE;
+                return;
+        }
 
-        /* The kernel reads both again when it continues; a sibling thread may have changed them. */
+        /* Nothing proves the memory still (a policy of plain denials, or exec_shared_memory "check"): the
+         * kernel reads both again when it continues, and a sibling thread may have changed them meanwhile.
+         * A second read narrows that window; only the Landlock floor, or the operator's choice, closes it. */
         r = read_exec(q, &file2, &argv2);
         if (r < 0 || !streq(file, file2))
                 return fail_closed(q, r < 0 ? r : -EAGAIN, "the command changed while it was checked");
