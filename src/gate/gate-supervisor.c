@@ -1953,8 +1953,22 @@ static void record(Request *q, uint64_t latency_ns) {
 
 /* ---- workers ---- */
 
-static size_t latency_bucket(uint64_t ns) {
-        return (size_t) MIN(ns / GATE_LATENCY_STEP_NS, (uint64_t) GATE_LATENCY_BUCKETS - 1);
+size_t gate_latency_bucket(uint64_t ns) {
+        unsigned shift;
+
+        if (ns < 2 * GATE_LATENCY_SUB)
+                return (size_t) ns;
+        shift = (unsigned) (63 - __builtin_clzll(ns)) - GATE_LATENCY_SUB_BITS;
+        return (size_t) shift * GATE_LATENCY_SUB + (size_t) (ns >> shift);
+}
+
+uint64_t gate_latency_bucket_ns(size_t bucket) {
+        unsigned shift;
+
+        if (bucket < 2 * GATE_LATENCY_SUB)
+                return bucket;
+        shift = (unsigned) (bucket / GATE_LATENCY_SUB) - 1;
+        return ((uint64_t) (bucket - (size_t) shift * GATE_LATENCY_SUB) << shift) + (UINT64_C(1) << shift) / 2;
 }
 
 static void handle(Worker *w, const struct seccomp_notif *n) {
@@ -2017,8 +2031,8 @@ answer:
                 uint64_t decision = q.decided_ns > t0 ? q.decided_ns - t0 : latency;
 
                 atomic_fetch_add_explicit(&s->stat_local, 1, memory_order_relaxed);
-                atomic_fetch_add_explicit(&s->stat_decision[latency_bucket(decision)], 1, memory_order_relaxed);
-                atomic_fetch_add_explicit(&s->stat_answer[latency_bucket(latency)], 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&s->stat_decision[gate_latency_bucket(decision)], 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&s->stat_answer[gate_latency_bucket(latency)], 1, memory_order_relaxed);
         } else if (q.event)
                 atomic_fetch_add_explicit(&s->stat_approvals, 1, memory_order_relaxed);
         switch (q.result) {
@@ -2289,9 +2303,9 @@ uint64_t gate_stats_permille_ns(const uint64_t histogram[static GATE_LATENCY_BUC
         for (size_t i = 0; i < GATE_LATENCY_BUCKETS; i++) {
                 seen += histogram[i];
                 if (seen * 1000 >= total * permille)
-                        return (i + 1) * GATE_LATENCY_STEP_NS;  /* step i holds [i, i+1) steps */
+                        return gate_latency_bucket_ns(i);
         }
-        return GATE_LATENCY_BUCKETS * GATE_LATENCY_STEP_NS;
+        return gate_latency_bucket_ns(GATE_LATENCY_BUCKETS - 1);
 }
 
 int gate_supervisor_probe(const GateSupervisorConfig *c, pid_t pid) {
