@@ -23,6 +23,7 @@
 #define GATE_MM_ROUNDS_MAX 16U
 
 typedef struct Scan {
+        pid_t self;                     /* the supervisor's process */
         pid_t sharers[GATE_MM_SHARERS_MAX];
         size_t n;
         size_t tasks;
@@ -152,49 +153,63 @@ static int found_sharer(Scan *s, pid_t tid) {
         return 0;
 }
 
+/* Task tid of process pid: 1 when it shares the caller's address space and can run, 0 when not. */
+static int scan_task(pid_t caller, pid_t pid, pid_t tid, Scan *s, const char **ret_why) {
+        long k;
+        int r;
+
+        if (++s->tasks > GATE_MM_TASKS_MAX)
+                return -E2BIG;
+        if (tid == caller)
+                return 0;
+        k = kcmp_vm(caller, tid);
+        /* EPERM: ptrace's read check refused, which it does not for a task sharing the caller's address
+         * space: dumpability is the address space's, and such a task has the caller's ids (the agent has
+         * no others to change to). ESRCH: gone. */
+        if (k < 0 && (errno == EPERM || errno == ESRCH))
+                return 0;
+        if (k < 0)
+                return -errno;
+        if (k != 0)
+                return 0;
+        if ((r = found_sharer(s, tid)) < 0)
+                return r;
+        if (!blocked_in_vfork(pid, tid)) {
+                (void) snprintf(why_buf, sizeof why_buf,
+                                "task %d shares its memory and can run (a thread, or CLONE_VM without a "
+                                "waiting vfork)", (int) tid);
+                *ret_why = why_buf;
+                return 1;
+        }
+        return 0;
+}
+
 /* The tasks of process pid: a sharer of the caller's address space that can run answers 1. */
 static int scan_process(pid_t caller, pid_t pid, Scan *s, const char **ret_why) {
         NumberedDir tasks;
+        struct stat st;
         char path[64];
         long t;
         int r;
 
+        /* The supervisor's own threads share its address space, which no agent task has: it forks the
+         * agent (never a vfork) before the filter is installed. */
+        if (pid == s->self)
+                return 0;
+        /* procfs counts a process's threads in the link count of its task directory (2 + threads; a
+         * leader that has exited is counted while its threads live): a process of one thread is that
+         * thread, its leader, and takes no listing. A thread made after this has a pid handed out after
+         * the pass began, which the pass looks at too. */
         (void) snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
-        if (numbered_dir_open(&tasks, path) < 0)
+        if (stat(path, &st) < 0)
                 return 0;       /* gone, or never was */
-        while ((r = numbered_dir_next(&tasks, &t)) > 0) {
-                pid_t tid = (pid_t) t;
-                long k;
-
-                if (++s->tasks > GATE_MM_TASKS_MAX) {
-                        r = -E2BIG;
+        if (st.st_nlink == 3)
+                return scan_task(caller, pid, pid, s, ret_why);
+        if (numbered_dir_open(&tasks, path) < 0)
+                return 0;
+        while ((r = numbered_dir_next(&tasks, &t)) > 0)
+                if ((r = scan_task(caller, pid, (pid_t) t, s, ret_why)) != 0)
                         break;
-                }
-                if (tid == caller)
-                        continue;
-                k = kcmp_vm(caller, tid);
-                /* EPERM: ptrace's read check refused, which it does not for a task sharing the caller's
-                 * address space: dumpability is the address space's, and such a task has the caller's
-                 * ids (the agent has no others to change to). ESRCH: gone. */
-                if (k < 0 && (errno == EPERM || errno == ESRCH))
-                        continue;
-                if (k < 0) {
-                        r = -errno;
-                        break;
-                }
-                if (k != 0)
-                        continue;
-                if ((r = found_sharer(s, tid)) < 0)
-                        break;
-                if (!blocked_in_vfork(pid, tid)) {
-                        (void) snprintf(why_buf, sizeof why_buf,
-                                        "task %d shares its memory and can run (a thread, or CLONE_VM "
-                                        "without a waiting vfork)", (int) tid);
-                        *ret_why = why_buf;
-                        r = 1;
-                        break;
-                }
-        }
         numbered_dir_close(&tasks);
         return r;
 }
@@ -208,6 +223,7 @@ static int scan(pid_t caller, Scan *s, long *last, const char **ret_why) {
         int r;
 
         s->n = s->tasks = 0;
+        s->self = getpid();
         r = numbered_dir_open(&proc, "/proc");
         if (r < 0)
                 return r;

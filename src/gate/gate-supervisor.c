@@ -22,6 +22,7 @@
 
 #include "fs-util.h"
 #include "gate-resolve.h"
+#include "gate-script.h"
 #include "gate-supervisor.h"
 #include "gate-syscall.h"
 #include "io-util.h"
@@ -130,6 +131,7 @@ typedef struct Worker {
         int deferred_close[GATE_DEFERRED_CLOSE_MAX];
         size_t n_deferred_close;
         GateMemCache mem_cache;         /* for an exec's strings, reused from one to the next */
+        GateScriptCache script_cache;   /* the "#!" lines of files executed */
 } Worker;
 
 typedef enum ResultType {
@@ -1040,47 +1042,6 @@ static int read_exec_file(Request *q, char **ret_file) {
         return gate_mem_cache_read_string(mc, q->call.path, GATE_PATH_MAX, ret_file, NULL);
 }
 
-/* The "#!" line of the file behind fd (O_PATH), as the kernel reads it: the interpreter and its one
- * optional argument, within the first GATE_SCRIPT_HEAD bytes. Returns 1 with them, 0 when the file is not
- * a script (or cannot be read: the kernel's own exec then fails the same way). */
-#define GATE_SCRIPT_HEAD 256U
-static int script_interpreter(int fd, char **ret_interp, char **ret_arg) {
-        _cleanup_close_ int rfd = -EBADF;
-        char buf[GATE_SCRIPT_HEAD + 1], p[64], *s, *e;
-        struct stat st;
-        ssize_t n;
-
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return 0;
-        (void) snprintf(p, sizeof(p), "/proc/self/fd/%i", fd);
-        rfd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (rfd < 0)
-                return 0;
-        n = pread(rfd, buf, GATE_SCRIPT_HEAD, 0);
-        if (n < 2 || buf[0] != '#' || buf[1] != '!')
-                return 0;
-        buf[n] = 0;
-        s = buf + 2;
-        s[strcspn(s, "\n")] = 0;
-        s += strspn(s, " \t");
-        e = s + strcspn(s, " \t");
-        if (e == s)
-                return 0;
-        *ret_interp = strndup(s, (size_t) (e - s));
-        if (!*ret_interp)
-                return -ENOMEM;
-        e += strspn(e, " \t");
-        /* the kernel keeps the rest as one argument, trailing blanks dropped */
-        for (size_t l = strlen(e); l > 0 && (e[l - 1] == ' ' || e[l - 1] == '\t'); l--)
-                e[l - 1] = 0;
-        *ret_arg = NULL;
-        if (*e && !(*ret_arg = strdup(e))) {
-                *ret_interp = mfree(*ret_interp);
-                return -ENOMEM;
-        }
-        return 1;
-}
-
 /* Whether the caller's filename and argv are its own until the kernel copies them (gate-mm.h): 1 when no
  * other task can change them any more, 0 when one can (ret_why says which), <0 when it cannot be told.
  * kcmp's ptrace check uses the real ids: the agent's for the scan, as for pidfd_getfd(). */
@@ -1240,7 +1201,7 @@ static void handle_exec(Request *q) {
                 _cleanup_free_ char *interp = NULL, *iarg = NULL;
                 _cleanup_strv_free_ char **iargv = NULL;
 
-                r = script_interpreter(res.fd, &interp, &iarg);
+                r = gate_script_interpreter(&q->w->script_cache, res.fd, &interp, &iarg);
                 if (r > 0) {
                         if (strv_extend(&iargv, interp) < 0 || (iarg && strv_extend(&iargv, iarg) < 0) ||
                             strv_extend(&iargv, exec_path) < 0)
@@ -2134,6 +2095,7 @@ static void worker_free(Worker *w) {
                 caller_handles_forget(w, &w->callers[i]);
         close_deferred(w);
         gate_mem_cache_done(&w->mem_cache);
+        gate_script_cache_done(&w->script_cache);
         free(w);
 }
 
