@@ -1234,7 +1234,9 @@ static void handle_exec(Request *q) {
         if (exec_sole_mm && q->verdict.decision != DECISION_DENY && sole <= 0)
                 return exec_memory_shared(q, sole, why);
 
-        key = gate_cache_key_exec(resolved_path, argv);
+        /* The session cache's key matters only to an approval. */
+        if (q->verdict.decision == DECISION_APPROVE)
+                key = gate_cache_key_exec(resolved_path, argv);
         settle(q, key);
         if (q->verdict.decision != DECISION_ALLOW)
                 return result_errno(q, GATE_DENY_ERRNO);

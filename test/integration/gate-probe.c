@@ -4,6 +4,7 @@
  * Each prints one line (the result: "ok", a number, or the errno name) and exits 0 when it could run the
  * attempt at all; the shell test asserts the line. */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -901,6 +902,51 @@ static int newproc_floor(long n) {
         return 0;
 }
 
+/* The floor of the look for tasks that share an exec's memory (src/gate/gate-mm.c): one read of /proc's
+ * directory, the least any supervisor that looks at every task of the pid namespace reads, timed as an
+ * exec sees it: with a fork's child whose /proc/PID the supervisor has just opened to read its arguments.
+ * Prints the median and the 90th percentile in nanoseconds over n, every sample kept. */
+static int walk_floor(long n) {
+        static char buf[32768];
+        long *ns = n > 0 ? calloc((size_t) n, sizeof(long)) : NULL;
+
+        if (!ns)
+                return report(-1);
+        for (long i = 0; i < n; i++) {
+                struct timespec a, b;
+                pid_t child = fork();
+                char p[64];
+                ssize_t k;
+                int fd, dir;
+
+                if (child < 0)
+                        return report(-1);
+                if (child == 0) {
+                        pause();
+                        _exit(0);
+                }
+                snprintf(p, sizeof(p), "/proc/%i", (int) child);
+                dir = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                clock_gettime(CLOCK_MONOTONIC, &a);
+                fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                while (fd >= 0 && (k = getdents64(fd, buf, sizeof(buf))) > 0)
+                        ;
+                if (fd >= 0)
+                        close(fd);
+                clock_gettime(CLOCK_MONOTONIC, &b);
+                if (dir >= 0)
+                        close(dir);
+                kill(child, SIGKILL);
+                (void) waitpid(child, NULL, 0);
+                if (fd < 0)
+                        return report(-1);
+                ns[i] = (b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec);
+        }
+        printf("walk=%ld walk_p90=%ld\n", percentile(ns, n, 500), percentile(ns, n, 900));
+        free(ns);
+        return 0;
+}
+
 static int bench(const char *path, long n) {
         struct timespec a, b;
 
@@ -1033,6 +1079,8 @@ int main(int argc, char *argv[]) {
                 return floor_bench(a1, atol(argv[3]));
         if (!strcmp(cmd, "newproc-floor") && argc > 2)    /* newproc-floor N */
                 return newproc_floor(atol(a1));
+        if (!strcmp(cmd, "walk-floor") && argc > 2)       /* walk-floor N */
+                return walk_floor(atol(a1));
         fprintf(stderr, "gate-probe: unknown command\n");
         return 2;
 }
