@@ -2,9 +2,11 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/kcmp.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,6 @@
 
 #include "gate-mm.h"
 #include "macro.h"
-#include "dirent-util.h"
 
 /* The most sharers one scan records: more than this fail closed (a vfork chain that deep is an attack). */
 #define GATE_MM_SHARERS_MAX 64U
@@ -22,6 +23,7 @@
 #define GATE_MM_ROUNDS_MAX 16U
 
 typedef struct Scan {
+        pid_t self;                     /* the supervisor's process */
         pid_t sharers[GATE_MM_SHARERS_MAX];
         size_t n;
         size_t tasks;
@@ -42,12 +44,30 @@ static int read_small(const char *path, char *buf, size_t size) {
         return (int) n;
 }
 
+/* /proc/sys/kernel/ns_last_pid of the supervisor's pid namespace (the agent's: it cannot leave it), opened
+ * once and read again from offset 0 (procfs generates it anew): each pass reads it twice or more. */
+static _Atomic int last_pid_fd = -1;
+
 static int last_pid(long *ret) {
         char buf[32];
-        int r = read_small("/proc/sys/kernel/ns_last_pid", buf, sizeof buf);
+        int fd = atomic_load(&last_pid_fd);
+        ssize_t n;
 
-        if (r < 0)
-                return r;
+        if (fd < 0) {
+                int expected = -1;
+
+                fd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0)
+                        return -errno;
+                if (!atomic_compare_exchange_strong(&last_pid_fd, &expected, fd)) {
+                        safe_close(fd);
+                        fd = expected;
+                }
+        }
+        n = pread(fd, buf, sizeof buf - 1, 0);
+        if (n <= 0)
+                return n < 0 ? -errno : -EIO;
+        buf[n] = 0;
         *ret = strtol(buf, NULL, 10);
         return 0;
 }
@@ -81,6 +101,48 @@ static bool blocked_in_vfork(pid_t pid, pid_t tid) {
         return streq(buf, "kernel_clone") || streq(buf, "wait_for_vfork_done");
 }
 
+/* The numbered entries of a procfs directory (pids, tids) straight from getdents64 into a buffer on the
+ * stack: no DIR stream, no allocation, no fstat; read to the end (a short read is not taken for the end). */
+typedef struct NumberedDir {
+        int fd;
+        size_t pos, len;
+        char buf[4096];
+} NumberedDir;
+
+static int numbered_dir_open(NumberedDir *d, const char *path) {
+        d->pos = d->len = 0;
+        d->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return d->fd < 0 ? -errno : 0;
+}
+
+static void numbered_dir_close(NumberedDir *d) {
+        d->fd = safe_close(d->fd);
+}
+
+/* 1 with the next number, 0 at the end, -errno. */
+static int numbered_dir_next(NumberedDir *d, long *ret) {
+        for (;;) {
+                struct dirent64 *de;
+
+                if (d->pos >= d->len) {
+                        ssize_t n = getdents64(d->fd, d->buf, sizeof d->buf);
+
+                        if (n < 0)
+                                return -errno;
+                        if (n == 0)
+                                return 0;
+                        d->pos = 0;
+                        d->len = (size_t) n;
+                }
+                de = (struct dirent64 *) (d->buf + d->pos);
+                d->pos += de->d_reclen;
+                if (isdigit((unsigned char) de->d_name[0])) {
+                        *ret = strtol(de->d_name, NULL, 10);
+                        return 1;
+                }
+        }
+}
+
 static int found_sharer(Scan *s, pid_t tid) {
         for (size_t i = 0; i < s->n; i++)
                 if (s->sharers[i] == tid)
@@ -91,72 +153,88 @@ static int found_sharer(Scan *s, pid_t tid) {
         return 0;
 }
 
-/* The tasks of process pid: a sharer of the caller's address space that can run answers 1. */
-static int scan_process(pid_t caller, pid_t pid, Scan *s, const char **ret_why) {
-        _cleanup_closedir_ DIR *tasks = NULL;
-        struct dirent *te;
-        char path[64];
+/* Task tid of process pid: 1 when it shares the caller's address space and can run, 0 when not. */
+static int scan_task(pid_t caller, pid_t pid, pid_t tid, Scan *s, const char **ret_why) {
+        long k;
         int r;
 
-        (void) snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
-        tasks = opendir(path);
-        if (!tasks)
-                return 0;       /* gone, or never was */
-        while ((errno = 0, te = readdir(tasks))) {
-                pid_t tid;
-                long k;
-
-                if (!isdigit((unsigned char) te->d_name[0]))
-                        continue;
-                if (++s->tasks > GATE_MM_TASKS_MAX)
-                        return -E2BIG;
-                tid = (pid_t) strtol(te->d_name, NULL, 10);
-                if (tid == caller)
-                        continue;
-                k = kcmp_vm(caller, tid);
-                /* EPERM: ptrace's read check refused, which it does not for a task sharing the caller's
-                 * address space: dumpability is the address space's, and such a task has the caller's
-                 * ids (the agent has no others to change to). ESRCH: gone. */
-                if (k < 0 && (errno == EPERM || errno == ESRCH))
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k != 0)
-                        continue;
-                if ((r = found_sharer(s, tid)) < 0)
-                        return r;
-                if (!blocked_in_vfork(pid, tid)) {
-                        (void) snprintf(why_buf, sizeof why_buf,
-                                        "task %d shares its memory and can run (a thread, or CLONE_VM "
-                                        "without a waiting vfork)", (int) tid);
-                        *ret_why = why_buf;
-                        return 1;
-                }
+        if (++s->tasks > GATE_MM_TASKS_MAX)
+                return -E2BIG;
+        if (tid == caller)
+                return 0;
+        k = kcmp_vm(caller, tid);
+        /* EPERM: ptrace's read check refused, which it does not for a task sharing the caller's address
+         * space: dumpability is the address space's, and such a task has the caller's ids (the agent has
+         * no others to change to). ESRCH: gone. */
+        if (k < 0 && (errno == EPERM || errno == ESRCH))
+                return 0;
+        if (k < 0)
+                return -errno;
+        if (k != 0)
+                return 0;
+        if ((r = found_sharer(s, tid)) < 0)
+                return r;
+        if (!blocked_in_vfork(pid, tid)) {
+                (void) snprintf(why_buf, sizeof why_buf,
+                                "task %d shares its memory and can run (a thread, or CLONE_VM without a "
+                                "waiting vfork)", (int) tid);
+                *ret_why = why_buf;
+                return 1;
         }
-        return errno != 0 ? -errno : 0;
+        return 0;
+}
+
+/* The tasks of process pid: a sharer of the caller's address space that can run answers 1. */
+static int scan_process(pid_t caller, pid_t pid, Scan *s, const char **ret_why) {
+        NumberedDir tasks;
+        struct stat st;
+        char path[64];
+        long t;
+        int r;
+
+        /* The supervisor's own threads share its address space, which no agent task has: it forks the
+         * agent (never a vfork) before the filter is installed. */
+        if (pid == s->self)
+                return 0;
+        /* procfs counts a process's threads in the link count of its task directory (2 + threads; a
+         * leader that has exited is counted while its threads live): a process of one thread is that
+         * thread, its leader, and takes no listing. A thread made after this has a pid handed out after
+         * the pass began, which the pass looks at too. */
+        (void) snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
+        if (stat(path, &st) < 0)
+                return 0;       /* gone, or never was */
+        if (st.st_nlink == 3)
+                return scan_task(caller, pid, pid, s, ret_why);
+        if (numbered_dir_open(&tasks, path) < 0)
+                return 0;
+        while ((r = numbered_dir_next(&tasks, &t)) > 0)
+                if ((r = scan_task(caller, pid, (pid_t) t, s, ret_why)) != 0)
+                        break;
+        numbered_dir_close(&tasks);
+        return r;
 }
 
 /* One pass over every task of the pid namespace, then over the pids handed out meanwhile (a task made
  * while the directory was read may have a pid the walk had passed), until none is. Returns 0 or 1 as
  * gate_mm_sole(). */
 static int scan(pid_t caller, Scan *s, long *last, const char **ret_why) {
-        _cleanup_closedir_ DIR *proc = opendir("/proc");
-        struct dirent *de;
-        long now;
+        NumberedDir proc;
+        long now, entry;
         int r;
 
         s->n = s->tasks = 0;
-        if (!proc)
-                return -errno;
-        while ((errno = 0, de = readdir(proc))) {
-                if (!isdigit((unsigned char) de->d_name[0]))
-                        continue;
-                r = scan_process(caller, (pid_t) strtol(de->d_name, NULL, 10), s, ret_why);
+        s->self = getpid();
+        r = numbered_dir_open(&proc, "/proc");
+        if (r < 0)
+                return r;
+        while ((r = numbered_dir_next(&proc, &entry)) > 0) {
+                r = scan_process(caller, (pid_t) entry, s, ret_why);
                 if (r != 0)
-                        return r;
+                        break;
         }
-        if (errno != 0)
-                return -errno;
+        numbered_dir_close(&proc);
+        if (r != 0)
+                return r;
         for (unsigned round = 0;; round++) {
                 if ((r = last_pid(&now)) < 0)
                         return r;
@@ -211,6 +289,11 @@ int gate_mm_sole(pid_t tid, const char **ret_why) {
         r = scan(tid, &a, &last, ret_why);
         if (r != 0)
                 return r;
+        /* No sharer at all at the end of a pass: none can appear any more, since a task shares an address
+         * space only by being cloned with CLONE_VM from one that has it, and the only such task left, the
+         * caller, waits in its exec. The second pass is for sharers found blocked in a vfork. */
+        if (a.n == 0)
+                return 0;
         r = scan(tid, &b, &last, ret_why);
         if (r != 0)
                 return r;

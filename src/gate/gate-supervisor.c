@@ -22,6 +22,7 @@
 
 #include "fs-util.h"
 #include "gate-resolve.h"
+#include "gate-script.h"
 #include "gate-supervisor.h"
 #include "gate-syscall.h"
 #include "io-util.h"
@@ -130,6 +131,7 @@ typedef struct Worker {
         int deferred_close[GATE_DEFERRED_CLOSE_MAX];
         size_t n_deferred_close;
         GateMemCache mem_cache;         /* for an exec's strings, reused from one to the next */
+        GateScriptCache script_cache;   /* the "#!" lines of files executed */
 } Worker;
 
 typedef enum ResultType {
@@ -1032,75 +1034,41 @@ static int read_exec(Request *q, char **ret_file, char ***ret_argv) {
         return 0;
 }
 
-/* The "#!" line of the file behind fd (O_PATH), as the kernel reads it: the interpreter and its one
- * optional argument, within the first GATE_SCRIPT_HEAD bytes. Returns 1 with them, 0 when the file is not
- * a script (or cannot be read: the kernel's own exec then fails the same way). */
-#define GATE_SCRIPT_HEAD 256U
-static int script_interpreter(int fd, char **ret_interp, char **ret_arg) {
-        _cleanup_close_ int rfd = -EBADF;
-        char buf[GATE_SCRIPT_HEAD + 1], p[64], *s, *e;
-        struct stat st;
-        ssize_t n;
+/* The filename alone, read afresh. */
+static int read_exec_file(Request *q, char **ret_file) {
+        GateMemCache *mc = &q->w->mem_cache;
 
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return 0;
-        (void) snprintf(p, sizeof(p), "/proc/self/fd/%i", fd);
-        rfd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (rfd < 0)
-                return 0;
-        n = pread(rfd, buf, GATE_SCRIPT_HEAD, 0);
-        if (n < 2 || buf[0] != '#' || buf[1] != '!')
-                return 0;
-        buf[n] = 0;
-        s = buf + 2;
-        s[strcspn(s, "\n")] = 0;
-        s += strspn(s, " \t");
-        e = s + strcspn(s, " \t");
-        if (e == s)
-                return 0;
-        *ret_interp = strndup(s, (size_t) (e - s));
-        if (!*ret_interp)
-                return -ENOMEM;
-        e += strspn(e, " \t");
-        /* the kernel keeps the rest as one argument, trailing blanks dropped */
-        for (size_t l = strlen(e); l > 0 && (e[l - 1] == ' ' || e[l - 1] == '\t'); l--)
-                e[l - 1] = 0;
-        *ret_arg = NULL;
-        if (*e && !(*ret_arg = strdup(e))) {
-                *ret_interp = mfree(*ret_interp);
-                return -ENOMEM;
-        }
-        return 1;
+        gate_mem_cache_reset(mc, q->mem_fd);
+        return gate_mem_cache_read_string(mc, q->call.path, GATE_PATH_MAX, ret_file, NULL);
 }
 
-/* Whether the caller's filename and argv are its own until the kernel copies them (gate-mm.h); if not,
- * the exec is answered here with a deny and false returned. kcmp's ptrace check uses the real ids: the
- * agent's for the scan, as for pidfd_getfd(). */
-static bool exec_memory_sole(Request *q) {
-        const char *why = NULL;
+/* Whether the caller's filename and argv are its own until the kernel copies them (gate-mm.h): 1 when no
+ * other task can change them any more, 0 when one can (ret_why says which), <0 when it cannot be told.
+ * kcmp's ptrace check uses the real ids: the agent's for the scan, as for pidfd_getfd(). */
+static int exec_memory_sole(Request *q, const char **ret_why) {
         int r, k;
 
         k = thread_set_real_ids(q->s->config->uid, q->s->config->gid);
         if (k < 0)
                 fatal_credentials(k);
-        r = gate_mm_sole((pid_t) q->n->pid, &why);
+        r = gate_mm_sole((pid_t) q->n->pid, ret_why);
         k = thread_set_real_ids(0, 0);
         if (k < 0)
                 fatal_credentials(k);
-        if (r < 0) {
-                fail_closed(q, r, "cannot tell which tasks share the caller's memory, which the kernel reads "
-                            "the command from again");
-                return false;
-        }
-        if (r == 0)
-                return true;
+        return r < 0 ? r : r == 0;
+}
+
+/* An exec whose arguments another task can still change: denied, unless the policy denies it anyway. */
+static void exec_memory_shared(Request *q, int sole, const char *why) {
+        if (sole < 0)
+                return fail_closed(q, sole, "cannot tell which tasks share the caller's memory, which the kernel "
+                                   "reads the command from again");
         (void) snprintf(q->reason, sizeof(q->reason),
                         "another task can change the arguments before the kernel reads them: %s", why);
         q->verdict = (GateVerdict) { .decision = DECISION_DENY, .message = q->reason };
         (void) snprintf(q->verdict.rule_id, sizeof(q->verdict.rule_id), "%s", "exec-shared-memory");
         q->event = "local";
         result_errno(q, GATE_DENY_ERRNO);
-        return false;
 }
 
 static void handle_exec(Request *q) {
@@ -1112,21 +1080,20 @@ static void handle_exec(Request *q) {
         unsigned flags = GATE_RESOLVE_OBJECT_ONLY;
         GateVerdict v;
         bool first = true;
-        int r, start;
+        const char *why = NULL;
+        bool exec_sole_mm = q->s->config->exec_sole_mm;
+        int r, start, sole = 0;
 
         q->kind = GATE_KIND_EXEC;
-        r = read_exec(q, &file, &argv);
+        /* What the kernel copies after CONTINUE must be what was decided. Where the verdict can depend on
+         * the arguments, the tasks that share the caller's memory are looked for (gate-mm.h) before the
+         * arguments are read for the decision: once none of them can run, nothing but the caller, waiting
+         * here, can change the filename and argv before the kernel copies them, so that one read is what
+         * the kernel will read. The filename alone is read before, to resolve it: a shell or execvp()
+         * trying the directories of $PATH gets its ENOENT without the look for sharers. */
+        r = exec_sole_mm ? read_exec_file(q, &file) : read_exec(q, &file, &argv);
         if (r < 0)
                 return fail_closed(q, r, "cannot read the command");
-        if (!argv[0]) {
-                /* An empty argv: the kernel gives the program its filename as argv[0]. */
-                r = strv_extend(&argv, file);
-                if (r < 0)
-                        return fail_closed(q, r, "out of memory");
-        }
-        q->target = join_argv(argv);
-        if (!q->target)
-                return fail_closed(q, -ENOMEM, "out of memory");
 
         if (q->call.follow)
                 flags |= GATE_RESOLVE_FOLLOW;
@@ -1153,6 +1120,33 @@ static void handle_exec(Request *q) {
         if (res.fd < 0) {
                 gate_resolved_done(&res);
                 return result_errno(q, ENOENT);
+        }
+
+        if (exec_sole_mm) {
+                _cleanup_free_ char *file_again = NULL;
+
+                sole = exec_memory_sole(q, &why);
+                r = read_exec(q, &file_again, &argv);
+                if (r >= 0 && !streq(file, file_again))
+                        r = -EAGAIN;    /* changed between its resolution and the look for sharers */
+                if (r < 0) {
+                        gate_resolved_done(&res);
+                        return fail_closed(q, r, r == -EAGAIN ? "the command changed while it was checked" :
+                                           "cannot read the command");
+                }
+        }
+        if (!argv[0]) {
+                /* An empty argv: the kernel gives the program its filename as argv[0]. */
+                r = strv_extend(&argv, file);
+                if (r < 0) {
+                        gate_resolved_done(&res);
+                        return fail_closed(q, r, "out of memory");
+                }
+        }
+        q->target = join_argv(argv);
+        if (!q->target) {
+                gate_resolved_done(&res);
+                return fail_closed(q, -ENOMEM, "out of memory");
         }
         if (!res.path) {
                 /* A memfd, a deleted file, anything not on a path: never executed. */
@@ -1207,7 +1201,7 @@ static void handle_exec(Request *q) {
                 _cleanup_free_ char *interp = NULL, *iarg = NULL;
                 _cleanup_strv_free_ char **iargv = NULL;
 
-                r = script_interpreter(res.fd, &interp, &iarg);
+                r = gate_script_interpreter(&q->w->script_cache, res.fd, &interp, &iarg);
                 if (r > 0) {
                         if (strv_extend(&iargv, interp) < 0 || (iarg && strv_extend(&iargv, iarg) < 0) ||
                             strv_extend(&iargv, exec_path) < 0)
@@ -1236,17 +1230,24 @@ static void handle_exec(Request *q) {
         res.dir_fd = close_later(q->w, res.dir_fd);
         gate_resolved_done(&res);
 
-        /* What the kernel copies after CONTINUE must be what was decided: no other task may be able to
-         * change it first (gate-mm.h). Asked before an approval, so no human approves what then fails. */
-        if (q->s->config->exec_sole_mm && q->verdict.decision != DECISION_DENY && !exec_memory_sole(q))
-                return;
+        /* Refused before an approval is asked for, so no human approves what then fails. */
+        if (exec_sole_mm && q->verdict.decision != DECISION_DENY && sole <= 0)
+                return exec_memory_shared(q, sole, why);
 
-        key = gate_cache_key_exec(resolved_path, argv);
+        /* The session cache's key matters only to an approval. */
+        if (q->verdict.decision == DECISION_APPROVE)
+                key = gate_cache_key_exec(resolved_path, argv);
         settle(q, key);
         if (q->verdict.decision != DECISION_ALLOW)
                 return result_errno(q, GATE_DENY_ERRNO);
+        if (sole > 0) {
+                q->result = RESULT_CONTINUE;
+                return;
+        }
 
-        /* The kernel reads both again when it continues; a sibling thread may have changed them. */
+        /* Nothing proves the memory still (a policy of plain denials, or exec_shared_memory "check"): the
+         * kernel reads both again when it continues, and a sibling thread may have changed them meanwhile.
+         * A second read narrows that window; only the Landlock floor, or the operator's choice, closes it. */
         r = read_exec(q, &file2, &argv2);
         if (r < 0 || !streq(file, file2))
                 return fail_closed(q, r < 0 ? r : -EAGAIN, "the command changed while it was checked");
@@ -1915,8 +1916,22 @@ static void record(Request *q, uint64_t latency_ns) {
 
 /* ---- workers ---- */
 
-static size_t latency_bucket(uint64_t ns) {
-        return (size_t) MIN(ns / GATE_LATENCY_STEP_NS, (uint64_t) GATE_LATENCY_BUCKETS - 1);
+size_t gate_latency_bucket(uint64_t ns) {
+        unsigned shift;
+
+        if (ns < 2 * GATE_LATENCY_SUB)
+                return (size_t) ns;
+        shift = (unsigned) (63 - __builtin_clzll(ns)) - GATE_LATENCY_SUB_BITS;
+        return (size_t) shift * GATE_LATENCY_SUB + (size_t) (ns >> shift);
+}
+
+uint64_t gate_latency_bucket_ns(size_t bucket) {
+        unsigned shift;
+
+        if (bucket < 2 * GATE_LATENCY_SUB)
+                return bucket;
+        shift = (unsigned) (bucket / GATE_LATENCY_SUB) - 1;
+        return ((uint64_t) (bucket - (size_t) shift * GATE_LATENCY_SUB) << shift) + (UINT64_C(1) << shift) / 2;
 }
 
 static void handle(Worker *w, const struct seccomp_notif *n) {
@@ -1979,8 +1994,8 @@ answer:
                 uint64_t decision = q.decided_ns > t0 ? q.decided_ns - t0 : latency;
 
                 atomic_fetch_add_explicit(&s->stat_local, 1, memory_order_relaxed);
-                atomic_fetch_add_explicit(&s->stat_decision[latency_bucket(decision)], 1, memory_order_relaxed);
-                atomic_fetch_add_explicit(&s->stat_answer[latency_bucket(latency)], 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&s->stat_decision[gate_latency_bucket(decision)], 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&s->stat_answer[gate_latency_bucket(latency)], 1, memory_order_relaxed);
         } else if (q.event)
                 atomic_fetch_add_explicit(&s->stat_approvals, 1, memory_order_relaxed);
         switch (q.result) {
@@ -2082,6 +2097,7 @@ static void worker_free(Worker *w) {
                 caller_handles_forget(w, &w->callers[i]);
         close_deferred(w);
         gate_mem_cache_done(&w->mem_cache);
+        gate_script_cache_done(&w->script_cache);
         free(w);
 }
 
@@ -2251,9 +2267,9 @@ uint64_t gate_stats_permille_ns(const uint64_t histogram[static GATE_LATENCY_BUC
         for (size_t i = 0; i < GATE_LATENCY_BUCKETS; i++) {
                 seen += histogram[i];
                 if (seen * 1000 >= total * permille)
-                        return (i + 1) * GATE_LATENCY_STEP_NS;  /* step i holds [i, i+1) steps */
+                        return gate_latency_bucket_ns(i);
         }
-        return GATE_LATENCY_BUCKETS * GATE_LATENCY_STEP_NS;
+        return gate_latency_bucket_ns(GATE_LATENCY_BUCKETS - 1);
 }
 
 int gate_supervisor_probe(const GateSupervisorConfig *c, pid_t pid) {

@@ -52,10 +52,13 @@ typedef struct GateSupervisor GateSupervisor;
 /* What the supervisor decided, for the summary line it leaves when the agent ends: calls decided locally
  * (by policy, no human), and for them two latencies from receiving the call: until the verdict (reading
  * the arguments, resolving the paths, the policy) and until the answer (the verdict plus what the
- * supervisor performs for the caller: the open it emulates, say). Histograms of GATE_LATENCY_STEP_NS
- * steps; the last step counts everything slower. */
-#define GATE_LATENCY_STEP_NS 100U
-#define GATE_LATENCY_BUCKETS 2000U      /* up to 200 us */
+ * supervisor performs for the caller: the open it emulates, say). Histograms without a ceiling: below
+ * 2 * GATE_LATENCY_SUB ns one bucket a nanosecond, above it GATE_LATENCY_SUB buckets for each doubling, so a
+ * bucket is never wider than 1/GATE_LATENCY_SUB of what it holds (a percentile is within 0.4% of the exact
+ * one), up to the largest uint64_t. */
+#define GATE_LATENCY_SUB_BITS 7U
+#define GATE_LATENCY_SUB (1U << GATE_LATENCY_SUB_BITS)
+#define GATE_LATENCY_BUCKETS ((64U - GATE_LATENCY_SUB_BITS) * GATE_LATENCY_SUB + GATE_LATENCY_SUB)
 
 typedef struct GateSupervisorStats {
         uint64_t local;                 /* calls decided by policy */
@@ -65,7 +68,11 @@ typedef struct GateSupervisorStats {
 } GateSupervisorStats;
 
 void gate_supervisor_stats(GateSupervisor *s, GateSupervisorStats *ret);
-/* The latency below which the given per mille of a histogram's calls fall, in nanoseconds (to a step). */
+/* The bucket of a latency, and back: the middle of what a bucket holds. */
+size_t gate_latency_bucket(uint64_t ns);
+uint64_t gate_latency_bucket_ns(size_t bucket);
+/* The latency at or below which the given per mille of a histogram's calls fall (nearest rank), in
+ * nanoseconds (the middle of its bucket); 0 for an empty histogram. */
 uint64_t gate_stats_permille_ns(const uint64_t histogram[static GATE_LATENCY_BUCKETS], unsigned permille);
 
 /* In the agent's process, after dropping privileges: installs the filter (TSYNC, a new listener) and

@@ -4,6 +4,7 @@
  * Each prints one line (the result: "ok", a number, or the errno name) and exits 0 when it could run the
  * attempt at all; the shell test asserts the line. */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -697,32 +698,58 @@ static int cat(const char *path) {
         return 0;
 }
 
-static long elapsed_ns(const struct timespec *a, const struct timespec *b) {
-        return (b->tv_sec - a->tv_sec) * 1000000000L + (b->tv_nsec - a->tv_nsec);
+static int cmp_long(const void *a, const void *b) {
+        long x = *(const long *) a, y = *(const long *) b;
+
+        return x < y ? -1 : x > y;
 }
 
-static long time_opens(const char *path, long n) {
-        struct timespec a, b;
+/* The per mille percentile of n samples (nearest rank), sorting them. */
+static long percentile(long *samples, long n, int permille) {
+        long rank = (n * permille + 999) / 1000;
 
-        clock_gettime(CLOCK_MONOTONIC, &a);
+        qsort(samples, (size_t) n, sizeof(long), cmp_long);
+        return samples[rank > 0 ? rank - 1 : 0];
+}
+
+/* n opens and closes of path, each timed: the median and the 90th percentile in nanoseconds (-1 when an
+ * open does not end as expected: with an fd, or with EPERM when fails is set). Every sample is kept: no
+ * histogram to saturate. */
+static int time_opens(const char *path, long n, bool fails, long ret[static 2]) {
+        long *ns = calloc((size_t) n, sizeof(long));
+
+        if (!ns)
+                return -1;
         for (long i = 0; i < n; i++) {
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                struct timespec a, b;
+                int fd;
 
-                if (fd < 0) {
-                        printf("open %s: %s (call %ld)\n", path, strerror(errno), i);
-                        return 1;
+                clock_gettime(CLOCK_MONOTONIC, &a);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0)
+                        close(fd);
+                clock_gettime(CLOCK_MONOTONIC, &b);
+                if (fails ? fd >= 0 || errno != EPERM : fd < 0) {
+                        printf("open %s: %s (call %ld)\n", path, fd < 0 ? strerror(errno) : "opened", i);
+                        free(ns);
+                        return -1;
                 }
-                close(fd);
+                ns[i] = (b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec);
         }
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        return elapsed_ns(&a, &b) / n;
+        ret[0] = percentile(ns, n, 500);
+        ret[1] = percentile(ns, n, 900);
+        free(ns);
+        return 0;
 }
+
+typedef enum FloorAnswer { FLOOR_CONTINUE, FLOOR_ADDFD, FLOOR_ERRNO } FloorAnswer;
 
 /* The kernel's share of a gated call, for test/bench/gate: n opens under a notifying filter of our own
- * whose supervisor does nothing but answer, either "continue" (the kernel opens) or with the file opened
- * by the supervisor and injected (ADDFD), as the gate emulates an open. Needs a process without the gate
- * (which refuses a second listener). Prints "plain=NS continue=NS addfd=NS", per open+close. */
-static long floor_run(const char *path, long n, bool addfd) {
+ * whose supervisor does nothing but answer: "continue" (the kernel opens), the file opened by the
+ * supervisor and injected (ADDFD), as the gate emulates an open, or an errno (EPERM), the bare round
+ * trip of a call the gate decides without performing anything. Needs a process without the gate (which
+ * refuses a second listener). ret: the median and the 90th percentile per open+close, nanoseconds. */
+static int floor_run(const char *path, long n, FloorAnswer answer, long ret[static 2]) {
         struct sock_filter insns[] = {
                 BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
                 BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 0, 1),
@@ -730,8 +757,8 @@ static long floor_run(const char *path, long n, bool addfd) {
                 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         };
         struct sock_fprog prog = { .len = sizeof(insns) / sizeof(insns[0]), .filter = insns };
+        long result[2] = { -1, -1 };
         int sv[2], nfd;
-        long result = -1;
         pid_t child;
 
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -742,7 +769,7 @@ static long floor_run(const char *path, long n, bool addfd) {
                 struct iovec io = { .iov_base = &ack, .iov_len = 1 };
                 struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
                 struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-                long ns;
+                long ns[2];
 
                 nfd = (int) syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
                 if (nfd < 0)
@@ -755,8 +782,9 @@ static long floor_run(const char *path, long n, bool addfd) {
                 if (sendmsg(sv[1], &m, 0) < 0 || read(sv[1], &ack, 1) != 1)
                         _exit(1);
                 close(nfd);
-                ns = time_opens(path, n);
-                _exit(write(sv[1], &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
+                if (time_opens(path, n, answer == FLOOR_ERRNO, ns) < 0)
+                        _exit(1);
+                _exit(write(sv[1], ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
         }
         /* Only the child holds its end: its death ends every wait below. */
         close(sv[1]);
@@ -782,15 +810,15 @@ static long floor_run(const char *path, long n, bool addfd) {
                 if (poll(p, 2, -1) < 0 && errno != EINTR)
                         break;
                 if (p[1].revents) {
-                        if (read(sv[0], &result, sizeof(result)) != sizeof(result))
-                                result = -1;
+                        if (read(sv[0], result, sizeof(result)) != sizeof(result))
+                                result[0] = result[1] = -1;
                         break;
                 }
                 if ((p[0].revents & POLLHUP) && !(p[0].revents & POLLIN))
                         break;          /* the child went away without its result */
                 if (ioctl(nfd, SECCOMP_IOCTL_NOTIF_RECV, &no) < 0)
                         continue;
-                if (addfd) {
+                if (answer == FLOOR_ADDFD) {
                         struct seccomp_notif_addfd a = { .id = no.id, .flags = SECCOMP_ADDFD_FLAG_SEND,
                                                          .newfd_flags = O_CLOEXEC };
                         int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -799,8 +827,12 @@ static long floor_run(const char *path, long n, bool addfd) {
                         (void) ioctl(nfd, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
                         close(fd);
                 } else {
-                        struct seccomp_notif_resp r = { .id = no.id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE };
+                        struct seccomp_notif_resp r = { .id = no.id };
 
+                        if (answer == FLOOR_CONTINUE)
+                                r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+                        else
+                                r.error = -EPERM;
                         (void) ioctl(nfd, SECCOMP_IOCTL_NOTIF_SEND, &r);
                 }
         }
@@ -809,25 +841,35 @@ out:
         close(sv[0]);
         if (child > 0)
                 (void) waitpid(child, NULL, 0);
-        return result;
+        if (result[0] < 0)
+                return -1;
+        ret[0] = result[0];
+        ret[1] = result[1];
+        return 0;
 }
 
+/* Prints "plain=NS continue=NS addfd=NS errno=NS", each the median per open+close over n, then the 90th
+ * percentiles the same way ("plain_p90=NS ..."). */
 static int floor_bench(const char *path, long n) {
-        long plain = time_opens(path, n), cont = floor_run(path, n, false), addfd = floor_run(path, n, true);
+        long plain[2], cont[2], addfd[2], err[2];
 
-        if (cont < 0 || addfd < 0)
+        if (n < 1 || time_opens(path, n, false, plain) < 0 || floor_run(path, n, FLOOR_CONTINUE, cont) < 0 ||
+            floor_run(path, n, FLOOR_ADDFD, addfd) < 0 || floor_run(path, n, FLOOR_ERRNO, err) < 0)
                 return report(-1);
-        printf("plain=%ld continue=%ld addfd=%ld\n", plain, cont, addfd);
+        printf("plain=%ld continue=%ld addfd=%ld errno=%ld plain_p90=%ld continue_p90=%ld addfd_p90=%ld errno_p90=%ld\n",
+               plain[0], cont[0], addfd[0], err[0], plain[1], cont[1], addfd[1], err[1]);
         return 0;
 }
 
 /* What any supervisor pays, before deciding anything, to read an exec's arguments: the caller is a new
  * process (a fork's child), so its /proc/PID, its mem and a first read of its memory, all new. Prints the
- * mean in nanoseconds over n fresh children. */
+ * median and the 90th percentile in nanoseconds over n fresh children, every sample kept. */
 static int newproc_floor(long n) {
         static char buf[4096];
-        long total = 0;
+        long *ns = n > 0 ? calloc((size_t) n, sizeof(long)) : NULL;
 
+        if (!ns)
+                return report(-1);
         for (long i = 0; i < n; i++) {
                 struct timespec a, b;
                 char p[64];
@@ -849,13 +891,59 @@ static int newproc_floor(long n) {
                         return report(-1);
                 }
                 clock_gettime(CLOCK_MONOTONIC, &b);
-                total += (b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec);
+                ns[i] = (b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec);
                 close(mem);
                 close(dir);
                 kill(child, SIGKILL);
                 (void) waitpid(child, NULL, 0);
         }
-        printf("newproc=%ld\n", total / n);
+        printf("newproc=%ld newproc_p90=%ld\n", percentile(ns, n, 500), percentile(ns, n, 900));
+        free(ns);
+        return 0;
+}
+
+/* The floor of the look for tasks that share an exec's memory (src/gate/gate-mm.c): one read of /proc's
+ * directory, the least any supervisor that looks at every task of the pid namespace reads, timed as an
+ * exec sees it: with a fork's child whose /proc/PID the supervisor has just opened to read its arguments.
+ * Prints the median and the 90th percentile in nanoseconds over n, every sample kept. */
+static int walk_floor(long n) {
+        static char buf[32768];
+        long *ns = n > 0 ? calloc((size_t) n, sizeof(long)) : NULL;
+
+        if (!ns)
+                return report(-1);
+        for (long i = 0; i < n; i++) {
+                struct timespec a, b;
+                pid_t child = fork();
+                char p[64];
+                ssize_t k;
+                int fd, dir;
+
+                if (child < 0)
+                        return report(-1);
+                if (child == 0) {
+                        pause();
+                        _exit(0);
+                }
+                snprintf(p, sizeof(p), "/proc/%i", (int) child);
+                dir = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                clock_gettime(CLOCK_MONOTONIC, &a);
+                fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                while (fd >= 0 && (k = getdents64(fd, buf, sizeof(buf))) > 0)
+                        ;
+                if (fd >= 0)
+                        close(fd);
+                clock_gettime(CLOCK_MONOTONIC, &b);
+                if (dir >= 0)
+                        close(dir);
+                kill(child, SIGKILL);
+                (void) waitpid(child, NULL, 0);
+                if (fd < 0)
+                        return report(-1);
+                ns[i] = (b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec);
+        }
+        printf("walk=%ld walk_p90=%ld\n", percentile(ns, n, 500), percentile(ns, n, 900));
+        free(ns);
         return 0;
 }
 
@@ -991,6 +1079,8 @@ int main(int argc, char *argv[]) {
                 return floor_bench(a1, atol(argv[3]));
         if (!strcmp(cmd, "newproc-floor") && argc > 2)    /* newproc-floor N */
                 return newproc_floor(atol(a1));
+        if (!strcmp(cmd, "walk-floor") && argc > 2)       /* walk-floor N */
+                return walk_floor(atol(a1));
         fprintf(stderr, "gate-probe: unknown command\n");
         return 2;
 }

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The "#!" line the gate checks a script's interpreter by, and the cache of it a supervisor worker keeps:
+ * a file that changes is read again, a file that may still change within its ctime's tick is not kept. */
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gate-script.h"
+#include "macro.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/test-gate-script.XXXXXX";
+
+static void put(const char *name, const char *content) {
+        char p[256];
+        FILE *f;
+
+        (void) snprintf(p, sizeof(p), "%s/%s", dir, name);
+        f = fopen(p, "we");
+        if (!f || fputs(content, f) < 0 || fclose(f) != 0)
+                abort();
+}
+
+/* The interpreter and argument as "INTERP|ARG", "-" for none, or "not a script". */
+static char *interp_of(GateScriptCache *c, const char *name) {
+        _cleanup_free_ char *interp = NULL, *arg = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char p[256], *r = NULL;
+        int k;
+
+        (void) snprintf(p, sizeof(p), "%s/%s", dir, name);
+        fd = open(p, O_PATH | O_CLOEXEC);
+        k = gate_script_interpreter(c, fd, &interp, &arg);
+        if (k < 0)
+                return strdup("error");
+        if (k == 0)
+                return strdup("not a script");
+        if (asprintf(&r, "%s|%s", interp, arg ?: "-") < 0)
+                abort();
+        return r;
+}
+
+#define is_interp(c, name, want, ...) do {                                      \
+                _cleanup_free_ char *_got = interp_of(c, name);                 \
+                is_str(_got, want, __VA_ARGS__);                                \
+        } while (0)
+
+int main(void) {
+        GateScriptCache c = {};
+        uint64_t hits;
+
+        if (!mkdtemp(dir))
+                abort();
+        put("plain", "\177ELF...");
+        put("sh", "#!/bin/sh\necho hi\n");
+        put("arg", "#! /usr/bin/env   python3 -u  \nprint()\n");
+        put("blank", "#!   \n");
+
+        is_interp(NULL, "plain", "not a script", "a file without #! is not a script");
+        is_interp(NULL, "sh", "/bin/sh|-", "#!/bin/sh names its interpreter");
+        is_interp(NULL, "arg", "/usr/bin/env|python3 -u", "the rest of the line is one argument, as the kernel gives it, trailing blanks dropped");
+        is_interp(NULL, "blank", "not a script", "#! without an interpreter is not a script");
+
+        is_interp(&c, "sh", "/bin/sh|-", "with a cache: the interpreter of a file just written");
+        is_interp(&c, "sh", "/bin/sh|-", "and again");
+        is_int((int) c.hits, 0, "a file changed within the last two seconds is read each time, never kept");
+
+        sleep(2);
+        is_interp(&c, "sh", "/bin/sh|-", "a settled file is read once");
+        hits = c.hits;
+        is_interp(&c, "sh", "/bin/sh|-", "and answered from the cache after");
+        is_int((int) (c.hits - hits), 1, "without reading the file again");
+
+        put("sh", "#!/bin/rm\n");
+        is_interp(&c, "sh", "/bin/rm|-", "a file rewritten after it was kept is read again: its ctime moved");
+        is_interp(&c, "sh", "/bin/rm|-", "and, being new, is read each time");
+        is_int((int) (c.hits - hits), 1, "no answer came from the cache for the rewritten file");
+
+        gate_script_cache_done(&c);
+        for (size_t i = 0; i < 4; i++) {
+                char p[256];
+
+                (void) snprintf(p, sizeof(p), "%s/%s", dir, (const char * const[]) { "plain", "sh", "arg", "blank" }[i]);
+                (void) unlink(p);
+        }
+        (void) rmdir(dir);
+        return done_testing();
+}
