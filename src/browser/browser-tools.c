@@ -23,7 +23,6 @@
 #define SCROLL_TICK_PX 100              /* one scroll_amount unit */
 #define SCROLL_AMOUNT_DEFAULT 3
 #define DRAG_STEPS 10
-#define TAB_ATTACH_TIMEOUT_USEC (5U * 1000000ULL)
 #define LIST_DEFAULT 100U               /* console/network lines answered by default */
 #define READ_PAGE_ELEMENTS_MAX 1000U
 #define FIND_RESULTS_DEFAULT 20U
@@ -58,6 +57,8 @@ struct Browser {
         size_t n_tabs;
         unsigned current;               /* tab id, 0: none */
         unsigned next_tab_id;
+        char *attach_targets[BROWSER_TABS_MAX]; /* pages Chrome opened (popups), to attach */
+        size_t n_attach_targets;
         char *close_targets[BROWSER_TABS_MAX];  /* popups beyond BROWSER_TABS_MAX, to close */
         size_t n_close_targets;
 
@@ -133,7 +134,7 @@ static char *strdup_cut(const char *s, size_t max) {
         return strndup(strempty(s), max);
 }
 
-/* A page target Chrome attached us to (auto-attach, or our own attachToTarget). */
+/* A page target we are attached to (our own Target.attachToTarget, or its event). */
 static void tab_attached(Browser *b, const char *session_id, json_object *info) {
         const char *target_id = json_str(info, "targetId"), *type = json_str(info, "type");
         Tab *t;
@@ -146,11 +147,8 @@ static void tab_attached(Browser *b, const char *session_id, json_object *info) 
                         t->session_id = strdup(session_id);
                 return;
         }
-        if (b->n_tabs >= BROWSER_TABS_MAX) {
-                if (b->n_close_targets < BROWSER_TABS_MAX)
-                        b->close_targets[b->n_close_targets++] = strdup(target_id);
+        if (b->n_tabs >= BROWSER_TABS_MAX)
                 return;
-        }
         t = &b->tabs[b->n_tabs];
         *t = (Tab) {
                 .id = ++b->next_tab_id,
@@ -166,6 +164,30 @@ static void tab_attached(Browser *b, const char *session_id, json_object *info) 
         b->n_tabs++;
         if (b->current == 0)
                 b->current = t->id;
+}
+
+/* A page Chrome opened (a popup, window.open, or our own Target.createTarget): attached by the next
+ * browser_sync(), or closed there when there are too many. Attaching is not done from the event (the
+ * handler may not call), and not by auto-attach: with Target.setAutoAttach a click that opens a popup
+ * never gets its Input.dispatchMouseEvent answered. */
+static void tab_created(Browser *b, json_object *info) {
+        const char *target_id = json_str(info, "targetId");
+        char *id;
+
+        if (!target_id || !streq_ptr(json_str(info, "type"), "page") || tab_by_target(b, target_id))
+                return;
+        for (size_t i = 0; i < b->n_attach_targets; i++)
+                if (streq(b->attach_targets[i], target_id))
+                        return;
+        id = strdup(target_id);
+        if (!id)
+                return;
+        if (b->n_tabs + b->n_attach_targets < BROWSER_TABS_MAX)
+                b->attach_targets[b->n_attach_targets++] = id;
+        else if (b->n_close_targets < BROWSER_TABS_MAX)
+                b->close_targets[b->n_close_targets++] = id;
+        else
+                free(id);
 }
 
 /* ---- the rings ---- */
@@ -304,6 +326,11 @@ static void browser_on_event(const char *session_id, const char *method, json_ob
         json_object *info;
         Tab *t;
 
+        if (streq(method, "Target.targetCreated")) {
+                if (json_object_object_get_ex(params, "targetInfo", &info))
+                        tab_created(b, info);
+                return;
+        }
         if (streq(method, "Target.attachedToTarget")) {
                 if (json_object_object_get_ex(params, "targetInfo", &info))
                         tab_attached(b, json_str(params, "sessionId"), info);
@@ -436,7 +463,28 @@ static int tab_setup(Browser *b, Tab *t) {
         return 0;
 }
 
-/* Brings the tab list up to date: events read, popups beyond the cap closed, new tabs set up. */
+/* Attaches to a page target (flat mode) and adds it as a tab. 0 (also when it went away meanwhile,
+ * -EPROTO from Chrome), or -errno. */
+static int tab_attach(Browser *b, const char *target_id) {
+        _cleanup_(json_object_putp) json_object *a = NULL, *res = NULL, *info = NULL;
+
+        if (tab_by_target(b, target_id))
+                return 0;
+        a = params_new("targetId", json_object_new_string(target_id), "flatten", json_object_new_boolean(true), NULL);
+        info = params_new("targetId", json_object_new_string(target_id), "type", json_object_new_string("page"), NULL);
+        if (!a || !info)
+                return -ENOMEM;
+        int r = cdp_call(b->cdp, NULL, "Target.attachToTarget", a, BROWSER_CALL_TIMEOUT_USEC, &res, NULL);
+        if (r == -EPROTO)
+                return 0;
+        if (r < 0)
+                return r;
+        tab_attached(b, json_str(res, "sessionId"), info);
+        return 0;
+}
+
+/* Brings the tab list up to date: events read, popups attached (or closed beyond the cap), new tabs set
+ * up. */
 static int browser_sync(Browser *b) {
         int r;
 
@@ -451,6 +499,13 @@ static int browser_sync(Browser *b) {
                         return -ENOMEM;
                 r = cdp_call(b->cdp, NULL, "Target.closeTarget", p, BROWSER_CALL_TIMEOUT_USEC, NULL, NULL);
                 if (r < 0 && r != -EPROTO)
+                        return r;
+        }
+        while (b->n_attach_targets > 0) {
+                _cleanup_free_ char *id = b->attach_targets[--b->n_attach_targets];
+
+                r = tab_attach(b, id);
+                if (r < 0)
                         return r;
         }
         for (size_t i = 0; i < b->n_tabs; i++) {
@@ -477,7 +532,6 @@ static int browser_sync(Browser *b) {
 static int tab_create(Browser *b, unsigned *ret_id, McpToolResult *ret) {
         _cleanup_(json_object_putp) json_object *p = params_new("url", json_object_new_string("about:blank"), NULL);
         _cleanup_(json_object_putp) json_object *res = NULL;
-        uint64_t deadline;
         const char *target_id;
         Tab *t;
         int r;
@@ -490,31 +544,13 @@ static int tab_create(Browser *b, unsigned *ret_id, McpToolResult *ret) {
         target_id = json_str(res, "targetId");
         if (!target_id)
                 return mcp_result_printf(ret, true, "Target.createTarget answered no targetId") ?: 1;
-        deadline = clock_usec(CLOCK_MONOTONIC) + TAB_ATTACH_TIMEOUT_USEC;
-        while (!(t = tab_by_target(b, target_id))) {
-                uint64_t now = clock_usec(CLOCK_MONOTONIC);
-                if (now >= deadline)
-                        break;
-                r = cdp_pump(b->cdp, MIN(deadline - now, 50 * USEC_PER_MSEC));
-                if (r < 0)
-                        return r;
-        }
-        if (!t) {
-                /* auto-attach did not come: attach ourselves (the event it sends adds the tab) */
-                _cleanup_(json_object_putp) json_object *a = params_new(
-                        "targetId", json_object_new_string(target_id), "flatten", json_object_new_boolean(true), NULL);
-                _cleanup_(json_object_putp) json_object *ares = NULL;
-
-                if (!a)
-                        return -ENOMEM;
-                r = call_or_fail(b, NULL, "Target.attachToTarget", a, &ares, ret);
-                if (r != 0)
-                        return r;
-                t = tab_by_target(b, target_id);
-                if (!t)
-                        return mcp_result_printf(ret, true, "The new tab could not be attached (%s)",
-                                                 b->n_tabs >= BROWSER_TABS_MAX ? "too many tabs" : "no session") ?: 1;
-        }
+        r = tab_attach(b, target_id);
+        if (r < 0)
+                return r;
+        t = tab_by_target(b, target_id);
+        if (!t)
+                return mcp_result_printf(ret, true, "The new tab could not be attached (%s)",
+                                         b->n_tabs >= BROWSER_TABS_MAX ? "too many tabs" : "it went away") ?: 1;
         if (!t->ready) {
                 unsigned id = t->id;
                 r = tab_setup(b, t);
@@ -1545,12 +1581,48 @@ static int tab_json(Browser *b, Tab *t, json_object **ret) {
         return 0;
 }
 
+/* URLs and titles as Chrome has them now (Target.targetInfoChanged does not come for every change). */
+static int tabs_refresh(Browser *b, McpToolResult *ret) {
+        _cleanup_(json_object_putp) json_object *targets = NULL;
+        json_object *infos;
+        int r;
+
+        r = call_or_fail(b, NULL, "Target.getTargets", NULL, &targets, ret);
+        if (r != 0)
+                return r;
+        if (!json_object_object_get_ex(targets, "targetInfos", &infos) || !json_object_is_type(infos, json_type_array))
+                return 0;
+        for (size_t i = 0; i < json_object_array_length(infos); i++) {
+                json_object *info = json_object_array_get_idx(infos, i);
+                Tab *t = tab_by_target(b, json_str(info, "targetId"));
+                char *url, *title;
+
+                if (!t)
+                        continue;
+                url = strdup_cut(json_str(info, "url"), BROWSER_LOG_TEXT_MAX);
+                title = strdup_cut(json_str(info, "title"), BROWSER_LOG_TEXT_MAX);
+                if (!url || !title) {
+                        free(url);
+                        free(title);
+                        return -ENOMEM;
+                }
+                free(t->url);
+                free(t->title);
+                t->url = url;
+                t->title = title;
+        }
+        return 0;
+}
+
 static int tool_list_tabs(Browser *b, json_object *args _unused_, McpToolResult *ret) {
         _cleanup_(json_object_putp) json_object *a = json_object_new_array();
         int r;
 
         if (!a)
                 return -ENOMEM;
+        r = tabs_refresh(b, ret);
+        if (r != 0)
+                return r < 0 ? r : 0;
         for (size_t i = 0; i < b->n_tabs; i++) {
                 json_object *o;
                 r = tab_json(b, &b->tabs[i], &o);
@@ -2172,40 +2244,20 @@ int browser_new(Cdp *cdp, const BrowserOptions *o, Browser **ret) {
         r = cdp_call(cdp, NULL, "Target.setDiscoverTargets", p, BROWSER_CALL_TIMEOUT_USEC, NULL, NULL);
         if (r < 0)
                 return r;
-        json_object_put(TAKE_PTR(p));
 
-        p = params_new("autoAttach", json_object_new_boolean(true),
-                       "waitForDebuggerOnStart", json_object_new_boolean(false),
-                       "flatten", json_object_new_boolean(true), NULL);
-        if (!p)
-                return -ENOMEM;
-        r = cdp_call(cdp, NULL, "Target.setAutoAttach", p, BROWSER_CALL_TIMEOUT_USEC, NULL, NULL);
-        if (r < 0)
-                return r;
-
-        /* pages that existed before auto-attach was on */
+        /* the pages open now; later ones come as Target.targetCreated */
         r = cdp_call(cdp, NULL, "Target.getTargets", NULL, BROWSER_CALL_TIMEOUT_USEC, &targets, NULL);
         if (r < 0)
                 return r;
         if (json_object_object_get_ex(targets, "targetInfos", &infos) && json_object_is_type(infos, json_type_array))
                 for (size_t i = 0; i < json_object_array_length(infos); i++) {
                         json_object *info = json_object_array_get_idx(infos, i);
-                        _cleanup_(json_object_putp) json_object *a = NULL, *res = NULL;
-                        const char *target_id = json_str(info, "targetId");
 
-                        if (!streq_ptr(json_str(info, "type"), "page") || !target_id || tab_by_target(b, target_id))
-                                continue;
-                        a = params_new("targetId", json_object_new_string(target_id),
-                                       "flatten", json_object_new_boolean(true), NULL);
-                        if (!a)
-                                return -ENOMEM;
-                        r = cdp_call(cdp, NULL, "Target.attachToTarget", a, BROWSER_CALL_TIMEOUT_USEC, &res, NULL);
-                        if (r == -EPROTO)
-                                continue;       /* gone meanwhile */
-                        if (r < 0)
-                                return r;
-                        if (!tab_by_target(b, target_id))
-                                tab_attached(b, json_str(res, "sessionId"), info);
+                        if (streq_ptr(json_str(info, "type"), "page") && json_str(info, "targetId")) {
+                                r = tab_attach(b, json_str(info, "targetId"));
+                                if (r < 0)
+                                        return r;
+                        }
                 }
         r = browser_sync(b);
         if (r < 0)
@@ -2233,6 +2285,8 @@ Browser *browser_free(Browser *b) {
                 tab_done(&b->tabs[i]);
         for (size_t i = 0; i < b->n_close_targets; i++)
                 free(b->close_targets[i]);
+        for (size_t i = 0; i < b->n_attach_targets; i++)
+                free(b->attach_targets[i]);
         for (size_t i = 0; i < BROWSER_CONSOLE_MAX; i++)
                 console_entry_done(&b->console[i]);
         for (size_t i = 0; i < BROWSER_NETWORK_MAX; i++)
