@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# Runs test-browser-tools (the browser tools against a real chromium-headless-shell) in a network namespace
+# Runs test-browser-chromium (the browser tools against a real chromium-headless-shell) in a network namespace
 # of its own with only lo up, where the test site (site/) is served on 127.0.0.1: nothing leaves it.
 # As root: unshare --net; otherwise an unprivileged user namespace with it (unshare -rn).
 set -eu

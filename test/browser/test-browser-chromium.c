@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* The browser tools against a real Chromium (chromium-headless-shell with --remote-debugging-pipe on fds
- * 3/4), driving the test site (test/browser/site) that test-browser-tools.sh serves on 127.0.0.1 in a
+ * 3/4), driving the test site (test/browser/site) that test-browser-chromium.sh serves on 127.0.0.1 in a
  * network namespace of its own: every tool and every computer action through browser_tool_call(), each
  * checked by what the page shows afterwards (evaluate), the PNG written, the logs kept, the tabs.
  *
@@ -182,7 +182,7 @@ int main(void) {
 
         base = getenv("SITE");
         if (!chrome || !base) {
-                printf("1..0 # SKIP CHROME and SITE are set by test-browser-tools.sh\n");
+                printf("1..0 # SKIP CHROME and SITE are set by test-browser-chromium.sh\n");
                 return 0;
         }
         signal(SIGPIPE, SIG_IGN);
@@ -210,7 +210,7 @@ int main(void) {
                 sandbox = false;
         }
         if (!ok(k >= 0 && cdp, "Chromium answers CDP over --remote-debugging-pipe"))
-                return done_testing();
+                goto finish;
         if (!sandbox)
                 diag("Chromium could not start with its sandbox on this host (unprivileged user namespaces "
                      "refused): it runs with --no-sandbox here, for this host-level protocol test only");
@@ -225,7 +225,7 @@ int main(void) {
         };
         ok(browser_new(cdp, &o, &browser) == 0, "the browser is set up (downloads denied, targets auto-attached)");
         if (!browser)
-                return done_testing();
+                goto finish;
         ok(call_ok("list_tabs", "{}", "\"tab_id\":1"), "list_tabs shows the first tab");
         ok(BROWSER_TOOLS_COUNT == 19, "19 tools are listed");
 
@@ -444,6 +444,7 @@ int main(void) {
                 free(x.text);
         }
 
+finish:
         browser = browser_free(browser);
         free(last_text);
         if (pid > 0) {
@@ -451,6 +452,6 @@ int main(void) {
                 waitpid(pid, NULL, 0);
         }
         (void) rm_rf_at(AT_FDCWD, profile);
-        (void) rmdir(shots);
+        (void) rm_rf_at(AT_FDCWD, shots);
         return done_testing();
 }
