@@ -134,6 +134,25 @@ static char *strdup_cut(const char *s, size_t max) {
         return strndup(strempty(s), max);
 }
 
+/* Builds a params object from key/value pairs: params_new("url", json_object_new_string(u), NULL). A
+ * NULL value is JSON null (json-c's null is the NULL pointer): the page scripts read it as absent. */
+static json_object *params_new(const char *key, ...) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+        va_list ap;
+        int r = o ? 0 : -ENOMEM;
+
+        va_start(ap, key);
+        for (const char *k = key; k; k = va_arg(ap, const char *)) {
+                json_object *v = va_arg(ap, json_object *);
+                if (r >= 0)
+                        r = v ? json_add(o, k, v) : (json_object_object_add(o, k, NULL) < 0 ? -ENOMEM : 0);
+                else
+                        json_object_put(v);
+        }
+        va_end(ap);
+        return r < 0 ? NULL : TAKE_PTR(o);
+}
+
 /* A page target we are attached to (our own Target.attachToTarget, or its event). */
 static void tab_attached(Browser *b, const char *session_id, json_object *info) {
         const char *target_id = json_str(info, "targetId"), *type = json_str(info, "type");
@@ -321,6 +340,22 @@ static void loading_failed(Browser *b, json_object *params) {
         e->error = strdup_cut(json_str(params, "blockedReason") ?: json_str(params, "errorText") ?: "failed", 128);
 }
 
+/* alert(), confirm(), prompt() and beforeunload block the page, and with it the call we wait for (a click,
+ * an evaluate): each is accepted at once (a prompt with its default text), and kept with the console
+ * messages so the agent can read what it said. */
+static void dialog_opening(Browser *b, Tab *t, json_object *params) {
+        _cleanup_(json_object_putp) json_object *p = NULL;
+        _cleanup_free_ char *text = NULL;
+        const char *type = json_str(params, "type") ?: "alert";
+
+        p = params_new("accept", json_object_new_boolean(true),
+                       "promptText", json_object_new_string(json_str(params, "defaultPrompt") ?: ""), NULL);
+        if (!p || cdp_send(b->cdp, t->session_id, "Page.handleJavaScriptDialog", p) < 0)
+                log_debug("Browser: could not accept a JavaScript dialog");
+        if (strprintf(&text, "%s: %s (accepted)", type, strempty(json_str(params, "message"))) >= 0)
+                console_push(b, t->id, "dialog", text, json_str(params, "url"));
+}
+
 static void browser_on_event(const char *session_id, const char *method, json_object *params, void *userdata) {
         Browser *b = userdata;
         json_object *info;
@@ -378,7 +413,9 @@ static void browser_on_event(const char *session_id, const char *method, json_ob
                 if (json_object_object_get_ex(params, "frame", &frame) && !json_str(frame, "parentId") &&
                     streq_ptr(json_str(params, "type"), "BackForwardCacheRestore"))
                         t->loaded = true;
-        } else if (streq(method, "Runtime.consoleAPICalled"))
+        } else if (streq(method, "Page.javascriptDialogOpening"))
+                dialog_opening(b, t, params);
+        else if (streq(method, "Runtime.consoleAPICalled"))
                 console_api_called(b, t, params);
         else if (streq(method, "Runtime.exceptionThrown"))
                 exception_thrown(b, t, params);
@@ -413,25 +450,6 @@ static int call_or_fail(Browser *b, const char *session_id, const char *method, 
                 return r < 0 ? r : 1;
         }
         return r;
-}
-
-/* Builds a params object from key/value pairs: params_new("url", json_object_new_string(u), NULL). A
- * NULL value is JSON null (json-c's null is the NULL pointer): the page scripts read it as absent. */
-static json_object *params_new(const char *key, ...) {
-        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-        va_list ap;
-        int r = o ? 0 : -ENOMEM;
-
-        va_start(ap, key);
-        for (const char *k = key; k; k = va_arg(ap, const char *)) {
-                json_object *v = va_arg(ap, json_object *);
-                if (r >= 0)
-                        r = v ? json_add(o, k, v) : (json_object_object_add(o, k, NULL) < 0 ? -ENOMEM : 0);
-                else
-                        json_object_put(v);
-        }
-        va_end(ap);
-        return r < 0 ? NULL : TAKE_PTR(o);
 }
 
 static int tab_apply_viewport(Browser *b, Tab *t) {

@@ -16,6 +16,7 @@
 #define CDP_ERROR_TEXT_MAX 1024U                /* Chrome's error messages are one line */
 #define CDP_BUFFER_KEEP (1024U * 1024U)         /* a larger buffer is given back after its message */
 #define CDP_PUMP_READS_MAX 64U                  /* reads of one cdp_pump(c, 0) */
+#define CDP_SEND_TIMEOUT_USEC (5U * 1000000ULL)  /* a pipe Chrome does not read for this long is broken */
 
 struct Cdp {
         int read_fd, write_fd;
@@ -305,18 +306,15 @@ static int cdp_write_all(Cdp *c, const char *p, size_t n, uint64_t deadline) {
         return 0;
 }
 
-int cdp_call(Cdp *c, const char *session_id, const char *method, json_object *params,
-             uint64_t timeout_usec, json_object **ret_result, char **ret_error) {
+/* Writes one call; its id in *ret_id. */
+static int cdp_write_call(Cdp *c, const char *session_id, const char *method, json_object *params,
+                          uint64_t deadline, uint64_t *ret_id) {
         _cleanup_(json_object_putp) json_object *m = NULL;
-        uint64_t id, deadline;
         const char *text;
+        uint64_t id;
         size_t size;
         int r;
 
-        assert(c);
-        assert(method);
-        if (c->in_handler || c->wait_id != 0)
-                return -EBUSY;
         if (!cdp_name_valid(method, CDP_METHOD_MAX) ||
             (session_id && !cdp_name_valid(session_id, CDP_SESSION_ID_MAX)) ||
             (params && !json_object_is_type(params, json_type_object)))
@@ -339,12 +337,37 @@ int cdp_call(Cdp *c, const char *session_id, const char *method, json_object *pa
         if (!text)
                 return -ENOMEM;
 
-        deadline = clock_usec(CLOCK_MONOTONIC) + timeout_usec;
         /* the text's own NUL ends the message */
         r = cdp_write_all(c, text, size + 1, deadline);
         if (r < 0)
                 /* a message cut in the middle leaves the stream unusable, whatever the reason */
-                return cdp_fail(c, r == -ETIMEDOUT || r == -EAGAIN ? -EPIPE : r == -ECONNRESET ? r : -EPIPE);
+                return cdp_fail(c, r == -ECONNRESET ? r : -EPIPE);
+        *ret_id = id;
+        return 0;
+}
+
+int cdp_send(Cdp *c, const char *session_id, const char *method, json_object *params) {
+        uint64_t id;
+
+        assert(c);
+        assert(method);
+        return cdp_write_call(c, session_id, method, params, clock_usec(CLOCK_MONOTONIC) + CDP_SEND_TIMEOUT_USEC, &id);
+}
+
+int cdp_call(Cdp *c, const char *session_id, const char *method, json_object *params,
+             uint64_t timeout_usec, json_object **ret_result, char **ret_error) {
+        uint64_t id, deadline;
+        int r;
+
+        assert(c);
+        assert(method);
+        if (c->in_handler || c->wait_id != 0)
+                return -EBUSY;
+
+        deadline = clock_usec(CLOCK_MONOTONIC) + timeout_usec;
+        r = cdp_write_call(c, session_id, method, params, deadline, &id);
+        if (r < 0)
+                return r;
 
         c->wait_id = id;
         c->answered = c->oversized = false;

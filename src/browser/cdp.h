@@ -49,6 +49,11 @@ void cdp_set_event_handler(Cdp *c, CdpEventHandler handler, void *userdata);
 int cdp_call(Cdp *c, const char *session_id, const char *method, json_object *params,
              uint64_t timeout_usec, json_object **ret_result, char **ret_error);
 
+/* Sends a call without waiting for its answer (which is then dropped as stale): allowed from the event
+ * handler, e.g. to dismiss a JavaScript dialog that blocks the call being waited for. 0, -EINVAL, or the
+ * connection's error. */
+int cdp_send(Cdp *c, const char *session_id, const char *method, json_object *params);
+
 /* Reads and dispatches events for up to timeout_usec (0: only what is readable now). 0 when the time
  * ran out, -ECONNRESET when Chrome went away, or -errno. */
 int cdp_pump(Cdp *c, uint64_t timeout_usec);

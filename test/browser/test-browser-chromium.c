@@ -376,6 +376,11 @@ int main(void) {
         ok(call_ok("evaluate", "{\"expression\":\"new Promise(r => setTimeout(() => r({a: [1, 'two']}), 50))\"}", "{\"a\":[1,\"two\"]}"),
            "evaluate awaits a promise and answers JSON");
 
+        /* a dialog would block the page: it is accepted, and the agent can read it */
+        ok(call_ok("computer", "{\"action\":\"click\",\"selector\":\"#confirm\"}", NULL) &&
+           eval_is("document.getElementById('confirmed').textContent", "\"yes\""), "a confirm() the click opens is accepted, not left blocking");
+        ok(call_ok("read_console_messages", "{}", "[dialog] confirm: Really? (accepted)"), "the dialog is kept with the console messages");
+
         /* history */
         ok(call_ok("computer", "{\"action\":\"click\",\"selector\":\"#next\",\"wait_for_text\":\"This is page two\"}", "Title: Second page"),
            "clicking a link navigates, and the answer says where");
