@@ -1079,8 +1079,7 @@ int browser_key_parse(const char *combo, BrowserKey *ret_key, unsigned *ret_modi
         if (isempty(combo))
                 return -EINVAL;
         for (;;) {
-                /* the last part is the key; a trailing "+" is the key "+"? not on a US keyboard without
-                 * shift: refused, like every other name we do not know */
+                /* modifiers, then the key: "ctrl+shift+a" ("+" itself is shift+= on a US keyboard) */
                 const char *plus = strchr(p, '+');
                 size_t n = plus ? (size_t) (plus - p) : strlen(p);
                 bool found = false;
@@ -1992,39 +1991,29 @@ static int tool_computer(Browser *b, json_object *args, McpToolResult *ret) {
                         return -ENOMEM;
                 r = call_or_fail(b, t->session_id, "Input.insertText", p, NULL, ret);
         } else if (streq(action, "key")) {
+                _cleanup_free_ char *copy = NULL;
+                BrowserKey keys[BROWSER_KEYS_MAX];
+                unsigned mods[BROWSER_KEYS_MAX];
                 char *saveptr = NULL;
-                unsigned n = 0;
+                size_t n = 0;
 
                 if (!text)
                         return mcp_result_printf(ret, true, "key needs text (\"Enter\", \"ctrl+a\", \"Tab Tab\")");
-                /* all combinations are checked before any is pressed */
-                for (int pass = 0; pass < 2; pass++) {
-                        char *c2 = strdup(text);
-                        if (!c2)
-                                return -ENOMEM;
-                        n = 0;
-                        r = 0;
-                        for (char *k = strtok_r(c2, " ", &saveptr); k && r == 0; k = strtok_r(NULL, " ", &saveptr)) {
-                                BrowserKey key;
-                                unsigned mods;
-
-                                if (++n > BROWSER_KEYS_MAX) {
-                                        free(c2);
-                                        return mcp_result_printf(ret, true, "At most %u keys at once", BROWSER_KEYS_MAX);
-                                }
-                                if (browser_key_parse(k, &key, &mods) < 0) {
-                                        r = mcp_result_printf(ret, true, "Unknown key \"%.64s\" (use names like Enter, Tab, "
-                                                              "Escape, ArrowDown, ctrl+a, shift+Tab)", k);
-                                        free(c2);
-                                        return r;
-                                }
-                                if (pass == 1)
-                                        r = key_press(b, t, &key, mods, ret);
-                        }
-                        free(c2);
-                        if (r != 0)
-                                break;
+                copy = strdup(text);
+                if (!copy)
+                        return -ENOMEM;
+                /* every combination is parsed before any is pressed */
+                for (char *k = strtok_r(copy, " ", &saveptr); k; k = strtok_r(NULL, " ", &saveptr)) {
+                        if (n >= BROWSER_KEYS_MAX)
+                                return mcp_result_printf(ret, true, "At most %u keys at once", BROWSER_KEYS_MAX);
+                        if (browser_key_parse(k, &keys[n], &mods[n]) < 0)
+                                return mcp_result_printf(ret, true, "Unknown key \"%.64s\" (use names like Enter, Tab, "
+                                                         "Escape, ArrowDown, ctrl+a, shift+Tab)", k);
+                        n++;
                 }
+                r = 0;
+                for (size_t i = 0; i < n && r == 0; i++)
+                        r = key_press(b, t, &keys[i], mods[i], ret);
         } else if (streq(action, "scroll")) {
                 const char *dir = mcp_arg_string(args, "scroll_direction") ?: "down";
                 int amount = json_object_object_get_ex(args, "scroll_amount", &v) ? json_object_get_int(v) : SCROLL_AMOUNT_DEFAULT;
