@@ -34,6 +34,7 @@ typedef struct Tab {
         char *url, *title;
         bool ready;                     /* domains enabled, viewport set */
         bool loaded;                    /* a load (or bfcache restore, same-document navigation) was seen */
+        bool navigating;                /* the main frame started loading, and has not finished */
 } Tab;
 
 typedef struct ConsoleEntry {
@@ -406,9 +407,18 @@ static void browser_on_event(const char *session_id, const char *method, json_ob
         t = tab_by_session(b, session_id);
         if (!t)
                 return;
-        if (streq(method, "Page.loadEventFired") || streq(method, "Page.navigatedWithinDocument"))
+        if (streq(method, "Page.loadEventFired") || streq(method, "Page.navigatedWithinDocument")) {
                 t->loaded = true;
-        else if (streq(method, "Page.frameNavigated")) {
+                t->navigating = false;
+        } else if (streq(method, "Page.frameRequestedNavigation") || streq(method, "Page.frameStartedLoading") ||
+                   streq(method, "Page.frameStoppedLoading")) {
+                /* the main frame's id is its target's */
+                if (streq_ptr(json_str(params, "frameId"), t->target_id)) {
+                        t->navigating = !streq(method, "Page.frameStoppedLoading");
+                        if (!t->navigating)
+                                t->loaded = true;       /* also a navigation that ended without load (aborted) */
+                }
+        } else if (streq(method, "Page.frameNavigated")) {
                 json_object *frame;
                 if (json_object_object_get_ex(params, "frame", &frame) && !json_str(frame, "parentId") &&
                     streq_ptr(json_str(params, "type"), "BackForwardCacheRestore"))
@@ -763,12 +773,22 @@ static int tab_location(Browser *b, Tab *t, char **ret_url, char **ret_title, Mc
         return 0;
 }
 
-/* Finishes an action that may have navigated: waits as asked, then answers what, the URL and the title. */
+/* Finishes an action that may have navigated: waits for a load the action started (a click on a link),
+ * waits as asked, then answers what, the URL and the title. */
 static int answer_after(Browser *b, const char *what, const WaitArgs *w, bool loaded, McpToolResult *ret) {
         _cleanup_free_ char *url = NULL, *title = NULL;
         Tab *t;
         int r;
 
+        r = cdp_pump(b->cdp, 0);
+        if (r < 0)
+                return r;
+        t = tab_current(b);
+        if (t && t->navigating) {
+                r = tab_wait_loaded(b, t->id, BROWSER_LOAD_TIMEOUT_USEC, &loaded);
+                if (r < 0)
+                        return r;
+        }
         r = wait_for(b, w, ret);
         if (r != 0)
                 return r < 0 ? r : 0;
