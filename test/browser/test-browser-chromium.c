@@ -20,53 +20,17 @@
 #include <unistd.h>
 
 #include "browser-tools.h"
+#include "chrome-launch.h"
 #include "dirent-util.h"
 #include "fs-util.h"
 #include "json-util.h"
 #include "tap.h"
 
 #define SEC 1000000ULL
-#define NOBODY 65534
 
 static const char *base;        /* http://127.0.0.1:PORT */
 static Browser *browser;
 static char *last_text;
-
-static pid_t chrome_start(const char *chrome, const char *profile, bool sandbox, int *ret_to, int *ret_from) {
-        int to[2], from[2];
-        pid_t pid;
-
-        if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0)
-                return -errno;
-        pid = fork();
-        if (pid < 0)
-                return -errno;
-        if (pid == 0) {
-                char arg_profile[512];
-
-                /* Chrome reads fd 3 and writes fd 4: moved above 4 first, so that dup2() never finds an fd
-                 * already in place (which would keep its close-on-exec flag) */
-                int r = fcntl(to[0], F_DUPFD, 10), w = fcntl(from[1], F_DUPFD, 10);
-                if (r < 0 || w < 0 || dup2(r, 3) < 0 || dup2(w, 4) < 0)
-                        _exit(127);
-                if (sandbox && getuid() == 0 &&
-                    (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0))
-                        _exit(127);
-                setenv("HOME", profile, 1);
-                snprintf(arg_profile, sizeof(arg_profile), "--user-data-dir=%s/profile", profile);
-                execl(chrome, chrome, "--remote-debugging-pipe", arg_profile, "--no-first-run",
-                      "--no-default-browser-check", "--disable-gpu", "--disable-background-networking",
-                      "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-                      "--disable-breakpad", "--window-size=1280,800",
-                      sandbox ? "--enable-logging=stderr" : "--no-sandbox", "about:blank", (char *) NULL);
-                _exit(127);
-        }
-        close(to[0]);
-        close(from[1]);
-        *ret_to = to[1];
-        *ret_from = from[0];
-        return pid;
-}
 
 /* Calls a tool with arguments given as JSON text; keeps the answer in last_text. */
 static McpToolResult call(const char *tool, const char *args_json) {
@@ -175,7 +139,7 @@ int main(void) {
         _cleanup_(cdp_freep) Cdp *cdp = NULL;
         _cleanup_close_ int to = -EBADF, from = -EBADF;
         unsigned policy_calls = 0;
-        bool sandbox = true;
+        bool sandbox = false;
         McpToolResult r;
         pid_t pid = -1;
         int k;
@@ -192,23 +156,7 @@ int main(void) {
                 return 1;
 
         /* Chrome sandboxed first; --no-sandbox only if this kernel refuses the sandbox */
-        for (int attempt = 0; attempt < 2; attempt++) {
-                k = pid = chrome_start(chrome, profile, sandbox, &to, &from);
-                if (k < 0)
-                        break;
-                k = cdp_new(from, to, &cdp);
-                if (k >= 0)
-                        k = cdp_call(cdp, NULL, "Browser.getVersion", NULL, 30 * SEC, NULL, NULL);
-                if (k >= 0)
-                        break;
-                cdp = cdp_free(cdp);
-                to = safe_close(to);
-                from = safe_close(from);
-                kill(pid, SIGKILL);
-                waitpid(pid, NULL, 0);
-                pid = -1;
-                sandbox = false;
-        }
+        k = chrome_connect(chrome, profile, &pid, &cdp, &to, &from, &sandbox);
         if (!ok(k >= 0 && cdp, "Chromium answers CDP over --remote-debugging-pipe"))
                 goto finish;
         if (!sandbox)

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# Runs test-browser-chromium (the browser tools against a real chromium-headless-shell) in a network namespace
-# of its own with only lo up, where the test site (site/) is served on 127.0.0.1: nothing leaves it.
+# Runs a driver against a real chromium-headless-shell (test-browser-chromium, bench/browser-tools) in a
+# network namespace of its own with only lo up, where the test site (site/) is served on 127.0.0.1:
+# nothing leaves it. The driver gets CHROME and SITE (http://127.0.0.1:PORT) in its environment.
 # As root: unshare --net; otherwise an unprivileged user namespace with it (unshare -rn).
 set -eu
 
