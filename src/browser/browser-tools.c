@@ -684,7 +684,7 @@ static int tab_wait_loaded(Browser *b, unsigned tab_id, uint64_t timeout_usec, b
                 t = tab_by_id(b, tab_id);
                 if (!t || t->loaded || now >= deadline)
                         break;
-                r = cdp_pump(b->cdp, MIN(deadline - now, 100 * USEC_PER_MSEC));
+                r = cdp_pump_once(b->cdp, deadline - now);
                 if (r < 0)
                         return r;
         }
@@ -773,9 +773,11 @@ static int tab_location(Browser *b, Tab *t, char **ret_url, char **ret_title, Mc
         return 0;
 }
 
-/* Finishes an action that may have navigated: waits for a load the action started (a click on a link),
- * waits as asked, then answers what, the URL and the title. */
-static int answer_after(Browser *b, const char *what, const WaitArgs *w, bool loaded, McpToolResult *ret) {
+/* Finishes an action: waits for a load the action started (a click on a link, when Chrome reported the
+ * navigation by now), waits as asked, then answers what, and where the tab is (URL and title) when
+ * with_location or the page navigated: computer actions that stay on the page skip that round trip. */
+static int answer_after(Browser *b, const char *what, const WaitArgs *w, bool loaded, bool with_location,
+                        McpToolResult *ret) {
         _cleanup_free_ char *url = NULL, *title = NULL;
         Tab *t;
         int r;
@@ -785,6 +787,7 @@ static int answer_after(Browser *b, const char *what, const WaitArgs *w, bool lo
                 return r;
         t = tab_current(b);
         if (t && t->navigating) {
+                with_location = true;
                 r = tab_wait_loaded(b, t->id, BROWSER_LOAD_TIMEOUT_USEC, &loaded);
                 if (r < 0)
                         return r;
@@ -795,6 +798,8 @@ static int answer_after(Browser *b, const char *what, const WaitArgs *w, bool lo
         t = tab_current(b);
         if (!t)
                 return mcp_result_printf(ret, false, "%s (no tab is open now)", what);
+        if (!with_location && !w->selector && !w->text)
+                return mcp_result_printf(ret, false, "%s\nTab %u", what, t->id);
         r = tab_location(b, t, &url, &title, ret);
         if (r != 0)
                 return r < 0 ? r : 0;
@@ -1360,7 +1365,7 @@ static int navigate_to(Browser *b, Tab *t, const char *url, const WaitArgs *w, M
                 if (r < 0)
                         return r;
         }
-        return answer_after(b, "Navigated", w, loaded, ret);
+        return answer_after(b, "Navigated", w, loaded, true, ret);
 }
 
 static int tool_navigate(Browser *b, json_object *args, McpToolResult *ret) {
@@ -1414,7 +1419,7 @@ static int history_go(Browser *b, json_object *args, int delta, McpToolResult *r
         if (r < 0)
                 return r;
         wait_args_get(args, &w);
-        return answer_after(b, delta < 0 ? "Went back" : "Went forward", &w, loaded, ret);
+        return answer_after(b, delta < 0 ? "Went back" : "Went forward", &w, loaded, true, ret);
 }
 
 static int tool_go_back(Browser *b, json_object *args, McpToolResult *ret) {
@@ -1446,7 +1451,7 @@ static int tool_reload(Browser *b, json_object *args, McpToolResult *ret) {
         if (r < 0)
                 return r;
         wait_args_get(args, &w);
-        return answer_after(b, "Reloaded", &w, loaded, ret);
+        return answer_after(b, "Reloaded", &w, loaded, true, ret);
 }
 
 /* Answers a JS result that is {lines: [...]} plus a header, cut at BROWSER_TEXT_MAX. */
@@ -1712,7 +1717,7 @@ static int tool_new_tab(Browser *b, json_object *args, McpToolResult *ret) {
         r = strprintf(&what, "Opened tab %u", id);
         if (r < 0)
                 return r;
-        return answer_after(b, what, &w, true, ret);
+        return answer_after(b, what, &w, true, true, ret);
 }
 
 static int tab_arg(Browser *b, json_object *args, bool required, Tab **ret_tab, McpToolResult *ret) {
@@ -1747,7 +1752,7 @@ static int tool_switch_tab(Browser *b, json_object *args, McpToolResult *ret) {
         r = strprintf(&what, "Switched to tab %u", t->id);
         if (r < 0)
                 return r;
-        return answer_after(b, what, &w, true, ret);
+        return answer_after(b, what, &w, true, true, ret);
 }
 
 static int tool_close_tab(Browser *b, json_object *args, McpToolResult *ret) {
@@ -2099,7 +2104,7 @@ static int tool_computer(Browser *b, json_object *args, McpToolResult *ret) {
         r = strprintf(&what, "Done: %s", action);
         if (r < 0)
                 return r;
-        return answer_after(b, what, &w, true, ret);
+        return answer_after(b, what, &w, true, false, ret);
 }
 
 /* ---- the table ---- */
@@ -2308,8 +2313,17 @@ Browser *browser_free(Browser *b) {
                 return NULL;
         if (b->cdp)
                 cdp_set_event_handler(b->cdp, NULL, NULL);
-        for (size_t i = 0; i < b->n_tabs; i++)
+        for (size_t i = 0; i < b->n_tabs; i++) {
+                /* our sessions go, the tabs stay (a Browser made again on the same Chrome finds them) */
+                _cleanup_(json_object_putp) json_object *p = NULL;
+
+                if (b->cdp && b->tabs[i].session_id && !cdp_is_closed(b->cdp)) {
+                        p = params_new("sessionId", json_object_new_string(b->tabs[i].session_id), NULL);
+                        if (p)
+                                (void) cdp_send(b->cdp, NULL, "Target.detachFromTarget", p);
+                }
                 tab_done(&b->tabs[i]);
+        }
         for (size_t i = 0; i < b->n_close_targets; i++)
                 free(b->close_targets[i]);
         for (size_t i = 0; i < b->n_attach_targets; i++)

@@ -420,3 +420,15 @@ int cdp_pump(Cdp *c, uint64_t timeout_usec) {
                         return r;
         }
 }
+
+int cdp_pump_once(Cdp *c, uint64_t timeout_usec) {
+        int r;
+
+        assert(c);
+        if (c->in_handler || c->wait_id != 0)
+                return -EBUSY;
+        r = cdp_read_some(c, timeout_usec == 0 ? 0 : clock_usec(CLOCK_MONOTONIC) + timeout_usec);
+        if (r == -ETIMEDOUT)
+                return 0;
+        return r < 0 ? r : 1;
+}

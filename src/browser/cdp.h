@@ -58,6 +58,10 @@ int cdp_send(Cdp *c, const char *session_id, const char *method, json_object *pa
  * ran out, -ECONNRESET when Chrome went away, or -errno. */
 int cdp_pump(Cdp *c, uint64_t timeout_usec);
 
+/* Waits up to timeout_usec for Chrome's end to be readable, then reads once and dispatches what came: for
+ * loops that wait for an event to set a flag. 1 after a read, 0 when the time ran out, or -errno. */
+int cdp_pump_once(Cdp *c, uint64_t timeout_usec);
+
 /* Whether Chrome's end is gone (EOF or a write error seen). */
 bool cdp_is_closed(Cdp *c);
 /* How many messages were dropped as malformed or too large, since cdp_new(). */
