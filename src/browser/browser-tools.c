@@ -35,6 +35,7 @@ typedef struct Tab {
         bool ready;                     /* domains enabled, viewport set */
         bool loaded;                    /* a load (or bfcache restore, same-document navigation) was seen */
         bool navigating;                /* the main frame started loading, and has not finished */
+        bool gone;                      /* closed: kept (strings valid) until browser_sync() compacts */
 } Tab;
 
 typedef struct ConsoleEntry {
@@ -84,7 +85,7 @@ static void tab_done(Tab *t) {
 
 static Tab *tab_by_id(Browser *b, unsigned id) {
         for (size_t i = 0; i < b->n_tabs; i++)
-                if (b->tabs[i].id == id)
+                if (b->tabs[i].id == id && !b->tabs[i].gone)
                         return &b->tabs[i];
         return NULL;
 }
@@ -93,7 +94,7 @@ static Tab *tab_by_session(Browser *b, const char *session_id) {
         if (!session_id)
                 return NULL;
         for (size_t i = 0; i < b->n_tabs; i++)
-                if (streq_ptr(b->tabs[i].session_id, session_id))
+                if (streq_ptr(b->tabs[i].session_id, session_id) && !b->tabs[i].gone)
                         return &b->tabs[i];
         return NULL;
 }
@@ -102,7 +103,7 @@ static Tab *tab_by_target(Browser *b, const char *target_id) {
         if (!target_id)
                 return NULL;
         for (size_t i = 0; i < b->n_tabs; i++)
-                if (streq(b->tabs[i].target_id, target_id))
+                if (streq(b->tabs[i].target_id, target_id) && !b->tabs[i].gone)
                         return &b->tabs[i];
         return NULL;
 }
@@ -111,16 +112,35 @@ static Tab *tab_current(Browser *b) {
         return tab_by_id(b, b->current);
 }
 
+/* A tab is closed: marked only, so that a tool holding a pointer to it (events come in the middle of its
+ * calls) finds its strings valid and its calls failing cleanly; browser_sync() compacts. */
 static void tab_remove(Browser *b, Tab *t) {
-        size_t i = (size_t) (t - b->tabs);
-        unsigned id = t->id;
+        t->gone = true;
+        if (b->current == t->id) {
+                b->current = 0;
+                for (size_t i = b->n_tabs; i-- > 0;)
+                        if (!b->tabs[i].gone) {
+                                b->current = b->tabs[i].id;
+                                break;
+                        }
+        }
+}
 
-        tab_done(t);
-        memmove(&b->tabs[i], &b->tabs[i + 1], (b->n_tabs - i - 1) * sizeof(Tab));
-        b->n_tabs--;
-        b->tabs[b->n_tabs] = (Tab) {};
-        if (b->current == id)
-                b->current = b->n_tabs > 0 ? b->tabs[b->n_tabs - 1].id : 0;
+static void tabs_compact(Browser *b) {
+        size_t j = 0;
+
+        for (size_t i = 0; i < b->n_tabs; i++) {
+                if (b->tabs[i].gone) {
+                        tab_done(&b->tabs[i]);
+                        continue;
+                }
+                if (j != i) {
+                        b->tabs[j] = b->tabs[i];
+                        b->tabs[i] = (Tab) {};
+                }
+                j++;
+        }
+        b->n_tabs = j;
 }
 
 static const char *json_str(json_object *o, const char *key) {
@@ -519,6 +539,7 @@ static int browser_sync(Browser *b) {
         r = cdp_pump(b->cdp, 0);
         if (r < 0)
                 return r;
+        tabs_compact(b);
         while (b->n_close_targets > 0) {
                 _cleanup_free_ char *id = b->close_targets[--b->n_close_targets];
                 _cleanup_(json_object_putp) json_object *p = params_new("targetId", json_object_new_string(strempty(id)), NULL);
@@ -538,21 +559,16 @@ static int browser_sync(Browser *b) {
         }
         for (size_t i = 0; i < b->n_tabs; i++) {
                 Tab *t = &b->tabs[i];
-                unsigned id = t->id;
 
-                if (t->ready)
+                if (t->ready || t->gone)
                         continue;
                 r = tab_setup(b, t);
-                if (r == -EPROTO) {             /* closed meanwhile */
-                        t = tab_by_id(b, id);
-                        if (t)
-                                tab_remove(b, t);
-                        i = (size_t) -1;        /* the array moved: start over */
-                        continue;
-                }
-                if (r < 0)
+                if (r == -EPROTO)               /* closed meanwhile */
+                        tab_remove(b, t);
+                else if (r < 0)
                         return r;
         }
+        tabs_compact(b);
         return 0;
 }
 
@@ -1667,6 +1683,8 @@ static int tool_list_tabs(Browser *b, json_object *args _unused_, McpToolResult 
                 return r < 0 ? r : 0;
         for (size_t i = 0; i < b->n_tabs; i++) {
                 json_object *o;
+                if (b->tabs[i].gone)
+                        continue;
                 r = tab_json(b, &b->tabs[i], &o);
                 if (r < 0)
                         return r;
@@ -1820,6 +1838,8 @@ static int tool_resize_window(Browser *b, json_object *args, McpToolResult *ret)
         b->width = (unsigned) json_object_get_int(w);
         b->height = (unsigned) json_object_get_int(h);
         for (size_t i = 0; i < b->n_tabs; i++) {
+                if (b->tabs[i].gone)
+                        continue;
                 r = tab_apply_viewport(b, &b->tabs[i]);
                 if (r < 0 && r != -EPROTO) {
                         b->width = ow;

@@ -353,6 +353,13 @@ int main(void) {
            call_ok("computer", "{\"action\":\"wait\",\"duration\":1}", NULL) &&
            call_ok("list_tabs", "{}", "Second page"), "a popup the page opens becomes a tab");
         ok(call_ok("read_console_messages", "{\"tab_id\":1}", "hello from the page"), "console messages are kept per tab");
+        ok(call_ok("evaluate", "{\"expression\":\"window.w2 = window.open('page2.html?closed-by-opener'); 1\"}", NULL) &&
+           call_ok("computer", "{\"action\":\"wait\",\"duration\":1}", NULL) &&
+           call_ok("list_tabs", "{}", "closed-by-opener") &&
+           call_ok("evaluate", "{\"expression\":\"window.w2.close(); 1\"}", NULL) &&
+           call_ok("computer", "{\"action\":\"wait\",\"duration\":1}", NULL) &&
+           call_ok("list_tabs", "{}", NULL) && !strstr(last_text, "closed-by-opener"),
+           "a tab the page closes leaves the list");
         ok(call_ok("close_tab", "{}", "Closed tab 1") && call_ok("list_tabs", "{}", NULL) && !strstr(last_text, "\"tab_id\":1,"),
            "close_tab without tab_id closes the current tab");
         {
