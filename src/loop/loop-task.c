@@ -204,9 +204,11 @@ static int task_sync(int argc, char *argv[], bool all, uint64_t settle_ms) {
                         if (!c->state_dir)
                                 continue;
                         r = tasks_stamp(c->state_dir, &now);
+                        if (r < 0 && round > 0)
+                                continue;       /* the first round tried it and said why */
                         if (r < 0)
                                 now = (struct timespec) {};
-                        if (round > 0 && r >= 0 && now.tv_sec == c->stamp.tv_sec && now.tv_nsec == c->stamp.tv_nsec)
+                        if (round > 0 && now.tv_sec == c->stamp.tv_sec && now.tv_nsec == c->stamp.tv_nsec)
                                 continue;
                         c->stamp = now;
                         synced++;

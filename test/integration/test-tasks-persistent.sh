@@ -6,7 +6,8 @@
 # machine is powered off, the stamp is set back two days (as if it had been off since), and at the next
 # boot loop-task-restore makes the transient timer again from the task file, which must fire exactly
 # once at boot: one task-fired record with LOOP_TASK=, one message queued for the task, fired_count 1,
-# and neither a daemon-reload nor another sync fires it again. A once task whose instant passed while
+# and neither a daemon-reload nor another sync fires it again; a task of the same schedule whose stamp was
+# left alone does not fire. A once task whose instant passed while
 # the machine was off fires once at boot too, and is done.
 #
 # /var/lib/loop (the task files and the queue) and /var/lib/systemd/timers (the stamps) are bind mounts
@@ -73,6 +74,10 @@ stamp="$stamps/stamp-loop-task@demo:$cron.timer"
 ok $? "systemd keeps its stamp file under /var/lib/systemd/timers"
 is "$(task_field "$cron" fired_count)" 0 "it has not fired"
 
+# the same schedule, its stamp left as it is: nothing was missed, nothing may fire at boot
+kept=$(in_ct loop task add demo --type cron --schedule "0 $hour * * *" --json -- nothing missed | python3 -c 'import json,sys; print(json.load(sys.stdin)["task"]["id"])')
+like "$kept" '^[0-9a-f]{8}$' "a second task of the same schedule"
+
 # a once task 30 seconds ahead: the machine is off when its instant comes
 at=$(date -u -d '+30 seconds' +%Y-%m-%dT%H:%M:%SZ)
 once=$(in_ct loop task add demo --type once --schedule "$at" --json -- once while off | python3 -c 'import json,sys; print(json.load(sys.stdin)["task"]["id"])')
@@ -94,6 +99,9 @@ like "$(in_ct journalctl -b -o export LOOP_EVENT=task-fired LOOP_TASK="$cron")" 
 is "$(messages "$cron")" 1 "...and one message of the task is in the channel's queue"
 is "$(task_field "$cron" fired_count)" 1 "the task file counts one firing"
 is "$(prop "loop-task@demo:$cron.timer" ActiveState)" active "the timer stays active for the next day"
+
+is "$(firings "$kept")" 0 "the task whose stamp was left alone does not fire at boot: the catch-up comes from the stamp"
+is "$(task_field "$kept" fired_count)" 0 "...its file counts no firing"
 
 check "systemctl daemon-reload" in_ct systemctl daemon-reload
 check "loop task sync demo" in_ct loop task sync demo
