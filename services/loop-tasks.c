@@ -13,8 +13,8 @@
  * and the records (LOOP_EVENT=task-*) are tasks_request()'s, the same the operator's `loop task` obeys.
  *
  * The helper only writes the task files (its StateDirectory=, /var/lib/loop/NAME/tasks): it holds no
- * privilege at all. loop-tasks-sync@NAME.path sees the change and `loop task sync NAME` (root, a few
- * lines of work from the files) makes the timers agree: the part that talks to untrusted callers cannot
+ * privilege at all. loop-tasks-sync@NAME.path sees the change and starts loop-tasks-sync.service
+ * (`loop task sync --all`, root, a few lines of work from the files), which makes the timers agree: the part that talks to untrusted callers cannot
  * talk to systemd, and the part that can reads nothing but files this one wrote and re-validates them.
  *
  * Settings come from the generator's drop-in: LOOP_TASKS_MAX, LOOP_TASKS_MIN_INTERVAL_SEC,

@@ -2,8 +2,8 @@
 
 /* `loop task`: the operator's view of a channel's scheduled tasks, under the same rules and records as the
  * agent's `loop mcp` (tasks-service.h), acting as "operator:USER". As root it also makes the timers at
- * once (the helper leaves that to loop-tasks-sync@NAME). Two verbs are for units: `fire NAME:ID`
- * (loop-task@.service, when a timer elapses) and `sync NAME...|--all` (loop-tasks-sync@.service,
+ * once (the helper leaves that to loop-tasks-sync.service). Two verbs are for units: `fire NAME:ID`
+ * (loop-task@.service, when a timer elapses) and `sync NAME...|--all` (loop-tasks-sync.service,
  * loop-task-restore.service at boot). */
 
 #include <errno.h>
@@ -24,6 +24,9 @@
 #include "tasks-timer.h"
 
 #define TASKS_SYNC_SETTLE_MS_MAX 10000U
+/* rounds of one sync while the task files keep changing (at the 200 ms of loop-tasks-sync.service: two
+ * minutes); a change after the last is the next start's */
+#define TASKS_SYNC_ROUNDS_MAX 600U
 
 static void task_help(void) {
         printf("%s task COMMAND NAME ...\n\n"
@@ -123,9 +126,9 @@ static int operator_context(const char *channel, bool need_config, ConfigSet **s
                 return log_error_errno(r, "Cannot find the state directory of channel %s: %m", channel);
         if (queue_sender_name(getuid(), &user) < 0 || asprintf(ret_actor, "operator:%s", user) < 0)
                 return log_oom();
-        /* root makes the timers at once; anyone else leaves it to loop-tasks-sync@NAME */
+        /* root makes the timers at once; anyone else leaves it to loop-tasks-sync.service */
         if (geteuid() == 0 && (r = tasks_bus_open(ret_bus)) < 0 && r != -ENOMEDIUM)
-                log_warning_errno(r, "Cannot talk to systemd, the timers are left to loop-tasks-sync@%s: %m", channel);
+                log_warning_errno(r, "Cannot talk to systemd, the timers of %s are left to loop-tasks-sync.service: %m", channel);
         ctx->state_dir = *ret_state_dir;
         ctx->actor = *ret_actor;
         ctx->bus = *ret_bus;
@@ -138,17 +141,35 @@ static int add_string(json_object *o, const char *key, const char *value) {
         return json_object_object_add(o, key, json_object_new_string(value));
 }
 
-/* A burst of writes (an agent scheduling ten tasks) is one pass: the path unit starts the sync at the
- * first write, and it waits settle_ms before looking. */
+typedef struct SyncChannel {
+        const char *name;
+        char *state_dir;                /* NULL: not a valid channel name, skipped */
+        struct timespec stamp;          /* of its tasks directory when its last round began */
+} SyncChannel;
+
+static void sync_channels_free(SyncChannel *c, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(c[i].state_dir);
+        free(c);
+}
+
+/* One writer for the timers of every channel: loop-tasks-sync.service, which each channel's
+ * loop-tasks-sync@NAME.path starts when its task files change (and loop-task-restore.service at boot,
+ * loop-tasks@NAME's exit for its channel). A path unit does not start a service that runs already, so
+ * the changes made while this runs are its own to see: after a first round over the channels it waits
+ * settle_ms and makes another round over those whose tasks directory moved since their last round,
+ * until a round finds none (or TASKS_SYNC_ROUNDS_MAX). A burst of writes, of one agent or of a hundred
+ * channels, is then a few rounds of one process over one connection to systemd. */
 static int task_sync(int argc, char *argv[], bool all, uint64_t settle_ms) {
         _cleanup_(config_set_freep) ConfigSet *set = NULL;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        struct timespec settle = { .tv_sec = settle_ms / 1000, .tv_nsec = (settle_ms % 1000) * 1000000 };
+        SyncChannel *channels = NULL;
+        size_t n;
         int r, ret = EXIT_SUCCESS;
 
-        if (settle_ms > 0) {
-                struct timespec ts = { .tv_sec = settle_ms / 1000, .tv_nsec = (settle_ms % 1000) * 1000000 };
-                (void) nanosleep(&ts, NULL);
-        }
+        if (settle_ms > 0)
+                (void) nanosleep(&settle, NULL);
         r = tasks_bus_open(&bus);
         if (r < 0)
                 return log_error_errno(r, "Cannot talk to systemd, the timers cannot be made: %m"), EXIT_FAILURE;
@@ -157,24 +178,52 @@ static int task_sync(int argc, char *argv[], bool all, uint64_t settle_ms) {
                 if (r < 0)
                         return log_error_errno(r, "Failed to load the configuration from %s: %m", config_dir()), EXIT_FAILURE;
         }
-        for (size_t i = 0; all ? i < set->n_channels : i < (size_t) argc; i++) {
-                const char *channel = all ? set->channels[i].name : argv[i];
-                _cleanup_free_ char *dir = NULL;
-                TasksContext ctx = { .channel = channel, .actor = "operator:root", .operator = true, .bus = bus };
-
-                if (channel_name_check(channel, NULL) < 0 || channel_queue_dir(channel, &dir) < 0) {
-                        log_error("\"%s\" is not a valid channel name.", channel);
+        n = all ? set->n_channels : (size_t) argc;
+        channels = calloc(n ?: 1, sizeof(SyncChannel));
+        if (!channels)
+                return log_oom(), EXIT_FAILURE;
+        for (size_t i = 0; i < n; i++) {
+                channels[i].name = all ? set->channels[i].name : argv[i];
+                if (channel_name_check(channels[i].name, NULL) < 0 || channel_queue_dir(channels[i].name, &channels[i].state_dir) < 0) {
+                        log_error("\"%s\" is not a valid channel name.", channels[i].name);
                         ret = EXIT_FAILURE;
-                        continue;
                 }
-                ctx.state_dir = dir;
-                r = tasks_restore(&ctx);
-                if (r < 0) {
-                        log_error_errno(r, "Cannot make the timers of channel %s agree with its tasks: %m", channel);
-                        ret = EXIT_FAILURE;
-                } else if (r > 0)
-                        log_info("Channel %s: %d timers made or removed.", channel, r);
         }
+
+        for (unsigned round = 0; round < TASKS_SYNC_ROUNDS_MAX; round++) {
+                unsigned synced = 0;
+
+                if (round > 0 && settle_ms > 0)
+                        (void) nanosleep(&settle, NULL);
+                for (size_t i = 0; i < n; i++) {
+                        SyncChannel *c = channels + i;
+                        TasksContext ctx = { .channel = c->name, .state_dir = c->state_dir, .actor = "operator:root",
+                                             .operator = true, .bus = bus };
+                        struct timespec now;
+
+                        if (!c->state_dir)
+                                continue;
+                        r = tasks_stamp(c->state_dir, &now);
+                        if (r < 0 && round > 0)
+                                continue;       /* the first round tried it and said why */
+                        if (r < 0)
+                                now = (struct timespec) {};
+                        if (round > 0 && now.tv_sec == c->stamp.tv_sec && now.tv_nsec == c->stamp.tv_nsec)
+                                continue;
+                        c->stamp = now;
+                        synced++;
+                        r = tasks_restore(&ctx);
+                        if (r < 0) {
+                                log_error_errno(r, "Cannot make the timers of channel %s agree with its tasks: %m", c->name);
+                                ret = EXIT_FAILURE;
+                                /* tried again only when its files change again */
+                        } else if (r > 0)
+                                log_info("Channel %s: %d timers made or removed.", c->name, r);
+                }
+                if (round > 0 && synced == 0)
+                        break;
+        }
+        sync_channels_free(channels, n);
         return ret;
 }
 

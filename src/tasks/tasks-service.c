@@ -453,6 +453,18 @@ static int dir_stamp(int dir_fd, struct timespec *ret) {
         return 0;
 }
 
+int tasks_stamp(const char *state_dir, struct timespec *ret) {
+        _cleanup_close_ int dir_fd = -EBADF;
+        int r;
+
+        r = tasks_dir_open(state_dir, false, &dir_fd);
+        if (r == -ENOENT) {
+                *ret = (struct timespec) {};
+                return 0;
+        }
+        return r < 0 ? r : dir_stamp(dir_fd, ret);
+}
+
 int tasks_restore(const TasksContext *ctx) {
         _cleanup_close_ int dir_fd = -EBADF;
         unsigned total = 0;

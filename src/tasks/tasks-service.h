@@ -22,6 +22,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <time.h>
 #include <systemd/sd-bus.h>
 
 #include "config.h"
@@ -45,3 +46,6 @@ int tasks_request(const TasksContext *ctx, const char *op, json_object *args, js
 /* Makes the channel's timers agree with its task files (tasks_timers_sync()): at boot, and whenever the
  * helper changed a file (loop-tasks-sync@NAME.path). Returns the number of timers changed. */
 int tasks_restore(const TasksContext *ctx);
+/* The modification time of the channel's tasks directory (a write of the helper, a rename into it,
+ * moves it); all zero when there is none yet. */
+int tasks_stamp(const char *state_dir, struct timespec *ret);

@@ -118,7 +118,7 @@ like "$(journal_wait -o cat LOOP_EVENT=task-refused LOOP_CHANNEL=demo)" "min_int
 
 # --- timers ---------------------------------------------------------------------------------------
 wait_for 30 timer_of "$interval"
-ok $? "the interval task's timer is in systemctl list-timers" || diag "$(timers; in_ct journalctl --no-pager -n 30 -u 'loop-tasks-sync@*')"
+ok $? "the interval task's timer is in systemctl list-timers" || diag "$(timers; in_ct journalctl --no-pager -n 30 -u loop-tasks-sync.service)"
 timer_of "$cron"
 ok $? "the cron task's timer is in systemctl list-timers"
 timer_of "$once"
