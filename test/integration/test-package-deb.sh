@@ -51,7 +51,7 @@ for f in /usr/bin/loop /lib/systemd/system-generators/loop-generator /lib/system
         /usr/libexec/loop/loop-gate /usr/lib/sysusers.d/loop.conf /usr/lib/tmpfiles.d/loop.conf \
         /usr/lib/systemd/catalog/loop.catalog /usr/share/man/man1/loop.1.gz \
         /usr/share/man/man5/loop.json.5.gz /usr/share/man/man7/loop.units.7.gz \
-        /usr/share/man/man8/loop-generator.8.gz /usr/share/loop/image/bootstrap \
+        /usr/share/man/man8/loop-generator.8.gz /usr/share/loop/image/bootstrap /usr/share/loop/image/demo \
         /usr/share/loop/image/agent/Containerfile /etc/loop/channels.d/; do
         grep -qxF "$f" <<<"$contents"
         ok $? "the package ships $f"
