@@ -15,6 +15,7 @@
 #include "protected-paths.h"
 #include "string-util.h"
 #include "strv.h"
+#include "unit-file.h"
 
 static const char * const decision_table[_DECISION_MAX] = {
         [DECISION_ALLOW] = "allow",
@@ -554,6 +555,63 @@ static int config_load_channels(ConfigSet *s, json_object *global) {
         return channels_refuse_case_duplicates(s);
 }
 
+/* The secrets loop.json may hold, as systemd credentials: the credential loop.KEY stands for KEY when
+ * loop.json does not set it. Looked up as systemd's LoadCredential=ID does (a service's
+ * $CREDENTIALS_DIRECTORY first, then the credential stores /etc/credstore and /run/credstore, 0700 root):
+ * readers that may not read them (a member of group loop running `loop send`) simply do without. The
+ * generator then hands them to the egress gateway as it does any key of loop.json. */
+static const char * const credential_keys[] = { "anthropic_api_key", "claude_code_oauth_token" };
+
+static int config_import_credentials(json_object *global, const char *global_path, ConfigProblems *problems) {
+        const char *dirs[] = { getenv("CREDENTIALS_DIRECTORY"), "/etc/credstore", "/run/credstore" };
+
+        for (size_t k = 0; k < ELEMENTSOF(credential_keys); k++) {
+                const char *key = credential_keys[k];
+                _cleanup_free_ char *name = NULL;
+                json_object *v;
+
+                if (json_object_object_get_ex(global, key, &v) && json_object_get_string_len(v) > 0)
+                        continue;       /* loop.json wins */
+                if (asprintf(&name, "loop.%s", key) < 0)
+                        return -ENOMEM;
+                for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                        _cleanup_free_ char *path = NULL, *secret = NULL;
+                        size_t size;
+                        int r;
+
+                        if (isempty(dirs[i]))
+                                continue;
+                        if (asprintf(&path, "%s/%s", dirs[i], name) < 0)
+                                return -ENOMEM;
+                        r = read_full_file_at(AT_FDCWD, path, CONFIG_CREDENTIAL_MAX, true, &secret, &size);
+                        if (r == -ENOENT || r == -EACCES || r == -ENOTDIR)
+                                continue;
+                        if (r >= 0) {
+                                while (size > 0 && (secret[size - 1] == '\n' || secret[size - 1] == '\r'))
+                                        secret[--size] = 0;
+                                if (size == 0 || string_has_control(secret))
+                                        r = -EINVAL;
+                        }
+                        if (r < 0) {
+                                if (secret)
+                                        explicit_bzero(secret, strlen(secret));
+                                return config_problem_add(problems, true, path, NULL,
+                                                          "the credential for %s of %s cannot be used: %s", key, global_path,
+                                                          r == -EINVAL ? "empty or with control characters" : strerror(-r)) < 0
+                                        ? -ENOMEM : 0;
+                        }
+                        v = json_object_new_string_len(secret, (int) size);
+                        explicit_bzero(secret, size);
+                        if (!v || json_object_object_add(global, key, v) < 0) {
+                                json_object_put(v);
+                                return -ENOMEM;
+                        }
+                        break;
+                }
+        }
+        return 0;
+}
+
 int config_load(const char *dir, ConfigSet **ret) {
         _cleanup_(config_set_freep) ConfigSet *s = NULL;
         _cleanup_(json_object_putp) json_object *global = NULL;
@@ -585,6 +643,11 @@ int config_load(const char *dir, ConfigSet **ret) {
                 global = json_object_new_object();
                 if (!global)
                         return -ENOMEM;
+        }
+        if (s->global_valid) {
+                r = config_import_credentials(global, s->global_path, &s->problems);
+                if (r < 0)
+                        return r;
         }
         r = loop_config_from_json(global, NULL, &s->global);
         if (r < 0)

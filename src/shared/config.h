@@ -17,6 +17,7 @@
 #define CONFIG_FILE_MAX (4U * 1024U * 1024U)    /* larger config files are refused */
 #define CONFIG_CHANNELS_MAX 65536U               /* channel files read from channels.d at most */
 #define CHANNEL_NAME_MAX 64U
+#define CONFIG_CREDENTIAL_MAX 16384U           /* a secret read from a systemd credential, at most */
 
 typedef enum Decision {
         DECISION_ALLOW,

@@ -17,14 +17,10 @@ set -uo pipefail
 lib=$(dirname "$(readlink -f "$0")")/../lib
 # shellcheck source=test/lib/systemd-test.sh
 . "$lib/systemd-test.sh"
+# shellcheck source=test/lib/package-deb.sh
+. "$lib/package-deb.sh"
 
-nspawn_require || bail_out "integration tests need root and systemd-nspawn (see above)"
-for t in dpkg-buildpackage dh lintian git; do
-        command -v "$t" >/dev/null ||
-                bail_out "$t is missing: apt-get install dpkg-dev debhelper lintian git (.ci/install-deps)"
-done
-dpkg-query -W -f='${db:Status-Abbrev}' loop 2>/dev/null | grep -q '^i' &&
-        bail_out "the package loop is installed on this host; this test must not touch a real install"
+deb_require lintian
 
 M=loop-pkg-$$
 IMAGE=localhost/loop-test:latest
@@ -32,22 +28,13 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/loop-pkg-deb.XXXXXX") || bail_out "mktemp fail
 atexit "rm -rf '$work'"
 
 # --- build ----------------------------------------------------------------------------------------
-# The working tree as it is (uncommitted changes included, ignored files such as build/ left out).
-version=$(cd "$LOOP_SOURCE_DIR" && dpkg-parsechangelog -S Version) || bail_out "cannot read debian/changelog"
-src=$work/src/loop-$version
-mkdir -p "$src" && (
-        cd "$LOOP_SOURCE_DIR" &&
-                git ls-files -z --cached --others --exclude-standard |
-                while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
-                xargs -0 cp --parents -P -t "$src"
-) || bail_out "cannot copy the source tree"
-(cd "$work/src" && dpkg-source -b "loop-$version") >"$work/source.log" 2>&1
+deb_source "$work"
 ok $? "dpkg-source -b builds the source package" || diag "$(tail -n 20 "$work/source.log")"
-(cd "$src" && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1
+deb_binary "$work"
 ok $? "dpkg-buildpackage -us -uc -b builds the package" ||
         { diag "$(tail -n 40 "$work/build.log")"; bail_out "no package to test"; }
-deb=$work/src/loop_${version}_$(dpkg --print-architecture).deb
-[ -f "$deb" ] || bail_out "dpkg-buildpackage made no $deb"
+version=$DEB_VERSION
+deb=$DEB
 like "$(sed -n '/meson test --suite unit --suite generator/,/^Fail:/p' "$work/build.log")" $'\nOk: +[1-9]' \
         "dh_auto_test runs the unit and generator suites"
 unlike "$(grep -E '^(Fail|Timeout):' "$work/build.log")" ":[[:space:]]+[1-9]" "...and none of them fails"
@@ -64,26 +51,16 @@ for f in /usr/bin/loop /lib/systemd/system-generators/loop-generator /lib/system
         /usr/libexec/loop/loop-gate /usr/lib/sysusers.d/loop.conf /usr/lib/tmpfiles.d/loop.conf \
         /usr/lib/systemd/catalog/loop.catalog /usr/share/man/man1/loop.1.gz \
         /usr/share/man/man5/loop.json.5.gz /usr/share/man/man7/loop.units.7.gz \
-        /usr/share/man/man8/loop-generator.8.gz /usr/share/loop/image/bootstrap \
+        /usr/share/man/man8/loop-generator.8.gz /usr/share/loop/image/bootstrap /usr/share/loop/image/demo \
         /usr/share/loop/image/agent/Containerfile /etc/loop/channels.d/; do
         grep -qxF "$f" <<<"$contents"
         ok $? "the package ships $f"
 done
 
 # --- a fresh machine ------------------------------------------------------------------------------
-mkdir -p "$work/usr-upper" "$work/debs" && cp "$deb" "$work/debs/" || bail_out "cannot set up $work"
-cp -a /var/lib/dpkg "$work/dpkg" || bail_out "cannot copy the host's dpkg database"
-# The machine's /etc has none of the host's system groups, which the host's stat overrides name (dpkg
-# refuses to run with an override for an unknown group); they are about other packages' files.
-: >"$work/dpkg/statoverride"
-# The test image's loop (its in-container verbs: seal, syscallwrap, privdrop) is the package's, as
-# `loop image build` would put the installed one into the agent image.
-dpkg-deb -x "$deb" "$work/deb-root" || bail_out "dpkg-deb -x failed"
-TEST_IMAGE_LOOP=$work/deb-root/usr/bin/loop build_test_rootfs "$work/rootfs" >/dev/null ||
-        bail_out "cannot build the test rootfs"
+deb_machine_prepare "$work" || bail_out "cannot prepare the machine for the package"
 
-nspawn_boot "$M" --podman --overlay="/usr:$work/usr-upper:/usr" --bind="$work/dpkg:/var/lib/dpkg" \
-        --bind-ro="$work/debs:/srv/loop-debs" || bail_out "could not boot systemd with podman"
+nspawn_boot "$M" "${DEB_BOOT_ARGS[@]}" || bail_out "could not boot systemd with podman"
 ok 0 "systemd boots with podman inside"
 in_ct() { nspawn_exec "$M" "$@"; }
 prop() { in_ct systemctl show -P "$2" -- "$1"; }
@@ -93,12 +70,7 @@ snapshot() { in_ct find /etc /var -xdev | sort; }
 
 in_ct sh -c 'command -v loop' >/dev/null
 ok $((!$?)) "there is no loop in the fresh machine"
-# A Debian image made with Docker carries a policy-rc.d that forbids every service action (exit 101),
-# which deb-systemd-invoke obeys; a Debian host has none, and neither has the machine.
-in_ct rm -f /usr/sbin/policy-rc.d
-in_ct mkdir -p /etc/apt/apt.conf.d /etc/apt/preferences.d /etc/apt/sources.list.d /var/lib/apt/lists/partial \
-        /var/cache/apt/archives/partial /var/log/apt && in_ct touch /etc/apt/sources.list ||
-        bail_out "cannot prepare apt's directories"
+deb_machine_apt_ready "$M" || bail_out "cannot prepare apt's directories"
 before=$(snapshot)
 
 check "apt-get install ./loop_${version}_*.deb" in_ct env DEBIAN_FRONTEND=noninteractive \

@@ -742,6 +742,41 @@ static void test_egress(void) {
         ok(egress_config_enabled(c.json), "egress is on by default");
 }
 
+/* A secret of loop.json as the systemd credential loop.KEY (here from $CREDENTIALS_DIRECTORY, as a unit
+ * with LoadCredential= has it); loop.json wins when it sets the key. */
+static void test_credentials(void) {
+        ConfigSet *s = NULL;
+        const Channel *c;
+        char dir[4200];
+
+        reset_tree();
+        snprintf(dir, sizeof dir, "%s/creds", tmpdir);
+        setenv("CREDENTIALS_DIRECTORY", dir, 1);
+        write_file("loop.json", "{}", 0644);
+        write_file("channels.d/demo.json", "{}", 0644);
+        write_file("creds/loop.anthropic_api_key", "sk-from-credential\n", 0600);
+        ok(config_load(tmpdir, &s) == 0 && streq_ptr(s->global.anthropic_api_key, "sk-from-credential") &&
+           (c = config_set_find_channel(s, "demo")) && c->valid &&
+           streq_ptr(c->config.anthropic_api_key, "sk-from-credential"),
+           "the credential loop.anthropic_api_key is the key when loop.json has none (its channels too)");
+        ok(!s->global.claude_code_oauth_token, "...and a credential that is not there sets nothing");
+        s = config_set_free(s);
+
+        write_file("loop.json", "{\"anthropic_api_key\": \"sk-in-file\"}", 0600);
+        ok(config_load(tmpdir, &s) == 0 && streq_ptr(s->global.anthropic_api_key, "sk-in-file"),
+           "loop.json's key wins over the credential");
+        s = config_set_free(s);
+
+        write_file("loop.json", "{}", 0644);
+        write_file("creds/loop.anthropic_api_key", "sk-\001bad", 0600);
+        ok(config_load(tmpdir, &s) == 0 && !s->global.anthropic_api_key &&
+           has_problem(&s->problems, true, NULL, "control characters"),
+           "a credential with control characters is refused with an error, not used");
+        s = config_set_free(s);
+        unsetenv("CREDENTIALS_DIRECTORY");
+        reset_tree();
+}
+
 int main(void) {
         if (!mkdtemp(tmpdir))
                 return 1;
@@ -759,6 +794,7 @@ int main(void) {
         test_project_narrows();
         test_redaction();
         test_egress();
+        test_credentials();
 
         {
                 char cmd[4200];
