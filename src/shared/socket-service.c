@@ -305,7 +305,10 @@ int socket_service_new(const SocketServiceConfig *config, SocketService **ret) {
             (r = sd_event_add_time(s->event, &s->deadline_timer, CLOCK_MONOTONIC, 0, 0, on_deadline, s)) < 0 ||
             (r = sd_event_add_time(s->event, &s->idle_timer, CLOCK_MONOTONIC, 0, 0, on_idle, s)) < 0)
                 goto fail;
+        /* sd_event_add_time() arms a timer at once: off until there is a time to wait for, else the idle timer
+         * would fire at 0, on the loop's first turn, before a pending connection is accepted */
         (void) sd_event_source_set_enabled(s->deadline_timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(s->idle_timer, SD_EVENT_OFF);
         socket_service_update_idle(s);
         *ret = s;
         return 0;

@@ -120,8 +120,10 @@ static int client(void) {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
         memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
-        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                printf("Bail out! cannot connect to the service: %m\n");
                 abort();
+        }
         return fd;
 }
 
@@ -159,6 +161,18 @@ static void test_idle(void) {
         mode = MODE_HOLD;
         pid = serve((SocketServiceConfig) { .idle_usec = 200 * 1000 });
         ok(exited_cleanly(pid), "without connections the service exits after its idle time");
+
+        /* a service started with no connection pending (or before its first one is accepted) waits its idle
+         * time: it once exited on its first turn of the loop, and a client connecting then was refused */
+        pid = serve((SocketServiceConfig) { .idle_usec = 5 * 1000 * 1000 });
+        usleep(300 * 1000);
+        ok(still_running(pid), "the service does not exit before its idle time has passed");
+        fd = client();
+        read_line(fd, line, sizeof line);
+        is_str(line, "hi\n", "...and serves a client that comes later");
+        close(fd);
+        kill(pid, SIGTERM);
+        ok(exited_cleanly(pid), "...and stops on SIGTERM");
 
         pid = serve((SocketServiceConfig) { .idle_usec = 500 * 1000 });
         fd = client();
