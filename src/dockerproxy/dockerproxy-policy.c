@@ -1226,8 +1226,6 @@ static bool span_is_whitespace(const char *s, size_t n) {
 
 int proxy_body_parse(const char *body, size_t size, json_object **ret) {
         _cleanup_(json_object_putp) json_object *o = NULL;
-        enum json_tokener_error e;
-        json_tokener *tok;
         size_t raw_keys = 0, tree_keys = 0;
         int r;
 
@@ -1240,20 +1238,10 @@ int proxy_body_parse(const char *body, size_t size, json_object **ret) {
                 *ret = TAKE_PTR(o);
                 return 0;
         }
-        if (memchr(body, 0, size))
-                return -EBADMSG;
-
-        tok = json_tokener_new_ex(PROXY_JSON_DEPTH_MAX);
-        if (!tok)
-                return -ENOMEM;
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        o = json_tokener_parse_ex(tok, body, (int) size);
-        e = json_tokener_get_error(tok);
-        if (e == json_tokener_success &&
-            !span_is_whitespace(body + json_tokener_get_parse_end(tok), size - json_tokener_get_parse_end(tok)))
-                e = json_tokener_error_parse_unexpected;
-        json_tokener_free(tok);
-        if (e != json_tokener_success || !o)
+        r = json_parse_untrusted(body, size, PROXY_BODY_MAX, PROXY_JSON_DEPTH_MAX, true, &o, NULL);
+        if (r == -ENOMEM || r == -EFBIG)
+                return r;
+        if (r < 0)
                 return -EBADMSG;
 
         r = count_raw_keys(body, size, &raw_keys);
