@@ -95,3 +95,28 @@ int json_parse_untrusted(const char *text, size_t size, size_t size_max, int dep
         *ret = o;
         return 0;
 }
+
+bool json_value_is_empty(json_object *v, bool strict) {
+        switch (json_object_get_type(v)) {
+        case json_type_null:
+                return true;
+        case json_type_boolean:
+                return !json_object_get_boolean(v);
+        case json_type_int:
+                return json_object_get_int64(v) == 0;
+        case json_type_double:
+                return !strict && json_object_get_double(v) == 0;
+        case json_type_string:
+                return json_object_get_string_len(v) == 0;
+        case json_type_array:
+                if (!strict)
+                        return json_object_array_length(v) == 0;
+                for (size_t i = 0; i < json_object_array_length(v); i++)
+                        if (!json_value_is_empty(json_object_array_get_idx(v, i), true))
+                                return false;
+                return true;
+        case json_type_object:
+                return json_object_object_length(v) == 0;
+        }
+        return false;
+}

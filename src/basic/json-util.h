@@ -39,3 +39,8 @@ typedef struct JsonParseError {
  * no value. -EBADMSG for anything else, with where and why in *ret_error (may be NULL); -ENOMEM. */
 int json_parse_untrusted(const char *text, size_t size, size_t size_max, int depth_max, bool strict,
                          json_object **ret, JsonParseError *ret_error);
+
+/* Whether v holds nothing: null, false, 0, "", [] or {}. strict is for a field a caller may not set, where
+ * only what certainly sets nothing passes: a double is always a value (0.0 may be read as something), and
+ * an array is nothing when each of its elements is (strictly) nothing. */
+bool json_value_is_empty(json_object *v, bool strict);

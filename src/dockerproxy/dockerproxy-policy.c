@@ -850,26 +850,6 @@ static const char *scalar_string(json_object *v, char buf[static 32]) {
         }
 }
 
-static bool value_is_zero(json_object *v) {
-        switch (json_object_get_type(v)) {
-        case json_type_null:
-                return true;
-        case json_type_boolean:
-                return !json_object_get_boolean(v);
-        case json_type_int:
-                return json_object_get_int64(v) == 0;
-        case json_type_double:
-                return json_object_get_double(v) == 0;
-        case json_type_string:
-                return json_object_get_string_len(v) == 0;
-        case json_type_array:
-                return json_object_array_length(v) == 0;
-        case json_type_object:
-                return json_object_object_length(v) == 0;
-        }
-        return false;
-}
-
 static bool strv_contains_icase(char * const *l, const char *s) {
         STRV_FOREACH(x, l)
                 if (strcasecmp(*x, s) == 0)
@@ -959,7 +939,7 @@ static Fired check_value(const Check *k, json_object *v) {
 
         switch (k->op) {
         case JSON_CHECK_PRESENT:
-                return value_is_zero(v) ? FIRED_NO : FIRED_YES;
+                return json_value_is_empty(v, false) ? FIRED_NO : FIRED_YES;
         case JSON_CHECK_EMPTY_ARRAY:
                 return json_object_is_type(v, json_type_array) && json_object_array_length(v) == 0 ? FIRED_YES : FIRED_NO;
         case JSON_CHECK_EQUALS:

@@ -62,5 +62,24 @@ int main(void) {
                 ok(json_parse_untrusted("[1,]", 4, 64, 8, false, &v, NULL) == 0, "not strict: json-c takes it");
                 json_object_put(v);
         }
+        {
+                static const char * const empty[] = { "null", "false", "0", "\"\"", "[]", "{}" };
+                static const char * const full[] = { "true", "1", "\"x\"", "[1]", "{\"a\":null}" };
+                bool all = true;
+                for (size_t i = 0; i < ELEMENTSOF(empty); i++) {
+                        _cleanup_(json_object_putp) json_object *v = json_tokener_parse(empty[i]);
+                        all = all && json_value_is_empty(v, false) && json_value_is_empty(v, true);
+                }
+                ok(all, "null, false, 0, \"\", [] and {} are empty, strictly too");
+                all = true;
+                for (size_t i = 0; i < ELEMENTSOF(full); i++) {
+                        _cleanup_(json_object_putp) json_object *v = json_tokener_parse(full[i]);
+                        all = all && !json_value_is_empty(v, false) && !json_value_is_empty(v, true);
+                }
+                ok(all, "true, 1, \"x\", [1] and {\"a\":null} are not");
+                _cleanup_(json_object_putp) json_object *d = json_tokener_parse("0.0"), *arr = json_tokener_parse("[0,\"\",null]");
+                ok(json_value_is_empty(d, false) && !json_value_is_empty(d, true), "0.0 is empty, but not strictly");
+                ok(!json_value_is_empty(arr, false) && json_value_is_empty(arr, true), "an array of empty values is strictly empty only");
+        }
         return done_testing();
 }
