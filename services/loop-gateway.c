@@ -579,6 +579,10 @@ static void connection_run(SocketConnection *sc, void *userdata) {
         EgressConn *c;
         int q;
 
+        /* OpenSSL's error queue is the thread's, and a worker of the skeleton's pool serves one connection
+         * after another: what an earlier one left there must not decide how SSL_get_error() reads this
+         * one's calls */
+        ERR_clear_error();
         if (egress_conn_new(g, sc, &c) < 0) {
                 log_oom();
                 return;

@@ -15,6 +15,21 @@
 #include "io-util.h"
 #include "macro.h"
 
+int dir_open_unshared(const char *path, int *ret_fd) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+                return -EPERM;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
 int readlinkat_malloc(int dir_fd, const char *path, char **ret) {
         _cleanup_free_ char *buf = malloc(PATH_MAX + 1);
         ssize_t n;

@@ -4,6 +4,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Opens the directory path (O_DIRECTORY, not through a symlink as its last component) into *ret_fd;
+ * -EPERM when its group or others may write in it: they could plant a file that the caller then trusts. */
+int dir_open_unshared(const char *path, int *ret_fd);
+
 /* Symlinks. */
 
 /* The target of the symlink path, relative to dir_fd (AT_FDCWD for none; "" with an O_PATH fd for the

@@ -6,6 +6,7 @@
  * json_object_new_*() returns out of memory) as -ENOMEM, so a chain of adds needs one check at its end. */
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 static inline void json_object_putp(json_object **j) {
@@ -24,3 +25,22 @@ int json_push(json_object *a, json_object *v);
 json_object *json_strings_new(const char * const *l, size_t n);
 /* A deep copy of o (NULL: NULL), or NULL when out of memory. */
 json_object *json_copy(json_object *o);
+
+/* Where untrusted text stopped being what json_parse_untrusted() takes. */
+typedef struct JsonParseError {
+        enum json_tokener_error error;  /* json-c's; json_tokener_continue: the text ended inside the value */
+        size_t offset;                  /* the byte where it went wrong */
+        bool trailing;                  /* a whole value, then more than blanks */
+} JsonParseError;
+
+/* One JSON value from untrusted text, whole: at most size_max bytes (-EFBIG, and never more than json-c
+ * takes), no NUL byte (-EILSEQ), nested at most depth_max deep, valid UTF-8, strict (json-c's
+ * JSON_TOKENER_STRICT) when asked, and nothing after the value but blanks (" \t\r\n"); a bare null is
+ * no value. -EBADMSG for anything else, with where and why in *ret_error (may be NULL); -ENOMEM. */
+int json_parse_untrusted(const char *text, size_t size, size_t size_max, int depth_max, bool strict,
+                         json_object **ret, JsonParseError *ret_error);
+
+/* Whether v holds nothing: null, false, 0, "", [] or {}. strict is for a field a caller may not set, where
+ * only what certainly sets nothing passes: a double is always a value (0.0 may be read as something), and
+ * an array is nothing when each of its elements is (strictly) nothing. */
+bool json_value_is_empty(json_object *v, bool strict);

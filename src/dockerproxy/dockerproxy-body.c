@@ -712,32 +712,6 @@ static size_t path_push_index(Walk *w, size_t i) {
         return old;
 }
 
-/* Whether a field the proxy does not let a caller set holds nothing: stricter than the policy's
- * value_is_zero() (src/dockerproxy/dockerproxy-policy.c, the rule language's "present"), on purpose: a double is always
- * a value, and an array counts as unset only when every element is. */
-static bool body_value_is_unset(json_object *v) {
-        switch (json_object_get_type(v)) {
-        case json_type_null:
-                return true;
-        case json_type_boolean:
-                return !json_object_get_boolean(v);
-        case json_type_int:
-                return json_object_get_int64(v) == 0;
-        case json_type_double:
-                return false;
-        case json_type_string:
-                return json_object_get_string_len(v) == 0;
-        case json_type_array:
-                for (size_t i = 0; i < json_object_array_length(v); i++)
-                        if (!body_value_is_unset(json_object_array_get_idx(v, i)))
-                                return false;
-                return true;
-        case json_type_object:
-                return json_object_object_length(v) == 0;
-        }
-        return false;
-}
-
 static void note_field(Walk *w) {
         size_t n = strlen(w->path);
 
@@ -787,7 +761,7 @@ static int rebuild_value(Walk *w, const Field *f, json_object *v, json_object **
         *ret = NULL;
         switch (f->type) {
         case FIELD_ZERO:
-                return body_value_is_unset(v) ? 0 : refuse(w, -EPERM, "may not be set through the proxy");
+                return json_value_is_empty(v, true) ? 0 : refuse(w, -EPERM, "may not be set through the proxy");
         case FIELD_STRING:
                 if (!json_object_is_type(v, json_type_string))
                         return refuse(w, -EBADMSG, "is not a string");
@@ -923,7 +897,7 @@ static int rebuild_object(Walk *w, const Schema *s, json_object *in, json_object
                                 f = &s->fields[i];
                 if (!f)
                         return refuse(w, -EPERM, "is not a field the proxy knows");
-                if (json_object_is_type(v, json_type_null) || (f->type == FIELD_ZERO && body_value_is_unset(v))) {
+                if (json_object_is_type(v, json_type_null) || (f->type == FIELD_ZERO && json_value_is_empty(v, true))) {
                         w->path[old] = 0;
                         continue;               /* absent to the engine */
                 }
@@ -934,7 +908,7 @@ static int rebuild_object(Walk *w, const Schema *s, json_object *in, json_object
                 if (r < 0)
                         return r;
                 if (o) {
-                        if (!body_value_is_unset(o) && f->type != FIELD_OBJECT && f->type != FIELD_OBJECTV && f->type != FIELD_OBJECTMAP)
+                        if (!json_value_is_empty(o, true) && f->type != FIELD_OBJECT && f->type != FIELD_OBJECTV && f->type != FIELD_OBJECTMAP)
                                 note_field(w);
                         if (json_object_object_add(out, f->name, o) < 0) {
                                 json_object_put(o);

@@ -181,9 +181,20 @@ static ssize_t engine_recv(ProxyConn *c, int up, void *buf, size_t size) {
 /* Waits until the engine has something to say, passing on what the client sends meanwhile when the
  * stream is hijacked (its stdin) and otherwise only watching it for hanging up. 1: the engine's side is
  * readable; 0: the client is gone (a follow stream ends here); < 0: an error. */
+/* The record of an allowed request, when it is still to be written: at the latest when the proxy would
+ * wait, so that what came at once goes on at once and the record costs no latency. */
+static void record_pending(ProxyConn *c) {
+        if (c->rule) {
+                proxy_conn_record(c);
+                c->rule = NULL;         /* recorded */
+        }
+}
+
 static int relay_wait(ProxyConn *c, int up, bool hijack, bool *client_open) {
         char *buf = c->io_scratch;      /* c->io may hold engine bytes not yet sent */
         int r;
+
+        record_pending(c);
 
         for (;;) {
                 struct pollfd p[2] = {
@@ -376,8 +387,6 @@ static int relay(ProxyConn *c, int up, bool hijack, const HttpResponseHead *h, b
                 if (n_prefix > 0) {
                         r = proxy_send_two(c->fd, prefix, n_prefix, data, n);
                         n_prefix = 0;
-                        proxy_conn_record(c);
-                        c->rule = NULL;         /* recorded */
                 } else
                         r = client_gone ? 0 : proxy_send_all(c->fd, data, n);
                 if (r < 0 && framed && c->hold_until_engine_done) {
@@ -588,14 +597,16 @@ int proxy_conn_forward(ProxyConn *c, const char *body, size_t body_size, const c
                         r = proxy_send_two(c->fd, client_head, client_head_size, rbuf + h.head_size, with_head);
         }
         /* journaled once the engine acted and the client has the head: the decision was made (and a
-         * refusal journaled) before the request went to the engine; streams may be long */
-        if (!head_with_chunks) {
-                proxy_conn_record(c);
-                c->rule = NULL;         /* recorded */
-        }
+         * refusal journaled) before the request went to the engine. A stream (hijacked, or unframed) is
+         * journaled now, as it may be long; a framed answer when the proxy would first wait for the
+         * engine (record_pending() in relay_wait()) or at its end (proxy_conn_serve()), whichever
+         * comes first: what the engine sent at once reaches the client without the record between. */
+        if (!framed)
+                record_pending(c);
         /* the client left before the head reached it: an answer that holds the proxy is read to its end
          * all the same when it is framed (relay() finds the client gone, the engine is not told) */
         if (r < 0 && !(framed && c->hold_until_engine_done)) {
+                record_pending(c);
                 if (c->hold_until_engine_done)
                         drain_until_engine_done(c, up, c->io_scratch);
                 return r;
@@ -605,6 +616,7 @@ int proxy_conn_forward(ProxyConn *c, const char *body, size_t body_size, const c
         rest.length -= with_head;
         r = relay(c, up, hijack, &rest, head_request, rbuf + h.head_size + with_head, extra - with_head,
                   head_with_chunks ? client_head : NULL, head_with_chunks ? client_head_size : 0);
+        record_pending(c);
         if (r <= 0 && c->hold_until_engine_done)
                 drain_until_engine_done(c, up, c->io_scratch);
         if (r < 0)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <ctype.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -32,14 +33,17 @@ static json_object *get_icase(json_object *o, const char *key, const char **ret_
         return NULL;
 }
 
-/* The object under key (created when missing or null). */
-static int child_object(json_object *o, const char *key, json_object **ret) {
+/* The child of o under key, of type (an object or an array; created when missing or null), under the key
+ * as the engine documents it: a spelling of the agent's is replaced, so that nothing else can read
+ * another. -EBADMSG when key holds something else. */
+static int child_typed(json_object *o, const char *key, json_type type, json_object **ret) {
         const char *spelt = NULL;
         json_object *v = get_icase(o, key, &spelt);
 
-        if (v && json_object_is_type(v, json_type_object)) {
+        assert(type == json_type_object || type == json_type_array);
+
+        if (v && json_object_is_type(v, type)) {
                 if (!streq(spelt, key)) {
-                        /* one key as the engine documents it, so that nothing else can read another */
                         _cleanup_free_ char *copy = strdup(spelt);
                         if (!copy)
                                 return -ENOMEM;
@@ -55,7 +59,7 @@ static int child_object(json_object *o, const char *key, json_object **ret) {
         }
         if (v && !json_object_is_type(v, json_type_null))
                 return -EBADMSG;
-        v = json_object_new_object();
+        v = type == json_type_object ? json_object_new_object() : json_object_new_array();
         if (!v || json_object_object_add(o, spelt ?: key, v) < 0) {
                 json_object_put(v);
                 return -ENOMEM;
@@ -64,23 +68,12 @@ static int child_object(json_object *o, const char *key, json_object **ret) {
         return 0;
 }
 
-static int child_array(json_object *o, const char *key, json_object **ret) {
-        const char *spelt = NULL;
-        json_object *v = get_icase(o, key, &spelt);
+static int child_object(json_object *o, const char *key, json_object **ret) {
+        return child_typed(o, key, json_type_object, ret);
+}
 
-        if (v && json_object_is_type(v, json_type_array)) {
-                *ret = v;
-                return 0;
-        }
-        if (v && !json_object_is_type(v, json_type_null))
-                return -EBADMSG;
-        v = json_object_new_array();
-        if (!v || json_object_object_add(o, spelt ?: key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        *ret = v;
-        return 0;
+static int child_array(json_object *o, const char *key, json_object **ret) {
+        return child_typed(o, key, json_type_array, ret);
 }
 
 /* Sets key (ignoring case: the spelling the agent used is replaced, so no second key can win) to v. */

@@ -328,3 +328,16 @@ json_object *proxy_query_get(const ProxyTarget *t, const char *key, const char *
                 }
         return NULL;
 }
+
+bool proxy_query_only(const ProxyTarget *t, const char * const *known, size_t n_known) {
+        json_object_object_foreach(t->query, k, v) {
+                bool found = false;
+
+                (void) v;
+                for (size_t i = 0; i < n_known && !found; i++)
+                        found = streq(k, known[i]);
+                if (!found)
+                        return false;
+        }
+        return true;
+}

@@ -53,3 +53,7 @@ int proxy_target_replace_ref(ProxyTarget *t, const char *prefix, const char *ref
 /* The query parameter key, ignoring case as Podman reads it (there is at most one: two keys equal but
  * for case are refused), and the key as spelt in *ret_key (may be NULL). NULL when absent. */
 json_object *proxy_query_get(const ProxyTarget *t, const char *key, const char **ret_key);
+
+/* Whether every query parameter of t is one of known[], spelt exactly as there (an allow-list: a
+ * parameter the proxy does not know is one it cannot vouch for). */
+bool proxy_query_only(const ProxyTarget *t, const char * const *known, size_t n_known);

@@ -13,6 +13,7 @@
 
 #include "config-schema.h"
 #include "dockerproxy-policy.h"
+#include "policy-compile.h"
 #include "path-util.h"
 #include "io-util.h"
 #include "json-util.h"
@@ -401,39 +402,17 @@ Decision proxy_policy_default_decision(const ProxyPolicy *p) {
         return p->default_decision;
 }
 
-typedef struct Compiler {
-        char *error;
-} Compiler;
-
-_printf_(2, 3)
-static int compile_fail(Compiler *c, const char *format, ...) {
-        va_list ap;
-
-        if (!c->error) {
-                va_start(ap, format);
-                if (vasprintf(&c->error, format, ap) < 0)
-                        c->error = NULL;
-                va_end(ap);
-        }
-        return -EINVAL;
-}
-
-static int compile_strv(Compiler *c, json_object *o, const char *key, const char *where, char ***ret) {
+static int compile_strv(PolicyCompiler *c, json_object *o, const char *key, const char *where, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         json_object *a;
+        size_t n;
         int r;
 
-        *ret = NULL;
-        if (!json_object_object_get_ex(o, key, &a) || json_object_is_type(a, json_type_null))
-                return 0;
-        if (!json_object_is_type(a, json_type_array))
-                return compile_fail(c, "%s.%s: must be an array of strings", where, key);
-        for (size_t i = 0; i < json_object_array_length(a); i++) {
-                json_object *e = json_object_array_get_idx(a, i);
-                if (!json_object_is_type(e, json_type_string) ||
-                    strlen(json_object_get_string(e)) != (size_t) json_object_get_string_len(e))
-                        return compile_fail(c, "%s.%s[%zu]: must be a string", where, key, i);
-                r = strv_extend(&l, json_object_get_string(e));
+        r = policy_compile_strings(c, o, where, key, &a, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                r = strv_extend(&l, json_object_get_string(json_object_array_get_idx(a, i)));
                 if (r < 0)
                         return r;
         }
@@ -441,38 +420,16 @@ static int compile_strv(Compiler *c, json_object *o, const char *key, const char
         return 0;
 }
 
-static int compile_decision(Compiler *c, json_object *o, const char *where, Decision *ret) {
-        json_object *v;
-
-        if (!json_object_object_get_ex(o, "decision", &v) || !json_object_is_type(v, json_type_string) ||
-            decision_from_string(json_object_get_string(v)) < 0)
-                return compile_fail(c, "%s.decision: must be allow, deny or approve", where);
-        *ret = decision_from_string(json_object_get_string(v));
-        return 0;
-}
-
-static int compile_message(Compiler *c, json_object *o, const char *where, char **ret) {
-        json_object *v;
-
-        *ret = NULL;
-        if (!json_object_object_get_ex(o, "message", &v) || json_object_is_type(v, json_type_null))
-                return 0;
-        if (!json_object_is_type(v, json_type_string))
-                return compile_fail(c, "%s.message: must be a string", where);
-        *ret = strdup(json_object_get_string(v));
-        return *ret ? 0 : -ENOMEM;
-}
-
-static int compile_regex(Compiler *c, regex_t *re, const char *pattern, const char *where) {
+static int compile_regex(PolicyCompiler *c, regex_t *re, const char *pattern, const char *where) {
         int r;
 
         if (isempty(pattern))
-                return compile_fail(c, "%s: empty regex", where);
+                return policy_compile_fail(c, "%s: empty regex", where);
         r = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB | REG_ICASE);
         if (r != 0) {
                 char buf[256];
                 regerror(r, re, buf, sizeof(buf));
-                return compile_fail(c, "%s: bad regex \"%s\": %s", where, pattern, buf);
+                return policy_compile_fail(c, "%s: bad regex \"%s\": %s", where, pattern, buf);
         }
         return 0;
 }
@@ -488,7 +445,7 @@ static bool method_is_valid(const char *m) {
         return true;
 }
 
-static int compile_http_rule(Compiler *c, json_object *o, size_t i, ProxyHttpRule *h) {
+static int compile_http_rule(PolicyCompiler *c, json_object *o, size_t i, ProxyHttpRule *h) {
         _cleanup_strv_free_ char **paths = NULL;
         char where[64];
         int r;
@@ -496,15 +453,15 @@ static int compile_http_rule(Compiler *c, json_object *o, size_t i, ProxyHttpRul
         snprintf(where, sizeof(where), "http_rules[%zu]", i);
         snprintf(h->id, sizeof(h->id), "http[%zu]", i);
         if (!json_object_is_type(o, json_type_object))
-                return compile_fail(c, "%s: must be an object", where);
+                return policy_compile_fail(c, "%s: must be an object", where);
         if ((r = compile_strv(c, o, "methods", where, &h->methods)) < 0 ||
             (r = compile_strv(c, o, "paths", where, &paths)) < 0 ||
-            (r = compile_decision(c, o, where, &h->decision)) < 0 ||
-            (r = compile_message(c, o, where, &h->message)) < 0)
+            (r = policy_compile_decision(c, o, where, &h->decision)) < 0 ||
+            (r = policy_compile_message(c, o, where, &h->message)) < 0)
                 return r;
         STRV_FOREACH(m, h->methods)
                 if (!method_is_valid(*m))
-                        return compile_fail(c, "%s.methods: \"%s\" is not an HTTP method", where, *m);
+                        return policy_compile_fail(c, "%s.methods: \"%s\" is not an HTTP method", where, *m);
         if (strv_contains(h->methods, "*"))
                 h->methods = strv_free(h->methods);
         h->regexes = calloc(strv_length(paths) ?: 1, sizeof(regex_t));
@@ -520,18 +477,18 @@ static int compile_http_rule(Compiler *c, json_object *o, size_t i, ProxyHttpRul
 }
 
 /* "A.B[*].C", "A[0]" */
-static int compile_path(Compiler *c, const char *path, const char *where, Check *k) {
+static int compile_path(PolicyCompiler *c, const char *path, const char *where, Check *k) {
         size_t *n = &k->n_steps;        /* counted as they are made: what a failure leaves is freed */
 
         if (isempty(path))
-                return compile_fail(c, "%s.path: empty", where);
+                return policy_compile_fail(c, "%s.path: empty", where);
         k->steps = calloc(strlen(path) + 1, sizeof(Step));
         if (!k->steps)
                 return -ENOMEM;
         for (const char *p = path; *p;) {
                 size_t len = strcspn(p, ".[");
                 if (len == 0)
-                        return compile_fail(c, "%s.path: \"%s\" has an empty segment", where, path);
+                        return policy_compile_fail(c, "%s.path: \"%s\" has an empty segment", where, path);
                 k->steps[*n].type = STEP_KEY;
                 k->steps[*n].key = strndup(p, len);
                 if (!k->steps[(*n)++].key)
@@ -540,14 +497,14 @@ static int compile_path(Compiler *c, const char *path, const char *where, Check 
                 while (*p == '[') {
                         const char *e = strchr(p, ']');
                         if (!e || e == p + 1)
-                                return compile_fail(c, "%s.path: \"%s\" has a bad [index]", where, path);
+                                return policy_compile_fail(c, "%s.path: \"%s\" has a bad [index]", where, path);
                         if (e == p + 2 && p[1] == '*')
                                 k->steps[(*n)++].type = STEP_ALL;
                         else {
                                 size_t idx = 0;
                                 for (const char *d = p + 1; d < e; d++) {
                                         if (*d < '0' || *d > '9' || idx > 1000000)
-                                                return compile_fail(c, "%s.path: \"%s\" has a bad [index]", where, path);
+                                                return policy_compile_fail(c, "%s.path: \"%s\" has a bad [index]", where, path);
                                         idx = idx * 10 + (size_t) (*d - '0');
                                 }
                                 k->steps[*n].type = STEP_INDEX;
@@ -558,7 +515,7 @@ static int compile_path(Compiler *c, const char *path, const char *where, Check 
                 if (*p == '.')
                         p++;
                 else if (*p)
-                        return compile_fail(c, "%s.path: \"%s\" is not a JSON path", where, path);
+                        return policy_compile_fail(c, "%s.path: \"%s\" is not a JSON path", where, path);
         }
         return 0;
 }
@@ -574,21 +531,21 @@ static void capability_normalize(char *s) {
         s[i] = 0;
 }
 
-static int compile_check(Compiler *c, json_object *o, const char *where, Check *k) {
+static int compile_check(PolicyCompiler *c, json_object *o, const char *where, Check *k) {
         char *clean;
         json_object *v;
         int r;
 
         if (!json_object_is_type(o, json_type_object))
-                return compile_fail(c, "%s: must be an object", where);
+                return policy_compile_fail(c, "%s: must be an object", where);
         if (!json_object_object_get_ex(o, "path", &v) || !json_object_is_type(v, json_type_string))
-                return compile_fail(c, "%s.path: must be a string", where);
+                return policy_compile_fail(c, "%s.path: must be a string", where);
         r = compile_path(c, json_object_get_string(v), where, k);
         if (r < 0)
                 return r;
         if (!json_object_object_get_ex(o, "op", &v) || !json_object_is_type(v, json_type_string) ||
             json_check_op_from_string(json_object_get_string(v)) < 0)
-                return compile_fail(c, "%s.op: unknown check operation", where);
+                return policy_compile_fail(c, "%s.op: unknown check operation", where);
         k->op = json_check_op_from_string(json_object_get_string(v));
         if ((r = compile_strv(c, o, "values", where, &k->values)) < 0 ||
             (r = compile_strv(c, o, "except", where, &k->except)) < 0)
@@ -601,9 +558,9 @@ static int compile_check(Compiler *c, json_object *o, const char *where, Check *
                 for (size_t l = 0; l < ELEMENTSOF(lists); l++)
                         for (char **s = lists[l]; s && *s; s++) {
                                 if ((*s)[0] != '/')
-                                        return compile_fail(c, "%s: \"%s\" is not an absolute path", where, *s);
+                                        return policy_compile_fail(c, "%s: \"%s\" is not an absolute path", where, *s);
                                 if (strlen(*s) >= PATH_MAX)
-                                        return compile_fail(c, "%s: a path is too long", where);
+                                        return policy_compile_fail(c, "%s: a path is too long", where);
                                 clean = path_clean(*s);
                                 if (!clean)
                                         return -ENOMEM;
@@ -614,7 +571,7 @@ static int compile_check(Compiler *c, json_object *o, const char *where, Check *
         return 0;
 }
 
-static int compile_body_rule(Compiler *c, json_object *o, size_t i, ProxyBodyRule *b) {
+static int compile_body_rule(PolicyCompiler *c, json_object *o, size_t i, ProxyBodyRule *b) {
         char where[64];
         json_object *v, *checks;
         const char *applies, *sp;
@@ -623,18 +580,18 @@ static int compile_body_rule(Compiler *c, json_object *o, size_t i, ProxyBodyRul
         snprintf(where, sizeof(where), "body_rules[%zu]", i);
         snprintf(b->id, sizeof(b->id), "body[%zu]", i);
         if (!json_object_is_type(o, json_type_object))
-                return compile_fail(c, "%s: must be an object", where);
+                return policy_compile_fail(c, "%s: must be an object", where);
         if (!json_object_object_get_ex(o, "applies_to", &v) || !json_object_is_type(v, json_type_string))
-                return compile_fail(c, "%s.applies_to: must be a string \"METHOD REGEX\"", where);
+                return policy_compile_fail(c, "%s.applies_to: must be a string \"METHOD REGEX\"", where);
         applies = json_object_get_string(v);
         sp = strchr(applies, ' ');
         if (!sp)
-                return compile_fail(c, "%s.applies_to: must have the form \"METHOD REGEX\"", where);
+                return policy_compile_fail(c, "%s.applies_to: must have the form \"METHOD REGEX\"", where);
         b->method = strndup(applies, (size_t) (sp - applies));
         if (!b->method)
                 return -ENOMEM;
         if (!method_is_valid(b->method))
-                return compile_fail(c, "%s.applies_to: \"%s\" is not an HTTP method", where, b->method);
+                return policy_compile_fail(c, "%s.applies_to: \"%s\" is not an HTTP method", where, b->method);
         if (streq(b->method, "*"))
                 b->method = mfree(b->method);
         sp += strspn(sp, " ");
@@ -644,21 +601,21 @@ static int compile_body_rule(Compiler *c, json_object *o, size_t i, ProxyBodyRul
         b->regex_compiled = true;
 
         if ((r = compile_strv(c, o, "content_types", where, &b->content_types)) < 0 ||
-            (r = compile_decision(c, o, where, &b->decision)) < 0 ||
-            (r = compile_message(c, o, where, &b->message)) < 0)
+            (r = policy_compile_decision(c, o, where, &b->decision)) < 0 ||
+            (r = policy_compile_message(c, o, where, &b->message)) < 0)
                 return r;
         b->max_body = PROXY_BODY_MAX;
         if (json_object_object_get_ex(o, "max_body_bytes", &v) && !json_object_is_type(v, json_type_null)) {
                 int64_t m;
                 if (!json_object_is_type(v, json_type_int) || (m = json_object_get_int64(v)) < 0)
-                        return compile_fail(c, "%s.max_body_bytes: must be a number of bytes", where);
+                        return policy_compile_fail(c, "%s.max_body_bytes: must be a number of bytes", where);
                 if (m > 0 && (uint64_t) m < PROXY_BODY_MAX)
                         b->max_body = (size_t) m;
         }
         if (!json_object_object_get_ex(o, "json_checks", &checks) || json_object_is_type(checks, json_type_null))
                 return 0;
         if (!json_object_is_type(checks, json_type_array))
-                return compile_fail(c, "%s.json_checks: must be an array", where);
+                return policy_compile_fail(c, "%s.json_checks: must be an array", where);
         b->checks = calloc(json_object_array_length(checks) ?: 1, sizeof(Check));
         if (!b->checks)
                 return -ENOMEM;
@@ -676,19 +633,19 @@ static int compile_body_rule(Compiler *c, json_object *o, size_t i, ProxyBodyRul
 int proxy_policy_compile(json_object *doc, ProxyPolicy **ret, char **ret_error) {
         _cleanup_(proxy_policy_freep) ProxyPolicy *p = NULL;
         json_object *v, *http = NULL, *body = NULL;
-        Compiler c = {};
+        PolicyCompiler c = {};
         int r;
 
         assert(ret);
 
         if (!doc || !json_object_is_type(doc, json_type_object)) {
-                r = compile_fail(&c, "policy: must be a JSON object");
+                r = policy_compile_fail(&c, "policy: must be a JSON object");
                 goto finish;
         }
         json_object_object_foreach(doc, key, val) {
                 (void) val;
                 if (!streq(key, "default_decision") && !streq(key, "http_rules") && !streq(key, "body_rules")) {
-                        r = compile_fail(&c, "policy: unknown key \"%s\"", key);
+                        r = policy_compile_fail(&c, "policy: unknown key \"%s\"", key);
                         goto finish;
                 }
         }
@@ -700,19 +657,19 @@ int proxy_policy_compile(json_object *doc, ProxyPolicy **ret, char **ret_error) 
         p->default_decision = DECISION_ALLOW;
         if (json_object_object_get_ex(doc, "default_decision", &v)) {
                 if (!json_object_is_type(v, json_type_string) || decision_from_string(json_object_get_string(v)) < 0) {
-                        r = compile_fail(&c, "default_decision: must be allow, deny or approve");
+                        r = policy_compile_fail(&c, "default_decision: must be allow, deny or approve");
                         goto finish;
                 }
                 p->default_decision = decision_from_string(json_object_get_string(v));
         }
         if ((json_object_object_get_ex(doc, "http_rules", &http) && !json_object_is_type(http, json_type_array)) ||
             (json_object_object_get_ex(doc, "body_rules", &body) && !json_object_is_type(body, json_type_array))) {
-                r = compile_fail(&c, "policy: http_rules and body_rules must be arrays");
+                r = policy_compile_fail(&c, "policy: http_rules and body_rules must be arrays");
                 goto finish;
         }
         if ((http && json_object_array_length(http) > PROXY_POLICY_RULES_MAX) ||
             (body && json_object_array_length(body) > PROXY_POLICY_RULES_MAX)) {
-                r = compile_fail(&c, "policy: more than %u rules of one kind", PROXY_POLICY_RULES_MAX);
+                r = policy_compile_fail(&c, "policy: more than %u rules of one kind", PROXY_POLICY_RULES_MAX);
                 goto finish;
         }
         p->http = calloc(http ? json_object_array_length(http) + 1 : 1, sizeof(ProxyHttpRule));
@@ -893,26 +850,6 @@ static const char *scalar_string(json_object *v, char buf[static 32]) {
         }
 }
 
-static bool value_is_zero(json_object *v) {
-        switch (json_object_get_type(v)) {
-        case json_type_null:
-                return true;
-        case json_type_boolean:
-                return !json_object_get_boolean(v);
-        case json_type_int:
-                return json_object_get_int64(v) == 0;
-        case json_type_double:
-                return json_object_get_double(v) == 0;
-        case json_type_string:
-                return json_object_get_string_len(v) == 0;
-        case json_type_array:
-                return json_object_array_length(v) == 0;
-        case json_type_object:
-                return json_object_object_length(v) == 0;
-        }
-        return false;
-}
-
 static bool strv_contains_icase(char * const *l, const char *s) {
         STRV_FOREACH(x, l)
                 if (strcasecmp(*x, s) == 0)
@@ -1002,7 +939,7 @@ static Fired check_value(const Check *k, json_object *v) {
 
         switch (k->op) {
         case JSON_CHECK_PRESENT:
-                return value_is_zero(v) ? FIRED_NO : FIRED_YES;
+                return json_value_is_empty(v, false) ? FIRED_NO : FIRED_YES;
         case JSON_CHECK_EMPTY_ARRAY:
                 return json_object_is_type(v, json_type_array) && json_object_array_length(v) == 0 ? FIRED_YES : FIRED_NO;
         case JSON_CHECK_EQUALS:
@@ -1226,8 +1163,6 @@ static bool span_is_whitespace(const char *s, size_t n) {
 
 int proxy_body_parse(const char *body, size_t size, json_object **ret) {
         _cleanup_(json_object_putp) json_object *o = NULL;
-        enum json_tokener_error e;
-        json_tokener *tok;
         size_t raw_keys = 0, tree_keys = 0;
         int r;
 
@@ -1240,20 +1175,10 @@ int proxy_body_parse(const char *body, size_t size, json_object **ret) {
                 *ret = TAKE_PTR(o);
                 return 0;
         }
-        if (memchr(body, 0, size))
-                return -EBADMSG;
-
-        tok = json_tokener_new_ex(PROXY_JSON_DEPTH_MAX);
-        if (!tok)
-                return -ENOMEM;
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        o = json_tokener_parse_ex(tok, body, (int) size);
-        e = json_tokener_get_error(tok);
-        if (e == json_tokener_success &&
-            !span_is_whitespace(body + json_tokener_get_parse_end(tok), size - json_tokener_get_parse_end(tok)))
-                e = json_tokener_error_parse_unexpected;
-        json_tokener_free(tok);
-        if (e != json_tokener_success || !o)
+        r = json_parse_untrusted(body, size, PROXY_BODY_MAX, PROXY_JSON_DEPTH_MAX, true, &o, NULL);
+        if (r == -ENOMEM || r == -EFBIG)
+                return r;
+        if (r < 0)
                 return -EBADMSG;
 
         r = count_raw_keys(body, size, &raw_keys);

@@ -227,15 +227,9 @@ static int conn_check_target(ProxyConn *c, ProxyRequest *q) {
          * from a URL or a path reaches the engine's network or the host's files */
         if (streq(q->endpoint->pattern, "/images/create") && proxy_query_get(&c->target, "fromImage", NULL)) {
                 static const char * const known[] = { "fromImage", "tag", "platform" };
-                json_object_object_foreach(c->target.query, k, e) {
-                        bool found = false;
-                        (void) e;
-                        for (size_t i = 0; i < ELEMENTSOF(known); i++)
-                                found = found || streq(k, known[i]);
-                        if (!found)
-                                return proxy_conn_reply(c, 403, "pull", "a pull takes the parameters fromImage, tag and "
-                                                  "platform only (as the API spells them)");
-                }
+                if (!proxy_query_only(&c->target, known, ELEMENTSOF(known)))
+                        return proxy_conn_reply(c, 403, "pull", "a pull takes the parameters fromImage, tag and "
+                                                "platform only (as the API spells them)");
                 r = proxy_conn_check_registry(c, "pull", proxy_conn_query_string(c, "fromImage"), proxy_conn_query_string(c, "tag"));
                 if (r < 0)
                         return 0;       /* answered */
@@ -244,15 +238,9 @@ static int conn_check_target(ProxyConn *c, ProxyRequest *q) {
                 json_object *src = proxy_query_get(&c->target, "fromSrc", NULL);
                 if (!src || !streq_ptr(json_object_get_string(src), "-"))
                         return proxy_conn_reply(c, 403, "pull", "an import reads the request body only (fromSrc=-)");
-                json_object_object_foreach(c->target.query, k, e) {
-                        bool found = false;
-                        (void) e;
-                        for (size_t i = 0; i < ELEMENTSOF(known); i++)
-                                found = found || streq(k, known[i]);
-                        if (!found)
-                                return proxy_conn_reply(c, 403, "pull", "an import takes the parameters fromSrc=-, repo, tag, "
-                                                  "message, changes and platform only (as the API spells them)");
-                }
+                if (!proxy_query_only(&c->target, known, ELEMENTSOF(known)))
+                        return proxy_conn_reply(c, 403, "pull", "an import takes the parameters fromSrc=-, repo, tag, "
+                                                "message, changes and platform only (as the API spells them)");
         }
 
         /* a push: of the channel's own images, to a registry its egress policy allows */

@@ -18,6 +18,7 @@
 #include "gate-glob.h"
 #include "gate-unwrap.h"
 #include "gate-policy.h"
+#include "policy-compile.h"
 #include "io-util.h"
 #include "json-util.h"
 #include "path-util.h"
@@ -137,52 +138,12 @@ static void verdict_default(const GatePolicy *p, GateVerdict *v) {
 
 /* ---- compiling ---- */
 
-/* A value quoted for a one-line reason: control characters escaped, long values cut. */
-static const char *quote(const char *s, char *buf, size_t size) {
-        size_t n = 0, i = 0;
-
-        buf[n++] = '"';
-        for (; s[i] && n + 8 < size; i++) {
-                unsigned char c = (unsigned char) s[i];
-                if (c == '"' || c == '\\') {
-                        buf[n++] = '\\';
-                        buf[n++] = (char) c;
-                } else if (c < 0x20 || c == 0x7f)
-                        n += (size_t) snprintf(buf + n, size - n, "\\x%02x", c);
-                else
-                        buf[n++] = (char) c;
-        }
-        if (s[i]) {
-                memcpy(buf + n, "...", 3);
-                n += 3;
-        }
-        buf[n++] = '"';
-        buf[n] = 0;
-        return buf;
-}
-
-#define QUOTE(s) quote((s), (char[96]) {}, 96)
-
-typedef struct Compiler {
-        char *error;
-} Compiler;
-
-_printf_(2, 3)
-static int compile_fail(Compiler *c, const char *format, ...) {
-        va_list ap;
-        int r;
-
-        va_start(ap, format);
-        r = strprintf_va(&c->error, format, ap);
-        va_end(ap);
-        return r < 0 ? r : -EINVAL;
-}
 
 static const char *json_type_name_of(json_object *o) {
         return json_type_to_name(json_object_get_type(o));
 }
 
-static int compile_keys(Compiler *c, json_object *o, const char *where, const char * const *known) {
+static int compile_keys(PolicyCompiler *c, json_object *o, const char *where, const char * const *known) {
         json_object_object_foreach(o, key, val) {
                 bool found = false;
                 (void) val;
@@ -190,66 +151,12 @@ static int compile_keys(Compiler *c, json_object *o, const char *where, const ch
                         if (streq(*k, key))
                                 found = true;
                 if (!found)
-                        return compile_fail(c, "%s: unknown key %s", where, QUOTE(key));
+                        return policy_compile_fail(c, "%s: unknown key %s", where, POLICY_QUOTE(key));
         }
         return 0;
 }
 
-static int compile_decision(Compiler *c, json_object *o, const char *where, Decision *ret) {
-        json_object *v;
-        Decision d;
-
-        if (!json_object_object_get_ex(o, "decision", &v))
-                return compile_fail(c, "%s.decision: missing", where);
-        if (!json_object_is_type(v, json_type_string))
-                return compile_fail(c, "%s.decision: must be a string, not %s", where, json_type_name_of(v));
-        d = decision_from_string(json_object_get_string(v));
-        if (d < 0)
-                return compile_fail(c, "%s.decision: unknown decision %s (allow, deny or approve)", where,
-                                    QUOTE(json_object_get_string(v)));
-        *ret = d;
-        return 0;
-}
-
-static int compile_message(Compiler *c, json_object *o, const char *where, char **ret) {
-        json_object *v;
-
-        if (!json_object_object_get_ex(o, "message", &v) || json_object_is_type(v, json_type_null)) {
-                *ret = NULL;
-                return 0;
-        }
-        if (!json_object_is_type(v, json_type_string))
-                return compile_fail(c, "%s.message: must be a string, not %s", where, json_type_name_of(v));
-        *ret = strdup(json_object_get_string(v));
-        return *ret ? 0 : -ENOMEM;
-}
-
-/* The array of strings at key (absent: empty); *ret_array is NULL when empty. */
-static int compile_strings(Compiler *c, json_object *o, const char *where, const char *key,
-                           json_object **ret_array, size_t *ret_n) {
-        json_object *v;
-        size_t n;
-
-        *ret_array = NULL;
-        *ret_n = 0;
-        if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
-                return 0;
-        if (!json_object_is_type(v, json_type_array))
-                return compile_fail(c, "%s.%s: must be an array of strings, not %s", where, key,
-                                    json_type_name_of(v));
-        n = json_object_array_length(v);
-        for (size_t i = 0; i < n; i++) {
-                json_object *e = json_object_array_get_idx(v, i);
-                if (!json_object_is_type(e, json_type_string))
-                        return compile_fail(c, "%s.%s[%zu]: must be a string, not %s", where, key, i,
-                                            json_type_name_of(e));
-        }
-        *ret_array = n > 0 ? v : NULL;
-        *ret_n = n;
-        return 0;
-}
-
-static int compile_rules_array(Compiler *c, json_object *doc, const char *key, json_object **ret, size_t *ret_n) {
+static int compile_rules_array(PolicyCompiler *c, json_object *doc, const char *key, json_object **ret, size_t *ret_n) {
         json_object *v;
         size_t n;
 
@@ -258,21 +165,21 @@ static int compile_rules_array(Compiler *c, json_object *doc, const char *key, j
         if (!json_object_object_get_ex(doc, key, &v) || json_object_is_type(v, json_type_null))
                 return 0;
         if (!json_object_is_type(v, json_type_array))
-                return compile_fail(c, "%s: must be an array, not %s", key, json_type_name_of(v));
+                return policy_compile_fail(c, "%s: must be an array, not %s", key, json_type_name_of(v));
         n = json_object_array_length(v);
         if (n > GATE_POLICY_RULES_MAX)
-                return compile_fail(c, "%s: %zu rules, more than the %u allowed", key, n, GATE_POLICY_RULES_MAX);
+                return policy_compile_fail(c, "%s: %zu rules, more than the %u allowed", key, n, GATE_POLICY_RULES_MAX);
         for (size_t i = 0; i < n; i++) {
                 json_object *e = json_object_array_get_idx(v, i);
                 if (!json_object_is_type(e, json_type_object))
-                        return compile_fail(c, "%s[%zu]: must be an object, not %s", key, i, json_type_name_of(e));
+                        return policy_compile_fail(c, "%s[%zu]: must be an object, not %s", key, i, json_type_name_of(e));
         }
         *ret = v;
         *ret_n = n;
         return 0;
 }
 
-static int compile_path_rule(Compiler *c, json_object *o, size_t i, GatePathRule *rule) {
+static int compile_path_rule(PolicyCompiler *c, json_object *o, size_t i, GatePathRule *rule) {
         static const char * const keys[] = { "pattern", "decision", "message", NULL };
         char where[64];
         const char *s;
@@ -284,25 +191,25 @@ static int compile_path_rule(Compiler *c, json_object *o, size_t i, GatePathRule
         if ((r = compile_keys(c, o, where, keys)) < 0)
                 return r;
         if (!json_object_object_get_ex(o, "pattern", &v))
-                return compile_fail(c, "%s.pattern: missing", where);
+                return policy_compile_fail(c, "%s.pattern: missing", where);
         if (!json_object_is_type(v, json_type_string))
-                return compile_fail(c, "%s.pattern: must be a string, not %s", where, json_type_name_of(v));
+                return policy_compile_fail(c, "%s.pattern: must be a string, not %s", where, json_type_name_of(v));
         s = json_object_get_string(v);
         if (isempty(s))
-                return compile_fail(c, "%s.pattern: empty pattern", where);
+                return policy_compile_fail(c, "%s.pattern: empty pattern", where);
         if (s[0] != '/' && s[0] != '@')
-                return compile_fail(c, "%s.pattern: %s is neither an absolute socket path nor @name", where,
-                                    QUOTE(s));
+                return policy_compile_fail(c, "%s.pattern: %s is neither an absolute socket path nor @name", where,
+                                    POLICY_QUOTE(s));
         rule->pattern = s[0] == '/' ? path_clean(s) : strdup(s);
         if (!rule->pattern)
                 return -ENOMEM;
-        if ((r = compile_decision(c, o, where, &rule->decision)) < 0 ||
-            (r = compile_message(c, o, where, &rule->message)) < 0)
+        if ((r = policy_compile_decision(c, o, where, &rule->decision)) < 0 ||
+            (r = policy_compile_message(c, o, where, &rule->message)) < 0)
                 return r;
         return 0;
 }
 
-static int compile_command_rule(Compiler *c, json_object *o, size_t i, GateCommandRule *rule) {
+static int compile_command_rule(PolicyCompiler *c, json_object *o, size_t i, GateCommandRule *rule) {
         static const char * const keys[] = { "commands", "args_patterns", "args_within", "decision", "message", NULL };
         json_object *commands, *patterns, *v;
         size_t n_commands, n_patterns;
@@ -312,8 +219,8 @@ static int compile_command_rule(Compiler *c, json_object *o, size_t i, GateComma
         (void) snprintf(where, sizeof where, "command_rules[%zu]", i);
         (void) snprintf(rule->id, sizeof rule->id, "cmd[%zu]", i);
         if ((r = compile_keys(c, o, where, keys)) < 0 ||
-            (r = compile_strings(c, o, where, "commands", &commands, &n_commands)) < 0 ||
-            (r = compile_strings(c, o, where, "args_patterns", &patterns, &n_patterns)) < 0)
+            (r = policy_compile_strings(c, o, where, "commands", &commands, &n_commands)) < 0 ||
+            (r = policy_compile_strings(c, o, where, "args_patterns", &patterns, &n_patterns)) < 0)
                 return r;
 
         if (n_commands > 0) {
@@ -325,7 +232,7 @@ static int compile_command_rule(Compiler *c, json_object *o, size_t i, GateComma
                 const char *s = json_object_get_string(json_object_array_get_idx(commands, j));
                 const char *why = gate_glob_check(s);
                 if (why)
-                        return compile_fail(c, "%s.commands[%zu]: %s %s", where, j, why, QUOTE(s));
+                        return policy_compile_fail(c, "%s.commands[%zu]: %s %s", where, j, why, POLICY_QUOTE(s));
                 rule->commands[j] = strdup(s);
                 if (!rule->commands[j])
                         return -ENOMEM;
@@ -342,14 +249,14 @@ static int compile_command_rule(Compiler *c, json_object *o, size_t i, GateComma
                 char msg[128];
 
                 if (isempty(s))
-                        return compile_fail(c, "%s.args_patterns[%zu]: empty pattern", where, j);
+                        return policy_compile_fail(c, "%s.args_patterns[%zu]: empty pattern", where, j);
                 r = regcomp(&rule->regexes[j], s, REG_EXTENDED | REG_NOSUB);
                 if (r == REG_ESPACE)
                         return -ENOMEM;
                 if (r != 0) {
                         (void) regerror(r, &rule->regexes[j], msg, sizeof msg);
-                        return compile_fail(c, "%s.args_patterns[%zu]: invalid regular expression %s: %s",
-                                            where, j, QUOTE(s), msg);
+                        return policy_compile_fail(c, "%s.args_patterns[%zu]: invalid regular expression %s: %s",
+                                            where, j, POLICY_QUOTE(s), msg);
                 }
                 rule->n_regexes++;
         }
@@ -358,27 +265,27 @@ static int compile_command_rule(Compiler *c, json_object *o, size_t i, GateComma
                 const char *s;
 
                 if (!json_object_is_type(v, json_type_string))
-                        return compile_fail(c, "%s.args_within: must be a string, not %s", where,
+                        return policy_compile_fail(c, "%s.args_within: must be a string, not %s", where,
                                             json_type_name_of(v));
                 s = json_object_get_string(v);
                 if (isempty(s))
-                        return compile_fail(c, "%s.args_within: empty directory", where);
+                        return policy_compile_fail(c, "%s.args_within: empty directory", where);
                 if (s[0] != '/')
-                        return compile_fail(c, "%s.args_within: %s is not an absolute directory", where, QUOTE(s));
+                        return policy_compile_fail(c, "%s.args_within: %s is not an absolute directory", where, POLICY_QUOTE(s));
                 rule->within = path_clean(s);
                 if (!rule->within)
                         return -ENOMEM;
                 if (streq(rule->within, "/"))
-                        return compile_fail(c, "%s.args_within: the root directory would contain everything", where);
+                        return policy_compile_fail(c, "%s.args_within: the root directory would contain everything", where);
         }
 
-        if ((r = compile_decision(c, o, where, &rule->decision)) < 0 ||
-            (r = compile_message(c, o, where, &rule->message)) < 0)
+        if ((r = policy_compile_decision(c, o, where, &rule->decision)) < 0 ||
+            (r = policy_compile_message(c, o, where, &rule->message)) < 0)
                 return r;
         return 0;
 }
 
-static int compile_file_rule(Compiler *c, json_object *o, size_t i, GateFileRule *rule) {
+static int compile_file_rule(PolicyCompiler *c, json_object *o, size_t i, GateFileRule *rule) {
         static const char * const keys[] = { "paths", "operations", "decision", "message", NULL };
         json_object *paths, *ops;
         size_t n_paths, n_ops;
@@ -388,12 +295,12 @@ static int compile_file_rule(Compiler *c, json_object *o, size_t i, GateFileRule
         (void) snprintf(where, sizeof where, "file_rules[%zu]", i);
         (void) snprintf(rule->id, sizeof rule->id, "file[%zu]", i);
         if ((r = compile_keys(c, o, where, keys)) < 0 ||
-            (r = compile_strings(c, o, where, "paths", &paths, &n_paths)) < 0 ||
-            (r = compile_strings(c, o, where, "operations", &ops, &n_ops)) < 0)
+            (r = policy_compile_strings(c, o, where, "paths", &paths, &n_paths)) < 0 ||
+            (r = policy_compile_strings(c, o, where, "operations", &ops, &n_ops)) < 0)
                 return r;
         /* An empty list would match every path: a rule that means that must say "/" "**". */
         if (n_paths == 0)
-                return compile_fail(c, "%s.paths: must list at least one glob", where);
+                return policy_compile_fail(c, "%s.paths: must list at least one glob", where);
 
         rule->paths = calloc(n_paths, sizeof(GateGlob));
         if (!rule->paths)
@@ -402,7 +309,7 @@ static int compile_file_rule(Compiler *c, json_object *o, size_t i, GateFileRule
                 const char *s = json_object_get_string(json_object_array_get_idx(paths, j));
                 const char *why = gate_glob_check(s);
                 if (why)
-                        return compile_fail(c, "%s.paths[%zu]: %s %s", where, j, why, QUOTE(s));
+                        return policy_compile_fail(c, "%s.paths[%zu]: %s %s", where, j, why, POLICY_QUOTE(s));
                 r = gate_glob_compile(s, &rule->paths[j]);
                 if (r < 0)
                         return r;
@@ -412,11 +319,11 @@ static int compile_file_rule(Compiler *c, json_object *o, size_t i, GateFileRule
                 const char *s = json_object_get_string(json_object_array_get_idx(ops, j));
                 FileOp op = file_op_from_string(s);
                 if (op < 0)
-                        return compile_fail(c, "%s.operations[%zu]: unknown operation %s", where, j, QUOTE(s));
+                        return policy_compile_fail(c, "%s.operations[%zu]: unknown operation %s", where, j, POLICY_QUOTE(s));
                 rule->operations |= 1U << op;
         }
-        if ((r = compile_decision(c, o, where, &rule->decision)) < 0 ||
-            (r = compile_message(c, o, where, &rule->message)) < 0)
+        if ((r = policy_compile_decision(c, o, where, &rule->decision)) < 0 ||
+            (r = policy_compile_message(c, o, where, &rule->message)) < 0)
                 return r;
         return 0;
 }
@@ -427,13 +334,13 @@ int gate_policy_compile(json_object *doc, GatePolicy **ret, char **ret_error) {
         _cleanup_(gate_policy_freep) GatePolicy *p = NULL;
         json_object *v, *path_rules, *command_rules, *file_rules;
         size_t n_path, n_command, n_file;
-        Compiler c = {};
+        PolicyCompiler c = {};
         int r;
 
         assert(ret);
 
         if (!doc || !json_object_is_type(doc, json_type_object)) {
-                r = compile_fail(&c, "policy: must be a JSON object, not %s", doc ? json_type_name_of(doc) : "null");
+                r = policy_compile_fail(&c, "policy: must be a JSON object, not %s", doc ? json_type_name_of(doc) : "null");
                 goto finish;
         }
         p = calloc(1, sizeof(GatePolicy));
@@ -447,13 +354,13 @@ int gate_policy_compile(json_object *doc, GatePolicy **ret, char **ret_error) {
                 goto finish;
         if (json_object_object_get_ex(doc, "default_decision", &v)) {
                 if (!json_object_is_type(v, json_type_string)) {
-                        r = compile_fail(&c, "default_decision: must be a string, not %s", json_type_name_of(v));
+                        r = policy_compile_fail(&c, "default_decision: must be a string, not %s", json_type_name_of(v));
                         goto finish;
                 }
                 p->default_decision = decision_from_string(json_object_get_string(v));
                 if (p->default_decision < 0) {
-                        r = compile_fail(&c, "default_decision: unknown decision %s (allow, deny or approve)",
-                                         QUOTE(json_object_get_string(v)));
+                        r = policy_compile_fail(&c, "default_decision: unknown decision %s (allow, deny or approve)",
+                                         POLICY_QUOTE(json_object_get_string(v)));
                         goto finish;
                 }
         }
@@ -461,7 +368,7 @@ int gate_policy_compile(json_object *doc, GatePolicy **ret, char **ret_error) {
         if (json_object_object_get_ex(doc, "exec_shared_memory", &v)) {
                 const char *e = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
                 if (!streq_ptr(e, "deny") && !streq_ptr(e, "check")) {
-                        r = compile_fail(&c, "exec_shared_memory: must be \"deny\" or \"check\"");
+                        r = policy_compile_fail(&c, "exec_shared_memory: must be \"deny\" or \"check\"");
                         goto finish;
                 }
                 p->exec_shared_memory_check = streq(e, "check");

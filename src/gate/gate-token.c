@@ -7,6 +7,7 @@
 
 #include "config-build.h"
 #include "dirent-util.h"
+#include "fs-util.h"
 #include "gate-token.h"
 #include "io-util.h"
 #include "macro.h"
@@ -105,8 +106,6 @@ static int token_dir_make(const char *dir, mode_t mode, uid_t uid, gid_t gid) {
 
 static int token_dir_open(const char *channel, const char *dirname, bool create, int *ret_fd) {
         _cleanup_free_ char *dir = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        struct stat st;
         uid_t uid;
         gid_t gid;
         int r;
@@ -120,16 +119,8 @@ static int token_dir_open(const char *channel, const char *dirname, bool create,
                 if (r < 0)
                         return r;
         }
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        /* Anyone else able to write here could plant a token of their own. */
-        if (st.st_mode & (S_IWGRP | S_IWOTH))
-                return -EPERM;
-        *ret_fd = TAKE_FD(fd);
-        return 0;
+        /* anyone else able to write here could plant a token of their own */
+        return dir_open_unshared(dir, ret_fd);
 }
 
 int gate_token_dir_open(const char *channel, int *ret_fd) {

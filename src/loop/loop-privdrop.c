@@ -76,19 +76,14 @@ int verb_privdrop(int argc, char *argv[]) {
                 return EXIT_PRIVDROP_FAILED;
         }
         if (!allow_root) {
-                if (id.uid == 0) {
-                        log_error("Refusing to run \"%s\" as uid 0 (use --allow-root if that is intended).", argv[optind]);
+                const char *root = privdrop_identity_root(&id);
+                if (root && streq(root, "group"))
+                        log_error("Refusing supplementary group 0 (use --allow-root if that is intended).");
+                else if (root)
+                        log_error("Refusing to run \"%s\" %s %s 0 (use --allow-root if that is intended).", argv[optind],
+                                  streq(root, "uid") ? "as" : "with", root);
+                if (root)
                         return EXIT_PRIVDROP_FAILED;
-                }
-                if (id.gid == 0) {
-                        log_error("Refusing to run \"%s\" with gid 0 (use --allow-root if that is intended).", argv[optind]);
-                        return EXIT_PRIVDROP_FAILED;
-                }
-                for (size_t i = 0; i < id.n_groups; i++)
-                        if (id.groups[i] == 0) {
-                                log_error("Refusing supplementary group 0 (use --allow-root if that is intended).");
-                                return EXIT_PRIVDROP_FAILED;
-                        }
         }
 
         r = privdrop_apply(id.uid, id.gid, id.groups, id.n_groups);

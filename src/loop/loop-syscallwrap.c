@@ -279,15 +279,11 @@ int verb_syscallwrap(int argc, char *argv[]) {
                 log_error("syscallwrap needs the agent's uid and gid (--uid/--gid or AGENT_UID/AGENT_GID).");
                 return EXIT_WRAP_FAILED;
         }
-        if (id.uid == 0 || id.gid == 0) {
-                log_error("Refusing to run the agent as uid or gid 0 under the gate.");
+        const char *root = privdrop_identity_root(&id);
+        if (root) {
+                log_error("Refusing to run the agent with %s 0 under the gate.", root);
                 return EXIT_WRAP_FAILED;
         }
-        for (size_t i = 0; i < id.n_groups; i++)
-                if (id.groups[i] == 0) {
-                        log_error("Refusing supplementary group 0 for the agent.");
-                        return EXIT_WRAP_FAILED;
-                }
         if (optind >= argc) {
                 log_error("syscallwrap needs a command to execute after the options.");
                 return EXIT_WRAP_FAILED;

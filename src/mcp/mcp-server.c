@@ -36,28 +36,12 @@ int mcp_result_printf(McpToolResult *r, bool is_error, const char *format, ...) 
         return 0;
 }
 
+/* The whole line must be one value, nothing after it but blanks. */
 static json_object *json_parse_capped(const char *text, size_t size) {
-        json_tokener *tok;
-        json_object *o;
-        bool complete;
+        json_object *o = NULL;
 
-        if (size > MCP_MESSAGE_MAX || memchr(text, 0, size))
+        if (json_parse_untrusted(text, size, MCP_MESSAGE_MAX, MCP_JSON_DEPTH_MAX, false, &o, NULL) < 0)
                 return NULL;
-        tok = json_tokener_new_ex(MCP_JSON_DEPTH_MAX);
-        if (!tok)
-                return NULL;
-        o = json_tokener_parse_ex(tok, text, (int) size);
-        /* the whole line must be one value, nothing after it but blanks */
-        complete = json_tokener_get_error(tok) == json_tokener_success;
-        if (complete)
-                for (size_t i = json_tokener_get_parse_end(tok); i < size; i++)
-                        if (!strchr(" \t\r", text[i]))
-                                complete = false;
-        json_tokener_free(tok);
-        if (!complete) {
-                json_object_put(o);
-                return NULL;
-        }
         return o;
 }
 

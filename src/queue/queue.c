@@ -384,27 +384,20 @@ static int message_to_json(const QueueMessage *m, unsigned attempts, const char 
 /* One JSON object from untrusted text; *ret_reason is static. */
 static int parse_json_object(const char *text, size_t size, json_object **ret, const char **ret_reason) {
         _cleanup_(json_object_putp) json_object *o = NULL;
-        struct json_tokener *tok;
-        enum json_tokener_error e;
-        size_t end;
+        JsonParseError e = {};
+        int r;
 
-        if (strlen(text) != size)
+        r = json_parse_untrusted(text, size, SIZE_MAX, QUEUE_JSON_DEPTH_MAX, false, &o, &e);
+        if (r == -EILSEQ)
                 return *ret_reason = "contains a NUL byte", -EBADMSG;
-        if (size > INT_MAX)
+        if (r == -EFBIG)
                 return *ret_reason = "too large", -EBADMSG;
-        tok = json_tokener_new_ex(QUEUE_JSON_DEPTH_MAX);
-        if (!tok)
-                return -ENOMEM;
-        json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
-        o = json_tokener_parse_ex(tok, text, (int) size);
-        e = json_tokener_get_error(tok);
-        end = json_tokener_get_parse_end(tok);
-        json_tokener_free(tok);
-        if (e != json_tokener_success || !o)
+        if (r == -EBADMSG && e.trailing)
+                return *ret_reason = "trailing data after the JSON object", -EBADMSG;
+        if (r == -EBADMSG)
                 return *ret_reason = "not valid JSON", -EBADMSG;
-        for (size_t i = end; i < size; i++)
-                if (!strchr(" \t\r\n", text[i]))
-                        return *ret_reason = "trailing data after the JSON object", -EBADMSG;
+        if (r < 0)
+                return r;
         if (!json_object_is_type(o, json_type_object))
                 return *ret_reason = "not a JSON object", -EBADMSG;
         *ret = TAKE_PTR(o);

@@ -552,6 +552,28 @@ static pid_t container_main_pid(Engine *e, const char *id) {
         return (pid_t) json_object_get_int64(pid);
 }
 
+/* The channel's helper socket RUNTIME/CHANNEL/file (gate.sock, docker.sock, tasks.sock, gateway.sock):
+ * its path in *ret, also when it is not there; 1 when it is a socket, 0 when not (its socket unit is not
+ * running, or no systemd), -ENOMEM. */
+static int channel_socket(const RunContext *ctx, const char *file, char **ret) {
+        struct stat st;
+        char *p;
+
+        if (asprintf(&p, "%s/%s/%s", loop_runtime_dir(), ctx->channel, file) < 0)
+                return -ENOMEM;
+        *ret = p;
+        return stat(p, &st) >= 0 && S_ISSOCK(st.st_mode);
+}
+
+/* Adds "source:target[:ro]" to the container's binds. */
+static int bind_add(char ***binds, const char *source, const char *target, bool ro) {
+        char *b;
+
+        if (asprintf(&b, "%s:%s%s", source, target, ro ? ":ro" : "") < 0)
+                return -ENOMEM;
+        return strv_consume(binds, b);
+}
+
 /* The security gate of one container (issue: the gate): a token for its approvals, written where
  * loop-gate@NAME finds it; the per-container policy document, compiled here first so a policy that does not
  * compile stops the run before a container exists; the gate's socket and the policy bind-mounted into
@@ -584,10 +606,9 @@ static char *env_pair(const char *key, const char *value) {
 static int gate_prepare(RunContext *ctx, const char *name, GateFiles *g, char ***env, char ***binds) {
         _cleanup_(json_object_putp) json_object *doc = NULL;
         _cleanup_(gate_policy_freep) GatePolicy *policy = NULL;
-        _cleanup_free_ char *error = NULL, *dir = NULL, *sock = NULL, *bind = NULL;
+        _cleanup_free_ char *error = NULL, *dir = NULL, *sock = NULL;
         char token[GATE_TOKEN_HEX_LEN + 1];
         const char *text;
-        struct stat st;
         int r;
 
         *g = (GateFiles) { .channel = ctx->channel, .name = name };
@@ -630,14 +651,15 @@ static int gate_prepare(RunContext *ctx, const char *name, GateFiles *g, char **
         else
                 g->token_written = true;
 
-        if (asprintf(&bind, "%s:%s:ro", g->policy_path, GATE_CONTAINER_POLICY) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0)
+        if (bind_add(binds, g->policy_path, GATE_CONTAINER_POLICY, true) < 0)
                 return log_oom();
         /* The channel's loop-gate@NAME.socket; without it (no systemd, or the socket unit is not running)
          * nobody can answer, and every "approve" ends as a deny inside the container. */
-        if (asprintf(&sock, "%s/%s/gate.sock", loop_runtime_dir(), ctx->channel) < 0)
+        r = channel_socket(ctx, "gate.sock", &sock);
+        if (r < 0)
                 return log_oom();
-        if (stat(sock, &st) >= 0 && S_ISSOCK(st.st_mode)) {
-                if (asprintf(&bind, "%s:%s:ro", sock, GATE_CONTAINER_SOCKET) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0)
+        if (r > 0) {
+                if (bind_add(binds, sock, GATE_CONTAINER_SOCKET, true) < 0)
                         return log_oom();
         } else
                 log_debug("No gate socket at %s: approvals of channel %s will be denied.", sock, ctx->channel);
@@ -659,16 +681,17 @@ static int gate_prepare(RunContext *ctx, const char *name, GateFiles *g, char **
 #define DOCKERPROXY_CONTAINER_SOCKET "/var/run/docker.sock"
 
 static int dockerproxy_prepare(RunContext *ctx, char ***env, char ***binds) {
-        _cleanup_free_ char *sock = NULL, *bind = NULL;
-        struct stat st;
+        _cleanup_free_ char *sock = NULL;
+        int r;
 
-        if (asprintf(&sock, "%s/%s/docker.sock", loop_runtime_dir(), ctx->channel) < 0)
+        r = channel_socket(ctx, "docker.sock", &sock);
+        if (r < 0)
                 return log_oom();
-        if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+        if (r == 0) {
                 log_debug("No Docker API proxy socket at %s: the agent of channel %s gets no Docker API.", sock, ctx->channel);
                 return 0;
         }
-        if (asprintf(&bind, "%s:%s", sock, DOCKERPROXY_CONTAINER_SOCKET) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
+        if (bind_add(binds, sock, DOCKERPROXY_CONTAINER_SOCKET, false) < 0 ||
             strv_extend(env, "DOCKER_HOST=unix://" DOCKERPROXY_CONTAINER_SOCKET) < 0)
                 return log_oom();
         return 0;
@@ -703,16 +726,16 @@ static void tasks_files_done(TasksFiles *t) {
 }
 
 static int tasks_prepare(RunContext *ctx, const char *name, TasksFiles *t, char ***env, char ***binds) {
-        _cleanup_free_ char *sock = NULL, *bind = NULL;
+        _cleanup_free_ char *sock = NULL;
         _cleanup_close_ int fd = -EBADF;
         char token[GATE_TOKEN_HEX_LEN + 1];
-        struct stat st;
         int r;
 
         *t = (TasksFiles) { .channel = ctx->channel, .name = name };
-        if (asprintf(&sock, "%s/%s/tasks.sock", loop_runtime_dir(), ctx->channel) < 0)
+        r = channel_socket(ctx, "tasks.sock", &sock);
+        if (r < 0)
                 return log_oom();
-        if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+        if (r == 0) {
                 log_debug("No tasks socket at %s: the agent of channel %s cannot schedule tasks.", sock, ctx->channel);
                 return 0;
         }
@@ -738,8 +761,8 @@ static int tasks_prepare(RunContext *ctx, const char *name, TasksFiles *t, char 
                 return 0;
         }
         t->token_written = true;
-        if (asprintf(&bind, "%s:%s", sock, TASKS_CONTAINER_SOCKET) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
-            asprintf(&bind, "%s:%s:ro", t->token_path, TASKS_CONTAINER_TOKEN) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
+        if (bind_add(binds, sock, TASKS_CONTAINER_SOCKET, false) < 0 ||
+            bind_add(binds, t->token_path, TASKS_CONTAINER_TOKEN, true) < 0 ||
             strv_extend(env, "LOOP_TASKS_SOCKET=" TASKS_CONTAINER_SOCKET) < 0 ||
             strv_extend(env, "LOOP_TASKS_TOKEN_FILE=" TASKS_CONTAINER_TOKEN) < 0)
                 return log_oom();
@@ -852,15 +875,15 @@ static void token_file_removep(char **p) {
 }
 
 static int egress_prepare(RunContext *ctx, const char *name, char ***env, char ***binds, char **ret_dummy) {
-        _cleanup_free_ char *sock = NULL, *bind = NULL, *ca = NULL, *ca_path = NULL, *token = NULL, *dummy = NULL,
+        _cleanup_free_ char *sock = NULL, *ca = NULL, *ca_path = NULL, *token = NULL, *dummy = NULL,
                             *token_path = NULL, *line = NULL;
-        struct stat st;
         int r;
 
         *ret_dummy = NULL;
-        if (asprintf(&sock, "%s/%s/gateway.sock", loop_runtime_dir(), ctx->channel) < 0)
+        r = channel_socket(ctx, "gateway.sock", &sock);
+        if (r < 0)
                 return log_oom();
-        if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+        if (r == 0) {
                 log_warning("No egress gateway socket at %s: the agent of channel %s has no network "
                             "(start loop-gateway@%s.socket, or set egress.enabled to false).", sock, ctx->channel, ctx->channel);
                 return strv_extend(env, "LOOP_GATEWAY_SOCKET=" GATEWAY_CONTAINER_SOCKET) < 0 ? log_oom() : 0;
@@ -883,11 +906,11 @@ static int egress_prepare(RunContext *ctx, const char *name, char ***env, char *
         explicit_bzero(line, strlen(line));
         if (r < 0)
                 return log_error_errno(r, "Failed to write %s: %m", token_path);
-        if (asprintf(&bind, "%s:%s:ro", token_path, GATEWAY_CONTAINER_TOKEN) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
+        if (bind_add(binds, token_path, GATEWAY_CONTAINER_TOKEN, true) < 0 ||
             strv_extend(env, "LOOP_GATEWAY_TOKEN_FILE=" GATEWAY_CONTAINER_TOKEN) < 0)
                 return log_oom();
 
-        if (asprintf(&bind, "%s:%s", sock, GATEWAY_CONTAINER_SOCKET) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
+        if (bind_add(binds, sock, GATEWAY_CONTAINER_SOCKET, false) < 0 ||
             strv_extend(env, "LOOP_GATEWAY_SOCKET=" GATEWAY_CONTAINER_SOCKET) < 0)
                 return log_oom();
         *ret_dummy = TAKE_PTR(dummy);
@@ -905,7 +928,7 @@ static int egress_prepare(RunContext *ctx, const char *name, char ***env, char *
         r = write_file_atomic(ca_path, ca, strlen(ca), 0644);
         if (r < 0)
                 return log_error_errno(r, "Failed to write %s: %m", ca_path);
-        if (asprintf(&bind, "%s:%s:ro", ca_path, GATEWAY_CONTAINER_CA) < 0 || strv_consume(binds, TAKE_PTR(bind)) < 0 ||
+        if (bind_add(binds, ca_path, GATEWAY_CONTAINER_CA, true) < 0 ||
             strv_extend(env, "LOOP_EGRESS_CA=" GATEWAY_CONTAINER_CA) < 0 ||
             strv_extend(env, "NODE_EXTRA_CA_CERTS=" GATEWAY_CONTAINER_CA) < 0 ||
             strv_extend(env, "SSL_CERT_FILE=" GATEWAY_CONTAINER_CA_BUNDLE) < 0 ||

@@ -996,36 +996,19 @@ json_object *schema_merge(const Schema *s, json_object *base, json_object *over)
 
 int config_parse_text(const char *text, size_t size, json_object **ret, char **ret_reason) {
         _cleanup_(json_object_putp) json_object *o = NULL;
-        struct json_tokener *tok;
-        enum json_tokener_error e;
-        size_t off;
+        JsonParseError e = {};
+        int r;
 
-        if (memchr(text, 0, size))
+        r = json_parse_untrusted(text, size, SIZE_MAX, CONFIG_DEPTH_MAX + 8, false, &o, &e);
+        if (r == -EILSEQ)
                 return asprintf(ret_reason, "contains a NUL byte") < 0 ? -ENOMEM : -EINVAL;
-
-        tok = json_tokener_new_ex(CONFIG_DEPTH_MAX + 8);
-        if (!tok)
-                return -ENOMEM;
-        json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
-        o = json_tokener_parse_ex(tok, text, (int) size);
-        e = json_tokener_get_error(tok);
-        off = json_tokener_get_parse_end(tok);
-        json_tokener_free(tok);
-
-        if (e == json_tokener_continue || (e == json_tokener_success && !o && off >= size))
+        if (r == -EFBIG)
+                return asprintf(ret_reason, "too large") < 0 ? -ENOMEM : -EINVAL;
+        if (r == -EBADMSG && e.error == json_tokener_continue)
                 return asprintf(ret_reason, "invalid JSON: unexpected end of file") < 0 ? -ENOMEM : -EINVAL;
-        if (e == json_tokener_success) {
-                /* Only whitespace may follow the value. */
-                for (size_t i = off; i < size; i++)
-                        if (!strchr(" \t\r\n", text[i])) {
-                                off = i;
-                                e = json_tokener_error_parse_unexpected;
-                                break;
-                        }
-        }
-        if (e != json_tokener_success) {
+        if (r == -EBADMSG) {
                 unsigned line = 1, col = 1;
-                for (size_t i = 0; i < off && i < size; i++) {
+                for (size_t i = 0; i < e.offset && i < size; i++) {
                         if (text[i] == '\n') {
                                 line++;
                                 col = 1;
@@ -1033,8 +1016,10 @@ int config_parse_text(const char *text, size_t size, json_object **ret, char **r
                                 col++;
                 }
                 return asprintf(ret_reason, "invalid JSON at line %u, column %u: %s", line, col,
-                                json_tokener_error_desc(e)) < 0 ? -ENOMEM : -EINVAL;
+                                json_tokener_error_desc(e.error)) < 0 ? -ENOMEM : -EINVAL;
         }
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(o);
         return 0;
 }

@@ -92,6 +92,17 @@ int privdrop_identity_set(PrivdropIdentity *id, const char *option, const char *
         return 0;
 }
 
+const char *privdrop_identity_root(const PrivdropIdentity *id) {
+        if (id->have_uid && id->uid == 0)
+                return "uid";
+        if (id->have_gid && id->gid == 0)
+                return "gid";
+        for (size_t i = 0; i < id->n_groups; i++)
+                if (id->groups[i] == 0)
+                        return "group";
+        return NULL;
+}
+
 /* "CAP_X what, refusing to go on: <error>"; cap_to_name() allocates. */
 static int log_cap_error(int error, cap_value_t cap, const char *what) {
         char *name = cap_to_name(cap);

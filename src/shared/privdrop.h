@@ -31,6 +31,8 @@ void privdrop_identity_done(PrivdropIdentity *id);
 /* Takes the value of the option named ("uid", "gid" or "groups", a later one replacing an earlier one).
  * Logs why a value is refused, naming the option, and returns -EINVAL (or -ENOMEM). */
 int privdrop_identity_set(PrivdropIdentity *id, const char *option, const char *value);
+/* Where the identity keeps root: "uid", "gid" or "group" (a supplementary group 0); NULL when nowhere. */
+const char *privdrop_identity_root(const PrivdropIdentity *id);
 
 /* Drops to uid/gid/groups with no capabilities and no_new_privs; needs CAP_SETUID and CAP_SETGID. Logs
  * why on failure and returns a negative errno: the caller must not go on. */

@@ -21,13 +21,23 @@
 
 struct SocketConnection {
         SocketService *service;
-        SocketConnection *prev, *next;
-        pthread_t thread;
+        SocketConnection *prev, *next;  /* service->connections, changed only by the event loop */
         /* under service->lock: */
+        SocketConnection *queue_next;   /* waiting for a worker */
         int fd;
         uint64_t head_deadline;         /* CLOCK_MONOTONIC µs; 0: not reading a head */
         bool head_expired;
-        bool finished;                  /* run() returned: the thread is ready to be joined */
+        bool finished;                  /* run() returned: the connection is ready to be freed */
+};
+
+/* A thread of the pool: it serves one queued connection after another, waits for the next while idle,
+ * and ends (to be joined by the event loop) when more than workers_idle_max would wait, or at the end. */
+typedef struct SocketWorker SocketWorker;
+struct SocketWorker {
+        SocketService *service;
+        SocketWorker *prev, *next;      /* service->workers, changed only by the event loop */
+        pthread_t thread;
+        bool exited;                    /* under service->lock: the thread returned, join it */
 };
 
 struct SocketService {
@@ -41,9 +51,18 @@ struct SocketService {
         int wake_fd;                    /* eventfd: a worker ended, or started a head deadline */
         SocketConnection *connections;  /* changed only by the event loop */
         unsigned n_connections;
+        SocketWorker *workers;          /* changed only by the event loop */
 
         pthread_mutex_t lock;
-        uint64_t deadline_armed;        /* under lock: when deadline_timer fires next; 0: off */
+        pthread_cond_t work;            /* a connection was queued, or the workers are to end */
+        /* under lock: */
+        SocketConnection *queue_head, *queue_tail;
+        unsigned n_queued;
+        unsigned n_workers;             /* started and not yet joined */
+        unsigned n_idle;                /* workers not serving a connection (waiting, or about to take one) */
+        unsigned workers_started;
+        bool workers_end;               /* idle workers end instead of waiting */
+        uint64_t deadline_armed;        /* when deadline_timer fires next; 0: off */
         atomic_bool stopping;           /* written under lock */
 };
 
@@ -75,10 +94,33 @@ static int service_exit_if_drained(SocketService *s) {
         return 0;
 }
 
-/* Joins the workers that ended and frees their connections. */
+static void connection_free(SocketService *s, SocketConnection *c) {
+        LIST_REMOVE(s->connections, c);
+        safe_close(c->fd);
+        free(c);
+        s->n_connections--;
+}
+
+/* Joins the workers that ended, frees the connections that were served. */
 static void service_reap(SocketService *s) {
         bool any = false;
 
+        for (SocketWorker *w = s->workers, *next; w; w = next) {
+                bool exited;
+
+                next = w->next;
+                pthread_mutex_lock(&s->lock);
+                exited = w->exited;
+                pthread_mutex_unlock(&s->lock);
+                if (!exited)
+                        continue;
+                (void) pthread_join(w->thread, NULL);
+                LIST_REMOVE(s->workers, w);
+                free(w);
+                pthread_mutex_lock(&s->lock);
+                s->n_workers--;
+                pthread_mutex_unlock(&s->lock);
+        }
         for (SocketConnection *c = s->connections, *next; c; c = next) {
                 bool finished;
 
@@ -88,11 +130,7 @@ static void service_reap(SocketService *s) {
                 pthread_mutex_unlock(&s->lock);
                 if (!finished)
                         continue;
-                (void) pthread_join(c->thread, NULL);
-                LIST_REMOVE(s->connections, c);
-                safe_close(c->fd);
-                free(c);
-                s->n_connections--;
+                connection_free(s, c);
                 any = true;
         }
         if (any && s->config.released)
@@ -196,25 +234,83 @@ static int on_signal(sd_event_source *source, const struct signalfd_siginfo *si,
         return service_exit_if_drained(s);
 }
 
-static void *connection_thread(void *userdata) {
-        SocketConnection *c = userdata;
-        SocketService *s = c->service;
+static void *worker_thread(void *userdata) {
+        SocketWorker *w = userdata;
+        SocketService *s = w->service;
 
-        s->config.run(c, s->config.userdata);
         pthread_mutex_lock(&s->lock);
-        c->finished = true;
-        c->head_deadline = 0;
+        for (;;) {
+                SocketConnection *c;
+
+                /* s->n_idle counts this worker here: on_accept() queued a connection for it, or will */
+                while (!s->queue_head && !s->workers_end)
+                        (void) pthread_cond_wait(&s->work, &s->lock);
+                c = s->queue_head;
+                if (!c)
+                        break;          /* the end, and nothing left to serve */
+                s->queue_head = c->queue_next;
+                if (!s->queue_head)
+                        s->queue_tail = NULL;
+                c->queue_next = NULL;
+                s->n_queued--;
+                s->n_idle--;
+                pthread_mutex_unlock(&s->lock);
+
+                s->config.run(c, s->config.userdata);
+
+                pthread_mutex_lock(&s->lock);
+                c->finished = true;
+                c->head_deadline = 0;
+                if (s->n_idle >= s->config.workers_idle_max) {
+                        /* enough wait already; every queued connection has an idle worker of its own */
+                        w->exited = true;
+                        pthread_mutex_unlock(&s->lock);
+                        service_wake(s);
+                        return NULL;
+                }
+                s->n_idle++;
+                pthread_mutex_unlock(&s->lock);
+                service_wake(s);
+                pthread_mutex_lock(&s->lock);
+        }
+        s->n_idle--;
+        w->exited = true;
         pthread_mutex_unlock(&s->lock);
         service_wake(s);
         return NULL;
 }
 
+/* Under s->lock: a worker more, counted idle, for the connection just queued. */
+static int service_start_worker(SocketService *s) {
+        pthread_attr_t attr;
+        SocketWorker *w;
+        int r;
+
+        w = calloc(1, sizeof *w);
+        if (!w)
+                return -ENOMEM;
+        w->service = s;
+        s->n_idle++;
+        (void) pthread_attr_init(&attr);
+        (void) pthread_attr_setstacksize(&attr, s->config.stack_size);
+        r = pthread_create(&w->thread, &attr, worker_thread, w);
+        (void) pthread_attr_destroy(&attr);
+        if (r != 0) {
+                s->n_idle--;
+                free(w);
+                return -r;
+        }
+        LIST_PREPEND(s->workers, w);
+        s->n_workers++;
+        s->workers_started++;
+        return 0;
+}
+
 static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
         SocketService *s = userdata;
         _cleanup_close_ int cfd = -EBADF;
-        pthread_attr_t attr;
         SocketConnection *c;
-        int r;
+        int r = 0;
 
         cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | (s->config.accept ? SOCK_NONBLOCK : 0));
         if (cfd < 0) {
@@ -245,12 +341,22 @@ static int on_accept(sd_event_source *source, int fd, uint32_t revents, void *us
         c->service = s;
         c->fd = TAKE_FD(cfd);
 
-        (void) pthread_attr_init(&attr);
-        (void) pthread_attr_setstacksize(&attr, s->config.stack_size);
-        r = pthread_create(&c->thread, &attr, connection_thread, c);
-        (void) pthread_attr_destroy(&attr);
-        if (r != 0) {
-                log_warning_errno(r, "Cannot start a connection thread, dropping the connection: %m");
+        /* To an idle worker (a wake-up); a new worker only when every idle one has a connection already. */
+        pthread_mutex_lock(&s->lock);
+        if (s->n_idle <= s->n_queued)
+                r = service_start_worker(s);
+        if (r >= 0) {
+                if (s->queue_tail)
+                        s->queue_tail->queue_next = c;
+                else
+                        s->queue_head = c;
+                s->queue_tail = c;
+                s->n_queued++;
+                (void) pthread_cond_signal(&s->work);
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot start a worker, dropping the connection: %m");
                 safe_close(c->fd);
                 free(c);
                 return 0;
@@ -287,9 +393,13 @@ int socket_service_new(const SocketServiceConfig *config, SocketService **ret) {
                 s->config.drain_usec = SOCKET_SERVICE_DRAIN_USEC_DEFAULT;
         if (s->config.stack_size == 0)
                 s->config.stack_size = SOCKET_SERVICE_STACK_SIZE_DEFAULT;
+        if (s->config.workers_idle_max == 0)
+                s->config.workers_idle_max = SOCKET_SERVICE_WORKERS_IDLE_DEFAULT;
+        s->config.workers_idle_max = MIN(s->config.workers_idle_max, s->config.connections_max);
         for (size_t i = 0; i < SOCKET_SERVICE_LISTEN_FDS_MAX; i++)
                 s->listen_fds[i] = -EBADF;
         (void) pthread_mutex_init(&s->lock, NULL);
+        (void) pthread_cond_init(&s->work, NULL);
 
         s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (s->wake_fd < 0) {
@@ -305,7 +415,10 @@ int socket_service_new(const SocketServiceConfig *config, SocketService **ret) {
             (r = sd_event_add_time(s->event, &s->deadline_timer, CLOCK_MONOTONIC, 0, 0, on_deadline, s)) < 0 ||
             (r = sd_event_add_time(s->event, &s->idle_timer, CLOCK_MONOTONIC, 0, 0, on_idle, s)) < 0)
                 goto fail;
+        /* sd_event_add_time() arms a timer at once: off until there is a time to wait for, else the idle timer
+         * would fire at 0, on the loop's first turn, before a pending connection is accepted */
         (void) sd_event_source_set_enabled(s->deadline_timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(s->idle_timer, SD_EVENT_OFF);
         socket_service_update_idle(s);
         *ret = s;
         return 0;
@@ -318,7 +431,7 @@ SocketService *socket_service_free(SocketService *s) {
         if (!s)
                 return NULL;
         /* socket_service_run() joined every worker; without it, none was started */
-        assert(s->n_connections == 0);
+        assert(s->n_connections == 0 && !s->workers);
         for (size_t i = 0; i < SOCKET_SERVICE_LISTEN_FDS_MAX; i++) {
                 sd_event_source_unref(s->listeners[i]);
                 safe_close(s->listen_fds[i]);
@@ -330,6 +443,7 @@ SocketService *socket_service_free(SocketService *s) {
         sd_event_source_unref(s->wake_source);
         sd_event_unref(s->event);
         safe_close(s->wake_fd);
+        (void) pthread_cond_destroy(&s->work);
         (void) pthread_mutex_destroy(&s->lock);
         free(s);
         return NULL;
@@ -403,20 +517,24 @@ int socket_service_run(SocketService *s) {
         /* Whatever ended the loop, no worker outlives it. */
         pthread_mutex_lock(&s->lock);
         atomic_store(&s->stopping, true);
+        s->workers_end = true;
         for (SocketConnection *c = s->connections; c; c = c->next)
                 if (r < 0)
                         (void) shutdown(c->fd, SHUT_RDWR);
                 else if (c->head_deadline != 0)
                         (void) shutdown(c->fd, SHUT_RD);
+        (void) pthread_cond_broadcast(&s->work);
         pthread_mutex_unlock(&s->lock);
-        while (s->connections) {
-                SocketConnection *c = s->connections;
-                (void) pthread_join(c->thread, NULL);
-                LIST_REMOVE(s->connections, c);
-                safe_close(c->fd);
-                free(c);
-                s->n_connections--;
+        /* the workers serve what is queued (each sees stopping), then end */
+        while (s->workers) {
+                SocketWorker *w = s->workers;
+                (void) pthread_join(w->thread, NULL);
+                LIST_REMOVE(s->workers, w);
+                free(w);
+                s->n_workers--;
         }
+        while (s->connections)
+                connection_free(s, s->connections);
         return r < 0 ? r : 0;
 }
 
@@ -478,6 +596,17 @@ bool socket_connection_head_expired(SocketConnection *c) {
         expired = c->head_expired;
         pthread_mutex_unlock(&c->service->lock);
         return expired;
+}
+
+void socket_service_get_stats(SocketService *s, SocketServiceStats *ret) {
+        pthread_mutex_lock(&s->lock);
+        *ret = (SocketServiceStats) {
+                .connections = s->n_connections,
+                .workers = s->n_workers,
+                .workers_idle = s->n_idle,
+                .workers_started = s->workers_started,
+        };
+        pthread_mutex_unlock(&s->lock);
 }
 
 SocketService *socket_connection_service(SocketConnection *c) {

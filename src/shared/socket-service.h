@@ -7,8 +7,11 @@
  * time the last connection goes: an idle helper costs no CPU and no wake-ups.
  *
  * A connection whose handling must block (engine calls, a human's approval, upstream I/O) runs on a
- * worker thread the skeleton starts, owns and joins: no thread is detached, none outlives
- * socket_service_run(). The skeleton owns the connection's fd too (a worker may swap it for one handed
+ * worker thread of the skeleton's pool: a new connection goes to an idle worker (a wake-up, not a thread
+ * start); a worker is started only when none is idle, so at most connections_max serve at once; when its
+ * connection ends a worker waits for the next, unless workers_idle_max wait already, then it ends. The
+ * skeleton owns and joins every worker: none is detached, none outlives socket_service_run(), idle ones
+ * included (an idle worker keeps nothing alive: the idle exit counts connections). The skeleton owns the connection's fd too (a worker may swap it for one handed
  * over, socket_connection_set_fd()), so that it can act on it from the event loop:
  *
  *   - an absolute deadline per request head (socket_connection_head_begin()/_end()): when it passes, the
@@ -42,6 +45,7 @@
 #define SOCKET_SERVICE_HEAD_USEC_DEFAULT (30ULL * 1000000ULL)
 #define SOCKET_SERVICE_DRAIN_USEC_DEFAULT (10ULL * 1000000ULL)
 #define SOCKET_SERVICE_STACK_SIZE_DEFAULT (512U * 1024U)
+#define SOCKET_SERVICE_WORKERS_IDLE_DEFAULT 16U
 
 typedef struct SocketService SocketService;
 typedef struct SocketConnection SocketConnection;
@@ -52,6 +56,8 @@ typedef struct SocketServiceConfig {
         uint64_t head_usec;             /* the deadline of a request head; 0: SOCKET_SERVICE_HEAD_USEC_DEFAULT */
         uint64_t drain_usec;            /* after SIGTERM, before connections are shut down; 0: the default */
         size_t stack_size;              /* of a worker; 0: SOCKET_SERVICE_STACK_SIZE_DEFAULT */
+        unsigned workers_idle_max;      /* idle workers kept; 0: SOCKET_SERVICE_WORKERS_IDLE_DEFAULT (at most
+                                         * connections_max) */
 
         /* On a worker thread: serves the connection until it ends. socket_connection_fd() is the
          * connection; the skeleton closes it after run() returns. */
@@ -96,6 +102,16 @@ sd_event *socket_service_event(SocketService *s);
 
 /* Runs until idle or stopped, then joins every worker. Returns 0, or a negative errno of the loop. */
 int socket_service_run(SocketService *s);
+
+typedef struct SocketServiceStats {
+        unsigned connections;           /* accepted, not yet freed */
+        unsigned workers;               /* threads of the pool, not yet joined */
+        unsigned workers_idle;          /* of them, serving no connection */
+        unsigned workers_started;       /* threads started since socket_service_new() */
+} SocketServiceStats;
+
+/* On the event loop (e.g. in released): the pool as it is. */
+void socket_service_get_stats(SocketService *s, SocketServiceStats *ret);
 
 /* Whether SIGTERM or SIGINT arrived: a worker ends its connection after the request under way. */
 bool socket_service_stopping(SocketService *s);

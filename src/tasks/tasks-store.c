@@ -14,6 +14,7 @@
 #include "tasks-store.h"
 #include "json-util.h"
 #include "dirent-util.h"
+#include "fs-util.h"
 #include "string-util.h"
 
 Task *task_free(Task *t) {
@@ -239,8 +240,6 @@ int task_from_json(json_object *o, Task **ret) {
 
 int tasks_dir_open(const char *state_dir, bool create, int *ret_fd) {
         _cleanup_free_ char *dir = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        struct stat st;
         int r;
 
         if (asprintf(&dir, "%s/" TASKS_DIRNAME, state_dir) < 0)
@@ -250,15 +249,7 @@ int tasks_dir_open(const char *state_dir, bool create, int *ret_fd) {
                 if (r < 0)
                         return r;
         }
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (st.st_mode & (S_IWGRP | S_IWOTH))
-                return -EPERM;
-        *ret_fd = TAKE_FD(fd);
-        return 0;
+        return dir_open_unshared(dir, ret_fd);
 }
 
 int tasks_dir_lock(int dir_fd) {

@@ -89,6 +89,16 @@ static void test_paths(void) {
         }
         is_int(target_error("/containers/json", "=1"), -EBADMSG, "an empty query key is refused");
         {
+                static const char * const known[] = { "fromImage", "tag" };
+                _cleanup_(proxy_target_done) ProxyTarget a = {}, b = {}, e = {};
+                ok(proxy_target_parse("/images/create", "fromImage=busybox&tag=1", &a) == 0 &&
+                   proxy_query_only(&a, known, ELEMENTSOF(known)), "a query of known parameters only is allowed");
+                ok(proxy_target_parse("/images/create", "fromImage=busybox&fromSrc=http://x", &b) == 0 &&
+                   !proxy_query_only(&b, known, ELEMENTSOF(known)), "a parameter beyond the known ones is not");
+                ok(proxy_target_parse("/images/create", "FROMIMAGE=busybox", &e) == 0 &&
+                   !proxy_query_only(&e, known, ELEMENTSOF(known)), "nor a known one spelt otherwise");
+        }
+        {
                 _cleanup_(proxy_target_done) ProxyTarget q = {};
                 json_object *v;
                 is_int(proxy_target_parse("/build", "networkmode=ho%73t&q=a+b&&x", &q), 0, "a query parses");
@@ -427,6 +437,14 @@ static void test_nested(void) {
         ok(json_object_object_get_ex(hc, "CapDrop", &v) && json_object_array_length(v) == 1 &&
            streq(json_object_get_string(json_object_array_get_idx(v, 0)), "ALL"),
            "every capability is dropped (CapDrop ALL), whatever the agent dropped");
+        {
+                _cleanup_(json_object_putp) json_object *s = json_tokener_parse(
+                        "{\"Image\":\"x\",\"HostConfig\":{\"securityopt\":[\"label=disable\"]}}");
+                json_object *shc, *sv;
+                ok(proxy_container_force(s, &web) == 0 && json_object_object_get_ex(s, "HostConfig", &shc) &&
+                   json_object_object_get_ex(shc, "SecurityOpt", &sv) && !json_object_object_get_ex(shc, "securityopt", NULL),
+                   "an array the agent spelt otherwise (securityopt) stands under the engine's one key");
+        }
         ok(json_object_object_get_ex(hc, "PidsLimit", &v) && json_object_get_int64(v) == PROXY_PIDS_LIMIT,
            "an unlimited pids limit becomes the proxy's");
         ok(json_object_object_get_ex(hc, "CgroupParent", &v) && streq(json_object_get_string(v), "loop-web.slice"),

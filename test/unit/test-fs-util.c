@@ -93,6 +93,28 @@ int main(void) {
                 skip("a target longer than PATH_MAX is refused", "the file system takes no such link");
         ok(!v, "nothing is returned on failure");
 
+        {
+                char sub[PATH_MAX];
+                int fd = -EBADF, r;
+                snprintf(sub, sizeof sub, "%s/private", dir);
+                (void) mkdir(sub, 0700);
+                ok(dir_open_unshared(sub, &fd) == 0 && fd >= 0, "dir_open_unshared() opens a directory only its owner writes");
+                safe_close(fd);
+                fd = -EBADF;
+                (void) chmod(sub, 0770);
+                is_int(dir_open_unshared(sub, &fd), -EPERM, "a directory its group may write in is refused");
+                (void) chmod(sub, 0703);
+                is_int(dir_open_unshared(sub, &fd), -EPERM, "so is one others may write in");
+                (void) rmdir(sub);
+                (void) symlinkat(dir, dfd, "dirlink");
+                snprintf(sub, sizeof sub, "%s/dirlink", dir);
+                r = dir_open_unshared(sub, &fd);
+                ok(r == -ENOTDIR || r == -ELOOP, "a symlink to a directory is not followed");
+                (void) unlinkat(dfd, "dirlink", 0);
+                snprintf(sub, sizeof sub, "%s/missing", dir);
+                is_int(dir_open_unshared(sub, &fd), -ENOENT, "a missing directory is -ENOENT");
+                ok(fd == -EBADF, "nothing is returned on failure");
+        }
         (void) unlinkat(dfd, "link", 0);
         (void) unlinkat(dfd, "long", 0);
         rmdir(dir);

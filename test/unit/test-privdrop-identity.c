@@ -32,5 +32,19 @@ int main(void) {
         is_int(privdrop_identity_set(&id, "groups", "1,,2"), -EINVAL, "an empty field is a typo, refused");
         is_int(privdrop_identity_set(&id, "groups", "1,"), -EINVAL, "a trailing comma is refused");
         is_int(privdrop_identity_set(&id, "groups", "1,x"), -EINVAL, "a group that is no number is refused");
+        {
+                _cleanup_(privdrop_identity_done) PrivdropIdentity r = {};
+                ok(!privdrop_identity_root(&r), "an empty identity keeps no root");
+                (void) privdrop_identity_set(&r, "uid", "1000");
+                (void) privdrop_identity_set(&r, "gid", "1000");
+                (void) privdrop_identity_set(&r, "groups", "5,27");
+                ok(!privdrop_identity_root(&r), "uid, gid and groups other than 0 keep no root");
+                (void) privdrop_identity_set(&r, "groups", "5,0");
+                is_str(privdrop_identity_root(&r), "group", "a supplementary group 0 is root");
+                (void) privdrop_identity_set(&r, "gid", "0");
+                is_str(privdrop_identity_root(&r), "gid", "gid 0 is root");
+                (void) privdrop_identity_set(&r, "uid", "0");
+                is_str(privdrop_identity_root(&r), "uid", "uid 0 is root, named first");
+        }
         return done_testing();
 }

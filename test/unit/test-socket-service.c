@@ -79,6 +79,32 @@ static void on_busy(SocketService *s, int fd, void *userdata) {
         (void) write(fd, "busy\n", 5);
 }
 
+/* Tells the test the pool's state each time connections were freed. */
+static void on_released_report(SocketService *s, void *userdata) {
+        SocketServiceStats st;
+        char line[128];
+        int n;
+
+        socket_service_get_stats(s, &st);
+        n = snprintf(line, sizeof line, "%u %u %u %u\n", st.connections, st.workers, st.workers_idle, st.workers_started);
+        (void) write(report_fd, line, n);
+}
+
+/* The threads of this process, from /proc/self/status; 0 if unknown. */
+static unsigned count_threads(void) {
+        char line[256];
+        unsigned n = 0;
+        FILE *f = fopen("/proc/self/status", "re");
+
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof line, f))
+                if (sscanf(line, "Threads: %u", &n) == 1)
+                        break;
+        fclose(f);
+        return n;
+}
+
 static int make_listener(void) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -109,7 +135,8 @@ static pid_t serve(SocketServiceConfig config) {
                 if (r >= 0)
                         r = socket_service_run(s);
                 socket_service_free(s);
-                _exit(r < 0 ? 2 : 0);
+                /* no worker, busy or idle, outlives socket_service_run() */
+                _exit(r < 0 ? 2 : count_threads() != 1 ? 3 : 0);
         }
         close(fd);
         return pid;
@@ -120,8 +147,10 @@ static int client(void) {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
         memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
-        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                printf("Bail out! cannot connect to the service: %m\n");
                 abort();
+        }
         return fd;
 }
 
@@ -159,6 +188,18 @@ static void test_idle(void) {
         mode = MODE_HOLD;
         pid = serve((SocketServiceConfig) { .idle_usec = 200 * 1000 });
         ok(exited_cleanly(pid), "without connections the service exits after its idle time");
+
+        /* a service started with no connection pending (or before its first one is accepted) waits its idle
+         * time: it once exited on its first turn of the loop, and a client connecting then was refused */
+        pid = serve((SocketServiceConfig) { .idle_usec = 5 * 1000 * 1000 });
+        usleep(300 * 1000);
+        ok(still_running(pid), "the service does not exit before its idle time has passed");
+        fd = client();
+        read_line(fd, line, sizeof line);
+        is_str(line, "hi\n", "...and serves a client that comes later");
+        close(fd);
+        kill(pid, SIGTERM);
+        ok(exited_cleanly(pid), "...and stops on SIGTERM");
 
         pid = serve((SocketServiceConfig) { .idle_usec = 500 * 1000 });
         fd = client();
@@ -269,6 +310,105 @@ static void test_busy(void) {
         close(b);
         kill(pid, SIGTERM);
         ok(exited_cleanly(pid), "the service stops with its connections closed");
+}
+
+/* Reads the pool reports until one says no connection is left; the numbers of that one. */
+static bool read_pool_drained(int fd, unsigned *ret_workers, unsigned *ret_idle, unsigned *ret_started) {
+        char line[128];
+        unsigned c;
+
+        for (;;) {
+                read_line(fd, line, sizeof line);
+                if (!line[0] || sscanf(line, "%u %u %u %u", &c, ret_workers, ret_idle, ret_started) != 4)
+                        return false;
+                if (c == 0)
+                        return true;
+        }
+}
+
+static void test_pool(void) {
+        unsigned workers = 0, idle = 0, started = 0;
+        int pipe_fds[2], a, b, c, d;
+        char line[16];
+        pid_t pid;
+        bool drained;
+
+        if (pipe2(pipe_fds, O_CLOEXEC) < 0)
+                abort();
+        report_fd = pipe_fds[1];
+        mode = MODE_HOLD;
+        pid = serve((SocketServiceConfig) { .released = on_released_report });
+        a = client();
+        read_line(a, line, sizeof line);
+        close(a);
+        drained = read_pool_drained(pipe_fds[0], &workers, &idle, &started);
+        ok(drained && workers == 1 && idle == 1, "a worker whose connection ended is kept, idle");
+        a = client();
+        read_line(a, line, sizeof line);
+        is_str(line, "hi\n", "the next connection is served");
+        close(a);
+        drained = read_pool_drained(pipe_fds[0], &workers, &idle, &started);
+        ok(drained && started == 1 && workers == 1, "...by the idle worker: no thread was started for it");
+        a = client();
+        read_line(a, line, sizeof line);
+        b = client();
+        read_line(b, line, sizeof line);
+        is_str(line, "hi\n", "a second connection at once is served beside the first");
+        close(a);
+        close(b);
+        drained = read_pool_drained(pipe_fds[0], &workers, &idle, &started);
+        ok(drained && started == 2 && workers == 2 && idle == 2, "...by a worker started for it, kept idle too");
+        kill(pid, SIGTERM);
+        ok(exited_cleanly(pid), "SIGTERM ends the idle workers and joins them before the service exits");
+
+        /* the bound: connections_max at work, workers_idle_max kept */
+        pid = serve((SocketServiceConfig) { .connections_max = 3, .workers_idle_max = 1, .busy = on_busy,
+                                            .released = on_released_report });
+        a = client();
+        read_line(a, line, sizeof line);
+        b = client();
+        read_line(b, line, sizeof line);
+        c = client();
+        read_line(c, line, sizeof line);
+        is_str(line, "hi\n", "three connections at once get three workers");
+        d = client();
+        read_line(d, line, sizeof line);
+        is_str(line, "busy\n", "a fourth beyond connections_max gets no worker");
+        close(d);
+        close(a);
+        close(b);
+        close(c);
+        drained = read_pool_drained(pipe_fds[0], &workers, &idle, &started);
+        ok(drained && started == 3, "no more workers were started than connections_max");
+        ok(drained && workers == 1 && idle == 1, "beyond workers_idle_max, workers whose connection ended exit and are joined");
+        kill(pid, SIGTERM);
+        ok(exited_cleanly(pid), "the service stops with its one idle worker joined");
+
+        /* idle exit with an idle worker */
+        pid = serve((SocketServiceConfig) { .idle_usec = 300 * 1000, .released = on_released_report });
+        a = client();
+        read_line(a, line, sizeof line);
+        close(a);
+        drained = read_pool_drained(pipe_fds[0], &workers, &idle, &started);
+        ok(drained && idle == 1, "an idle worker waits after its connection");
+        ok(exited_cleanly(pid), "it does not hold the idle exit, and is joined before the service exits");
+
+        /* drain: one idle worker, one connection held past SIGTERM */
+        pid = serve((SocketServiceConfig) { .drain_usec = 300 * 1000, .released = on_released_report });
+        a = client();
+        read_line(a, line, sizeof line);
+        close(a);
+        (void) read_pool_drained(pipe_fds[0], &workers, &idle, &started);
+        b = client();
+        read_line(b, line, sizeof line);
+        kill(pid, SIGTERM);
+        ok(read(b, line, 1) == 0, "after SIGTERM and the drain time a connection held open is shut down");
+        ok(exited_cleanly(pid), "...and the service exits with every worker, busy or idle, joined");
+        close(b);
+
+        close(pipe_fds[0]);
+        close(pipe_fds[1]);
+        report_fd = -EBADF;
 }
 
 static void test_accept_helper(void) {
@@ -394,6 +534,7 @@ int main(void) {
         test_head_deadline();
         test_sigterm();
         test_busy();
+        test_pool();
         test_accept_helper();
 
         (void) unlink(socket_path);
