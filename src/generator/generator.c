@@ -25,6 +25,7 @@
 #define TASKS_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-tasks@.socket"
 #define TASKS_SYNC_PATH_TEMPLATE LOOP_UNITDIR "/loop-tasks-sync@.path"
 #define TASK_RESTORE_SERVICE LOOP_UNITDIR "/loop-task-restore.service"
+#define BROWSER_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-browser@.socket"
 
 static int unit_new(UnitFile **ret) {
         return unit_file_new(GENERATOR_NAME, ret) < 0 ? log_oom() : 0;
@@ -447,6 +448,43 @@ static int generate_tasks(int dir_fd, const Channel *c) {
         return write_wants_symlink(dir_fd, c, "loop-tasks-sync", "path", TASKS_SYNC_PATH_TEMPLATE);
 }
 
+/* The channel's browser (issue 21): the host side's idle timeout and the egress policy (the gateway's
+ * credential file, so both decide alike), Chrome's service in the channel's slice, and the socket. */
+static int generate_browser(int dir_fd, const Channel *c, const char *output_dir) {
+        _cleanup_(unit_file_freep) UnitFile *u = NULL, *chrome = NULL;
+        _cleanup_free_ char *dir = NULL, *conf = NULL, *chrome_dir = NULL, *chrome_conf = NULL, *credential = NULL,
+                            *slice = NULL;
+        int r;
+
+        if (asprintf(&dir, "loop-browser@%s.service.d", c->name) < 0 || asprintf(&conf, "%s/50-channel.conf", dir) < 0 ||
+            asprintf(&chrome_dir, "loop-chrome@%s.service.d", c->name) < 0 ||
+            asprintf(&chrome_conf, "%s/50-channel.conf", chrome_dir) < 0 ||
+            !(slice = channel_slice_name(c->name)))
+                return log_oom();
+        if ((r = mkdirat_exist_ok(dir_fd, dir)) < 0 || (r = mkdirat_exist_ok(dir_fd, chrome_dir)) < 0)
+                return r;
+        r = channel_dropin_new(c, &u);
+        if (r < 0)
+                return r;
+        set_environment_uint(u, "LOOP_BROWSER_IDLE_SEC", c->config.browser.idle_timeout_sec);
+        if (egress_config_enabled(c->config.json) && unit_value_is_path(output_dir)) {
+                if (asprintf(&credential, "egress.json:%s/loop-gateway@%s.service.d/egress.json", output_dir, c->name) < 0)
+                        return log_oom();
+                unit_file_set(u, "LoadCredential", credential);
+        }
+        r = unit_write(u, dir_fd, conf);
+        if (r < 0)
+                return r;
+        r = channel_dropin_new(c, &chrome);
+        if (r < 0)
+                return r;
+        unit_file_set(chrome, "Slice", slice);
+        r = unit_write(chrome, dir_fd, chrome_conf);
+        if (r < 0)
+                return r;
+        return write_wants_symlink(dir_fd, c, "loop-browser", "socket", BROWSER_SOCKET_TEMPLATE);
+}
+
 /* loop.target upholds loop-channel@NAME.target, which wants the channel's units (units/loop-channel@.target.in
  * says why: a channel added while loop.target runs is armed by the next daemon-reload). */
 static int write_channel_upheld(int dir_fd, const Channel *c) {
@@ -490,6 +528,11 @@ int generator_channel(int dir_fd, const Channel *c, const char *config_dir, cons
                 return r;
         if (egress_config_enabled(c->config.json)) {
                 r = generate_gateway(dir_fd, c, output_dir);
+                if (r < 0)
+                        return r;
+        }
+        if (c->config.browser.enabled) {
+                r = generate_browser(dir_fd, c, output_dir);
                 if (r < 0)
                         return r;
         }
