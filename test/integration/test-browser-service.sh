@@ -200,7 +200,7 @@ like "$out" 'CDP=0' "another channel's agent container sees no CDP socket either
 
 # --- a killed Chrome, a killed loop-browser@ --------------------------------------------------------
 restarts=$(prop loop-chrome@web.service NRestarts)
-in_ct pkill -KILL -o -f /usr/lib/chromium/chromium-headless-shell
+in_ct kill -KILL "$(in_ct pgrep -o -f '/usr/lib/chromium/chromium-headless-shell .*--remote-debugging-pipe')"
 wait_for 60 eval '[ "$(prop loop-chrome@web.service NRestarts)" -gt "$restarts" ] && active loop-chrome@web.service'
 ok $? "a killed Chrome is restarted by loop-chrome@web" || diag "$(in_ct journalctl --no-pager -n 30 -u loop-chrome@web.service)"
 out=$(mcp web /tmp/token-web 'navigate {"url":"about:blank"}' 'evaluate {"expression":"6*7"}')
