@@ -29,6 +29,7 @@ struct BrowserHost {
         uint64_t chrome_wait_usec;
 
         pthread_mutex_t lock;           /* one call at a time: the tools share Chrome's tabs */
+        const char *caller;             /* under lock: the container of the call under way */
         int cdp_fd;
         Cdp *cdp;
         Browser *browser;
@@ -116,32 +117,26 @@ int browser_host_url_check(const EgressPolicy *policy, const char *url, char **r
         return 0;
 }
 
-typedef struct UrlCheckContext {
-        BrowserHost *host;
-        const char *container;
-} UrlCheckContext;
-
+/* BrowserOptions.url_check, called during a tool call (under h->lock). */
 static int host_url_check(const char *url, char **ret_reason, void *userdata) {
-        UrlCheckContext *ctx = userdata;
+        BrowserHost *h = userdata;
         _cleanup_free_ char *reason = NULL, *field = NULL;
         int r;
 
-        r = browser_host_url_check(ctx->host->policy, url, &reason);
+        r = browser_host_url_check(h->policy, url, &reason);
         if (r >= 0)
                 return 0;
         if (r == -ENOMEM)
                 return r;
         if (asprintf(&field, "LOOP_URL=%s", url) >= 0) {
                 char *extra[] = { (char *) "LOOP_DECISION=deny", field, NULL };
-                AuditFields f = { .channel = ctx->host->channel, .container_name = ctx->container, .extra = extra };
+                AuditFields f = { .channel = h->channel, .container_name = h->caller, .extra = extra };
                 (void) audit_log(AUDIT_BROWSER_REFUSED, LOG_WARNING, &f, "Browser of channel %s: %s refused: %s.",
-                                 ctx->host->channel, url, reason);
+                                 h->channel, url, reason);
         }
         *ret_reason = TAKE_PTR(reason);
         return -EPERM;
 }
-
-static UrlCheckContext url_check_context;       /* under h->lock: the container of the call under way */
 
 static int host_connect_once(BrowserHost *h) {
         _cleanup_close_ int fd = -EBADF;
@@ -164,7 +159,8 @@ static int host_connect(BrowserHost *h) {
         uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + h->chrome_wait_usec;
         int fd, r;
 
-        if (h->browser && !cdp_is_closed(h->cdp))
+        /* what Chrome said while nobody asked (console, network) first, so the pipe never fills */
+        if (h->browser && !cdp_is_closed(h->cdp) && cdp_pump(h->cdp, 0) >= 0)
                 return 0;
         if (h->browser)
                 log_notice("Chrome of channel %s went away; connecting again.", h->channel);
@@ -185,7 +181,7 @@ static int host_connect(BrowserHost *h) {
                 .screenshots_dir = h->screenshots_dir,
                 .screenshots_dir_in_container = h->screenshots_dir_in_container,
                 .url_check = host_url_check,
-                .userdata = &url_check_context,
+                .userdata = h,
         };
         r = browser_new(h->cdp, &o, &h->browser);
         if (r < 0) {
@@ -201,7 +197,7 @@ static int host_call(BrowserHost *h, const char *container, const char *tool, js
         int r;
 
         pthread_mutex_lock(&h->lock);
-        url_check_context = (UrlCheckContext) { .host = h, .container = container };
+        h->caller = container;
         for (int attempt = 0; attempt < 2; attempt++) {
                 r = host_connect(h);
                 if (r < 0) {
@@ -218,6 +214,7 @@ static int host_call(BrowserHost *h, const char *container, const char *tool, js
         }
         if (r >= 0 && !result->text)
                 r = mcp_result_printf(result, true, "The browser gave no answer.");
+        h->caller = NULL;
         pthread_mutex_unlock(&h->lock);
         return r;
 }
