@@ -51,7 +51,7 @@ cat >"$cfg/loop.json" <<EOF2
   "browser": { "chrome_image": "$CHROME_IMAGE", "idle_timeout_sec": 20 },
   "gates": { "agentgate": { "enabled": false } } }
 EOF2
-echo '{ "description": "the browser", "egress": { "rules": [ { "host": "allowed.test", "decision": "allow" } ] } }' \
+echo '{ "description": "the browser", "egress": { "rules": [ { "host": "site.test", "schemes": [ "http" ], "decision": "allow" } ] } }' \
         >"$cfg/channels.d/web.json"
 echo '{ "description": "another channel" }' >"$cfg/channels.d/other.json"
 chmod 0644 "$cfg/loop.json" "$cfg/channels.d/"*.json
@@ -154,6 +154,37 @@ for p in $pids; do
 done
 is "$sandboxed" 1 "Chrome's sandbox is active: its sandboxed processes run in a user namespace of their own"
 like "$(in_ct sh -c "cat /proc/$bridge/status" | grep -E '^(Uid|CapEff|NoNewPrivs)')" 'Uid:[[:space:]]+[1-9]' "Chrome runs as user loop, not root"
+
+# --- a page through the egress gateway -------------------------------------------------------------
+# A site in a network namespace made here (198.51.100.2, documentation range); Chrome's container has no
+# network, so the page can only come through the relay and the channel's gateway, which journals it.
+site() {
+        set -e
+        ip netns add site
+        ip link add gw0 type veth peer name site0
+        ip link set site0 netns site
+        ip addr add 198.51.100.1/24 dev gw0
+        ip link set gw0 up
+        ip netns exec site ip link set lo up
+        ip netns exec site ip addr add 198.51.100.2/24 dev site0
+        ip netns exec site ip link set site0 up
+        echo '198.51.100.2 site.test' >>/etc/hosts
+        mkdir -p /run/site
+        printf '%s' '<html><head><title>Local site</title></head><body><p id=p>served through the gateway</p></body></html>' \
+                >/run/site/index.html
+}
+in_ct bash -c "$(declare -f site); site" >/dev/null 2>&1
+ok $? "a site in a network namespace of the test's own"
+check "its web server starts" in_ct systemd-run --unit=browser-site -p NetworkNamespacePath=/run/netns/site \
+        python3 -m http.server --bind 198.51.100.2 --directory /run/site 80
+wait_for 30 in_ct curl -s -o /dev/null --max-time 2 http://198.51.100.2/
+out=$(mcp web /tmp/token-web 'navigate {"url":"http://site.test/"}' 'get_page_text {}' 'read_network_requests {}')
+like "$(sed -n 2p <<<"$out")" '"isError":false.*Local site' "Chrome loads a page of an allowed host"
+like "$(sed -n 3p <<<"$out")" 'served through the gateway' "...and reads it"
+like "$(sed -n 4p <<<"$out")" 'site.test' "read_network_requests has the request"
+like "$(journal_wait -o export -u 'loop-gateway@web.service' LOOP_EVENT=gateway-request LOOP_HOST=site.test)" \
+        'LOOP_CONTAINER_NAME=loop-chrome-web' "the channel's gateway carried it, for the Chrome container" ||
+        diag "$(in_ct journalctl --no-pager -n 20 -u 'loop-gateway@web.service')"
 
 # --- refusals -------------------------------------------------------------------------------------
 out=$(mcp web /tmp/token-web 'navigate {"url":"file:///etc/passwd"}' 'navigate {"url":"chrome://sandbox"}' \
