@@ -1728,12 +1728,22 @@ int runner_chrome_run(const ChromeRequest *creq, int *ret_exit_code) {
                 creq->ready(name, creq->userdata);
 
         r = engine_container_wait(e, id, &exit_code);
-        if (r < 0 || run_interrupted) {
+        {
                 _cleanup_(engine_connection_freep) EngineConnection *c2 = NULL;
+                _cleanup_(registry_freep) Registry *r2 = NULL;
+
                 /* interrupted: a fresh connection stops it (the first one was interrupted) */
-                if (engine_connect(ctx.config.engine.socket, &c2) >= 0)
-                        (void) engine_container_stop(c2->engine, id, 5);
-                exit_code = 0;
+                if ((r < 0 || run_interrupted) && engine_connect(ctx.config.engine.socket, &c2) >= 0) {
+                        e = c2->engine;
+                        (void) engine_container_stop(e, id, 5);
+                }
+                if (r < 0 || run_interrupted)
+                        exit_code = run_interrupted ? 0 : 1;    /* an engine that failed us: the unit restarts */
+                /* gone after container_keep_alive_sec, like every stopped container (a new start replaces it) */
+                if (registry_open(creq->channel, &r2) >= 0) {
+                        (void) registry_schedule_remove(r2, e, id, clock_usec(CLOCK_REALTIME), ctx.config.container_keep_alive_sec);
+                        (void) registry_close(TAKE_PTR(r2));
+                }
         }
         (void) unlink(sock);
         *ret_exit_code = exit_code;
