@@ -10,7 +10,8 @@
  * bound to it, stops with it.
  *
  * Settings (the generator's drop-in): LOOP_BROWSER_IDLE_SEC, LOOP_BROWSER_CDP_SOCKET (default above),
- * LOOP_BROWSER_CHROME_WAIT_SEC; the egress policy from the credential egress.json (the gateway's). */
+ * LOOP_BROWSER_CHROME_WAIT_SEC; the egress policy from the credential egress.json (the gateway's policy
+ * without its secrets, written by the generator for this service). */
 
 #include <stdio.h>
 #include <stdlib.h>

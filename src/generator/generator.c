@@ -448,8 +448,40 @@ static int generate_tasks(int dir_fd, const Channel *c) {
         return write_wants_symlink(dir_fd, c, "loop-tasks-sync", "path", TASKS_SYNC_PATH_TEMPLATE);
 }
 
-/* The channel's browser (issue 21): the host side's idle timeout and the egress policy (the gateway's
- * credential file, so both decide alike), Chrome's service in the channel's slice, and the socket. */
+/* The gateway's policy without its secrets, for the browser service (which answers the agents' calls and
+ * so must hold nothing worth stealing): a credential rule becomes the allow rule it is to a URL check,
+ * and the upstream proxy (with its password) is left out. No model API key is in it either. */
+static int browser_policy_doc(const Channel *c, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *doc = json_object_new_object(), *egress = NULL;
+        json_object *e, *rules;
+
+        if (!doc)
+                return -ENOMEM;
+        if (json_object_object_get_ex(c->config.json, "egress", &e) && json_object_is_type(e, json_type_object)) {
+                if (json_object_deep_copy(e, &egress, NULL) < 0)
+                        return -ENOMEM;
+                json_object_object_del(egress, "upstream_proxy");
+                json_object_object_del(egress, "ca_file");
+                if (json_object_object_get_ex(egress, "rules", &rules) && json_object_is_type(rules, json_type_array))
+                        for (size_t i = 0; i < json_object_array_length(rules); i++) {
+                                json_object *rule = json_object_array_get_idx(rules, i), *d;
+                                if (json_object_is_type(rule, json_type_object) &&
+                                    json_object_object_get_ex(rule, "decision", &d) &&
+                                    streq_ptr(json_object_get_string(d), "credential")) {
+                                        json_object_object_del(rule, "credential");
+                                        if (json_object_object_add(rule, "decision", json_object_new_string("allow")) < 0)
+                                                return -ENOMEM;
+                                }
+                        }
+                if (json_object_object_add(doc, "egress", TAKE_PTR(egress)) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(doc);
+        return 0;
+}
+
+/* The channel's browser (issue 21): the host side's idle timeout and the egress policy (the gateway's, less
+ * its secrets: both decide alike), Chrome's service in the channel's slice, and the socket. */
 static int generate_browser(int dir_fd, const Channel *c, const char *output_dir) {
         _cleanup_(unit_file_freep) UnitFile *u = NULL, *chrome = NULL;
         _cleanup_free_ char *dir = NULL, *conf = NULL, *chrome_dir = NULL, *chrome_conf = NULL, *credential = NULL,
@@ -468,8 +500,15 @@ static int generate_browser(int dir_fd, const Channel *c, const char *output_dir
                 return r;
         set_environment_uint(u, "LOOP_BROWSER_IDLE_SEC", c->config.browser.idle_timeout_sec);
         if (egress_config_enabled(c->config.json) && unit_value_is_path(output_dir)) {
-                if (asprintf(&credential, "egress.json:%s/loop-gateway@%s.service.d/egress.json", output_dir, c->name) < 0)
+                _cleanup_(json_object_putp) json_object *doc = NULL;
+                _cleanup_free_ char *cred = NULL;
+
+                if (browser_policy_doc(c, &doc) < 0 || asprintf(&cred, "%s/egress.json", dir) < 0 ||
+                    asprintf(&credential, "egress.json:%s/%s", output_dir, cred) < 0)
                         return log_oom();
+                r = json_data_write(dir_fd, cred, 0600, doc);
+                if (r < 0)
+                        return r;
                 unit_file_set(u, "LoadCredential", credential);
         }
         r = unit_write(u, dir_fd, conf);
