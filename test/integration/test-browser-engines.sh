@@ -71,11 +71,14 @@ for eng in podman docker; do
 
         rm -rf "$T/etc" "$T/state" "$T/run"
         mkdir -p "$T/etc/channels.d" "$LOOP_RUNTIME_DIR/web"
+        # the agent's user and work dir (which every run of a channel prepares) are the test's own: nothing
+        # lands in /var/lib/loop, and no loop user is needed on the machine
         cat >"$T/etc/loop.json" <<EOF2
-{ "engine": { "socket": "$ENGINE_SOCK" }, "container_image": "localhost/loop-test:latest",
+{ "engine": { "socket": "$ENGINE_SOCK" }, "container_image": "localhost/loop-test:latest", "user": "$BROWSER_USER",
   "browser": { "chrome_image": "$IMAGE" }, "container_keep_alive_sec": 0 }
 EOF2
-        echo '{}' >"$T/etc/channels.d/web.json"
+        echo "{ \"work_dir\": \"$T/work\" }" >"$T/etc/channels.d/web.json"
+        install -d -m 0755 -o "$BROWSER_USER" "$T/work"
         install -d -m 0700 -o "$BROWSER_USER" "$LOOP_RUNTIME_DIR/web/browser-tokens"
         head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"
         install -m 0400 -o "$BROWSER_USER" "$T/token" "$LOOP_RUNTIME_DIR/web/browser-tokens/ctr"
