@@ -1211,8 +1211,16 @@ static int builder_build_env(PlanBuilder *b, char ***ret) {
                         return r;
         }
 
-        /* The Chrome sidecar renders untrusted pages: it gets no credential and none of the user's envs. */
-        if (agent && in->egress_gateway) {
+        /* The Chrome sidecar renders untrusted pages: it gets no credential and none of the user's envs;
+         * behind the egress gateway its one way out is the relay too (Chrome's --proxy-server). */
+        if (!agent && in->egress_gateway) {
+                char proxy_url[64];
+
+                (void) snprintf(proxy_url, sizeof proxy_url, "http://127.0.0.1:%d", EGRESS_RELAY_PROXY_PORT);
+                if ((r = env_push(&env, "LOOP_CHROME_PROXY", proxy_url)) < 0 ||
+                    (r = env_push(&env, "LOOP_EGRESS_ENABLED", "1")) < 0)
+                        return r;
+        } else if (agent && in->egress_gateway) {
                 r = builder_egress_env(in, &env);
                 if (r < 0)
                         return r;
@@ -1226,7 +1234,7 @@ static int builder_build_env(PlanBuilder *b, char ***ret) {
                         return r;
         }
 
-        for (size_t i = 0; !(agent && in->egress_gateway) && i < ELEMENTSOF(proxy_variables); i++) {
+        for (size_t i = 0; !in->egress_gateway && i < ELEMENTSOF(proxy_variables); i++) {
                 _cleanup_free_ char *v = NULL;
                 const char *host = env_lookup(in->host_env, proxy_variables[i]);
 
@@ -1293,8 +1301,9 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
 
         if (!hc)
                 return -ENOMEM;
-        /* The workload profile is for the agent's containers; Chrome's sandbox needs namespaces. */
-        if (in->seccomp_option && !chrome) {
+        /* The workload profile for the agent's containers; Chrome's (seccomp_profile_security_opt_chrome())
+         * lets its own sandbox make its namespaces. */
+        if (in->seccomp_option) {
                 if (!startswith(in->seccomp_option, "seccomp="))
                         return -EINVAL;
                 security_opt[n_security_opt++] = in->seccomp_option;
@@ -1373,12 +1382,12 @@ static int builder_build_host_config(PlanBuilder *b, json_object **ret) {
                 return r;
 
         /* No interface but loopback: the agent's way out is `loop relay` and the egress gateway. */
-        if (in->egress_gateway && in->type != CONTAINER_CHROME &&
+        if (in->egress_gateway &&
             (r = json_add(hc, "NetworkMode", json_object_new_string("none"))) < 0)
                 return r;
 
         /* Podman adds host.containers.internal itself, and 4.3 does not know "host-gateway". */
-        if (in->engine == ENGINE_DOCKER && !(in->egress_gateway && in->type != CONTAINER_CHROME)) {
+        if (in->engine == ENGINE_DOCKER && !in->egress_gateway) {
                 _cleanup_free_ char *h = NULL;
                 const char *l[1];
 

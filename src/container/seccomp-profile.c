@@ -173,8 +173,16 @@ const char *seccomp_compare_to_string(enum scmp_compare op) {
         }
 }
 
+/* What Chrome's own sandbox needs that the workload profile refuses: a user namespace with new PID and
+ * network namespaces (its namespace sandbox), and chroot() inside it (into an empty directory). The rest
+ * of the table, mounts and the other namespaces included, holds for Chrome too. */
+static bool chrome_sandbox_needs(const SeccompProfileRule *rule) {
+        return rule->has_arg && rule->op == SCMP_CMP_MASKED_EQ && streq(rule->comment, NS_WHY) &&
+               (rule->value == CLONE_NEWUSER || rule->value == CLONE_NEWPID || rule->value == CLONE_NEWNET);
+}
+
 /* One "syscalls" entry, or NULL in *ret when none of the rule's calls exists on arch. */
-static int rule_to_json(const SeccompProfileRule *rule, uint32_t arch, json_object **ret) {
+static int rule_to_json(const SeccompProfileRule *rule, uint32_t arch, bool chrome, json_object **ret) {
         _cleanup_(json_object_putp) json_object *entry = NULL, *names = json_object_new_array();
         int r;
 
@@ -183,7 +191,8 @@ static int rule_to_json(const SeccompProfileRule *rule, uint32_t arch, json_obje
         for (const char * const *n = rule->names; *n; n++)
                 /* libseccomp knows every call of every architecture; those arch lacks resolve to a
                  * negative pseudo number. */
-                if (seccomp_syscall_resolve_name_arch(arch, *n) >= 0 && (r = json_push(names, json_object_new_string(*n))) < 0)
+                if (seccomp_syscall_resolve_name_arch(arch, *n) >= 0 && !(chrome && streq(*n, "chroot")) &&
+                    (r = json_push(names, json_object_new_string(*n))) < 0)
                         return r;
         if (json_object_array_length(names) == 0) {
                 *ret = NULL;
@@ -220,7 +229,7 @@ static int rule_to_json(const SeccompProfileRule *rule, uint32_t arch, json_obje
         return 0;
 }
 
-int seccomp_profile_json(uint32_t arch, json_object **ret) {
+static int profile_json(uint32_t arch, bool chrome, json_object **ret) {
         _cleanup_(json_object_putp) json_object *profile = json_object_new_object(), *archs = NULL, *syscalls = NULL;
         const char *engine_arch = seccomp_profile_arch_to_engine(arch);
         int r;
@@ -233,7 +242,9 @@ int seccomp_profile_json(uint32_t arch, json_object **ret) {
         for (size_t i = 0; i < ELEMENTSOF(workload_rules); i++) {
                 json_object *entry;
 
-                r = rule_to_json(&workload_rules[i], arch, &entry);
+                if (chrome && chrome_sandbox_needs(&workload_rules[i]))
+                        continue;
+                r = rule_to_json(&workload_rules[i], arch, chrome, &entry);
                 if (r < 0)
                         return r;
                 if (entry && (r = json_push(syscalls, entry)) < 0)
@@ -250,13 +261,21 @@ int seccomp_profile_json(uint32_t arch, json_object **ret) {
         return 0;
 }
 
-int seccomp_profile_to_string(uint32_t arch, char **ret) {
+int seccomp_profile_json(uint32_t arch, json_object **ret) {
+        return profile_json(arch, false, ret);
+}
+
+int seccomp_profile_json_chrome(uint32_t arch, json_object **ret) {
+        return profile_json(arch, true, ret);
+}
+
+static int profile_to_string(uint32_t arch, bool chrome, char **ret) {
         _cleanup_(json_object_putp) json_object *profile = NULL;
         const char *s;
         char *copy;
         int r;
 
-        r = seccomp_profile_json(arch, &profile);
+        r = profile_json(arch, chrome, &profile);
         if (r < 0)
                 return r;
         s = json_object_to_json_string_ext(profile, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -266,7 +285,11 @@ int seccomp_profile_to_string(uint32_t arch, char **ret) {
         return 0;
 }
 
-int seccomp_profile_security_opt(EngineKind engine, const char *dir, char **ret) {
+int seccomp_profile_to_string(uint32_t arch, char **ret) {
+        return profile_to_string(arch, false, ret);
+}
+
+static int security_opt(EngineKind engine, const char *dir, bool chrome, char **ret) {
         _cleanup_free_ char *json = NULL, *path = NULL;
         uint32_t arch;
         char *opt;
@@ -275,7 +298,7 @@ int seccomp_profile_security_opt(EngineKind engine, const char *dir, char **ret)
         r = seccomp_profile_arch_native(&arch);
         if (r < 0)
                 return log_debug_errno(r, "No seccomp workload profile for this architecture.");
-        r = seccomp_profile_to_string(arch, &json);
+        r = profile_to_string(arch, chrome, &json);
         if (r < 0)
                 return r;
 
@@ -288,7 +311,7 @@ int seccomp_profile_security_opt(EngineKind engine, const char *dir, char **ret)
 
         if (!dir || dir[0] != '/')
                 return -EINVAL;
-        if (asprintf(&path, "%s/" SECCOMP_PROFILE_FILENAME, dir) < 0)
+        if (asprintf(&path, "%s/%s", dir, chrome ? SECCOMP_CHROME_PROFILE_FILENAME : SECCOMP_PROFILE_FILENAME) < 0)
                 return -ENOMEM;
         r = write_file_atomic(path, json, strlen(json), 0644);
         if (r < 0)
@@ -297,6 +320,14 @@ int seccomp_profile_security_opt(EngineKind engine, const char *dir, char **ret)
                 return -ENOMEM;
         *ret = opt;
         return 0;
+}
+
+int seccomp_profile_security_opt(EngineKind engine, const char *dir, char **ret) {
+        return security_opt(engine, dir, false, ret);
+}
+
+int seccomp_profile_security_opt_chrome(EngineKind engine, const char *dir, char **ret) {
+        return security_opt(engine, dir, true, ret);
 }
 
 int seccomp_profile_load_logged(bool *ret_log) {

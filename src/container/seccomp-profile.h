@@ -24,6 +24,7 @@ static inline void seccomp_releasep(scmp_filter_ctx *ctx) {
 
 /* A profile the runner hands to Podman is a file (its compat API opens the value as a path). */
 #define SECCOMP_PROFILE_FILENAME "seccomp-workload.json"
+#define SECCOMP_CHROME_PROFILE_FILENAME "seccomp-chrome.json"
 
 typedef struct SeccompProfileRule {
         const char * const *names;      /* NULL-terminated; names an architecture lacks are left out there */
@@ -69,3 +70,9 @@ int seccomp_profile_load_logged(bool *ret_log);
  * the profile inline); for Podman the profile is written to dir/SECCOMP_PROFILE_FILENAME (0644, atomic)
  * and the entry is "seccomp=<that path>", since Podman's compat API opens the value as a file. */
 int seccomp_profile_security_opt(EngineKind engine, const char *dir, char **ret);
+
+/* The Chrome container's profile: the workload profile less what Chrome's own sandbox needs (a user
+ * namespace with new PID and network namespaces, and chroot), so Chrome runs sandboxed, never with
+ * --no-sandbox. Written as SECCOMP_CHROME_PROFILE_FILENAME for Podman. */
+int seccomp_profile_json_chrome(uint32_t arch, json_object **ret);
+int seccomp_profile_security_opt_chrome(EngineKind engine, const char *dir, char **ret);

@@ -26,6 +26,7 @@
 #define TASKS_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-tasks@.socket"
 #define TASKS_SYNC_PATH_TEMPLATE LOOP_UNITDIR "/loop-tasks-sync@.path"
 #define TASK_RESTORE_SERVICE LOOP_UNITDIR "/loop-task-restore.service"
+#define BROWSER_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-browser@.socket"
 
 /* What the generator does once per run rather than once per channel: the cache of the policy
  * compilers (which parse the built-in rules and regcomp() each of them), computed once per distinct input:
@@ -568,6 +569,82 @@ static int generate_tasks(int dir_fd, const Channel *c) {
         return write_wants_symlink(dir_fd, c, "loop-tasks-sync", "path", TASKS_SYNC_PATH_TEMPLATE);
 }
 
+/* The gateway's policy without its secrets, for the browser service (which answers the agents' calls and
+ * so must hold nothing worth stealing): a credential rule becomes the allow rule it is to a URL check,
+ * and the upstream proxy (with its password) is left out. No model API key is in it either. */
+static int browser_policy_doc(const Channel *c, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *doc = json_object_new_object(), *egress = NULL;
+        json_object *e, *rules;
+
+        if (!doc)
+                return -ENOMEM;
+        if (json_object_object_get_ex(c->config.json, "egress", &e) && json_object_is_type(e, json_type_object)) {
+                if (json_object_deep_copy(e, &egress, NULL) < 0)
+                        return -ENOMEM;
+                json_object_object_del(egress, "upstream_proxy");
+                json_object_object_del(egress, "ca_file");
+                if (json_object_object_get_ex(egress, "rules", &rules) && json_object_is_type(rules, json_type_array))
+                        for (size_t i = 0; i < json_object_array_length(rules); i++) {
+                                json_object *rule = json_object_array_get_idx(rules, i), *d;
+                                if (json_object_is_type(rule, json_type_object) &&
+                                    json_object_object_get_ex(rule, "decision", &d) &&
+                                    streq_ptr(json_object_get_string(d), "credential")) {
+                                        json_object_object_del(rule, "credential");
+                                        if (json_object_object_add(rule, "decision", json_object_new_string("allow")) < 0)
+                                                return -ENOMEM;
+                                }
+                        }
+                if (json_object_object_add(doc, "egress", TAKE_PTR(egress)) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(doc);
+        return 0;
+}
+
+/* The channel's browser (issue 21): the host side's idle timeout and the egress policy (the gateway's, less
+ * its secrets: both decide alike), Chrome's service in the channel's slice, and the socket. */
+static int generate_browser(int dir_fd, const Channel *c, const char *output_dir) {
+        _cleanup_(unit_file_freep) UnitFile *u = NULL, *chrome = NULL;
+        _cleanup_free_ char *dir = NULL, *conf = NULL, *chrome_dir = NULL, *chrome_conf = NULL, *credential = NULL,
+                            *slice = NULL;
+        int r;
+
+        if (asprintf(&dir, "loop-browser@%s.service.d", c->name) < 0 || asprintf(&conf, "%s/50-channel.conf", dir) < 0 ||
+            asprintf(&chrome_dir, "loop-chrome@%s.service.d", c->name) < 0 ||
+            asprintf(&chrome_conf, "%s/50-channel.conf", chrome_dir) < 0 ||
+            !(slice = channel_slice_name(c->name)))
+                return log_oom();
+        if ((r = mkdirat_exist_ok(dir_fd, dir)) < 0 || (r = mkdirat_exist_ok(dir_fd, chrome_dir)) < 0)
+                return r;
+        r = channel_dropin_new(c, &u);
+        if (r < 0)
+                return r;
+        set_environment_uint(u, "LOOP_BROWSER_IDLE_SEC", c->config.browser.idle_timeout_sec);
+        if (egress_config_enabled(c->config.json) && unit_value_is_path(output_dir)) {
+                _cleanup_(json_object_putp) json_object *doc = NULL;
+                _cleanup_free_ char *cred = NULL;
+
+                if (browser_policy_doc(c, &doc) < 0 || asprintf(&cred, "%s/egress.json", dir) < 0 ||
+                    asprintf(&credential, "egress.json:%s/%s", output_dir, cred) < 0)
+                        return log_oom();
+                r = json_data_write(dir_fd, cred, 0600, doc);
+                if (r < 0)
+                        return r;
+                unit_file_set(u, "LoadCredential", credential);
+        }
+        r = unit_write(u, dir_fd, conf);
+        if (r < 0)
+                return r;
+        r = channel_dropin_new(c, &chrome);
+        if (r < 0)
+                return r;
+        unit_file_set(chrome, "Slice", slice);
+        r = unit_write(chrome, dir_fd, chrome_conf);
+        if (r < 0)
+                return r;
+        return write_wants_symlink(dir_fd, c, "loop-browser", "socket", BROWSER_SOCKET_TEMPLATE);
+}
+
 /* loop.target upholds loop-channel@NAME.target, which wants the channel's units (units/loop-channel@.target.in
  * says why: a channel added while loop.target runs is armed by the next daemon-reload). */
 static int write_channel_upheld(int dir_fd, const Channel *c, GeneratorCache *cache) {
@@ -626,6 +703,11 @@ static int generator_channel(int dir_fd, const Channel *c, const char *config_di
                 return r;
         if (egress_config_enabled(c->config.json)) {
                 r = generate_gateway(dir_fd, c, output_dir, cache);
+                if (r < 0)
+                        return r;
+        }
+        if (c->config.browser.enabled) {
+                r = generate_browser(dir_fd, c, output_dir);
                 if (r < 0)
                         return r;
         }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* `loop image build|list|rm`: the agent image, built on the engine from image/ with no registry. When the
+/* `loop image build|list|rm`: the agent image and the Chrome image, built on the engine from image/ with
+ * no registry. When the
  * Debian base image is missing, image/bootstrap makes one from Debian's packages (debootstrap) and it is
  * imported through the engine API first. */
 
@@ -147,36 +148,72 @@ finish:
         return r;
 }
 
+/* Builds tag from image/<what> of dir plus this very loop binary (so the image runs the same version). */
+static int image_build_one(Engine *e, const char *dir, const char *what, const char *tag, char **buildargs) {
+        _cleanup_(tar_writer_freep) TarWriter *t = NULL;
+        _cleanup_free_ char *src = NULL, *exe = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        const void *context;
+        size_t size, exe_size;
+        int r;
+
+        if (asprintf(&src, "%s/%s", dir, what) < 0)
+                return log_oom();
+        fd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot open the image sources %s: %m", src);
+        r = read_full_file_at(AT_FDCWD, "/proc/self/exe", LOOP_BINARY_MAX, false, &exe, &exe_size);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the loop binary: %m");
+        if ((r = tar_writer_new(&t)) < 0 ||
+            (r = tar_add_tree(t, fd, "")) < 0 ||
+            (r = tar_add_file(t, "loop", 0755, 0, 0, exe, exe_size)) < 0 ||
+            (r = tar_finish(t, &context, &size)) < 0)
+                return log_error_errno(r, "Failed to pack the build context %s: %m", src);
+
+        log_info("Building %s from %s on %s.", tag, src, engine_socket_path(e));
+        r = engine_image_build(e, tag, context, size, "Containerfile", buildargs, on_progress, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Building %s failed: %s", tag, engine_last_error(e));
+        log_info("Built %s.", tag);
+        return 0;
+}
+
 static int image_build(int argc, char *argv[]) {
-        enum { ARG_TAG = 0x100, ARG_BASE, ARG_REBUILD_BASE };
+        enum { ARG_TAG = 0x100, ARG_CHROME_TAG, ARG_NO_CHROME, ARG_BASE, ARG_REBUILD_BASE };
         static const struct option options[] = {
                 { "help",         no_argument,       NULL, 'h' },
                 { "tag",          required_argument, NULL, ARG_TAG },
+                { "chrome-tag",   required_argument, NULL, ARG_CHROME_TAG },
+                { "no-chrome",    no_argument,       NULL, ARG_NO_CHROME },
                 { "base",         required_argument, NULL, ARG_BASE },
                 { "rebuild-base", no_argument,       NULL, ARG_REBUILD_BASE },
                 {}
         };
         _cleanup_(engine_connection_freep) EngineConnection *conn = NULL;
         _cleanup_(config_set_freep) ConfigSet *set = NULL;
-        _cleanup_(tar_writer_freep) TarWriter *t = NULL;
-        _cleanup_free_ char *dir = NULL, *agent_dir = NULL, *exe = NULL, *buildarg = NULL, *cas = NULL, *ca_arg = NULL;
-        _cleanup_close_ int agent_fd = -EBADF;
-        const char *tag = NULL, *base = IMAGE_BASE_DEFAULT;
-        bool rebuild_base = false;
-        const void *context;
-        size_t size, exe_size;
+        _cleanup_free_ char *dir = NULL, *buildarg = NULL, *cas = NULL, *ca_arg = NULL;
+        const char *tag = NULL, *chrome_tag = NULL, *base = IMAGE_BASE_DEFAULT;
+        bool rebuild_base = false, chrome = true;
         int c, r;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
-                        printf("loop image build [--tag IMAGE] [--base IMAGE] [--rebuild-base]\n\n"
-                               "Build the agent image (default: container_image of loop.json) on the engine from\n"
-                               "image/agent. When the base image (default %s) is missing, build it from\n"
-                               "Debian's packages with debootstrap first.\n", IMAGE_BASE_DEFAULT);
+                        printf("loop image build [--tag IMAGE] [--chrome-tag IMAGE] [--no-chrome] [--base IMAGE] [--rebuild-base]\n\n"
+                               "Build the agent image (default: container_image of loop.json) from image/agent and the\n"
+                               "Chrome image (default: browser.chrome_image) from image/chrome on the engine. When the\n"
+                               "base image (default %s) is missing, build it from Debian's packages with debootstrap\n"
+                               "first.\n", IMAGE_BASE_DEFAULT);
                         return EXIT_SUCCESS;
                 case ARG_TAG:
                         tag = optarg;
+                        break;
+                case ARG_CHROME_TAG:
+                        chrome_tag = optarg;
+                        break;
+                case ARG_NO_CHROME:
+                        chrome = false;
                         break;
                 case ARG_BASE:
                         base = optarg;
@@ -192,13 +229,12 @@ static int image_build(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         if (!tag)
                 tag = set->global.container_image;
+        if (!chrome_tag)
+                chrome_tag = set->global.browser.chrome_image;
 
         dir = image_dir();
-        if (!dir || asprintf(&agent_dir, "%s/agent", dir) < 0)
+        if (!dir)
                 return log_oom(), EXIT_FAILURE;
-        agent_fd = open(agent_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (agent_fd < 0)
-                return log_error_errno(errno, "Cannot open the image sources %s: %m", agent_dir), EXIT_FAILURE;
 
         r = engine_image_inspect(conn->engine, base, NULL);
         if (r < 0 && r != -ENOENT)
@@ -209,16 +245,6 @@ static int image_build(int argc, char *argv[]) {
                         return EXIT_FAILURE;
         }
 
-        /* The context: image/agent plus this very loop binary, so the image runs the same version. */
-        r = read_full_file_at(AT_FDCWD, "/proc/self/exe", LOOP_BINARY_MAX, false, &exe, &exe_size);
-        if (r < 0)
-                return log_error_errno(r, "Failed to read the loop binary: %m"), EXIT_FAILURE;
-        if ((r = tar_writer_new(&t)) < 0 ||
-            (r = tar_add_tree(t, agent_fd, "")) < 0 ||
-            (r = tar_add_file(t, "loop", 0755, 0, 0, exe, exe_size)) < 0 ||
-            (r = tar_finish(t, &context, &size)) < 0)
-                return log_error_errno(r, "Failed to pack the build context %s: %m", agent_dir), EXIT_FAILURE;
-
         if (asprintf(&buildarg, "BASE=%s", base) < 0)
                 return log_oom(), EXIT_FAILURE;
         r = local_ca_certs(&cas);
@@ -226,14 +252,13 @@ static int image_build(int argc, char *argv[]) {
                 log_warning_errno(r, "Cannot read %s, ignoring: %m", LOCAL_CA_DIR);
         if (cas && asprintf(&ca_arg, "EXTRA_CA_CERTS=%s", cas) < 0)
                 return log_oom(), EXIT_FAILURE;
-        log_info("Building %s from %s on %s.", tag, agent_dir, engine_socket_path(conn->engine));
         {
                 char *buildargs[] = { buildarg, ca_arg, NULL };
-                r = engine_image_build(conn->engine, tag, context, size, "Containerfile", buildargs, on_progress, NULL);
+                if (image_build_one(conn->engine, dir, "agent", tag, buildargs) < 0)
+                        return EXIT_FAILURE;
+                if (chrome && image_build_one(conn->engine, dir, "chrome", chrome_tag, buildargs) < 0)
+                        return EXIT_FAILURE;
         }
-        if (r < 0)
-                return log_error_errno(r, "Building %s failed: %s", tag, engine_last_error(conn->engine)), EXIT_FAILURE;
-        log_info("Built %s.", tag);
         return EXIT_SUCCESS;
 }
 
@@ -292,7 +317,7 @@ static int image_remove(char **names) {
 
 int verb_image(int argc, char *argv[]) {
         if (argc < 2 || streq(argv[1], "--help") || streq(argv[1], "-h")) {
-                printf("loop image build [--tag IMAGE] [--base IMAGE] [--rebuild-base]\n"
+                printf("loop image build [--tag IMAGE] [--chrome-tag IMAGE] [--no-chrome] [--base IMAGE] [--rebuild-base]\n"
                        "loop image list\n"
                        "loop image rm IMAGE...\n");
                 return argc < 2 ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -34,6 +34,9 @@ static const Verb verbs[] = {
         { "seal",     verb_seal },
         { "task",     verb_task },
         { "mcp",      verb_mcp },
+        { "mcp-browser", verb_mcp_browser },
+        { "chrome",   verb_chrome },
+        { "chrome-bridge", verb_chrome_bridge },
 };
 
 static void help(void) {
@@ -64,6 +67,9 @@ static void help(void) {
                "  task list|show|add|edit|enable|disable|rm|run NAME ...\n"
                "                         The channel's scheduled tasks (systemd timers)\n"
                "  mcp --channel-id NAME  The agent's MCP server (in the container): its scheduled tasks\n"
+               "  mcp-browser --channel-id NAME\n"
+               "                         The agent's browser MCP server (in the container)\n"
+               "  chrome NAME            Run the channel's Chrome container (loop-chrome@NAME.service)\n"
                "  image build|list|rm    Build the agent image (no registry needed), list, remove\n"
                "  seal [--work-dir DIR] -- COMMAND...\n"
                "                         Run COMMAND under Landlock (in the container's entrypoint)\n"

@@ -31,3 +31,6 @@ int verb_profile(int argc, char *argv[]);
 int verb_seal(int argc, char *argv[]);
 int verb_task(int argc, char *argv[]);
 int verb_mcp(int argc, char *argv[]);
+int verb_mcp_browser(int argc, char *argv[]);
+int verb_chrome(int argc, char *argv[]);
+int verb_chrome_bridge(int argc, char *argv[]);

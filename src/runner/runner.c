@@ -17,6 +17,7 @@
 #include "config-project.h"
 #include "curl-buffer.h"
 #include "audit.h"
+#include "browser-call.h"
 #include "egress-ca.h"
 #include "egress-policy.h"
 #include "egress-token.h"
@@ -697,54 +698,82 @@ static int dockerproxy_prepare(RunContext *ctx, char ***env, char ***binds) {
         return 0;
 }
 
-/* The channel's scheduled tasks (loop-tasks@NAME.socket, issue 22): when the socket exists, it is
- * bind-mounted at /run/loop/tasks.sock, and the container gets a token of its own for it (kept for the
- * helper in RUNTIME/NAME/tasks-tokens/, as the gate's), which `loop mcp` sends with every call. The agent
- * is the token's legitimate user, so it reads it, from a file bound read-only at /run/loop/tasks-token
- * (0400, the agent's uid), not from its environment. Without the socket the agent's task tools answer
- * that scheduling is not available. */
-#define TASKS_CONTAINER_SOCKET "/run/loop/tasks.sock"
-#define TASKS_CONTAINER_TOKEN "/run/loop/tasks-token"
-#define TASKS_TOKENS_DIRNAME "tasks-tokens"
+/* The channel's helpers that the agent calls with a token of its own (issue 22's scheduled tasks, issue 21's
+ * browser): when the helper's socket exists, it is bind-mounted into the container, and the container gets
+ * a token (kept for the helper in RUNTIME/NAME/<tokens_dir>/, as the gate's), which the agent's MCP server
+ * sends with every call. The agent is the token's legitimate user, so it reads it, from a file bound
+ * read-only into the container (0400, the agent's uid), not from its environment. Without the socket the
+ * agent's tools answer that the helper is not available. */
+typedef struct TokenHelper {
+        const char *what;               /* for messages: "tasks", "browser" */
+        const char *socket_name;        /* in RUNTIME/NAME/ */
+        const char *container_socket;
+        const char *container_token;
+        const char *tokens_dirname;
+        const char *env_socket;         /* "NAME=VALUE" for the agent's MCP server */
+        const char *env_token;
+} TokenHelper;
 
-typedef struct TasksFiles {
+#define TASKS_TOKENS_DIRNAME "tasks-tokens"
+static const TokenHelper tasks_helper = {
+        .what = "tasks",
+        .socket_name = "tasks.sock",
+        .container_socket = "/run/loop/tasks.sock",
+        .container_token = "/run/loop/tasks-token",
+        .tokens_dirname = TASKS_TOKENS_DIRNAME,
+        .env_socket = "LOOP_TASKS_SOCKET=/run/loop/tasks.sock",
+        .env_token = "LOOP_TASKS_TOKEN_FILE=/run/loop/tasks-token",
+};
+static const TokenHelper browser_helper = {
+        .what = "browser",
+        .socket_name = "browser.sock",
+        .container_socket = BROWSER_CONTAINER_SOCKET,
+        .container_token = BROWSER_CONTAINER_TOKEN,
+        .tokens_dirname = BROWSER_TOKENS_DIRNAME,
+        .env_socket = "LOOP_BROWSER_SOCKET=" BROWSER_CONTAINER_SOCKET,
+        .env_token = "LOOP_BROWSER_TOKEN_FILE=" BROWSER_CONTAINER_TOKEN,
+};
+
+typedef struct TokenFiles {
+        const TokenHelper *helper;
         const char *channel;
         const char *name;
         char *token_path;
         bool token_written;
-} TasksFiles;
+} TokenFiles;
 
-static void tasks_files_done(TasksFiles *t) {
+static void token_files_done(TokenFiles *t) {
         int r;
 
-        if (t->token_written && (r = loop_token_remove(t->channel, TASKS_TOKENS_DIRNAME, t->name)) < 0)
-                log_warning_errno(r, "Failed to remove the tasks token of %s, ignoring: %m", t->name);
+        if (t->token_written && (r = loop_token_remove(t->channel, t->helper->tokens_dirname, t->name)) < 0)
+                log_warning_errno(r, "Failed to remove the %s token of %s, ignoring: %m", t->helper->what, t->name);
         t->token_written = false;
         if (t->token_path)
                 (void) unlink(t->token_path);
         t->token_path = mfree(t->token_path);
 }
 
-static int tasks_prepare(RunContext *ctx, const char *name, TasksFiles *t, char ***env, char ***binds) {
+static int token_helper_prepare(RunContext *ctx, const TokenHelper *h, const char *name, TokenFiles *t,
+                                char ***env, char ***binds) {
         _cleanup_free_ char *sock = NULL;
         _cleanup_close_ int fd = -EBADF;
         char token[GATE_TOKEN_HEX_LEN + 1];
         int r;
 
-        *t = (TasksFiles) { .channel = ctx->channel, .name = name };
-        r = channel_socket(ctx, "tasks.sock", &sock);
+        *t = (TokenFiles) { .helper = h, .channel = ctx->channel, .name = name };
+        r = channel_socket(ctx, h->socket_name, &sock);
         if (r < 0)
                 return log_oom();
         if (r == 0) {
-                log_debug("No tasks socket at %s: the agent of channel %s cannot schedule tasks.", sock, ctx->channel);
+                log_debug("No %s socket at %s: the agent of channel %s cannot use it.", h->what, sock, ctx->channel);
                 return 0;
         }
         r = gate_token_generate(token);
         if (r < 0)
-                return log_error_errno(r, "Failed to make a tasks token: %m");
+                return log_error_errno(r, "Failed to make a %s token: %m", h->what);
         (void) audit_add_secret(token);
 
-        if (asprintf(&t->token_path, "%s/tasks-token-%s", ctx->state_dir, name) < 0)
+        if (asprintf(&t->token_path, "%s/%s-token-%s", ctx->state_dir, h->what, name) < 0)
                 return log_oom();
         (void) unlink(t->token_path);
         fd = open(t->token_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
@@ -754,17 +783,31 @@ static int tasks_prepare(RunContext *ctx, const char *name, TasksFiles *t, char 
                 explicit_bzero(token, sizeof token);
                 return log_error_errno(r, "Failed to write %s: %m", t->token_path);
         }
-        r = loop_token_write(ctx->channel, TASKS_TOKENS_DIRNAME, name, token);
+        r = loop_token_write(ctx->channel, h->tokens_dirname, name, token);
         explicit_bzero(token, sizeof token);
         if (r < 0) {
-                log_notice_errno(r, "Cannot record the tasks token of %s (%m): it cannot schedule tasks.", name);
+                log_notice_errno(r, "Cannot record the %s token of %s (%m): it cannot use the %s.", h->what, name, h->what);
                 return 0;
         }
         t->token_written = true;
-        if (bind_add(binds, sock, TASKS_CONTAINER_SOCKET, false) < 0 ||
-            bind_add(binds, t->token_path, TASKS_CONTAINER_TOKEN, true) < 0 ||
-            strv_extend(env, "LOOP_TASKS_SOCKET=" TASKS_CONTAINER_SOCKET) < 0 ||
-            strv_extend(env, "LOOP_TASKS_TOKEN_FILE=" TASKS_CONTAINER_TOKEN) < 0)
+        if (bind_add(binds, sock, h->container_socket, false) < 0 ||
+            bind_add(binds, t->token_path, h->container_token, true) < 0 ||
+            strv_extend(env, h->env_socket) < 0 || strv_extend(env, h->env_token) < 0)
+                return log_oom();
+        return 0;
+}
+
+/* The browser's screenshots (loop-browser@NAME's StateDirectory=), read-only for the agent where the
+ * browser's answers name them. */
+static int browser_screenshots_bind(RunContext *ctx, char ***binds) {
+        _cleanup_free_ char *dir = NULL;
+        struct stat st;
+
+        if (asprintf(&dir, "%s/screenshots", ctx->state_dir) < 0)
+                return log_oom();
+        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+                return 0;
+        if (bind_add(binds, dir, BROWSER_CONTAINER_SCREENSHOTS, true) < 0)
                 return log_oom();
         return 0;
 }
@@ -939,17 +982,19 @@ static int egress_prepare(RunContext *ctx, const char *name, char ***env, char *
 }
 
 /* The seccomp workload profile for the channel's containers; without it nothing runs. */
-static int runner_seccomp_option(RunContext *ctx, char **ret) {
-        int r = seccomp_profile_security_opt(engine_kind(ctx->conn->engine), ctx->state_dir, ret);
+static int runner_seccomp_option(RunContext *ctx, ContainerType type, char **ret) {
+        int r = type == CONTAINER_CHROME ?
+                seccomp_profile_security_opt_chrome(engine_kind(ctx->conn->engine), ctx->state_dir, ret) :
+                seccomp_profile_security_opt(engine_kind(ctx->conn->engine), ctx->state_dir, ret);
         if (r < 0)
                 return log_error_errno(r, "Failed to prepare the seccomp workload profile in %s, not running: %m",
                                        ctx->state_dir);
         return 0;
 }
 
-/* Every container of a channel but Chrome's (the agent's, the shell's) is planned here, so none can miss a
+/* Every container of a channel (the agent's, the shell's, Chrome's) is planned here, so none can miss a
  * guard: the egress gateway (no network, the relay, the container's own dummy, no real key), the seccomp
- * workload profile, and what container_plan_build() adds for all of them (masks, protected paths, caps,
+ * workload profile (Chrome's: the same less what its own sandbox needs), and what container_plan_build() adds for all of them (masks, protected paths, caps,
  * read-only root). extra_env and binds (the gate's, for the agent) come first; the egress gateway's are
  * added to them. */
 static int runner_container_plan(RunContext *ctx, ContainerType type, const char *name, char * const *cmd,
@@ -964,7 +1009,7 @@ static int runner_container_plan(RunContext *ctx, ContainerType type, const char
                 if (r < 0)
                         return r;
         }
-        r = runner_seccomp_option(ctx, &seccomp);
+        r = runner_seccomp_option(ctx, type, &seccomp);
         if (r < 0)
                 return r;
 
@@ -985,7 +1030,7 @@ static int runner_container_plan(RunContext *ctx, ContainerType type, const char
                 .extra_binds = *binds,
                 .home_dir = ctx->home_dir,
                 .cgroup_parent = ctx->slice,
-                .owner = type == CONTAINER_SHELL ? "shell" : ctx->req->owner ?: "cli",
+                .owner = type == CONTAINER_SHELL ? "shell" : type == CONTAINER_CHROME ? "chrome" : ctx->req->owner ?: "cli",
                 .seccomp_option = seccomp,
                 .empty_dir = ctx->empty_dir,
         };
@@ -1063,7 +1108,7 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
         _cleanup_(token_file_removep) char *token_path = NULL;
         _cleanup_(tripwire_freep) Tripwire *tripwire = NULL;
         _cleanup_(gate_files_done) GateFiles gate = {};
-        _cleanup_(tasks_files_done) TasksFiles tasks = {};
+        _cleanup_(token_files_done) TokenFiles tasks = {}, browser = {};
         StreamPrinter printer = { .req = ctx->req };
         char **add_dirs = ctx->config.extra_dirs;
         int r, exit_code = -1;
@@ -1095,9 +1140,17 @@ static int run_container(RunContext *ctx, const char *prompt, const char *resume
                                 return r;
                 }
         }
-        r = tasks_prepare(ctx, name, &tasks, &extra_env, &binds);
+        r = token_helper_prepare(ctx, &tasks_helper, name, &tasks, &extra_env, &binds);
         if (r < 0)
                 return r;
+        if (ctx->config.browser.enabled) {
+                r = token_helper_prepare(ctx, &browser_helper, name, &browser, &extra_env, &binds);
+                if (r < 0)
+                        return r;
+                r = browser_screenshots_bind(ctx, &binds);
+                if (r < 0)
+                        return r;
+        }
 
         /* the relay read its token when the container started: the file goes with the run */
         token_path = egress_token_path(ctx, name);
@@ -1591,4 +1644,164 @@ int runner_shell_release(ShellTarget *t) {
         r = registry_schedule_remove(reg, e, t->id, clock_usec(CLOCK_REALTIME), t->keep_alive_sec);
         (void) registry_close(TAKE_PTR(reg));
         return r;
+}
+
+/* ---- the Chrome container (runner.h) ---- */
+
+/* The channel's Chrome containers in the engine, whatever their state, removed: the new one takes the name. */
+static int chrome_remove_old(Engine *e, Registry *reg, const char *channel) {
+        _cleanup_(json_object_putp) json_object *list = NULL;
+        _cleanup_free_ EngineContainerState *states = NULL;
+        _cleanup_free_ char *label = NULL;
+        int n, r;
+
+        if (asprintf(&label, "loop-channel=%s", channel) < 0)
+                return log_oom();
+        r = engine_container_list(e, label, true, &list);
+        if (r < 0)
+                return log_error_errno(r, "Cannot list the containers of channel %s: %s", channel, engine_last_error(e));
+        n = engine_containers_of_channel(list, channel, &states);
+        if (n < 0)
+                return log_oom();
+        for (int i = 0; i < n; i++) {
+                if (states[i].type != CONTAINER_CHROME)
+                        continue;
+                log_info("Removing the earlier Chrome container %s of channel %s.", states[i].name, channel);
+                (void) engine_container_remove(e, states[i].id, true);
+                (void) registry_remove(reg, e, states[i].id, "replaced");
+        }
+        return 0;
+}
+
+/* Whether the bridge's socket exists (it listens before it starts Chrome). */
+static bool chrome_socket_ready(const char *path) {
+        struct stat st;
+        return stat(path, &st) >= 0 && S_ISSOCK(st.st_mode);
+}
+
+int runner_chrome_run(const ChromeRequest *creq, int *ret_exit_code) {
+        _cleanup_(run_context_done) RunContext ctx = { .channel = creq->channel };
+        _cleanup_(container_plan_freep) ContainerPlan *plan = NULL;
+        _cleanup_(registry_freep) Registry *reg = NULL;
+        _cleanup_strv_free_ char **extra_env = NULL, **binds = NULL;
+        _cleanup_free_ char *name = NULL, *id = NULL, *bind = NULL, *sock = NULL, *scope = NULL;
+        _cleanup_(token_file_removep) char *token_path = NULL;
+        _cleanup_close_ int dir_fd = -EBADF;
+        RunRequest req = { .channel = creq->channel, .owner = "chrome" };
+        Engine *e;
+        pid_t pid;
+        int r, exit_code = -1;
+
+        ctx.req = &req;
+        r = runner_prepare(&req, &ctx);
+        if (r < 0)
+                return r;
+        e = ctx.conn->engine;
+        if (!ctx.config.browser.enabled)
+                return log_error_errno(EPERM, "The browser of channel %s is disabled (browser.enabled is false).", creq->channel);
+        if (json_object_object_get_ex(ctx.config.json, "browser", NULL) && ctx.config.browser.host_cdp_port != 9222)
+                log_warning("browser.host_cdp_port of channel %s is obsolete and ignored: CDP has no TCP port, only "
+                            "loop-browser@%s reaches Chrome.", creq->channel, creq->channel);
+        r = engine_image_inspect(e, ctx.config.browser.chrome_image, NULL);
+        if (r == -ENOENT)
+                return log_error_errno(r, "The Chrome image %s is not on the engine at %s; build it with 'loop image build'.",
+                                       ctx.config.browser.chrome_image, engine_socket_path(e));
+
+        /* Chrome runs as the browser service's user, which alone may enter the socket's directory. */
+        r = mkdir_owned(creq->cdp_dir, 0700, creq->uid, creq->gid);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create %s: %m", creq->cdp_dir);
+        dir_fd = open(creq->cdp_dir, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir_fd < 0 || (geteuid() == 0 && fchown(dir_fd, creq->uid, creq->gid) < 0) || fchmod(dir_fd, 0700) < 0)
+                return log_error_errno(errno, "Failed to make %s private to uid %u: %m", creq->cdp_dir, (unsigned) creq->uid);
+        if (asprintf(&sock, "%s/" CHROME_CDP_SOCKET_NAME, creq->cdp_dir) < 0)
+                return log_oom();
+        (void) unlink(sock);
+
+        host_user_done(&ctx.user);
+        ctx.user = (HostUser) { .uid = creq->uid, .gid = creq->gid };
+        if (!(ctx.user.name = strdup("chrome")) || !(ctx.user.home = strdup("/")))
+                return log_oom();
+        ctx.home_dir = mfree(ctx.home_dir);     /* the agent's home is not Chrome's */
+
+        name = container_name_chrome(creq->channel);
+        if (!name)
+                return log_oom();
+        if (asprintf(&bind, "%s:" CHROME_CONTAINER_CDP_DIR, creq->cdp_dir) < 0 || strv_consume(&binds, TAKE_PTR(bind)) < 0 ||
+            strv_extend(&extra_env, "HOME=/tmp") < 0 ||
+            strv_extend(&extra_env, "LOOP_CDP_SOCKET=" CHROME_CONTAINER_CDP_DIR "/" CHROME_CDP_SOCKET_NAME) < 0)
+                return log_oom();
+
+        r = registry_open(creq->channel, &reg);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open the registry of channel %s: %m", creq->channel);
+        r = chrome_remove_old(e, reg, creq->channel);
+        if (r < 0)
+                return r;
+        token_path = egress_token_path(&ctx, name);
+        if (!token_path)
+                return log_oom();
+        r = runner_container_plan(&ctx, CONTAINER_CHROME, name, NULL, &extra_env, &binds, &plan);
+        if (r < 0)
+                return r;
+        r = engine_container_create(e, name, plan->body, &id);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the Chrome container %s: %s", name, engine_last_error(e));
+        r = engine_container_start(e, id);
+        if (r < 0) {
+                log_error_errno(r, "Failed to start the Chrome container %s: %s", name, engine_last_error(e));
+                container_discard(e, id);
+                return r;
+        }
+        pid = container_main_pid(e, id);
+        if (pid > 0 && ctx.slice)
+                (void) scope_of_pid(pid, &scope);
+        r = registry_register(reg, id, name, CONTAINER_CHROME, "chrome", scope, pid);
+        if (r < 0)
+                log_warning_errno(r, "Failed to record the Chrome container in the registry, ignoring: %m");
+        (void) registry_close(TAKE_PTR(reg));
+
+        for (unsigned i = 0; !chrome_socket_ready(sock); i++) {
+                json_object *state = NULL, *running = NULL;
+                bool up;
+
+                if (run_interrupted || i >= CHROME_READY_TIMEOUT_SEC * 10) {
+                        log_error("The Chrome container %s did not open %s in %us.", name, sock, CHROME_READY_TIMEOUT_SEC);
+                        (void) engine_container_stop(e, id, 5);
+                        return -ETIMEDOUT;
+                }
+                if (i % 10 == 9) {
+                        _cleanup_(json_object_putp) json_object *j = NULL;
+                        up = engine_container_inspect(e, id, &j) >= 0 &&
+                             json_object_object_get_ex(j, "State", &state) &&
+                             json_object_object_get_ex(state, "Running", &running) && json_object_get_boolean(running);
+                        if (!up)
+                                break;  /* it ended: its exit code says why */
+                }
+                (void) usleep(100 * 1000);
+        }
+        if (chrome_socket_ready(sock) && creq->ready)
+                creq->ready(name, creq->userdata);
+
+        r = engine_container_wait(e, id, &exit_code);
+        {
+                _cleanup_(engine_connection_freep) EngineConnection *c2 = NULL;
+                _cleanup_(registry_freep) Registry *r2 = NULL;
+
+                /* interrupted: a fresh connection stops it (the first one was interrupted) */
+                if ((r < 0 || run_interrupted) && engine_connect(ctx.config.engine.socket, &c2) >= 0) {
+                        e = c2->engine;
+                        (void) engine_container_stop(e, id, 5);
+                }
+                if (r < 0 || run_interrupted)
+                        exit_code = run_interrupted ? 0 : 1;    /* an engine that failed us: the unit restarts */
+                /* gone after container_keep_alive_sec, like every stopped container (a new start replaces it) */
+                if (registry_open(creq->channel, &r2) >= 0) {
+                        (void) registry_schedule_remove(r2, e, id, clock_usec(CLOCK_REALTIME), ctx.config.container_keep_alive_sec);
+                        (void) registry_close(TAKE_PTR(r2));
+                }
+        }
+        (void) unlink(sock);
+        *ret_exit_code = exit_code;
+        return 0;
 }

@@ -85,3 +85,25 @@ int runner_shell_open(const char *channel, ShellTarget *ret);
  * it again and cancels the removal). */
 int runner_shell_release(ShellTarget *t);
 void shell_target_done(ShellTarget *t);
+
+/* The channel's Chrome container (loop-chrome@NAME.service, issue 21): a singleton named
+ * loop-chrome-{sanitized}, planned by the same runner_container_plan() as every container (egress
+ * gateway, no network, hardening), with Chrome's seccomp profile (its own sandbox kept) and, bound at
+ * CHROME_CONTAINER_CDP_DIR, the host directory cdp_dir (0700, owned by uid:gid, the browser service's
+ * user, which Chrome runs as too): the bridge's socket there is CDP's only way in. A Chrome container left
+ * from before is removed first. ready() runs once the bridge listens; then this waits until the container
+ * ends (its exit code in *ret_exit_code) or runner_interrupt() (the container is stopped). */
+#define CHROME_CONTAINER_CDP_DIR "/run/loop-cdp"
+#define CHROME_CDP_SOCKET_NAME "cdp.sock"
+#define CHROME_READY_TIMEOUT_SEC 60U
+
+typedef struct ChromeRequest {
+        const char *channel;
+        const char *cdp_dir;
+        uid_t uid;
+        gid_t gid;
+        void (*ready)(const char *container_name, void *userdata);
+        void *userdata;
+} ChromeRequest;
+
+int runner_chrome_run(const ChromeRequest *req, int *ret_exit_code);

@@ -58,6 +58,8 @@ static const struct {
         [AUDIT_TASK_REMOVED]         = { "task-removed",         "e318a8bd02a940e1bdd4e7a1dcc93c0d" },
         [AUDIT_TASK_FIRED]           = { "task-fired",           "eace450e3e3e4ecf9606f0fce6c183e1" },
         [AUDIT_TASK_REFUSED]         = { "task-refused",         "6f1d807081df4dcba02ac96b96808d6d" },
+        [AUDIT_BROWSER_ACTION]       = { "browser-action",       "8d28bfc4736ee64dfa1b2f73f251ba3d" },
+        [AUDIT_BROWSER_REFUSED]      = { "browser-refused",      "f7585af101dd66e1d014fe855869f45c" },
 };
 
 /* The fields audit_log() fills itself; an extra field may not name one of them. */

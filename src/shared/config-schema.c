@@ -510,6 +510,7 @@ static const Field browser_fields[] = {
         STR("chrome_image", SCOPE_ALL, check_image),
         UINT("host_cdp_port", SCOPE_ALL, 1, 65535),
         UINT("memory_mb", SCOPE_ALL, 64, 1024 * 1024),
+        UINT("idle_timeout_sec", SCOPE_ALL, 10, 86400),
 };
 static const Schema browser_schema = SCHEMA("browser", browser_fields);
 
@@ -1300,6 +1301,7 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
         c.browser.enabled = load_bool(browser, "enabled", true);
         c.browser.host_cdp_port = load_uint(browser, "host_cdp_port", 9222);
         c.browser.memory_mb = load_uint(browser, "memory_mb", 512);
+        c.browser.idle_timeout_sec = load_uint(browser, "idle_timeout_sec", 300);
 
         c.tasks.max = load_uint(tasks, "max", 50);
         c.tasks.min_interval_sec = load_uint(tasks, "min_interval_sec", 60);

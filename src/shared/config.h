@@ -161,8 +161,9 @@ typedef struct McpServer {
 typedef struct BrowserConfig {
         bool enabled;
         char *chrome_image;
-        uint64_t host_cdp_port;
+        uint64_t host_cdp_port;         /* obsolete (seed 001): CDP has no TCP port; ignored with a warning */
         uint64_t memory_mb;
+        uint64_t idle_timeout_sec;      /* the browser service (and Chrome with it) stops after this idle */
 } BrowserConfig;
 
 /* Scheduled tasks of a channel (tasks-store.h). */

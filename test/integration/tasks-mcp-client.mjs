@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // A real MCP client this project did not write (the official @modelcontextprotocol/sdk) driving
-// `loop mcp` over stdio, for test-tasks-service.sh. Usage:
+// `loop mcp` over stdio, for test-tasks-service.sh (and `loop mcp-browser` for test-browser-service.sh, with
+// LOOP_MCP_VERB=mcp-browser). Usage:
 //   node tasks-mcp-client.mjs LOOP_BIN CHANNEL SOCKET TOKEN_FILE 'TOOL JSON_ARGS' ...
 // Prints one JSON line per call: {"tool", "isError", "id" (of the first task in the answer), "text"}; first a line {"tools": [names...],
 // "protocolVersion"}. Exits 2 when the connection itself fails.
@@ -11,7 +12,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 const [bin, channel, socket, tokenFile, ...calls] = process.argv.slice(2);
 const transport = new StdioClientTransport({
         command: bin,
-        args: ["mcp", "--channel-id", channel, "--socket", socket, "--token-file", tokenFile],
+        args: [process.env.LOOP_MCP_VERB || "mcp", "--channel-id", channel, "--socket", socket, "--token-file", tokenFile],
         stderr: "inherit",
 });
 const client = new Client({ name: "loop-test", version: "1.0.0" });

@@ -8,6 +8,10 @@
 #                                     egress tests' client) with its libraries, the real image's
 #                                     entrypoint and passwd/group symlinks, and a fake agent at
 #                                     /usr/local/bin/claude (see below)
+#   build_test_chrome_rootfs OUTDIR   the same plus the host's Chromium headless shell (/usr/lib/chromium with
+#                                     its libraries, fontconfig and fonts) and image/chrome/entrypoint at
+#                                     /usr/local/bin/loop-chrome-entrypoint: the Chrome test image, imported with
+#                                     TEST_IMAGE_ENTRYPOINT=/usr/local/bin/loop-chrome-entrypoint
 #   import_test_image SOCK TAG ROOTFS imports ROOTFS through the engine API on SOCK (Podman or Docker) as TAG
 #                                     with ENTRYPOINT ["/usr/local/bin/loop-entrypoint"]; prints the image id
 #
@@ -353,6 +357,37 @@ build_test_rootfs() {
         # The loop binary must start in there, loader and all.
         if ! chroot "$out" /usr/local/bin/loop --version >/dev/null; then
                 echo "test-image: /usr/local/bin/loop does not run in $out" >&2
+                return 1
+        fi
+}
+
+build_test_chrome_rootfs() {
+        local out=${1:?build_test_chrome_rootfs OUTDIR} chrome=/usr/lib/chromium/chromium-headless-shell lib f
+
+        [ -x "$chrome" ] || { echo "test-image: $chrome is missing (apt-get install chromium-headless-shell)" >&2; return 1; }
+        build_test_rootfs "$out" || return 1
+        (
+                set -e
+                mkdir -p "$out/usr/lib/chromium"
+                cp -a /usr/lib/chromium/. "$out/usr/lib/chromium/"
+                for f in "$chrome" /usr/lib/chromium/*.so /usr/lib/chromium/chrome_crashpad_handler; do
+                        [ -e "$f" ] || continue
+                        for lib in $(_test_image_libs "$f" 2>/dev/null); do
+                                [ -e "$out$lib" ] || _test_image_copy_same_path "$out" "$lib"
+                        done
+                done
+                # what Chrome loads at run time rather than link time: NSS modules, fonts
+                for f in /usr/lib/x86_64-linux-gnu/nss /usr/lib/aarch64-linux-gnu/nss /etc/fonts /usr/share/fonts \
+                         /usr/lib/x86_64-linux-gnu/libnssckbi.so /usr/lib/x86_64-linux-gnu/libsoftokn3.so \
+                         /usr/lib/x86_64-linux-gnu/libfreeblpriv3.so; do
+                        [ -e "$f" ] || continue
+                        mkdir -p "$out$(dirname "$f")"
+                        cp -aL "$f" "$out$(dirname "$f")/"
+                done
+                install -m 0755 "$LOOP_SOURCE_DIR/image/chrome/entrypoint" "$out/usr/local/bin/loop-chrome-entrypoint"
+        ) || { echo "test-image: could not add Chromium to $out" >&2; return 1; }
+        if ! chroot "$out" /usr/lib/chromium/chromium-headless-shell --version >/dev/null; then
+                echo "test-image: Chromium does not run in $out" >&2
                 return 1
         fi
 }

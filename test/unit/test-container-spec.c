@@ -680,8 +680,11 @@ static void test_plan_egress(void) {
         in.egress_gateway = true;
         in.type = CONTAINER_CHROME;
         chrome = build(&in);
-        ok(chrome && !body(chrome, "HostConfig.NetworkMode") && env_count(chrome, "ANTHROPIC_API_KEY") == 0,
-           "the Chrome sidecar is not an agent: no relay, no key");
+        is_str(jstr(chrome, "HostConfig.NetworkMode"), "none", "behind the gateway the Chrome container has no network either");
+        ok(chrome && env_count(chrome, "ANTHROPIC_API_KEY") == 0 && env_count(chrome, "ANTHROPIC_BASE_URL") == 0 &&
+           env_count(chrome, "HTTPS_PROXY") == 0, "the Chrome sidecar is not an agent: no key, no API relay, not the host's proxy");
+        is_str(env_get(chrome, "LOOP_CHROME_PROXY"), "http://127.0.0.1:3128", "Chrome's proxy is the relay");
+        is_str(env_get(chrome, "LOOP_EGRESS_ENABLED"), "1", "the Chrome entrypoint is told to start the relay");
 }
 
 static void test_plan_proxy(void) {
@@ -1140,8 +1143,8 @@ static void test_plan_host_config(void) {
                 in.type = CONTAINER_CHROME;
                 chrome = build(&in);
                 chrome_opts = jstrv(chrome, "HostConfig.SecurityOpt");
-                ok(strv_equal_list(chrome_opts, (const char *[]) { "no-new-privileges" }, 1),
-                   "chrome keeps the engine's profile (its sandbox needs namespaces)");
+                ok(strv_equal_list(chrome_opts, (const char *[]) { "no-new-privileges", in.seccomp_option }, 2),
+                   "chrome gets the seccomp profile it is given (the runner gives it Chrome's)");
                 in.type = CONTAINER_AGENT;
                 in.seccomp_option = "label=disable";
                 ok(container_plan_build(&in, &bad) == -EINVAL && !bad,

@@ -159,6 +159,30 @@ static void check_arch(uint32_t arch) {
            "%s: seccomp, ioctl, openat2, pidfd_open, prctl and landlock stay allowed", an);
 }
 
+/* Chrome's profile: the workload profile less exactly what Chrome's namespace sandbox needs. */
+static void check_chrome(uint32_t arch) {
+        _cleanup_(json_object_putp) json_object *profile = NULL, *workload = NULL;
+        const char *an = seccomp_profile_arch_to_string(arch);
+
+        ok(seccomp_profile_json_chrome(arch, &profile) >= 0 && seccomp_profile_json(arch, &workload) >= 0,
+           "%s: Chrome's profile is built", an);
+        ok(!find(profile, "clone", 0, CLONE_NEWUSER) && !find(profile, "unshare", 0, CLONE_NEWUSER) &&
+           !find(profile, "clone", 0, CLONE_NEWPID) && !find(profile, "clone", 0, CLONE_NEWNET),
+           "%s: Chrome may make a user namespace with new PID and network namespaces (its sandbox)", an);
+        {
+                json_object *e = find(profile, "mount", -1, 0), *names = get(e, "names");
+                bool chroot_denied = false;
+                for (size_t j = 0; j < json_object_array_length(names); j++)
+                        chroot_denied = chroot_denied || streq_ptr(json_object_get_string(json_object_array_get_idx(names, j)), "chroot");
+                ok(e && !chroot_denied, "%s: Chrome may chroot (into its sandbox's empty dir), not mount", an);
+        }
+        is_int(errno_of(find(profile, "clone", 0, CLONE_NEWNS)), EPERM, "%s: Chrome may not make a mount namespace", an);
+        is_int(errno_of(find(profile, "setns", -1, 0)), EPERM, "%s: nor join other namespaces", an);
+        is_int(errno_of(find(profile, "ptrace", -1, 0)), EPERM, "%s: nor ptrace", an);
+        is_int(json_object_array_length(get(profile, "syscalls")), json_object_array_length(get(workload, "syscalls")) - 3,
+               "%s: three rules fewer than the workload profile, nothing else", an);
+}
+
 int main(void) {
         const SeccompProfileRule *rules;
         uint32_t arch;
@@ -184,6 +208,8 @@ int main(void) {
 
         check_arch(SCMP_ARCH_X86_64);
         check_arch(SCMP_ARCH_AARCH64);
+        check_chrome(SCMP_ARCH_X86_64);
+        check_chrome(SCMP_ARCH_AARCH64);
         {
                 _cleanup_(json_object_putp) json_object *x = NULL, *a = NULL;
                 ok(seccomp_profile_json(SCMP_ARCH_X86_64, &x) == 0 && seccomp_profile_json(SCMP_ARCH_AARCH64, &a) == 0 &&

@@ -1,0 +1,152 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The Chrome container on BOTH real engines (a private podman service and a private dockerd), without
+# systemd: `loop chrome web` (what loop-chrome@web runs) creates loop-chrome-web from the Chrome test image
+# (the host's chromium-headless-shell) through the runner's one container builder, the bridge opens its
+# socket in a 0700 directory of the browser's user, and loop-browser (socket-activated by
+# systemd-socket-activate, as that user) drives a page through `loop mcp-browser`. Checked per engine: no
+# network but loopback, 512 MB, half a CPU, Chrome's seccomp profile; Chrome's sandbox active and no
+# --no-sandbox; a killed Chrome ends `loop chrome` with a failure (its unit restarts it); SIGTERM stops
+# the container. Needs root; fails, not skips, without it.
+set -uo pipefail
+
+lib=$(dirname "$(readlink -f "$0")")/../lib
+# shellcheck source=test/lib/tap.sh
+. "$lib/tap.sh"
+# shellcheck source=test/lib/engines.sh
+. "$lib/engines.sh"
+# shellcheck source=test/lib/test-image.sh
+. "$lib/test-image.sh"
+
+: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
+: "${LOOP_SOURCE_DIR:=$(dirname "$(readlink -f "$0")")/../..}"
+export LOOP_BUILD_DIR LOOP_SOURCE_DIR
+LOOP=$LOOP_BUILD_DIR/src/loop
+SERVICE=$LOOP_BUILD_DIR/services/loop-browser
+IMAGE=localhost/loop-chrome-test:latest
+BROWSER_USER=nobody
+
+[ "$(id -u)" -eq 0 ] || bail_out "test-browser-engines needs root (it starts engines)"
+[ -x "$LOOP" ] && [ -x "$SERVICE" ] || bail_out "build loop first"
+[ -x /usr/lib/chromium/chromium-headless-shell ] || bail_out "chromium-headless-shell is not installed"
+
+T=$(mktemp -d /var/tmp/loop-test-browser.XXXXXX) || bail_out "mktemp failed"
+atexit "rm -rf '$T'"
+chmod 0755 "$T"
+export LOOP_STATE_DIR=$T/state LOOP_RUNTIME_DIR=$T/run LOOP_CONFIG_DIR=$T/etc LOOP_LOG_TARGET=console
+build_test_chrome_rootfs "$T/rootfs" >/dev/null || bail_out "cannot build the Chrome test rootfs"
+BUID=$(id -u "$BROWSER_USER")
+
+# mcp 'TOOL ARGS'...: one `loop mcp-browser` session, a JSON-RPC line per call; prints the answers.
+mcp() {
+        local i=2 c
+        {
+                echo '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+                for c in "$@"; do
+                        printf '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}\n' \
+                                $i "${c%% *}" "${c#* }"
+                        i=$((i + 1))
+                done
+        } | "$LOOP" mcp-browser --socket "$LOOP_RUNTIME_DIR/web/browser.sock" --token-file "$T/token" | tail -n +2
+}
+inspect() { engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/loop-chrome-web/json"; }
+jq_py() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
+# the container's processes as host pids: its main process (the bridge) and every descendant (Podman's top
+# answers in the container's pid namespace, Docker's in the host's: neither is asked)
+descendants() {
+        local c
+        echo "$1"
+        for c in $(pgrep -P "$1"); do descendants "$c"; done
+}
+container_pids() { descendants "$(inspect | jq_py 'd["State"]["Pid"]')"; }
+socket_up() { [ -S "$LOOP_RUNTIME_DIR/web/chrome/cdp.sock" ]; }
+chrome_gone() { ! kill -0 "$chrome_pid" 2>/dev/null; }
+
+for eng in podman docker; do
+        engine_start "$eng" >/dev/null || { ok 1 "$eng: the engine starts"; diag "$(engine_log "$eng" 2>/dev/null | tail -20)"; continue; }
+        import_test_image "$ENGINE_SOCK" localhost/loop-test:latest "$T/rootfs" >/dev/null &&
+                TEST_IMAGE_ENTRYPOINT=/usr/local/bin/loop-chrome-entrypoint import_test_image "$ENGINE_SOCK" "$IMAGE" "$T/rootfs" >/dev/null
+        ok $? "$eng: the Chrome test image imports" || { engine_stop "$eng"; continue; }
+
+        rm -rf "$T/etc" "$T/state" "$T/run"
+        mkdir -p "$T/etc/channels.d" "$LOOP_RUNTIME_DIR/web"
+        # the agent's user and work dir (which every run of a channel prepares) are the test's own: nothing
+        # lands in /var/lib/loop, and no loop user is needed on the machine
+        cat >"$T/etc/loop.json" <<EOF2
+{ "engine": { "socket": "$ENGINE_SOCK" }, "container_image": "localhost/loop-test:latest", "user": "$BROWSER_USER",
+  "browser": { "chrome_image": "$IMAGE" }, "container_keep_alive_sec": 0 }
+EOF2
+        echo "{ \"work_dir\": \"$T/work\" }" >"$T/etc/channels.d/web.json"
+        install -d -m 0755 -o "$BROWSER_USER" "$T/work"
+        install -d -m 0700 -o "$BROWSER_USER" "$LOOP_RUNTIME_DIR/web/browser-tokens"
+        head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"
+        install -m 0400 -o "$BROWSER_USER" "$T/token" "$LOOP_RUNTIME_DIR/web/browser-tokens/ctr"
+
+        "$LOOP" chrome --user "$BROWSER_USER" web >"$T/chrome-$eng.log" 2>&1 &
+        chrome_pid=$!
+        wait_for 90 socket_up
+        ok $? "$eng: loop chrome starts the container and the bridge listens" || { diag "$(tail -20 "$T/chrome-$eng.log")"; kill "$chrome_pid"; engine_stop "$eng"; continue; }
+        like "$(stat -c '%a %u' "$LOOP_RUNTIME_DIR/web/chrome")" "^700 $BUID\$" "$eng: the socket's directory is 0700, the browser's user's"
+        j=$(inspect)
+        is "$(jq_py 'd["Config"]["Labels"]["loop-type"] + " " + d["Name"].lstrip("/")' <<<"$j")" "chrome loop-chrome-web" \
+                "$eng: the container is loop-chrome-web, label loop-type=chrome"
+        is "$(jq_py 'd["HostConfig"]["NetworkMode"]' <<<"$j")" none "$eng: it has no network but loopback"
+        is "$(jq_py 'd["HostConfig"]["Memory"], d["HostConfig"]["NanoCpus"]' <<<"$j")" "(536870912, 500000000)" "$eng: 512 MB, half a CPU"
+        like "$(jq_py 'd["HostConfig"]["SecurityOpt"]' <<<"$j")" 'seccomp' "$eng: it runs under a seccomp profile of loop's"
+        main=$(jq_py 'd["State"]["Pid"]' <<<"$j")
+        like "$(grep -E '^(CapEff|CapBnd|NoNewPrivs)' "/proc/$main/status" | tr -s '\t\n' '  ')" \
+                '^CapEff: 0+ CapBnd: [0-9a-f]+ NoNewPrivs: 1' "$eng: the bridge (Chrome's parent) holds no capability, no_new_privs set"
+
+        systemd-socket-activate -E LOOP_RUNTIME_DIR -E LOOP_BROWSER_IDLE_SEC=3600 -l "$LOOP_RUNTIME_DIR/web/browser.sock" \
+                setpriv --reuid="$BROWSER_USER" --regid=nogroup --clear-groups "$SERVICE" web >"$T/service-$eng.log" 2>&1 &
+        service_pid=$!
+        wait_for 10 test -S "$LOOP_RUNTIME_DIR/web/browser.sock"
+        out=$(mcp 'navigate {"url":"about:blank"}' \
+                'evaluate {"expression":"document.body.innerHTML = \"<button id=b onclick=\\\"this.textContent=6*7\\\">x</button>\"; 1"}' \
+                'computer {"action":"click","selector":"#b"}' \
+                'evaluate {"expression":"document.getElementById(\"b\").textContent"}' \
+                'screenshot {}' 'navigate {"url":"file:///etc/passwd"}')
+        like "$(sed -n 4p <<<"$out")" '42.*"isError":false' "$eng: loop mcp-browser drives a page in the container's Chrome" || diag "$out $(tail -5 "$T/service-$eng.log")"
+        like "$(sed -n 5p <<<"$out")" '(png|iVBORw0KGgo).*"isError":false' "$eng: screenshot answers with a PNG"
+        like "$(sed -n 6p <<<"$out")" '"isError":true' "$eng: file:// is refused"
+
+        pids=$(container_pids)
+        nosandbox=0 sandboxed=0 browser=''
+        for p in $pids; do
+                tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -qx -- '--no-sandbox' && nosandbox=1
+                [ "$(readlink "/proc/$p/ns/user")" != "$(readlink /proc/1/ns/user)" ] && sandboxed=1
+                if [ -z "$browser" ] && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q '^/usr/lib/chromium/chromium-headless-shell .*--remote-debugging-pipe'; then
+                        browser=$p
+                fi
+        done
+        like "$browser" '^[0-9]+$' "$eng: Chrome's browser process runs under the container's main process (the bridge)"
+        is "$nosandbox" 0 "$eng: --no-sandbox is on no Chrome command line"
+        is "$sandboxed" 1 "$eng: Chrome's sandbox is active (processes in a user namespace of their own)"
+
+        if [ -n "$browser" ]; then kill -KILL "$browser"; else kill -TERM "$chrome_pid"; fi
+        wait_for 60 chrome_gone
+        ok $? "$eng: a killed Chrome ends loop chrome (its unit starts it again)"
+        wait "$chrome_pid"
+        st=$?
+        [ "$st" != 0 ]
+        ok $? "$eng: ...with a failure status ($st), so Restart=on-failure applies"
+
+        "$LOOP" chrome --user "$BROWSER_USER" web >"$T/chrome2-$eng.log" 2>&1 &
+        chrome_pid=$!
+        wait_for 90 socket_up
+        out=$(mcp 'evaluate {"expression":"6*7"}')
+        like "$out" '42.*"isError":false' "$eng: started again, the next call reconnects"
+        kill -TERM "$chrome_pid"
+        wait_for 60 chrome_gone
+        ok $? "$eng: SIGTERM stops loop chrome"
+        wait "$chrome_pid"
+        is "$?" 0 "$eng: ...cleanly"
+        # container_keep_alive_sec is 0 here: stopped, and removed at once through the registry
+        state=$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/loop-chrome-web/json" 2>/dev/null | jq_py 'd["State"]["Running"]' 2>/dev/null)
+        is "${state:-removed}" removed "$eng: ...and the container is stopped and removed (container_keep_alive_sec 0)"
+        kill "$service_pid" 2>/dev/null
+        wait "$service_pid" 2>/dev/null
+        engine_stop "$eng" >/dev/null 2>&1
+done
+tap_done
