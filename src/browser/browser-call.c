@@ -3,11 +3,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "browser-call.h"
+#include "helper-call.h"
 #include "io-util.h"
 #include "json-util.h"
 #include "log.h"
@@ -22,26 +21,6 @@ void browser_request_done(BrowserRequest *r) {
         r->args = NULL;
 }
 
-static json_object *parse_object(const char *text, size_t size) {
-        json_tokener *tok;
-        json_object *o;
-        bool ok;
-
-        if (size > INT32_MAX)
-                return NULL;
-        tok = json_tokener_new_ex(BROWSER_JSON_DEPTH_MAX);
-        if (!tok)
-                return NULL;
-        o = json_tokener_parse_ex(tok, text, (int) size);
-        ok = json_tokener_get_error(tok) == json_tokener_success &&
-             json_tokener_get_parse_end(tok) == size;
-        json_tokener_free(tok);
-        if (!ok || !json_object_is_type(o, json_type_object)) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
-}
 
 int browser_request_parse(const char *text, size_t size, BrowserRequest *ret, const char **ret_reason) {
         _cleanup_(json_object_putp) json_object *req = NULL;
@@ -52,7 +31,7 @@ int browser_request_parse(const char *text, size_t size, BrowserRequest *ret, co
                 *ret_reason = "the request is too large";
                 return -E2BIG;
         }
-        req = parse_object(text, size);
+        req = helper_line_parse_object(text, size, BROWSER_REQUEST_MAX);
         if (!req ||
             !json_object_object_get_ex(req, "token", &token) || !json_object_is_type(token, json_type_string) ||
             !json_object_object_get_ex(req, "tool", &tool) || !json_object_is_type(tool, json_type_string) ||
@@ -104,77 +83,31 @@ int browser_answer_format_refusal(const char *error, char **ret) {
         return format_plain(o, ret);
 }
 
-static int browser_connect(const char *path, int *ret_fd) {
-        _cleanup_close_ int fd = -EBADF;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        struct timeval tv = { .tv_sec = BROWSER_CALL_TIMEOUT_SEC };
-
-        if (strlen(path) >= sizeof sa.sun_path)
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
-                return -errno;
-        *ret_fd = TAKE_FD(fd);
-        return 0;
-}
-
 int browser_call(const char *socket_path, const char *token, const char *tool, json_object *args,
                  McpToolResult *result) {
         _cleanup_(json_object_putp) json_object *req = json_object_new_object(), *answer = NULL;
-        _cleanup_free_ char *buf = NULL;
-        _cleanup_close_ int fd = -EBADF;
+        const char *failure;
         json_object *ok, *v;
-        const char *text;
-        size_t size = 0;
         int r;
 
-        r = browser_connect(socket_path, &fd);
-        if (r < 0)
-                return mcp_result_printf(result, true, "The browser is not available: the channel's browser service at %s "
-                                         "cannot be reached (%s).", socket_path, strerror(-r));
         if (!req ||
             json_object_object_add(req, "token", json_object_new_string(token)) < 0 ||
             json_object_object_add(req, "tool", json_object_new_string(tool)) < 0 ||
             json_object_object_add(req, "args", args ? json_object_get(args) : json_object_new_object()) < 0)
                 return -ENOMEM;
-        text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (!text)
-                return -ENOMEM;
-        if (strlen(text) > BROWSER_REQUEST_MAX)
+        r = helper_call(socket_path, BROWSER_CALL_TIMEOUT_SEC * 1000000ULL, req, BROWSER_REQUEST_MAX,
+                        BROWSER_ANSWER_MAX, &answer, &failure);
+        if (r == -EMSGSIZE)
                 return mcp_result_printf(result, true, "The request is too large (at most %u bytes).", BROWSER_REQUEST_MAX);
-        if ((r = loop_write(fd, text, strlen(text))) < 0 || (r = loop_write(fd, "\n", 1)) < 0)
-                return mcp_result_printf(result, true, "The browser service went away: %s.", strerror(-r));
-
-        buf = malloc(BROWSER_ANSWER_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(fd, buf + size, BROWSER_ANSWER_MAX - size);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return mcp_result_printf(result, true, "The browser service did not answer: %s.",
-                                                 errno == EAGAIN ? "timed out" : strerror(errno));
-                if (k == 0)
-                        break;
-                size += (size_t) k;
-                if (memchr(buf + size - k, '\n', (size_t) k))
-                        break;
-                if (size >= BROWSER_ANSWER_MAX)
-                        return mcp_result_printf(result, true, "The browser service's answer is too large.");
-        }
-        if (size == 0)
+        if (r < 0 && !failure)
+                return r;
+        if (r == -ECONNRESET)
                 return mcp_result_printf(result, true, "The browser service ended the call without an answer "
                                          "(it stopped or failed; see journalctl -u 'loop-browser@*').");
-        if (buf[size - 1] == '\n')
-                size--;
-        answer = parse_object(buf, size);
-        if (!answer || !json_object_object_get_ex(answer, "ok", &ok))
+        if (r < 0)
+                return mcp_result_printf(result, true, "The browser is not available: the channel's browser service at %s %s (%s).",
+                                         socket_path, failure, r == -EAGAIN ? "timed out" : strerror(-r));
+        if (!json_object_object_get_ex(answer, "ok", &ok))
                 return mcp_result_printf(result, true, "The browser service's answer cannot be read.");
         if (!json_object_get_boolean(ok)) {
                 json_object_object_get_ex(answer, "error", &v);

@@ -23,7 +23,6 @@
 #define BROWSER_REQUEST_MAX (1024U * 1024U)             /* an evaluate expression or typed text fits */
 #define BROWSER_ANSWER_MAX (8U * 1024U * 1024U)         /* a base64 screenshot fits, JSON-escaped */
 #define BROWSER_TOOL_NAME_MAX 64U
-#define BROWSER_JSON_DEPTH_MAX 32
 /* A wait_for_* may take 60 s; a cold Chrome start comes before the first call. */
 #define BROWSER_CALL_TIMEOUT_SEC 150
 

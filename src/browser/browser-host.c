@@ -18,6 +18,7 @@
 #include "gate-token.h"
 #include "log.h"
 #include "parse-util.h"
+#include "socket-util.h"
 #include "string-util.h"
 #include "time-util.h"
 
@@ -139,18 +140,7 @@ static int host_url_check(const char *url, char **ret_reason, void *userdata) {
 }
 
 static int host_connect_once(BrowserHost *h) {
-        _cleanup_close_ int fd = -EBADF;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-        if (strlen(h->cdp_socket) >= sizeof sa.sun_path)
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, h->cdp_socket);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
-                return -errno;
-        return TAKE_FD(fd);
+        return unix_connect(h->cdp_socket, 0, 0);
 }
 
 /* A live browser: the one we have, or a new connection to Chrome (waiting for its unit to bring the

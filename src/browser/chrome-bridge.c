@@ -18,6 +18,7 @@
 #include "io-util.h"
 #include "log.h"
 #include "macro.h"
+#include "socket-util.h"
 
 /* A direction of the relay: bytes read from one fd waiting to be written to the other. */
 typedef struct Pump {
@@ -27,13 +28,13 @@ typedef struct Pump {
 
 static int listen_at(const char *path, int *ret_fd) {
         _cleanup_close_ int fd = -EBADF;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa;
         mode_t old;
-        int r = 0;
+        int r;
 
-        if (strlen(path) >= sizeof sa.sun_path)
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
+        r = sockaddr_un_set_path(&sa, path);
+        if (r < 0)
+                return r;
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;

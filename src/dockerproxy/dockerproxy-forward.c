@@ -9,6 +9,7 @@
 #include "dockerproxy-pin.h"
 #include "dockerproxy-record.h"
 #include "log.h"
+#include "socket-util.h"
 
 /* ---- forwarding ---- */
 
@@ -79,20 +80,11 @@ static int format_upstream_head(ProxyConn *c, bool hijack, uint64_t body_size, b
 }
 
 int proxy_engine_connect(DockerProxy *p) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd;
 
-        if (strlen(p->engine_socket) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, p->engine_socket);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        fd = unix_connect(p->engine_socket, 0, 0);
         if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                int r = -errno;
-                safe_close(fd);
-                return r;
-        }
+                return fd;
         /* blocking reads end this often without data, for a look at the service (engine_recv()) */
         struct timeval tv = { .tv_sec = PROXY_ENGINE_WAIT_CHECK_USEC / 1000000ULL, .tv_usec = PROXY_ENGINE_WAIT_CHECK_USEC % 1000000ULL };
         (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

@@ -22,6 +22,7 @@
 #include "io-util.h"
 #include "json-util.h"
 #include "log.h"
+#include "socket-util.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -1264,8 +1265,7 @@ int engine_exec_attach(Engine *e, const char *exec_id, bool tty, int *ret_fd, ch
                        size_t *ret_pending_size) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *req = NULL, *head = NULL;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        size_t n = 0, path_len;
+        size_t n = 0;
         const char *body = tty ? "{\"Detach\":false,\"Tty\":true}" : "{\"Detach\":false,\"Tty\":false}";
         HttpResponseHead h;
         int k;
@@ -1274,17 +1274,9 @@ int engine_exec_attach(Engine *e, const char *exec_id, bool tty, int *ret_fd, ch
         k = check_container(e, exec_id);
         if (k < 0)
                 return k;
-        path_len = strlen(e->socket_path);
-        if (path_len >= sizeof sa.sun_path) {
-                engine_set_error(e, "%s: socket path too long", e->socket_path);
-                return -ENAMETOOLONG;
-        }
-        memcpy(sa.sun_path, e->socket_path, path_len);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
-                k = -errno;
+        fd = unix_connect(e->socket_path, 0, 0);
+        if (fd < 0) {
+                k = fd;
                 engine_set_error(e, "%s: %s", e->socket_path, strerror(-k));
                 return k;
         }

@@ -11,12 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "config-build.h"
 #include "gate-token.h"
+#include "helper-call.h"
 #include "io-util.h"
 #include "log.h"
 #include "loop.h"
@@ -34,33 +33,12 @@ typedef struct McpTasks {
         const char *token_file;
 } McpTasks;
 
-static int tasks_connect(const char *path, int *ret_fd) {
-        _cleanup_close_ int fd = -EBADF;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        struct timeval tv = { .tv_sec = MCP_TASKS_TIMEOUT_SEC };
-
-        if (strlen(path) >= sizeof sa.sun_path)
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
-                return -errno;
-        *ret_fd = TAKE_FD(fd);
-        return 0;
-}
-
 /* One request to the helper; its answer object in *ret, or a text for the model in *ret_error. */
 static int tasks_call(McpTasks *m, const char *op, json_object *args, json_object **ret, McpToolResult *result) {
         _cleanup_(json_object_putp) json_object *req = json_object_new_object();
-        _cleanup_free_ char *token = NULL, *buf = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        size_t size = 0, token_size;
-        const char *text;
-        json_object *o;
+        _cleanup_free_ char *token = NULL;
+        const char *failure;
+        size_t token_size;
         int r;
 
         r = read_full_file_at(AT_FDCWD, m->token_file, GATE_TOKEN_HEX_LEN + 1, false, &token, &token_size);
@@ -68,50 +46,23 @@ static int tasks_call(McpTasks *m, const char *op, json_object *args, json_objec
                 return mcp_result_printf(result, true, "Scheduled tasks are not available in this container (no token at %s: %s).",
                                          m->token_file, strerror(-r));
         token[strcspn(token, "\r\n")] = 0;
-        r = tasks_connect(m->socket_path, &fd);
-        if (r < 0)
-                return mcp_result_printf(result, true, "Scheduled tasks are not available: the channel's task service at %s "
-                                         "cannot be reached (%s).", m->socket_path, strerror(-r));
-
         if (!req ||
             json_object_object_add(req, "token", json_object_new_string(token)) < 0 ||
             json_object_object_add(req, "op", json_object_new_string(op)) < 0 ||
             json_object_object_add(req, "args", args ? json_object_get(args) : json_object_new_object()) < 0)
                 return -ENOMEM;
         explicit_bzero(token, token_size);
-        text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (!text)
-                return -ENOMEM;
-        if (strlen(text) > TASKS_REQUEST_MAX)
+
+        r = helper_call(m->socket_path, MCP_TASKS_TIMEOUT_SEC * 1000000ULL, req, TASKS_REQUEST_MAX,
+                        MCP_TASKS_ANSWER_MAX, ret, &failure);
+        if (r == -EMSGSIZE)
                 return mcp_result_printf(result, true, "The request is too large (the prompt is at most %u bytes).",
                                          TASKS_PROMPT_MAX_HARD);
-        if ((r = loop_write(fd, text, strlen(text))) < 0 || (r = loop_write(fd, "\n", 1)) < 0)
-                return mcp_result_printf(result, true, "The task service went away: %s.", strerror(-r));
-
-        buf = malloc(MCP_TASKS_ANSWER_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(fd, buf + size, MCP_TASKS_ANSWER_MAX - size);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return mcp_result_printf(result, true, "The task service did not answer: %s.", strerror(errno));
-                if (k == 0)
-                        break;
-                size += (size_t) k;
-                if (memchr(buf + size - k, '\n', (size_t) k))
-                        break;
-                if (size >= MCP_TASKS_ANSWER_MAX)
-                        return mcp_result_printf(result, true, "The task service's answer is too large.");
-        }
-        buf[size] = 0;
-        o = json_tokener_parse(buf);
-        if (!o || !json_object_is_type(o, json_type_object)) {
-                json_object_put(o);
-                return mcp_result_printf(result, true, "The task service's answer cannot be read.");
-        }
-        *ret = o;
+        if (r < 0 && !failure)
+                return r;
+        if (r < 0)
+                return mcp_result_printf(result, true, "The channel's task service at %s %s (%s): scheduled tasks are not available.",
+                                         m->socket_path, failure, r == -EAGAIN ? "timed out" : strerror(-r));
         return 1;
 }
 

@@ -31,6 +31,7 @@
 #include "log.h"
 #include "loop.h"
 #include "parse-util.h"
+#include "socket-util.h"
 
 #define RELAY_SOCKET_DEFAULT "/run/loop/gateway.sock"
 #define RELAY_TOKEN_FILE_DEFAULT "/run/loop/gateway-token"
@@ -52,19 +53,8 @@ static const char relay_unavailable[] =
         "loop relay: the egress gateway is not reachable; nothing leaves here.\r\n";
 
 static int gateway_connect(const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        _cleanup_close_ int fd = -EBADF;
-
-        if (strlen(path) >= sizeof sa.sun_path)
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
         /* non-blocking: a full backlog is a 503 now, not a relay that stops accepting */
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
-                return -errno;
-        return TAKE_FD(fd);
+        return unix_connect(path, SOCK_NONBLOCK, 0);
 }
 
 static int listen_loopback(uint16_t port) {
