@@ -5,6 +5,7 @@
 #include <string.h>
 #include <syslog.h>
 #include <limits.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -486,14 +487,19 @@ int tasks_restore(const TasksContext *ctx) {
                 size_t n = 0;
                 unsigned changed = 0;
 
+                /* Under the channel's lock, as every change of its tasks: a pass that read the files before
+                 * an operator's change must not undo the timer that change made after it. */
+                r = tasks_dir_lock(dir_fd);
+                if (r < 0)
+                        return r;
                 r = dir_stamp(dir_fd, &before);
-                if (r < 0)
-                        return r;
-                r = tasks_list_at(dir_fd, &all, &n);
-                if (r < 0)
-                        return r;
-                r = tasks_timers_sync(ctx->bus, ctx->channel, all, n, &changed);
-                task_list_free(all, n);
+                if (r >= 0)
+                        r = tasks_list_at(dir_fd, &all, &n);
+                if (r >= 0) {
+                        r = tasks_timers_sync(ctx->bus, ctx->channel, all, n, &changed);
+                        task_list_free(all, n);
+                }
+                (void) flock(dir_fd, LOCK_UN);
                 if (r < 0)
                         return r;
                 total += changed;
