@@ -63,11 +63,13 @@ static const struct {
 };
 
 /* The fields audit_log() fills itself; an extra field may not name one of them. */
-static const char * const audit_reserved_fields[] = {
-        "MESSAGE", "PRIORITY", "MESSAGE_ID", "SYSLOG_IDENTIFIER", "LOOP_EVENT",
-        "LOOP_CHANNEL", "LOOP_CONTAINER", "LOOP_CONTAINER_NAME", "LOOP_CONTAINER_TYPE",
-        "LOOP_SCOPE", "LOOP_SESSION", "LOOP_QUEUE_ID",
+#define RESERVED(n) { n, sizeof(n) - 1 }
+static const struct { const char *name; size_t len; } audit_reserved_fields[] = {
+        RESERVED("MESSAGE"), RESERVED("PRIORITY"), RESERVED("MESSAGE_ID"), RESERVED("SYSLOG_IDENTIFIER"),
+        RESERVED("LOOP_EVENT"), RESERVED("LOOP_CHANNEL"), RESERVED("LOOP_CONTAINER"), RESERVED("LOOP_CONTAINER_NAME"),
+        RESERVED("LOOP_CONTAINER_TYPE"), RESERVED("LOOP_SCOPE"), RESERVED("LOOP_SESSION"), RESERVED("LOOP_QUEUE_ID"),
 };
+#undef RESERVED
 
 static const char * const audit_secret_name_parts[] = {
         "TOKEN", "KEY", "SECRET", "PASSWORD", "AUTHORIZATION",
@@ -251,7 +253,7 @@ static bool journal_field_name_valid(const char *name, size_t n) {
 
 static bool audit_field_reserved(const char *name, size_t n) {
         for (size_t i = 0; i < ELEMENTSOF(audit_reserved_fields); i++)
-                if (strncmp(audit_reserved_fields[i], name, n) == 0 && audit_reserved_fields[i][n] == 0)
+                if (audit_reserved_fields[i].len == n && memcmp(audit_reserved_fields[i].name, name, n) == 0)
                         return true;
         return false;
 }
