@@ -211,7 +211,12 @@ static char ascii_upper(char c) {
 
 /* The first letters of audit_secret_name_parts: a byte that is none of them starts no part. */
 static bool secret_part_first(char c) {
-        return c == 'T' || c == 'K' || c == 'S' || c == 'P' || c == 'A';
+        switch (c) {
+        case 'T': case 'K': case 'S': case 'P': case 'A':
+                return true;
+        default:
+                return false;
+        }
 }
 
 /* name[0..n), which need not be NUL-terminated there */
