@@ -66,6 +66,37 @@ ssize_t proxy_recv_some(int fd, void *buf, size_t size, uint64_t deadline) {
         }
 }
 
+/* The wait for a kept connection's next request watches the engine connection kept from the last one
+ * too, in the same poll(): one the engine closed (or that has something unasked to say) is dropped here,
+ * and one that stayed idle need not be looked at again before the request goes on it (proxy_conn_forward()).
+ * 1: the client has something, 0: the deadline came (the caller's read finds out), < 0: an error. */
+static int conn_wait_with_engine(ProxyConn *c) {
+        for (;;) {
+                struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN }, { .fd = c->up, .events = POLLIN | POLLRDHUP } };
+                uint64_t now = clock_usec(CLOCK_MONOTONIC);
+                int timeout = -1, k;
+
+                if (c->deadline_usec != UINT64_MAX) {
+                        if (now >= c->deadline_usec)
+                                return 0;
+                        timeout = (int) MIN((c->deadline_usec - now + 999) / 1000, (uint64_t) INT32_MAX);
+                }
+                k = poll(p, c->up >= 0 ? 2 : 1, timeout);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (c->up >= 0 && p[1].revents) {
+                        c->up = safe_close(c->up);
+                        continue;
+                }
+                if (k > 0) {
+                        c->up_seen_idle = c->up >= 0;
+                        return 1;
+                }
+        }
+}
+
 /* Reads more of the request into c->in, growing it up to its cap; -EFBIG when that is full, 0 at EOF. */
 ssize_t proxy_conn_read_more(ProxyConn *c) {
         const size_t cap = PROXY_HEADER_SIZE_MAX + PROXY_BODY_MAX + HTTP_CHUNKED_FRAMING_MAX;
@@ -81,6 +112,20 @@ ssize_t proxy_conn_read_more(ProxyConn *c) {
                         return -ENOMEM;
                 c->in = p;
                 c->in_allocated = n;
+        }
+        if (c->in_size == 0 && c->up >= 0 && c->deadline_usec != UINT64_MAX) {
+                int r = conn_wait_with_engine(c);
+                if (r < 0)
+                        return r;
+                if (r > 0) {            /* readable: read at once, no second poll() */
+                        k = recv(c->fd, c->in, c->in_allocated, 0);
+                        if (k < 0 && errno != EINTR && errno != EAGAIN)
+                                return -errno;
+                        if (k >= 0) {
+                                c->in_size += (size_t) k;
+                                return k;
+                        }
+                }
         }
         k = proxy_recv_some(c->fd, c->in + c->in_size, c->in_allocated - c->in_size, c->deadline_usec);
         if (k > 0)
@@ -217,6 +262,7 @@ void proxy_conn_next_request(ProxyConn *c) {
         c->hold_until_engine_done = false;
         c->body_changed = false;
         c->fields = mfree(c->fields);
+        c->up_seen_idle = false;
         c->n_requests++;
         c->start_usec = 0;      /* set when the next request's first byte is in */
         c->deadline_usec = clock_usec(CLOCK_MONOTONIC) + PROXY_KEEPALIVE_IDLE_USEC;

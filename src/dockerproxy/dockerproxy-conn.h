@@ -84,6 +84,7 @@ typedef struct ProxyConn {
         char *peer_name;                        /* the calling container's name, NULL for the host */
         bool peer_known;                        /* proxy_conn_peer_check() said yes for this connection */
         int up;                                 /* the engine connection kept from the last request */
+        bool up_seen_idle;                      /* watched while this request's head was awaited: idle */
         unsigned n_requests;                    /* requests this connection carried before this one */
         uint64_t start_usec;
         uint64_t deadline_usec;

@@ -484,7 +484,11 @@ int proxy_conn_forward(ProxyConn *c, const char *body, size_t body_size, const c
         size_t head_size, rsize = 0, client_head_size = 0;
         int r;
 
-        if (up >= 0 && (streamed || hijack || !upstream_is_idle(up)))
+        /* a request without a body whose head was awaited with the engine connection watched (and found
+         * idle) goes on it without another look: what the engine did since is what a look just before
+         * the send could miss too, and a GET or HEAD is sent again on a new connection then */
+        bool looked = c->up_seen_idle && !c->head.chunked && c->content_length == 0;
+        if (up >= 0 && (streamed || hijack || (!looked && !upstream_is_idle(up))))
                 up = safe_close(up);
         r = format_upstream_head(c, hijack, streamed ? (c->head.chunked ? UINT64_MAX : c->content_length) : body_size,
                                  !streamed && (body_size > 0 || c->content_length > 0 || c->head.chunked), &head, &head_size);

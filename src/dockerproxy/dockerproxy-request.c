@@ -382,8 +382,9 @@ static int conn_decide(ProxyConn *c, ProxyRequest *q) {
         if (q->verdict.decision == DECISION_DENY)
                 return proxy_conn_reply(c, 403, c->rule, q->verdict.message ?: "denied by the channel's Docker API policy");
 
-        /* the body the engine gets is one the proxy wrote, of fields it knows with values it checked */
-        if (q->endpoint->body != PROXY_BODY_STREAM) {
+        /* the body the engine gets is one the proxy wrote, of fields it knows with values it checked; an
+         * endpoint that takes none has an empty one (checked above), which it would rebuild as itself */
+        if (q->endpoint->body != PROXY_BODY_STREAM && !(q->endpoint->body == PROXY_BODY_NONE && q->body)) {
                 _cleanup_(json_object_putp) json_object *rebuilt = NULL;
                 ProxyBodyRefusal refusal = {};
                 r = proxy_body_rebuild(q->endpoint->body, q->body, &rebuilt, &c->fields, &refusal);

@@ -63,11 +63,13 @@ static const struct {
 };
 
 /* The fields audit_log() fills itself; an extra field may not name one of them. */
-static const char * const audit_reserved_fields[] = {
-        "MESSAGE", "PRIORITY", "MESSAGE_ID", "SYSLOG_IDENTIFIER", "LOOP_EVENT",
-        "LOOP_CHANNEL", "LOOP_CONTAINER", "LOOP_CONTAINER_NAME", "LOOP_CONTAINER_TYPE",
-        "LOOP_SCOPE", "LOOP_SESSION", "LOOP_QUEUE_ID",
+#define RESERVED(n) { n, sizeof(n) - 1 }
+static const struct { const char *name; size_t len; } audit_reserved_fields[] = {
+        RESERVED("MESSAGE"), RESERVED("PRIORITY"), RESERVED("MESSAGE_ID"), RESERVED("SYSLOG_IDENTIFIER"),
+        RESERVED("LOOP_EVENT"), RESERVED("LOOP_CHANNEL"), RESERVED("LOOP_CONTAINER"), RESERVED("LOOP_CONTAINER_NAME"),
+        RESERVED("LOOP_CONTAINER_TYPE"), RESERVED("LOOP_SCOPE"), RESERVED("LOOP_SESSION"), RESERVED("LOOP_QUEUE_ID"),
 };
+#undef RESERVED
 
 static const char * const audit_secret_name_parts[] = {
         "TOKEN", "KEY", "SECRET", "PASSWORD", "AUTHORIZATION",
@@ -207,23 +209,40 @@ static char ascii_upper(char c) {
         return c >= 'a' && c <= 'z' ? (char) (c - 'a' + 'A') : c;
 }
 
-bool audit_field_name_is_secret(const char *name) {
-        for (; *name; name++) {
-                char first = ascii_upper(*name);
+/* The first letters of audit_secret_name_parts: a byte that is none of them starts no part. */
+static bool secret_part_first(char c) {
+        switch (c) {
+        case 'T': case 'K': case 'S': case 'P': case 'A':
+                return true;
+        default:
+                return false;
+        }
+}
 
+/* name[0..n), which need not be NUL-terminated there */
+static bool field_name_is_secret(const char *name, size_t n) {
+        for (size_t at = 0; at < n; at++) {
+                char first = ascii_upper(name[at]);
+
+                if (!secret_part_first(first))
+                        continue;
                 for (size_t i = 0; i < ELEMENTSOF(audit_secret_name_parts); i++) {
                         const char *part = audit_secret_name_parts[i];
                         size_t k = 1;
 
                         if (part[0] != first)
                                 continue;
-                        while (part[k] && ascii_upper(name[k]) == part[k])
+                        while (part[k] && at + k < n && ascii_upper(name[at + k]) == part[k])
                                 k++;
                         if (!part[k])
                                 return true;
                 }
         }
         return false;
+}
+
+bool audit_field_name_is_secret(const char *name) {
+        return field_name_is_secret(name, strlen(name));
 }
 
 static bool journal_field_name_valid(const char *name, size_t n) {
@@ -239,7 +258,7 @@ static bool journal_field_name_valid(const char *name, size_t n) {
 
 static bool audit_field_reserved(const char *name, size_t n) {
         for (size_t i = 0; i < ELEMENTSOF(audit_reserved_fields); i++)
-                if (strlen(audit_reserved_fields[i]) == n && memcmp(audit_reserved_fields[i], name, n) == 0)
+                if (audit_reserved_fields[i].len == n && memcmp(audit_reserved_fields[i].name, name, n) == 0)
                         return true;
         return false;
 }
@@ -303,7 +322,8 @@ static void field_cap(char *s) {
 typedef struct AuditField {
         const char *name;       /* not NUL-terminated when it points into an extra */
         size_t name_len;
-        char *value;            /* redacted and capped */
+        const char *value;      /* redacted and capped */
+        bool owned;             /* value is a copy (redacted, capped or secret), freed with the entry */
 } AuditField;
 
 #define AUDIT_FIELDS_MAX (ELEMENTSOF(audit_reserved_fields) + AUDIT_EXTRA_MAX)
@@ -315,7 +335,8 @@ typedef struct AuditEntry {
 
 static void audit_entry_done(AuditEntry *e) {
         for (size_t i = 0; i < e->n; i++)
-                e->fields[i].value = mfree(e->fields[i].value);
+                if (e->fields[i].owned)
+                        free((char *) e->fields[i].value);
         e->n = 0;
 }
 
@@ -331,18 +352,24 @@ int audit_redact(const char *value, char **ret) {
         return r;
 }
 
-/* Adds a field, redacting its value. Called with audit_secrets_lock held. */
+/* Adds a field, redacting its value. Called with audit_secrets_lock held. A value with no secret to
+ * look for and within the cap is used as it is (it outlives the entry): a record is written per proxied
+ * request, and most of its fields are short. */
 static int audit_entry_add(AuditEntry *e, const char *name, size_t name_len, const char *value, bool secret) {
         char *v;
 
         if (!value)
                 return 0;
         assert(e->n < AUDIT_FIELDS_MAX);
+        if (!secret && audit_n_secrets == 0 && strnlen(value, AUDIT_FIELD_MAX + 1) <= AUDIT_FIELD_MAX) {
+                e->fields[e->n++] = (AuditField) { .name = name, .name_len = name_len, .value = value };
+                return 0;
+        }
         v = secret ? strdup(AUDIT_REDACTED) : redact_dup(value);
         if (!v)
                 return -ENOMEM;
         field_cap(v);
-        e->fields[e->n++] = (AuditField) { .name = name, .name_len = name_len, .value = v };
+        e->fields[e->n++] = (AuditField) { .name = name, .name_len = name_len, .value = v, .owned = true };
         return 0;
 }
 
@@ -396,10 +423,7 @@ static int audit_entry_fill(AuditEntry *e, AuditEvent ev, const char *message, c
                         log_debug("More than %u extra audit fields, dropping the rest.", AUDIT_EXTRA_MAX);
                         break;
                 }
-                _cleanup_free_ char *name = strndup(*x, nl);
-                if (!name)
-                        return -ENOMEM;
-                r = audit_entry_add(e, *x, nl, eq + 1, audit_field_name_is_secret(name));
+                r = audit_entry_add(e, *x, nl, eq + 1, field_name_is_secret(*x, nl));
                 if (r < 0)
                         return r;
                 n_extra++;
@@ -436,6 +460,11 @@ static int audit_send_journal(const AuditEntry *e, AuditEvent ev, int priority) 
                 const AuditField *fld = &e->fields[i];
                 size_t vl = strlen(fld->value);
 
+                /* an extra used as it came is "NAME=value" already */
+                if (fld->value == fld->name + fld->name_len + 1 && fld->name[fld->name_len] == '=') {
+                        iov[n++] = (struct iovec) { .iov_base = (char *) fld->name, .iov_len = fld->name_len + 1 + vl };
+                        continue;
+                }
                 bufs[i] = malloc(fld->name_len + 1 + vl);
                 if (!bufs[i])
                         goto finish;
@@ -560,7 +589,6 @@ int audit_log(AuditEvent e, int priority, const AuditFields *f, const char *form
         pthread_mutex_lock(&audit_secrets_lock);
         r = audit_entry_fill(&entry, e, message, f);
         pthread_mutex_unlock(&audit_secrets_lock);
-        explicit_bzero(message, strlen(message));
         if (r < 0)
                 goto finish;    /* never send what could not be redacted */
 
@@ -583,6 +611,7 @@ int audit_log(AuditEvent e, int priority, const AuditFields *f, const char *form
         r = audit_write_console(&entry, e);
 finish:
         audit_entry_done(&entry);
+        explicit_bzero(message, strlen(message));       /* the record may have used it as it was */
         errno = saved;
         return r < 0 ? r : 0;
 }

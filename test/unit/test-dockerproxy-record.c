@@ -75,8 +75,28 @@ static void test_unparsed(void) {
            "it shows the first line only, escaped");
 }
 
+/* the fields of fixed form as printf() would write them: signed, and a long rule cut to the field */
+static void test_numbers(void) {
+        DockerProxy p = { .channel = (char *) "demo" };
+        char rule[300];
+        ProxyConn c = { .proxy = &p, .peer_pid = 0, .peer_uid = (uid_t) -1, .status = 0, .rule = rule, .start_usec = 5 };
+        _cleanup_(proxy_record_done) ProxyRecord r = {};
+
+        memset(rule, 'r', sizeof(rule) - 1);
+        rule[sizeof(rule) - 1] = 0;
+        c.head.method = (char *) "GET";
+        c.head.path = (char *) "/_ping";
+        ok(proxy_record_build(&c, 5 + 18446744073709ULL, &r) == 0, "a record with edge values is built");
+        ok(has(&r, "LOOP_PEER_PID=0") && has(&r, "LOOP_PEER_UID=-1") && has(&r, "LOOP_STATUS=0"),
+           "a peer without credentials is uid -1, pid 0; no status is 0");
+        ok(has(&r, "LOOP_LATENCY_NS=18446744073709000"), "a long latency is written whole");
+        ok(has_name(&r, "LOOP_RULE=rrr") && strlen(r.f_rule) == PROXY_RECORD_FIELD_MAX - 1,
+           "a rule longer than the field is cut to it");
+}
+
 int main(void) {
         test_allowed();
+        test_numbers();
         test_denied();
         test_unparsed();
         return done_testing();

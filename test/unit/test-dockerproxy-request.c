@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "dockerproxy-conn.h"
@@ -118,6 +119,111 @@ static void test_kept_alive(void) {
         ok(b && strstr(b, "Connection: close"), "...and its answer says so");
 }
 
+/* An engine that answers each connection's requests with the connection's number, and after its first
+ * answer on the first connection says something unasked (a stale answer) without closing. */
+typedef struct FakeEngine {
+        int listen_fd;
+        unsigned connections;
+} FakeEngine;
+
+static void *fake_engine(void *userdata) {
+        FakeEngine *e = userdata;
+
+        for (int fd; (fd = accept4(e->listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0;) {
+                unsigned n = ++e->connections;
+                char buf[4096], answer[128];
+                size_t have = 0;
+
+                for (;;) {
+                        ssize_t k = read(fd, buf + have, sizeof(buf) - 1 - have);
+                        if (k <= 0)
+                                break;
+                        have += (size_t) k;
+                        buf[have] = 0;
+                        if (!strstr(buf, "\r\n\r\n"))
+                                continue;
+                        have = 0;
+                        int l = snprintf(answer, sizeof(answer), "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nconn%u", n);
+                        assert_se(write(fd, answer, (size_t) l) == l);
+                        if (n == 1) {   /* after the proxy passed the answer on: unasked bytes */
+                                usleep(20 * 1000);
+                                static const char stale[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale";
+                                assert_se(write(fd, stale, sizeof(stale) - 1) == (ssize_t) sizeof(stale) - 1);
+                        }
+                }
+                close(fd);
+        }
+        return NULL;
+}
+
+typedef struct Client {
+        int fd;
+        char answers[4096];
+} Client;
+
+/* Two requests on one kept connection, the second well after the first's answer. */
+static void *client_two_apart(void *userdata) {
+        Client *cl = userdata;
+        static const char first[] = "GET /_ping HTTP/1.1\r\nHost: d\r\n\r\n";
+        static const char second[] = "GET /_ping HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n";
+        size_t n = 0;
+
+        assert_se(write(cl->fd, first, sizeof(first) - 1) == (ssize_t) sizeof(first) - 1);
+        while (!strstr(cl->answers, "conn")) {
+                ssize_t k = read(cl->fd, cl->answers + n, sizeof(cl->answers) - 1 - n);
+                if (k <= 0)
+                        return NULL;
+                n += (size_t) k;
+                cl->answers[n] = 0;
+        }
+        usleep(200 * 1000);     /* the engine's unasked bytes come meanwhile */
+        assert_se(write(cl->fd, second, sizeof(second) - 1) == (ssize_t) sizeof(second) - 1);
+        for (ssize_t k; n < sizeof(cl->answers) - 1 && (k = read(cl->fd, cl->answers + n, sizeof(cl->answers) - 1 - n)) > 0;)
+                n += (size_t) k;
+        cl->answers[n] = 0;
+        return NULL;
+}
+
+static void test_kept_engine_connection_spoke_unasked(void) {
+        char dir[] = "/tmp/loop-test-dockerproxy-request.XXXXXX", path[128];
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_(proxy_conn_freep) ProxyConn *c = NULL;
+        FakeEngine e = {};
+        Client cl = {};
+        pthread_t te, tc;
+        int fds[2];
+
+        assert_se(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/engine.sock", dir);
+        strcpy(sa.sun_path, path);
+        assert_se((e.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+        assert_se(bind(e.listen_fd, (struct sockaddr *) &sa, sizeof(sa)) == 0 && listen(e.listen_fd, 4) == 0);
+        assert_se(pthread_create(&te, NULL, fake_engine, &e) == 0);
+        proxy.engine_socket = path;
+
+        assert_se(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+        cl.fd = fds[0];
+        assert_se(pthread_create(&tc, NULL, client_two_apart, &cl) == 0);
+        assert_se(proxy_conn_new(&proxy, NULL, fds[1], &c) == 0);
+        c->peer_known = true;
+        proxy_conn_serve(c);
+        c = proxy_conn_free(c);         /* and the engine connection it kept */
+        close(fds[1]);
+        pthread_join(tc, NULL);
+        close(fds[0]);
+
+        is_int(count(cl.answers, "HTTP/1.1 200 "), 2, "two requests kept alive are both answered by the engine");
+        ok(strstr(cl.answers, "conn1") && strstr(cl.answers, "conn2") && !strstr(cl.answers, "stale"),
+           "an engine connection that said something unasked between them is not used again: its words reach no one");
+
+        proxy.engine_socket = (char *) "/nonexistent/loop-test/engine.sock";
+        shutdown(e.listen_fd, SHUT_RDWR);
+        close(e.listen_fd);
+        pthread_join(te, NULL);
+        unlink(path);
+        rmdir(dir);
+}
+
 int main(void) {
         _cleanup_(json_object_putp) json_object *doc = NULL;
         _cleanup_free_ char *error = NULL;
@@ -127,6 +233,7 @@ int main(void) {
         test_refused_before_the_engine();
         test_head_too_large();
         test_kept_alive();
+        test_kept_engine_connection_spoke_unasked();
         proxy_policy_free(proxy.policy);
         return done_testing();
 }
