@@ -7,8 +7,6 @@
  * side's answer is the tool's result. Without the socket or the token every call is an isError result
  * that says why: the agent's other tools keep working. */
 
-#include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,33 +15,26 @@
 #include "browser-call.h"
 #include "browser-tools.h"
 #include "config-build.h"
-#include "gate-token.h"
-#include "io-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-mcp-verb.h"
 #include "mcp-server.h"
 
 /* The tool table is the browsertools module's; a call carries no tool name, so each slot has a
  * trampoline that knows its index. */
 #define MCP_BROWSER_TOOLS_MAX 32
 
-typedef struct McpBrowser {
-        const char *socket_path;
-        const char *token_file;
-} McpBrowser;
-
-static McpBrowser mcp_browser;
+static McpVerbArgs mcp_browser;
 
 static int forward(size_t i, json_object *args, McpToolResult *result) {
         _cleanup_free_ char *token = NULL;
         size_t token_size = 0;
         int r;
 
-        r = read_full_file_at(AT_FDCWD, mcp_browser.token_file, GATE_TOKEN_HEX_LEN + 1, false, &token, &token_size);
+        r = mcp_verb_token_read(mcp_browser.token_file, &token, &token_size);
         if (r < 0)
                 return mcp_result_printf(result, true, "The browser is not available in this container (no token at %s: %s).",
                                          mcp_browser.token_file, strerror(-r));
-        token[strcspn(token, "\r\n")] = 0;
         r = browser_call(mcp_browser.socket_path, token, BROWSER_TOOLS[i].name, args, result);
         explicit_bzero(token, token_size);
         return r;
@@ -63,64 +54,25 @@ static int (* const trampolines[MCP_BROWSER_TOOLS_MAX])(json_object *, void *, M
         tool_23, tool_24, tool_25, tool_26, tool_27, tool_28, tool_29, tool_30, tool_31,
 };
 
-static void mcp_browser_help(void) {
-        printf("%s mcp-browser [--channel-id NAME] [--log FILE] [--socket PATH] [--token-file PATH]\n\n"
-               "The agent's browser as an MCP server over stdio (in the agent container); every call goes to\n"
-               "the channel's loop-browser@NAME on the host, which drives the channel's Chrome.\n\n"
-               "  --channel-id NAME   The channel (as the runner's MCP config says)\n"
-               "  --log FILE          Diagnostics go to FILE instead of standard error\n"
-               "  --socket PATH       The browser service (default: $LOOP_BROWSER_SOCKET, else %s)\n"
-               "  --token-file PATH   The container's token (default: $LOOP_BROWSER_TOKEN_FILE, else %s)\n",
-               program_invocation_short_name, BROWSER_CONTAINER_SOCKET, BROWSER_CONTAINER_TOKEN);
-}
+static const McpVerb verb = {
+        .verb = "mcp-browser",
+        .summary = "The agent's browser as an MCP server over stdio (in the agent container); every call goes to\n"
+                   "the channel's loop-browser@NAME on the host, which drives the channel's Chrome.",
+        .what = "browser service",
+        .env_socket = "LOOP_BROWSER_SOCKET",
+        .env_token = "LOOP_BROWSER_TOKEN_FILE",
+        .default_socket = BROWSER_CONTAINER_SOCKET,
+        .default_token = BROWSER_CONTAINER_TOKEN,
+};
 
 int verb_mcp_browser(int argc, char *argv[]) {
-        enum { ARG_CHANNEL = 0x100, ARG_LOG, ARG_SOCKET, ARG_TOKEN_FILE };
-        static const struct option options[] = {
-                { "help",       no_argument,       NULL, 'h' },
-                { "channel-id", required_argument, NULL, ARG_CHANNEL },
-                { "log",        required_argument, NULL, ARG_LOG },
-                { "socket",     required_argument, NULL, ARG_SOCKET },
-                { "token-file", required_argument, NULL, ARG_TOKEN_FILE },
-                {}
-        };
         McpTool tools[MCP_BROWSER_TOOLS_MAX];
-        const char *log_path = NULL, *channel = NULL;
         _cleanup_free_ char *instructions = NULL;
-        int c, r;
+        int r;
 
-        mcp_browser = (McpBrowser) {
-                .socket_path = getenv("LOOP_BROWSER_SOCKET"),
-                .token_file = getenv("LOOP_BROWSER_TOKEN_FILE"),
-        };
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
-                switch (c) {
-                case 'h':
-                        mcp_browser_help();
-                        return EXIT_SUCCESS;
-                case ARG_CHANNEL:    channel = optarg; break;
-                case ARG_LOG:        log_path = optarg; break;
-                case ARG_SOCKET:     mcp_browser.socket_path = optarg; break;
-                case ARG_TOKEN_FILE: mcp_browser.token_file = optarg; break;
-                default:
-                        return EXIT_FAILURE;
-                }
-        if (optind < argc) {
-                log_error("Unexpected argument \"%s\" (see 'loop mcp-browser --help').", argv[optind]);
-                return EXIT_FAILURE;
-        }
-        if (isempty(mcp_browser.socket_path))
-                mcp_browser.socket_path = BROWSER_CONTAINER_SOCKET;
-        if (isempty(mcp_browser.token_file))
-                mcp_browser.token_file = BROWSER_CONTAINER_TOKEN;
-        /* stdout is the protocol: every diagnostic goes to stderr, or to the log file */
-        if (log_path) {
-                int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd >= 0) {
-                        (void) dup2(fd, STDERR_FILENO);
-                        safe_close(fd);
-                }
-        }
+        r = mcp_verb_parse(&verb, argc, argv, &mcp_browser);
+        if (r <= 0)
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         if (BROWSER_TOOLS_COUNT > MCP_BROWSER_TOOLS_MAX)
                 return log_error_errno(E2BIG, "The browser has more tools than this server can list."), EXIT_FAILURE;
         for (size_t i = 0; i < BROWSER_TOOLS_COUNT; i++) {
@@ -129,7 +81,7 @@ int verb_mcp_browser(int argc, char *argv[]) {
         }
         if (asprintf(&instructions, "A Chrome browser for the loop channel %s, run on the host in its own container; its "
                      "traffic goes through the channel's egress gateway, so the same allowlist applies. file:, chrome: "
-                     "and other non-network URLs are refused.", channel ?: "of this container") < 0)
+                     "and other non-network URLs are refused.", mcp_browser.channel ?: "of this container") < 0)
                 return log_oom(), EXIT_FAILURE;
 
         McpStdioServer s = {
@@ -139,11 +91,5 @@ int verb_mcp_browser(int argc, char *argv[]) {
                 .tools = tools,
                 .n_tools = BROWSER_TOOLS_COUNT,
         };
-        r = mcp_server_check(&s);
-        if (r < 0)
-                return log_error_errno(r, "The tool table is broken: %m"), EXIT_FAILURE;
-        r = mcp_server_run(&s, STDIN_FILENO, STDOUT_FILENO);
-        if (r < 0)
-                return log_error_errno(r, "MCP server failed: %m"), EXIT_FAILURE;
-        return EXIT_SUCCESS;
+        return mcp_verb_serve(&s);
 }

@@ -6,19 +6,16 @@
  * container's token (/run/loop/tasks-token), and the helper's answer becomes the tool's result. A refusal
  * (a bad schedule, the cap, an unknown id) is an isError result whose text says why. */
 
-#include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "config-build.h"
-#include "gate-token.h"
 #include "helper-call.h"
-#include "io-util.h"
 #include "log.h"
 #include "loop.h"
+#include "loop-mcp-verb.h"
 #include "mcp-server.h"
 #include "tasks-service.h"
 
@@ -41,11 +38,10 @@ static int tasks_call(McpTasks *m, const char *op, json_object *args, json_objec
         size_t token_size;
         int r;
 
-        r = read_full_file_at(AT_FDCWD, m->token_file, GATE_TOKEN_HEX_LEN + 1, false, &token, &token_size);
+        r = mcp_verb_token_read(m->token_file, &token, &token_size);
         if (r < 0)
                 return mcp_result_printf(result, true, "Scheduled tasks are not available in this container (no token at %s: %s).",
                                          m->token_file, strerror(-r));
-        token[strcspn(token, "\r\n")] = 0;
         if (!req ||
             json_object_object_add(req, "token", json_object_new_string(token)) < 0 ||
             json_object_object_add(req, "op", json_object_new_string(op)) < 0 ||
@@ -134,65 +130,26 @@ static const McpTool tasks_tools[] = {
           "\"additionalProperties\":false}", tool_toggle },
 };
 
-static void mcp_help(void) {
-        printf("%s mcp [--channel-id NAME] [--log FILE] [--socket PATH] [--token-file PATH]\n\n"
-               "The agent's MCP server over stdio (in the agent container): scheduled tasks of the channel.\n\n"
-               "  --channel-id NAME   The channel (as the runner's MCP config says)\n"
-               "  --api-url URL       Accepted for compatibility; the task service is a unix socket\n"
-               "  --log FILE          Diagnostics go to FILE instead of standard error\n"
-               "  --socket PATH       The task service (default: $LOOP_TASKS_SOCKET, else %s)\n"
-               "  --token-file PATH   The container's token (default: $LOOP_TASKS_TOKEN_FILE, else %s)\n",
-               program_invocation_short_name, MCP_TASKS_SOCKET_DEFAULT, MCP_TASKS_TOKEN_FILE_DEFAULT);
-}
+static const McpVerb verb = {
+        .verb = "mcp",
+        .summary = "The agent's MCP server over stdio (in the agent container): scheduled tasks of the channel.",
+        .what = "task service",
+        .env_socket = "LOOP_TASKS_SOCKET",
+        .env_token = "LOOP_TASKS_TOKEN_FILE",
+        .default_socket = MCP_TASKS_SOCKET_DEFAULT,
+        .default_token = MCP_TASKS_TOKEN_FILE_DEFAULT,
+};
 
 int verb_mcp(int argc, char *argv[]) {
-        enum { ARG_CHANNEL = 0x100, ARG_API_URL, ARG_LOG, ARG_SOCKET, ARG_TOKEN_FILE };
-        static const struct option options[] = {
-                { "help",       no_argument,       NULL, 'h' },
-                { "channel-id", required_argument, NULL, ARG_CHANNEL },
-                { "api-url",    required_argument, NULL, ARG_API_URL },
-                { "log",        required_argument, NULL, ARG_LOG },
-                { "socket",     required_argument, NULL, ARG_SOCKET },
-                { "token-file", required_argument, NULL, ARG_TOKEN_FILE },
-                {}
-        };
-        McpTasks m = {
-                .socket_path = getenv("LOOP_TASKS_SOCKET") ?: MCP_TASKS_SOCKET_DEFAULT,
-                .token_file = getenv("LOOP_TASKS_TOKEN_FILE") ?: MCP_TASKS_TOKEN_FILE_DEFAULT,
-        };
-        const char *log_path = NULL;
         _cleanup_free_ char *instructions = NULL;
-        int c, r;
+        McpVerbArgs a;
+        McpTasks m;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
-                switch (c) {
-                case 'h':
-                        mcp_help();
-                        return EXIT_SUCCESS;
-                case ARG_CHANNEL:    m.channel = optarg; break;
-                case ARG_API_URL:    break;
-                case ARG_LOG:        log_path = optarg; break;
-                case ARG_SOCKET:     m.socket_path = optarg; break;
-                case ARG_TOKEN_FILE: m.token_file = optarg; break;
-                default:
-                        return EXIT_FAILURE;
-                }
-        if (optind < argc) {
-                log_error("Unexpected argument \"%s\" (see 'loop mcp --help').", argv[optind]);
-                return EXIT_FAILURE;
-        }
-        if (isempty(m.socket_path))
-                m.socket_path = MCP_TASKS_SOCKET_DEFAULT;
-        if (isempty(m.token_file))
-                m.token_file = MCP_TASKS_TOKEN_FILE_DEFAULT;
-        /* stdout is the protocol: every diagnostic goes to stderr, or to the log file */
-        if (log_path) {
-                int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd >= 0) {
-                        (void) dup2(fd, STDERR_FILENO);
-                        safe_close(fd);
-                }
-        }
+        r = mcp_verb_parse(&verb, argc, argv, &a);
+        if (r <= 0)
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        m = (McpTasks) { .channel = a.channel, .socket_path = a.socket_path, .token_file = a.token_file };
         if (asprintf(&instructions, "Scheduled tasks of the loop channel %s: each task is a systemd timer on the host; "
                      "when it fires, its prompt is queued for this channel and runs like any other message.",
                      m.channel ?: "of this container") < 0)
@@ -206,11 +163,5 @@ int verb_mcp(int argc, char *argv[]) {
                 .n_tools = ELEMENTSOF(tasks_tools),
                 .userdata = &m,
         };
-        r = mcp_server_check(&s);
-        if (r < 0)
-                return log_error_errno(r, "The tool table is broken: %m"), EXIT_FAILURE;
-        r = mcp_server_run(&s, STDIN_FILENO, STDOUT_FILENO);
-        if (r < 0)
-                return log_error_errno(r, "MCP server failed: %m"), EXIT_FAILURE;
-        return EXIT_SUCCESS;
+        return mcp_verb_serve(&s);
 }
