@@ -687,23 +687,30 @@ static int tab_run(Browser *b, Tab *t, const char *body, json_object *args, json
 
 /* ---- waiting ---- */
 
-/* Waits for the tab's load (or bfcache restore, or same-document navigation) flag, pumping events; a
- * page that never finishes loading is not an error: *ret_loaded says. */
+typedef struct LoadWait {
+        Browser *b;
+        unsigned tab_id;
+} LoadWait;
+
+/* The tab's load flag is set (by the event handler), or the tab is gone. */
+static bool tab_load_done(void *userdata) {
+        LoadWait *l = userdata;
+        Tab *t = tab_by_id(l->b, l->tab_id);
+
+        return !t || t->loaded;
+}
+
+/* Waits for the tab's load (or bfcache restore, or same-document navigation) flag, pumping events, and
+ * returns on the event that set it; a page that never finishes loading is not an error: *ret_loaded says. */
 static int tab_wait_loaded(Browser *b, unsigned tab_id, uint64_t timeout_usec, bool *ret_loaded) {
-        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + timeout_usec;
+        LoadWait l = { .b = b, .tab_id = tab_id };
         Tab *t;
         int r;
 
-        for (;;) {
-                uint64_t now = clock_usec(CLOCK_MONOTONIC);
-
-                t = tab_by_id(b, tab_id);
-                if (!t || t->loaded || now >= deadline)
-                        break;
-                r = cdp_pump_once(b->cdp, deadline - now);
-                if (r < 0)
-                        return r;
-        }
+        r = cdp_pump_until(b->cdp, tab_load_done, &l, timeout_usec);
+        if (r < 0)
+                return r;
+        t = tab_by_id(b, tab_id);
         *ret_loaded = t && t->loaded;
         return 0;
 }
