@@ -1274,13 +1274,12 @@ static bool png_size(const unsigned char *p, size_t n, unsigned *ret_w, unsigned
         return true;
 }
 
-static int screenshot_save(Browser *b, const char *base64, McpToolResult *ret) {
+/* Decodes Chrome's base64 PNG: 0 with the PNG and its size, 1 with ret->text set when it is not one. */
+static int screenshot_decode(const char *base64, unsigned char **ret_png, size_t *ret_size, unsigned *ret_w,
+                             unsigned *ret_h, McpToolResult *ret) {
         _cleanup_free_ unsigned char *png = NULL;
-        _cleanup_close_ int dir_fd = -EBADF, fd = -EBADF;
-        char name[64];
         size_t len = strlen(base64), n;
-        unsigned w, h;
-        int k, r;
+        int k;
 
         if (len == 0 || len % 4 != 0 || len / 4 * 3 > SCREENSHOT_FILE_MAX)
                 return mcp_result_printf(ret, true, "The browser sent a screenshot that is not base64") ?: 1;
@@ -1291,8 +1290,48 @@ static int screenshot_save(Browser *b, const char *base64, McpToolResult *ret) {
         if (k < 0)
                 return mcp_result_printf(ret, true, "The browser sent a screenshot that is not base64") ?: 1;
         n = (size_t) k - (base64[len - 1] == '=') - (base64[len - 2] == '=');
-        if (!png_size(png, n, &w, &h))
+        if (!png_size(png, n, ret_w, ret_h))
                 return mcp_result_printf(ret, true, "The browser sent a screenshot that is not a PNG") ?: 1;
+        *ret_png = TAKE_PTR(png);
+        *ret_size = n;
+        return 0;
+}
+
+/* Without a screenshots directory: the PNG as MCP image content, which the agent's model sees. */
+static int screenshot_image(const char *base64, McpToolResult *ret) {
+        _cleanup_free_ unsigned char *png = NULL;
+        unsigned w, h;
+        size_t n;
+        int r;
+
+        r = screenshot_decode(base64, &png, &n, &w, &h, ret);
+        if (r != 0)
+                return r;
+        if (strlen(base64) > MCP_TOOL_IMAGE_MAX)
+                return mcp_result_printf(ret, true, "The screenshot (%ux%u PNG, %zu bytes) is above the %u bytes an image "
+                                         "may have: take the viewport, or make it smaller with resize_window",
+                                         w, h, n, MCP_TOOL_IMAGE_MAX) ?: 1;
+        r = mcp_result_printf(ret, false, "Screenshot (%ux%u PNG, %zu bytes)", w, h, n);
+        if (r < 0)
+                return r;
+        ret->image = strdup(base64);
+        if (!ret->image)
+                return -ENOMEM;
+        ret->image_mime_type = "image/png";
+        return 0;
+}
+
+static int screenshot_save(Browser *b, const char *base64, McpToolResult *ret) {
+        _cleanup_free_ unsigned char *png = NULL;
+        _cleanup_close_ int dir_fd = -EBADF, fd = -EBADF;
+        char name[64];
+        unsigned w, h;
+        size_t n;
+        int r;
+
+        r = screenshot_decode(base64, &png, &n, &w, &h, ret);
+        if (r != 0)
+                return r;
 
         dir_fd = open(b->screenshots_dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         if (dir_fd < 0) {
@@ -1355,9 +1394,7 @@ static int do_screenshot(Browser *b, Tab *t, bool full_page, McpToolResult *ret)
         data = json_str(res, "data");
         if (!data)
                 return mcp_result_printf(ret, true, "The browser sent no screenshot");
-        if (!b->screenshots_dir)
-                return mcp_result_printf(ret, false, "%s", data);
-        r = screenshot_save(b, data, ret);
+        r = b->screenshots_dir ? screenshot_save(b, data, ret) : screenshot_image(data, ret);
         return r < 0 ? r : 0;
 }
 
@@ -2252,7 +2289,7 @@ int browser_tool_call(Browser *b, const char *tool, json_object *args, McpToolRe
         if (r >= 0 && !res.text)
                 r = -ENOMEM;
         if (r < 0) {
-                free(res.text);
+                mcp_result_done(&res);
                 return r;
         }
         *ret = res;

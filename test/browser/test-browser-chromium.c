@@ -389,8 +389,10 @@ int main(void) {
         o.screenshots_dir = NULL;
         ok(browser_new(cdp, &o, &browser) == 0, "a second Browser takes over the same Chrome");
         r = call("screenshot", "{}");
-        ok(!r.is_error && startswith(r.text, "iVBORw0KGgo"), "without a screenshots directory the screenshot is base64 PNG");
-        free(r.text);
+        ok(!r.is_error && strstr(r.text, "PNG") && strlen(r.text) < 256 && r.image && startswith(r.image, "iVBORw0KGgo") &&
+           streq_ptr(r.image_mime_type, "image/png"),
+           "without a screenshots directory the screenshot is an image/png image with a short text");
+        mcp_result_done(&r);
 
         /* Chrome goes away */
         kill(pid, SIGKILL);
