@@ -377,10 +377,37 @@ static void dialog_opening(Browser *b, Tab *t, json_object *params) {
                 console_push(b, t->id, "dialog", text, json_str(params, "url"));
 }
 
+/* Downloads are denied (browser_new()); Chrome reports each one asked for (Browser.downloadWillBegin) and
+ * its end (Browser.downloadProgress, state canceled under deny): both are kept with the console messages
+ * of the tab whose page asked, so the agent (and a test) reads that it was refused. */
+static void download_event(Browser *b, const char *method, json_object *params) {
+        _cleanup_free_ char *text = NULL;
+        const char *state = json_str(params, "state");
+        Tab *t = tab_by_target(b, json_str(params, "frameId")) ?: tab_current(b);
+        int r;
+
+        if (!t)
+                return;
+        if (streq(method, "Browser.downloadWillBegin"))
+                r = strprintf(&text, "download of %s asked for (downloads are denied)",
+                              strempty(json_str(params, "suggestedFilename")));
+        else if (streq_ptr(state, "canceled") || streq_ptr(state, "completed"))
+                r = strprintf(&text, "download %s", state);
+        else
+                return;         /* inProgress */
+        if (r >= 0)
+                console_push(b, t->id, "download", text, json_str(params, "url"));
+}
+
 static void browser_on_event(const char *session_id, const char *method, json_object *params, void *userdata) {
         Browser *b = userdata;
         json_object *info;
         Tab *t;
+
+        if (!session_id && (streq(method, "Browser.downloadWillBegin") || streq(method, "Browser.downloadProgress"))) {
+                download_event(b, method, params);
+                return;
+        }
 
         if (streq(method, "Target.targetCreated")) {
                 if (json_object_object_get_ex(params, "targetInfo", &info))
@@ -2326,7 +2353,8 @@ int browser_new(Cdp *cdp, const BrowserOptions *o, Browser **ret) {
         }
         cdp_set_event_handler(cdp, browser_on_event, b);
 
-        p = params_new("behavior", json_object_new_string("deny"), NULL);
+        /* with its events: Chrome's own record that a download was asked for and cancelled */
+        p = params_new("behavior", json_object_new_string("deny"), "eventsEnabled", json_object_new_boolean(true), NULL);
         if (!p)
                 return -ENOMEM;
         r = cdp_call(cdp, NULL, "Browser.setDownloadBehavior", p, BROWSER_CALL_TIMEOUT_USEC, NULL, NULL);
