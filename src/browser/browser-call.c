@@ -127,10 +127,26 @@ static int browser_connect(const char *path, int *ret_fd) {
         return 0;
 }
 
+/* The request line in one go, without SIGPIPE when the service closed first (it refused, or died):
+ * the caller gets -EPIPE and answers the agent, instead of dying. */
+static int send_all(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
 int browser_call(const char *socket_path, const char *token, const char *tool, json_object *args,
                  McpToolResult *result) {
         _cleanup_(json_object_putp) json_object *req = json_object_new_object(), *answer = NULL;
-        _cleanup_free_ char *buf = NULL;
+        _cleanup_free_ char *buf = NULL, *line = NULL;
         _cleanup_close_ int fd = -EBADF;
         json_object *ok, *v;
         const char *text;
@@ -151,7 +167,10 @@ int browser_call(const char *socket_path, const char *token, const char *tool, j
                 return -ENOMEM;
         if (strlen(text) > BROWSER_REQUEST_MAX)
                 return mcp_result_printf(result, true, "The request is too large (at most %u bytes).", BROWSER_REQUEST_MAX);
-        if ((r = loop_write(fd, text, strlen(text))) < 0 || (r = loop_write(fd, "\n", 1)) < 0)
+        if (strprintf(&line, "%s\n", text) < 0)
+                return -ENOMEM;
+        r = send_all(fd, line, strlen(line));
+        if (r < 0)
                 return mcp_result_printf(result, true, "The browser service went away: %s.", strerror(-r));
 
         buf = malloc(BROWSER_ANSWER_MAX + 1);
