@@ -55,7 +55,9 @@ int cdp_call(Cdp *c, const char *session_id, const char *method, json_object *pa
 int cdp_send(Cdp *c, const char *session_id, const char *method, json_object *params);
 
 /* Reads and dispatches events for up to timeout_usec (0: only what is readable now). 0 when the time
- * ran out, -ECONNRESET when Chrome went away, or -errno. */
+ * ran out, -ECONNRESET when Chrome went away, or -errno. Between calls Chrome keeps sending events
+ * (console, network): a long-lived user calls cdp_pump(c, 0) when read_fd is readable, or Chrome's side of
+ * the pipe fills up. */
 int cdp_pump(Cdp *c, uint64_t timeout_usec);
 
 /* Whether what a caller waits for has happened (set by its event handler); called between reads. */
