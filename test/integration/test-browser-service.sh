@@ -95,6 +95,13 @@ ok $? "...nor loop-chrome@web: Chrome starts lazily"
 check "make a browser token for web" make_token web ctr-web
 check "make a browser token for other" make_token other ctr-other
 
+# --- an agent run before loop-browser@ ever started: the screenshots directory is bound in already ----
+out=$(in_ct loop run web -- 'scenario:sh test -d /run/loop/screenshots && echo SHOTS=dir; touch /run/loop/screenshots/x 2>/dev/null || echo SHOTS=ro' 2>&1)
+like "$out" 'SHOTS=dir' "an agent run before loop-browser@ first started has /run/loop/screenshots (the runner made it)" || diag "$out"
+like "$out" 'SHOTS=ro' "...read-only"
+inactive loop-browser@web.service
+ok $? "...and the run itself did not start the browser"
+
 # --- the first call: lazy start, MCP conformance, tools on a page --------------------------------
 t0=$(date +%s%N)
 out=$(mcp web /tmp/token-web \
