@@ -29,9 +29,7 @@ try {
                 const r = await client.callTool({ name, arguments: args });
                 const text = r.content.map((c) => c.text).join("");
                 const id = (text.match(/"id":"([0-9a-f]{8})"/) || [])[1];
-                // image content (a browser screenshot without a screenshots dir): its type and first bytes
-                const images = r.content.filter((c) => c.type === "image").map((c) => `${c.mimeType}:${c.data.slice(0, 12)}`);
-                console.log(JSON.stringify({ tool: name, isError: !!r.isError, id, text, ...(images.length ? { images } : {}) }));
+                console.log(JSON.stringify({ tool: name, isError: !!r.isError, id, text }));
         }
         await client.close();
 } catch (e) {
