@@ -71,6 +71,10 @@ int browser_answer_format(const McpToolResult *result, char **ret) {
             json_object_object_add(o, "text", json_object_new_string(result->text ?: "")) < 0 ||
             json_object_object_add(o, "isError", json_object_new_boolean(result->is_error)) < 0)
                 return -ENOMEM;
+        if (result->image &&
+            (json_object_object_add(o, "image", json_object_new_string(result->image)) < 0 ||
+             json_object_object_add(o, "mimeType", json_object_new_string(strempty(result->image_mime_type))) < 0))
+                return -ENOMEM;
         return format_plain(o, ret);
 }
 
@@ -120,5 +124,18 @@ int browser_call(const char *socket_path, const char *token, const char *tool, j
         if (!result->text)
                 return -ENOMEM;
         result->is_error = json_object_object_get_ex(answer, "isError", &ok) && json_object_get_boolean(ok);
+        if (json_object_object_get_ex(answer, "image", &v)) {
+                json_object *mime;
+
+                /* what the agent's client shows the model: a PNG of bounded size, nothing else */
+                if (!json_object_is_type(v, json_type_string) || (size_t) json_object_get_string_len(v) > MCP_TOOL_IMAGE_MAX ||
+                    !json_object_object_get_ex(answer, "mimeType", &mime) || !json_object_is_type(mime, json_type_string) ||
+                    !streq(json_object_get_string(mime), "image/png"))
+                        return mcp_result_printf(result, true, "The browser service's answer has an image that cannot be used.");
+                result->image = strdup(json_object_get_string(v));
+                if (!result->image)
+                        return -ENOMEM;
+                result->image_mime_type = "image/png";
+        }
         return 0;
 }

@@ -6,7 +6,8 @@
  * each way:
  *
  *   {"token": "<the container's browser token>", "tool": "navigate", "args": {...}}
- *   {"ok": true, "text": "...", "isError": false}      the tool's answer (isError: the tool refused)
+ *   {"ok": true, "text": "...", "isError": false}      the tool's answer (isError: the tool refused),
+ *     + "image": "<base64>", "mimeType": "image/png"    with a screenshot when there is no screenshots dir
  *   {"ok": false, "error": "why"}                       the service refused the call (token, size, ...)
  *
  * The token names the container (RUNTIME/NAME/browser-tokens/, as the gate's); nobody else is served. */

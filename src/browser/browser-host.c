@@ -199,8 +199,7 @@ static int host_call(BrowserHost *h, const char *container, const char *tool, js
                 /* a Chrome that died since the last call: once more, against the restarted one */
                 if (!cdp_is_closed(h->cdp) || attempt > 0)
                         break;
-                free(result->text);
-                *result = (McpToolResult) {};
+                mcp_result_done(result);
         }
         if (r >= 0 && !result->text)
                 r = mcp_result_printf(result, true, "The browser gave no answer.");
@@ -242,8 +241,8 @@ int browser_host_handle(BrowserHost *h, const char *line, size_t size, char **re
 
         r = host_call(h, container, req.tool, req.args, &result);
         if (r < 0) {
-                free(result.text);
-                result = (McpToolResult) { .is_error = true };
+                mcp_result_done(&result);
+                result.is_error = true;
                 if (r == -ENOMEM || !(result.text = strdup("internal error")))
                         return -ENOMEM;
         }
@@ -255,6 +254,6 @@ int browser_host_handle(BrowserHost *h, const char *line, size_t size, char **re
                                  result.is_error ? " failed" : "");
         }
         r = browser_answer_format(&result, ret_answer);
-        free(result.text);
+        mcp_result_done(&result);
         return r;
 }

@@ -377,10 +377,37 @@ static void dialog_opening(Browser *b, Tab *t, json_object *params) {
                 console_push(b, t->id, "dialog", text, json_str(params, "url"));
 }
 
+/* Downloads are denied (browser_new()); Chrome reports each one asked for (Browser.downloadWillBegin) and
+ * its end (Browser.downloadProgress, state canceled under deny): both are kept with the console messages
+ * of the tab whose page asked, so the agent (and a test) reads that it was refused. */
+static void download_event(Browser *b, const char *method, json_object *params) {
+        _cleanup_free_ char *text = NULL;
+        const char *state = json_str(params, "state");
+        Tab *t = tab_by_target(b, json_str(params, "frameId")) ?: tab_current(b);
+        int r;
+
+        if (!t)
+                return;
+        if (streq(method, "Browser.downloadWillBegin"))
+                r = strprintf(&text, "download of %s asked for (downloads are denied)",
+                              strempty(json_str(params, "suggestedFilename")));
+        else if (streq_ptr(state, "canceled") || streq_ptr(state, "completed"))
+                r = strprintf(&text, "download %s", state);
+        else
+                return;         /* inProgress */
+        if (r >= 0)
+                console_push(b, t->id, "download", text, json_str(params, "url"));
+}
+
 static void browser_on_event(const char *session_id, const char *method, json_object *params, void *userdata) {
         Browser *b = userdata;
         json_object *info;
         Tab *t;
+
+        if (!session_id && (streq(method, "Browser.downloadWillBegin") || streq(method, "Browser.downloadProgress"))) {
+                download_event(b, method, params);
+                return;
+        }
 
         if (streq(method, "Target.targetCreated")) {
                 if (json_object_object_get_ex(params, "targetInfo", &info))
@@ -687,23 +714,30 @@ static int tab_run(Browser *b, Tab *t, const char *body, json_object *args, json
 
 /* ---- waiting ---- */
 
-/* Waits for the tab's load (or bfcache restore, or same-document navigation) flag, pumping events; a
- * page that never finishes loading is not an error: *ret_loaded says. */
+typedef struct LoadWait {
+        Browser *b;
+        unsigned tab_id;
+} LoadWait;
+
+/* The tab's load flag is set (by the event handler), or the tab is gone. */
+static bool tab_load_done(void *userdata) {
+        LoadWait *l = userdata;
+        Tab *t = tab_by_id(l->b, l->tab_id);
+
+        return !t || t->loaded;
+}
+
+/* Waits for the tab's load (or bfcache restore, or same-document navigation) flag, pumping events, and
+ * returns on the event that set it; a page that never finishes loading is not an error: *ret_loaded says. */
 static int tab_wait_loaded(Browser *b, unsigned tab_id, uint64_t timeout_usec, bool *ret_loaded) {
-        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + timeout_usec;
+        LoadWait l = { .b = b, .tab_id = tab_id };
         Tab *t;
         int r;
 
-        for (;;) {
-                uint64_t now = clock_usec(CLOCK_MONOTONIC);
-
-                t = tab_by_id(b, tab_id);
-                if (!t || t->loaded || now >= deadline)
-                        break;
-                r = cdp_pump_once(b->cdp, deadline - now);
-                if (r < 0)
-                        return r;
-        }
+        r = cdp_pump_until(b->cdp, tab_load_done, &l, timeout_usec);
+        if (r < 0)
+                return r;
+        t = tab_by_id(b, tab_id);
         *ret_loaded = t && t->loaded;
         return 0;
 }
@@ -1267,13 +1301,12 @@ static bool png_size(const unsigned char *p, size_t n, unsigned *ret_w, unsigned
         return true;
 }
 
-static int screenshot_save(Browser *b, const char *base64, McpToolResult *ret) {
+/* Decodes Chrome's base64 PNG: 0 with the PNG and its size, 1 with ret->text set when it is not one. */
+static int screenshot_decode(const char *base64, unsigned char **ret_png, size_t *ret_size, unsigned *ret_w,
+                             unsigned *ret_h, McpToolResult *ret) {
         _cleanup_free_ unsigned char *png = NULL;
-        _cleanup_close_ int dir_fd = -EBADF, fd = -EBADF;
-        char name[64];
         size_t len = strlen(base64), n;
-        unsigned w, h;
-        int k, r;
+        int k;
 
         if (len == 0 || len % 4 != 0 || len / 4 * 3 > SCREENSHOT_FILE_MAX)
                 return mcp_result_printf(ret, true, "The browser sent a screenshot that is not base64") ?: 1;
@@ -1284,8 +1317,48 @@ static int screenshot_save(Browser *b, const char *base64, McpToolResult *ret) {
         if (k < 0)
                 return mcp_result_printf(ret, true, "The browser sent a screenshot that is not base64") ?: 1;
         n = (size_t) k - (base64[len - 1] == '=') - (base64[len - 2] == '=');
-        if (!png_size(png, n, &w, &h))
+        if (!png_size(png, n, ret_w, ret_h))
                 return mcp_result_printf(ret, true, "The browser sent a screenshot that is not a PNG") ?: 1;
+        *ret_png = TAKE_PTR(png);
+        *ret_size = n;
+        return 0;
+}
+
+/* Without a screenshots directory: the PNG as MCP image content, which the agent's model sees. */
+static int screenshot_image(const char *base64, McpToolResult *ret) {
+        _cleanup_free_ unsigned char *png = NULL;
+        unsigned w, h;
+        size_t n;
+        int r;
+
+        r = screenshot_decode(base64, &png, &n, &w, &h, ret);
+        if (r != 0)
+                return r;
+        if (strlen(base64) > MCP_TOOL_IMAGE_MAX)
+                return mcp_result_printf(ret, true, "The screenshot (%ux%u PNG, %zu bytes) is above the %u bytes an image "
+                                         "may have: take the viewport, or make it smaller with resize_window",
+                                         w, h, n, MCP_TOOL_IMAGE_MAX) ?: 1;
+        r = mcp_result_printf(ret, false, "Screenshot (%ux%u PNG, %zu bytes)", w, h, n);
+        if (r < 0)
+                return r;
+        ret->image = strdup(base64);
+        if (!ret->image)
+                return -ENOMEM;
+        ret->image_mime_type = "image/png";
+        return 0;
+}
+
+static int screenshot_save(Browser *b, const char *base64, McpToolResult *ret) {
+        _cleanup_free_ unsigned char *png = NULL;
+        _cleanup_close_ int dir_fd = -EBADF, fd = -EBADF;
+        char name[64];
+        unsigned w, h;
+        size_t n;
+        int r;
+
+        r = screenshot_decode(base64, &png, &n, &w, &h, ret);
+        if (r != 0)
+                return r;
 
         dir_fd = open(b->screenshots_dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         if (dir_fd < 0) {
@@ -1348,9 +1421,7 @@ static int do_screenshot(Browser *b, Tab *t, bool full_page, McpToolResult *ret)
         data = json_str(res, "data");
         if (!data)
                 return mcp_result_printf(ret, true, "The browser sent no screenshot");
-        if (!b->screenshots_dir)
-                return mcp_result_printf(ret, false, "%s", data);
-        r = screenshot_save(b, data, ret);
+        r = b->screenshots_dir ? screenshot_save(b, data, ret) : screenshot_image(data, ret);
         return r < 0 ? r : 0;
 }
 
@@ -2245,7 +2316,7 @@ int browser_tool_call(Browser *b, const char *tool, json_object *args, McpToolRe
         if (r >= 0 && !res.text)
                 r = -ENOMEM;
         if (r < 0) {
-                free(res.text);
+                mcp_result_done(&res);
                 return r;
         }
         *ret = res;
@@ -2282,7 +2353,8 @@ int browser_new(Cdp *cdp, const BrowserOptions *o, Browser **ret) {
         }
         cdp_set_event_handler(cdp, browser_on_event, b);
 
-        p = params_new("behavior", json_object_new_string("deny"), NULL);
+        /* with its events: Chrome's own record that a download was asked for and cancelled */
+        p = params_new("behavior", json_object_new_string("deny"), "eventsEnabled", json_object_new_boolean(true), NULL);
         if (!p)
                 return -ENOMEM;
         r = cdp_call(cdp, NULL, "Browser.setDownloadBehavior", p, BROWSER_CALL_TIMEOUT_USEC, NULL, NULL);

@@ -45,7 +45,9 @@
 #define BROWSER_SCREENSHOT_HEIGHT_MAX 16384U    /* a full-page screenshot is cut here */
 
 typedef struct BrowserOptions {
-        /* where screenshot files go on the host; NULL: screenshots are answered as base64 PNG text */
+        /* where screenshot files go on the host, created 0644 with O_EXCL|O_NOFOLLOW by the process that
+         * calls browser_tool_call() (it must be able to write there, the agent to read) and never removed
+         * here; NULL: screenshots are answered as MCP image content (McpToolResult.image, PNG) */
         const char *screenshots_dir;
         /* the same directory as the agent sees it (answers name this path); NULL: screenshots_dir */
         const char *screenshots_dir_in_container;
@@ -64,10 +66,13 @@ int browser_new(Cdp *cdp, const BrowserOptions *o, Browser **ret);
 Browser *browser_free(Browser *b);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Browser *, browser_free);
 
-/* Runs one tool. 0 with *ret filled (ret->text owned by the caller; a refusal or a failed action is
- * is_error with a clear text); < 0 when it could not answer at all: -ECONNRESET/-EPIPE when Chrome went
- * away (the caller starts a new Chrome, Cdp and Browser), -ENOMEM. An unknown tool is an is_error
- * result. */
+/* Runs one tool. 0 with *ret filled (owned by the caller: mcp_result_done(); a refusal or a failed action
+ * is is_error with a clear text); < 0 when it could not answer at all: -ECONNRESET/-EPIPE when Chrome went
+ * away (the caller frees the Browser and the Cdp, starts a new Chrome, makes new ones), -ENOMEM. An
+ * unknown tool is an is_error result. Arguments are checked against the tool's schema here, so callers
+ * may forward them unchecked. Every wait is bounded: a CDP call and a load at 30 s, an agent's wait at
+ * 60 s (a page in an endless loop makes calls time out, error results). Only refusals are logged here
+ * (info, "Browser: ..."); one record per call is the caller's. */
 int browser_tool_call(Browser *b, const char *tool, json_object *args, McpToolResult *ret);
 
 /* name, description and input_schema of the 19 tools; .call is NULL (loop mcp-browser forwards). */

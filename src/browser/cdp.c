@@ -421,14 +421,23 @@ int cdp_pump(Cdp *c, uint64_t timeout_usec) {
         }
 }
 
-int cdp_pump_once(Cdp *c, uint64_t timeout_usec) {
+int cdp_pump_until(Cdp *c, CdpDonePredicate done, void *userdata, uint64_t timeout_usec) {
+        uint64_t deadline;
         int r;
 
         assert(c);
+        assert(done);
         if (c->in_handler || c->wait_id != 0)
                 return -EBUSY;
-        r = cdp_read_some(c, timeout_usec == 0 ? 0 : clock_usec(CLOCK_MONOTONIC) + timeout_usec);
-        if (r == -ETIMEDOUT)
-                return 0;
-        return r < 0 ? r : 1;
+        deadline = clock_usec(CLOCK_MONOTONIC);
+        deadline = timeout_usec > UINT64_MAX - deadline ? UINT64_MAX : deadline + timeout_usec;
+        while (!done(userdata)) {
+                /* sleeps in poll() until Chrome's end is readable: the predicate is asked after each read */
+                r = cdp_read_some(c, deadline);
+                if (r == -ETIMEDOUT)
+                        return 0;
+                if (r < 0)
+                        return r;
+        }
+        return 1;
 }

@@ -55,12 +55,18 @@ int cdp_call(Cdp *c, const char *session_id, const char *method, json_object *pa
 int cdp_send(Cdp *c, const char *session_id, const char *method, json_object *params);
 
 /* Reads and dispatches events for up to timeout_usec (0: only what is readable now). 0 when the time
- * ran out, -ECONNRESET when Chrome went away, or -errno. */
+ * ran out, -ECONNRESET when Chrome went away, or -errno. Between calls Chrome keeps sending events
+ * (console, network): a long-lived user calls cdp_pump(c, 0) when read_fd is readable, or Chrome's side of
+ * the pipe fills up. */
 int cdp_pump(Cdp *c, uint64_t timeout_usec);
 
-/* Waits up to timeout_usec for Chrome's end to be readable, then reads once and dispatches what came: for
- * loops that wait for an event to set a flag. 1 after a read, 0 when the time ran out, or -errno. */
-int cdp_pump_once(Cdp *c, uint64_t timeout_usec);
+/* Whether what a caller waits for has happened (set by its event handler); called between reads. */
+typedef bool (*CdpDonePredicate)(void *userdata);
+
+/* Reads and dispatches events until done(userdata) is true, which is asked before the first read and after
+ * each one: returns 1 as soon as it is (no later than the read that made it so), 0 when timeout_usec ran out
+ * first (0: only asks), or -errno (-ECONNRESET when Chrome went away). Sleeps in poll(), no busy loop. */
+int cdp_pump_until(Cdp *c, CdpDonePredicate done, void *userdata, uint64_t timeout_usec);
 
 /* Whether Chrome's end is gone (EOF or a write error seen). */
 bool cdp_is_closed(Cdp *c);

@@ -20,6 +20,12 @@ const char *mcp_arg_string(json_object *args, const char *key) {
         return json_object_get_string(v);
 }
 
+void mcp_result_done(McpToolResult *r) {
+        free(r->text);
+        free(r->image);
+        *r = (McpToolResult) {};
+}
+
 int mcp_result_printf(McpToolResult *r, bool is_error, const char *format, ...) {
         va_list ap;
         char *t;
@@ -201,6 +207,7 @@ static int method_tools_call(McpStdioServer *s, json_object *id, json_object *pa
         McpToolResult result = {};
         json_object *name, *args = NULL, *r, *content, *item;
         const McpTool *tool = NULL;
+        bool is_error;
         int q;
 
         if (!params || !json_object_is_type(params, json_type_object) ||
@@ -222,12 +229,13 @@ static int method_tools_call(McpStdioServer *s, json_object *id, json_object *pa
 
         q = tool->call(args, s->userdata, &result);
         if (q == -ENOMEM) {
-                free(result.text);
+                mcp_result_done(&result);
                 return q;
         }
-        if (q < 0 || !result.text) {
-                free(result.text);
-                result = (McpToolResult) { .is_error = true };
+        if (q < 0 || !result.text ||
+            (result.image && (!result.image_mime_type || strlen(result.image) > MCP_TOOL_IMAGE_MAX))) {
+                mcp_result_done(&result);
+                result.is_error = true;
                 if (mcp_result_printf(&result, true, "internal error: %s", strerror(q < 0 ? -q : EIO)) < 0)
                         return -ENOMEM;
         }
@@ -241,7 +249,20 @@ static int method_tools_call(McpStdioServer *s, json_object *id, json_object *pa
             json_object_object_add(item, "type", json_object_new_string("text")) < 0 ||
             json_object_object_add(item, "text", json_object_new_string(result.text)) < 0 ||
             json_object_array_add(content, item) < 0;
-        free(result.text);
+        if (!q)
+                item = NULL;    /* the array's now */
+        if (!q && result.image) {
+                item = json_object_new_object();
+                q = !item ||
+                    json_object_object_add(item, "type", json_object_new_string("image")) < 0 ||
+                    json_object_object_add(item, "data", json_object_new_string(result.image)) < 0 ||
+                    json_object_object_add(item, "mimeType", json_object_new_string(result.image_mime_type)) < 0 ||
+                    json_object_array_add(content, item) < 0;
+                if (!q)
+                        item = NULL;
+        }
+        is_error = result.is_error;
+        mcp_result_done(&result);
         if (q) {
                 json_object_put(item);
                 json_object_put(content);
@@ -253,7 +274,7 @@ static int method_tools_call(McpStdioServer *s, json_object *id, json_object *pa
                 json_object_put(r);
                 return -ENOMEM;
         }
-        if (json_object_object_add(r, "isError", json_object_new_boolean(result.is_error)) < 0) {
+        if (json_object_object_add(r, "isError", json_object_new_boolean(is_error)) < 0) {
                 json_object_put(r);
                 return -ENOMEM;
         }

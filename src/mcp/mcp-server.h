@@ -10,7 +10,9 @@
  *   notifications/initialized  and every other notification: no answer
  *   ping                       {}
  *   tools/list                 every tool with its JSON Schema inputSchema
- *   tools/call                 the tool's answer as {content: [{type: text, text}], isError}; a tool's
+ *   tools/call                 the tool's answer as {content: [{type: text, text}], isError}, with an
+ *                              {type: image, data, mimeType} item after the text when the tool gave an
+ *                              image (a screenshot); a tool's
  *                              own failure (bad arguments, a refusal) is an isError result with a clear
  *                              text, never a JSON-RPC error
  *
@@ -28,6 +30,7 @@
 #define MCP_MESSAGE_MAX (1024U * 1024U)         /* one line, newline excluded */
 #define MCP_JSON_DEPTH_MAX 32
 #define MCP_TOOL_TEXT_MAX (256U * 1024U)        /* a tool's answer is cut to this */
+#define MCP_TOOL_IMAGE_MAX (5U * 1024U * 1024U) /* an image's base64, as the model APIs take it */
 #define MCP_PROTOCOL_VERSION_LATEST "2025-06-18"
 
 #define JSONRPC_PARSE_ERROR (-32700)
@@ -43,7 +46,12 @@ extern const char * const MCP_PROTOCOL_VERSIONS[];
 typedef struct McpToolResult {
         char *text;                     /* owned; what the model reads */
         bool is_error;
+        char *image;                    /* owned, optional: an image in base64, at most MCP_TOOL_IMAGE_MAX */
+        const char *image_mime_type;    /* static: "image/png" */
 } McpToolResult;
+
+/* Frees what the result owns and empties it. */
+void mcp_result_done(McpToolResult *r);
 
 typedef struct McpTool {
         const char *name;

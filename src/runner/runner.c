@@ -798,15 +798,18 @@ static int token_helper_prepare(RunContext *ctx, const TokenHelper *h, const cha
 }
 
 /* The browser's screenshots (loop-browser@NAME's StateDirectory=), read-only for the agent where the
- * browser's answers name them. */
+ * browser's answers name them. loop-browser@ starts on the first call, after this container: the
+ * directory is made here (root 0755; systemd gives it to user loop when the service starts), so the
+ * bind exists from the first run on and the paths the answers name are there. */
 static int browser_screenshots_bind(RunContext *ctx, char ***binds) {
         _cleanup_free_ char *dir = NULL;
-        struct stat st;
+        int r;
 
         if (asprintf(&dir, "%s/screenshots", ctx->state_dir) < 0)
                 return log_oom();
-        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-                return 0;
+        r = mkdir_owned(dir, 0755, 0, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create %s: %m", dir);
         if (bind_add(binds, dir, BROWSER_CONTAINER_SCREENSHOTS, true) < 0)
                 return log_oom();
         return 0;

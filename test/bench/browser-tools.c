@@ -43,6 +43,10 @@ static int bare_call(Bare *b, const char *method, const char *params_json) {
         return cdp_call(b->cdp, b->session_id, method, p, 30 * SEC, &res, NULL);
 }
 
+static bool bare_loaded(void *userdata) {
+        return ((Bare *) userdata)->loaded;
+}
+
 static int bare_navigate(Bare *b, const char *url) {
         char p[512];
         int r;
@@ -50,9 +54,9 @@ static int bare_navigate(Bare *b, const char *url) {
         b->loaded = false;
         snprintf(p, sizeof(p), "{\"url\":\"%s\"}", url);
         r = bare_call(b, "Page.navigate", p);
-        while (r >= 0 && !b->loaded)
-                r = cdp_pump_once(b->cdp, 30 * SEC);
-        return r;
+        if (r >= 0)
+                r = cdp_pump_until(b->cdp, bare_loaded, b, 30 * SEC);
+        return r < 0 ? r : r == 0 ? -ETIMEDOUT : 0;
 }
 
 static int bare_click(Bare *b, int x, int y) {

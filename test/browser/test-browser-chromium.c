@@ -124,17 +124,19 @@ static bool file_is_png(const char *dir, unsigned want_w, unsigned want_h_min) {
         return found;
 }
 
-/* Whether a file named name exists anywhere below dir. */
-static bool file_below(const char *dir, const char *name) {
+/* Whether a file named name, newer than the file since, exists anywhere below dir (/tmp may hold other
+ * copies of the test site, older). */
+static bool file_below(const char *dir, const char *name, const char *since) {
         char cmd[1024];
 
-        snprintf(cmd, sizeof(cmd), "find '%s' -name '%s' 2>/dev/null | grep -q .", dir, name);
+        snprintf(cmd, sizeof(cmd), "find '%s' -name '%s' -newer '%s' 2>/dev/null | grep -q .", dir, name, since);
         return system(cmd) == 0;
 }
 
 int main(void) {
         const char *chrome = getenv("CHROME");
-        char profile[] = "/tmp/test-browser-profile-XXXXXX", shots[] = "/tmp/test-browser-shots-XXXXXX";
+        char profile[] = "/tmp/test-browser-profile-XXXXXX", shots[] = "/tmp/test-browser-shots-XXXXXX",
+             since[] = "/tmp/test-browser-since-XXXXXX";
         char args[1024];
         _cleanup_(cdp_freep) Cdp *cdp = NULL;
         _cleanup_close_ int to = -EBADF, from = -EBADF;
@@ -378,19 +380,40 @@ int main(void) {
         /* failures Chrome reports, downloads */
         ok(call_refused("navigate", "{\"url\":\"http://127.0.0.1:8766/\"}", "net::ERR_CONNECTION_REFUSED"),
            "a navigation that fails answers Chrome's network error");
+        k = mkstemp(since);
+        assert(k >= 0);
+        close(k);
         snprintf(args, sizeof(args), "{\"url\":\"%s/file.bin\"}", base);
         r = call("navigate", args);
         free(r.text);
         free(call("computer", "{\"action\":\"wait\",\"duration\":1}").text);
-        ok(!file_below(profile, "file.bin") && !file_below("/tmp", "file.bin"), "a download is denied: the file is nowhere");
+        snprintf(args, sizeof(args), "{\"url\":\"%s/index.html\"}", base);
+        ok(call_ok("navigate", args, NULL) &&
+           call_ok("evaluate", "{\"expression\":\"const a = document.createElement('a'); a.href = URL.createObjectURL(new Blob(['payload'])); "
+                   "a.download = 'loot.txt'; document.body.appendChild(a); a.click(); 'clicked'\"}", "clicked"),
+           "a page clicks an <a download> link");
+        free(call("computer", "{\"action\":\"wait\",\"duration\":1}").text);
+        /* Chrome's own record: headless Chrome may not save downloads anyway, so that no file appears proves
+         * little; these events come only with the behaviour set by browser_new() (eventsEnabled, deny) */
+        ok(call_ok("read_console_messages", "{\"pattern\":\"download\"}", "download of file.bin asked for") &&
+           strstr(last_text, "download of loot.txt asked for") && strstr(last_text, "download canceled") &&
+           !strstr(last_text, "download completed"),
+           "Chrome reports both downloads (a navigation to a file, an <a download> click) asked for and canceled");
+        /* Chrome's HOME is the profile: its Downloads directory is in there */
+        ok(!file_below(profile, "file.bin", since) && !file_below("/tmp", "file.bin", since) &&
+           !file_below(profile, "loot.txt", since) && !file_below("/tmp", "loot.txt", since),
+           "a download is denied: the file is nowhere (the profile and its Downloads, /tmp)");
+        (void) unlink(since);
 
         /* base64 screenshots when there is no screenshots directory */
         browser = browser_free(browser);
         o.screenshots_dir = NULL;
         ok(browser_new(cdp, &o, &browser) == 0, "a second Browser takes over the same Chrome");
         r = call("screenshot", "{}");
-        ok(!r.is_error && startswith(r.text, "iVBORw0KGgo"), "without a screenshots directory the screenshot is base64 PNG");
-        free(r.text);
+        ok(!r.is_error && strstr(r.text, "PNG") && strlen(r.text) < 256 && r.image && startswith(r.image, "iVBORw0KGgo") &&
+           streq_ptr(r.image_mime_type, "image/png"),
+           "without a screenshots directory the screenshot is an image/png image with a short text");
+        mcp_result_done(&r);
 
         /* Chrome goes away */
         kill(pid, SIGKILL);

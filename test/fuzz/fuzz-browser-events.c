@@ -14,56 +14,9 @@
 #include "browser-tools.h"
 #include "io-util.h"
 #include "json-util.h"
+#include "../unit/scripted-chrome.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* browser_new(): setDownloadBehavior, setDiscoverTargets, getTargets, attachToTarget, then the tab's
- * Page/Runtime/Network/Log.enable and Emulation.setDeviceMetricsOverride. */
-static const char * const ANSWERS[] = {
-        "{\"id\":1,\"result\":{}}",
-        "{\"id\":2,\"result\":{}}",
-        "{\"id\":3,\"result\":{\"targetInfos\":[{\"targetId\":\"T1\",\"type\":\"page\",\"url\":\"about:blank\",\"title\":\"\"}]}}",
-        "{\"id\":4,\"result\":{\"sessionId\":\"S1\"}}",
-        "{\"id\":5,\"result\":{}}",
-        "{\"id\":6,\"result\":{}}",
-        "{\"id\":7,\"result\":{}}",
-        "{\"id\":8,\"result\":{}}",
-        "{\"id\":9,\"result\":{}}",
-};
-
-/* The scripted Chrome: answers each call by its id, ANSWERS then errors, until the client goes. */
-static void *chrome(void *userdata) {
-        int fd = *(int *) userdata;
-        char buf[4096];
-        size_t len = 0;
-
-        for (;;) {
-                ssize_t k = read(fd, buf + len, sizeof(buf) - 1 - len);
-                char *nul;
-
-                if (k <= 0)
-                        return NULL;
-                len += (size_t) k;
-                while ((nul = memchr(buf, 0, len))) {
-                        json_object *m = json_tokener_parse(buf), *id;
-                        int64_t n = m && json_object_object_get_ex(m, "id", &id) ? json_object_get_int64(id) : 0;
-                        char answer[256];
-
-                        json_object_put(m);
-                        if (n >= 1 && (size_t) n <= ELEMENTSOF(ANSWERS))
-                                snprintf(answer, sizeof(answer), "%s", ANSWERS[n - 1]);
-                        else
-                                snprintf(answer, sizeof(answer), "{\"id\":%lld,\"error\":{\"code\":-32000,\"message\":\"scripted\"}}",
-                                         (long long) n);
-                        if (loop_write(fd, answer, strlen(answer) + 1) < 0)
-                                return NULL;
-                        len -= (size_t) (nul + 1 - buf);
-                        memmove(buf, nul + 1, len);
-                }
-                if (len >= sizeof(buf) - 1)
-                        return NULL;
-        }
-}
 
 static void run_tool(Browser *b, const char *name, const char *args_json) {
         json_object *args = json_tokener_parse(args_json);
@@ -78,13 +31,15 @@ static void run_tool(Browser *b, const char *name, const char *args_json) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Browser *b = NULL;
         Cdp *c = NULL;
+        ScriptedChrome chrome = {};
         pthread_t thread;
         int sv[2];
 
         signal(SIGPIPE, SIG_IGN);
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return 0;
-        if (pthread_create(&thread, NULL, chrome, &sv[1]) != 0)
+        chrome.fd = sv[1];
+        if (pthread_create(&thread, NULL, scripted_chrome, &chrome) != 0)
                 abort();
         if (cdp_new(sv[0], sv[0], &c) < 0 || browser_new(c, NULL, &b) < 0)
                 abort();        /* the scripted answers set it up */

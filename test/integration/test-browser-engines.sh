@@ -108,7 +108,8 @@ EOF2
                 'evaluate {"expression":"document.getElementById(\"b\").textContent"}' \
                 'screenshot {}' 'navigate {"url":"file:///etc/passwd"}')
         like "$(sed -n 4p <<<"$out")" '42.*"isError":false' "$eng: loop mcp-browser drives a page in the container's Chrome" || diag "$out $(tail -5 "$T/service-$eng.log")"
-        like "$(sed -n 5p <<<"$out")" '(png|iVBORw0KGgo).*"isError":false' "$eng: screenshot answers with a PNG"
+        like "$(sed -n 5p <<<"$out")" '"type":"text","text":"Screenshot \(1280x800 PNG[^"]*"\},\{"type":"image","data":"iVBORw0KGgo[^"]*","mimeType":"image/png"\}\],"isError":false' \
+                "$eng: without a screenshots directory, screenshot answers MCP image content (image/png)"
         like "$(sed -n 6p <<<"$out")" '"isError":true' "$eng: file:// is refused"
 
         pids=$(container_pids)

@@ -95,6 +95,13 @@ ok $? "...nor loop-chrome@web: Chrome starts lazily"
 check "make a browser token for web" make_token web ctr-web
 check "make a browser token for other" make_token other ctr-other
 
+# --- an agent run before loop-browser@ ever started: the screenshots directory is bound in already ----
+out=$(in_ct loop run web -- 'scenario:sh test -d /run/loop/screenshots && echo SHOTS=dir; touch /run/loop/screenshots/x 2>/dev/null || echo SHOTS=ro' 2>&1)
+like "$out" 'SHOTS=dir' "an agent run before loop-browser@ first started has /run/loop/screenshots (the runner made it)" || diag "$out"
+like "$out" 'SHOTS=ro' "...read-only"
+inactive loop-browser@web.service
+ok $? "...and the run itself did not start the browser"
+
 # --- the first call: lazy start, MCP conformance, tools on a page --------------------------------
 t0=$(date +%s%N)
 out=$(mcp web /tmp/token-web \
@@ -122,7 +129,10 @@ like "$(sed -n 2p <<<"$out")" '"isError":false' "navigate to about:blank works"
 like "$(sed -n 3p <<<"$out")" '"isError":false.*built' "evaluate builds the test page"
 like "$(sed -n 8p <<<"$out")" '2\|typed text\|z' "click, type and form_input changed the page as the DOM shows"
 like "$(sed -n 9p <<<"$out")" '"isError":false' "screenshot answers"
-like "$(sed -n 9p <<<"$out")" 'png|PNG|iVBORw0KGgo' "...with a PNG (a file or base64)"
+shot=$(sed -n 9p <<<"$out" | grep -o 'Screenshot saved to /run/loop/screenshots/screenshot-[0-9]*-[0-9]*\.png' | sed 's|.*/||')
+like "$shot" '^screenshot-[0-9]+-[0-9]+\.png$' "...with the path the agent sees (/run/loop/screenshots/NAME)" || diag "$(sed -n 9p <<<"$out")"
+is "$(in_ct sh -c "head -c 8 /var/lib/loop/web/screenshots/$shot | od -An -tx1 | tr -d ' \n'")" 89504e470d0a1a0a \
+        "...a PNG file in the StateDirectory= the runner binds there (/var/lib/loop/web/screenshots)"
 like "$(sed -n 10p <<<"$out")" 'hello from the page' "read_console_messages has the page's console.log"
 like "$(sed -n 11p <<<"$out")" 'Test page' "get_page_text reads the page"
 like "$(sed -n 13p <<<"$out")" 'tab_id.*tab_id' "new_tab opened a second tab"

@@ -29,7 +29,7 @@ EVENTS=(container-registered container-status container-removed run-started run-
         run-finished run-failed run-retried queue-queued queue-taken queue-done queue-retry queue-failed
         runner-started runner-stopped runner-waiting gate-pending gate-decision gate-audit-dropped
         gate-answer-refused dockerproxy-request gateway-request gateway-failed tamper task-created task-changed
-        task-removed task-fired task-refused)
+        task-removed task-fired task-refused browser-action browser-refused)
 N=${#EVENTS[@]}
 
 in_ct() { nspawn_exec "$M" "$@"; }
@@ -123,7 +123,8 @@ for id in 09f96a1d11d245c4b7711f4eb9008c40 94ace96791574393ae4385606ae00990 d3d3
           310a10fada534a7d93b9fbe9549b2cf2 26a10ae3739a4d5181b59cd9f48a917f 2a348c56c2a442e385ec9c08d6be8992 \
           83d2dd1882844e24bc53aec0a867aff8 dd6b4d5c384b4f3ea77851055307439a af26b38832074c25917cbcb3043b8861 \
           f035af493c1148c5ba87ec56dfc0896b de6abbeabb534479ad110e38ee0863ff 636d514c73344fd7a8819510dcc8288a \
-          e318a8bd02a940e1bdd4e7a1dcc93c0d eace450e3e3e4ecf9606f0fce6c183e1 6f1d807081df4dcba02ac96b96808d6d; do
+          e318a8bd02a940e1bdd4e7a1dcc93c0d eace450e3e3e4ecf9606f0fce6c183e1 6f1d807081df4dcba02ac96b96808d6d \
+          8d28bfc4736ee64dfa1b2f73f251ba3d f7585af101dd66e1d014fe855869f45c; do
         grep -q "^$id loop: " <<<"$listed" && n=$((n + 1))
 done
 is "$n" "$N" "the installed catalog has all $N MESSAGE_IDs (journalctl --list-catalog)" || diag "$(grep loop <<<"$listed")"

@@ -29,6 +29,12 @@ static void on_event(const char *session_id, const char *method, json_object *pa
         s->value = json_object_object_get_ex(params, "v", &v) ? json_object_get_int(v) : -1;
 }
 
+static bool seen_load(void *userdata) {
+        Seen *s = userdata;
+
+        return s->n > 0 && streq(s->method, "Page.loadEventFired");
+}
+
 static void peer_says(int fd, const char *text) {
         (void) loop_write(fd, text, strlen(text) + 1);      /* with its NUL */
 }
@@ -135,6 +141,19 @@ int main(void) {
         ok(cdp_pump(c, SEC / 10) == 0 && seen.n == 1 && streq(seen.method, "Runtime.consoleAPICalled") &&
            streq(seen.session, "(browser)"), "cdp_pump() dispatches events; bad method and session names are dropped");
         ok(cdp_call(c, NULL, "bad method", NULL, SEC, NULL, NULL) == -EINVAL, "a method name with a blank is refused");
+
+        /* cdp_pump_until(): the peer stays connected and silent after the awaited event, so a wait that
+         * did not end on it would sit out its hour (and the test's own timeout) */
+        seen.n = 0;
+        peer_says(b, "{\"method\":\"Network.dataReceived\",\"params\":{}}");
+        peer_says(b, "{\"method\":\"Page.loadEventFired\",\"params\":{\"v\":9},\"sessionId\":\"S1\"}");
+        r = cdp_pump_until(c, seen_load, &seen, 3600 * SEC);
+        ok(r == 1 && seen.n == 2 && seen.value == 9, "cdp_pump_until() returns 1 on the event that meets its predicate");
+        ok(cdp_pump_until(c, seen_load, &seen, 3600 * SEC) == 1, "cdp_pump_until() returns 1 without reading when the predicate already holds");
+        seen.n = 0;
+        peer_says(b, "{\"method\":\"Runtime.consoleAPICalled\",\"params\":{\"v\":4}}");
+        ok(cdp_pump_until(c, seen_load, &seen, SEC / 10) == 0 && seen.n == 1 && seen.value == 4,
+           "cdp_pump_until() dispatches other events and returns 0 when the time runs out first");
 
         /* an oversized message fails the call waiting for it with -EMSGSIZE, and the stream resyncs */
         {

@@ -112,6 +112,22 @@ static void test_call(void) {
         call_against("{\"ok\":true,\"text\":\"no such element\",\"isError\":true}\n", &r, NULL, 0);
         ok(r.is_error && streq_ptr(r.text, "no such element"), "a tool's error stays an isError result");
         free(r.text);
+        call_against("{\"ok\":true,\"text\":\"Screenshot\",\"isError\":false,\"image\":\"iVBORw0KGgo=\",\"mimeType\":\"image/png\"}\n",
+                     &r, NULL, 0);
+        ok(!r.is_error && streq_ptr(r.image, "iVBORw0KGgo=") && streq_ptr(r.image_mime_type, "image/png"),
+           "a screenshot's image reaches the result");
+        mcp_result_done(&r);
+        call_against("{\"ok\":true,\"text\":\"Screenshot\",\"isError\":false,\"image\":\"PHN2Zz4=\",\"mimeType\":\"image/svg+xml\"}\n",
+                     &r, NULL, 0);
+        ok(r.is_error && !r.image && strstr(r.text, "image that cannot be used"), "an image other than PNG is refused");
+        mcp_result_done(&r);
+        {
+                McpToolResult a = { .text = (char *) "Screenshot", .image = (char *) "iVBORw0KGgo=", .image_mime_type = "image/png" };
+                _cleanup_free_ char *line = NULL;
+
+                ok(browser_answer_format(&a, &line) == 0 && strstr(line, "\"image\":\"iVBORw0KGgo=\"") &&
+                   strstr(line, "\"mimeType\":\"image/png\""), "the service's answer carries the image and its type");
+        }
         call_against("{\"ok\":false,\"error\":\"no valid token\"}\n", &r, NULL, 0);
         ok(r.is_error && strstr(r.text, "Refused by the browser service: no valid token"), "a refusal says who refused and why");
         free(r.text);

@@ -4,10 +4,58 @@
  * schema, the tool table, key names. (The tools against a real Chromium: test/browser.) */
 
 #include <assert.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
 
 #include "browser-tools.h"
 #include "json-util.h"
+#include "scripted-chrome.h"
 #include "tap.h"
+
+/* browser_new() against a scripted Chrome: downloads are denied before anything else, with events on,
+ * and the download events Chrome sends become console records of the tab. */
+static void test_downloads(void) {
+        _cleanup_(json_object_putp) json_object *first = NULL, *args = json_tokener_parse("{\"pattern\":\"download\"}");
+        static const char events[] =
+                "{\"method\":\"Browser.downloadWillBegin\",\"params\":{\"frameId\":\"T1\",\"guid\":\"g\","
+                "\"url\":\"http://127.0.0.1/file.bin\",\"suggestedFilename\":\"file.bin\"}}\0"
+                "{\"method\":\"Browser.downloadProgress\",\"params\":{\"guid\":\"g\",\"totalBytes\":0,"
+                "\"receivedBytes\":0,\"state\":\"canceled\"}}";
+        ScriptedChrome chrome = {};
+        McpToolResult r = {};
+        Browser *b = NULL;
+        Cdp *c = NULL;
+        json_object *m, *p, *v;
+        pthread_t thread;
+        int sv[2];
+
+        signal(SIGPIPE, SIG_IGN);
+        assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+        chrome.fd = sv[1];
+        assert(pthread_create(&thread, NULL, scripted_chrome, &chrome) == 0);
+        ok(cdp_new(sv[0], sv[0], &c) == 0 && browser_new(c, NULL, &b) == 0, "a Browser is set up against a scripted Chrome");
+        first = json_tokener_parse(chrome.first);
+        ok(first && json_object_object_get_ex(first, "method", &m) &&
+           streq(json_object_get_string(m), "Browser.setDownloadBehavior") &&
+           json_object_object_get_ex(first, "params", &p) &&
+           json_object_object_get_ex(p, "behavior", &v) && streq(json_object_get_string(v), "deny") &&
+           json_object_object_get_ex(p, "eventsEnabled", &v) && json_object_get_boolean(v),
+           "the first call denies downloads (Browser.setDownloadBehavior deny, with its events)");
+        ok(b && cdp_feed(c, events, sizeof(events)) == 0 && browser_tool_call(b, "read_console_messages", args, &r) == 0 &&
+           r.text && strstr(r.text, "download of file.bin asked for (downloads are denied)") &&
+           strstr(r.text, "download canceled"),
+           "Chrome's download events are kept with the tab's console messages");
+        if (r.text)
+                printf("# %s\n", r.text);
+        mcp_result_done(&r);
+        browser_free(b);
+        cdp_free(c);
+        shutdown(sv[0], SHUT_RDWR);
+        pthread_join(thread, NULL);
+        close(sv[0]);
+        close(sv[1]);
+}
 
 static bool url_ok(const char *url, const char *want_normalized) {
         _cleanup_free_ char *n = NULL, *reason = NULL;
@@ -207,5 +255,6 @@ int main(void) {
                 ok(browser_key_parse("é", &k, &m) == -EINVAL, "a non-ASCII key is refused");
         }
 
+        test_downloads();
         return done_testing();
 }

@@ -14,6 +14,25 @@ static int tool_echo(json_object *args, void *userdata, McpToolResult *r) {
         return mcp_result_printf(r, false, "%s", text);
 }
 
+static int tool_picture(json_object *args, void *userdata, McpToolResult *r) {
+        int k = mcp_result_printf(r, false, "A picture");
+        if (k < 0)
+                return k;
+        r->image = strdup(mcp_arg_string(args, "big") ? "" : "iVBORw0KGgo=");
+        if (!r->image)
+                return -ENOMEM;
+        if (mcp_arg_string(args, "big")) {
+                free(r->image);
+                r->image = malloc(MCP_TOOL_IMAGE_MAX + 2);
+                if (!r->image)
+                        return -ENOMEM;
+                memset(r->image, 'A', MCP_TOOL_IMAGE_MAX + 1);
+                r->image[MCP_TOOL_IMAGE_MAX + 1] = 0;
+        }
+        r->image_mime_type = "image/png";
+        return 0;
+}
+
 static int tool_broken(json_object *args, void *userdata, McpToolResult *r) {
         return -EIO;
 }
@@ -21,6 +40,7 @@ static int tool_broken(json_object *args, void *userdata, McpToolResult *r) {
 static const McpTool tools[] = {
         { "echo", "Says text back.", "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"]}", tool_echo },
         { "broken", "Fails.", "{\"type\":\"object\"}", tool_broken },
+        { "picture", "Gives an image.", "{\"type\":\"object\"}", tool_picture },
 };
 
 static McpStdioServer server_new(void) {
@@ -98,7 +118,7 @@ static void test_protocol(void) {
 
         o = ask(&s, "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"tools/list\"}");
         ok(o && json_object_object_get_ex(o, "result", &r) && json_object_object_get_ex(r, "tools", &list) &&
-           json_object_array_length(list) == 2 &&
+           json_object_array_length(list) == 3 &&
            streq_ptr(path_string(json_object_array_get_idx(list, 0), "inputSchema", "type"), "object"),
            "tools/list names every tool with its inputSchema");
         ok(o && json_object_object_get_ex(o, "id", &r) && streq(json_object_get_string(r), "x"), "a string id is echoed");
@@ -109,6 +129,21 @@ static void test_protocol(void) {
            (item = json_object_array_get_idx(content, 0)) && streq_ptr(path_string(o, "result", "isError"), "false") &&
            json_object_object_get_ex(item, "text", &r) && streq(json_object_get_string(r), "hi"),
            "tools/call answers with the tool's text");
+        json_object_put(o);
+
+        o = ask(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"picture\"}}");
+        ok(o && json_object_object_get_ex(o, "result", &r) && json_object_object_get_ex(r, "content", &content) &&
+           json_object_array_length(content) == 2 && streq_ptr(path_string(o, "result", "isError"), "false") &&
+           (item = json_object_array_get_idx(content, 1)) &&
+           json_object_object_get_ex(item, "type", &r) && streq(json_object_get_string(r), "image") &&
+           json_object_object_get_ex(item, "data", &r) && streq(json_object_get_string(r), "iVBORw0KGgo=") &&
+           json_object_object_get_ex(item, "mimeType", &r) && streq(json_object_get_string(r), "image/png"),
+           "a tool's image is an {type: image, data, mimeType} content item after the text");
+        json_object_put(o);
+        o = ask(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"picture\",\"arguments\":{\"big\":\"1\"}}}");
+        ok(o && json_object_object_get_ex(o, "result", &r) && json_object_object_get_ex(r, "content", &content) &&
+           json_object_array_length(content) == 1 && streq_ptr(path_string(o, "result", "isError"), "true"),
+           "an image above MCP_TOOL_IMAGE_MAX is not sent: an isError result");
         json_object_put(o);
 
         o = ask(&s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
