@@ -1937,6 +1937,19 @@ static int list_limit(json_object *args) {
         return json_object_object_get_ex(args, "limit", &v) ? json_object_get_int(v) : (int) LIST_DEFAULT;
 }
 
+/* Ends a listing written to f, the memstream of *text: "No WHAT in tab N" when it showed nothing; the text
+ * becomes the tool's answer. */
+static int listing_answer(FILE *f, char **text, size_t shown, const char *what, unsigned tab, McpToolResult *ret) {
+        if (shown == 0)
+                fprintf(f, "No %s in tab %u\n", what, tab);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        free(ret->text);
+        ret->text = TAKE_PTR(*text);
+        ret->is_error = false;
+        return 0;
+}
+
 static int tool_read_console_messages(Browser *b, json_object *args, McpToolResult *ret) {
         _cleanup_free_ char *text = NULL;
         const char *pattern = mcp_arg_string(args, "pattern");
@@ -1976,18 +1989,12 @@ static int tool_read_console_messages(Browser *b, json_object *args, McpToolResu
                         shown++;
                 }
         }
-        if (shown == 0)
-                fprintf(f, "No console messages in tab %u\n", t->id);
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        if (clear)
+        r = listing_answer(f, &text, shown, "console messages", t->id, ret);
+        if (r >= 0 && clear)
                 for (size_t i = 0; i < BROWSER_CONSOLE_MAX; i++)
                         if (b->console[i].tab == t->id)
                                 console_entry_done(&b->console[i]);
-        free(ret->text);
-        ret->text = TAKE_PTR(text);
-        ret->is_error = false;
-        return 0;
+        return r;
 }
 
 static int tool_read_network_requests(Browser *b, json_object *args, McpToolResult *ret) {
@@ -2029,18 +2036,12 @@ static int tool_read_network_requests(Browser *b, json_object *args, McpToolResu
                         fprintf(f, "%s %s pending [%s]\n", strna(e->method), strna(e->url), strna(e->type));
                 shown++;
         }
-        if (shown == 0)
-                fprintf(f, "No network requests in tab %u\n", t->id);
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        if (clear)
+        r = listing_answer(f, &text, shown, "network requests", t->id, ret);
+        if (r >= 0 && clear)
                 for (size_t i = 0; i < BROWSER_NETWORK_MAX; i++)
                         if (b->network[i].tab == t->id)
                                 network_entry_done(&b->network[i]);
-        free(ret->text);
-        ret->text = TAKE_PTR(text);
-        ret->is_error = false;
-        return 0;
+        return r;
 }
 
 static int tool_computer(Browser *b, json_object *args, McpToolResult *ret) {
