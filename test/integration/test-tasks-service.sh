@@ -16,8 +16,9 @@ set -uo pipefail
 lib=$(dirname "$(readlink -f "$0")")/../lib
 # shellcheck source=test/lib/systemd-test.sh
 . "$lib/systemd-test.sh"
+# shellcheck source=test/lib/mcp-client.sh
+. "$lib/mcp-client.sh"
 
-MCP_SDK_VERSION=1.32.2
 
 command -v node >/dev/null || bail_out "node is not installed (nodejs)"
 systemd_test_prepare
@@ -26,16 +27,8 @@ M=loop-tasks-$$
 IMAGE=localhost/loop-test:latest
 systemd_test_config loop-tasks
 
-client=$(mktemp -d "${TMPDIR:-/tmp}/loop-tasks-client.XXXXXX") || bail_out "mktemp failed"
-atexit "rm -rf '$client'"
-if [ -n "${LOOP_TEST_MCP_SDK_DIR:-}" ]; then
-        cp -a "$LOOP_TEST_MCP_SDK_DIR/node_modules" "$client/" || bail_out "cannot copy $LOOP_TEST_MCP_SDK_DIR"
-else
-        (cd "$client" && npm install --no-audit --no-fund --silent "@modelcontextprotocol/sdk@$MCP_SDK_VERSION" >npm.log 2>&1) ||
-                bail_out "npm cannot install @modelcontextprotocol/sdk@$MCP_SDK_VERSION: $(tail -5 "$client/npm.log")"
-fi
-cp "$LOOP_SOURCE_DIR/test/integration/tasks-mcp-client.mjs" "$client/client.mjs"
-chmod -R a+rX "$client"
+mcp_client_prepare loop-tasks || bail_out "cannot prepare the MCP client"
+client=$MCP_CLIENT_DIR
 
 # /var/lib/loop outlives the machine: the reboot below keeps the task files as a disk would.
 state=$(mktemp -d "${TMPDIR:-/tmp}/loop-tasks-state.XXXXXX") || bail_out "mktemp failed"
