@@ -1950,6 +1950,12 @@ static int listing_answer(FILE *f, char **text, size_t shown, const char *what, 
         return 0;
 }
 
+/* Whether read_console_messages lists e: of tab, matching pattern, and an error when only errors are asked. */
+static bool console_entry_listed(const ConsoleEntry *e, unsigned tab, const char *pattern, bool only_errors) {
+        return e->tab == tab && matches(e->text, pattern) &&
+               (!only_errors || streq_ptr(e->level, "error") || streq_ptr(e->level, "exception"));
+}
+
 static int tool_read_console_messages(Browser *b, json_object *args, McpToolResult *ret) {
         _cleanup_free_ char *text = NULL;
         const char *pattern = mcp_arg_string(args, "pattern");
@@ -1971,8 +1977,7 @@ static int tool_read_console_messages(Browser *b, json_object *args, McpToolResu
         size_t start = b->console_count;
         for (size_t k = 0, n = 0; k < b->console_count && n < limit; k++) {
                 ConsoleEntry *e = &b->console[(b->console_next + BROWSER_CONSOLE_MAX - 1 - k) % BROWSER_CONSOLE_MAX];
-                if (e->tab == t->id && matches(e->text, pattern) &&
-                    (!only_errors || streq_ptr(e->level, "error") || streq_ptr(e->level, "exception"))) {
+                if (console_entry_listed(e, t->id, pattern, only_errors)) {
                         n++;
                         start = k;
                 }
@@ -1982,8 +1987,7 @@ static int tool_read_console_messages(Browser *b, json_object *args, McpToolResu
                 if (k >= b->console_count)
                         continue;
                 e = &b->console[(b->console_next + BROWSER_CONSOLE_MAX - 1 - k) % BROWSER_CONSOLE_MAX];
-                if (e->tab == t->id && matches(e->text, pattern) &&
-                    (!only_errors || streq_ptr(e->level, "error") || streq_ptr(e->level, "exception"))) {
+                if (console_entry_listed(e, t->id, pattern, only_errors)) {
                         fprintf(f, "[%s] %s%s%s%s\n", strna(e->level), strempty(e->text), e->source ? " (" : "",
                                 strempty(e->source), e->source ? ")" : "");
                         shown++;
