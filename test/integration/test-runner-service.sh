@@ -137,8 +137,11 @@ gone=$(all_containers | head -1)
 ok $? "a finished run leaves its container pending removal"
 check "remove it behind loop's back (podman rm)" in_ct podman rm -f "$gone"
 check "a reconcile pass" in_ct systemctl start loop-reconcile.service
-like "$(journal_wait -o export -u loop-reconcile.service LOOP_REASON=vanished)" "LOOP_CONTAINER=$gone" \
-        "reconcile notices the container removed behind loop's back"
+if ! like "$(journal_wait -o export -u loop-reconcile.service LOOP_REASON=vanished)" "LOOP_CONTAINER=$gone" \
+        "reconcile notices the container removed behind loop's back"; then
+        diag "removed $gone; now: $(all_containers | tr '\n' ' ')"
+        diag "$(in_ct journalctl --no-pager -o cat -u loop-reconcile.service -u loop-agent@demo.service -n 30 2>&1)"
+fi
 unlike "$(in_ct cat $Q/registry.json)" "$gone" "...and drops it from the registry"
 
 in_ct loop send demo hello >/dev/null
