@@ -168,6 +168,12 @@ EOF2
         done <"$T/driver-$eng.tap"
         [ "$rc" -eq 0 ] && [ "$n" -ge 80 ]
         ok $? "$eng: the sequence ran to its end ($n points, status $rc)" || diag "$(tail -5 "$T/driver-$eng.err") $(tail -5 "$T/service-$eng.log")"
+        # the sequence's two downloads (file.bin, an <a download> of loot.txt): Chrome reported them canceled;
+        # no file anywhere in the container (its /tmp is Chrome's HOME and profile) nor in the screenshots
+        main=$(inspect | jq_py 'd["State"]["Pid"]')
+        [ -d "/proc/$main/root/tmp/chrome" ] &&
+                [ -z "$(find "/proc/$main/root/" "/proc/$main/root/tmp/" "$T/shots" -xdev \( -name 'file.bin*' -o -name 'loot*' \) 2>/dev/null)" ]
+        ok $? "$eng: no download reaches a file, in the Chrome container (its profile is there, no file) or the screenshots directory"
         like "$(grep '^gateway-request: allow ' "$T/gateway-$eng.log" | grep 'LOOP_CONTAINER_NAME=loop-chrome-web' |
                 grep 'LOOP_HOST=site.test' | grep -c 'LOOP_PATH=/data.json')" '^[1-9]' \
                 "$eng: the channel's gateway carried the page's requests (its fetch of /data.json), for loop-chrome-web" ||
