@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,23 +62,30 @@ static inline int mcp_stdio_request(McpStdio *c, const char *method, json_object
 /* Starts the server and initializes the session; *ret_tools is how many tools tools/list offers. */
 static inline int mcp_stdio_start(const char *loop, const char *socket_path, const char *token_file, McpStdio *ret,
                                   int *ret_tools) {
+        const char *argv[] = { loop, "mcp-browser", "--socket", socket_path, "--token-file", token_file, NULL };
         json_object *a = NULL, *res, *tools, *p;
+        posix_spawn_file_actions_t fa;
         int to[2], from[2], k;
         pid_t pid;
 
         if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0)
                 return -errno;
-        pid = fork();
-        if (pid < 0)
-                return -errno;
-        if (pid == 0) {
-                if (dup2(to[0], STDIN_FILENO) < 0 || dup2(from[1], STDOUT_FILENO) < 0)
-                        _exit(127);
-                execl(loop, loop, "mcp-browser", "--socket", socket_path, "--token-file", token_file, (char *) NULL);
-                _exit(127);
-        }
+        /* the pipes' ends become the server's stdin and stdout (dup2 clears close-on-exec) */
+        k = posix_spawn_file_actions_init(&fa);
+        if (k == 0)
+                k = posix_spawn_file_actions_adddup2(&fa, to[0], STDIN_FILENO);
+        if (k == 0)
+                k = posix_spawn_file_actions_adddup2(&fa, from[1], STDOUT_FILENO);
+        if (k == 0)
+                k = posix_spawn(&pid, loop, &fa, NULL, (char **) argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
         close(to[0]);
         close(from[1]);
+        if (k != 0) {
+                close(to[1]);
+                close(from[0]);
+                return -k;
+        }
         *ret = (McpStdio) { .pid = pid, .to = fdopen(to[1], "w"), .from = fdopen(from[0], "r") };
         if (!ret->to || !ret->from)
                 return -ENOMEM;
