@@ -72,6 +72,9 @@ cat >"$T/cred/egress.json" <<'EOF2'
 EOF2
 chmod 0644 "$T/cred/egress.json"
 wait_for 30 curl -s -o /dev/null --max-time 2 http://198.51.100.254/index.html || bail_out "the test site does not answer"
+# what an engine's round leaves running when the test ends early (pids of the round under way)
+gateway_pid='' service_pid='' chrome_pid=''
+atexit 'kill $gateway_pid $service_pid $chrome_pid 2>/dev/null'
 
 # mcp 'TOOL ARGS'...: one `loop mcp-browser` session, a JSON-RPC line per call; prints the answers.
 mcp() {
@@ -233,6 +236,7 @@ EOF2
         is "${state:-removed}" removed "$eng: ...and the container is stopped and removed (container_keep_alive_sec 0)"
         kill "$service_pid" "$gateway_pid" 2>/dev/null
         wait "$service_pid" "$gateway_pid" 2>/dev/null
+        gateway_pid='' service_pid='' chrome_pid=''
         engine_stop "$eng" >/dev/null 2>&1
 done
 tap_done
