@@ -17,7 +17,7 @@
 # killed loop-browser fails the call under way cleanly; a killed Chrome ends `loop chrome` with a failure
 # (its unit restarts it) and the next call reaches the new one; SIGTERM stops the container. The lazy
 # start and the idle stop are systemd's (socket activation, BindsTo=): test-browser-service checks them.
-# Needs root; fails, not skips, without it. About 2 minutes per engine.
+# Needs root; fails, not skips, without it. About 45 s per engine.
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
