@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* The browser tools against a real Chromium (chromium-headless-shell with --remote-debugging-pipe on fds
- * 3/4), driving the test site (test/browser/site) that test-browser-chromium.sh serves on 127.0.0.1 in a
- * network namespace of its own: every tool and every computer action through browser_tool_call(), each
- * checked by what the page shows afterwards (evaluate), the PNG written, the logs kept, the tabs.
+/* The browser tools against a real Chromium, driving the test site (test/browser/site): every tool and
+ * every computer action, each checked by what the page shows afterwards (evaluate), the PNG written, the
+ * logs kept, the tabs. One sequence, two ways in:
+ *
+ *   - on this host (site-netns.sh sets CHROME and SITE): chromium-headless-shell with
+ *     --remote-debugging-pipe on fds 3/4, the site on 127.0.0.1 in a network namespace of its own, every
+ *     call through browser_tool_call() in this process;
+ *   - in the Chrome container (test-browser-engines.sh sets LOOP_MCP_BROWSER, BROWSER_SOCKET,
+ *     BROWSER_TOKEN_FILE, SITE and SHOTS): every call through `loop mcp-browser` over stdio (mcp-stdio.h),
+ *     to loop-browser and the container's Chrome, the site reached through the channel's egress gateway;
+ *     SHOTS is loop-browser's screenshots directory. What only the host way can see (the policy's calls,
+ *     the profile's files, Chrome's pid) is checked there only.
  *
  * Chrome keeps its sandbox: as root the driver runs it as nobody (Chrome refuses root with a sandbox).
  * Only if Chrome cannot start sandboxed here (the kernel refuses unprivileged user namespaces) is it run
@@ -24,12 +32,14 @@
 #include "dirent-util.h"
 #include "fs-util.h"
 #include "json-util.h"
+#include "mcp-stdio.h"
 #include "tap.h"
 
 #define SEC 1000000ULL
 
 static const char *base;        /* http://127.0.0.1:PORT */
 static Browser *browser;
+static McpStdio mcp;            /* .pid > 0: the calls go through `loop mcp-browser` */
 static char *last_text;
 
 /* Calls a tool with arguments given as JSON text; keeps the answer in last_text. */
@@ -39,7 +49,7 @@ static McpToolResult call(const char *tool, const char *args_json) {
         int k;
 
         assert(args);
-        k = browser_tool_call(browser, tool, args, &r);
+        k = mcp.pid > 0 ? mcp_stdio_tool_call(&mcp, tool, args, &r) : browser_tool_call(browser, tool, args, &r);
         if (k < 0) {
                 printf("# %s failed: %s\n", tool, strerror(-k));
                 r = (McpToolResult) { .text = strdup("(call failed)"), .is_error = true };
@@ -90,7 +100,7 @@ static int policy_refuses_denied(const char *url, char **ret_reason, void *userd
 
         (*calls)++;
         if (strstr(url, "/denied.html")) {
-                *ret_reason = strdup("denied.html is not on the channel's allowlist");
+                *ret_reason = strdup("the channel's egress policy refuses denied.html");
                 return -EPERM;
         }
         return 0;
@@ -134,50 +144,61 @@ static bool file_below(const char *dir, const char *name, const char *since) {
 }
 
 int main(void) {
-        const char *chrome = getenv("CHROME");
-        char profile[] = "/tmp/test-browser-profile-XXXXXX", shots[] = "/tmp/test-browser-shots-XXXXXX",
+        const char *chrome = getenv("CHROME"), *loop = getenv("LOOP_MCP_BROWSER");
+        char profile[] = "/tmp/test-browser-profile-XXXXXX", shots_tmp[] = "/tmp/test-browser-shots-XXXXXX",
              since[] = "/tmp/test-browser-since-XXXXXX";
+        const char *shots = shots_tmp;
         char args[1024];
         _cleanup_(cdp_freep) Cdp *cdp = NULL;
         _cleanup_close_ int to = -EBADF, from = -EBADF;
         unsigned policy_calls = 0;
-        bool sandbox = false;
+        bool sandbox = false, host;
+        BrowserOptions o = {
+                .screenshots_dir = shots_tmp,
+                .screenshots_dir_in_container = "/run/loop/screenshots",
+                .url_check = policy_refuses_denied,
+                .userdata = &policy_calls,
+        };
         McpToolResult r;
         pid_t pid = -1;
         int k;
 
         base = getenv("SITE");
-        if (!chrome || !base) {
-                printf("1..0 # SKIP CHROME and SITE are set by test-browser-chromium.sh\n");
+        if ((!chrome && !loop) || !base) {
+                printf("1..0 # SKIP CHROME (or LOOP_MCP_BROWSER) and SITE are set by site-netns.sh (test-browser-engines.sh)\n");
                 return 0;
         }
+        host = !loop;
         signal(SIGPIPE, SIG_IGN);
-        if (!mkdtemp(profile) || !mkdtemp(shots))
-                return 1;
-        if (getuid() == 0)
-                (void) chown(profile, NOBODY, NOBODY);  /* fails in a user namespace: Chrome runs as us there */
+        if (!host) {
+                int tools = -1;
 
-        /* Chrome sandboxed first; --no-sandbox only if this kernel refuses the sandbox */
-        k = chrome_connect(chrome, profile, &pid, &cdp, &to, &from, &sandbox);
-        if (!ok(k >= 0 && cdp, "Chromium answers CDP over --remote-debugging-pipe"))
-                goto finish;
-        if (!sandbox)
-                diag("Chromium could not start with its sandbox here (unprivileged user namespaces refused, or "
-                     "this test runs in a user namespace): it runs with --no-sandbox, for this host-level protocol test only");
-        else
-                diag("Chromium runs with its sandbox, as nobody");
+                shots = getenv("SHOTS");
+                k = mcp_stdio_start(loop, getenv("BROWSER_SOCKET") ?: "", getenv("BROWSER_TOKEN_FILE") ?: "", &mcp, &tools);
+                if (!ok(k >= 0 && shots, "loop mcp-browser starts and answers initialize"))
+                        goto finish;
+                ok(tools == 19, "tools/list offers the 19 tools");
+        } else {
+                if (!mkdtemp(profile) || !mkdtemp(shots_tmp))
+                        return 1;
+                if (getuid() == 0)
+                        (void) chown(profile, NOBODY, NOBODY);  /* fails in a user namespace: Chrome runs as us there */
 
-        BrowserOptions o = {
-                .screenshots_dir = shots,
-                .screenshots_dir_in_container = "/run/loop/screenshots",
-                .url_check = policy_refuses_denied,
-                .userdata = &policy_calls,
-        };
-        ok(browser_new(cdp, &o, &browser) == 0, "the browser is set up (downloads denied, targets auto-attached)");
-        if (!browser)
-                goto finish;
+                /* Chrome sandboxed first; --no-sandbox only if this kernel refuses the sandbox */
+                k = chrome_connect(chrome, profile, &pid, &cdp, &to, &from, &sandbox);
+                if (!ok(k >= 0 && cdp, "Chromium answers CDP over --remote-debugging-pipe"))
+                        goto finish;
+                if (!sandbox)
+                        diag("Chromium could not start with its sandbox here (unprivileged user namespaces refused, or "
+                             "this test runs in a user namespace): it runs with --no-sandbox, for this host-level protocol test only");
+                else
+                        diag("Chromium runs with its sandbox, as nobody");
+                ok(browser_new(cdp, &o, &browser) == 0, "the browser is set up (downloads denied, targets auto-attached)");
+                if (!browser)
+                        goto finish;
+                ok(BROWSER_TOOLS_COUNT == 19, "19 tools are listed");
+        }
         ok(call_ok("list_tabs", "{}", "\"tab_id\":1"), "list_tabs shows the first tab");
-        ok(BROWSER_TOOLS_COUNT == 19, "19 tools are listed");
 
         /* refusals */
         ok(call_refused("navigate", "{\"url\":\"file:///etc/passwd\"}", "only http, https and about:blank"), "navigate refuses file://");
@@ -187,20 +208,21 @@ int main(void) {
         ok(call_refused("new_tab", "{\"url\":\"view-source:http://127.0.0.1/\"}", "only http"), "new_tab refuses view-source:");
         ok(call_refused("navigate", "{\"url\":\" file:///etc/passwd\"}", "blanks"), "a URL with a leading blank is refused");
         snprintf(args, sizeof(args), "{\"url\":\"%s/denied.html\"}", base);
-        ok(call_refused("navigate", args, "not on the channel's allowlist"), "the channel's policy refuses a denied URL, with its reason");
-        ok(call_refused("new_tab", args, "not on the channel's allowlist"), "the channel's policy refuses new_tab to a denied URL");
+        ok(call_refused("navigate", args, "egress policy refuses"), "the channel's policy refuses a denied URL, with its reason");
+        ok(call_refused("new_tab", args, "egress policy refuses"), "the channel's policy refuses new_tab to a denied URL");
         ok(call_ok("list_tabs", "{}", NULL) && !strstr(last_text, "\"tab_id\":2"), "no tab was opened for a refused URL");
         ok(call_refused("navigate", "{}", "url is required"), "navigate without url is an argument error");
         ok(call_refused("navigate", "{\"url\":\"http://x/\",\"bogus\":1}", "unknown argument bogus"), "an unknown argument is refused");
         ok(call_refused("computer", "{\"action\":\"fly\"}", "action must be one of"), "an unknown computer action is refused");
         ok(call_refused("computer", "{\"action\":\"click\",\"coordinate\":[1]}", "wrong number of items"), "a coordinate that is not [x, y] is refused");
         ok(call_refused("resize_window", "{\"width\":5,\"height\":100}", "at least 100"), "a viewport below the minimum is refused");
-        ok(call_refused("no_such_tool", "{}", "Unknown browser tool"), "an unknown tool is an error result");
+        ok(call_refused("no_such_tool", "{}", host ? "Unknown browser tool" : "unknown tool"), "an unknown tool is an error result");
 
         /* navigate, read_page, find, get_page_text, page_info */
         snprintf(args, sizeof(args), "{\"url\":\"%s/index.html\"}", base);
         ok(call_ok("navigate", args, "Title: Loop test page"), "navigate opens the test page and answers its title");
-        ok(policy_calls >= 1, "the channel's policy was asked about the URL");
+        if (host)
+                ok(policy_calls >= 1, "the channel's policy was asked about the URL");
         ok(call_ok("read_page", "{}", "button \"Click me\""), "read_page lists the button with its name");
         ok(strstr(last_text, "textbox \"Your name\"") && strstr(last_text, "heading \"Loop test page\"") &&
            strstr(last_text, "link \"Go to page two\""), "read_page lists the field by its label, the heading and the link");
@@ -378,8 +400,10 @@ int main(void) {
         ok(call_ok("screenshot", "{}", "800x600 PNG") && file_is_png(shots, 800, 600), "a screenshot after resize has the new size");
 
         /* failures Chrome reports, downloads */
-        ok(call_refused("navigate", "{\"url\":\"http://127.0.0.1:8766/\"}", "net::ERR_CONNECTION_REFUSED"),
-           "a navigation that fails answers Chrome's network error");
+        /* in the container the gateway answers for the server that is not there (its 502 page), not Chrome */
+        if (host)
+                ok(call_refused("navigate", "{\"url\":\"http://127.0.0.1:8766/\"}", "net::ERR_CONNECTION_REFUSED"),
+                   "a navigation that fails answers Chrome's network error");
         k = mkstemp(since);
         assert(k >= 0);
         close(k);
@@ -399,11 +423,15 @@ int main(void) {
            strstr(last_text, "download of loot.txt asked for") && strstr(last_text, "download canceled") &&
            !strstr(last_text, "download completed"),
            "Chrome reports both downloads (a navigation to a file, an <a download> click) asked for and canceled");
-        /* Chrome's HOME is the profile: its Downloads directory is in there */
-        ok(!file_below(profile, "file.bin", since) && !file_below("/tmp", "file.bin", since) &&
+        /* Chrome's HOME is the profile: its Downloads directory is in there (in the container,
+         * test-browser-service looks for the file there and on the host) */
+        if (host)
+                ok(!file_below(profile, "file.bin", since) && !file_below("/tmp", "file.bin", since) &&
            !file_below(profile, "loot.txt", since) && !file_below("/tmp", "loot.txt", since),
            "a download is denied: the file is nowhere (the profile and its Downloads, /tmp)");
         (void) unlink(since);
+        if (!host)
+                goto finish;    /* the engines test kills Chrome and loop-browser itself */
 
         /* base64 screenshots when there is no screenshots directory */
         browser = browser_free(browser);
@@ -428,13 +456,16 @@ int main(void) {
         }
 
 finish:
+        mcp_stdio_stop(&mcp);
         browser = browser_free(browser);
         free(last_text);
         if (pid > 0) {
                 kill(pid, SIGKILL);
                 waitpid(pid, NULL, 0);
         }
-        (void) rm_rf_at(AT_FDCWD, profile);
-        (void) rm_rf_at(AT_FDCWD, shots);
+        if (host) {
+                (void) rm_rf_at(AT_FDCWD, profile);
+                (void) rm_rf_at(AT_FDCWD, shots_tmp);
+        }
         return done_testing();
 }
