@@ -253,6 +253,15 @@ int main(void) {
         ok(url_refused("http://x/\n", "blanks"), "a newline is refused");
         ok(url_refused("http:\\\\evil/", "backslashes"), "backslashes are refused (Chrome reads them as slashes)");
         ok(url_refused("", "empty"), "an empty URL is refused");
+        /* the other non-network schemes and spellings of about:blank Chrome would take */
+        ok(url_refused("about:srcdoc", "only http"), "about:srcdoc is refused");
+        ok(url_refused("about:blank#x", "only http"), "about:blank with a fragment is refused (exactly about:blank)");
+        ok(url_refused("ABOUT:BLANK", "only http"), "about:blank in capitals is refused (exactly about:blank)");
+        ok(url_refused("filesystem:http://x/temporary/a", "only http"), "filesystem: is refused");
+        ok(url_refused("chrome-extension://abc/x.html", "only http"), "chrome-extension: is refused");
+        ok(url_refused("devtools://devtools/bundled/inspector.html", "only http"), "devtools: is refused");
+        ok(url_refused("chrome-untrusted://x/", "only http"), "chrome-untrusted: is refused");
+        ok(url_refused("https\x00://x/", "no scheme"), "a NUL cuts the URL where the check reads it");
         ok(url_refused(NULL, "empty"), "no URL is refused");
         {
                 _cleanup_free_ char *big = malloc(BROWSER_URL_MAX + 16);
