@@ -51,7 +51,7 @@ for eng in podman docker; do
         engine_start "$eng" >/dev/null || { ok 1 "$eng: the engine starts"; diag "$(engine_log "$eng" 2>/dev/null | tail -20)"; continue; }
         import_test_image "$ENGINE_SOCK" "$IMAGE" "$T/rootfs" >/dev/null || { ok 1 "$eng: the test image imports"; engine_stop "$eng"; continue; }
         for mode in gated ungated; do
-                rm -rf "$T/etc" "$W"
+                rm -rf "${T:?}/etc" "${W:?}"
                 mkdir -p "$T/etc/channels.d" "$W"
                 echo 'the agent notes' >"$W/notes.txt"
                 chown -R "$TEST_USER:" "$W"
