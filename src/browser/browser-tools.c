@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <assert.h>
+#include <dirent.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "browser-tools.h"
+#include "dirent-util.h"
 #include "io-util.h"
 #include "json-util.h"
 #include "log.h"
@@ -1348,6 +1352,84 @@ static int screenshot_image(const char *base64, McpToolResult *ret) {
         return 0;
 }
 
+typedef struct ScreenshotFile {
+        unsigned long long ms;
+        unsigned seq;
+        uint64_t size;
+        char name[64];
+} ScreenshotFile;
+
+static int screenshot_file_compare(const void *a, const void *b) {
+        const ScreenshotFile *x = a, *y = b;
+
+        if (x->ms != y->ms)
+                return x->ms < y->ms ? -1 : 1;
+        return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The directory's screenshots (names screenshot_save() makes), oldest first, at most
+ * BROWSER_SCREENSHOTS_SCAN_MAX of them. */
+static int screenshots_list(int dir_fd, ScreenshotFile **ret, size_t *ret_n) {
+        _cleanup_free_ ScreenshotFile *files = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+        size_t n = 0;
+        int r;
+
+        r = opendir_at(dir_fd, ".", 0, &d);
+        if (r < 0)
+                return r;
+        for (struct dirent *de; (de = readdir(d)) && n < BROWSER_SCREENSHOTS_SCAN_MAX;) {
+                ScreenshotFile f = {};
+                struct stat st;
+                int end = 0;
+
+                if (sscanf(de->d_name, "screenshot-%llu-%u.png%n", &f.ms, &f.seq, &end) != 2 ||
+                    de->d_name[end] != 0 || strlen(de->d_name) >= sizeof(f.name) ||
+                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+                        continue;
+                f.size = (uint64_t) st.st_size;
+                strcpy(f.name, de->d_name);
+                if (n % 64 == 0) {
+                        ScreenshotFile *m = reallocarray(files, n + 64, sizeof(ScreenshotFile));
+                        if (!m)
+                                return -ENOMEM;
+                        files = m;
+                }
+                files[n++] = f;
+        }
+        if (n > 0)
+                qsort(files, n, sizeof(ScreenshotFile), screenshot_file_compare);
+        *ret = TAKE_PTR(files);
+        *ret_n = n;
+        return 0;
+}
+
+/* The screenshots directory is on the host's disk: the oldest files go once there are more than
+ * BROWSER_SCREENSHOTS_KEEP or they take more than BROWSER_SCREENSHOTS_BYTES_MAX; the newest one stays. */
+static void screenshots_prune(int dir_fd) {
+        _cleanup_free_ ScreenshotFile *files = NULL;
+        uint64_t total = 0;
+        size_t n = 0, gone = 0;
+        int r;
+
+        r = screenshots_list(dir_fd, &files, &n);
+        if (r < 0)
+                return (void) log_warning_errno(r, "Browser: cannot list the screenshots directory: %m");
+        for (size_t i = 0; i < n; i++)
+                total += files[i].size;
+        for (size_t i = 0; i + 1 < n && (n - i > BROWSER_SCREENSHOTS_KEEP || total > BROWSER_SCREENSHOTS_BYTES_MAX); i++) {
+                if (unlinkat(dir_fd, files[i].name, 0) < 0 && errno != ENOENT) {
+                        log_warning_errno(errno, "Browser: cannot remove the old screenshot %s: %m", files[i].name);
+                        continue;
+                }
+                total -= files[i].size;
+                gone++;
+        }
+        if (gone > 0)
+                log_debug("Browser: removed the %zu oldest screenshots (at most %u files and %u MiB are kept).", gone,
+                         BROWSER_SCREENSHOTS_KEEP, BROWSER_SCREENSHOTS_BYTES_MAX / (1024U * 1024U));
+}
+
 static int screenshot_save(Browser *b, const char *base64, McpToolResult *ret) {
         _cleanup_free_ unsigned char *png = NULL;
         _cleanup_close_ int dir_fd = -EBADF, fd = -EBADF;
@@ -1380,6 +1462,7 @@ static int screenshot_save(Browser *b, const char *base64, McpToolResult *ret) {
                 (void) unlinkat(dir_fd, name, 0);
                 return mcp_result_printf(ret, true, "The screenshot file cannot be written") ?: 1;
         }
+        screenshots_prune(dir_fd);
         return mcp_result_printf(ret, false, "Screenshot saved to %s/%s (%ux%u PNG, %zu bytes)",
                                  b->screenshots_dir_in_container ?: b->screenshots_dir, name, w, h, n);
 }

@@ -43,11 +43,15 @@
 #define BROWSER_VIEWPORT_HEIGHT_DEFAULT 800U
 #define BROWSER_COORDINATE_MAX 100000U
 #define BROWSER_SCREENSHOT_HEIGHT_MAX 16384U    /* a full-page screenshot is cut here */
+/* screenshot files kept on the host's disk: the oldest go beyond either cap (the newest always stays) */
+#define BROWSER_SCREENSHOTS_KEEP 100U
+#define BROWSER_SCREENSHOTS_BYTES_MAX (256U * 1024U * 1024U)
+#define BROWSER_SCREENSHOTS_SCAN_MAX 4096U      /* files of the directory looked at for that */
 
 typedef struct BrowserOptions {
         /* where screenshot files go on the host, created 0644 with O_EXCL|O_NOFOLLOW by the process that
-         * calls browser_tool_call() (it must be able to write there, the agent to read) and never removed
-         * here; NULL: screenshots are answered as MCP image content (McpToolResult.image, PNG) */
+         * calls browser_tool_call() (it must be able to write there, the agent to read); the oldest are
+         * removed beyond BROWSER_SCREENSHOTS_KEEP files or BROWSER_SCREENSHOTS_BYTES_MAX bytes; NULL: screenshots are answered as MCP image content (McpToolResult.image, PNG) */
         const char *screenshots_dir;
         /* the same directory as the agent sees it (answers name this path); NULL: screenshots_dir */
         const char *screenshots_dir_in_container;

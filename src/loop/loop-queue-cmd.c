@@ -16,10 +16,13 @@
 #include "loop-options.h"
 #include "queue.h"
 #include "state-dir.h"
+#include "string-util.h"
 #include "strv.h"
+#include "text-escape.h"
 #include "unit-state.h"
 
 #define QUEUE_CMD_LINE_MAX 72U          /* the first line of a result or error is cut to this in tables */
+#define QUEUE_CMD_LINE_BUF (QUEUE_CMD_LINE_MAX * 4 + 8)  /* ...escaped: at most 4 bytes a byte, and "..." */
 
 static int read_prompt_stdin(char **ret) {
         char *buf;
@@ -117,23 +120,22 @@ static const char *format_usec(int64_t usec, char *buf, size_t size) {
         return buf;
 }
 
-/* The first line of s, cut to QUEUE_CMD_LINE_MAX bytes on a character boundary, control characters
- * blanked, "..." when there is more. */
-static const char *first_line(const char *s, char *buf, size_t size) {
-        size_t n = 0, max = MIN(size - 4, (size_t) QUEUE_CMD_LINE_MAX);
-        bool more;
+/* The first line of s, its first QUEUE_CMD_LINE_MAX bytes escaped for the terminal (text_escape_display():
+ * what a sender or an agent wrote shows no control, C1 or bidi character as itself), "..." when there is
+ * more; into buf of QUEUE_CMD_LINE_BUF bytes. */
+static const char *first_line(const char *s, char buf[static QUEUE_CMD_LINE_BUF]) {
+        _cleanup_free_ char *line = NULL, *escaped = NULL;
+        size_t n;
 
         if (isempty(s))
                 return "-";
-        for (; s[n] && s[n] != '\n' && n < max; n++)
-                buf[n] = (unsigned char) s[n] < 0x20 || s[n] == 0x7f ? ' ' : s[n];
-        more = s[n] && !(s[n] == '\n' && !s[n + 1]);
-        if (s[n] && s[n] != '\n')
-                while (n > 0 && ((unsigned char) s[n] & 0xc0) == 0x80)
-                        n--;
-        buf[n] = 0;
-        if (more)
-                strcpy(buf + n, "...");
+        n = strcspn(s, "\n");
+        line = strndup(s, n);
+        escaped = line ? text_escape_display(line, QUEUE_CMD_LINE_MAX) : NULL;
+        if (!escaped)
+                return "(out of memory)";
+        snprintf(buf, QUEUE_CMD_LINE_BUF, "%s%s", escaped,
+                 s[n] && s[n + 1] && !endswith(escaped, "...") ? "..." : "");
         return buf;
 }
 
@@ -354,11 +356,11 @@ int verb_outbox(int argc, char *argv[]) {
                 json_object *o = json_object_array_get_idx(a, i);
                 bool is_error = json_flag(o, "is_error");
                 const char *text = is_error ? (json_string_of(o, "error") ?: json_string_of(o, "result")) : json_string_of(o, "result");
-                char when[32], line[QUEUE_CMD_LINE_MAX + 8];
+                char when[32], line[QUEUE_CMD_LINE_BUF];
 
                 printf("%-29s %-19s %-6s %-36s %s\n", strna(json_string_of(o, "id")),
                        format_usec(json_int_of(o, "finished_usec", 0), when, sizeof when),
-                       is_error ? "error" : "ok", json_string_of(o, "session_id") ?: "-", first_line(text, line, sizeof line));
+                       is_error ? "error" : "ok", json_string_of(o, "session_id") ?: "-", first_line(text, line));
         }
         return EXIT_SUCCESS;
 }
@@ -409,14 +411,14 @@ int verb_queue(int argc, char *argv[]) {
                 for (size_t i = 0; i < json_object_array_length(inbox); i++) {
                         json_object *o = json_object_array_get_idx(inbox, i);
                         const char *last_error = json_string_of(o, "last_error");
-                        char when[32], line[QUEUE_CMD_LINE_MAX + 8];
+                        char when[32], line[QUEUE_CMD_LINE_BUF];
 
                         printf("%-29s %-19s %-12s %-8" PRId64 " %s\n", strna(json_string_of(o, "id")),
                                format_usec(json_int_of(o, "created_usec", 0), when, sizeof when),
                                strna(json_string_of(o, "sender")), json_int_of(o, "attempts", 0),
-                               first_line(json_string_of(o, "prompt"), line, sizeof line));
+                               first_line(json_string_of(o, "prompt"), line));
                         if (last_error)
-                                printf("%29s last error: %s\n", "", first_line(last_error, line, sizeof line));
+                                printf("%29s last error: %s\n", "", first_line(last_error, line));
                 }
         }
         if (json_object_array_length(failed) > 0) {
@@ -424,11 +426,11 @@ int verb_queue(int argc, char *argv[]) {
                 printf("%-29s %-19s %-8s %s\n", "ID", "FAILED", "ATTEMPTS", "REASON");
                 for (size_t i = 0; i < json_object_array_length(failed); i++) {
                         json_object *o = json_object_array_get_idx(failed, i);
-                        char when[32], line[QUEUE_CMD_LINE_MAX + 8];
+                        char when[32], line[QUEUE_CMD_LINE_BUF];
 
                         printf("%-29s %-19s %-8" PRId64 " %s\n", strna(json_string_of(o, "id")),
                                format_usec(json_int_of(o, "failed_usec", 0), when, sizeof when),
-                               json_int_of(o, "attempts", 0), first_line(json_string_of(o, "reason"), line, sizeof line));
+                               json_int_of(o, "attempts", 0), first_line(json_string_of(o, "reason"), line));
                 }
         }
         return EXIT_SUCCESS;

@@ -22,8 +22,12 @@
 #include "strv.h"
 #include "tasks-service.h"
 #include "tasks-timer.h"
+#include "text-escape.h"
 
 #define TASKS_SYNC_SETTLE_MS_MAX 10000U
+/* bytes of a prompt that `loop task list` shows (escaped: what the agent wrote never reaches the
+ * operator's terminal as control, escape or bidi characters) */
+#define TASK_LIST_PROMPT_MAX 60U
 /* rounds of one sync while the task files keep changing (at the 200 ms of loop-tasks-sync.service: two
  * minutes); a change after the last is the next start's */
 #define TASKS_SYNC_ROUNDS_MAX 600U
@@ -69,28 +73,35 @@ static int print_answer(json_object *answer, bool json) {
                 printf("%-8s  %-8s  %-7s  %-24s  %s\n", "ID", "TYPE", "STATE", "SCHEDULE", "PROMPT");
                 for (size_t i = 0; i < json_object_array_length(v); i++) {
                         json_object *t = json_object_array_get_idx(v, i), *f;
-                        const char *get[5] = {};
                         static const char * const keys[] = { "id", "type", "schedule", "prompt" };
-                        char prompt[61];
+                        char *get[ELEMENTSOF(keys)] = {};
                         bool enabled = json_object_object_get_ex(t, "enabled", &f) && json_object_get_boolean(f);
                         bool done = json_object_object_get_ex(t, "done", &f) && json_object_get_boolean(f);
+                        bool oom = false;
 
                         for (size_t k = 0; k < ELEMENTSOF(keys); k++)
-                                if (json_object_object_get_ex(t, keys[k], &f))
-                                        get[k] = json_object_get_string(f);
-                        snprintf(prompt, sizeof prompt, "%s", strempty(get[3]));
-                        for (char *p = prompt; *p; p++)
-                                if ((unsigned char) *p < 0x20)
-                                        *p = ' ';
-                        printf("%-8s  %-8s  %-7s  %-24s  %s\n", strempty(get[0]), strempty(get[1]),
-                               done ? "done" : enabled ? "enabled" : "disabled", get[2] ?: "-", prompt);
+                                if (json_object_object_get_ex(t, keys[k], &f) &&
+                                    !(get[k] = text_escape_display(strempty(json_object_get_string(f)),
+                                                                   k == 3 ? TASK_LIST_PROMPT_MAX : 0)))
+                                        oom = true;
+                        if (!oom)
+                                printf("%-8s  %-8s  %-7s  %-24s  %s\n", strempty(get[0]), strempty(get[1]),
+                                       done ? "done" : enabled ? "enabled" : "disabled", get[2] ?: "-", strempty(get[3]));
+                        for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+                                free(get[k]);
+                        if (oom)
+                                return log_oom(), EXIT_FAILURE;
                 }
                 return EXIT_SUCCESS;
         }
         if (json_object_object_get_ex(answer, "task", &v)) {
                 json_object *q;
-                json_object_object_foreach(v, key, val)
-                        printf("%s: %s\n", key, json_object_get_string(val));
+                json_object_object_foreach(v, key, val) {
+                        _cleanup_free_ char *text = text_escape_display(strempty(json_object_get_string(val)), 0);
+                        if (!text)
+                                return log_oom(), EXIT_FAILURE;
+                        printf("%s: %s\n", key, text);
+                }
                 if (json_object_object_get_ex(answer, "queue_id", &q))
                         printf("queued: %s\n", json_object_get_string(q));
                 if (json_object_object_get_ex(answer, "status", &q))

@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +282,14 @@ static int method_tools_call(McpStdioServer *s, json_object *id, json_object *pa
         return answer_result(id, r, ret);
 }
 
+/* json-c holds an integer in 64 bits and saturates one beyond them at INT64_MIN or UINT64_MAX: such an
+ * id would be answered changed, and the client could not match the answer to its request. */
+static bool id_fits(json_object *id) {
+        if (!json_object_is_type(id, json_type_int))
+                return true;
+        return json_object_get_int64(id) != INT64_MIN && json_object_get_uint64(id) != UINT64_MAX;
+}
+
 int mcp_server_handle(McpStdioServer *s, const char *message, size_t size, char **ret_answer) {
         _cleanup_(json_object_putp) json_object *m = NULL;
         json_object *v, *id = NULL, *params = NULL;
@@ -302,6 +311,8 @@ int mcp_server_handle(McpStdioServer *s, const char *message, size_t size, char 
         if (has_id && !(json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int) ||
                        json_object_is_type(id, json_type_double)))
                 return answer_error(NULL, JSONRPC_INVALID_REQUEST, "id must be a string or a number", ret_answer);
+        if (has_id && !id_fits(id))
+                return answer_error(NULL, JSONRPC_INVALID_REQUEST, "id must be a string or a number within 64 bits", ret_answer);
         if (!json_object_object_get_ex(m, "jsonrpc", &v) || !json_object_is_type(v, json_type_string) ||
             !streq(json_object_get_string(v), "2.0"))
                 return answer_error(id, JSONRPC_INVALID_REQUEST, "jsonrpc must be \"2.0\"", ret_answer);

@@ -283,7 +283,11 @@ static int write_mcp_config(RunContext *ctx) {
                 r = -errno;
         else if ((loop_fd = openat(work_fd, ".loop", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
                 r = -errno;
-        else if ((fd = openat(loop_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+        /* .loop is the agent's: whatever it left under the temporary name (a FIFO that would block the
+         * open, a hard link the write would go through) is removed, and the file made new */
+        else if (unlinkat(loop_fd, tmp, 0) < 0 && errno != ENOENT)
+                r = -errno;
+        else if ((fd = openat(loop_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
                 r = -errno;
         else if ((r = loop_write(fd, text, strlen(text))) >= 0 && renameat(loop_fd, tmp, loop_fd, base) < 0)
                 r = -errno;

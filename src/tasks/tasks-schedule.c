@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,7 +179,57 @@ static const struct {
         { "@hourly", "0 * * * *" },
 };
 
-int tasks_cron_to_oncalendar(const char *cron, char **ret, const char **ret_reason) {
+/* Days in a Gregorian cycle: dates, months and weekdays repeat after 400 years. */
+#define GREGORIAN_CYCLE_DAYS 146097U
+
+static bool leap_year(unsigned y) {
+        return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+/* The shortest time between two firings of the cron fields' masks (day of month and day of week both
+ * matching: the caller refused the OR case), in seconds of local time as the calendar counts it (a
+ * daylight-saving shift is not counted). Within a day: the closest two of its times; across days: the
+ * last time of a firing day to the first of the next, over every day of a Gregorian cycle. */
+static uint64_t cron_shortest_gap_sec(const uint64_t mask[5]) {
+        static const uint8_t month_days[13] = { 0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+        unsigned first = UINT_MAX, last = 0, prev = UINT_MAX, dow = 6;         /* 2000-01-01 was a Saturday */
+        unsigned first_day = UINT_MAX, prev_day = UINT_MAX, day = 0;
+        uint64_t shortest = UINT64_MAX, days = UINT64_MAX;
+
+        for (unsigned h = 0; h < 24; h++)
+                for (unsigned m = 0; m < 60; m++) {
+                        unsigned t = h * 60 + m;
+                        if (!(mask[1] & (UINT64_C(1) << h)) || !(mask[0] & (UINT64_C(1) << m)))
+                                continue;
+                        if (prev != UINT_MAX)
+                                shortest = MIN(shortest, (uint64_t) (t - prev) * 60);
+                        first = MIN(first, t);
+                        last = t;
+                        prev = t;
+                }
+        if (first == UINT_MAX)
+                return UINT64_MAX;
+
+        for (unsigned y = 2000; y < 2400; y++)
+                for (unsigned mon = 1; mon <= 12; mon++) {
+                        unsigned n = month_days[mon] + (mon == 2 && leap_year(y));
+                        for (unsigned d = 1; d <= n; d++, day++, dow = (dow + 1) % 7) {
+                                if (!(mask[3] & (UINT64_C(1) << mon)) || !(mask[2] & (UINT64_C(1) << d)) ||
+                                    !(mask[4] & (UINT64_C(1) << dow)))
+                                        continue;
+                                if (prev_day != UINT_MAX)
+                                        days = MIN(days, (uint64_t) (day - prev_day));
+                                first_day = MIN(first_day, day);
+                                prev_day = day;
+                        }
+                }
+        if (first_day == UINT_MAX)
+                return UINT64_MAX;
+        days = MIN(days, (uint64_t) (first_day + GREGORIAN_CYCLE_DAYS - prev_day));
+        return MIN(shortest, days * 86400 - (uint64_t) (last - first) * 60);
+}
+
+int tasks_cron_to_oncalendar(const char *cron, char **ret, uint64_t *ret_shortest_sec, const char **ret_reason) {
         _cleanup_free_ char *copy = NULL, *buf = NULL;
         char *fields[5], *save = NULL, *tok;
         uint64_t mask[5];
@@ -260,6 +311,8 @@ some_day:
                 return -ENOMEM;
         if (size > TASKS_ONCALENDAR_MAX)
                 return (*ret_reason = "the calendar event would be too long"), -EINVAL;
+        if (ret_shortest_sec)
+                *ret_shortest_sec = cron_shortest_gap_sec(mask);
         *ret_reason = NULL;
         *ret = TAKE_PTR(buf);
         return 0;

@@ -38,8 +38,10 @@ typedef enum TaskType {
 const char *task_type_to_string(TaskType t);
 TaskType task_type_from_string(const char *s);
 
-/* cron -> OnCalendar= value. -EINVAL with *ret_reason (static text) saying why. */
-int tasks_cron_to_oncalendar(const char *cron, char **ret, const char **ret_reason);
+/* cron -> OnCalendar= value, and (ret_shortest_sec, may be NULL) the shortest time between two of its
+ * firings, which tasks.min_interval_sec bounds as it bounds an interval. -EINVAL with *ret_reason (static
+ * text) saying why. */
+int tasks_cron_to_oncalendar(const char *cron, char **ret, uint64_t *ret_shortest_sec, const char **ret_reason);
 
 /* "5m" -> 300. -EINVAL for anything else (reason in *ret_reason), -ERANGE above the maximum. */
 int tasks_interval_parse(const char *s, uint64_t *ret_sec, const char **ret_reason);

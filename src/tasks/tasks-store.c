@@ -64,9 +64,15 @@ int task_set_schedule(Task *t, TaskType type, const char *schedule, uint64_t min
         *ret_reason = NULL;
         switch (type) {
         case TASK_CRON:
-                r = tasks_cron_to_oncalendar(schedule, &cal, ret_reason);
+                r = tasks_cron_to_oncalendar(schedule, &cal, &sec, ret_reason);
                 if (r < 0)
                         return r;
+                if (sec < min_interval_sec) {
+                        *ret_reason = "the cron expression fires more often than this channel's minimum interval "
+                                      "(tasks.min_interval_sec)";
+                        return -EINVAL;
+                }
+                sec = 0;
                 break;
         case TASK_INTERVAL:
                 r = tasks_interval_parse(schedule, &sec, ret_reason);

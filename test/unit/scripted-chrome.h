@@ -6,6 +6,7 @@
  * later call, until the client goes; it keeps the first message the client sent. */
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,7 @@ static const char * const SCRIPTED_CHROME_ANSWERS[] = {
 typedef struct ScriptedChrome {
         int fd;                 /* Chrome's end */
         char first[1024];       /* the first message received (cut at 1000 bytes) */
+        const char *screenshot; /* non-NULL: Page.captureScreenshot answers this base64 PNG */
 } ScriptedChrome;
 
 /* The thread: answers each call by its id, SCRIPTED_CHROME_ANSWERS then errors. */
@@ -47,14 +49,19 @@ static inline void *scripted_chrome(void *userdata) {
                         return NULL;
                 len += (size_t) k;
                 while ((nul = memchr(buf, 0, len))) {
-                        json_object *m = json_tokener_parse(buf), *id;
+                        json_object *m = json_tokener_parse(buf), *id, *method;
                         int64_t n = m && json_object_object_get_ex(m, "id", &id) ? json_object_get_int64(id) : 0;
+                        bool shot = s->screenshot && m && json_object_object_get_ex(m, "method", &method) &&
+                                    streq(json_object_get_string(method), "Page.captureScreenshot");
                         char answer[256];
 
                         json_object_put(m);
                         if (s->first[0] == 0)
                                 snprintf(s->first, sizeof(s->first), "%.1000s", buf);
-                        if (n >= 1 && (size_t) n <= ELEMENTSOF(SCRIPTED_CHROME_ANSWERS))
+                        if (shot)
+                                snprintf(answer, sizeof(answer), "{\"id\":%lld,\"result\":{\"data\":\"%.180s\"}}",
+                                         (long long) n, s->screenshot);
+                        else if (n >= 1 && (size_t) n <= ELEMENTSOF(SCRIPTED_CHROME_ANSWERS))
                                 snprintf(answer, sizeof(answer), "%s", SCRIPTED_CHROME_ANSWERS[n - 1]);
                         else
                                 snprintf(answer, sizeof(answer), "{\"id\":%lld,\"error\":{\"code\":-32000,\"message\":\"scripted\"}}",

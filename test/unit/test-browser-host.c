@@ -168,6 +168,31 @@ static void test_url_check(void) {
         reason = mfree(reason);
         ok(browser_host_url_check(NULL, "https://anything.test/", &reason) == 0, "without a policy http(s) passes (the gateway decides)");
         ok(browser_host_url_check(p, "not a url", &reason) < 0, "what is not a URL is refused");
+        reason = mfree(reason);
+        /* other spellings of a denied host, and of the allowed one in front of it */
+        static const char * const denied[] = {
+                "https://allowed.test@denied.test/",            /* userinfo: the host is the part after @ */
+                "https://allowed.test:443@denied.test/",
+                "https://denied.test#@allowed.test/",
+                "https://denied.test?@allowed.test/",
+                "https://allowed.test.denied.test/",
+                "https://denied.test./",                        /* trailing dot */
+                "https://DENIED.TEST/",
+                "https://2130706433/",                          /* 127.0.0.1 as a decimal number */
+                "https://0x7f.1/",
+                "https://[::1]/",
+                "https://[::ffff:127.0.0.1]/",
+                "https://xn--llowed-6ya.test/",                 /* IDN look-alike */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(denied); i++) {
+                int r = browser_host_url_check(p, denied[i], &reason);
+                ok(r < 0, "%s is refused (%s)", denied[i], strna(reason));
+                reason = mfree(reason);
+        }
+        /* the host percent-decoded, as Chrome's URL parser decodes it too: the same host either way */
+        ok(browser_host_url_check(p, "https://%61llowed.test/", &reason) == 0, "a percent-encoded allowed host is that host");
+        reason = mfree(reason);
+        ok(browser_host_url_check(p, "https://%64enied.test/", &reason) < 0, "a percent-encoded denied host is refused");
         free(reason);
 }
 

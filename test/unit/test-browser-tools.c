@@ -4,6 +4,9 @@
  * schema, the tool table, key names. (The tools against a real Chromium: test/browser.) */
 
 #include <assert.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -55,6 +58,60 @@ static void test_downloads(void) {
         pthread_join(thread, NULL);
         close(sv[0]);
         close(sv[1]);
+}
+
+/* Screenshots are files on the host's disk (loop-browser@'s StateDirectory=): an agent taking one after
+ * another must not fill it. The oldest go beyond BROWSER_SCREENSHOTS_KEEP; the newest is what the answer
+ * names. (Before, every file stayed.) */
+static void test_screenshots_bounded(void) {
+        /* a 1x1 PNG's signature and IHDR chunk: what the tool checks of it */
+        static const char png[] = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+        _cleanup_(json_object_putp) json_object *args = json_object_new_object();
+        char dir[] = "/tmp/test-browser-shots.XXXXXX", cmd[128], last[256] = "";
+        ScriptedChrome chrome = { .screenshot = png };
+        BrowserOptions o = {};
+        unsigned files = 0, failed = 0;
+        Browser *b = NULL;
+        Cdp *c = NULL;
+        pthread_t thread;
+        DIR *d;
+        int sv[2];
+
+        assert(mkdtemp(dir));
+        o.screenshots_dir = dir;
+        assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+        chrome.fd = sv[1];
+        assert(pthread_create(&thread, NULL, scripted_chrome, &chrome) == 0);
+        assert(cdp_new(sv[0], sv[0], &c) == 0 && browser_new(c, &o, &b) == 0);
+        for (unsigned i = 0; i < BROWSER_SCREENSHOTS_KEEP + 20; i++) {
+                McpToolResult r = {};
+                const char *p;
+
+                if (browser_tool_call(b, "screenshot", args, &r) < 0 || r.is_error || !r.text ||
+                    !(p = strstr(r.text, "Screenshot saved to "))) {
+                        if (failed++ == 0)
+                                printf("# %s\n", strna(r.text));
+                } else
+                        snprintf(last, sizeof last, "%.*s", (int) strcspn(p + 20, " "), p + 20);
+                mcp_result_done(&r);
+        }
+        ok(failed == 0, "%u screenshots in a row are taken", BROWSER_SCREENSHOTS_KEEP + 20);
+        assert((d = opendir(dir)));
+        for (struct dirent *de; (de = readdir(d));)
+                files += startswith(de->d_name, "screenshot-") != NULL;
+        closedir(d);
+        ok(files == BROWSER_SCREENSHOTS_KEEP, "the screenshots directory keeps the newest %u of them (has %u)",
+           BROWSER_SCREENSHOTS_KEEP, files);
+        ok(last[0] && access(last, F_OK) == 0, "the file the last answer names is there (%s)", last);
+
+        browser_free(b);
+        cdp_free(c);
+        shutdown(sv[0], SHUT_RDWR);
+        pthread_join(thread, NULL);
+        close(sv[0]);
+        close(sv[1]);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        (void) !system(cmd);
 }
 
 static bool url_ok(const char *url, const char *want_normalized) {
@@ -196,6 +253,15 @@ int main(void) {
         ok(url_refused("http://x/\n", "blanks"), "a newline is refused");
         ok(url_refused("http:\\\\evil/", "backslashes"), "backslashes are refused (Chrome reads them as slashes)");
         ok(url_refused("", "empty"), "an empty URL is refused");
+        /* the other non-network schemes and spellings of about:blank Chrome would take */
+        ok(url_refused("about:srcdoc", "only http"), "about:srcdoc is refused");
+        ok(url_refused("about:blank#x", "only http"), "about:blank with a fragment is refused (exactly about:blank)");
+        ok(url_refused("ABOUT:BLANK", "only http"), "about:blank in capitals is refused (exactly about:blank)");
+        ok(url_refused("filesystem:http://x/temporary/a", "only http"), "filesystem: is refused");
+        ok(url_refused("chrome-extension://abc/x.html", "only http"), "chrome-extension: is refused");
+        ok(url_refused("devtools://devtools/bundled/inspector.html", "only http"), "devtools: is refused");
+        ok(url_refused("chrome-untrusted://x/", "only http"), "chrome-untrusted: is refused");
+        ok(url_refused("https\x00://x/", "no scheme"), "a NUL cuts the URL where the check reads it");
         ok(url_refused(NULL, "empty"), "no URL is refused");
         {
                 _cleanup_free_ char *big = malloc(BROWSER_URL_MAX + 16);
@@ -256,5 +322,6 @@ int main(void) {
         }
 
         test_downloads();
+        test_screenshots_bounded();
         return done_testing();
 }

@@ -178,6 +178,19 @@ static void test_protocol(void) {
         o = ask(&s, "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}");
         is_int(error_code(o), JSONRPC_INVALID_REQUEST, "an object id is an invalid request");
         json_object_put(o);
+        /* json-c saturates integers beyond 64 bits: the answer's id was 18446744073709551615, not the
+         * request's, and the client waited for ever */
+        o = ask(&s, "{\"jsonrpc\":\"2.0\",\"id\":99999999999999999999,\"method\":\"ping\"}");
+        is_int(error_code(o), JSONRPC_INVALID_REQUEST, "an id above 64 bits is an invalid request, not answered with another id");
+        json_object_put(o);
+        o = ask(&s, "{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775809,\"method\":\"ping\"}");
+        is_int(error_code(o), JSONRPC_INVALID_REQUEST, "an id below 64 bits is an invalid request");
+        json_object_put(o);
+        o = ask(&s, "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"method\":\"ping\"}");
+        ok(o && json_object_object_get_ex(o, "result", NULL) &&
+           streq(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"result\":{}}"),
+           "the largest 64-bit id is echoed as it came");
+        json_object_put(o);
         {
                 char deep[200];
                 memset(deep, '[', sizeof deep - 1);

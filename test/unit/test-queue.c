@@ -649,6 +649,25 @@ static void test_cli(void) {
         ok(r == 0 && strstr(out, "-n words"), "loop queue shows the queued messages");
         r = run_loop(NULL, out, sizeof out, (char *[]) { (char *) "outbox", (char *) "never", NULL });
         ok(r == 1, "loop outbox of a channel without a queue exits 1");
+        {
+                /* what the agent answered reaches the operator's terminal escaped: the C1 CSI (U+009B) and a
+                 * bidi override (U+202E) passed before (C0 controls were blanked) */
+                _cleanup_(json_object_putp) json_object *res = json_object_new_object();
+                QueueMessage *m2 = NULL;
+
+                json_object_object_add(res, "result", json_object_new_string("Done \xc2\x9b""2J \xe2\x80\xae""exe.txt \x1b]0;t\x07"));
+                json_object_object_add(res, "is_error", json_object_new_boolean(false));
+                json_object_object_add(res, "finished_usec", json_object_new_int64(1700000000000001));
+                ok(queue_peek(q, &m2) == 0 && json_object_object_add(res, "id", json_object_new_string(m2->id)) == 0 &&
+                   queue_complete(q, m2, res) == 0, "a result with a C1 control, a bidi override and an escape is stored");
+                queue_message_free(m2);
+                r = run_loop(NULL, out, sizeof out, (char *[]) { (char *) "outbox", (char *) "demo", NULL });
+                ok(r == 0 && !strstr(out, "\xc2\x9b") && !strstr(out, "\xe2\x80\xae") && !strchr(out, 0x1b) &&
+                   strstr(out, "Done \\u009b2J \\u202eexe.txt \\x1b]0;t\\x07"),
+                   "loop outbox shows the result's controls and bidi override escaped");
+                if (r != 0 || !strstr(out, "\\u202e"))
+                        printf("# %s\n", out);
+        }
 }
 
 int main(void) {

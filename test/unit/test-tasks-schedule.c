@@ -14,7 +14,7 @@ static void test_cron_table(void) {
                 char *got = NULL;
                 int r;
 
-                r = tasks_cron_to_oncalendar(tasks_cron_table[i].cron, &got, &reason);
+                r = tasks_cron_to_oncalendar(tasks_cron_table[i].cron, &got, NULL, &reason);
                 if (tasks_cron_table[i].oncalendar)
                         ok(r == 0 && streq(got, tasks_cron_table[i].oncalendar), "cron \"%s\" is OnCalendar=%s (got %s)",
                            tasks_cron_table[i].cron, tasks_cron_table[i].oncalendar, r == 0 ? got : strna(reason));

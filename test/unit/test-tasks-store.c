@@ -2,6 +2,8 @@
 
 /* The rules of scheduled tasks (tasks_request() without a bus: files only) in a temp state dir. */
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,6 +44,44 @@ static size_t n_tasks(void) {
         size_t n = a && json_object_object_get_ex(a, "tasks", &l) ? json_object_array_length(l) : (size_t) -1;
         json_object_put(a);
         return n;
+}
+
+/* tasks.min_interval_sec bounds how often a cron task fires as it bounds an interval task: a cron
+ * expression was accepted whatever the minimum ("* * * * *" with an hour's minimum fired every minute). */
+static void test_cron_min_interval(void) {
+        static const struct {
+                const char *cron;
+                uint64_t min_sec;
+                bool allowed;
+        } cases[] = {
+                { "* * * * *", 3600, false },
+                { "*/30 * * * *", 3600, false },
+                { "0,59 * * * *", 3600, false },          /* 0:59 to 1:00 */
+                { "0 * * * *", 3600, true },
+                { "* * * * *", 60, true },
+                { "0 0 * * *", 2 * 86400, false },
+                { "0 0 */2 * *", 2 * 86400, false },      /* the 31st, then the 1st */
+                { "59 23 * * sun", 7 * 86400, true },
+                { "59 23 * * sun,mon", 2 * 86400, false },
+                { "0 0 * * mon", 7 * 86400, true },
+                { "0 0 * * mon", 7 * 86400 + 1, false },
+                { "0 0 29 2 *", 366 * 86400, true },      /* leap days: four years apart or eight */
+                { "0 0,23 * * *", 3 * 3600, false },      /* 23:00 to midnight */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(task_freep) Task *t = calloc(1, sizeof(Task));
+                const char *reason = NULL;
+                int r = t ? task_set_schedule(t, TASK_CRON, cases[i].cron, cases[i].min_sec, 0, &reason) : -ENOMEM;
+
+                if (cases[i].allowed)
+                        ok(r == 0, "cron \"%s\" is allowed with a minimum interval of %" PRIu64 " s (%s)",
+                           cases[i].cron, cases[i].min_sec, strna(reason));
+                else
+                        ok(r == -EINVAL && reason && strstr(reason, "min_interval_sec"),
+                           "cron \"%s\" fires more often than a minimum interval of %" PRIu64 " s: refused (%s)",
+                           cases[i].cron, cases[i].min_sec, strna(reason));
+        }
 }
 
 int main(void) {
@@ -132,6 +172,13 @@ int main(void) {
         a = req("cancel", args);
         ok(!answer_ok(a), "cancelling it again says there is no such task");
         json_object_put(a);
+
+        ctx.limits.min_interval_sec = 3600;
+        a = req("schedule", "{\"type\":\"cron\",\"schedule\":\"* * * * *\",\"prompt\":\"x\"}");
+        ok(!answer_ok(a) && strstr(answer_error(a), "min_interval_sec"),
+           "schedule_task refuses a cron task firing more often than tasks.min_interval_sec");
+        json_object_put(a);
+        test_cron_min_interval();
 
         {
                 char cmd[256];

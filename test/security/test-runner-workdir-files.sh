@@ -1,0 +1,101 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# What the runner writes on the host into the agent's work dir: the run's MCP config, in .loop/ (which the
+# agent may write), through a temporary name and a rename. From inside a real agent container (Podman and
+# Docker), the agent leaves a FIFO under that temporary name, then a hard link to a file of its work dir:
+# the gate refuses both; without the gate they are made, and the next run must start all the same (the
+# runner's open of the FIFO waited for a reader for ever) and must not write through the link.
+set -uo pipefail
+
+lib=$(dirname "$(readlink -f "$0")")/../lib
+# shellcheck source=test/lib/tap.sh
+. "$lib/tap.sh"
+# shellcheck source=test/lib/engines.sh
+. "$lib/engines.sh"
+# shellcheck source=test/lib/test-image.sh
+. "$lib/test-image.sh"
+
+: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
+: "${LOOP_SOURCE_DIR:=$(dirname "$(readlink -f "$0")")/../..}"
+export LOOP_BUILD_DIR LOOP_SOURCE_DIR
+LOOP=$LOOP_BUILD_DIR/src/loop
+IMAGE=localhost/loop-test:latest
+TEST_USER=looptest
+# a run the runner never starts would wait for ever: this is far beyond what one takes
+RUN_TIMEOUT_S=${RUN_TIMEOUT_S:-120}
+
+[ "$(id -u)" -eq 0 ] || bail_out "test-runner-workdir-files needs root (it starts engines)"
+[ -x "$LOOP" ] || bail_out "$LOOP is not built"
+
+T=$(mktemp -d /var/tmp/loop-test-runner-files.XXXXXX) || bail_out "mktemp failed"
+atexit "rm -rf '$T'"
+chmod 0755 "$T"
+export LOOP_STATE_DIR=$T/state LOOP_LOG_TARGET=console LOOP_CONFIG_DIR=$T/etc
+
+if ! getent passwd "$TEST_USER" >/dev/null; then
+        useradd --system --create-home --home-dir "/var/lib/loop-test/$TEST_USER" --shell /usr/sbin/nologin \
+                "$TEST_USER" || bail_out "cannot create the test user $TEST_USER"
+fi
+build_test_rootfs "$T/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
+
+W=$T/work
+TMPNAME=$W/.loop/.mcp-demo.json.tmp
+
+run() {
+        out=$(timeout "$RUN_TIMEOUT_S" "$LOOP" run -q demo "$@" 2>"$T/stderr") && st=0 || st=$?
+        err=$(cat "$T/stderr")
+}
+
+for eng in podman docker; do
+        engine_start "$eng" >/dev/null || { ok 1 "$eng: the engine starts"; diag "$(engine_log "$eng" 2>/dev/null | tail -20)"; continue; }
+        import_test_image "$ENGINE_SOCK" "$IMAGE" "$T/rootfs" >/dev/null || { ok 1 "$eng: the test image imports"; engine_stop "$eng"; continue; }
+        for mode in gated ungated; do
+                rm -rf "${T:?}/etc" "${W:?}"
+                mkdir -p "$T/etc/channels.d" "$W"
+                echo 'the agent notes' >"$W/notes.txt"
+                chown -R "$TEST_USER:" "$W"
+                cat >"$T/etc/loop.json" <<EOF
+{ "engine": { "socket": "$ENGINE_SOCK" }, "container_image": "$IMAGE", "user": "$TEST_USER",
+  "container_memory_mb": 256, "container_keep_alive_sec": 0, "browser": { "enabled": false },
+  "egress": { "enabled": false } }
+EOF
+                if [ "$mode" = gated ]; then
+                        echo "{ \"work_dir\": \"$W\" }" >"$T/etc/channels.d/demo.json"
+                else
+                        echo "{ \"work_dir\": \"$W\", \"gates\": { \"agentgate\": { \"enabled\": false } } }" \
+                                >"$T/etc/channels.d/demo.json"
+                fi
+
+                # the gate refuses the FIFO and the link; without it, the runner must hold on its own
+                run "scenario:sh mkfifo $TMPNAME; echo rc=\$?"
+                if [ "$mode" = gated ]; then
+                        like "$out" "rc=[1-9]" "$eng/$mode: the gate refuses the agent a FIFO in .loop" || diag "$st $err"
+                        # as a run without the gate would have left it
+                        rm -f "$TMPNAME" && mkfifo "$TMPNAME" && chown "$TEST_USER:" "$TMPNAME"
+                else
+                        [ -p "$TMPNAME" ]
+                        ok $? "$eng/$mode: the agent leaves a FIFO under the MCP config's temporary name in .loop" ||
+                                diag "$st $out $err"
+                fi
+                run "scenario:sh echo second run"
+                like "$out" "second run" "$eng/$mode: the next run starts all the same (a FIFO there does not block the runner)" ||
+                        diag "exit status $st: $err"
+
+                run "scenario:sh ln -f $W/notes.txt $TMPNAME; echo rc=\$?"
+                if [ "$mode" = gated ]; then
+                        like "$out" "rc=[1-9]" "$eng/$mode: the gate refuses the agent a hard link in .loop" || diag "$st $err"
+                        runuser -u "$TEST_USER" -- ln -f "$W/notes.txt" "$TMPNAME"
+                else
+                        [ "$(stat -c %i "$TMPNAME" 2>/dev/null)" = "$(stat -c %i "$W/notes.txt")" ]
+                        ok $? "$eng/$mode: the agent leaves a hard link to its notes under the temporary name" ||
+                                diag "$st $out $err"
+                fi
+                run "scenario:sh echo third run"
+                like "$out" "third run" "$eng/$mode: the next run starts" || diag "exit status $st: $err"
+                is "$(cat "$W/notes.txt")" "the agent notes" "$eng/$mode: ...and its MCP config is not written through the link"
+        done
+        engine_stop "$eng" >/dev/null 2>&1
+done
+
+tap_done
