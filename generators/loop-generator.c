@@ -28,7 +28,8 @@
  * when its Docker API proxy is on (gates.docker_proxy.enabled, which needs the gate),
  *
  *   loop-dockerproxy@NAME.socket                  the filtered Docker API the agent gets
- *   loop-dockerproxy@NAME.service.d/50-channel.conf the proxy's settings (engine socket, work dir)
+ *   loop-dockerproxy@NAME.service.d/50-channel.conf the proxy's settings (engine socket, work dir...)
+ *                                                 when they are not those the template sets
  *   loop-dockerproxy@NAME.service.d/policy.json   the channel's own proxy rules (default_decision,
  *                                                 http_rules, body_rules) when it has any, passed as
  *                                                 the credential "policy"; the service puts the

@@ -368,18 +368,35 @@ static int dockerproxy_policy_verdict(GeneratorCache *cache, json_object *channe
         return verdict_get(&cache->dockerproxy, key, dockerproxy_policy_compile, &in, ret_error);
 }
 
+/* Whether the proxy's settings are those loop-dockerproxy@.service sets itself (meson.build's
+ * dockerproxy_template, in config-build.h and the template alike): then it needs no drop-in. */
+static bool dockerproxy_settings_are_template(const Channel *c, const char *w, const char *sock, const char *network,
+                                              const char *masks, const char *images) {
+        _cleanup_free_ char *template_work_dir = NULL;
+
+        if (asprintf(&template_work_dir, LOOP_STATE_DIR "/%s/work", c->name) < 0)
+                return false;   /* the drop-in then: never wrong */
+        return streq_ptr(w, template_work_dir) && isempty(sock) &&
+               c->config.gates.docker_proxy.containers_max == DOCKERPROXY_TEMPLATE_CONTAINERS_MAX &&
+               streq(network, "none") && streq(masks, DOCKERPROXY_TEMPLATE_MASKED_PATHS) &&
+               !c->config.gates.docker_proxy.build && streq(images, DOCKERPROXY_TEMPLATE_PROTECTED_IMAGES);
+}
+
 /* The Docker API proxy: its policy document (the channel's rules and the built-in ones), compiled here
  * first so that a document the service would refuse never gets a socket: no proxy is a closed door. */
 static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output_dir, GeneratorCache *cache,
                                 UnitFile *target) {
         _cleanup_free_ char *dir = NULL, *conf = NULL, *policy = NULL, *policy_path = NULL, *credential = NULL,
-                *error = NULL, *masks = NULL, *images = NULL, *egress_credential = NULL;
+                *error = NULL, *masks = NULL, *images = NULL, *egress_credential = NULL, *egress_policy = NULL;
         _cleanup_strv_free_ char **kernel_masks = NULL;
-        _cleanup_(json_object_putp) json_object *channel = NULL;
+        _cleanup_(json_object_putp) json_object *channel = NULL, *registry_doc = NULL;
         _cleanup_(unit_file_freep) UnitFile *u = NULL;
         const char *w = c->config.work_dir, *sock = c->config.engine.socket;
         const char *agent_image = strempty(c->config.container_image),
                 *chrome_image = strempty(c->config.browser.chrome_image);
+        /* what nested containers get of the channel's policy: the service does not read loop.json */
+        const char *network = egress_config_enabled(c->config.json) &&
+                              !c->config.gates.docker_proxy.nested_network ? "none" : "engine";
         int r;
 
         if (w && !unit_value_is_word(w)) {
@@ -419,29 +436,20 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
 
         if (asprintf(&dir, "loop-dockerproxy@%s.service.d", c->name) < 0 ||
             asprintf(&conf, "%s/50-channel.conf", dir) < 0 ||
-            asprintf(&policy, "%s/policy.json", dir) < 0 ||
-            asprintf(&policy_path, "%s/%s", output_dir, policy) < 0 ||
-            asprintf(&credential, "policy:%s", policy_path) < 0 ||
             asprintf(&images, "%s%s%s", agent_image, isempty(agent_image) || isempty(chrome_image) ? "" : " ",
                      chrome_image) < 0)
                 return log_oom();
-        r = mkdirat_exist_ok(dir_fd, dir);
-        if (r < 0)
-                return r;
-
-        if (!proxy_policy_channel_document_is_empty(channel)) {
-                r = json_data_write(dir_fd, policy, 0644, channel);
-                if (r < 0)
-                        return r;
-        } else
-                credential = mfree(credential);
+        if (!proxy_policy_channel_document_is_empty(channel) &&
+            (asprintf(&policy, "%s/policy.json", dir) < 0 ||
+             asprintf(&policy_path, "%s/%s", output_dir, policy) < 0 ||
+             asprintf(&credential, "policy:%s", policy_path) < 0))
+                return log_oom();
 
         /* pulls and pushes go where the channel's egress policy lets the agent go: its rules without the
          * secrets, for the proxy to decide on; written when they allow anything at all (no egress gateway,
          * or one without rules or registries: no pulls, no pushes) */
         if (egress_config_enabled(c->config.json)) {
-                _cleanup_(json_object_putp) json_object *registry_doc = NULL;
-                _cleanup_free_ char *egress_policy = NULL, *egress_path = NULL;
+                _cleanup_free_ char *egress_path = NULL;
                 json_object *egress = NULL, *rules = NULL, *registries = NULL;
 
                 (void) json_object_object_get_ex(c->config.json, "egress", &egress);
@@ -450,18 +458,33 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
                         return log_error_errno(r, "%s: cannot build the proxy's copy of the egress policy: %m", c->path);
                 (void) json_object_object_get_ex(registry_doc, "rules", &rules);
                 (void) json_object_object_get_ex(registry_doc, "registries", &registries);
-                if ((json_object_is_type(rules, json_type_array) && json_object_array_length(rules) > 0) ||
-                    (json_object_is_type(registries, json_type_array) && json_object_array_length(registries) > 0)) {
-                        if (asprintf(&egress_policy, "%s/egress.json", dir) < 0 ||
-                            asprintf(&egress_path, "%s/%s", output_dir, egress_policy) < 0 ||
-                            asprintf(&egress_credential, "egress:%s", egress_path) < 0)
-                                return log_oom();
-                        r = json_data_write(dir_fd, egress_policy, 0644, registry_doc);
-                        if (r < 0)
-                                return r;
-                }
+                if (((json_object_is_type(rules, json_type_array) && json_object_array_length(rules) > 0) ||
+                     (json_object_is_type(registries, json_type_array) && json_object_array_length(registries) > 0)) &&
+                    (asprintf(&egress_policy, "%s/egress.json", dir) < 0 ||
+                     asprintf(&egress_path, "%s/%s", output_dir, egress_policy) < 0 ||
+                     asprintf(&egress_credential, "egress:%s", egress_path) < 0))
+                        return log_oom();
         }
 
+        if (!credential && !egress_credential &&
+            dockerproxy_settings_are_template(c, w, sock, network, masks, images))
+                return channel_wants(target, c, "loop-dockerproxy", "socket");
+
+        r = mkdirat_exist_ok(dir_fd, dir);
+        if (r < 0)
+                return r;
+        if (policy) {
+                r = json_data_write(dir_fd, policy, 0644, channel);
+                if (r < 0)
+                        return r;
+        }
+        if (egress_policy) {
+                r = json_data_write(dir_fd, egress_policy, 0644, registry_doc);
+                if (r < 0)
+                        return r;
+        }
+
+        /* Every setting, each one replacing the template's (an empty value: none) */
         r = channel_dropin_new(c, &u);
         if (r < 0)
                 return r;
@@ -469,17 +492,12 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
                 unit_file_set(u, "LoadCredential", credential);
         if (egress_credential)
                 unit_file_set(u, "LoadCredential", egress_credential);
-        if (!isempty(w))
-                unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_WORK_DIR", w);
+        unit_file_set_environment(u, "LOOP_DOCKERPROXY_WORK_DIR", strempty(w));
         if (!isempty(sock))
                 unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_ENGINE_SOCKET", sock);
-        /* what nested containers get of the channel's policy: the service does not read loop.json */
         set_environment_uint(u, "LOOP_DOCKERPROXY_CONTAINERS_MAX", c->config.gates.docker_proxy.containers_max);
-        unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_NETWORK",
-                                       egress_config_enabled(c->config.json) &&
-                                       !c->config.gates.docker_proxy.nested_network ? "none" : "engine");
-        if (!isempty(masks))
-                unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_MASKED_PATHS", masks);
+        unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_NETWORK", network);
+        unit_file_set_environment(u, "LOOP_DOCKERPROXY_MASKED_PATHS", masks);
         set_environment_uint(u, "LOOP_DOCKERPROXY_BUILD", c->config.gates.docker_proxy.build);
         /* the operator's images, which no agent may tag over, commit over or remove */
         unit_file_set_environment(u, "LOOP_DOCKERPROXY_PROTECTED_IMAGES", images);

@@ -92,6 +92,15 @@ is "$(prop loop-agent@alpha.service DropInPaths)" "" "channel alpha: loop-agent@
 for svc in loop-gate@alpha.service loop-tasks@alpha.service loop-gateway@alpha.service loop-browser@alpha.service; do
         is "$(prop "$svc" DropInPaths)" "" "channel alpha: $svc needs no drop-in (default settings)"
 done
+# The Docker API proxy of a default channel takes its settings from the template, which must say what the
+# generator writes into a drop-in when a channel differs (my-proj: its work dir): the same values.
+proxy_env() { prop "loop-dockerproxy@$1.service" Environment | tr ' ' '\n' | grep -v -e '^LOOP_DOCKERPROXY_WORK_DIR=' -e '^LOOP_CHANNEL=' | sort; }
+is "$(prop loop-dockerproxy@alpha.service DropInPaths)" "" "channel alpha: loop-dockerproxy@alpha.service needs no drop-in"
+is "$(proxy_env alpha)" "$(proxy_env my-proj)" \
+        "...and gets the same settings from the template as the generator writes into my-proj's drop-in"
+like "$(proxy_env alpha)" "LOOP_DOCKERPROXY_MASKED_PATHS=/proc/acpi:.*:/sys/module" "...the masked kernel paths among them"
+like " $(prop loop-dockerproxy@alpha.service Environment) " " LOOP_DOCKERPROXY_WORK_DIR=/var/lib/loop/alpha/work " \
+        "...and its work dir, the default"
 # The egress policies, where the templates' LoadCredential= name them, root's only.
 for w in gateway browser; do
         is "$(in_ct stat -c '%a %U' "$GENDIR/loop-egress/alpha.$w.json")" "600 root" \
