@@ -4,46 +4,62 @@
  *
  * It reads only the config dir, writes only into the first output dir and talks to no other process. A
  * channel that is invalid is skipped with a message naming its file; it is never a reason to fail: the
- * other channels must still come up. For each valid, enabled channel NAME it writes
+ * other channels must still come up. The unit templates carry what is the same for every channel, with
+ * the instance name (%i): the slice loop-%i.slice, LOOP_CHANNEL=%i, the egress credentials below; so a
+ * channel costs a handful of files, and a drop-in only where its settings differ from the defaults the
+ * services share with the config (src/shared/channel-defaults.h). For each valid, enabled channel NAME:
  *
  *   loop-SNAME.slice                              the channel's slice, with its total limits
- *   loop-agent@NAME.service.d/50-channel.conf     Slice=, the channel's environment and description
- *   loop.target.d/50-channel-NAME.conf            Upholds=loop-channel@NAME.target: loop.target keeps the
- *                                                 channel armed, also one added by a daemon-reload
- *   loop-channel@NAME.target.wants/loop-agent@NAME.path  the runner starts when work is queued
+ *   loop-channel@NAME.target                      the channel, armed: Wants= each of its units below,
+ *                                                 SourcePath= its file (in place of the template)
+ *   loop-agent@NAME.service.d/50-channel.conf     Slice= when SNAME is not NAME, the description,
+ *                                                 LOOP_CONFIG_DIR= when not the default: when any of them
  *
- * and, when the channel's security gate is on (gates.agentgate.enabled),
+ * and the units it wants: loop-agent@NAME.path (the runner starts when work is queued),
+ * loop-tasks@NAME.socket and loop-tasks-sync@NAME.path (its scheduled tasks; a drop-in
+ * loop-tasks@NAME.service.d/50-channel.conf for tasks.* other than the defaults); when the security gate is
+ * on (gates.agentgate.enabled),
  *
- *   loop-channel@NAME.target.wants/loop-gate@NAME.socket       approvals: the containers' socket
- *   loop-channel@NAME.target.wants/loop-gate-admin@NAME.socket approvals: the humans' socket (`loop gate`)
- *   loop-gate@NAME.service.d/50-channel.conf      the gate's settings (timeout, rate limits, audit)
+ *   loop-gate@NAME.socket, loop-gate-admin@NAME.socket  approvals: the containers' and the humans' sockets
+ *   loop-gate@NAME.service.d/50-channel.conf      the gate's settings (timeout, rate limits, audit) when
+ *                                                 not the defaults, or with a webhook
  *   loop-gate@NAME.service.d/webhook-url          gates.webhook_url, 0600, passed as a credential
  *
- * and, when its Docker API proxy is on (gates.docker_proxy.enabled, which needs the gate),
+ * when its Docker API proxy is on (gates.docker_proxy.enabled, which needs the gate),
  *
- *   loop-channel@NAME.target.wants/loop-dockerproxy@NAME.socket the filtered Docker API the agent gets
- *   loop-dockerproxy@NAME.service.d/50-channel.conf the proxy's settings (engine socket, work dir)
+ *   loop-dockerproxy@NAME.socket                  the filtered Docker API the agent gets
+ *   loop-dockerproxy@NAME.service.d/50-channel.conf the proxy's settings (engine socket, work dir...)
+ *                                                 when they are not those the template sets
  *   loop-dockerproxy@NAME.service.d/policy.json   the channel's own proxy rules (default_decision,
  *                                                 http_rules, body_rules) when it has any, passed as
  *                                                 the credential "policy"; the service puts the
  *                                                 built-in rules after them
  *
- * and, when the channel's egress gateway is on (egress.enabled, the default),
+ * when the channel's egress gateway is on (egress.enabled, the default),
  *
- *   loop-channel@NAME.target.wants/loop-gateway@NAME.socket    the agents' only way out
- *   loop-gateway@NAME.service.d/50-channel.conf   LoadCredential= of the file below
- *   loop-gateway@NAME.service.d/egress.json       the egress policy and the real credentials, 0600
+ *   loop-gateway@NAME.socket                      the agents' only way out
+ *   loop-egress/NAME.gateway.json                 the egress policy and the real credentials, 0600 (in a
+ *                                                 0700 directory): the template's LoadCredential=
+ *
+ * and when its browser is on (browser.enabled, the default),
+ *
+ *   loop-browser@NAME.socket                      the agents' browser
+ *   loop-egress/NAME.browser.json                 the gateway's policy without its secrets, 0600
+ *   loop-browser@NAME.service.d/50-channel.conf   browser.idle_timeout_sec when not the default; with no
+ *                                                 egress gateway, an empty LoadCredential=
+ *   loop-chrome@NAME.service.d/50-channel.conf    Slice= when SNAME is not NAME
  *
  * where SNAME is NAME escaped as systemd-escape does (a "-" would otherwise make a sub-slice). With at least
  * one channel generated, also
  *
+ *   loop.target.d/50-channels.conf                Upholds=loop-channel@NAME.target of every channel:
+ *                                                 loop.target keeps them armed, also one added by a
+ *                                                 daemon-reload (past 8192 channels, more files)
  *   loop.target.wants/loop-reconcile.timer        the container registry's reconcile pass every 30 s
  *   loop.target.wants/loop-task-restore.service   every channel's task timers, made again at boot
  *
- * and, for every channel, its scheduled tasks:
- *   loop-channel@NAME.target.wants/loop-tasks@NAME.socket     the agents' `loop mcp` asks here
- *   loop-channel@NAME.target.wants/loop-tasks-sync@NAME.path  a changed task file makes the timers agree
- *   loop-tasks@NAME.service.d/50-channel.conf     tasks.max, tasks.min_interval_sec, tasks.prompt_max
+ * The templates name the egress files in systemd's output dir for generators, /run/systemd/generator: an
+ * output dir given by hand gets the same tree, which those units would not find there.
  *
  * All of it is src/generator/generator.c (unit-tested, written through src/basic/unit-file.c); this file
  * is the program around it: as systemd runs it (three output dirs, logging to the kernel log), and by

@@ -22,6 +22,7 @@
 #include "browser-call.h"
 #include "browser-host.h"
 #include "config.h"
+#include "channel-defaults.h"
 #include "egress-config.h"
 #include "env-util.h"
 #include "gate-token.h"
@@ -29,7 +30,6 @@
 #include "log.h"
 #include "socket-service.h"
 
-#define BROWSER_IDLE_SEC_DEFAULT 300U
 #define BROWSER_IDLE_SEC_MAX 86400U
 #define BROWSER_CHROME_WAIT_SEC_DEFAULT 60U
 #define BROWSER_CHROME_WAIT_SEC_MAX 600U
@@ -129,7 +129,7 @@ static int run(int argc, char *argv[]) {
                 return r;
         if (channel_name_check(channel, &reason) < 0)
                 return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", channel, reason);
-        if ((r = env_uint("LOOP_BROWSER_IDLE_SEC", BROWSER_IDLE_SEC_DEFAULT, BROWSER_IDLE_SEC_MAX, &idle_sec)) < 0 ||
+        if ((r = env_uint("LOOP_BROWSER_IDLE_SEC", CHANNEL_BROWSER_IDLE_SEC_DEFAULT, BROWSER_IDLE_SEC_MAX, &idle_sec)) < 0 ||
             (r = env_uint("LOOP_BROWSER_CHROME_WAIT_SEC", BROWSER_CHROME_WAIT_SEC_DEFAULT, BROWSER_CHROME_WAIT_SEC_MAX, &wait_sec)) < 0)
                 return log_error_errno(r, "Invalid setting in the environment: %m");
         sock = getenv("LOOP_BROWSER_CDP_SOCKET");

@@ -45,6 +45,7 @@
 #include <time.h>
 
 #include "audit.h"
+#include "channel-defaults.h"
 #include "config.h"
 #include "gate-approval.h"
 #include "gate-audit.h"
@@ -526,7 +527,7 @@ static int server_settings(GateServer *s, uint64_t *ret_idle_usec) {
             (r = env_uint("LOOP_GATE_RATE_TOTAL", GATE_RATE_TOTAL_DEFAULT, 10000000, &s->limits.total)) < 0 ||
             (r = env_uint("LOOP_GATE_RATE_PENDING", GATE_RATE_PENDING_DEFAULT, 10000, &s->limits.pending)) < 0 ||
             (r = env_uint("LOOP_GATE_RATE_PER_MINUTE", GATE_RATE_PER_MINUTE_DEFAULT, 100000, &s->limits.per_minute)) < 0 ||
-            (r = env_uint("LOOP_GATE_AUDIT_VERBOSE", 0, 1, &verbose)) < 0 ||
+            (r = env_uint("LOOP_GATE_AUDIT_VERBOSE", CHANNEL_GATE_AUDIT_VERBOSE_DEFAULT, 1, &verbose)) < 0 ||
             (r = env_uint("LOOP_GATE_IDLE_SEC", GATE_IDLE_SEC_DEFAULT, 86400, &idle_sec)) < 0)
                 return r;
         s->limits.timeout_usec = timeout_sec * 1000000ULL;

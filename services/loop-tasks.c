@@ -36,6 +36,7 @@
 #include "socket-service.h"
 #include "tasks-service.h"
 #include "tasks-store.h"
+#include "channel-defaults.h"
 #include "env-util.h"
 
 #define TASKS_TOKENS_DIRNAME "tasks-tokens"
@@ -183,9 +184,9 @@ static int run(int argc, char *argv[]) {
         if (channel_name_check(channel, &reason) < 0)
                 return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", channel, reason);
         s.channel = channel;
-        if ((r = env_uint("LOOP_TASKS_MAX", 50, TASKS_PER_CHANNEL_MAX, &s.limits.max)) < 0 ||
-            (r = env_uint("LOOP_TASKS_MIN_INTERVAL_SEC", 60, TASKS_INTERVAL_MAX_SEC, &s.limits.min_interval_sec)) < 0 ||
-            (r = env_uint("LOOP_TASKS_PROMPT_MAX", 16 * 1024, TASKS_PROMPT_MAX, &s.limits.prompt_max)) < 0 ||
+        if ((r = env_uint("LOOP_TASKS_MAX", CHANNEL_TASKS_MAX_DEFAULT, TASKS_PER_CHANNEL_MAX, &s.limits.max)) < 0 ||
+            (r = env_uint("LOOP_TASKS_MIN_INTERVAL_SEC", CHANNEL_TASKS_MIN_INTERVAL_SEC_DEFAULT, TASKS_INTERVAL_MAX_SEC, &s.limits.min_interval_sec)) < 0 ||
+            (r = env_uint("LOOP_TASKS_PROMPT_MAX", CHANNEL_TASKS_PROMPT_MAX_DEFAULT, TASKS_PROMPT_MAX, &s.limits.prompt_max)) < 0 ||
             (r = env_uint("LOOP_TASKS_IDLE_SEC", TASKS_IDLE_SEC_DEFAULT, TASKS_IDLE_SEC_MAX, &idle_sec)) < 0)
                 return log_error_errno(r, "Invalid setting in the environment: %m");
         /* $STATE_DIRECTORY is STATE/NAME/tasks (StateDirectory=); the channel's state dir is its parent */

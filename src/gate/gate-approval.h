@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "channel-defaults.h"
 #include "macro.h"
 
 #define GATE_KIND_NAME_MAX 16U
@@ -45,11 +46,12 @@
 #define GATE_CACHE_ENTRIES_MAX 1024U            /* session decisions remembered per container */
 #define GATE_RATE_WINDOW_USEC (60ULL * 1000000ULL)
 
-/* The reference's defaults (gates.rate_limits) and ours for gates.approval_timeout_sec. */
-#define GATE_RATE_TOTAL_DEFAULT 500U
-#define GATE_RATE_PENDING_DEFAULT 30U
-#define GATE_RATE_PER_MINUTE_DEFAULT 60U
-#define GATE_APPROVAL_TIMEOUT_SEC_DEFAULT 300U
+/* The reference's defaults (gates.rate_limits) and ours for gates.approval_timeout_sec: the table the
+ * config and the generator share (channel-defaults.h). */
+#define GATE_RATE_TOTAL_DEFAULT CHANNEL_GATE_RATE_TOTAL_DEFAULT
+#define GATE_RATE_PENDING_DEFAULT CHANNEL_GATE_RATE_PENDING_DEFAULT
+#define GATE_RATE_PER_MINUTE_DEFAULT CHANNEL_GATE_RATE_PER_MINUTE_DEFAULT
+#define GATE_APPROVAL_TIMEOUT_SEC_DEFAULT CHANNEL_GATE_APPROVAL_TIMEOUT_SEC_DEFAULT
 
 typedef enum GateAnswer {
         GATE_ANSWER_ONCE,

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "channel-defaults.h"
 #include "config-build.h"
 #include "dockerproxy-policy.h"
 #include "dockerproxy-registry.h"
@@ -17,30 +18,40 @@
 #include "unit-file.h"
 #include "unit-name.h"
 
-#define AGENT_PATH_TEMPLATE LOOP_UNITDIR "/loop-agent@.path"
-#define GATE_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gate@.socket"
-#define GATE_ADMIN_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gate-admin@.socket"
-#define DOCKERPROXY_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-dockerproxy@.socket"
-#define GATEWAY_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-gateway@.socket"
 #define RECONCILE_TIMER LOOP_UNITDIR "/loop-reconcile.timer"
-#define TASKS_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-tasks@.socket"
-#define TASKS_SYNC_PATH_TEMPLATE LOOP_UNITDIR "/loop-tasks-sync@.path"
 #define TASK_RESTORE_SERVICE LOOP_UNITDIR "/loop-task-restore.service"
-#define BROWSER_SOCKET_TEMPLATE LOOP_UNITDIR "/loop-browser@.socket"
+
+/* The egress policies the units loop-gateway@.service and loop-browser@.service load as the credential
+ * egress.json, named there with the instance (LoadCredential=egress.json:.../loop-egress/%i.gateway.json):
+ * one directory for all channels, so a channel costs one file each, not a directory and a file. Two
+ * files, not one: the browser's copy has no secrets. 0700 and 0600: root's only. */
+#define EGRESS_DIR "loop-egress"
+#define EGRESS_GATEWAY_SUFFIX ".gateway.json"
+#define EGRESS_BROWSER_SUFFIX ".browser.json"
+
+/* loop.target's Upholds= of every channel, in files of at most this many channels: the unit writer
+ * refuses a unit above 1 MiB, and a line is at most 93 bytes ("Upholds=loop-channel@" + CHANNEL_NAME_MAX
+ * + ".target\n"), so 8192 of them are 762 KiB. Up to that many channels (all real ones) it is one file. */
+#define UPHOLDS_PER_FILE 8192U
 
 /* What the generator does once per run rather than once per channel: the cache of the policy
  * compilers (which parse the built-in rules and regcomp() each of them), computed once per distinct input:
  * keyed by the compilers' whole input as compact JSON, in json-c objects (hash tables); a value is null
- * for "compiles", else the compiler's message. And the directory every channel writes a drop-in into. */
+ * for "compiles", else the compiler's message. The directories every channel writes into, made once. And
+ * loop.target's Upholds= of the channels generated so far, written once per UPHOLDS_PER_FILE channels. */
 typedef struct GeneratorCache {
         json_object *dockerproxy;
         json_object *egress;
-        bool loop_target_d;             /* loop.target.d/ exists */
+        bool egress_dir;                /* EGRESS_DIR/ exists */
+        UnitFile *upholds;
+        size_t n_upholds;               /* in upholds */
+        size_t n_upholds_files;         /* written */
 } GeneratorCache;
 
 static void generator_cache_done(GeneratorCache *v) {
         json_object_put(v->dockerproxy);
         json_object_put(v->egress);
+        unit_file_free(v->upholds);
 }
 
 /* Computes a policy's verdict: >= 0 it compiles, < 0 it does not (*ret_error: why, when known). */
@@ -122,14 +133,13 @@ static int mkdirat_exist_ok(int dir_fd, const char *name) {
         return 0;
 }
 
-static int write_slice(int dir_fd, const Channel *c) {
+static int write_slice(int dir_fd, const Channel *c, const char *name) {
         const ChannelLimits *l = &c->config.limits;
         _cleanup_(unit_file_freep) UnitFile *u = NULL;
-        _cleanup_free_ char *name = NULL, *description = NULL;
+        _cleanup_free_ char *description = NULL;
         int r;
 
-        name = channel_slice_name(c->name);
-        if (!name || asprintf(&description, "loop channel %s", c->name) < 0)
+        if (asprintf(&description, "loop channel %s", c->name) < 0)
                 return log_oom();
 
         r = unit_new(&u);
@@ -153,48 +163,18 @@ static int write_slice(int dir_fd, const Channel *c) {
         return unit_write(u, dir_fd, name);
 }
 
-static int write_agent_dropin(int dir_fd, const Channel *c, const char *config_dir) {
-        _cleanup_(unit_file_freep) UnitFile *u = NULL;
-        _cleanup_free_ char *dir = NULL, *name = NULL, *slice = NULL, *text = NULL, *description = NULL;
-        int r;
+/* Whether the channel's slice is the one the unit templates name (Slice=loop-%i.slice): it is unless the
+ * name needs escaping (a "-", which in a slice's name makes a sub-slice). */
+static bool slice_is_template(const char *slice, const Channel *c) {
+        const char *p = startswith(slice, "loop-");
+        size_t n = strlen(c->name);
 
-        if (c->config.description) {
-                r = unit_value_from_text(c->config.description, &text);
-                if (r == -ENOMEM)
-                        return log_oom();
-                if (r < 0)
-                        log_warning_errno(r, "%s: description is not valid UTF-8 or ends with a backslash, "
-                                          "leaving it out of the unit.", c->path);
-        }
-
-        slice = channel_slice_name(c->name);
-        if (!slice ||
-            asprintf(&dir, "loop-agent@%s.service.d", c->name) < 0 ||
-            asprintf(&name, "%s/50-channel.conf", dir) < 0 ||
-            (!isempty(text) && asprintf(&description, "loop agent for channel %s: %s", c->name, text) < 0))
-                return log_oom();
-
-        r = mkdirat_exist_ok(dir_fd, dir);
-        if (r < 0)
-                return r;
-        r = unit_new(&u);
-        if (r < 0)
-                return r;
-
-        unit_file_section(u, "Unit");
-        if (description)
-                unit_file_set(u, "Description", description);
-        unit_file_set_path(u, "SourcePath", c->path);
-        unit_file_section(u, "Service");
-        unit_file_set(u, "Slice", slice);
-        unit_file_set_environment_word(u, "LOOP_CHANNEL", c->name);
-        if (config_dir)
-                unit_file_set_environment(u, "LOOP_CONFIG_DIR", config_dir);
-
-        return unit_write(u, dir_fd, name);
+        return p && strncmp(p, c->name, n) == 0 && streq(p + n, ".slice");
 }
 
-/* The drop-in of a channel's helper service, with the lines every one of them starts with. */
+/* The drop-in of a channel's service, with the lines every one of them starts with: which file it is from
+ * (`systemctl status` names it). The templates set everything that is the same for every channel
+ * (LOOP_CHANNEL=%i, the slice, the egress credentials), so a drop-in holds only what differs. */
 static int channel_dropin_new(const Channel *c, UnitFile **ret) {
         _cleanup_(unit_file_freep) UnitFile *u = NULL;
         int r;
@@ -205,54 +185,110 @@ static int channel_dropin_new(const Channel *c, UnitFile **ret) {
         unit_file_section(u, "Unit");
         unit_file_set_path(u, "SourcePath", c->path);
         unit_file_section(u, "Service");
-        unit_file_set_environment_word(u, "LOOP_CHANNEL", c->name);
         *ret = TAKE_PTR(u);
         return 0;
 }
 
-/* A symlink in loop-channel@NAME.target.wants/, which generator_channel() made first. */
-static int write_wants_symlink(int dir_fd, const Channel *c, const char *unit_prefix, const char *suffix,
-                               const char *target) {
-        _cleanup_free_ char *link = NULL;
+/* Writes u as PREFIX@NAME.service.d/50-channel.conf. */
+static int dropin_write(int dir_fd, const Channel *c, const char *prefix, UnitFile *u) {
+        _cleanup_free_ char *dir = NULL, *name = NULL;
+        int r;
 
-        if (asprintf(&link, "loop-channel@%s.target.wants/%s@%s.%s", c->name, unit_prefix, c->name, suffix) < 0)
+        if (asprintf(&dir, "%s@%s.service.d", prefix, c->name) < 0 ||
+            asprintf(&name, "%s/50-channel.conf", dir) < 0)
                 return log_oom();
-        if (symlinkat(target, dir_fd, link) < 0)
-                return log_error_errno(errno, "Failed to create symlink %s: %m", link);
-        return 0;
+        r = mkdirat_exist_ok(dir_fd, dir);
+        if (r < 0)
+                return r;
+        return unit_write(u, dir_fd, name);
+}
+
+/* A drop-in that puts the service into the channel's slice, for a name the template's cannot spell. */
+static int set_slice(UnitFile *u, const char *slice, const Channel *c) {
+        return slice_is_template(slice, c) ? 0 : unit_file_set(u, "Slice", slice);
+}
+
+/* The runner's drop-in: the channel's description, the escaped slice, the config dir; none when none of
+ * them is needed. */
+static int write_agent_dropin(int dir_fd, const Channel *c, const char *config_dir, const char *slice) {
+        _cleanup_(unit_file_freep) UnitFile *u = NULL;
+        _cleanup_free_ char *text = NULL, *description = NULL;
+        int r;
+
+        if (c->config.description) {
+                r = unit_value_from_text(c->config.description, &text);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (r < 0)
+                        log_warning_errno(r, "%s: description is not valid UTF-8 or ends with a backslash, "
+                                          "leaving it out of the unit.", c->path);
+        }
+        if (!isempty(text) && asprintf(&description, "loop agent for channel %s: %s", c->name, text) < 0)
+                return log_oom();
+        if (!description && !config_dir && slice_is_template(slice, c))
+                return 0;
+
+        r = unit_new(&u);
+        if (r < 0)
+                return r;
+        unit_file_section(u, "Unit");
+        if (description)
+                unit_file_set(u, "Description", description);
+        unit_file_set_path(u, "SourcePath", c->path);
+        unit_file_section(u, "Service");
+        set_slice(u, slice, c);
+        if (config_dir)
+                unit_file_set_environment(u, "LOOP_CONFIG_DIR", config_dir);
+        return dropin_write(dir_fd, c, "loop-agent", u);
+}
+
+/* loop-channel@NAME.target wants PREFIX@NAME.SUFFIX. */
+static int channel_wants(UnitFile *target, const Channel *c, const char *prefix, const char *suffix) {
+        return unit_file_setf(target, "Wants", "%s@%s.%s", prefix, c->name, suffix);
 }
 
 /* loop-gate@NAME.service's settings: loop.json holds credentials, so the service gets what it needs
  * from here instead of reading the config. The webhook URL may carry a chat's credential: it goes into a
  * file only root can read, which systemd hands to the service as a credential, never into Environment=
  * (visible to every user through `systemctl show`). */
+static bool gate_settings_are_default(const GatesConfig *g) {
+        return g->approval_timeout_sec == CHANNEL_GATE_APPROVAL_TIMEOUT_SEC_DEFAULT &&
+               g->rate_limits.total == CHANNEL_GATE_RATE_TOTAL_DEFAULT &&
+               g->rate_limits.pending == CHANNEL_GATE_RATE_PENDING_DEFAULT &&
+               g->rate_limits.per_minute == CHANNEL_GATE_RATE_PER_MINUTE_DEFAULT &&
+               g->audit.verbose == CHANNEL_GATE_AUDIT_VERBOSE_DEFAULT;
+}
+
 static int write_gate_dropin(int dir_fd, const Channel *c, const char *output_dir) {
         const GatesConfig *g = &c->config.gates;
         _cleanup_(unit_file_freep) UnitFile *u = NULL;
-        _cleanup_free_ char *dir = NULL, *name = NULL, *webhook = NULL, *webhook_path = NULL, *credential = NULL;
+        _cleanup_free_ char *dir = NULL, *webhook = NULL, *webhook_path = NULL, *credential = NULL;
+        bool use_webhook = false;
         int r;
-
-        if (asprintf(&dir, "loop-gate@%s.service.d", c->name) < 0 ||
-            asprintf(&name, "%s/50-channel.conf", dir) < 0)
-                return log_oom();
-        r = mkdirat_exist_ok(dir_fd, dir);
-        if (r < 0)
-                return r;
 
         if (g->webhook_url) {
                 if (string_has_control(g->webhook_url) || strchr(g->webhook_url, ' '))
                         log_warning("%s: gates.webhook_url contains spaces or control characters, not using it.", c->path);
                 else if (!unit_value_is_path(output_dir))
                         log_warning("Output dir %s cannot be named in a unit file, not passing the webhook URL.", output_dir);
-                else {
-                        if (asprintf(&webhook, "%s/webhook-url", dir) < 0 ||
-                            asprintf(&webhook_path, "%s/%s", output_dir, webhook) < 0 ||
-                            asprintf(&credential, "webhook-url:%s", webhook_path) < 0)
-                                return log_oom();
-                        r = data_write(dir_fd, webhook, 0600, g->webhook_url);
-                        if (r < 0)
-                                return r;
-                }
+                else
+                        use_webhook = true;
+        }
+        if (!use_webhook && gate_settings_are_default(g))
+                return 0;       /* the service's defaults are these (channel-defaults.h) */
+
+        if (use_webhook) {
+                if (asprintf(&dir, "loop-gate@%s.service.d", c->name) < 0 ||
+                    asprintf(&webhook, "%s/webhook-url", dir) < 0 ||
+                    asprintf(&webhook_path, "%s/%s", output_dir, webhook) < 0 ||
+                    asprintf(&credential, "webhook-url:%s", webhook_path) < 0)
+                        return log_oom();
+                r = mkdirat_exist_ok(dir_fd, dir);
+                if (r < 0)
+                        return r;
+                r = data_write(dir_fd, webhook, 0600, g->webhook_url);
+                if (r < 0)
+                        return r;
         }
 
         r = channel_dropin_new(c, &u);
@@ -270,19 +306,18 @@ static int write_gate_dropin(int dir_fd, const Channel *c, const char *output_di
                 unit_file_set(u, "IPAddressDeny", "");
                 unit_file_set(u, "RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6 AF_NETLINK");
         }
-        return unit_write(u, dir_fd, name);
+        return dropin_write(dir_fd, c, "loop-gate", u);
 }
 
-static int generate_gate(int dir_fd, const Channel *c, const char *output_dir) {
+static int generate_gate(int dir_fd, const Channel *c, const char *output_dir, UnitFile *target) {
         int r;
 
         r = write_gate_dropin(dir_fd, c, output_dir);
         if (r < 0)
                 return r;
-        r = write_wants_symlink(dir_fd, c, "loop-gate", "socket", GATE_SOCKET_TEMPLATE);
-        if (r < 0)
-                return r;
-        return write_wants_symlink(dir_fd, c, "loop-gate-admin", "socket", GATE_ADMIN_SOCKET_TEMPLATE);
+        channel_wants(target, c, "loop-gate", "socket");
+        channel_wants(target, c, "loop-gate-admin", "socket");
+        return 0;
 }
 
 /* The work dir as the Docker API policy compiler sees it: the merge refuses a relative one and "/", and the
@@ -333,17 +368,35 @@ static int dockerproxy_policy_verdict(GeneratorCache *cache, json_object *channe
         return verdict_get(&cache->dockerproxy, key, dockerproxy_policy_compile, &in, ret_error);
 }
 
+/* Whether the proxy's settings are those loop-dockerproxy@.service sets itself (meson.build's
+ * dockerproxy_template, in config-build.h and the template alike): then it needs no drop-in. */
+static bool dockerproxy_settings_are_template(const Channel *c, const char *w, const char *sock, const char *network,
+                                              const char *masks, const char *images) {
+        _cleanup_free_ char *template_work_dir = NULL;
+
+        if (asprintf(&template_work_dir, LOOP_STATE_DIR "/%s/work", c->name) < 0)
+                return false;   /* the drop-in then: never wrong */
+        return streq_ptr(w, template_work_dir) && isempty(sock) &&
+               c->config.gates.docker_proxy.containers_max == DOCKERPROXY_TEMPLATE_CONTAINERS_MAX &&
+               streq(network, "none") && streq(masks, DOCKERPROXY_TEMPLATE_MASKED_PATHS) &&
+               !c->config.gates.docker_proxy.build && streq(images, DOCKERPROXY_TEMPLATE_PROTECTED_IMAGES);
+}
+
 /* The Docker API proxy: its policy document (the channel's rules and the built-in ones), compiled here
  * first so that a document the service would refuse never gets a socket: no proxy is a closed door. */
-static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output_dir, GeneratorCache *cache) {
+static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output_dir, GeneratorCache *cache,
+                                UnitFile *target) {
         _cleanup_free_ char *dir = NULL, *conf = NULL, *policy = NULL, *policy_path = NULL, *credential = NULL,
-                *error = NULL, *masks = NULL, *images = NULL, *egress_credential = NULL;
+                *error = NULL, *masks = NULL, *images = NULL, *egress_credential = NULL, *egress_policy = NULL;
         _cleanup_strv_free_ char **kernel_masks = NULL;
-        _cleanup_(json_object_putp) json_object *channel = NULL;
+        _cleanup_(json_object_putp) json_object *channel = NULL, *registry_doc = NULL;
         _cleanup_(unit_file_freep) UnitFile *u = NULL;
         const char *w = c->config.work_dir, *sock = c->config.engine.socket;
         const char *agent_image = strempty(c->config.container_image),
                 *chrome_image = strempty(c->config.browser.chrome_image);
+        /* what nested containers get of the channel's policy: the service does not read loop.json */
+        const char *network = egress_config_enabled(c->config.json) &&
+                              !c->config.gates.docker_proxy.nested_network ? "none" : "engine";
         int r;
 
         if (w && !unit_value_is_word(w)) {
@@ -383,29 +436,20 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
 
         if (asprintf(&dir, "loop-dockerproxy@%s.service.d", c->name) < 0 ||
             asprintf(&conf, "%s/50-channel.conf", dir) < 0 ||
-            asprintf(&policy, "%s/policy.json", dir) < 0 ||
-            asprintf(&policy_path, "%s/%s", output_dir, policy) < 0 ||
-            asprintf(&credential, "policy:%s", policy_path) < 0 ||
             asprintf(&images, "%s%s%s", agent_image, isempty(agent_image) || isempty(chrome_image) ? "" : " ",
                      chrome_image) < 0)
                 return log_oom();
-        r = mkdirat_exist_ok(dir_fd, dir);
-        if (r < 0)
-                return r;
-
-        if (!proxy_policy_channel_document_is_empty(channel)) {
-                r = json_data_write(dir_fd, policy, 0644, channel);
-                if (r < 0)
-                        return r;
-        } else
-                credential = mfree(credential);
+        if (!proxy_policy_channel_document_is_empty(channel) &&
+            (asprintf(&policy, "%s/policy.json", dir) < 0 ||
+             asprintf(&policy_path, "%s/%s", output_dir, policy) < 0 ||
+             asprintf(&credential, "policy:%s", policy_path) < 0))
+                return log_oom();
 
         /* pulls and pushes go where the channel's egress policy lets the agent go: its rules without the
          * secrets, for the proxy to decide on; written when they allow anything at all (no egress gateway,
          * or one without rules or registries: no pulls, no pushes) */
         if (egress_config_enabled(c->config.json)) {
-                _cleanup_(json_object_putp) json_object *registry_doc = NULL;
-                _cleanup_free_ char *egress_policy = NULL, *egress_path = NULL;
+                _cleanup_free_ char *egress_path = NULL;
                 json_object *egress = NULL, *rules = NULL, *registries = NULL;
 
                 (void) json_object_object_get_ex(c->config.json, "egress", &egress);
@@ -414,18 +458,33 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
                         return log_error_errno(r, "%s: cannot build the proxy's copy of the egress policy: %m", c->path);
                 (void) json_object_object_get_ex(registry_doc, "rules", &rules);
                 (void) json_object_object_get_ex(registry_doc, "registries", &registries);
-                if ((json_object_is_type(rules, json_type_array) && json_object_array_length(rules) > 0) ||
-                    (json_object_is_type(registries, json_type_array) && json_object_array_length(registries) > 0)) {
-                        if (asprintf(&egress_policy, "%s/egress.json", dir) < 0 ||
-                            asprintf(&egress_path, "%s/%s", output_dir, egress_policy) < 0 ||
-                            asprintf(&egress_credential, "egress:%s", egress_path) < 0)
-                                return log_oom();
-                        r = json_data_write(dir_fd, egress_policy, 0644, registry_doc);
-                        if (r < 0)
-                                return r;
-                }
+                if (((json_object_is_type(rules, json_type_array) && json_object_array_length(rules) > 0) ||
+                     (json_object_is_type(registries, json_type_array) && json_object_array_length(registries) > 0)) &&
+                    (asprintf(&egress_policy, "%s/egress.json", dir) < 0 ||
+                     asprintf(&egress_path, "%s/%s", output_dir, egress_policy) < 0 ||
+                     asprintf(&egress_credential, "egress:%s", egress_path) < 0))
+                        return log_oom();
         }
 
+        if (!credential && !egress_credential &&
+            dockerproxy_settings_are_template(c, w, sock, network, masks, images))
+                return channel_wants(target, c, "loop-dockerproxy", "socket");
+
+        r = mkdirat_exist_ok(dir_fd, dir);
+        if (r < 0)
+                return r;
+        if (policy) {
+                r = json_data_write(dir_fd, policy, 0644, channel);
+                if (r < 0)
+                        return r;
+        }
+        if (egress_policy) {
+                r = json_data_write(dir_fd, egress_policy, 0644, registry_doc);
+                if (r < 0)
+                        return r;
+        }
+
+        /* Every setting, each one replacing the template's (an empty value: none) */
         r = channel_dropin_new(c, &u);
         if (r < 0)
                 return r;
@@ -433,24 +492,19 @@ static int generate_dockerproxy(int dir_fd, const Channel *c, const char *output
                 unit_file_set(u, "LoadCredential", credential);
         if (egress_credential)
                 unit_file_set(u, "LoadCredential", egress_credential);
-        if (!isempty(w))
-                unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_WORK_DIR", w);
+        unit_file_set_environment(u, "LOOP_DOCKERPROXY_WORK_DIR", strempty(w));
         if (!isempty(sock))
                 unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_ENGINE_SOCKET", sock);
-        /* what nested containers get of the channel's policy: the service does not read loop.json */
         set_environment_uint(u, "LOOP_DOCKERPROXY_CONTAINERS_MAX", c->config.gates.docker_proxy.containers_max);
-        unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_NETWORK",
-                                       egress_config_enabled(c->config.json) &&
-                                       !c->config.gates.docker_proxy.nested_network ? "none" : "engine");
-        if (!isempty(masks))
-                unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_MASKED_PATHS", masks);
+        unit_file_set_environment_word(u, "LOOP_DOCKERPROXY_NETWORK", network);
+        unit_file_set_environment(u, "LOOP_DOCKERPROXY_MASKED_PATHS", masks);
         set_environment_uint(u, "LOOP_DOCKERPROXY_BUILD", c->config.gates.docker_proxy.build);
         /* the operator's images, which no agent may tag over, commit over or remove */
         unit_file_set_environment(u, "LOOP_DOCKERPROXY_PROTECTED_IMAGES", images);
         r = unit_write(u, dir_fd, conf);
         if (r < 0)
                 return r;
-        return write_wants_symlink(dir_fd, c, "loop-dockerproxy", "socket", DOCKERPROXY_SOCKET_TEMPLATE);
+        return channel_wants(target, c, "loop-dockerproxy", "socket");
 }
 
 /* The egress gateway gets its policy and the real credentials as one credential file only root can read;
@@ -486,16 +540,26 @@ static int egress_policy_verdict(GeneratorCache *cache, json_object *config, cha
         return verdict_get(&cache->egress, key, egress_policy_check, &in, ret_error);
 }
 
-static int generate_gateway(int dir_fd, const Channel *c, const char *output_dir, GeneratorCache *cache) {
+/* Writes an egress policy into EGRESS_DIR/NAME.SUFFIX, where the unit templates look for it. */
+static int egress_file_write(int dir_fd, const Channel *c, const char *suffix, json_object *doc,
+                             GeneratorCache *cache) {
+        _cleanup_free_ char *name = NULL;
+
+        if (!cache->egress_dir) {
+                if (mkdirat(dir_fd, EGRESS_DIR, 0700) < 0 && errno != EEXIST)
+                        return log_error_errno(errno, "Failed to create directory %s: %m", EGRESS_DIR);
+                cache->egress_dir = true;
+        }
+        if (asprintf(&name, EGRESS_DIR "/%s%s", c->name, suffix) < 0)
+                return log_oom();
+        return json_data_write(dir_fd, name, 0600, doc);
+}
+
+static int generate_gateway(int dir_fd, const Channel *c, GeneratorCache *cache, UnitFile *target) {
         _cleanup_(json_object_putp) json_object *doc = json_object_new_object();
-        _cleanup_free_ char *dir = NULL, *name = NULL, *cred = NULL, *cred_path = NULL, *credential = NULL;
-        _cleanup_(unit_file_freep) UnitFile *u = NULL;
         json_object *egress;
         int r;
 
-        if (!unit_value_is_path(output_dir))
-                return log_error_errno(EINVAL, "Output dir %s cannot be named in a unit file, no egress gateway for %s.",
-                                       output_dir, c->name);
         if (!doc)
                 return log_oom();
         if (json_object_object_get_ex(c->config.json, "egress", &egress) &&
@@ -518,55 +582,34 @@ static int generate_gateway(int dir_fd, const Channel *c, const char *output_dir
                                   "request: %s", c->path, c->name, strna(error));
         }
 
-        if (asprintf(&dir, "loop-gateway@%s.service.d", c->name) < 0 ||
-            asprintf(&name, "%s/50-channel.conf", dir) < 0 ||
-            asprintf(&cred, "%s/egress.json", dir) < 0 ||
-            asprintf(&cred_path, "%s/%s", output_dir, cred) < 0 ||
-            asprintf(&credential, "egress.json:%s", cred_path) < 0)
-                return log_oom();
-        r = mkdirat_exist_ok(dir_fd, dir);
+        r = egress_file_write(dir_fd, c, EGRESS_GATEWAY_SUFFIX, doc, cache);
         if (r < 0)
                 return r;
-
-        r = json_data_write(dir_fd, cred, 0600, doc);
-        if (r < 0)
-                return r;
-
-        r = channel_dropin_new(c, &u);
-        if (r < 0)
-                return r;
-        unit_file_set(u, "LoadCredential", credential);
-        r = unit_write(u, dir_fd, name);
-        if (r < 0)
-                return r;
-        return write_wants_symlink(dir_fd, c, "loop-gateway", "socket", GATEWAY_SOCKET_TEMPLATE);
+        return channel_wants(target, c, "loop-gateway", "socket");
 }
 
-/* The channel's scheduled tasks: the helper's limits (it cannot read loop.json), its socket and the path
- * unit that turns changed task files into timers. */
-static int generate_tasks(int dir_fd, const Channel *c) {
-        _cleanup_(unit_file_freep) UnitFile *u = NULL;
-        _cleanup_free_ char *dir = NULL, *conf = NULL;
+/* The channel's scheduled tasks: the helper's limits (it cannot read loop.json) when they are not the
+ * defaults, its socket and the path unit that turns changed task files into timers. */
+static int generate_tasks(int dir_fd, const Channel *c, UnitFile *target) {
+        const TasksConfig *t = &c->config.tasks;
         int r;
 
-        if (asprintf(&dir, "loop-tasks@%s.service.d", c->name) < 0 || asprintf(&conf, "%s/50-channel.conf", dir) < 0)
-                return log_oom();
-        r = mkdirat_exist_ok(dir_fd, dir);
-        if (r < 0)
-                return r;
-        r = channel_dropin_new(c, &u);
-        if (r < 0)
-                return r;
-        set_environment_uint(u, "LOOP_TASKS_MAX", c->config.tasks.max);
-        set_environment_uint(u, "LOOP_TASKS_MIN_INTERVAL_SEC", c->config.tasks.min_interval_sec);
-        set_environment_uint(u, "LOOP_TASKS_PROMPT_MAX", c->config.tasks.prompt_max);
-        r = unit_write(u, dir_fd, conf);
-        if (r < 0)
-                return r;
-        r = write_wants_symlink(dir_fd, c, "loop-tasks", "socket", TASKS_SOCKET_TEMPLATE);
-        if (r < 0)
-                return r;
-        return write_wants_symlink(dir_fd, c, "loop-tasks-sync", "path", TASKS_SYNC_PATH_TEMPLATE);
+        if (t->max != CHANNEL_TASKS_MAX_DEFAULT || t->min_interval_sec != CHANNEL_TASKS_MIN_INTERVAL_SEC_DEFAULT ||
+            t->prompt_max != CHANNEL_TASKS_PROMPT_MAX_DEFAULT) {
+                _cleanup_(unit_file_freep) UnitFile *u = NULL;
+
+                r = channel_dropin_new(c, &u);
+                if (r < 0)
+                        return r;
+                set_environment_uint(u, "LOOP_TASKS_MAX", t->max);
+                set_environment_uint(u, "LOOP_TASKS_MIN_INTERVAL_SEC", t->min_interval_sec);
+                set_environment_uint(u, "LOOP_TASKS_PROMPT_MAX", t->prompt_max);
+                r = dropin_write(dir_fd, c, "loop-tasks", u);
+                if (r < 0)
+                        return r;
+        }
+        channel_wants(target, c, "loop-tasks", "socket");
+        return channel_wants(target, c, "loop-tasks-sync", "path");
 }
 
 /* The gateway's policy without its secrets, for the browser service (which answers the agents' calls and
@@ -601,72 +644,111 @@ static int browser_policy_doc(const Channel *c, json_object **ret) {
         return 0;
 }
 
-/* The channel's browser (issue 21): the host side's idle timeout and the egress policy (the gateway's, less
- * its secrets: both decide alike), Chrome's service in the channel's slice, and the socket. */
-static int generate_browser(int dir_fd, const Channel *c, const char *output_dir) {
-        _cleanup_(unit_file_freep) UnitFile *u = NULL, *chrome = NULL;
-        _cleanup_free_ char *dir = NULL, *conf = NULL, *chrome_dir = NULL, *chrome_conf = NULL, *credential = NULL,
-                            *slice = NULL;
+/* The channel's browser (issue 21): the egress policy (the gateway's, less its secrets: both decide alike)
+ * where the template looks for it; a drop-in for an idle timeout that is not the default, or to load no
+ * policy when the channel has no egress gateway; Chrome's service in the channel's slice, and the socket. */
+static int generate_browser(int dir_fd, const Channel *c, const char *slice, GeneratorCache *cache,
+                            UnitFile *target) {
+        bool egress = egress_config_enabled(c->config.json);
         int r;
 
-        if (asprintf(&dir, "loop-browser@%s.service.d", c->name) < 0 || asprintf(&conf, "%s/50-channel.conf", dir) < 0 ||
-            asprintf(&chrome_dir, "loop-chrome@%s.service.d", c->name) < 0 ||
-            asprintf(&chrome_conf, "%s/50-channel.conf", chrome_dir) < 0 ||
-            !(slice = channel_slice_name(c->name)))
-                return log_oom();
-        if ((r = mkdirat_exist_ok(dir_fd, dir)) < 0 || (r = mkdirat_exist_ok(dir_fd, chrome_dir)) < 0)
-                return r;
-        r = channel_dropin_new(c, &u);
-        if (r < 0)
-                return r;
-        set_environment_uint(u, "LOOP_BROWSER_IDLE_SEC", c->config.browser.idle_timeout_sec);
-        if (egress_config_enabled(c->config.json) && unit_value_is_path(output_dir)) {
+        if (egress) {
                 _cleanup_(json_object_putp) json_object *doc = NULL;
-                _cleanup_free_ char *cred = NULL;
 
-                if (browser_policy_doc(c, &doc) < 0 || asprintf(&cred, "%s/egress.json", dir) < 0 ||
-                    asprintf(&credential, "egress.json:%s/%s", output_dir, cred) < 0)
+                if (browser_policy_doc(c, &doc) < 0)
                         return log_oom();
-                r = json_data_write(dir_fd, cred, 0600, doc);
+                r = egress_file_write(dir_fd, c, EGRESS_BROWSER_SUFFIX, doc, cache);
                 if (r < 0)
                         return r;
-                unit_file_set(u, "LoadCredential", credential);
         }
-        r = unit_write(u, dir_fd, conf);
-        if (r < 0)
-                return r;
-        r = channel_dropin_new(c, &chrome);
-        if (r < 0)
-                return r;
-        unit_file_set(chrome, "Slice", slice);
-        r = unit_write(chrome, dir_fd, chrome_conf);
-        if (r < 0)
-                return r;
-        return write_wants_symlink(dir_fd, c, "loop-browser", "socket", BROWSER_SOCKET_TEMPLATE);
+        if (!egress || c->config.browser.idle_timeout_sec != CHANNEL_BROWSER_IDLE_SEC_DEFAULT) {
+                _cleanup_(unit_file_freep) UnitFile *u = NULL;
+
+                r = channel_dropin_new(c, &u);
+                if (r < 0)
+                        return r;
+                if (c->config.browser.idle_timeout_sec != CHANNEL_BROWSER_IDLE_SEC_DEFAULT)
+                        set_environment_uint(u, "LOOP_BROWSER_IDLE_SEC", c->config.browser.idle_timeout_sec);
+                if (!egress)
+                        /* the template's file is not there: the empty assignment drops it */
+                        unit_file_set(u, "LoadCredential", "");
+                r = dropin_write(dir_fd, c, "loop-browser", u);
+                if (r < 0)
+                        return r;
+        }
+        if (!slice_is_template(slice, c)) {
+                _cleanup_(unit_file_freep) UnitFile *chrome = NULL;
+
+                r = channel_dropin_new(c, &chrome);
+                if (r < 0)
+                        return r;
+                set_slice(chrome, slice, c);
+                r = dropin_write(dir_fd, c, "loop-chrome", chrome);
+                if (r < 0)
+                        return r;
+        }
+        return channel_wants(target, c, "loop-browser", "socket");
 }
 
-/* loop.target upholds loop-channel@NAME.target, which wants the channel's units (units/loop-channel@.target.in
- * says why: a channel added while loop.target runs is armed by the next daemon-reload). */
-static int write_channel_upheld(int dir_fd, const Channel *c, GeneratorCache *cache) {
-        _cleanup_(unit_file_freep) UnitFile *u = NULL;
-        _cleanup_free_ char *conf = NULL, *target = NULL;
+/* loop.target upholds loop-channel@NAME.target (units/loop-channel@.target.in says why: a channel added
+ * while loop.target runs is armed by the next daemon-reload): one Upholds= line per channel, in one file
+ * for up to UPHOLDS_PER_FILE channels, written by upholds_flush(). */
+static int upholds_flush(int dir_fd, GeneratorCache *cache) {
+        _cleanup_(unit_file_freep) UnitFile *u = TAKE_PTR(cache->upholds);
+        _cleanup_free_ char *name = NULL;
         int r;
 
-        if (asprintf(&conf, "loop.target.d/50-channel-%s.conf", c->name) < 0 ||
-            asprintf(&target, "loop-channel@%s.target", c->name) < 0)
-                return log_oom();
-        if (!cache->loop_target_d) {
+        if (!u)
+                return 0;
+        cache->n_upholds = 0;
+        if (cache->n_upholds_files == 0) {
                 r = mkdirat_exist_ok(dir_fd, "loop.target.d");
                 if (r < 0)
                         return r;
-                cache->loop_target_d = true;
-        }
-        r = unit_file_new("loop-generator", &u);
-        if (r < 0)
+                name = strdup("loop.target.d/50-channels.conf");
+        } else if (asprintf(&name, "loop.target.d/50-channels-%zu.conf", cache->n_upholds_files + 1) < 0)
+                name = NULL;
+        if (!name)
                 return log_oom();
+        cache->n_upholds_files++;
+        return unit_write(u, dir_fd, name);
+}
+
+static int upholds_add(int dir_fd, const Channel *c, GeneratorCache *cache) {
+        int r;
+
+        if (!cache->upholds) {
+                r = unit_new(&cache->upholds);
+                if (r < 0)
+                        return r;
+                unit_file_section(cache->upholds, "Unit");
+        }
+        unit_file_setf(cache->upholds, "Upholds", "loop-channel@%s.target", c->name);
+        if (++cache->n_upholds >= UPHOLDS_PER_FILE)
+                return upholds_flush(dir_fd, cache);
+        return 0;
+}
+
+/* loop-channel@NAME.target, which takes the place of the template for this channel: the same unit, and
+ * the channel's file. Its Wants= are added as the channel's units are written. */
+static int channel_target_new(const Channel *c, UnitFile **ret) {
+        _cleanup_(unit_file_freep) UnitFile *u = NULL;
+        _cleanup_free_ char *description = NULL;
+        int r;
+
+        if (asprintf(&description, "loop channel %s", c->name) < 0)
+                return log_oom();
+        r = unit_new(&u);
+        if (r < 0)
+                return r;
         unit_file_section(u, "Unit");
-        unit_file_set(u, "Upholds", target);
-        return unit_write(u, dir_fd, conf);
+        unit_file_set(u, "Description", description);
+        unit_file_set(u, "Documentation", "man:loop(1) man:loop.units(7)");
+        unit_file_set_path(u, "SourcePath", c->path);
+        unit_file_set(u, "PartOf", "loop.target");
+        unit_file_set(u, "Wants", "loop-reconcile.timer");
+        *ret = TAKE_PTR(u);
+        return 0;
 }
 
 /* The units of one valid, enabled channel into dir_fd (output_dir is its path, named in LoadCredential=).
@@ -675,50 +757,50 @@ static int write_channel_upheld(int dir_fd, const Channel *c, GeneratorCache *ca
  * not a failure. < 0 (logged) when the channel's units could not all be written. */
 static int generator_channel(int dir_fd, const Channel *c, const char *config_dir, const char *output_dir,
                              GeneratorCache *cache) {
-        _cleanup_free_ char *wants = NULL;
+        _cleanup_(unit_file_freep) UnitFile *target = NULL;
+        _cleanup_free_ char *target_name = NULL, *slice = NULL;
         int r;
-
-        if (asprintf(&wants, "loop-channel@%s.target.wants", c->name) < 0)
-                return log_oom();
 
         /* The name was checked by the config module: [A-Za-z0-9][A-Za-z0-9_.-]*, safe in a file name and
          * as a unit instance; the path lies below the config dir, which was checked in generator_run(). */
-        r = write_slice(dir_fd, c);
+        slice = channel_slice_name(c->name);
+        if (!slice || asprintf(&target_name, "loop-channel@%s.target", c->name) < 0)
+                return log_oom();
+        r = channel_target_new(c, &target);
         if (r < 0)
                 return r;
-        r = write_agent_dropin(dir_fd, c, config_dir);
+
+        r = write_slice(dir_fd, c, slice);
         if (r < 0)
                 return r;
-        r = write_channel_upheld(dir_fd, c, cache);
+        r = write_agent_dropin(dir_fd, c, config_dir, slice);
         if (r < 0)
                 return r;
-        r = mkdirat_exist_ok(dir_fd, wants);
-        if (r < 0)
-                return r;
-        r = write_wants_symlink(dir_fd, c, "loop-agent", "path", AGENT_PATH_TEMPLATE);
-        if (r < 0)
-                return r;
-        r = generate_tasks(dir_fd, c);
+        channel_wants(target, c, "loop-agent", "path");
+        r = generate_tasks(dir_fd, c, target);
         if (r < 0)
                 return r;
         if (egress_config_enabled(c->config.json)) {
-                r = generate_gateway(dir_fd, c, output_dir, cache);
+                r = generate_gateway(dir_fd, c, cache, target);
                 if (r < 0)
                         return r;
         }
         if (c->config.browser.enabled) {
-                r = generate_browser(dir_fd, c, output_dir);
+                r = generate_browser(dir_fd, c, slice, cache, target);
                 if (r < 0)
                         return r;
         }
         if (c->config.gates.agentgate.enabled) {
-                r = generate_gate(dir_fd, c, output_dir);
+                r = generate_gate(dir_fd, c, output_dir, target);
                 if (r < 0)
                         return r;
         }
-        if (c->config.gates.agentgate.enabled && c->config.gates.docker_proxy.enabled)
-                return generate_dockerproxy(dir_fd, c, output_dir, cache);
-        return 0;
+        if (c->config.gates.agentgate.enabled && c->config.gates.docker_proxy.enabled) {
+                r = generate_dockerproxy(dir_fd, c, output_dir, cache, target);
+                if (r < 0)
+                        return r;
+        }
+        return unit_write(target, dir_fd, target_name);
 }
 
 /* Whether p is an error in the file of a channel: those are reported once per channel, with its reason. */
@@ -805,11 +887,16 @@ int generator_run(const char *config_dir, const char *output_dir) {
                 /* Programs started by the units must read the same config dir as we did. */
                 r = generator_channel(dir_fd, c, streq(config_dir, LOOP_CONFIG_DIR_DEFAULT) ? NULL : config_dir,
                                       output_dir, &cache);
+                if (r >= 0)
+                        r = upholds_add(dir_fd, c, &cache);
                 if (r < 0 && ret == 0)
                         ret = r;  /* already logged; the other channels are still written */
                 else if (r >= 0)
                         generated++;
         }
+        r = upholds_flush(dir_fd, &cache);
+        if (r < 0 && ret == 0)
+                ret = r;
 
         /* The registry's reconcile loop runs while there is a channel whose containers it looks after. */
         if (generated > 0) {

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "channel-defaults.h"
 #include "config.h"
 #include "log.h"
 #include "loop.h"
@@ -122,7 +123,9 @@ static int operator_context(const char *channel, bool need_config, ConfigSet **s
         if (channel_name_check(channel, &reason) < 0)
                 return log_error_errno(EINVAL, "\"%s\" is not a valid channel name: %s.", channel, reason);
         *ctx = (TasksContext) { .channel = channel, .operator = true,
-                                .limits = { .max = 50, .min_interval_sec = 60, .prompt_max = 16 * 1024 } };
+                                .limits = { .max = CHANNEL_TASKS_MAX_DEFAULT,
+                                            .min_interval_sec = CHANNEL_TASKS_MIN_INTERVAL_SEC_DEFAULT,
+                                            .prompt_max = CHANNEL_TASKS_PROMPT_MAX_DEFAULT } };
         if (need_config) {
                 r = config_load(config_dir(), set);
                 if (r < 0)

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <regex.h>
 
+#include "channel-defaults.h"
 #include "config-build.h"
 #include "config-schema.h"
 #include "egress-policy.h"
@@ -1301,18 +1302,18 @@ int loop_config_from_json(json_object *obj, const char *channel, LoopConfig *ret
         c.browser.enabled = load_bool(browser, "enabled", true);
         c.browser.host_cdp_port = load_uint(browser, "host_cdp_port", 9222);
         c.browser.memory_mb = load_uint(browser, "memory_mb", 512);
-        c.browser.idle_timeout_sec = load_uint(browser, "idle_timeout_sec", 300);
+        c.browser.idle_timeout_sec = load_uint(browser, "idle_timeout_sec", CHANNEL_BROWSER_IDLE_SEC_DEFAULT);
 
-        c.tasks.max = load_uint(tasks, "max", 50);
-        c.tasks.min_interval_sec = load_uint(tasks, "min_interval_sec", 60);
-        c.tasks.prompt_max = load_uint(tasks, "prompt_max", 16 * 1024);
+        c.tasks.max = load_uint(tasks, "max", CHANNEL_TASKS_MAX_DEFAULT);
+        c.tasks.min_interval_sec = load_uint(tasks, "min_interval_sec", CHANNEL_TASKS_MIN_INTERVAL_SEC_DEFAULT);
+        c.tasks.prompt_max = load_uint(tasks, "prompt_max", CHANNEL_TASKS_PROMPT_MAX_DEFAULT);
 
-        c.gates.rate_limits.pending = load_uint(rl, "pending", 30);
-        c.gates.rate_limits.per_minute = load_uint(rl, "per_minute", 60);
-        c.gates.rate_limits.total = load_uint(rl, "total", 500);
+        c.gates.rate_limits.pending = load_uint(rl, "pending", CHANNEL_GATE_RATE_PENDING_DEFAULT);
+        c.gates.rate_limits.per_minute = load_uint(rl, "per_minute", CHANNEL_GATE_RATE_PER_MINUTE_DEFAULT);
+        c.gates.rate_limits.total = load_uint(rl, "total", CHANNEL_GATE_RATE_TOTAL_DEFAULT);
         c.gates.audit.retention_days = load_uint(audit, "retention_days", 30);
-        c.gates.audit.verbose = load_bool(audit, "verbose", false);
-        c.gates.approval_timeout_sec = load_uint(gates, "approval_timeout_sec", 300);
+        c.gates.audit.verbose = load_bool(audit, "verbose", CHANNEL_GATE_AUDIT_VERBOSE_DEFAULT);
+        c.gates.approval_timeout_sec = load_uint(gates, "approval_timeout_sec", CHANNEL_GATE_APPROVAL_TIMEOUT_SEC_DEFAULT);
         if ((r = load_string(gates, "webhook_url", NULL, &c.gates.webhook_url)) < 0)
                 return r;
         if (isempty(c.gates.webhook_url))

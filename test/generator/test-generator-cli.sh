@@ -35,9 +35,10 @@ LOOP_CONFIG_DIR=$cfg "$GEN" --dryrun >"$cfg/out" 2>"$cfg/err" && st=0 || st=$?
 is "$st" 0 "--dryrun exits 0 with an invalid channel present"
 out=$(cat "$cfg/out")
 like "$out" "---loop-demo.slice---" "--dryrun prints the channel's slice"
-like "$out" "---loop-agent@demo.service.d/50-channel.conf---.*Environment=LOOP_CHANNEL=demo" "...its drop-ins in full"
-like "$out" "---loop-channel@demo.target.wants/loop-agent@demo.path---.*-> .*/loop-agent@.path" "...and its links with their targets"
-like "$out" "---loop-gateway@demo.service.d/egress.json---.*mode 0600: not shown" "a file only root may read is named, not shown"
+like "$out" "---loop-channel@demo.target---.*Wants=loop-agent@demo.path" "...its units in full"
+like "$out" "---loop-agent@demo.service.d/50-channel.conf---.*Environment=\"LOOP_CONFIG_DIR=$cfg\"" "...and drop-ins"
+like "$out" "---loop.target.wants/loop-reconcile.timer---.*-> .*/loop-reconcile.timer" "...and links with their targets"
+like "$out" "---loop-egress/demo.gateway.json---.*mode 0600: not shown" "a file only root may read is named, not shown"
 unlike "$out" "ghp_SECRET_never_printed|sk-ant-never-printed" "no secret is printed"
 like "$(cat "$cfg/err")" "broken.json: invalid, skipping channel broken: work_dir" "a skipped channel is said with its reason"
 unlike "$out" "broken" "nothing is generated for it"

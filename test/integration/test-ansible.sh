@@ -94,7 +94,7 @@ is "$(in_ct stat -c '%a %U %G' /etc/credstore /etc/credstore/loop.anthropic_api_
         "$(printf '700 root root\n600 root root')" "the key is the credential loop.anthropic_api_key, root's alone"
 in_ct grep -rqF "$SECRET" /etc/loop
 ok $((!$?)) "the key is in no file under /etc/loop"
-in_ct grep -qF "$SECRET" /run/systemd/generator/loop-gateway@demo.service.d/egress.json
+in_ct grep -qF "$SECRET" /run/systemd/generator/loop-egress/demo.gateway.json
 ok $? "the generator handed the credential to the channel's egress gateway"
 is "$(prop loop.target UnitFileState)/$(prop loop.target ActiveState)" enabled/active "loop.target is enabled and started"
 is "$(prop loop-agent@demo.path ActiveState)/$(prop loop-agent@other.path ActiveState)" active/active \

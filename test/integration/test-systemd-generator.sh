@@ -18,7 +18,7 @@ UNITDIR=/usr/local/lib/systemd/system
 GENDIR=/run/systemd/generator
 # Invalid channels get names unique to this run: their reports are looked up in the host's kernel log.
 RUN=$$-$RANDOM
-GOOD=(alpha my-proj cpu)
+GOOD=(alpha my-proj cpu noegress)
 BROKEN=broken-$RUN
 WRONGTYPE=wrongtype-$RUN
 BADNAME=bad:name-$RUN
@@ -54,13 +54,14 @@ is "$(prop loop-agent@x.service FragmentPath)" "$UNITDIR/loop-agent@.service" \
         "loop-agent@x.service comes from the template in $UNITDIR"
 is "$(prop loop-agent@x.service ExecStart | grep -o 'path=[^ ;]*')" "path=/usr/local/bin/loop" \
         "loop-agent@.service runs the installed loop binary"
-is "$(prop loop-agent@x.service Slice)" loop.slice "without a channel drop-in the runner lives in loop.slice"
+is "$(prop loop-agent@x.service Slice)" loop-x.slice "the template puts the runner into its channel's slice (Slice=loop-%i.slice)"
 is "$(in_ct systemctl show -P Wants loop.target)" "" "without channels loop.target wants nothing"
 
 # --- channels appear on daemon-reload -------------------------------------------------------------
 echo '{}' >"$cfg/channels.d/alpha.json"
 echo '{"work_dir": "/srv/x", "limits": {"memory_max_mb": 512, "tasks_max": 100}}' >"$cfg/channels.d/my-proj.json"
 echo '{"limits": {"cpu_quota_percent": 150}}' >"$cfg/channels.d/cpu.json"
+echo '{"egress": {"enabled": false}}' >"$cfg/channels.d/noegress.json"
 echo '{"work_dir": ' >"$cfg/channels.d/$BROKEN.json"
 echo '{"container_memory_mb": "lots"}' >"$cfg/channels.d/$WRONGTYPE.json"
 echo '{}' >"$cfg/channels.d/$BADNAME.json"
@@ -76,10 +77,56 @@ for c in "${GOOD[@]}"; do
         svc=loop-agent@$c.service
         is "$(prop "$svc" Slice)" "$s" "channel $c: $svc runs in $s"
         is "$(prop "$svc" FragmentPath)" "$UNITDIR/loop-agent@.service" "channel $c: $svc comes from the template"
-        is "$(prop "$svc" DropInPaths)" "$GENDIR/$svc.d/50-channel.conf" "channel $c: $svc has the generated drop-in"
-        is "$(prop "$svc" SourcePath)" "/etc/loop/channels.d/$c.json" "channel $c: $svc names the channel file as SourcePath"
         like " $(prop "$svc" Environment) " " LOOP_CHANNEL=$c " "channel $c: $svc sets LOOP_CHANNEL=$c"
+        is "$(prop "loop-chrome@$c.service" Slice)" "$s" "channel $c: loop-chrome@$c.service runs in $s"
+        t=loop-channel@$c.target
+        is "$(prop "$t" FragmentPath)" "$GENDIR/$t" "channel $c: $t is generated, in place of the template"
+        is "$(prop "$t" SourcePath)" "/etc/loop/channels.d/$c.json" "channel $c: $t names the channel file as SourcePath"
 done
+# A drop-in only where a channel differs from what the templates say for every channel: the runner of
+# my-proj, whose slice's name is escaped; none for the others (the default config dir, no description).
+svc='loop-agent@my-proj.service'
+is "$(prop "$svc" DropInPaths)" "$GENDIR/$svc.d/50-channel.conf" "channel my-proj: $svc has the generated drop-in"
+is "$(prop "$svc" SourcePath)" "/etc/loop/channels.d/my-proj.json" "...which names the channel file as SourcePath"
+is "$(prop loop-agent@alpha.service DropInPaths)" "" "channel alpha: loop-agent@alpha.service needs no drop-in"
+for svc in loop-gate@alpha.service loop-tasks@alpha.service loop-gateway@alpha.service loop-browser@alpha.service; do
+        is "$(prop "$svc" DropInPaths)" "" "channel alpha: $svc needs no drop-in (default settings)"
+done
+# The Docker API proxy of a default channel takes its settings from the template, which must say what the
+# generator writes into a drop-in when a channel differs (my-proj: its work dir): the same values.
+proxy_env() { prop "loop-dockerproxy@$1.service" Environment | tr ' ' '\n' | grep -v -e '^LOOP_DOCKERPROXY_WORK_DIR=' -e '^LOOP_CHANNEL=' | sort; }
+is "$(prop loop-dockerproxy@alpha.service DropInPaths)" "" "channel alpha: loop-dockerproxy@alpha.service needs no drop-in"
+is "$(proxy_env alpha)" "$(proxy_env my-proj)" \
+        "...and gets the same settings from the template as the generator writes into my-proj's drop-in"
+like "$(proxy_env alpha)" "LOOP_DOCKERPROXY_MASKED_PATHS=/proc/acpi:.*:/sys/module" "...the masked kernel paths among them"
+like " $(prop loop-dockerproxy@alpha.service Environment) " " LOOP_DOCKERPROXY_WORK_DIR=/var/lib/loop/alpha/work " \
+        "...and its work dir, the default"
+# The egress policies, where the templates' LoadCredential= name them, root's only.
+for w in gateway browser; do
+        is "$(in_ct stat -c '%a %U' "$GENDIR/loop-egress/alpha.$w.json")" "600 root" \
+                "channel alpha: the $w's egress policy is in $GENDIR/loop-egress, 0600 root"
+done
+# PID 1 finds them where the templates' LoadCredential= say (a missing file fails the start: "Failed to set
+# up credentials"); `systemctl show` cannot print LoadCredential= in 252, so the services are started.
+is "$(in_ct sh -c 'systemctl start loop-gateway@alpha.service && cat /proc/$(systemctl show -P MainPID loop-gateway@alpha.service)/environ | tr "\0" "\n" | grep ^CREDENTIALS_DIRECTORY= >/dev/null && ls "/run/credentials/loop-gateway@alpha.service"' 2>&1)" \
+        egress.json "loop-gateway@alpha.service starts with its credential egress.json" ||
+        diag "$(in_ct systemctl status --no-pager loop-gateway@alpha.service 2>&1)"
+in_ct systemctl stop loop-gateway@alpha.service loop-gateway@alpha.socket
+is "$(in_ct stat -c '%a' "$GENDIR/loop-egress")" 700 "$GENDIR/loop-egress is 0700"
+# A channel without an egress gateway: no gateway, and the browser loads no policy (the empty assignment
+# in its drop-in takes the template's LoadCredential= back, so the service can start).
+check "channel noegress: loop-browser@noegress.service starts without an egress policy" \
+        in_ct systemctl start loop-browser@noegress.service ||
+        diag "$(in_ct systemctl status --no-pager loop-browser@noegress.service 2>&1)"
+is "$(in_ct sh -c 'ls /run/credentials/loop-browser@noegress.service 2>/dev/null')" "" "...and loads no credential"
+check "channel alpha: loop-browser@alpha.service starts with the browser's policy" \
+        in_ct systemctl start loop-browser@alpha.service ||
+        diag "$(in_ct systemctl status --no-pager loop-browser@alpha.service 2>&1)"
+is "$(in_ct ls /run/credentials/loop-browser@alpha.service)" egress.json "...its credential egress.json"
+in_ct systemctl stop loop-browser@noegress.service loop-browser@alpha.service loop-browser@noegress.socket \
+        loop-browser@alpha.socket 'loop-chrome@*.service' >/dev/null 2>&1
+unlike " $(prop loop-channel@noegress.target Wants) " " loop-gateway@noegress\.socket " \
+        "channel noegress: its target does not want the gateway's socket"
 is 'loop-my\x2dproj.slice' "$(slice_of my-proj)" "the slice of channel my-proj is named loop-my\\x2dproj.slice"
 is "$(prop 'loop-my\x2dproj.slice' MemoryMax)" $((512 * 1024 * 1024)) "limits.memory_max_mb=512 gives MemoryMax=512M"
 is "$(prop 'loop-my\x2dproj.slice' TasksMax)" 100 "limits.tasks_max=100 gives TasksMax=100"
@@ -96,8 +143,12 @@ for c in "$BROKEN" "$WRONGTYPE" "$BADNAME"; do
         generated=$(in_ct find "$GENDIR" -name "*${c%%-*}*")
         is "$generated" "" "nothing is generated for invalid channel ${c%-"$RUN"}"
 done
-like "$(in_ct readlink "$GENDIR/loop-channel@alpha.target.wants/loop-agent@alpha.path")" "^$UNITDIR/loop-agent@\\.path$" \
-        "the enablement symlink points at the installed loop-agent@.path"
+wants=" $(prop loop-channel@alpha.target Wants) "
+for u in loop-agent@alpha.path loop-tasks@alpha.socket loop-tasks-sync@alpha.path loop-gateway@alpha.socket \
+         loop-browser@alpha.socket loop-gate@alpha.socket loop-gate-admin@alpha.socket loop-dockerproxy@alpha.socket \
+         loop-reconcile.timer; do
+        like "$wants" " ${u//./\\.} " "loop-channel@alpha.target wants $u"
+done
 
 # The generator logs to /dev/kmsg when systemd runs it (nspawn_boot --kmsg: the host's kernel log).
 kmsg=$(in_ct dmesg)

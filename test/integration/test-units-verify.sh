@@ -60,6 +60,8 @@ verify loop-agent@verify-me.service
 ok $? "loop-agent@verify-me.service with its generated drop-in passes systemd-analyze verify"
 verify loop-agent@verify-me.path
 ok $? "loop-agent@verify-me.path passes systemd-analyze verify"
+verify "$GENDIR/loop-channel@verify-me.target"
+ok $? "the generated loop-channel@verify-me.target (in place of the template) passes systemd-analyze verify"
 
 exposure=$(in_ct systemd-analyze security --no-pager loop-agent@verify-me.service 2>&1 | tail -n 1)
 diag "systemd-analyze security: ${exposure#→ }"

@@ -88,8 +88,10 @@ int main(void) {
                 "the failure is reported with its real error, not as out of memory"))
                 printf("#   log: %s\n", log_fail);
         ok(!exists(tmp, "out-fail", "loop-dockerproxy@proj.service.d") &&
-           !exists(tmp, "out-fail", "loop.target.wants/loop-dockerproxy@proj.socket"),
-           "and the channel gets no Docker API proxy");
+           !exists(tmp, "out-fail", "loop-channel@proj.target") &&
+           !exists(tmp, "out-fail", "loop.target.d/50-channels.conf"),
+           "and the channel gets no Docker API proxy: neither its target (which would want the socket) nor "
+           "loop.target's Upholds= of it is written");
 
         if (asprintf(&cleanup, "rm -rf '%s'", tmp) < 0 || system(cleanup) != 0)
                 abort();
