@@ -209,6 +209,14 @@ static void test_path_normalize(void) {
         is_str(norm_path("/a%zz"), "REFUSED", "a bad escape is refused");
         is_str(norm_path("/a%00b"), "REFUSED", "an encoded NUL is refused");
         is_str(norm_path("/a%4"), "REFUSED", "a cut escape is refused");
+        is_str(norm_path("/pub/..\\private"), "REFUSED", "a backslash (a \"/\" to WHATWG URL parsers) is refused");
+        is_str(norm_path("/pub/a|b"), "REFUSED", "...as is any byte RFC 3986 does not allow in a path");
+        is_str(norm_path("/pub/..;/private"), "REFUSED", "a dot-segment with parameters (..;, a \"..\" to Tomcat) is refused");
+        is_str(norm_path("/pub/.;x/private"), "REFUSED", "...\".;\" too");
+        is_str(norm_path("/pub/..;"), "REFUSED", "...last in the path too");
+        is_str(norm_path("/pub/%2e%2e;/private"), "REFUSED", "...encoded too");
+        is_str(norm_path("/pub/a;v=1/b:c@d!$&'()*+,=~"), "/pub/a;v=1/b:c@d!$&'()*+,=~",
+               "parameters of other segments and the other characters of a segment stay");
         is_str(norm_path("*"), "*", "the asterisk form stays");
 }
 
