@@ -502,8 +502,18 @@ static void test_rewrite(void) {
            "the dummy is replaced by the secret in the credential's header");
         ok(head && !strstr(head, "Proxy-Authorization") && !strstr(head, "X-Hop") && !strstr(head, "keep-alive"),
            "proxy and hop-by-hop headers (also those Connection names) are dropped");
-        ok(head && endswith(head, "Accept: */*\r\n\r\n") && !strstr(head, "Connection"),
+        ok(head && strstr(head, "\r\nAccept: */*\r\n") && !strstr(head, "Connection"),
            "other headers pass; no Connection header: the upstream connection is kept for the next request");
+        head = mfree(head);
+
+        q = head_of("GET http://gh.test/user HTTP/1.1\r\nHost: gh.test\r\nAuthorization: token ghp_dummy0001\r\n"
+                    "Accept-Encoding: gzip, deflate, br\r\naccept-encoding: zstd\r\n\r\n", p, NULL, &head, &reason);
+        ok(q == 0 && head && !strstr(head, "gzip") && !strstr(head, "zstd") && endswith(head, "\r\nAccept-Encoding: identity\r\n\r\n"),
+           "a request with an injected secret asks for no content coding (a compressed echo of the secret is not scrubbed)");
+        head = mfree(head);
+        q = head_of("GET http://up.test/x HTTP/1.1\r\nHost: up.test\r\nAccept-Encoding: gzip\r\n\r\n", p, NULL, &head, &reason);
+        ok(q == 0 && head && strstr(head, "Accept-Encoding: gzip\r\n") && !strstr(head, "identity"),
+           "...while one without keeps the agent's Accept-Encoding");
         head = mfree(head);
 
         q = head_of("POST http://up.test/upload HTTP/1.1\r\nHost: up.test\r\nTransfer-Encoding: chunked\r\n"
@@ -539,6 +549,11 @@ static void test_rewrite(void) {
         api.oauth_token = "oauth-REAL-TOKEN";
         q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " API_DUMMY "\r\n\r\n", p, &api, &head, &reason);
         ok(q == 0 && head && strstr(head, "Authorization: Bearer oauth-REAL-TOKEN\r\n"), "the OAuth dummy becomes the real token");
+        head = mfree(head);
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: " API_DUMMY "\r\nAccept-Encoding: gzip, deflate, br\r\n\r\n",
+                    p, &api, &head, &reason);
+        ok(q == 0 && head && !strstr(head, "gzip") && strstr(head, "Accept-Encoding: identity\r\n"),
+           "the API pass-through asks for no content coding either");
         head = mfree(head);
 }
 
