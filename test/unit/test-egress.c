@@ -425,6 +425,62 @@ static size_t client_hello(const char *sni, uint8_t *buf, size_t size) {
         return n > 0 ? (size_t) n : 0;
 }
 
+/* A ClientHello made by hand around the extension block exts[0..n): TLS 1.2 record, one cipher suite. */
+static size_t hello_around(const uint8_t *exts, size_t n, uint8_t *buf) {
+        size_t body = 2 + 32 + 1 + 2 + 2 + 1 + 1 + 2 + n, o = 0;
+
+        buf[o++] = 0x16, buf[o++] = 0x03, buf[o++] = 0x01;
+        buf[o++] = (uint8_t) ((body + 4) >> 8), buf[o++] = (uint8_t) (body + 4);
+        buf[o++] = 0x01, buf[o++] = 0, buf[o++] = (uint8_t) (body >> 8), buf[o++] = (uint8_t) body;
+        buf[o++] = 0x03, buf[o++] = 0x03;
+        memset(buf + o, 0x42, 32), o += 32;
+        buf[o++] = 0;                                   /* session id */
+        buf[o++] = 0, buf[o++] = 2, buf[o++] = 0x13, buf[o++] = 0x01;
+        buf[o++] = 1, buf[o++] = 0;                     /* compression: null */
+        buf[o++] = (uint8_t) (n >> 8), buf[o++] = (uint8_t) n;
+        memcpy(buf + o, exts, n);
+        return o + n;
+}
+
+/* One server_name extension of the host names given (each entry of type host_name). */
+static size_t sni_ext(const char * const *names, size_t k, uint8_t *buf) {
+        size_t list = 0, o = 0;
+
+        for (size_t i = 0; i < k; i++)
+                list += 3 + strlen(names[i]);
+        buf[o++] = 0, buf[o++] = 0;                     /* server_name */
+        buf[o++] = (uint8_t) ((list + 2) >> 8), buf[o++] = (uint8_t) (list + 2);
+        buf[o++] = (uint8_t) (list >> 8), buf[o++] = (uint8_t) list;
+        for (size_t i = 0; i < k; i++) {
+                size_t l = strlen(names[i]);
+                buf[o++] = 0, buf[o++] = (uint8_t) (l >> 8), buf[o++] = (uint8_t) l;
+                memcpy(buf + o, names[i], l), o += l;
+        }
+        return o;
+}
+
+/* Where the gateway and the server could read two different names, the gateway reads none. */
+static void test_sni_ambiguous(void) {
+        static const char * const allowed[] = { "allowed.example" }, * const other[] = { "other.example" },
+                * const both[] = { "allowed.example", "other.example" };
+        uint8_t exts[256], hello[512];
+        size_t n;
+        char *sni = NULL;
+
+        n = sni_ext(allowed, 1, exts);
+        ok(tls_client_hello_sni(hello, hello_around(exts, n, hello), &sni) == 1 && streq_ptr(sni, "allowed.example"),
+           "a hand-made ClientHello with one server name is read");
+        sni = mfree(sni);
+        n += sni_ext(other, 1, exts + n);
+        ok(tls_client_hello_sni(hello, hello_around(exts, n, hello), &sni) == -EBADMSG && !sni,
+           "two server_name extensions (a server may read the second) are refused");
+        sni = mfree(sni);
+        n = sni_ext(both, 2, exts);
+        ok(tls_client_hello_sni(hello, hello_around(exts, n, hello), &sni) == -EBADMSG && !sni,
+           "two host names in one server_name list are refused");
+        sni = mfree(sni);
+}
+
 static void test_sni(void) {
         uint8_t hello[4096];
         size_t n;
@@ -993,6 +1049,7 @@ int main(void) {
         test_addresses();
         test_own_addresses();
         test_sni();
+        test_sni_ambiguous();
         test_rewrite();
         test_refusal_text();
         test_response_framing();
