@@ -147,9 +147,10 @@ static int connection_read_head(EgressConn *c) {
 
 /* ---- the three kinds of request ---- */
 
-/* Every decision is taken on one form of the target: the host normalised (egress_host_normalize()) and
- * the path normalised (egress_path_normalize()), which is also what goes upstream: for the request of a
- * client and for each request inside an intercepted tunnel alike. */
+/* Every decision is taken on one form of the target: the host normalised (egress_host_normalize()), the
+ * path normalised (egress_path_normalize()), which is also what goes upstream, and one method in one
+ * spelling (egress_method_is_unambiguous()): for the request of a client and for each request inside an
+ * intercepted tunnel alike. */
 static int request_normalize(EgressConn *c) {
         char *n = NULL;
         int q;
@@ -164,6 +165,9 @@ static int request_normalize(EgressConn *c) {
                 free(c->req.host);
                 c->req.host = n;
         }
+        if (c->req.form != HTTP_TARGET_AUTHORITY && !egress_method_is_unambiguous(&c->req))
+                return egress_conn_refuse(c, 400, "deny", "bad-method",
+                              "the method is not in upper case, or a method-override header names another");
         if (c->req.path && c->req.form != HTTP_TARGET_AUTHORITY) {
                 q = egress_path_normalize(c->req.path, &n);
                 if (q == -ENOMEM)

@@ -36,6 +36,7 @@ mkdir -m 0700 "$T/state"
 cat >"$T/egress.json" <<'EOF'
 { "egress": { "allow_api": false, "rules": [
   { "host": "localhost", "intercept": "always", "paths": [ "^/pub/" ], "decision": "allow" },
+  { "host": "localhost", "schemes": [ "http" ], "methods": [ "DELETE" ], "decision": "deny" },
   { "host": "localhost", "schemes": [ "http" ], "paths": [ "^/pub/" ], "decision": "allow" }
 ] } }
 EOF
@@ -46,13 +47,16 @@ gw=$!
 atexit "kill $gw 2>/dev/null; wait $gw 2>/dev/null"
 wait_for 5 test -S "$T/gateway.sock" || bail_out "the gateway's socket did not appear"
 
-# client.py SOCK MODE PATH: registers container "guards-1", hands a TCP connection over with its token
-# and sends one request for PATH: MODE "tunnel" inside an intercepted CONNECT localhost:443, "http" as
-# a plain absolute-form request. Prints "STATUS BODY" of the answer.
+# client.py SOCK MODE PATH [METHOD [HEADER]]: registers container "guards-1", hands a TCP connection over
+# with its token and sends one request for PATH (GET, or METHOD, with HEADER if given): MODE "tunnel"
+# inside an intercepted CONNECT localhost:443, "http" as a plain absolute-form request. Prints "STATUS
+# BODY" of the answer.
 cat >"$T/client.py" <<'EOF'
 import json, socket, ssl, sys
 
 sock_path, mode, path = sys.argv[1:4]
+method = sys.argv[4] if len(sys.argv) > 4 else 'GET'
+extra = sys.argv[5] + '\r\n' if len(sys.argv) > 5 else ''
 
 def unix():
     u = socket.socket(socket.AF_UNIX)
@@ -114,14 +118,14 @@ if mode == 'tunnel':
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
     c = ctx.wrap_socket(c, server_hostname='localhost')
-    c.sendall(('GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n' % path).encode())
+    c.sendall(('%s %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n' % (method, path, extra)).encode())
 else:
-    c.sendall(('GET http://localhost%s HTTP/1.1\r\nHost: localhost\r\n\r\n' % path).encode())
+    c.sendall(('%s http://localhost%s HTTP/1.1\r\nHost: localhost\r\n%s\r\n' % (method, path, extra)).encode())
 status, body = answer(c)
 print(status.split(' ')[1] if ' ' in status else status, body)
 EOF
 
-req() { python3 "$T/client.py" "$T/gateway.sock" "$1" "$2" 2>&1; }
+req() { python3 "$T/client.py" "$T/gateway.sock" "$@" 2>&1; }
 
 # The guard that decided, from the answer: the address check comes after the policy allowed.
 ALLOWED="403 loop egress gateway: the name leads to an address the gateway does not connect to"
@@ -139,6 +143,18 @@ is "$(req http '/pub/..\secret')" "$BADPATH" "http: a backslash in the path is r
 is "$(req tunnel '/pub/..;/secret')" "$BADPATH" "tunnel: a dot-segment with parameters (..;) is refused (400 bad-path)"
 is "$(req http '/pub/.;/x')" "$BADPATH" "http: a dot-segment with parameters (.;) is refused (400 bad-path)"
 is "$(req http '/pub/a;b=c/x')" "$ALLOWED" "http: parameters in other segments are kept (allowed, then refused as loopback)"
+
+# Methods: one spelling (RFC 9110 makes them case-sensitive, but ASP.NET Core and Werkzeug read "delete"
+# as DELETE), and one method per request (an override header names a second one many frameworks obey).
+BADMETHOD="400 loop egress gateway: the method is not in upper case, or a method-override header names another"
+is "$(req http /pub/x DELETE)" "$POLICY" "http: DELETE is refused by the policy"
+is "$(req http /pub/x delete)" "$BADMETHOD" "http: \"delete\" is not another method than DELETE: refused (400 bad-method)"
+is "$(req http /pub/x Delete)" "$BADMETHOD" "http: ...nor is \"Delete\""
+is "$(req http /pub/x POST 'X-HTTP-Method-Override: DELETE')" "$BADMETHOD" \
+        "http: POST with X-HTTP-Method-Override: DELETE is refused (400 bad-method)"
+is "$(req tunnel /pub/x POST 'X-Method-Override: delete')" "$BADMETHOD" "tunnel: ...X-Method-Override too"
+is "$(req http /pub/x POST 'X-HTTP-Method: PUT')" "$BADMETHOD" "http: ...and X-HTTP-Method"
+is "$(req http /pub/x POST 'X-HTTP-Method-Override: POST')" "$ALLOWED" "http: an override naming the request's own method is no other"
 
 kill -0 "$gw" 2>/dev/null; ok $? "the gateway goes on serving"
 
