@@ -147,6 +147,41 @@ static int connection_read_head(EgressConn *c) {
 
 /* ---- the three kinds of request ---- */
 
+/* Every decision is taken on one form of the target: the host normalised (egress_host_normalize()), the
+ * path normalised (egress_path_normalize()), which is also what goes upstream, and one method in one
+ * spelling (egress_method_is_unambiguous()): for the request of a client and for each request inside an
+ * intercepted tunnel alike. */
+static int request_normalize(EgressConn *c) {
+        char *n = NULL;
+        int q;
+
+        if (c->req.host) {
+                q = egress_host_normalize(c->req.host, &n);
+                if (q == -ENOMEM)
+                        return q;
+                if (q < 0)
+                        return egress_conn_refuse(c, 400, "deny", "bad-host",
+                                      "the host is not a name or an IP address in its one dotted-quad or IPv6 form");
+                free(c->req.host);
+                c->req.host = n;
+        }
+        if (c->req.form != HTTP_TARGET_AUTHORITY && !egress_method_is_unambiguous(&c->req))
+                return egress_conn_refuse(c, 400, "deny", "bad-method",
+                              "the method is not in upper case, or a method-override header names another");
+        if (c->req.path && c->req.form != HTTP_TARGET_AUTHORITY) {
+                q = egress_path_normalize(c->req.path, &n);
+                if (q == -ENOMEM)
+                        return q;
+                if (q < 0)
+                        return egress_conn_refuse(c, 400, "deny", "bad-path",
+                                      "the path holds an encoded / or dot-segment, a bad escape, or a byte RFC 3986 "
+                                      "does not allow in a path");
+                free(c->req.path);
+                c->req.path = n;
+        }
+        return 0;
+}
+
 /* One request inside an intercepted tunnel. */
 static int intercept_request(EgressConn *c) {
         EgressGateway *g = c->gw;
@@ -158,6 +193,10 @@ static int intercept_request(EgressConn *c) {
 
         if (c->req.form != HTTP_TARGET_ORIGIN)
                 return egress_conn_refuse(c, 400, "deny", "bad-request", "a request inside a tunnel names no other server");
+        /* the path rules decide on the path the upstream gets, as for plain requests */
+        q = request_normalize(c);
+        if (q < 0)
+                return q;
         c->req.host = strdup(c->host);
         if (!c->req.host)
                 return -ENOMEM;
@@ -471,35 +510,6 @@ static int handle_register(EgressConn *c) {
         q = egress_conn_client_write(c, out, size);
         explicit_bzero(out, size);
         return q;
-}
-
-/* Every decision is taken on one form of the target: the host normalised (egress_host_normalize()) and
- * the path normalised (egress_path_normalize()), which is also what goes upstream. */
-static int request_normalize(EgressConn *c) {
-        char *n = NULL;
-        int q;
-
-        if (c->req.host) {
-                q = egress_host_normalize(c->req.host, &n);
-                if (q == -ENOMEM)
-                        return q;
-                if (q < 0)
-                        return egress_conn_refuse(c, 400, "deny", "bad-host",
-                                      "the host is not a name or an IP address in its one dotted-quad or IPv6 form");
-                free(c->req.host);
-                c->req.host = n;
-        }
-        if (c->req.path && c->req.form != HTTP_TARGET_AUTHORITY) {
-                q = egress_path_normalize(c->req.path, &n);
-                if (q == -ENOMEM)
-                        return q;
-                if (q < 0)
-                        return egress_conn_refuse(c, 400, "deny", "bad-path",
-                                      "the path holds an encoded / or dot-segment, or a bad escape");
-                free(c->req.path);
-                c->req.path = n;
-        }
-        return 0;
 }
 
 static void connection_dispatch(EgressConn *c) {

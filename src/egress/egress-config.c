@@ -100,6 +100,11 @@ static int config_parse(json_object *doc, EgressConfig *c) {
                 return r;
         if (r >= 0 && c->api.authorization)
                 r = -EINVAL;
+        /* not echoed when it has a USER:PASSWORD@ part (or anything with an @): the journal gets the reason */
+        if (r < 0 && s && strchr(s, '@'))
+                return config_fail(c, "egress.api_upstream is not an http(s)://HOST[:PORT][/PATH] URL: it has a "
+                                      "USER:PASSWORD@ part (not repeated here); the model API's credential is "
+                                      "anthropic_api_key or claude_code_oauth_token");
         if (r < 0)
                 return config_fail(c, "egress.api_upstream \"%s\" is not an http(s)://HOST[:PORT][/PATH] URL", s);
         /* the real key goes only into TLS the gateway made and verified */

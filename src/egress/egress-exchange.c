@@ -310,6 +310,14 @@ static int response_relay(EgressConn *c, bool *ret_upstream_reusable, bool *ret_
                 have -= f.head_size;
         }
 
+        if (c->scrub.n > 0 && (f.chunked || f.until_close || f.length > 0) && egress_response_is_encoded(buf, f.head_size)) {
+                /* deflate's bytes hide the secret from the scrubber; the agent would inflate them */
+                c->decision = "error";
+                c->reason = "encoded-response";
+                (void) egress_conn_reply(c, 502, "the upstream answered with a content coding (Content-Encoding) to a request "
+                                         "carrying a credential, whose answer the gateway must read: it is refused");
+                return -EPROTO;
+        }
         if (c->scrub.n > 0)
                 return response_relay_scrubbed(c, &f, buf, have, ret_upstream_reusable, ret_client_reusable);
 

@@ -136,6 +136,21 @@ static bool char_is_unreserved(char c) {
         return isalnum((unsigned char) c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 
+/* RFC 3986 3.3: a path segment's characters (pchar) besides the escape; anything else ("\\", which
+ * WHATWG URL parsers read as "/", "\"", "<", "{", "|", "^", a blank...) is no path a server agrees on. */
+static bool char_is_pchar(char c) {
+        return char_is_unreserved(c) || (c && strchr("!$&'()*+,;=:@", c));
+}
+
+/* "." or "..", or either with parameters (".;x", "..;x": Tomcat and Jetty read the segment as the
+ * dot-segment): seg[0..len) as the path had it. */
+static bool segment_is_dot(const char *seg, size_t len) {
+        const char *semi = memchr(seg, ';', len);
+        size_t name = semi ? (size_t) (semi - seg) : len;
+
+        return (name == 1 && seg[0] == '.') || (name == 2 && seg[0] == '.' && seg[1] == '.');
+}
+
 int egress_path_normalize(const char *path, char **ret) {
         _cleanup_free_ char *d = NULL, *out = NULL;
         size_t n, o = 0, seg_start = 0;
@@ -162,7 +177,7 @@ int egress_path_normalize(const char *path, char **ret) {
                 if (c == '/') {
                         const char *seg = d + seg_start;
                         size_t len = o - seg_start;
-                        if (seg_encoded && ((len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.')))
+                        if ((seg_encoded || memchr(seg, ';', len)) && segment_is_dot(seg, len))
                                 return -EINVAL;
                         d[o++] = c;
                         seg_start = o;
@@ -193,14 +208,14 @@ int egress_path_normalize(const char *path, char **ret) {
                         }
                         continue;
                 }
-                if ((unsigned char) c < 0x21 || c == 0x7f)
+                if (!char_is_pchar(c))
                         return -EINVAL;
                 d[o++] = c;
         }
         {
                 const char *seg = d + seg_start;
                 size_t len = o - seg_start;
-                if (seg_encoded && ((len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.')))
+                if ((seg_encoded || memchr(seg, ';', len)) && segment_is_dot(seg, len))
                         return -EINVAL;
         }
         d[o] = 0;

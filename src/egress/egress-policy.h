@@ -124,8 +124,10 @@ int egress_host_normalize(const char *host, char **ret);
 
 /* The one form of a request's path rules are matched on and the upstream gets: percent-encoded
  * unreserved characters decoded, other escapes in upper case hex, dot-segments removed (RFC 3986 3.3,
- * 5.2.4, 6.2.2). An encoded "/" or "\\", an encoded dot-segment ("%2e%2e"), a bad escape or a NUL is
- * refused (-EINVAL): they could mean another path to the server than to the rule. "*" stays "*". */
+ * 5.2.4, 6.2.2). An encoded "/" or "\\", an encoded dot-segment ("%2e%2e"), a dot-segment with
+ * parameters ("..;x", which Tomcat and Jetty read as ".."), a bad escape, a NUL, or a byte RFC 3986 does
+ * not allow in a path ("\\", which WHATWG URL parsers read as "/", a blank, "|", "{"...) is refused
+ * (-EINVAL): they could mean another path to the server than to the rule. "*" stays "*". */
 int egress_path_normalize(const char *path, char **ret);
 
 /* Whether a channel's agents go out only through the egress gateway: egress.enabled of the merged config

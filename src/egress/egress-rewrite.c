@@ -75,6 +75,8 @@ static bool holds_secret(const char *s, const EgressPolicy *p, const EgressApiAu
 int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const EgressRule *rule, const EgressApiAuth *api,
                          const char *host_header, char **ret_head, size_t *ret_size, const char **ret_reason) {
         SecretBuffer b = {};
+        /* the answer is scrubbed of the secret: it must come without a content coding */
+        bool injects = (rule && rule->decision == EGRESS_CREDENTIAL) || (api && api->pass_through);
         size_t estimate = 64 + strlen(r->method) + strlen(r->path) + strlen(strempty(r->query)) + strlen(host_header);
         int q;
 
@@ -102,7 +104,8 @@ int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const Egre
                 const HttpHeader *h = &r->headers[i];
                 _cleanup_free_ char *v = NULL;
 
-                if (http_request_header_is_hop_by_hop(r, h->name, gateway_own_headers))
+                if (http_request_header_is_hop_by_hop(r, h->name, gateway_own_headers) ||
+                    (injects && strcasecmp(h->name, "Accept-Encoding") == 0))
                         continue;
                 q = header_value(h, p, rule, api, &v, ret_reason);
                 if (q < 0)
@@ -122,7 +125,9 @@ int egress_upstream_head(const HttpRequest *r, const EgressPolicy *p, const Egre
         /* The body goes on re-chunked by the gateway, never as the client framed it. No "Connection:
          * close": the upstream connection is kept for the next request (the gateway frames every
          * message itself, so nothing of the client's reaches an upstream connection unchecked). */
-        q = secret_buffer_append_str(&b, r->chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "\r\n");
+        q = injects ? secret_buffer_append_str(&b, "Accept-Encoding: identity\r\n") : 0;
+        if (q >= 0)
+                q = secret_buffer_append_str(&b, r->chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "\r\n");
         if (q >= 0)
                 q = secret_buffer_append(&b, "", 1);     /* NUL-terminated, not counted */
         if (q < 0)
@@ -176,6 +181,31 @@ int egress_response_framing(const char *buf, size_t size, const char *request_me
                 f.until_close = true;
         *ret = f;
         return 1;
+}
+
+bool egress_response_is_encoded(const char *head, size_t size) {
+        const char *end = head + size, *line = http_find_crlf(head, size);
+
+        /* the lines after the status line; the head ends with an empty one */
+        for (const char *p = line ? line + 2 : end; p < end;) {
+                const char *eol = http_find_crlf(p, (size_t) (end - p)), *v;
+                size_t n;
+
+                if (!eol || eol == p)
+                        break;
+                n = (size_t) (eol - p);
+                if (n >= 17 && strncasecmp(p, "Content-Encoding:", 17) == 0) {
+                        v = p + 17;
+                        while (v < eol && (*v == ' ' || *v == '\t'))
+                                v++;
+                        while (eol > v && (eol[-1] == ' ' || eol[-1] == '\t'))
+                                eol--;
+                        if (eol > v && !((size_t) (eol - v) == 8 && strncasecmp(v, "identity", 8) == 0))
+                                return true;
+                }
+                p += n + 2;
+        }
+        return false;
 }
 
 int egress_scrub_add(EgressScrub *s, const char *secret, const char *dummy) {

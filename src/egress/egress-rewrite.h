@@ -17,6 +17,10 @@
  *     ("no-credential"); elsewhere the container's API dummy is refused like any other ("dummy-unbound");
  *   - a real secret the gateway holds, anywhere in the request (echoed to the agent by some server and
  *     sent back): refused, 403 "secret-in-request".
+ *
+ * A request the gateway injects a secret into (a credential rule's host, the API pass-through) asks for
+ * no content coding ("Accept-Encoding: identity" in place of the agent's): the answer is scrubbed of the
+ * secret as it streams, which a compressed echo of it would pass (egress_response_is_encoded()).
  */
 
 #include "egress-policy.h"
@@ -56,6 +60,11 @@ typedef struct EgressResponseFraming {
  * when more is needed, -E2BIG when EGRESS_RESPONSE_HEAD_MAX bytes hold none, -EBADMSG when it is not an
  * HTTP/1.x response. */
 int egress_response_framing(const char *buf, size_t size, const char *request_method, EgressResponseFraming *ret);
+
+/* Whether the response head head[0..size) (complete, as egress_response_framing() found it) says its body
+ * has a content coding: a Content-Encoding other than "identity" (any case, blanks around it). An answer
+ * to a request with an injected secret that has one cannot be scrubbed and is refused. */
+bool egress_response_is_encoded(const char *head, size_t size);
 
 /* What an upstream answers to a request the gateway injected a secret into: every occurrence of that
  * secret is replaced by its dummy before the agent gets it (a server that reflects a header, or sets a

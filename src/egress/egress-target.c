@@ -48,3 +48,18 @@ bool egress_sni_agrees(const char *sni, const char *host) {
         return sni && egress_host_normalize(sni, &n) >= 0 && streq(n, host);
 }
 
+
+bool egress_method_is_unambiguous(const HttpRequest *r) {
+        static const char * const overrides[] = { "X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override" };
+
+        if (!r->method)
+                return false;
+        for (const char *c = r->method; *c; c++)
+                if (*c >= 'a' && *c <= 'z')
+                        return false;
+        for (size_t i = 0; i < r->n_headers; i++)
+                for (size_t k = 0; k < ELEMENTSOF(overrides); k++)
+                        if (strcasecmp(r->headers[i].name, overrides[k]) == 0 && !streq(r->headers[i].value, r->method))
+                                return false;
+        return true;
+}

@@ -53,9 +53,13 @@ static bool sub(Reader *r, size_t n, Reader *ret) {
         return true;
 }
 
+/* RFC 6066 3: at most one name of a type. A second host name is refused rather than ignored: the server
+ * (or one of several between here and it) might read that one. */
 static int parse_server_name(Reader ext, char **ret_sni) {
-        Reader list, name;
+        Reader list, name, host = {};
         unsigned n, type, len;
+        bool found = false;
+        char *s;
 
         if (!read_u16(&ext, &n) || !sub(&ext, n, &list) || ext.left != 0)
                 return -EBADMSG;
@@ -64,29 +68,34 @@ static int parse_server_name(Reader ext, char **ret_sni) {
                         return -EBADMSG;
                 if (type != TLS_SERVER_NAME_HOST)
                         continue;
-                if (len == 0 || len > TLS_HOST_NAME_MAX)
+                if (found)
                         return -EBADMSG;
-                char *s = strndup((const char *) name.p, len);
-                if (!s)
-                        return -ENOMEM;
-                if (strlen(s) != len) {         /* an embedded NUL */
+                found = true;
+                host = name;
+        }
+        if (!found)
+                return 0;
+        if (host.left == 0 || host.left > TLS_HOST_NAME_MAX)
+                return -EBADMSG;
+        s = strndup((const char *) host.p, host.left);
+        if (!s)
+                return -ENOMEM;
+        if (strlen(s) != host.left) {           /* an embedded NUL */
+                free(s);
+                return -EBADMSG;
+        }
+        for (char *c = s; *c; c++) {
+                if ((unsigned char) *c <= 0x20 || (unsigned char) *c >= 0x7f) {
                         free(s);
                         return -EBADMSG;
                 }
-                for (char *c = s; *c; c++) {
-                        if ((unsigned char) *c <= 0x20 || (unsigned char) *c >= 0x7f) {
-                                free(s);
-                                return -EBADMSG;
-                        }
-                        if (*c >= 'A' && *c <= 'Z')
-                                *c = (char) (*c - 'A' + 'a');
-                }
-                if (len > 1 && s[len - 1] == '.')
-                        s[len - 1] = 0;
-                *ret_sni = s;
-                return 1;
+                if (*c >= 'A' && *c <= 'Z')
+                        *c = (char) (*c - 'A' + 'a');
         }
-        return 0;
+        if (host.left > 1 && s[host.left - 1] == '.')
+                s[host.left - 1] = 0;
+        *ret_sni = s;
+        return 1;
 }
 
 int tls_client_hello_sni(const uint8_t *buf, size_t size, char **ret_sni) {
@@ -123,11 +132,19 @@ int tls_client_hello_sni(const uint8_t *buf, size_t size, char **ret_sni) {
         if (!read_u16(&hello, &n) || !sub(&hello, n, &exts) || hello.left != 0)
                 return -EBADMSG;
 
+        /* RFC 8446 4.2: no extension twice; a second server_name is refused, not left to the server to
+         * pick (the whole block is read: a server_name after the first would be the server's to see) */
+        Reader found = {};
+        bool have = false;
         while (exts.left > 0) {
                 if (!read_u16(&exts, &ext_type) || !read_u16(&exts, &n) || !sub(&exts, n, &ext))
                         return -EBADMSG;
-                if (ext_type == TLS_EXTENSION_SERVER_NAME)
-                        return parse_server_name(ext, ret_sni);
+                if (ext_type != TLS_EXTENSION_SERVER_NAME)
+                        continue;
+                if (have)
+                        return -EBADMSG;
+                have = true;
+                found = ext;
         }
-        return 0;
+        return have ? parse_server_name(found, ret_sni) : 0;
 }

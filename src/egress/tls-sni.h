@@ -17,6 +17,7 @@
  *   1        *ret_sni is the host name (lower case, no trailing dot; caller frees);
  *   0        a complete ClientHello without a host name;
  *   -EAGAIN  incomplete: read more (never more than TLS_RECORD_HEADER_SIZE + TLS_RECORD_SIZE_MAX);
- *   -EBADMSG not a TLS ClientHello, or a malformed one (also one split across records);
+ *   -EBADMSG not a TLS ClientHello, or a malformed one (also one split across records, one with two
+ *            server_name extensions or two host names in one: a server might read the other);
  *   -ENOMEM. */
 int tls_client_hello_sni(const uint8_t *buf, size_t size, char **ret_sni);

@@ -474,7 +474,8 @@ static const Schema egress_rule_schema = SCHEMA("egress rule", egress_rule_field
 /* Not in project files: the agent writes those. */
 static const Field egress_fields[] = {
         BOOL("enabled", SCOPE_CONFIG),
-        STR("api_upstream", SCOPE_CONFIG, check_egress_upstream),
+        /* secret too: a URL refused for its user:password@ must not be echoed into the journal */
+        { .key = "api_upstream", .type = FIELD_STRING, .scope = SCOPE_CONFIG, .check = check_egress_upstream, .secret = true },
         BOOL("allow_api", SCOPE_CONFIG),
         STRV("registries", SCOPE_CONFIG, check_egress_registry),
         ARRAY("rules", SCOPE_CONFIG, egress_rule_schema),

@@ -731,6 +731,13 @@ static void test_egress(void) {
                    "...and its error does not echo the URL, which may carry a password");
                 config_problems_done(&p);
         }
+        {
+                ConfigProblems p = {};
+                ok(validate("{\"egress\": {\"api_upstream\": \"https://user:pw-SECRET-02@api.test\"}}", SCOPE_CHANNEL, &p) > 0 &&
+                   p.n == 1 && !strstr(p.items[0].message, "pw-SECRET-02"),
+                   "an api_upstream with user:password@ is refused without echoing the URL");
+                config_problems_done(&p);
+        }
         accepted("{\"egress\": {\"upstream_proxy\": \"http://user:p%40ss@proxy.corp:3128\"}}", SCOPE_CHANNEL,
                  "an upstream_proxy with user:password@ is accepted");
 

@@ -70,7 +70,10 @@ static void test_unusable(void) {
                 const char *json, *error;
         } cases[] = {
                 { "{\"egress\": {\"api_upstream\": \"http://api.example\"}}", "is not https://" },
-                { "{\"egress\": {\"api_upstream\": \"https://u:p@api.example\"}}", "is not an http(s)://" },
+                /* a password in egress.api_upstream is refused without being repeated in the journal */
+                { "{\"egress\": {\"api_upstream\": \"https://u:secret-in-url@api.example\"}}", "is not an http(s)://" },
+                { "{\"egress\": {\"api_upstream\": \"https://u:secret-in-url@api.example:99999\"}}", "is not an http(s)://" },
+                { "{\"egress\": {\"api_upstream\": \"http://u:secret-in-url@api.example\"}}", "is not an http(s)://" },
                 { "{\"egress\": {\"api_upstream\": \"ftp://api.example\"}}", "not a usable URL" },
                 { "{\"egress\": {\"upstream_proxy\": \"https://proxy.example:3128\"}}", "upstream proxy" },
                 { "{\"egress\": {\"upstream_proxy\": \"http://user:secret-in-url@proxy.example:99999\"}}", "upstream proxy" },

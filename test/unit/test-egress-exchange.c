@@ -18,6 +18,7 @@ typedef struct Upstream {
         int fd;
         const char *request_end;        /* the request is read until it ends with this */
         const char *response;           /* NULL: close without answering */
+        size_t response_size;           /* 0: strlen(response) */
         char got[4096];
         size_t n_got;
 } Upstream;
@@ -36,7 +37,7 @@ static void *upstream_run(void *userdata) {
         }
         u->got[u->n_got] = 0;
         if (u->response)
-                (void) write(u->fd, u->response, strlen(u->response));
+                (void) write(u->fd, u->response, u->response_size ?: strlen(u->response));
         else
                 (void) shutdown(u->fd, SHUT_RDWR);
         return NULL;
@@ -61,6 +62,7 @@ typedef struct Case {
         const char *upstream_head;      /* the head the gateway sends upstream */
         const char *request_end;
         const char *response;
+        size_t response_size;           /* 0: strlen(response) */
         const char *secret, *dummy;     /* a credential injected into the request */
 } Case;
 
@@ -78,7 +80,7 @@ static void run_case(const Case *k, Result *ret) {
         EgressGateway g = {};
         EgressConn *c = NULL;
         EgressPooled e = { .fd = -EBADF };
-        Upstream u = { .request_end = k->request_end, .response = k->response };
+        Upstream u = { .request_end = k->request_end, .response = k->response, .response_size = k->response_size };
         int up[2], client[2], status;
         size_t consumed, n = strlen(k->request);
         pthread_t t;
@@ -186,6 +188,58 @@ static void test_scrubbed(void) {
            "the scrubbed body is sent chunked (the dummy's length differs)");
 }
 
+/* A server that echoes the request's headers compressed (Accept-Encoding is the agent's to send, and a
+ * server may compress anyway): the scrubber sees deflate's bytes, never the secret, and the agent would
+ * inflate it. Such an answer to an injected request is refused, not passed on. */
+static void test_scrubbed_encoded(void) {
+        /* gzip of {"headers":{"Authorization":"token real-secret-1234"}} */
+        static const char gz[] =
+                "\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03\xab\x56\xca\x48\x4d\x4c\x49\x2d\x2a\x56\xb2\xaa\x56\x72"
+                "\x2c\x2d\xc9\xc8\x2f\xca\xac\x4a\x2c\xc9\xcc\xcf\x53\xb2\x52\x2a\xc9\xcf\x4e\xcd\x53\x28\x4a\x4d"
+                "\xcc\xd1\x2d\x4e\x4d\x2e\x4a\x2d\xd1\x35\x34\x32\x36\x51\xaa\xad\x05\x00\x40\x11\x7f\x85\x36\x00"
+                "\x00\x00";
+        static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+                                   "Content-Length: 74\r\n\r\n";
+        char response[sizeof head + sizeof gz];
+        Result r;
+
+        memcpy(response, head, sizeof head - 1);
+        memcpy(response + sizeof head - 1, gz, sizeof gz - 1);
+        run_case(&(Case) {
+                .request = "GET http://example.com/headers HTTP/1.1\r\nHost: example.com\r\n\r\n",
+                .upstream_head = "GET /headers HTTP/1.1\r\nHost: example.com\r\nAccept-Encoding: identity\r\n\r\n",
+                .request_end = "\r\n\r\n",
+                .response = response,
+                .response_size = sizeof head - 1 + sizeof gz - 1,
+                .secret = "real-secret-1234",
+                .dummy = "dummy-0000000000000000",
+        }, &r);
+        ok(r.r < 0, "a compressed answer to an injected request fails the exchange (the secret cannot be scrubbed)");
+        ok(startswith(r.client_got, "HTTP/1.1 502 ") && strstr(r.client_got, "Content-Encoding") && !memchr(r.client_got, 0x8b, strlen(r.client_got)),
+           "the client is answered 502 saying why, and gets none of the compressed body");
+        ok(!r.again && r.pooled == 0, "neither connection is kept");
+
+        run_case(&(Case) {
+                .request = "GET http://example.com/me HTTP/1.1\r\nHost: example.com\r\n\r\n",
+                .upstream_head = "GET /me HTTP/1.1\r\nHost: example.com\r\nAccept-Encoding: identity\r\n\r\n",
+                .request_end = "\r\n\r\n",
+                .response = "HTTP/1.1 200 OK\r\nContent-Encoding: Identity \r\nContent-Length: 28\r\n\r\nyour key is real-secret-1234",
+                .secret = "real-secret-1234",
+                .dummy = "dummy-0000000000000000",
+        }, &r);
+        ok(r.r == 0 && strstr(r.client_got, "your key is dummy-0000000000000000"),
+           "Content-Encoding: identity is no coding: scrubbed and passed on");
+
+        run_case(&(Case) {
+                .request = "GET http://example.com/x HTTP/1.1\r\nHost: example.com\r\n\r\n",
+                .upstream_head = "GET /x HTTP/1.1\r\nHost: example.com\r\n\r\n",
+                .request_end = "\r\n\r\n",
+                .response = response,
+                .response_size = sizeof head - 1 + sizeof gz - 1,
+        }, &r);
+        ok(r.r == 0 && r.again, "a compressed answer to a request without a credential passes as it is");
+}
+
 static void test_upstream_gone(void) {
         Result r;
 
@@ -225,6 +279,7 @@ int main(void) {
         test_chunked_response();
         test_chunked_request();
         test_scrubbed();
+        test_scrubbed_encoded();
         test_upstream_gone();
         return done_testing();
 }

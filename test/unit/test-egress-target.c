@@ -50,8 +50,26 @@ static void test_sni(void) {
         ok(!egress_sni_agrees("exa mple.com", "example.com"), "a name that is no host disagrees");
 }
 
+static bool unambiguous(const char *method, const char *name, const char *value) {
+        HttpHeader h = { .name = (char *) name, .value = (char *) value };
+        HttpRequest r = { .method = (char *) method, .headers = name ? &h : NULL, .n_headers = name ? 1 : 0 };
+        return egress_method_is_unambiguous(&r);
+}
+
+static void test_method(void) {
+        ok(unambiguous("GET", NULL, NULL), "GET is one method");
+        ok(unambiguous("M-SEARCH", "Accept", "*/*"), "an upper case method with a dash, and other headers");
+        ok(!unambiguous("delete", NULL, NULL), "\"delete\" (DELETE to some frameworks) is refused");
+        ok(!unambiguous("DeLETE", NULL, NULL), "...any lower case letter");
+        ok(!unambiguous("POST", "X-HTTP-Method-Override", "DELETE"), "POST overridden to DELETE is refused");
+        ok(!unambiguous("POST", "x-http-method", "PUT"), "...by X-HTTP-Method in any case");
+        ok(!unambiguous("POST", "X-Method-Override", "post"), "...by X-Method-Override, also in another spelling");
+        ok(unambiguous("POST", "X-HTTP-Method-Override", "POST"), "an override naming the method itself is no other");
+}
+
 int main(void) {
         test_host_header();
         test_sni();
+        test_method();
         return done_testing();
 }

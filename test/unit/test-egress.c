@@ -209,6 +209,14 @@ static void test_path_normalize(void) {
         is_str(norm_path("/a%zz"), "REFUSED", "a bad escape is refused");
         is_str(norm_path("/a%00b"), "REFUSED", "an encoded NUL is refused");
         is_str(norm_path("/a%4"), "REFUSED", "a cut escape is refused");
+        is_str(norm_path("/pub/..\\private"), "REFUSED", "a backslash (a \"/\" to WHATWG URL parsers) is refused");
+        is_str(norm_path("/pub/a|b"), "REFUSED", "...as is any byte RFC 3986 does not allow in a path");
+        is_str(norm_path("/pub/..;/private"), "REFUSED", "a dot-segment with parameters (..;, a \"..\" to Tomcat) is refused");
+        is_str(norm_path("/pub/.;x/private"), "REFUSED", "...\".;\" too");
+        is_str(norm_path("/pub/..;"), "REFUSED", "...last in the path too");
+        is_str(norm_path("/pub/%2e%2e;/private"), "REFUSED", "...encoded too");
+        is_str(norm_path("/pub/a;v=1/b:c@d!$&'()*+,=~"), "/pub/a;v=1/b:c@d!$&'()*+,=~",
+               "parameters of other segments and the other characters of a segment stay");
         is_str(norm_path("*"), "*", "the asterisk form stays");
 }
 
@@ -417,6 +425,62 @@ static size_t client_hello(const char *sni, uint8_t *buf, size_t size) {
         return n > 0 ? (size_t) n : 0;
 }
 
+/* A ClientHello made by hand around the extension block exts[0..n): TLS 1.2 record, one cipher suite. */
+static size_t hello_around(const uint8_t *exts, size_t n, uint8_t *buf) {
+        size_t body = 2 + 32 + 1 + 2 + 2 + 1 + 1 + 2 + n, o = 0;
+
+        buf[o++] = 0x16, buf[o++] = 0x03, buf[o++] = 0x01;
+        buf[o++] = (uint8_t) ((body + 4) >> 8), buf[o++] = (uint8_t) (body + 4);
+        buf[o++] = 0x01, buf[o++] = 0, buf[o++] = (uint8_t) (body >> 8), buf[o++] = (uint8_t) body;
+        buf[o++] = 0x03, buf[o++] = 0x03;
+        memset(buf + o, 0x42, 32), o += 32;
+        buf[o++] = 0;                                   /* session id */
+        buf[o++] = 0, buf[o++] = 2, buf[o++] = 0x13, buf[o++] = 0x01;
+        buf[o++] = 1, buf[o++] = 0;                     /* compression: null */
+        buf[o++] = (uint8_t) (n >> 8), buf[o++] = (uint8_t) n;
+        memcpy(buf + o, exts, n);
+        return o + n;
+}
+
+/* One server_name extension of the host names given (each entry of type host_name). */
+static size_t sni_ext(const char * const *names, size_t k, uint8_t *buf) {
+        size_t list = 0, o = 0;
+
+        for (size_t i = 0; i < k; i++)
+                list += 3 + strlen(names[i]);
+        buf[o++] = 0, buf[o++] = 0;                     /* server_name */
+        buf[o++] = (uint8_t) ((list + 2) >> 8), buf[o++] = (uint8_t) (list + 2);
+        buf[o++] = (uint8_t) (list >> 8), buf[o++] = (uint8_t) list;
+        for (size_t i = 0; i < k; i++) {
+                size_t l = strlen(names[i]);
+                buf[o++] = 0, buf[o++] = (uint8_t) (l >> 8), buf[o++] = (uint8_t) l;
+                memcpy(buf + o, names[i], l), o += l;
+        }
+        return o;
+}
+
+/* Where the gateway and the server could read two different names, the gateway reads none. */
+static void test_sni_ambiguous(void) {
+        static const char * const allowed[] = { "allowed.example" }, * const other[] = { "other.example" },
+                * const both[] = { "allowed.example", "other.example" };
+        uint8_t exts[256], hello[512];
+        size_t n;
+        char *sni = NULL;
+
+        n = sni_ext(allowed, 1, exts);
+        ok(tls_client_hello_sni(hello, hello_around(exts, n, hello), &sni) == 1 && streq_ptr(sni, "allowed.example"),
+           "a hand-made ClientHello with one server name is read");
+        sni = mfree(sni);
+        n += sni_ext(other, 1, exts + n);
+        ok(tls_client_hello_sni(hello, hello_around(exts, n, hello), &sni) == -EBADMSG && !sni,
+           "two server_name extensions (a server may read the second) are refused");
+        sni = mfree(sni);
+        n = sni_ext(both, 2, exts);
+        ok(tls_client_hello_sni(hello, hello_around(exts, n, hello), &sni) == -EBADMSG && !sni,
+           "two host names in one server_name list are refused");
+        sni = mfree(sni);
+}
+
 static void test_sni(void) {
         uint8_t hello[4096];
         size_t n;
@@ -494,8 +558,18 @@ static void test_rewrite(void) {
            "the dummy is replaced by the secret in the credential's header");
         ok(head && !strstr(head, "Proxy-Authorization") && !strstr(head, "X-Hop") && !strstr(head, "keep-alive"),
            "proxy and hop-by-hop headers (also those Connection names) are dropped");
-        ok(head && endswith(head, "Accept: */*\r\n\r\n") && !strstr(head, "Connection"),
+        ok(head && strstr(head, "\r\nAccept: */*\r\n") && !strstr(head, "Connection"),
            "other headers pass; no Connection header: the upstream connection is kept for the next request");
+        head = mfree(head);
+
+        q = head_of("GET http://gh.test/user HTTP/1.1\r\nHost: gh.test\r\nAuthorization: token ghp_dummy0001\r\n"
+                    "Accept-Encoding: gzip, deflate, br\r\naccept-encoding: zstd\r\n\r\n", p, NULL, &head, &reason);
+        ok(q == 0 && head && !strstr(head, "gzip") && !strstr(head, "zstd") && endswith(head, "\r\nAccept-Encoding: identity\r\n\r\n"),
+           "a request with an injected secret asks for no content coding (a compressed echo of the secret is not scrubbed)");
+        head = mfree(head);
+        q = head_of("GET http://up.test/x HTTP/1.1\r\nHost: up.test\r\nAccept-Encoding: gzip\r\n\r\n", p, NULL, &head, &reason);
+        ok(q == 0 && head && strstr(head, "Accept-Encoding: gzip\r\n") && !strstr(head, "identity"),
+           "...while one without keeps the agent's Accept-Encoding");
         head = mfree(head);
 
         q = head_of("POST http://up.test/upload HTTP/1.1\r\nHost: up.test\r\nTransfer-Encoding: chunked\r\n"
@@ -531,6 +605,11 @@ static void test_rewrite(void) {
         api.oauth_token = "oauth-REAL-TOKEN";
         q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " API_DUMMY "\r\n\r\n", p, &api, &head, &reason);
         ok(q == 0 && head && strstr(head, "Authorization: Bearer oauth-REAL-TOKEN\r\n"), "the OAuth dummy becomes the real token");
+        head = mfree(head);
+        q = head_of("POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: " API_DUMMY "\r\nAccept-Encoding: gzip, deflate, br\r\n\r\n",
+                    p, &api, &head, &reason);
+        ok(q == 0 && head && !strstr(head, "gzip") && strstr(head, "Accept-Encoding: identity\r\n"),
+           "the API pass-through asks for no content coding either");
         head = mfree(head);
 }
 
@@ -970,6 +1049,7 @@ int main(void) {
         test_addresses();
         test_own_addresses();
         test_sni();
+        test_sni_ambiguous();
         test_rewrite();
         test_refusal_text();
         test_response_framing();
