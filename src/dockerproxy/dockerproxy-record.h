@@ -46,5 +46,15 @@ typedef struct ProxyRecord {
 int proxy_record_build(const ProxyConn *c, uint64_t now, ProxyRecord *r);
 void proxy_record_done(ProxyRecord *r);
 
+/* A record's message on the stack when it fits (it does unless a rule's name or a reason is long) */
+#define PROXY_RECORD_MESSAGE_STACK 1024U
+
+/* The record's MESSAGE, "Docker API allow: GET /_ping -> 200 (rule default)", with ": REASON" after the
+ * rule when there is one, into buf when it fits in size bytes, else into an allocation returned in
+ * *ret_allocated (NULL otherwise); NULL when out of memory. Written with stpcpy(): the printf machinery
+ * cost as much as the rest of the record, which is made for every request. */
+const char *proxy_record_message(const ProxyConn *c, const ProxyRecord *r, char *buf, size_t size,
+                                 char **ret_allocated);
+
 /* The journal record of c's request (nothing when it is counted for a summary). */
 void proxy_conn_record(ProxyConn *c);
