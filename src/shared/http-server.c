@@ -60,8 +60,15 @@ static bool value_is_valid(const char *s, size_t n) {
         return true;
 }
 
+/* The first CRLFCRLF in buf[0..size): memchr() to each CR, which finds it a word at a time; glibc's
+ * memmem() took a step a byte for this needle (1,500 instructions a proxied request, two heads). */
 static const char *memmem_crlfcrlf(const char *buf, size_t size) {
-        return memmem(buf, size, "\r\n\r\n", 4);
+        const char *end = buf + size, *cr;
+
+        for (const char *p = buf; end - p >= 4 && (cr = memchr(p, '\r', (size_t) (end - p - 3))); p = cr + 1)
+                if (cr[1] == '\n' && cr[2] == '\r' && cr[3] == '\n')
+                        return cr;
+        return NULL;
 }
 
 /* memchr() finds the CR a word at a time; memmem() with a two-byte needle goes byte by byte, and a head is
