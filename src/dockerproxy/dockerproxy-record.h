@@ -23,8 +23,8 @@ void proxy_refusals_expire(DockerProxy *p, uint64_t now);
 uint64_t proxy_refusals_next_deadline(DockerProxy *p);
 
 /* The fields of fixed form (a method, a rule id, numbers) are formatted into buffers on the stack: this
- * runs for every request. The values of free form (the path, the reason, the approver's name) are
- * allocated, each once. */
+ * runs for every request. The path and the actor go there too when they fit; the reason, and a path or
+ * an approver's name that does not fit, are allocated, each once. */
 #define PROXY_RECORD_FIELD_MAX 128U
 
 #define PROXY_RECORD_EXTRA_MAX 16U
@@ -33,12 +33,13 @@ uint64_t proxy_refusals_next_deadline(DockerProxy *p);
 typedef struct ProxyRecord {
         char *extra[PROXY_RECORD_EXTRA_MAX];    /* NULL-terminated, pointing into the fields below */
         const char *method;
-        char *path, *reason;                    /* escaped for display */
+        char *path, *reason;                    /* escaped for display; reason NULL when there is none */
         bool deny;                              /* every decision but "allow" is journaled as a deny */
         char *f_path, *f_reason, *f_actor, *f_fields;
         char f_method[PROXY_RECORD_FIELD_MAX], f_rule[PROXY_RECORD_FIELD_MAX], f_status[PROXY_RECORD_FIELD_MAX],
                 f_latency[PROXY_RECORD_FIELD_MAX], f_peer[PROXY_RECORD_FIELD_MAX], f_peer_uid[PROXY_RECORD_FIELD_MAX],
-                f_frozen[PROXY_RECORD_FIELD_MAX], f_frozen_us[PROXY_RECORD_FIELD_MAX];
+                f_frozen[PROXY_RECORD_FIELD_MAX], f_frozen_us[PROXY_RECORD_FIELD_MAX],
+                f_path_fixed[PROXY_RECORD_FIELD_MAX], f_actor_fixed[PROXY_RECORD_FIELD_MAX];
 } ProxyRecord;
 
 /* The record of c's request at now (CLOCK_MONOTONIC usec): the method, the path as the proxy read it (or
