@@ -567,11 +567,19 @@ static int audit_write_console(const AuditEntry *e, AuditEvent ev) {
         return loop_write(STDERR_FILENO, line, (size_t) (p - line));
 }
 
-/* The entry of message to target; errno is restored to saved. */
-static int audit_log_to(LogTarget target, AuditEvent e, int priority, const AuditFields *f, const char *message,
-                        int saved) {
+/* The entry of message, errno restored to saved after it (audit_log() took it before formatting). */
+static int audit_log_saved(AuditEvent e, int priority, const AuditFields *f, const char *message, int saved) {
         AuditEntry entry = {};
+        LogTarget target;
         int r;
+
+        assert(e >= 0 && e < _AUDIT_EVENT_MAX);
+        assert(priority >= LOG_EMERG && priority <= LOG_DEBUG);
+        assert(message);
+
+        target = log_resolve_target();
+        if (target == LOG_TARGET_NULL)
+                return 0;
 
         pthread_mutex_lock(&audit_secrets_lock);
         r = audit_entry_fill(&entry, e, message, f);
@@ -604,16 +612,11 @@ finish:
 
 int audit_log(AuditEvent e, int priority, const AuditFields *f, const char *format, ...) {
         _cleanup_free_ char *message = NULL;
-        LogTarget target;
         va_list ap;
         int saved = errno, r;
 
-        assert(e >= 0 && e < _AUDIT_EVENT_MAX);
-        assert(priority >= LOG_EMERG && priority <= LOG_DEBUG);
         assert(format);
-
-        target = log_resolve_target();
-        if (target == LOG_TARGET_NULL)
+        if (log_resolve_target() == LOG_TARGET_NULL)
                 return 0;
 
         errno = saved;          /* for %m */
@@ -622,20 +625,11 @@ int audit_log(AuditEvent e, int priority, const AuditFields *f, const char *form
         va_end(ap);
         if (r < 0)
                 return r;
-        r = audit_log_to(target, e, priority, f, message, saved);
+        r = audit_log_saved(e, priority, f, message, saved);
         explicit_bzero(message, strlen(message));       /* the record may have used it as it was */
         return r;
 }
 
 int audit_log_message(AuditEvent e, int priority, const AuditFields *f, const char *message) {
-        LogTarget target;
-
-        assert(e >= 0 && e < _AUDIT_EVENT_MAX);
-        assert(priority >= LOG_EMERG && priority <= LOG_DEBUG);
-        assert(message);
-
-        target = log_resolve_target();
-        if (target == LOG_TARGET_NULL)
-                return 0;
-        return audit_log_to(target, e, priority, f, message, errno);
+        return audit_log_saved(e, priority, f, message, errno);
 }
