@@ -256,6 +256,10 @@ static int relay_splice(ProxyConn *c, int up, bool hijack) {
                         need_wait = true;
                         continue;
                 }
+                /* less than asked: what was queued is all in the pipe, the next read waits first (as in
+                 * relay(): no splice() that only finds EAGAIN) */
+                if (k > 0 && (size_t) k < PROXY_PIPE_SIZE)
+                        need_wait = true;
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
@@ -336,20 +340,21 @@ static int relay(ProxyConn *c, int up, bool hijack, const HttpResponseHead *h, b
                                         return 0;
                         }
                         need_wait = hijack;
-                        /* what the engine has sent so far, in one buffer and so one send(): a log stream
-                         * comes in chunks of a few KB (a line each), and every send() wakes the client */
+                        /* what the engine has sent so far, in one recv() and so one send(): a log stream
+                         * comes in chunks of a few KB (a line each), and every send() wakes the client. A
+                         * stream socket's recv() takes all that is queued up to the size asked: less means
+                         * nothing is left, and the next read waits (poll()) without a recv() that only
+                         * finds EAGAIN (one system call in four per wake-up of a log stream) */
                         n = 0;
                         for (;;) {
-                                ssize_t k = recv(up, buf + n, PROXY_IO_BUFFER - n, hijack ? 0 : MSG_DONTWAIT);
+                                ssize_t k = recv(up, buf, PROXY_IO_BUFFER, hijack ? 0 : MSG_DONTWAIT);
                                 if (k < 0 && errno == EINTR)
                                         continue;
-                                if (k < 0 && errno == EAGAIN)
+                                if ((k < 0 && errno == EAGAIN) || (k > 0 && (size_t) k < PROXY_IO_BUFFER))
                                         need_wait = true;
-                                if (k <= 0)
-                                        break;          /* the end or an error comes again after the data */
-                                n += (size_t) k;
-                                if (hijack || n == PROXY_IO_BUFFER)
-                                        break;
+                                if (k > 0)
+                                        n = (size_t) k;
+                                break;          /* the end or an error comes again after the data */
                         }
                         if (n == 0 && need_wait)
                                 continue;

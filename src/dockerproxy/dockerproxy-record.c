@@ -84,8 +84,11 @@ static void field_put(char *buf, const char *name, const char *value) {
         *(char *) mempcpy(p, value, n) = 0;
 }
 
-static void field_put_u64(char *buf, const char *name, uint64_t v, bool negative) {
-        char digits[sizeof("-18446744073709551615")], *d = digits + sizeof(digits);
+#define DECIMAL_MAX sizeof("-18446744073709551615")
+
+/* v in decimal at the end of digits[DECIMAL_MAX]; returns where it begins */
+static char *decimal_format(char digits[static DECIMAL_MAX], uint64_t v, bool negative) {
+        char *d = digits + DECIMAL_MAX;
 
         *--d = 0;
         do {
@@ -94,7 +97,25 @@ static void field_put_u64(char *buf, const char *name, uint64_t v, bool negative
         } while (v > 0);
         if (negative)
                 *--d = '-';
-        field_put(buf, name, d);
+        return d;
+}
+
+static void field_put_u64(char *buf, const char *name, uint64_t v, bool negative) {
+        char digits[DECIMAL_MAX];
+
+        field_put(buf, name, decimal_format(digits, v, negative));
+}
+
+/* "NAME=value" in fixed (PROXY_RECORD_FIELD_MAX bytes) when it fits, else allocated into *allocated (the
+ * path and the actor are short but for rare requests: two allocations a record fewer). NULL when out of
+ * memory. */
+static const char *field_set(char *fixed, char **allocated, const char *name, const char *value) {
+        if (strlen(name) + strlen(value) < PROXY_RECORD_FIELD_MAX) {
+                field_put(fixed, name, value);
+                return fixed;
+        }
+        *allocated = record_field(name, value);
+        return *allocated;
 }
 
 static void field_put_int(char *buf, const char *name, int v) {
@@ -127,13 +148,15 @@ int proxy_record_build(const ProxyConn *c, uint64_t now, ProxyRecord *r) {
                         return -ENOMEM;
         }
         r->path = text_escape_display(c->target.path ?: c->head.path ?: strempty(first_line), PROXY_DISPLAY_MAX);
-        r->reason = text_escape_display(strempty(c->reason), PROXY_DISPLAY_MAX);
-        if (!r->path || !r->reason)
+        if (!r->path)
                 return -ENOMEM;
-        r->f_path = record_field("LOOP_PATH=", r->path);
-        r->f_reason = record_field("LOOP_REASON=", r->reason);
-        r->f_actor = record_field("LOOP_ACTOR=", c->actor ?: "policy");
-        if (!r->f_path || !r->f_reason || !r->f_actor)
+        if (!isempty(c->reason)) {
+                r->reason = text_escape_display(c->reason, PROXY_DISPLAY_MAX);
+                if (!r->reason || !(r->f_reason = record_field("LOOP_REASON=", r->reason)))
+                        return -ENOMEM;
+        }
+        if (!field_set(r->f_path_fixed, &r->f_path, "LOOP_PATH=", r->path) ||
+            !field_set(r->f_actor_fixed, &r->f_actor, "LOOP_ACTOR=", c->actor ?: "policy"))
                 return -ENOMEM;
         /* the method is a token of at most HTTP_METHOD_MAX bytes (src/shared/http-server.c) */
         field_put(r->f_method, "LOOP_METHOD=", method);
@@ -144,12 +167,12 @@ int proxy_record_build(const ProxyConn *c, uint64_t now, ProxyRecord *r) {
         field_put_int(r->f_peer_uid, "LOOP_PEER_UID=", (int) c->peer_uid);
         r->extra[n++] = (char *) "LOOP_KIND=docker";
         r->extra[n++] = r->f_method;
-        r->extra[n++] = r->f_path;
+        r->extra[n++] = r->f_path ?: r->f_path_fixed;
         r->extra[n++] = r->f_rule;
         r->extra[n++] = (char *) (r->deny ? "LOOP_DECISION=deny" : "LOOP_DECISION=allow");
         r->extra[n++] = r->f_status;
         r->extra[n++] = r->f_latency;
-        r->extra[n++] = r->f_actor;
+        r->extra[n++] = r->f_actor ?: r->f_actor_fixed;
         r->extra[n++] = r->f_peer;
         r->extra[n++] = r->f_peer_uid;
         if (!isempty(c->fields)) {
@@ -170,17 +193,47 @@ int proxy_record_build(const ProxyConn *c, uint64_t now, ProxyRecord *r) {
         return 0;
 }
 
+const char *proxy_record_message(const ProxyConn *c, const ProxyRecord *r, char *buf, size_t size,
+                                  char **ret_allocated) {
+        const char *rule = strna(c->rule), *verdict = r->deny ? "deny" : "allow";
+        bool has_reason = r->reason;
+        char digits[DECIMAL_MAX], *status = decimal_format(digits, c->status < 0 ? -(uint64_t) (int64_t) c->status :
+                                                                      (uint64_t) c->status, c->status < 0);
+        size_t need = sizeof("Docker API : ") + strlen(verdict) + strlen(r->method) + 1 + strlen(r->path) +
+                sizeof(" -> ") + strlen(status) + sizeof(" (rule ") + strlen(rule) + 2 + strlen(strempty(r->reason)) + 1;
+        char *p;
+
+        *ret_allocated = NULL;
+        if (need > size) {
+                buf = *ret_allocated = malloc(need);
+                if (!buf)
+                        return NULL;
+        }
+        p = stpcpy(stpcpy(stpcpy(buf, "Docker API "), verdict), ": ");
+        p = stpcpy(stpcpy(stpcpy(p, r->method), " "), r->path);
+        p = stpcpy(stpcpy(stpcpy(p, " -> "), status), " (rule ");
+        p = stpcpy(p, rule);
+        if (has_reason)
+                p = stpcpy(stpcpy(p, ": "), r->reason);
+        (void) stpcpy(p, ")");
+        return buf;
+}
+
 void proxy_conn_record(ProxyConn *c) {
         _cleanup_(proxy_record_done) ProxyRecord r = {};
+        _cleanup_free_ char *allocated = NULL;
+        char buf[PROXY_RECORD_MESSAGE_STACK];
+        const char *message;
 
         if (c->unjournaled)     /* counted for a summary record (proxy_refusal_journaled()) */
                 return;
-        if (proxy_record_build(c, clock_usec(CLOCK_MONOTONIC), &r) < 0) {
+        if (proxy_record_build(c, clock_usec(CLOCK_MONOTONIC), &r) < 0 ||
+            !(message = proxy_record_message(c, &r, buf, sizeof(buf), &allocated))) {
                 log_oom();
                 return;
         }
         AuditFields f = { .channel = c->proxy->channel, .container = c->peer_name, .extra = r.extra };
-        (void) audit_log(AUDIT_DOCKERPROXY_REQUEST, r.deny ? LOG_WARNING : LOG_INFO, &f,
-                         "Docker API %s: %s %s -> %d (rule %s%s%s)", r.deny ? "deny" : "allow", r.method, r.path,
-                         c->status, strna(c->rule), isempty(c->reason) ? "" : ": ", r.reason);
+        (void) audit_log_message(AUDIT_DOCKERPROXY_REQUEST, r.deny ? LOG_WARNING : LOG_INFO, &f, message);
+        /* as audit_log() clears its message: a path may hold what a registered secret looks like */
+        explicit_bzero((char *) message, strlen(message));
 }

@@ -71,9 +71,6 @@ static const struct { const char *name; size_t len; } audit_reserved_fields[] = 
 };
 #undef RESERVED
 
-static const char * const audit_secret_name_parts[] = {
-        "TOKEN", "KEY", "SECRET", "PASSWORD", "AUTHORIZATION",
-};
 
 /* Longest first, so a secret that contains another is replaced as a whole. */
 static char *audit_secrets[AUDIT_SECRETS_MAX];
@@ -202,41 +199,38 @@ void audit_clear_secrets(void) {
         pthread_mutex_unlock(&audit_secrets_lock);
 }
 
-/* Whether name contains one of audit_secret_name_parts, in any case: one pass, each part tried only
- * where its first letter is. strcasestr() per part costs more in its set-up alone, and a gateway
- * record has 13 fields. */
+/* Whether name contains one of the secret name parts (TOKEN, KEY, SECRET, PASSWORD, AUTHORIZATION), in any
+ * case: one pass, each part tried only where its first letter is. strcasestr() per part costs more in its
+ * set-up alone, and a gateway record has 13 fields. */
 static char ascii_upper(char c) {
         return c >= 'a' && c <= 'z' ? (char) (c - 'a' + 'A') : c;
 }
 
-/* The first letters of audit_secret_name_parts: a byte that is none of them starts no part. */
-static bool secret_part_first(char c) {
+/* The secret name part that begins with c (each begins with a letter of its own), NULL when none does:
+ * a proxied request's record checks ten names, a letter at a time. */
+static const char *secret_part_first(char c) {
         switch (c) {
-        case 'T': case 'K': case 'S': case 'P': case 'A':
-                return true;
-        default:
-                return false;
+        case 'T': return "TOKEN";
+        case 'K': return "KEY";
+        case 'S': return "SECRET";
+        case 'P': return "PASSWORD";
+        case 'A': return "AUTHORIZATION";
+        default:  return NULL;
         }
 }
 
 /* name[0..n), which need not be NUL-terminated there */
 static bool field_name_is_secret(const char *name, size_t n) {
         for (size_t at = 0; at < n; at++) {
-                char first = ascii_upper(name[at]);
+                const char *part = secret_part_first(ascii_upper(name[at]));
+                size_t k = 1;
 
-                if (!secret_part_first(first))
+                if (!part)
                         continue;
-                for (size_t i = 0; i < ELEMENTSOF(audit_secret_name_parts); i++) {
-                        const char *part = audit_secret_name_parts[i];
-                        size_t k = 1;
-
-                        if (part[0] != first)
-                                continue;
-                        while (part[k] && at + k < n && ascii_upper(name[at + k]) == part[k])
-                                k++;
-                        if (!part[k])
-                                return true;
-                }
+                while (part[k] && at + k < n && ascii_upper(name[at + k]) == part[k])
+                        k++;
+                if (!part[k])
+                        return true;
         }
         return false;
 }
@@ -483,17 +477,26 @@ finish:
 /* A value on one console line: control characters escaped; quoted when it has blanks or quotes. Written
  * at p, which has room for 4 bytes per byte of s and 2 quotes (audit_write_console() sizes it); returns
  * the end. Runs of plain bytes are copied whole: a record is written for every proxied request. */
+/* The bytes that go out as they are: printable ASCII but '"' and '\\', and UTF-8's high bytes. A table:
+ * the test per byte was most of a record's console line. */
+static bool console_plain[256];
+
+static void console_plain_init(void) {
+        for (unsigned c = 0; c < 256; c++)
+                console_plain[c] = (c >= ' ' && c != 0x7f && c != '"' && c != '\\') || c >= 0x80;
+}
+
 static char *escaped_stpcpy(char *p, const char *s, bool quote_if_needed) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
         bool quote = quote_if_needed && (*s == 0 || strpbrk(s, " \t\n\r\"\\'"));
         static const char hex[] = "0123456789abcdef";
 
+        (void) pthread_once(&once, console_plain_init);
         if (quote)
                 *p++ = '"';
         for (;;) {
-                /* the bytes that go out as they are: printable ASCII but '"' and '\\', and UTF-8's high bytes */
                 size_t run = 0;
-                while (((unsigned char) s[run] >= ' ' && s[run] != 0x7f && s[run] != '"' && s[run] != '\\') ||
-                       (unsigned char) s[run] >= 0x80)
+                while (console_plain[(unsigned char) s[run]])
                         run++;
                 p = mempcpy(p, s, run);
                 s += run;
@@ -564,27 +567,19 @@ static int audit_write_console(const AuditEntry *e, AuditEvent ev) {
         return loop_write(STDERR_FILENO, line, (size_t) (p - line));
 }
 
-int audit_log(AuditEvent e, int priority, const AuditFields *f, const char *format, ...) {
-        _cleanup_free_ char *message = NULL;
+/* The entry of message, errno restored to saved after it (audit_log() took it before formatting). */
+static int audit_log_saved(AuditEvent e, int priority, const AuditFields *f, const char *message, int saved) {
         AuditEntry entry = {};
         LogTarget target;
-        va_list ap;
-        int saved = errno, r;
+        int r;
 
         assert(e >= 0 && e < _AUDIT_EVENT_MAX);
         assert(priority >= LOG_EMERG && priority <= LOG_DEBUG);
-        assert(format);
+        assert(message);
 
         target = log_resolve_target();
         if (target == LOG_TARGET_NULL)
                 return 0;
-
-        errno = saved;          /* for %m */
-        va_start(ap, format);
-        r = strprintf_va(&message, format, ap);
-        va_end(ap);
-        if (r < 0)
-                return r;
 
         pthread_mutex_lock(&audit_secrets_lock);
         r = audit_entry_fill(&entry, e, message, f);
@@ -611,7 +606,30 @@ int audit_log(AuditEvent e, int priority, const AuditFields *f, const char *form
         r = audit_write_console(&entry, e);
 finish:
         audit_entry_done(&entry);
-        explicit_bzero(message, strlen(message));       /* the record may have used it as it was */
         errno = saved;
         return r < 0 ? r : 0;
+}
+
+int audit_log(AuditEvent e, int priority, const AuditFields *f, const char *format, ...) {
+        _cleanup_free_ char *message = NULL;
+        va_list ap;
+        int saved = errno, r;
+
+        assert(format);
+        if (log_resolve_target() == LOG_TARGET_NULL)
+                return 0;
+
+        errno = saved;          /* for %m */
+        va_start(ap, format);
+        r = strprintf_va(&message, format, ap);
+        va_end(ap);
+        if (r < 0)
+                return r;
+        r = audit_log_saved(e, priority, f, message, saved);
+        explicit_bzero(message, strlen(message));       /* the record may have used it as it was */
+        return r;
+}
+
+int audit_log_message(AuditEvent e, int priority, const AuditFields *f, const char *message) {
+        return audit_log_saved(e, priority, f, message, errno);
 }

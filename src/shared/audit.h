@@ -71,3 +71,8 @@ bool audit_field_name_is_secret(const char *name);
  * are dropped (with a debug message). Returns 0, or a negative errno when the entry could not be
  * written anywhere (a journal failure falls back to stderr first). */
 int audit_log(AuditEvent e, int priority, const AuditFields *f, const char *format, ...) _printf_(4, 5);
+
+/* audit_log() with a MESSAGE the caller made (not a format): for a record written per request, where the
+ * printf machinery cost as much as the rest of the record. The caller clears message when it may hold
+ * what a secret looks like (audit_log() clears its own). */
+int audit_log_message(AuditEvent e, int priority, const AuditFields *f, const char *message);

@@ -7,12 +7,20 @@
  * What a proxy adds over the baseline beyond what this adds is the proxy's own; what this adds is the
  * price of the extra hop on the machine (its wake-ups, the second socket's kernel path).
  *
+ * forward --record LISTEN TARGET: the floor of a hop that must journal every request, as loop-dockerproxy
+ * must: besides the above, one record a request (bytes from the client, then an answer passed on: a
+ * request on a kept connection), written once the client has the answer's first bytes, as the proxy
+ * writes its record. The record is the line the proxy's audit record makes on the console (its stderr,
+ * LOOP_LOG_TARGET=console, as the benchmark runs the proxy): the same fields, formatted with snprintf()
+ * and written with one write(). Still nothing parsed, decided or copied through user memory.
+ *
  * LISTEN and TARGET are unix:PATH or tcp:ADDRESS:PORT (IPv4). Prints "ready" on stdout once listening.
  * Bench code, not a product: it exits on any setup error and drops a connection on any transfer error. */
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -25,6 +33,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FORWARD_PIPE_SIZE (1024 * 1024)
@@ -37,6 +46,7 @@ typedef struct {
 
 static Address listen_address, target;
 static int listen_fd;
+static bool record;
 
 static int address_parse(const char *s, Address *ret) {
         memset(ret, 0, sizeof(*ret));
@@ -81,6 +91,7 @@ static void tcp_nodelay(int fd) {
 typedef struct {
         int from, to, pipe[2];
         size_t buffered;
+        uint64_t sent;          /* bytes passed on to "to" */
         bool eof, done;
 } Direction;
 
@@ -102,9 +113,10 @@ static int direction_move(Direction *d) {
         }
         while (d->buffered > 0) {
                 k = splice(d->pipe[0], NULL, d->to, NULL, d->buffered, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                if (k > 0)
+                if (k > 0) {
                         d->buffered -= (size_t) k;
-                else if (k < 0 && errno == EAGAIN)
+                        d->sent += (uint64_t) k;
+                } else if (k < 0 && errno == EAGAIN)
                         break;
                 else
                         return -1;
@@ -116,7 +128,31 @@ static int direction_move(Direction *d) {
         return 0;
 }
 
+static uint64_t now_nsec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+/* One record: the fields of loop-dockerproxy's, on stderr in one write(), as its console line. */
+static void record_write(uint64_t started_nsec, uint64_t bytes, const struct ucred *peer) {
+        char line[512];
+        int n;
+
+        n = snprintf(line, sizeof(line),
+                     "forward: request passed on: %" PRIu64 " bytes [LOOP_CHANNEL=bench LOOP_KIND=forward LOOP_METHOD=- "
+                     "LOOP_PATH=- LOOP_RULE=- LOOP_DECISION=allow LOOP_STATUS=0 LOOP_LATENCY_NS=%" PRIu64 " "
+                     "LOOP_ACTOR=forward LOOP_PEER_PID=%d LOOP_PEER_UID=%u]\n",
+                     bytes, now_nsec() - started_nsec, (int) peer->pid, (unsigned) peer->uid);
+        if (n > 0)
+                (void) !write(STDERR_FILENO, line, (size_t) n < sizeof(line) ? (size_t) n : sizeof(line) - 1);
+}
+
 static void connection_run(int client) {
+        struct ucred peer = {};
+        socklen_t peer_len = sizeof(peer);
+        uint64_t request_sent = 0, answer_mark = 0, started_nsec = 0;
         Direction d[2] = { { .from = client, .pipe = { -1, -1 } }, { .to = client, .pipe = { -1, -1 } } };
         int up;
 
@@ -129,6 +165,9 @@ static void connection_run(int client) {
                 tcp_nodelay(up);
         d[0].to = up;
         d[1].from = up;
+        /* the caller's identity, asked once a connection as the proxy does */
+        if (record)
+                (void) getsockopt(client, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len);
         for (int i = 0; i < 2; i++) {
                 if (pipe2(d[i].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
                         goto out;
@@ -153,6 +192,18 @@ static void connection_run(int client) {
                 /* only the direction poll() woke: trying the other would be a splice() that finds nothing */
                 if ((p[0].revents && direction_move(&d[0]) < 0) || (p[1].revents && direction_move(&d[1]) < 0))
                         break;
+                if (!record)
+                        continue;
+                /* a request went on: its record once its answer's first bytes reached the client */
+                if (d[0].sent > request_sent && started_nsec == 0) {
+                        started_nsec = now_nsec();
+                        answer_mark = d[1].sent;
+                }
+                if (started_nsec != 0 && d[1].sent > answer_mark) {
+                        record_write(started_nsec, d[0].sent - request_sent, &peer);
+                        request_sent = d[0].sent;
+                        started_nsec = 0;
+                }
         }
 out:
         for (int i = 0; i < 2; i++)
@@ -183,8 +234,13 @@ int main(int argc, char *argv[]) {
         pthread_t t;
         int one = 1;
 
+        if (argc == 4 && strcmp(argv[1], "--record") == 0) {
+                record = true;
+                argv++;
+                argc--;
+        }
         if (argc != 3 || address_parse(argv[1], &listen_address) < 0 || address_parse(argv[2], &target) < 0) {
-                fprintf(stderr, "usage: %s unix:PATH|tcp:ADDRESS:PORT unix:PATH|tcp:ADDRESS:PORT\n", argv[0]);
+                fprintf(stderr, "usage: %s [--record] unix:PATH|tcp:ADDRESS:PORT unix:PATH|tcp:ADDRESS:PORT\n", argv[0]);
                 return 2;
         }
         signal(SIGPIPE, SIG_IGN);

@@ -264,6 +264,16 @@ static void test_redaction(void) {
            !audit_field_name_is_secret("LOOP_BYTES_RECEIVED") && !audit_field_name_is_secret("LOOP_PASSWOR"),
            "...and a name cut short of one is not");
 
+        out = mfree(out);
+        capture_start();
+        r = audit_log_message(AUDIT_RUN_TURN, LOG_INFO, &f, "made by the caller: " SECRET " %s%n");
+        out = capture_end();
+        is_int(r, 0, "audit_log_message() succeeds");
+        ok(!!strstr(out, "run-turn: made by the caller: [REDACTED] %s%n [") && !strstr(out, SECRET) &&
+           strstr(out, "LOOP_API_TOKEN=[REDACTED]") && strstr(out, "LOOP_TOOL=Bash"),
+           "audit_log_message(): the message is taken as it is (no format), redacted, with the same fields")
+                || (diag(out), 0);
+
         /* A secret that contains another is replaced as a whole, not as "[REDACTED]" plus a tail. */
         is_int(audit_add_secret("abcdefgh"), 1, "a secret that is part of a longer one is registered");
         is_int(audit_add_secret("xxabcdefghyy"), 1, "the longer one is registered after it");

@@ -94,7 +94,76 @@ static void test_numbers(void) {
            "a rule longer than the field is cut to it");
 }
 
+/* A path and an actor fit the record's fixed fields mostly; longer ones are whole all the same. */
+static void test_long_fields(void) {
+        DockerProxy p = { .channel = (char *) "demo" };
+        char path[401], actor[201], want_path[sizeof("LOOP_PATH=") + sizeof(path)],
+                want_actor[sizeof("LOOP_ACTOR=") + sizeof(actor)];
+        ProxyConn c = { .proxy = &p, .status = 200, .decision = "allow", .rule = "default" };
+        _cleanup_(proxy_record_done) ProxyRecord r = {};
+
+        path[0] = '/';
+        memset(path + 1, 'p', sizeof(path) - 2);
+        path[sizeof(path) - 1] = 0;
+        memset(actor, 'a', sizeof(actor) - 1);
+        actor[sizeof(actor) - 1] = 0;
+        c.head.method = (char *) "GET";
+        c.target.path = path;
+        c.actor = actor;
+        snprintf(want_path, sizeof(want_path), "LOOP_PATH=%s", path);
+        snprintf(want_actor, sizeof(want_actor), "LOOP_ACTOR=%s", actor);
+        ok(proxy_record_build(&c, 0, &r) == 0 && has(&r, want_path) && has(&r, want_actor),
+           "a path and an actor longer than a fixed field are journaled whole");
+}
+
+/* The message as audit_log()'s format made it before it was written without printf */
+static char *message_printf(const ProxyConn *c, const ProxyRecord *r) {
+        char *s = NULL;
+
+        if (asprintf(&s, "Docker API %s: %s %s -> %d (rule %s%s%s)", r->deny ? "deny" : "allow", r->method, r->path,
+                     c->status, c->rule ?: "n/a", isempty(c->reason) ? "" : ": ", strempty(r->reason)) < 0)
+                return NULL;
+        return s;
+}
+
+static void test_message(void) {
+        DockerProxy p = { .channel = (char *) "demo" };
+        char rule[2000];
+        ProxyConn cases[] = {
+                { .proxy = &p, .status = 200, .decision = "allow", .rule = "default" },
+                { .proxy = &p, .status = 403, .rule = "api-version", .reason = (char *) "bad\nline" },
+                { .proxy = &p, .status = -1, .decision = "allow" },
+                { .proxy = &p, .status = 502, .decision = "deny", .rule = rule, .reason = (char *) "long rule" },
+        };
+        bool same = true, long_allocated = false;
+
+        memset(rule, 'r', sizeof(rule) - 1);
+        rule[sizeof(rule) - 1] = 0;
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(proxy_record_done) ProxyRecord r = {};
+                _cleanup_free_ char *allocated = NULL, *want = NULL;
+                char buf[PROXY_RECORD_MESSAGE_STACK];
+                const char *m = NULL;
+
+                cases[i].head.method = (char *) "GET";
+                cases[i].target.path = (char *) "/v1.41/containers/json";
+                if (proxy_record_build(&cases[i], 0, &r) < 0 ||
+                    !(m = proxy_record_message(&cases[i], &r, buf, sizeof(buf), &allocated)) ||
+                    !(want = message_printf(&cases[i], &r)) || !streq(m, want)) {
+                        diag(want ?: "out of memory");
+                        same = false;
+                }
+                if (cases[i].rule == rule)
+                        long_allocated = allocated && m == allocated;
+        }
+        ok(same, "the record's message is the one its printf format made: allow, deny with a reason, no rule, "
+                 "a negative status, a rule too long for the stack");
+        ok(long_allocated, "a message beyond the stack buffer is allocated");
+}
+
 int main(void) {
+        test_message();
+        test_long_fields();
         test_allowed();
         test_numbers();
         test_denied();

@@ -155,6 +155,41 @@ static void test_caps(void) {
         ok(k < 0 && status == 413, "a body one byte over the cap is 413");
 }
 
+/* The header array grows as headers come (8, 16, 32, 64 entries): every header up to the default cap is
+ * kept, in order, and one more is refused. */
+static void test_many_headers(void) {
+        char head[4096], *p = head;
+        bool all = true;
+        size_t c;
+        int status = 0, k;
+
+        for (unsigned n = 1; n <= HTTP_HEADERS_MAX_DEFAULT + 1; n++) {
+                _cleanup_(http_request_done) HttpRequest r = {};
+
+                p = stpcpy(head, "GET / HTTP/1.1\r\nHost: h\r\n");
+                for (unsigned i = 1; i < n; i++)
+                        p += sprintf(p, "X-%u: v%u\r\n", i, i);
+                (void) stpcpy(p, "\r\n");
+                k = http_request_parse(head, strlen(head), NULL, &r, &c, &status, NULL);
+                if (n > HTTP_HEADERS_MAX_DEFAULT) {
+                        ok(k < 0 && status == 431, "one header more than the default cap is 431");
+                        break;
+                }
+                if (k != 1 || r.n_headers != n || !streq_ptr(http_request_header(&r, "Host"), "h")) {
+                        all = false;
+                        continue;
+                }
+                for (unsigned i = 1; i < n; i++) {
+                        char name[16], value[16];
+                        snprintf(name, sizeof(name), "X-%u", i);
+                        snprintf(value, sizeof(value), "v%u", i);
+                        if (!streq(r.headers[i].name, name) || !streq(r.headers[i].value, value))
+                                all = false;
+                }
+        }
+        ok(all, "1 to 64 headers are each kept, in order, with their values (the array grows past 8, 16 and 32)");
+}
+
 static void test_response(void) {
         _cleanup_free_ char *buf = NULL;
         size_t n;
@@ -592,6 +627,7 @@ int main(void) {
         test_malformed();
         test_content_length();
         test_caps();
+        test_many_headers();
         test_response();
         test_garbage();
         test_chunked();
