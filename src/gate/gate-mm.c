@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "gate-mm.h"
+#include "gate-syscall.h"
 #include "macro.h"
 
 /* The most sharers one scan records: more than this fail closed (a vfork chain that deep is an attack). */
@@ -321,16 +322,6 @@ int gate_mm_sole(pid_t tid, const char **ret_why) {
 #define GATE_MM_PAGEMAP_BATCH 64U               /* entries one pread reads at most */
 #define GATE_MM_MAPS_BUF (PATH_MAX + 4096U)     /* a line of maps: a path and what comes before it */
 
-static size_t mm_page_size(void) {
-        static size_t ps;
-
-        if (ps == 0) {
-                long l = sysconf(_SC_PAGESIZE);
-                ps = l > 0 ? (size_t) l : 4096;
-        }
-        return ps;
-}
-
 static int u64_cmp(const void *a, const void *b) {
         uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
 
@@ -389,11 +380,11 @@ static int maps_line(const char *line, int root_fd, uid_t agent_uid, const uint6
         if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, perms, &off, &major, &minor,
                    &inode, &at) < 7 || at == 0)
                 return -EBADMSG;
-        if (*k < n && pages[*k] * mm_page_size() < start) {
+        if (*k < n && pages[*k] * gate_page_size() < start) {
                 (void) snprintf(why_buf, sizeof why_buf, "an argument lies in memory no longer mapped");
                 return 0;
         }
-        if (*k >= n || pages[*k] * mm_page_size() >= end)
+        if (*k >= n || pages[*k] * gate_page_size() >= end)
                 return 1;
         /* A page of this mapping that is a file's, shared, or neither present nor swapped. */
         if (perms[3] != 'p') {
@@ -408,7 +399,7 @@ static int maps_line(const char *line, int root_fd, uid_t agent_uid, const uint6
         }
         if (file_unwritable(root_fd, agent_uid, makedev(major, minor), (ino_t) inode, line + at) == 0)
                 return 0;
-        while (*k < n && pages[*k] * mm_page_size() < end)
+        while (*k < n && pages[*k] * gate_page_size() < end)
                 (*k)++;
         return 1;
 }
@@ -470,7 +461,7 @@ int gate_mm_private(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_
         if (!pages)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
-                pages[i] = addrs[i] / mm_page_size();
+                pages[i] = addrs[i] / gate_page_size();
         qsort(pages, n, sizeof(uint64_t), u64_cmp);
         for (size_t i = 0; i < n; i++)
                 if (m == 0 || pages[m - 1] != pages[i])

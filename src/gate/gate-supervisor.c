@@ -1062,6 +1062,7 @@ static int exec_memory_sole(Request *q, const char **ret_why) {
  * read_exec() read nothing else) can be written by no other process either (gate-mm.h): 1 when none can,
  * 0 when one can (ret_why says how), <0 when it cannot be told. Meaningful only once exec_memory_sole()
  * has found no other task in the caller's address space. */
+_Static_assert(GATE_MEM_CACHE_CHUNKS_MAX <= GATE_MM_PAGES_MAX, "every chunk an exec's read keeps is looked at");
 static int exec_memory_private(Request *q, const char **ret_why) {
         const GateMemCache *mc = &q->w->mem_cache;
 
