@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -369,13 +370,29 @@ static int file_unwritable(int root_fd, uid_t agent_uid, dev_t dev, ino_t ino, c
         return 1;
 }
 
+/* A mapping holding a page that pagemap does not show as private anonymous memory: 1 when that page is
+ * still the caller's own (a private mapping of a file no task of the agent can write), 0 when not. */
+static int vma_decide(bool shared, dev_t dev, uint64_t inode, const char *name, int root_fd, uid_t agent_uid) {
+        if (shared) {
+                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in shared memory (%.80s)",
+                                name[0] ? name : "MAP_SHARED anonymous memory");
+                return 0;
+        }
+        if (inode == 0) {
+                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in a page of %.60s that is "
+                                "not the process's own", name[0] ? name : "anonymous memory");
+                return 0;
+        }
+        return file_unwritable(root_fd, agent_uid, dev, (ino_t) inode, name);
+}
+
 /* One line of /proc/PID/maps: 1 when the pages of it in pages[] (sorted, from *k on) are the caller's
  * own, 0 when one is not; *k moves past the pages below its end. */
 static int maps_line(const char *line, int root_fd, uid_t agent_uid, const uint64_t *pages, size_t n, size_t *k) {
         unsigned long long start, end, off, inode;
         unsigned major, minor;
         char perms[5];
-        int at = 0;
+        int at = 0, r;
 
         if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, perms, &off, &major, &minor,
                    &inode, &at) < 7 || at == 0)
@@ -386,33 +403,95 @@ static int maps_line(const char *line, int root_fd, uid_t agent_uid, const uint6
         }
         if (*k >= n || pages[*k] * gate_page_size() >= end)
                 return 1;
-        /* A page of this mapping that is a file's, shared, or neither present nor swapped. */
-        if (perms[3] != 'p') {
-                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in shared memory (%.80s)",
-                                line[at] ? line + at : "MAP_SHARED anonymous memory");
-                return 0;
-        }
-        if (inode == 0) {
-                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in a page of %.60s that is "
-                                "not the process's own", line[at] ? line + at : "anonymous memory");
-                return 0;
-        }
-        if (file_unwritable(root_fd, agent_uid, makedev(major, minor), (ino_t) inode, line + at) == 0)
-                return 0;
+        r = vma_decide(perms[3] != 'p', makedev(major, minor), inode, line + at, root_fd, agent_uid);
+        if (r <= 0)
+                return r;
         while (*k < n && pages[*k] * gate_page_size() < end)
                 (*k)++;
         return 1;
 }
 
+/* Linux 6.11: one mapping of /proc/PID/maps by address, without formatting the others
+ * (linux/fs.h, which Debian 12's headers predate). */
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+        uint64_t size;
+        uint64_t query_flags;
+        uint64_t query_addr;
+        uint64_t vma_start;
+        uint64_t vma_end;
+        uint64_t vma_flags;
+        uint64_t vma_page_size;
+        uint64_t vma_offset;
+        uint64_t inode;
+        uint32_t dev_major;
+        uint32_t dev_minor;
+        uint32_t vma_name_size;
+        uint32_t build_id_size;
+        uint64_t vma_name_addr;
+        uint64_t build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_SHARED 0x08
+#endif
+
+/* The pages[] (sorted, distinct) decided on their mappings, asked for one mapping at a time with
+ * PROCMAP_QUERY on fd (/proc/PID/maps). -ENOTTY or -EINVAL: a kernel without it. */
+static int query_decide(int fd, int root_fd, uid_t agent_uid, const uint64_t *pages, size_t n) {
+        char name[PATH_MAX + 1];
+
+        for (size_t k = 0; k < n;) {
+                struct procmap_query q = {
+                        .size = sizeof q,
+                        .query_addr = pages[k] * gate_page_size(),
+                        .vma_name_addr = (uint64_t) (uintptr_t) name,
+                        .vma_name_size = sizeof name,
+                };
+                int r;
+
+                if (ioctl(fd, PROCMAP_QUERY, &q) < 0) {
+                        if (errno == ENOENT) {
+                                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in memory no longer mapped");
+                                return 0;
+                        }
+                        if (errno == ENAMETOOLONG) {
+                                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in a mapping whose "
+                                                "name is too long to look at");
+                                return 0;
+                        }
+                        return -errno;
+                }
+                if (q.vma_name_size == 0)
+                        name[0] = 0;
+                name[sizeof name - 1] = 0;
+                r = vma_decide(q.vma_flags & PROCMAP_QUERY_VMA_SHARED, makedev(q.dev_major, q.dev_minor), q.inode,
+                               name, root_fd, agent_uid);
+                if (r <= 0)
+                        return r;
+                while (k < n && pages[k] * gate_page_size() < q.vma_end)
+                        k++;
+        }
+        return 1;
+}
+
 /* The pages[] (sorted, distinct) that pagemap does not show as private anonymous memory, decided on
- * their mappings, read from /proc/PID/maps a buffer at a time. */
+ * their mappings: asked for by address where the kernel can, else read from /proc/PID/maps a buffer at a
+ * time. */
 static int maps_decide(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *pages, size_t n) {
+        static atomic_bool no_query;
         _cleanup_close_ int fd = openat(proc_dir_fd, "maps", O_RDONLY | O_CLOEXEC);
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, k = 0;
 
         if (fd < 0)
                 return -errno;
+        if (!atomic_load(&no_query)) {
+                int r = query_decide(fd, root_fd, agent_uid, pages, n);
+
+                if (r != -ENOTTY && r != -EINVAL)
+                        return r;
+                atomic_store(&no_query, true);  /* before Linux 6.11: the text, then */
+        }
         buf = malloc(GATE_MM_MAPS_BUF + 1);
         if (!buf)
                 return -ENOMEM;
