@@ -329,12 +329,27 @@ static int u64_cmp(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+/* Who the caller is, for deciding on the files mapped in its memory. */
+typedef struct Caller {
+        int proc_dir_fd;                /* /proc/TID */
+        int root_fd;
+        uid_t agent_uid;
+} Caller;
+
+/* Whether st is the file the caller runs (/proc/TID/exe): the kernel refuses every write to it while an
+ * address space maps it as its program (ETXTBSY), and exec refuses a file anyone has open for writing. */
+static bool running_program(const Caller *c, const struct stat *st) {
+        struct stat exe;
+
+        return fstatat(c->proc_dir_fd, "exe", &exe, 0) == 0 && exe.st_dev == st->st_dev && exe.st_ino == st->st_ino;
+}
+
 /* Whether the regular file mapped at dev:ino, which maps names path, can be written by no task of the
  * agent: 1 yes, 0 no (why_buf says why). The file is the one of that device and inode: the path only
  * finds it. Before Linux 6.8 maps gives an overlayfs file's inode on its layer (the layer's device), while
  * the file found by path has the overlay's device and (its layers on one filesystem, or xino) the layer's
  * inode number: on overlayfs the inode number alone is compared. */
-static int file_unwritable(int root_fd, uid_t agent_uid, dev_t dev, ino_t ino, const char *path) {
+static int file_unwritable(const Caller *c, dev_t dev, ino_t ino, const char *path) {
         struct open_how how = {
                 .flags = O_PATH | O_CLOEXEC,
                 .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
@@ -348,7 +363,7 @@ static int file_unwritable(int root_fd, uid_t agent_uid, dev_t dev, ino_t ino, c
                 (void) snprintf(why_buf, sizeof why_buf, "an argument lies in a special mapping (%.60s)", path);
                 return 0;
         }
-        fd = (int) syscall(SYS_openat2, root_fd, path, &how, sizeof how);
+        fd = (int) syscall(SYS_openat2, c->root_fd, path, &how, sizeof how);
         if (fd < 0 || fstat(fd, &st) < 0) {
                 (void) snprintf(why_buf, sizeof why_buf, "an argument lies in a mapping of %.80s, which "
                                 "cannot be looked at", path);
@@ -362,7 +377,7 @@ static int file_unwritable(int root_fd, uid_t agent_uid, dev_t dev, ino_t ino, c
                                 "longer that file (shared memory, a deleted or replaced file)", path);
                 return 0;
         }
-        if (st.st_uid == agent_uid || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        if ((st.st_uid == c->agent_uid || (st.st_mode & (S_IWGRP | S_IWOTH))) && !running_program(c, &st)) {
                 (void) snprintf(why_buf, sizeof why_buf, "an argument lies in a mapping of %.80s, a file the "
                                 "agent can write", path);
                 return 0;
@@ -372,7 +387,7 @@ static int file_unwritable(int root_fd, uid_t agent_uid, dev_t dev, ino_t ino, c
 
 /* A mapping holding a page that pagemap does not show as private anonymous memory: 1 when that page is
  * still the caller's own (a private mapping of a file no task of the agent can write), 0 when not. */
-static int vma_decide(bool shared, dev_t dev, uint64_t inode, const char *name, int root_fd, uid_t agent_uid) {
+static int vma_decide(const Caller *c, bool shared, dev_t dev, uint64_t inode, const char *name) {
         if (shared) {
                 (void) snprintf(why_buf, sizeof why_buf, "an argument lies in shared memory (%.80s)",
                                 name[0] ? name : "MAP_SHARED anonymous memory");
@@ -383,12 +398,12 @@ static int vma_decide(bool shared, dev_t dev, uint64_t inode, const char *name, 
                                 "not the process's own", name[0] ? name : "anonymous memory");
                 return 0;
         }
-        return file_unwritable(root_fd, agent_uid, dev, (ino_t) inode, name);
+        return file_unwritable(c, dev, (ino_t) inode, name);
 }
 
 /* One line of /proc/PID/maps: 1 when the pages of it in pages[] (sorted, from *k on) are the caller's
  * own, 0 when one is not; *k moves past the pages below its end. */
-static int maps_line(const char *line, int root_fd, uid_t agent_uid, const uint64_t *pages, size_t n, size_t *k) {
+static int maps_line(const Caller *c, const char *line, const uint64_t *pages, size_t n, size_t *k) {
         unsigned long long start, end, off, inode;
         unsigned major, minor;
         char perms[5];
@@ -403,7 +418,7 @@ static int maps_line(const char *line, int root_fd, uid_t agent_uid, const uint6
         }
         if (*k >= n || pages[*k] * gate_page_size() >= end)
                 return 1;
-        r = vma_decide(perms[3] != 'p', makedev(major, minor), inode, line + at, root_fd, agent_uid);
+        r = vma_decide(c, perms[3] != 'p', makedev(major, minor), inode, line + at);
         if (r <= 0)
                 return r;
         while (*k < n && pages[*k] * gate_page_size() < end)
@@ -437,7 +452,7 @@ struct procmap_query {
 
 /* The pages[] (sorted, distinct) decided on their mappings, asked for one mapping at a time with
  * PROCMAP_QUERY on fd (/proc/PID/maps). -ENOTTY or -EINVAL: a kernel without it. */
-static int query_decide(int fd, int root_fd, uid_t agent_uid, const uint64_t *pages, size_t n) {
+static int query_decide(const Caller *c, int fd, const uint64_t *pages, size_t n) {
         char name[PATH_MAX + 1];
 
         for (size_t k = 0; k < n;) {
@@ -464,8 +479,8 @@ static int query_decide(int fd, int root_fd, uid_t agent_uid, const uint64_t *pa
                 if (q.vma_name_size == 0)
                         name[0] = 0;
                 name[sizeof name - 1] = 0;
-                r = vma_decide(q.vma_flags & PROCMAP_QUERY_VMA_SHARED, makedev(q.dev_major, q.dev_minor), q.inode,
-                               name, root_fd, agent_uid);
+                r = vma_decide(c, q.vma_flags & PROCMAP_QUERY_VMA_SHARED, makedev(q.dev_major, q.dev_minor),
+                               q.inode, name);
                 if (r <= 0)
                         return r;
                 while (k < n && pages[k] * gate_page_size() < q.vma_end)
@@ -477,16 +492,16 @@ static int query_decide(int fd, int root_fd, uid_t agent_uid, const uint64_t *pa
 /* The pages[] (sorted, distinct) that pagemap does not show as private anonymous memory, decided on
  * their mappings: asked for by address where the kernel can, else read from /proc/PID/maps a buffer at a
  * time. */
-static int maps_decide(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *pages, size_t n) {
+static int maps_decide(const Caller *c, const uint64_t *pages, size_t n) {
         static atomic_bool no_query;
-        _cleanup_close_ int fd = openat(proc_dir_fd, "maps", O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int fd = openat(c->proc_dir_fd, "maps", O_RDONLY | O_CLOEXEC);
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, k = 0;
 
         if (fd < 0)
                 return -errno;
         if (!atomic_load(&no_query)) {
-                int r = query_decide(fd, root_fd, agent_uid, pages, n);
+                int r = query_decide(c, fd, pages, n);
 
                 if (r != -ENOTTY && r != -EINVAL)
                         return r;
@@ -509,7 +524,7 @@ static int maps_decide(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint
                         int r;
 
                         *nl = 0;
-                        r = maps_line(line, root_fd, agent_uid, pages, n, &k);
+                        r = maps_line(c, line, pages, n, &k);
                         if (r <= 0)
                                 return r;
                         if (k >= n)
@@ -572,7 +587,8 @@ int gate_mm_private(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_
         }
         if (odd == 0)
                 return 1;
-        r = maps_decide(proc_dir_fd, root_fd, agent_uid, pages, odd);
+        r = maps_decide(&(const Caller) { .proc_dir_fd = proc_dir_fd, .root_fd = root_fd, .agent_uid = agent_uid },
+                        pages, odd);
         if (r == 0)
                 *ret_why = why_buf;
         return r;

@@ -359,14 +359,14 @@ static int race_argv_shared(const char *self, long n, const char *how) {
                 int fd = memfd_create("race-argv", MFD_CLOEXEC);
 
                 if (fd < 0 || ftruncate(fd, (off_t) size) < 0)
-                        return 2;
+                        return report(-1), 2;
                 flip = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
                 arg = flip;
         } else if (!strcmp(how, "sysv")) {
                 int id = shmget(IPC_PRIVATE, size, IPC_CREAT | 0600);
 
                 if (id < 0)
-                        return 2;
+                        return report(-1), 2;
                 flip = shmat(id, NULL, 0);
                 (void) shmctl(id, IPC_RMID, NULL);      /* gone once both have detached */
                 arg = flip;
@@ -374,14 +374,16 @@ static int race_argv_shared(const char *self, long n, const char *how) {
                 int fd = open("race-argv-shared.arg", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
                 if (fd < 0 || ftruncate(fd, (off_t) size) < 0 || pwrite(fd, ok, sizeof(ok), 0) != sizeof(ok))
-                        return 2;
+                        return report(-1), 2;
                 flip = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
                 arg = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
                 close(fd);
         } else
                 return 2;
-        if (flip == MAP_FAILED || arg == MAP_FAILED)      /* shmat fails with (void *) -1 too */
+        if (flip == MAP_FAILED || arg == MAP_FAILED) {    /* shmat fails with (void *) -1 too */
+                printf("setup-failed %s\n", strerrorname_np(errno) ?: "E?");
                 return 2;
+        }
         memcpy(flip, ok, sizeof(ok));
         if (!strcmp(how, "anon-array")) {
                 array = (const char **) (void *) (flip + 64);

@@ -280,6 +280,12 @@ is "$st" 126 "the argument rule itself denies exit-arg no-arg" || diag "$out $er
 wrap "$PROBE" spawn 200 ok-arg
 is "$out" "spawn-ok=200 vfork-ok=200" "posix_spawn and vfork from a single-threaded parent still run an argument-ruled command (the parent waits)" ||
         diag "$err"
+# A program of the agent's own passing its literals: its file is the agent's, but no one can write the
+# program a process runs (ETXTBSY).
+install -m 0755 -o "$U" -g "$G" "$PROBE_BUILT" "$H/own-probe"
+wrap "$H/own-probe" spawn 50 ok-arg
+is "$out" "spawn-ok=50 vfork-ok=50" "a program the agent owns still passes its own string literals to an argument-ruled command (its running program)" ||
+        diag "$err"
 # Arguments from a file no task of the agent can write still run: string literals of libc's .rodata
 # (system()'s "/bin/sh", "sh", "-c") and of a root-owned program's.
 wrap python3 -c 'import os, subprocess; subprocess.run(["rm", "-f", "nothing-here"], check=True); print(os.system("rm -f nothing-here"))'
