@@ -34,6 +34,8 @@ int gate_mm_sole(pid_t tid, const char **ret_why);
  * /proc/PID/maps: only a private mapping of a regular file that no task of the agent can write (its owner
  * another uid than agent_uid, no group or other write bit, so no ACL entry grants it either) passes:
  * string literals of a program's or a library's .rodata (glibc's system() passes "/bin/sh", "sh", "-c").
+ * A file the agent could write passes when it is the caller's running program (/proc/PID/exe): the
+ * kernel refuses writes to it while it runs (ETXTBSY).
  * The file is the VMA's own (its device and inode), opened by the path maps gives below root_fd and
  * compared; a shared mapping (MAP_SHARED anonymous memory, SysV or POSIX shm, a memfd), a file the agent
  * can write, a deleted file, a special mapping, or a file page of an anonymous mapping fails.
