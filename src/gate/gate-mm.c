@@ -5,16 +5,24 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kcmp.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "gate-mm.h"
+#include "gate-syscall.h"
 #include "macro.h"
 
 /* The most sharers one scan records: more than this fail closed (a vfork chain that deep is an attack). */
@@ -29,7 +37,7 @@ typedef struct Scan {
         size_t tasks;
 } Scan;
 
-static _Thread_local char why_buf[160];
+static _Thread_local char why_buf[256];
 
 static int read_small(const char *path, char *buf, size_t size) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -304,4 +312,284 @@ int gate_mm_sole(pid_t tid, const char **ret_why) {
                 return 1;
         }
         return 0;
+}
+
+/* ---- pages no one else can write ---- */
+
+/* /proc/PID/pagemap's bits (Documentation/admin-guide/mm/pagemap.rst). */
+#define PAGEMAP_PRESENT (UINT64_C(1) << 63)
+#define PAGEMAP_SWAPPED (UINT64_C(1) << 62)
+#define PAGEMAP_FILE_OR_SHARED (UINT64_C(1) << 61)
+#define GATE_MM_PAGEMAP_BATCH 64U               /* entries one pread reads at most */
+#define GATE_MM_MAPS_BUF (PATH_MAX + 4096U)     /* a line of maps: a path and what comes before it */
+
+static int u64_cmp(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* Who the caller is, for deciding on the files mapped in its memory. */
+typedef struct Caller {
+        int proc_dir_fd;                /* /proc/TID */
+        int root_fd;
+        uid_t agent_uid;
+} Caller;
+
+/* Whether st is the file the caller runs (/proc/TID/exe): the kernel refuses every write to it while an
+ * address space maps it as its program (ETXTBSY), and exec refuses a file anyone has open for writing. */
+static bool running_program(const Caller *c, const struct stat *st) {
+        struct stat exe;
+
+        return fstatat(c->proc_dir_fd, "exe", &exe, 0) == 0 && exe.st_dev == st->st_dev && exe.st_ino == st->st_ino;
+}
+
+/* Whether the regular file mapped at dev:ino, which maps names path, can be written by no task of the
+ * agent: 1 yes, 0 no (why_buf says why). The file is the one of that device and inode: the path only
+ * finds it. Before Linux 6.8 maps gives an overlayfs file's inode on its layer (the layer's device), while
+ * the file found by path has the overlay's device and (its layers on one filesystem, or xino) the layer's
+ * inode number: on overlayfs the inode number alone is compared. */
+static int file_unwritable(const Caller *c, dev_t dev, ino_t ino, const char *path) {
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int fd = -EBADF;
+        struct statfs sfs;
+        struct stat st;
+        bool same;
+
+        if (path[0] != '/') {
+                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in a special mapping (%.60s)", path);
+                return 0;
+        }
+        fd = (int) syscall(SYS_openat2, c->root_fd, path, &how, sizeof how);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in a mapping of %.80s, which "
+                                "cannot be looked at", path);
+                return 0;
+        }
+        same = st.st_dev == dev && st.st_ino == ino;
+        if (!same && st.st_ino == ino && fstatfs(fd, &sfs) == 0 && sfs.f_type == OVERLAYFS_SUPER_MAGIC)
+                same = true;
+        if (!same || !S_ISREG(st.st_mode)) {
+                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in a mapping of %.80s, which is no "
+                                "longer that file (shared memory, a deleted or replaced file)", path);
+                return 0;
+        }
+        if ((st.st_uid == c->agent_uid || (st.st_mode & (S_IWGRP | S_IWOTH))) && !running_program(c, &st)) {
+                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in a mapping of %.80s, a file the "
+                                "agent can write", path);
+                return 0;
+        }
+        return 1;
+}
+
+/* A mapping holding a page that pagemap does not show as private anonymous memory: 1 when that page is
+ * still the caller's own (a private mapping of a file no task of the agent can write), 0 when not. */
+static int vma_decide(const Caller *c, bool shared, dev_t dev, uint64_t inode, const char *name) {
+        if (shared) {
+                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in shared memory (%.80s)",
+                                name[0] ? name : "MAP_SHARED anonymous memory");
+                return 0;
+        }
+        if (inode == 0) {
+                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in a page of %.60s that is "
+                                "not the process's own", name[0] ? name : "anonymous memory");
+                return 0;
+        }
+        return file_unwritable(c, dev, (ino_t) inode, name);
+}
+
+/* One line of /proc/PID/maps: 1 when the pages of it in pages[] (sorted, from *k on) are the caller's
+ * own, 0 when one is not; *k moves past the pages below its end. */
+static int maps_line(const Caller *c, const char *line, const uint64_t *pages, size_t n, size_t *k) {
+        unsigned long long start, end, off, inode;
+        unsigned major, minor;
+        char perms[5];
+        int at = 0, r;
+
+        if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, perms, &off, &major, &minor,
+                   &inode, &at) < 7 || at == 0)
+                return -EBADMSG;
+        if (*k < n && pages[*k] * gate_page_size() < start) {
+                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in memory no longer mapped");
+                return 0;
+        }
+        if (*k >= n || pages[*k] * gate_page_size() >= end)
+                return 1;
+        r = vma_decide(c, perms[3] != 'p', makedev(major, minor), inode, line + at);
+        if (r <= 0)
+                return r;
+        while (*k < n && pages[*k] * gate_page_size() < end)
+                (*k)++;
+        return 1;
+}
+
+/* Linux 6.11: one mapping of /proc/PID/maps by address, without formatting the others
+ * (linux/fs.h, which Debian 12's headers predate). */
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+        uint64_t size;
+        uint64_t query_flags;
+        uint64_t query_addr;
+        uint64_t vma_start;
+        uint64_t vma_end;
+        uint64_t vma_flags;
+        uint64_t vma_page_size;
+        uint64_t vma_offset;
+        uint64_t inode;
+        uint32_t dev_major;
+        uint32_t dev_minor;
+        uint32_t vma_name_size;
+        uint32_t build_id_size;
+        uint64_t vma_name_addr;
+        uint64_t build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_SHARED 0x08
+#endif
+
+/* The pages[] (sorted, distinct) decided on their mappings, asked for one mapping at a time with
+ * PROCMAP_QUERY on fd (/proc/PID/maps). -ENOTTY or -EINVAL: a kernel without it. */
+static int query_decide(const Caller *c, int fd, const uint64_t *pages, size_t n) {
+        char name[PATH_MAX + 1];
+
+        for (size_t k = 0; k < n;) {
+                struct procmap_query q = {
+                        .size = sizeof q,
+                        .query_addr = pages[k] * gate_page_size(),
+                        .vma_name_addr = (uint64_t) (uintptr_t) name,
+                        .vma_name_size = sizeof name,
+                };
+                int r;
+
+                if (ioctl(fd, PROCMAP_QUERY, &q) < 0) {
+                        if (errno == ENOENT) {
+                                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in memory no longer mapped");
+                                return 0;
+                        }
+                        if (errno == ENAMETOOLONG) {
+                                (void) snprintf(why_buf, sizeof why_buf, "an argument lies in a mapping whose "
+                                                "name is too long to look at");
+                                return 0;
+                        }
+                        return -errno;
+                }
+                if (q.vma_name_size == 0)
+                        name[0] = 0;
+                name[sizeof name - 1] = 0;
+                r = vma_decide(c, q.vma_flags & PROCMAP_QUERY_VMA_SHARED, makedev(q.dev_major, q.dev_minor),
+                               q.inode, name);
+                if (r <= 0)
+                        return r;
+                while (k < n && pages[k] * gate_page_size() < q.vma_end)
+                        k++;
+        }
+        return 1;
+}
+
+/* The pages[] (sorted, distinct) that pagemap does not show as private anonymous memory, decided on
+ * their mappings: asked for by address where the kernel can, else read from /proc/PID/maps a buffer at a
+ * time. */
+static int maps_decide(const Caller *c, const uint64_t *pages, size_t n) {
+        static atomic_bool no_query;
+        _cleanup_close_ int fd = openat(c->proc_dir_fd, "maps", O_RDONLY | O_CLOEXEC);
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, k = 0;
+
+        if (fd < 0)
+                return -errno;
+        if (!atomic_load(&no_query)) {
+                int r = query_decide(c, fd, pages, n);
+
+                if (r != -ENOTTY && r != -EINVAL)
+                        return r;
+                atomic_store(&no_query, true);  /* before Linux 6.11: the text, then */
+        }
+        buf = malloc(GATE_MM_MAPS_BUF + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t got = read(fd, buf + len, GATE_MM_MAPS_BUF - len);
+                char *line = buf, *nl;
+
+                if (got < 0)
+                        return -errno;
+                if (got == 0)
+                        break;
+                len += (size_t) got;
+                buf[len] = 0;
+                while ((nl = memchr(line, '\n', len - (size_t) (line - buf)))) {
+                        int r;
+
+                        *nl = 0;
+                        r = maps_line(c, line, pages, n, &k);
+                        if (r <= 0)
+                                return r;
+                        if (k >= n)
+                                return 1;
+                        line = nl + 1;
+                }
+                len -= (size_t) (line - buf);
+                if (len >= GATE_MM_MAPS_BUF)
+                        return -EBADMSG;        /* a line longer than any maps writes */
+                memmove(buf, line, len);
+        }
+        (void) snprintf(why_buf, sizeof why_buf, "an argument lies in memory no longer mapped");
+        return 0;
+}
+
+int gate_mm_private(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *addrs, size_t n,
+                    const char **ret_why) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ uint64_t *pages = NULL;
+        size_t m = 0, odd = 0;
+        int r;
+
+        if (n == 0)
+                return 1;
+        if (n > GATE_MM_PAGES_MAX)
+                return -E2BIG;
+        pages = malloc(n * sizeof(uint64_t));
+        if (!pages)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                pages[i] = addrs[i] / gate_page_size();
+        qsort(pages, n, sizeof(uint64_t), u64_cmp);
+        for (size_t i = 0; i < n; i++)
+                if (m == 0 || pages[m - 1] != pages[i])
+                        pages[m++] = pages[i];
+
+        fd = openat(proc_dir_fd, "pagemap", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        /* One pread per run of contiguous pages (a batch at most); the pages that are not private
+         * anonymous memory are moved to the front of pages[], in order. */
+        for (size_t i = 0; i < m;) {
+                uint64_t e[GATE_MM_PAGEMAP_BATCH];
+                size_t run = 1;
+                ssize_t got;
+
+                while (i + run < m && run < GATE_MM_PAGEMAP_BATCH && pages[i + run] == pages[i] + run)
+                        run++;
+                if (pages[i] > (uint64_t) INT64_MAX / sizeof(uint64_t))
+                        return -EFAULT;
+                got = pread(fd, e, run * sizeof(uint64_t), (off_t) (pages[i] * sizeof(uint64_t)));
+                if (got < 0)
+                        return -errno;
+                if ((size_t) got != run * sizeof(uint64_t))
+                        return -EIO;
+                for (size_t j = 0; j < run; j++)
+                        if ((e[j] & PAGEMAP_FILE_OR_SHARED) || !(e[j] & (PAGEMAP_PRESENT | PAGEMAP_SWAPPED)))
+                                pages[odd++] = pages[i + j];
+                i += run;
+        }
+        if (odd == 0)
+                return 1;
+        r = maps_decide(&(const Caller) { .proc_dir_fd = proc_dir_fd, .root_fd = root_fd, .agent_uid = agent_uid },
+                        pages, odd);
+        if (r == 0)
+                *ret_why = why_buf;
+        return r;
 }

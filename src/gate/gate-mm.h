@@ -24,3 +24,25 @@
 #define GATE_MM_TASKS_MAX 65536U
 
 int gate_mm_sole(pid_t tid, const char **ret_why);
+
+/* Whether every page of the caller's memory in addrs (the pages an exec's filename, argv pointer array and
+ * argv strings were read from) can be changed by no one but the caller, which gate_mm_sole() leaves as the
+ * only task of its address space (so no page can be replaced meanwhile: no munmap, mremap or mmap of
+ * another task reaches it). /proc/PID/pagemap tells, per page, without privileges: a page present or
+ * swapped that is neither a file's nor shared anonymous memory (bit 61 clear) is private anonymous memory,
+ * which another process can only ever see a copy of. Any other page is decided on its mapping, from
+ * /proc/PID/maps: only a private mapping of a regular file that no task of the agent can write (its owner
+ * another uid than agent_uid, no group or other write bit, so no ACL entry grants it either) passes:
+ * string literals of a program's or a library's .rodata (glibc's system() passes "/bin/sh", "sh", "-c").
+ * A file the agent could write passes when it is the caller's running program (/proc/PID/exe): the
+ * kernel refuses writes to it while it runs (ETXTBSY).
+ * The file is the VMA's own (its device and inode), opened by the path maps gives below root_fd and
+ * compared; a shared mapping (MAP_SHARED anonymous memory, SysV or POSIX shm, a memfd), a file the agent
+ * can write, a deleted file, a special mapping, or a file page of an anonymous mapping fails.
+ * addrs need not be sorted nor distinct, at most GATE_MM_PAGES_MAX of them. proc_dir_fd is /proc/TID of
+ * the caller. Returns 1 when all are private, 0 when one is not (ret_why says which, in a static buffer of
+ * the thread's), <0 when it cannot be told (the caller fails closed). */
+#define GATE_MM_PAGES_MAX 1024U
+
+int gate_mm_private(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *addrs, size_t n,
+                    const char **ret_why);

@@ -1058,11 +1058,22 @@ static int exec_memory_sole(Request *q, const char **ret_why) {
         return r < 0 ? r : r == 0;
 }
 
+/* Whether the pages the filename and argv were just read from (the chunks in the worker's memory cache:
+ * read_exec() read nothing else) can be written by no other process either (gate-mm.h): 1 when none can,
+ * 0 when one can (ret_why says how), <0 when it cannot be told. Meaningful only once exec_memory_sole()
+ * has found no other task in the caller's address space. */
+_Static_assert(GATE_MEM_CACHE_CHUNKS_MAX <= GATE_MM_PAGES_MAX, "every chunk an exec's read keeps is looked at");
+static int exec_memory_private(Request *q, const char **ret_why) {
+        const GateMemCache *mc = &q->w->mem_cache;
+
+        return gate_mm_private(q->caller->dir_fd, q->s->root_fd, q->s->config->uid, mc->addr, mc->n, ret_why);
+}
+
 /* An exec whose arguments another task can still change: denied, unless the policy denies it anyway. */
 static void exec_memory_shared(Request *q, int sole, const char *why) {
         if (sole < 0)
-                return fail_closed(q, sole, "cannot tell which tasks share the caller's memory, which the kernel "
-                                   "reads the command from again");
+                return fail_closed(q, sole, why ?: "cannot tell which tasks share the caller's memory, which "
+                                   "the kernel reads the command from again");
         (void) snprintf(q->reason, sizeof(q->reason),
                         "another task can change the arguments before the kernel reads them: %s", why);
         q->verdict = (GateVerdict) { .decision = DECISION_DENY, .message = q->reason };
@@ -1133,6 +1144,14 @@ static void handle_exec(Request *q) {
                         gate_resolved_done(&res);
                         return fail_closed(q, r, r == -EAGAIN ? "the command changed while it was checked" :
                                            "cannot read the command");
+                }
+                /* No other task runs in the caller's memory; no other process may write the pages the
+                 * kernel will copy from either (memory shared with another process, a file's page). */
+                if (sole > 0) {
+                        sole = exec_memory_private(q, &why);
+                        if (sole < 0)
+                                why = "cannot tell whether another process can write the memory of the command, "
+                                      "which the kernel reads again";
                 }
         }
         if (!argv[0]) {

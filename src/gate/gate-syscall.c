@@ -355,7 +355,7 @@ void gate_call_ops(const GateCall *c, FileOp ops[GATE_CALL_OPS_MAX], size_t *ret
 
 /* ---- the caller's memory ---- */
 
-static size_t page_size(void) {
+size_t gate_page_size(void) {
         static size_t ps;
 
         if (ps == 0) {
@@ -483,7 +483,7 @@ static int read_string(const MemReader *m, uint64_t addr, size_t max, char **ret
         for (;;) {
                 /* Never past the end of the page: the next one may be unmapped and the string may end here.
                  * The first read is short, most paths are. */
-                size_t chunk = MIN(MIN(page_size() - (size_t) ((addr + len) % page_size()), max - len),
+                size_t chunk = MIN(MIN(gate_page_size() - (size_t) ((addr + len) % gate_page_size()), max - len),
                                    len == 0 ? (size_t) 256 : SIZE_MAX);
                 const char *nul;
                 int r;
@@ -541,7 +541,7 @@ static int read_argv(const MemReader *m, uint64_t addr, size_t max_args, size_t 
                         return -E2BIG;
                 if (at == have) {
                         uint64_t next = addr + n * sizeof(uint64_t);
-                        size_t k = (page_size() - (size_t) (next % page_size())) / sizeof(uint64_t);
+                        size_t k = (gate_page_size() - (size_t) (next % gate_page_size())) / sizeof(uint64_t);
 
                         k = MIN(MAX(k, (size_t) 1), ELEMENTSOF(ptrs));
                         r = reader_read(m, next, ptrs, k * sizeof(uint64_t));

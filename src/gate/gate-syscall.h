@@ -137,6 +137,9 @@ void gate_call_ops(const GateCall *c, FileOp ret_ops[GATE_CALL_OPS_MAX], size_t 
 #define GATE_ARGV_MAX 16384U
 #define GATE_ARGV_BYTES_MAX (2U * 1024U * 1024U)
 
+/* The size of a page of memory (sysconf(_SC_PAGESIZE), asked once). */
+size_t gate_page_size(void);
+
 /* Reads exactly size bytes at addr: -EFAULT when they are not all mapped (or addr is 0). */
 int gate_mem_read(int mem_fd, uint64_t addr, void *buf, size_t size);
 /* Reads a NUL-terminated string of at most max bytes including the NUL; -ENAMETOOLONG when there is no

@@ -22,8 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/shm.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -330,6 +332,102 @@ static int race_argv(const char *self, long n, bool use_vfork) {
                 atomic_store(&race_stop, true);
                 pthread_join(t, NULL);
         }
+        printf("argv-wins=%ld allowed=%ld refused=%ld\n", wins, allowed_n, refused);
+        return 0;
+}
+
+/* race-argv-shared N anon|anon-array|memfd|sysv|file: N execs of "gate-probe exit-arg ok-arg" from a
+ * single-threaded child (no task shares its address space) whose argument lies in memory another process
+ * writes without sharing it: a flipper process, forked once, flips the argument to "no-arg" and back.
+ * anon: the string in MAP_SHARED anonymous memory inherited over fork; anon-array: the argv pointer array
+ * there, its last pointer flipped between two literals of .rodata; memfd: a memfd's MAP_SHARED mapping;
+ * sysv: a SysV shared memory segment; file: a MAP_PRIVATE read-only mapping of a file in the cwd that
+ * the flipper writes through a MAP_SHARED mapping of its own (the child's page is the page cache's: never
+ * written, never copied). Prints "argv-wins=N allowed=M refused=K" as race-argv does. */
+static int race_argv_shared(const char *self, long n, const char *how) {
+        static const char ok[] = "ok-arg", no[] = "no-arg";
+        volatile long wins = 0, allowed_n = 0, refused = 0;
+        size_t size = (size_t) sysconf(_SC_PAGESIZE);
+        char *flip = NULL, *arg = NULL;         /* what the flipper writes; what the child passes */
+        const char **array = NULL;
+        pid_t flipper;
+
+        if (!strcmp(how, "anon") || !strcmp(how, "anon-array")) {
+                flip = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                arg = flip;
+        } else if (!strcmp(how, "memfd")) {
+                int fd = memfd_create("race-argv", MFD_CLOEXEC);
+
+                if (fd < 0 || ftruncate(fd, (off_t) size) < 0)
+                        return report(-1), 2;
+                flip = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                arg = flip;
+        } else if (!strcmp(how, "sysv")) {
+                int id = shmget(IPC_PRIVATE, size, IPC_CREAT | 0600);
+
+                if (id < 0)
+                        return report(-1), 2;
+                flip = shmat(id, NULL, 0);
+                (void) shmctl(id, IPC_RMID, NULL);      /* gone once both have detached */
+                arg = flip;
+        } else if (!strcmp(how, "file")) {
+                int fd = open("race-argv-shared.arg", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+                if (fd < 0 || ftruncate(fd, (off_t) size) < 0 || pwrite(fd, ok, sizeof(ok), 0) != sizeof(ok))
+                        return report(-1), 2;
+                flip = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                arg = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+                close(fd);
+        } else
+                return 2;
+        if (flip == MAP_FAILED || arg == MAP_FAILED) {    /* shmat fails with (void *) -1 too */
+                printf("setup-failed %s\n", strerrorname_np(errno) ?: "E?");
+                return 2;
+        }
+        memcpy(flip, ok, sizeof(ok));
+        if (!strcmp(how, "anon-array")) {
+                array = (const char **) (void *) (flip + 64);
+                array[0] = "gate-probe";
+                array[1] = "exit-arg";
+                array[2] = ok;
+                array[3] = NULL;
+        }
+        flipper = fork();
+        if (flipper < 0)
+                return 2;
+        if (flipper == 0) {
+                /* Through volatile: stores the compiler would otherwise see overwritten unread. */
+                volatile char *v = flip;
+                const char *volatile *slot = array ? &array[2] : NULL;
+
+                for (;;) {
+                        for (int side = 0; side < 2; side++) {
+                                const char *to = side == 0 ? no : ok;
+
+                                if (slot)
+                                        *slot = to;
+                                else
+                                        for (size_t i = 0; i < sizeof(ok); i++)
+                                                v[i] = to[i];
+                                for (volatile int i = 0; i < 2000; i++)
+                                        ;
+                        }
+                }
+        }
+        for (volatile long i = 0; i < n; i++) {
+                char *const args[] = { (char *) "gate-probe", (char *) "exit-arg", arg, NULL };
+                pid_t pid = fork();
+
+                if (pid == 0) {
+                        execve(self, array ? (char *const *) array : args, environ);
+                        _exit(99);
+                }
+                exit_status_count(pid, &wins, &allowed_n, &refused);
+        }
+        (void) kill(flipper, SIGKILL);
+        (void) waitpid(flipper, NULL, 0);
+        if (!strcmp(how, "file"))
+                (void) unlink("race-argv-shared.arg");
         printf("argv-wins=%ld allowed=%ld refused=%ld\n", wins, allowed_n, refused);
         return 0;
 }
@@ -1049,6 +1147,8 @@ int main(int argc, char *argv[]) {
                 return race_exec(argv[2], argv[3], atol(argv[4]), !strcmp(argv[5], "vfork"));
         if (!strcmp(cmd, "race-argv") && argc > 3)      /* race-argv N fork|vfork */
                 return race_argv(realpath("/proc/self/exe", NULL), atol(a1), !strcmp(argv[3], "vfork"));
+        if (!strcmp(cmd, "race-argv-shared") && argc > 3) /* race-argv-shared N anon|anon-array|memfd|sysv|file */
+                return race_argv_shared(realpath("/proc/self/exe", NULL), atol(a1), argv[3]);
         if (!strcmp(cmd, "spawn") && argc > 3)          /* spawn N ARG */
                 return spawn_many(realpath("/proc/self/exe", NULL), atol(a1), argv[3]);
         if (!strcmp(cmd, "exit-arg") && argc > 2)       /* exit-arg ok-arg|no-arg */

@@ -264,10 +264,32 @@ for how in fork vfork; do
         diag "argv race ($how): $out"
         like "$out" "argv-wins=0 allowed=0 refused=1500" "a sibling thread flipping an argument to a denied one never wins ($how): the exec is refused"
 done
+# Memory another process writes without sharing the address space: a flipper process (not a task of the
+# caller's mm) flips the argument, or the argv pointer, after the gate read it. The file: a page of a
+# private read-only mapping of a file the agent owns, never written, which the flipper writes through
+# its own MAP_SHARED mapping.
+for how in anon anon-array memfd sysv file; do
+        wrap "$PROBE" race-argv-shared 1500 $how
+        diag "shared-memory argv race ($how): $out"
+        like "$out" "argv-wins=0 allowed=0 refused=1500" "an argument in memory another process can write never wins ($how): the exec is refused"
+done
+grep -qE '"rule_id":"exec-shared-memory".*"message":"another task can change the arguments[^"]*a file the agent can write' "$T/stderr"
+ok $? "  ... with its decision record naming the file" || diag "$(grep exec-shared "$T/stderr" | head -2)"
 wrap "$PROBE" exit-arg no-arg
 is "$st" 126 "the argument rule itself denies exit-arg no-arg" || diag "$out $err"
 wrap "$PROBE" spawn 200 ok-arg
 is "$out" "spawn-ok=200 vfork-ok=200" "posix_spawn and vfork from a single-threaded parent still run an argument-ruled command (the parent waits)" ||
+        diag "$err"
+# A program of the agent's own passing its literals: its file is the agent's, but no one can write the
+# program a process runs (ETXTBSY).
+install -m 0755 -o "$U" -g "$G" "$PROBE_BUILT" "$H/own-probe"
+wrap "$H/own-probe" spawn 50 ok-arg
+is "$out" "spawn-ok=50 vfork-ok=50" "a program the agent owns still passes its own string literals to an argument-ruled command (its running program)" ||
+        diag "$err"
+# Arguments from a file no task of the agent can write still run: string literals of libc's .rodata
+# (system()'s "/bin/sh", "sh", "-c") and of a root-owned program's.
+wrap python3 -c 'import os, subprocess; subprocess.run(["rm", "-f", "nothing-here"], check=True); print(os.system("rm -f nothing-here"))'
+is "$out" "0" "system() and subprocess still run an argument-ruled command (literals of libc's .rodata, private anonymous memory)" ||
         diag "$err"
 PATH=$T/bin:$PATH wrap sh -c "$H/by-interp.sh; echo rc=\$?"
 like "$out" "rc=12[6-7]" "a script whose #! interpreter is the denied command does not run either" || diag "$out $err"

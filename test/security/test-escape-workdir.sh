@@ -202,6 +202,13 @@ for eng in podman docker; do
         diag "$eng: $(tr '\n' ' ' <<<"$out")"
         like "$(tr '\n' ' ' <<<"$out")" "argv-wins=0 allowed=0 refused=1500 argv-wins=0 allowed=0 refused=1500" \
                 "$eng: flipping an argument to a denied one (fork and vfork) never wins: the exec is refused" || diag "$err"
+        # The same argument in memory another process writes without sharing the address space (shared
+        # anonymous memory inherited over fork, a memfd, a file's page cache; the container's seccomp
+        # profile refuses SysV shm, and POSIX shm is a file): refused too.
+        run race "scenario:sh cd $W && gate-probe race-argv-shared 1500 anon; gate-probe race-argv-shared 1500 anon-array; gate-probe race-argv-shared 1500 memfd; gate-probe race-argv-shared 1500 file"
+        diag "$eng: $(tr '\n' ' ' <<<"$out")"
+        like "$(tr '\n' ' ' <<<"$out")" "^(argv-wins=0 allowed=0 refused=1500 ){4}$" \
+                "$eng: flipping an argument in shared memory or a file's page (anon, array, memfd, file) never wins: the exec is refused" || diag "$err"
         # Ordinary spawns of an argument-ruled command from a single-threaded parent (glibc's posix_spawn,
         # vfork as Python's subprocess makes it; the test image has no Python) still run, and the rule
         # still refuses the denied argument.
