@@ -4,8 +4,8 @@
  * agent's container has .loop/ read-only, but the work dir is shared with whatever else writes there).
  * Its merge rules are therefore narrower than a channel file's: it can override a few settings, but
  * whatever is security-relevant can only be narrowed, never widened: the image (it brings the
- * entrypoint that installs the gate and the seal) and the agent binary outside the image's system
- * directories are the operator's, mounts, extra dirs and copied files can only be dropped from the
+ * entrypoint that installs the gate and the seal), the Chrome image and the agent binary outside the
+ * image's system directories are the operator's, mounts, extra dirs and copied files can only be dropped from the
  * operator's lists, the security gates only narrowed, and egress is not accepted at all. */
 
 #include <assert.h>
@@ -203,6 +203,39 @@ static int apply_narrow_list(json_object *merged, json_object *project, const ch
         return json_add(merged, key, TAKE_PTR(kept));
 }
 
+/* The browser: its image is the operator's, as the agent's is (the sidecar runs it outside the gate, under
+ * a seccomp profile that lets Chrome's sandbox make namespaces, and talks to loop-browser@ on the host: an
+ * image the agent built or imported must not become it); enabled only goes from true to false; the sizes
+ * and the idle timeout are overridden. */
+static int apply_browser(json_object *merged, json_object *pb, const LoopConfig *base, const char *project_path,
+                         ConfigProblems *problems) {
+        json_object *b;
+        int r;
+
+        if (!pb)
+                return 0;
+        b = child(merged, "browser");
+        if (!b)
+                return -ENOMEM;
+        json_object_object_foreach(pb, key, val) {
+                bool on;
+
+                if (streq(key, "enabled"))
+                        r = narrow_enabled(b, pb, base->browser.enabled, project_path, "browser.enabled", problems, &on);
+                else if (!streq(key, "chrome_image"))
+                        r = json_add(b, key, json_copy(val));
+                else if (streq_ptr(json_object_get_string(val), base->browser.chrome_image))
+                        r = 0;
+                else
+                        r = config_problem_add(problems, false, project_path, "browser.chrome_image",
+                                               "a project config cannot choose the Chrome image (it runs outside "
+                                               "the gate), ignoring it");
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* The image and the agent binary: the operator's, unless the project names the same, or (the binary) a
  * path in the image's own system directories. */
 static int apply_narrow_agent(json_object *merged, json_object *project, const LoopConfig *base, const char *work_dir,
@@ -306,12 +339,9 @@ int config_apply_project_json(const LoopConfig *base, json_object *project, cons
                 if (!s || (r = merge_by_key(s, v)) < 0)
                         return -ENOMEM;
         }
-        v = get(project, "browser");
-        if (v) {
-                json_object *b = child(merged, "browser");
-                if (!b || (r = merge_by_key(b, v)) < 0)
-                        return -ENOMEM;
-        }
+        r = apply_browser(merged, get(project, "browser"), base, project_path, problems);
+        if (r < 0)
+                return r;
 
         r = apply_gates(merged, get(project, "gates"), base, project_path, problems);
         if (r < 0)

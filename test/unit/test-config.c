@@ -579,6 +579,34 @@ static void test_project_narrows(void) {
         }
 }
 
+/* The Chrome sidecar runs its image outside the gate: a project (the agent writes it) cannot choose that
+ * image, nor turn on a browser the operator turned off. */
+static void test_project_browser(void) {
+        _cleanup_(loop_config_done) LoopConfig base = {}, out = {}, on = {}, off = {};
+        ConfigProblems p = {};
+        json_object *o;
+
+        ok(load_json("{\"browser\": {\"enabled\": false, \"chrome_image\": \"op-chrome:1\", \"memory_mb\": 512}}", &base) == 0,
+           "setup: a base with the browser off and an image of the operator's");
+        o = json_tokener_parse("{\"browser\": {\"enabled\": true, \"chrome_image\": \"demo-evil:1\", \"memory_mb\": 300}}");
+        ok(config_apply_project_json(&base, o, "/w/.loop/config.json", "/w", &out, &p) == 0, "a project naming a browser applies");
+        is_str(out.browser.chrome_image, "op-chrome:1", "a project cannot choose the Chrome image");
+        ok(has_problem(&p, false, "browser.chrome_image", "cannot choose the Chrome image"), "...with a warning");
+        ok(!out.browser.enabled, "a project cannot turn on a browser the operator turned off");
+        ok(has_problem(&p, false, "browser.enabled", "cannot enable"), "...with a warning");
+        is_int(out.browser.memory_mb, 300, "a project may still size the browser");
+        json_object_put(o);
+        config_problems_done(&p);
+
+        ok(load_json("{\"browser\": {\"chrome_image\": \"op-chrome:1\"}}", &on) == 0, "setup: a base with the browser on");
+        o = json_tokener_parse("{\"browser\": {\"enabled\": false, \"chrome_image\": \"op-chrome:1\"}}");
+        ok(config_apply_project_json(&on, o, "/w/.loop/config.json", "/w", &off, &p) == 0 && !off.browser.enabled &&
+           streq_ptr(off.browser.chrome_image, "op-chrome:1") && p.n == 0,
+           "a project may turn the browser off and name the operator's image");
+        json_object_put(o);
+        config_problems_done(&p);
+}
+
 static void test_project(void) {
         _cleanup_(loop_config_done) LoopConfig base = {}, out = {}, out2 = {}, out3 = {};
         ConfigProblems p = {};
@@ -799,6 +827,7 @@ int main(void) {
         test_load_set();
         test_project();
         test_project_narrows();
+        test_project_browser();
         test_redaction();
         test_egress();
         test_credentials();
