@@ -440,6 +440,64 @@ static int channels_refuse_case_duplicates(ConfigSet *s) {
         return 0;
 }
 
+/* The channel in v (sorted by cmp_channel_ptr_case) whose name is name[0..len), ignoring case; NULL if none. */
+static Channel *channel_find_prefix_case(Channel **v, size_t n, const char *name, size_t len) {
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int r = strncasecmp(v[mid]->name, name, len);
+
+                if (r == 0)
+                        r = v[mid]->name[len] != 0;     /* a longer name sorts after its prefix */
+                if (r == 0)
+                        return v[mid];
+                if (r < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+/* The Docker API proxy takes a volume, network or image name beginning with a channel's name and "-" or
+ * "_" for that channel's own (proxy_name_is_channels()). Of two channels "web" and "web-api", "web" would
+ * own every name of "web-api" too: make its volumes and networks first, tag an image "web-api-app" that
+ * the other then runs. A name that is another's with "-" or "_" and more after it is refused (the shorter,
+ * first in byte order, keeps its name, as with names equal ignoring case); case is ignored as there. */
+static int channels_refuse_name_prefixes(ConfigSet *s) {
+        _cleanup_free_ Channel **v = NULL;
+
+        if (s->n_channels < 2)
+                return 0;
+        v = calloc(s->n_channels, sizeof(Channel *));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_channels; i++)
+                v[i] = &s->channels[i];
+        qsort(v, s->n_channels, sizeof(Channel *), cmp_channel_ptr_case);
+        for (size_t i = 0; i < s->n_channels; i++) {
+                Channel *c = v[i], *owner = NULL;
+
+                if (!c->valid)
+                        continue;
+                for (size_t k = 1; c->name[k] && !owner; k++)
+                        if (c->name[k] == '-' || c->name[k] == '_')
+                                owner = channel_find_prefix_case(v, s->n_channels, c->name, k);
+                if (!owner)
+                        continue;
+                if (config_problem_add(&s->problems, true, c->path, NULL,
+                                       "channel name \"%s\" begins with channel \"%s\" (%s) and a \"-\" or \"_\": "
+                                       "the names of that channel's volumes, networks and images would be this one's too",
+                                       c->name, owner->name, owner->path) < 0)
+                        return -ENOMEM;
+                if (channel_invalidate(c, "its name begins with channel \"%s\" (%s) and a \"-\" or \"_\", which would "
+                                       "own the names of its volumes, networks and images", owner->name, owner->path) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 static int config_load_channels(ConfigSet *s, json_object *global) {
         _cleanup_free_ char *cdir = NULL;
         _cleanup_closedir_ DIR *d = NULL;
@@ -552,7 +610,10 @@ static int config_load_channels(ConfigSet *s, json_object *global) {
                 c->valid = true;
         }
 
-        return channels_refuse_case_duplicates(s);
+        r = channels_refuse_case_duplicates(s);
+        if (r < 0)
+                return r;
+        return channels_refuse_name_prefixes(s);
 }
 
 /* The secrets loop.json may hold, as systemd credentials: the credential loop.KEY stands for KEY when

@@ -432,6 +432,40 @@ static void test_names(void) {
         ok(channel_name_check("caf\xc3\xa9", NULL) == -EINVAL, "non-ASCII letters are refused");
 }
 
+/* A channel's volumes, networks and images are those named CHANNEL-... or CHANNEL_... (the Docker API
+ * proxy's rule): "web" would own "web-api"'s names too, so "web-api" cannot be a channel beside "web". */
+static void test_name_prefixes(void) {
+        _cleanup_(config_set_freep) ConfigSet *s = NULL;
+        const Channel *c;
+
+        reset_tree();
+        write_file("channels.d/web.json", "{}", 0644);
+        write_file("channels.d/web-api.json", "{}", 0644);
+        write_file("channels.d/WEB_db.json", "{}", 0644);
+        write_file("channels.d/web-api-v2.json", "{}", 0644);
+        write_file("channels.d/webapp.json", "{}", 0644);
+        write_file("channels.d/web.x.json", "{}", 0644);
+        write_file("channels.d/other-web.json", "{}", 0644);
+        ok(config_load(tmpdir, &s) == 0, "setup: channels whose names begin with another's");
+
+        c = config_set_find_channel(s, "web");
+        ok(c && c->valid, "the shorter name (web) stays valid");
+        c = config_set_find_channel(s, "web-api");
+        ok(c && !c->valid && strstr(c->reason, "begins with channel \"web\""),
+           "web-api is refused: web would own its volumes, networks and images");
+        c = config_set_find_channel(s, "WEB_db");
+        ok(c && !c->valid, "...and WEB_db (\"_\", case ignored)");
+        c = config_set_find_channel(s, "web-api-v2");
+        ok(c && !c->valid, "...and web-api-v2");
+        ok(c && s->problems.n >= 3, "each refusal is a problem of the config");
+        c = config_set_find_channel(s, "webapp");
+        ok(c && c->valid, "webapp stays valid (no \"-\" or \"_\" after web)");
+        c = config_set_find_channel(s, "web.x");
+        ok(c && c->valid, "web.x stays valid (\".\" is no separator of the proxy's names)");
+        c = config_set_find_channel(s, "other-web");
+        ok(c && c->valid, "other-web stays valid (web is not where it begins)");
+}
+
 static void test_load_set(void) {
         _cleanup_(config_set_freep) ConfigSet *s = NULL;
         const Channel *c;
@@ -828,6 +862,7 @@ int main(void) {
         test_project();
         test_project_narrows();
         test_project_browser();
+        test_name_prefixes();
         test_redaction();
         test_egress();
         test_credentials();
