@@ -277,8 +277,8 @@ grep -qE '"rule_id":"exec-shared-memory".*"message":"another task can change the
 ok $? "  ... with its decision record naming the file" || diag "$(grep exec-shared "$T/stderr" | head -2)"
 # Memory no other process writes, but a device does: a Linux AIO read (O_DIRECT) submitted just before
 # the exec lands on the argument's private anonymous page when the disk completes it, after io_submit
-# returned. Against the gate before io_setup was refused it won 3 of 1500 (the host, 6.18): the gate's
-# filter refuses Linux AIO as it does io_uring.
+# returned. Against the gate before io_setup was refused it won 3 and 1 of 1500 in two runs (the host,
+# 6.18): the gate's filter refuses Linux AIO as it does io_uring.
 wrap "$PROBE" race-argv-aio 1500
 diag "AIO argv race: $out"
 like "$out" "aio=EPERM " "Linux AIO (io_setup) is refused under the gate: no read lands on an exec's arguments after the check"
