@@ -48,15 +48,17 @@ static const char * const default_masked[] = {
 };
 
 /* The engines' own defaults (Docker replaces its list with ours when MaskedPaths is given, so they are
- * repeated) and the reference's: kernel symbols and memory, module and device lists, the sysrq trigger,
- * debug, tracing and security file systems, bpf pins, firmware and DMI data. */
+ * repeated; Podman's /sys/dev/block and /sys/fs/selinux too, so a Docker run hides what a Podman run does)
+ * and the reference's: kernel symbols and memory, module and device lists, the sysrq trigger, debug,
+ * tracing and security file systems, bpf pins, firmware and DMI data; and /proc/interrupts, whose per-CPU
+ * counts are a timing side channel on the host's devices (keystrokes included). */
 static const char * const default_kernel[] = {
-        "/proc/acpi", "/proc/asound", "/proc/devices", "/proc/diskstats", "/proc/kallsyms", "/proc/kcore",
-        "/proc/keys", "/proc/latency_stats", "/proc/modules", "/proc/partitions", "/proc/sched_debug",
-        "/proc/scsi", "/proc/sysrq-trigger", "/proc/timer_list", "/proc/timer_stats", "/proc/version",
-        "/sys/devices/virtual/dmi", "/sys/devices/virtual/powercap", "/sys/firmware", "/sys/fs/bpf",
-        "/sys/kernel/debug", "/sys/kernel/security", "/sys/kernel/tracing", "/sys/kernel/vmcoreinfo",
-        "/sys/module",
+        "/proc/acpi", "/proc/asound", "/proc/devices", "/proc/diskstats", "/proc/interrupts", "/proc/kallsyms",
+        "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/modules", "/proc/partitions",
+        "/proc/sched_debug", "/proc/scsi", "/proc/sysrq-trigger", "/proc/timer_list", "/proc/timer_stats",
+        "/proc/version", "/sys/dev/block", "/sys/devices/virtual/dmi", "/sys/devices/virtual/powercap",
+        "/sys/firmware", "/sys/fs/bpf", "/sys/fs/selinux", "/sys/kernel/debug", "/sys/kernel/security",
+        "/sys/kernel/tracing", "/sys/kernel/vmcoreinfo", "/sys/module",
 };
 
 /* Host services a container must never reach: a journald socket would let it forge the audit stream,

@@ -20,10 +20,15 @@
 #define CLONE_NEWTIME 0x00000080
 #endif
 
-/* The first address family the profile refuses: AF_PACKET. Below it: unix, inet, inet6, netlink and the
- * old families the kernel mostly lacks; at and above it the raw and exotic ones (packet, bluetooth,
- * can, vsock, alg, xdp, ...), where most of the socket bugs of the last decade were. */
+/* The address families an agent gets: AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK, no other. socket() is
+ * refused every family from AF_PACKET up (the raw and exotic ones: packet, bluetooth, can, tipc, vsock,
+ * alg, xdp, ..., where most of the socket bugs of the last decade were) and each of the old ones below it
+ * (ax25, ipx, appletalk, netrom, bridge, atmpvc, x25, rose, decnet, netbeui, security, key: modules a
+ * distribution kernel loads on the first socket() of their family, for anyone); socketpair() every family
+ * but AF_UNIX (it creates its sockets as socket() does, module load included, and tipc's are real
+ * pairs). EAFNOSUPPORT: what a kernel without the family says. */
 #define SECCOMP_SOCKET_FAMILY_FIRST_DENIED 17U
+#define SOCKET_FAMILY_WHY "address families other than unix, inet, inet6 and netlink"
 
 /* ioctl's request is an unsigned int in the kernel: the filter compares the low 32 bits only, or a
  * request with high bits set would pass the filter and still be TIOCSTI to the kernel. */
@@ -42,6 +47,11 @@
           .op = SCMP_CMP_MASKED_EQ, .value = IOCTL_REQUEST_MASK, .value_two = (request), .comment = (why) }
 
 #define NS_WHY "new namespaces: the container's own are all the agent gets"
+
+/* socket() with a family below SECCOMP_SOCKET_FAMILY_FIRST_DENIED that the agent does not get. */
+#define DENY_SOCKET_FAMILY(family)                                                                 \
+        { .names = NAMES("socket"), .errno_value = EAFNOSUPPORT, .has_arg = true, .arg_index = 0, \
+          .op = SCMP_CMP_EQ, .value = (family), .comment = SOCKET_FAMILY_WHY }
 
 static const SeccompProfileRule workload_rules[] = {
         DENY(EPERM, "mounts and the new mount API: the container's file system view is fixed",
@@ -95,9 +105,17 @@ static const SeccompProfileRule workload_rules[] = {
         DENY_IOCTL(IOC_WATCH_QUEUE_SET_SIZE, "watch queues"),
         DENY_IOCTL(IOC_WATCH_QUEUE_SET_FILTER, "watch queues"),
         DENY_IOCTL(FS_IOC_FIEMAP, "FIEMAP discloses physical block offsets"),
+        /* A family with high bits set (the kernel reads an int) is >= 17 as 64 bits: refused. */
         { .names = NAMES("socket"), .errno_value = EAFNOSUPPORT, .has_arg = true, .arg_index = 0,
           .op = SCMP_CMP_GE, .value = SECCOMP_SOCKET_FAMILY_FIRST_DENIED,
           .comment = "address families from AF_PACKET up: raw and exotic sockets" },
+        DENY_SOCKET_FAMILY(AF_UNSPEC), DENY_SOCKET_FAMILY(AF_AX25), DENY_SOCKET_FAMILY(AF_IPX),
+        DENY_SOCKET_FAMILY(AF_APPLETALK), DENY_SOCKET_FAMILY(AF_NETROM), DENY_SOCKET_FAMILY(AF_BRIDGE),
+        DENY_SOCKET_FAMILY(AF_ATMPVC), DENY_SOCKET_FAMILY(AF_X25), DENY_SOCKET_FAMILY(AF_ROSE),
+        DENY_SOCKET_FAMILY(AF_DECnet), DENY_SOCKET_FAMILY(AF_NETBEUI), DENY_SOCKET_FAMILY(AF_SECURITY),
+        DENY_SOCKET_FAMILY(AF_KEY),
+        { .names = NAMES("socketpair"), .errno_value = EAFNOSUPPORT, .has_arg = true, .arg_index = 0,
+          .op = SCMP_CMP_NE, .value = AF_UNIX, .comment = SOCKET_FAMILY_WHY },
         DENY_FLAG(EPERM, "MAP_GROWSDOWN (stack guard gap class)", 3, MAP_GROWSDOWN, "mmap"),
         DENY(EPERM, "setting the clock",
              "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "stime"),

@@ -28,7 +28,8 @@ int gate_mm_sole(pid_t tid, const char **ret_why);
 /* Whether every page of the caller's memory in addrs (the pages an exec's filename, argv pointer array and
  * argv strings were read from) can be changed by no one but the caller, which gate_mm_sole() leaves as the
  * only task of its address space (so no page can be replaced meanwhile: no munmap, mremap or mmap of
- * another task reaches it). /proc/PID/pagemap tells, per page, without privileges: a page present or
+ * another task reaches it), and which left no I/O pending on them (the gate's filter refuses Linux AIO and
+ * io_uring, whose reads complete into the caller's memory after the call returned). /proc/PID/pagemap tells, per page, without privileges: a page present or
  * swapped that is neither a file's nor shared anonymous memory (bit 61 clear) is private anonymous memory,
  * which another process can only ever see a copy of. Any other page is decided on its mapping, from
  * /proc/PID/maps: only a private mapping of a regular file that no task of the agent can write (its owner

@@ -60,11 +60,15 @@ typedef enum GateSyscall {
         _GATE_SYS_INVALID = -EINVAL,
 } GateSyscall;
 
-/* Refused outright, with EPERM: io_uring performs calls out of the filter's sight; chroot, pivot_root and
- * setns would move the agent out of the root and mount namespace the supervisor resolves its paths in;
- * kcmp, which the workload profile leaves for KCMP_VM (the supervisor's, gate-mm.h), the agent never
- * needs. */
+/* Refused outright, with EPERM: io_uring performs calls out of the filter's sight; Linux AIO (io_setup and
+ * the calls on its context) writes a read's data into the caller's memory when the device completes it,
+ * after io_submit returned (O_DIRECT), so a read submitted just before an exec can land on the filename or
+ * an argument after the gate has read them and before the kernel copies them (gate-mm.h proves no other
+ * task writes those pages, not that no I/O does); chroot, pivot_root and setns would move the agent out
+ * of the root and mount namespace the supervisor resolves its paths in; kcmp, which the workload profile
+ * leaves for KCMP_VM (the supervisor's, gate-mm.h), the agent never needs. */
 #define GATE_DENIED_SYSCALLS "io_uring_setup", "io_uring_enter", "io_uring_register", \
+        "io_setup", "io_submit", "io_cancel", "io_getevents", "io_pgetevents", "io_destroy", \
         "chroot", "pivot_root", "setns", "kcmp"
 
 const char *gate_syscall_name(GateSyscall s);

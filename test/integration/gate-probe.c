@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/aio_abi.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -429,6 +430,59 @@ static int race_argv_shared(const char *self, long n, const char *how) {
         if (!strcmp(how, "file"))
                 (void) unlink("race-argv-shared.arg");
         printf("argv-wins=%ld allowed=%ld refused=%ld\n", wins, allowed_n, refused);
+        return 0;
+}
+
+/* race-argv-aio N: N execs of "gate-probe exit-arg ok-arg" from a single-threaded child whose argument
+ * lies in private anonymous memory (which the pagemap check passes) with a Linux AIO read pending on it:
+ * io_submit of an O_DIRECT read of a file holding "no-arg" into the argument's page, then at once the
+ * exec. The device writes the page when it completes the read, after io_submit returned: after the gate
+ * read the argument, before the kernel copies it, it wins. Prints "aio=ok|ERRNO argv-wins=N allowed=M
+ * refused=K" (aio: what io_setup gives this process). */
+static int race_argv_aio(const char *self, long n) {
+        volatile long wins = 0, allowed_n = 0, refused = 0;
+        size_t size = (size_t) sysconf(_SC_PAGESIZE);
+        aio_context_t probe_ctx = 0;
+        const char *aio = "ok";
+        char *page;
+        int fd;
+
+        if (syscall(SYS_io_setup, 1, &probe_ctx) < 0)
+                aio = strerrorname_np(errno) ?: "E?";
+        else
+                (void) syscall(SYS_io_destroy, probe_ctx);
+        page = aligned_alloc(size, size);
+        fd = open("race-argv-aio.arg", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (!page || fd < 0)
+                return report(-1), 2;
+        memset(page, 0, size);
+        memcpy(page, "no-arg", 7);
+        if (pwrite(fd, page, size, 0) != (ssize_t) size || fsync(fd) < 0)
+                return report(-1), 2;
+        close(fd);
+        for (volatile long i = 0; i < n; i++) {
+                pid_t pid = fork();
+
+                if (pid == 0) {
+                        char *const args[] = { (char *) "gate-probe", (char *) "exit-arg", page, NULL };
+                        aio_context_t ctx = 0;
+                        struct iocb cb = { .aio_lio_opcode = IOCB_CMD_PREAD, .aio_buf = (uintptr_t) page,
+                                           .aio_nbytes = size };
+                        struct iocb *cbs[1] = { &cb };
+
+                        memcpy(page, "ok-arg", 7);      /* written: private anonymous memory of the child's */
+                        cb.aio_fildes = open("race-argv-aio.arg", O_RDONLY | O_DIRECT | O_CLOEXEC);
+                        if (cb.aio_fildes == (uint32_t) -1)
+                                cb.aio_fildes = open("race-argv-aio.arg", O_RDONLY | O_CLOEXEC);
+                        if (syscall(SYS_io_setup, 1, &ctx) < 0 || syscall(SYS_io_submit, ctx, 1, cbs) != 1)
+                                _exit(98);
+                        execve(self, args, environ);
+                        _exit(99);
+                }
+                exit_status_count(pid, &wins, &allowed_n, &refused);
+        }
+        (void) unlink("race-argv-aio.arg");
+        printf("aio=%s argv-wins=%ld allowed=%ld refused=%ld\n", aio, wins, allowed_n, refused);
         return 0;
 }
 
@@ -1147,6 +1201,8 @@ int main(int argc, char *argv[]) {
                 return race_exec(argv[2], argv[3], atol(argv[4]), !strcmp(argv[5], "vfork"));
         if (!strcmp(cmd, "race-argv") && argc > 3)      /* race-argv N fork|vfork */
                 return race_argv(realpath("/proc/self/exe", NULL), atol(a1), !strcmp(argv[3], "vfork"));
+        if (!strcmp(cmd, "race-argv-aio") && argc > 2) /* race-argv-aio N */
+                return race_argv_aio(realpath("/proc/self/exe", NULL), atol(a1));
         if (!strcmp(cmd, "race-argv-shared") && argc > 3) /* race-argv-shared N anon|anon-array|memfd|sysv|file */
                 return race_argv_shared(realpath("/proc/self/exe", NULL), atol(a1), argv[3]);
         if (!strcmp(cmd, "spawn") && argc > 3)          /* spawn N ARG */

@@ -275,6 +275,14 @@ for how in anon anon-array memfd sysv file; do
 done
 grep -qE '"rule_id":"exec-shared-memory".*"message":"another task can change the arguments[^"]*a file the agent can write' "$T/stderr"
 ok $? "  ... with its decision record naming the file" || diag "$(grep exec-shared "$T/stderr" | head -2)"
+# Memory no other process writes, but a device does: a Linux AIO read (O_DIRECT) submitted just before
+# the exec lands on the argument's private anonymous page when the disk completes it, after io_submit
+# returned. Against the gate before io_setup was refused it won 3 and 1 of 1500 in two runs (the host,
+# 6.18): the gate's filter refuses Linux AIO as it does io_uring.
+wrap "$PROBE" race-argv-aio 1500
+diag "AIO argv race: $out"
+like "$out" "aio=EPERM " "Linux AIO (io_setup) is refused under the gate: no read lands on an exec's arguments after the check"
+like "$out" "argv-wins=0 " "  ... and an AIO read racing an argument to a denied one never wins"
 wrap "$PROBE" exit-arg no-arg
 is "$st" 126 "the argument rule itself denies exit-arg no-arg" || diag "$out $err"
 wrap "$PROBE" spawn 200 ok-arg

@@ -230,6 +230,7 @@ static void all(void) {
         try_read("modules-list", "/proc/modules");
         try_read("sysrq-trigger", "/proc/sysrq-trigger");
         try_read("vmcoreinfo", "/sys/kernel/vmcoreinfo");
+        try_read("interrupts", "/proc/interrupts");
 
         /* Kernel attack surface. */
         result("keyctl", syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "escape-probe"), NULL);
@@ -271,6 +272,13 @@ static void all(void) {
         result("tiocsti-high-bits", syscall(SYS_ioctl, 0, (unsigned long) TIOCSTI | (1UL << 32), "x"), NULL);
         result("af_packet", socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0), NULL);
         result("raw-inet", socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP), NULL);
+        /* The families the profile refuses, whether this kernel has them or not: with a socket type no
+         * kernel has, the kernel's own answer is EINVAL (it checks the type before it looks for the
+         * family, or loads its module), the profile's EAFNOSUPPORT. x25 is one of the old families below
+         * AF_PACKET; tipc's socketpair() makes real pairs. */
+        result("socket-x25", socket(AF_X25, 1000, 0), NULL);
+        result("socketpair-tipc", socketpair(AF_TIPC, 1000, 0, fds), NULL);
+        result("socketpair-inet", socketpair(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), NULL);
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0) {
                 result("msg_oob", send(fds[0], "x", 1, MSG_OOB), NULL);
                 close(fds[0]);

@@ -87,6 +87,9 @@ static void test_lists(void) {
            "the reference's /proc and /sys paths are masked");
         ok(strv_contains(kernel, "/proc/keys") && strv_contains(kernel, "/proc/timer_list") &&
            strv_contains(kernel, "/sys/firmware"), "...and the engines' own defaults (Docker's MaskedPaths replaces them)");
+        ok(strv_contains(kernel, "/proc/interrupts") && strv_contains(kernel, "/sys/dev/block") &&
+           strv_contains(kernel, "/sys/fs/selinux"),
+           "...Podman's block devices and SELinux as well, and /proc/interrupts (a timing side channel)");
 
         ok(load("{ \"work_dir\": \"/srv/p\", \"protect_paths\": [ \"Makefile\", \".claude\" ], "
                 "\"mask_paths\": [ \"secrets/prod.key\" ], \"unmask_paths\": [ \".env\", \".idea\", \"/proc/version\" ] }",

@@ -292,5 +292,59 @@ int main(void) {
                 ok(res[5] == 'C', "...but clone3, which libc tries on every new thread, is left to the engine's unlogged copy");
         }
 
+        /* The address families, decided by the loaded filter itself: with a socket type no kernel has, a
+         * call the filter lets through fails with the kernel's EINVAL (it checks the type before it looks
+         * for the family, so before any module is loaded), one the filter refuses with its EAFNOSUPPORT. */
+        if (seccomp_profile_arch_native(&arch) == 0) {
+                enum { FAMILIES = 46 };         /* AF_MAX of Linux 6.x; the kernel refuses any above itself */
+                char got[2 * FAMILIES + 1] = { 0 }, want[2 * FAMILIES + 1] = { 0 };
+                int pipefd[2];
+                pid_t pid;
+
+                for (int f = 0; f < FAMILIES; f++) {
+                        bool allowed = f == AF_UNIX || f == AF_INET || f == AF_INET6 || f == AF_NETLINK;
+
+                        want[f] = allowed ? 'i' : 'A';
+                        want[FAMILIES + f] = f == AF_UNIX ? 'i' : 'A';
+                }
+                ok(pipe2(pipefd, O_CLOEXEC) == 0, "a pipe for the child's results (address families)");
+                pid = fork();
+                if (pid == 0) {
+                        char out[2 * FAMILIES];
+
+                        (void) prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                        if (seccomp_profile_load_logged(NULL) < 0)
+                                _exit(1);
+                        for (int f = 0; f < FAMILIES; f++) {
+                                int fds[2];
+
+                                errno = 0;
+                                out[f] = socket(f, 1000, 0) < 0 ? (errno == EINVAL ? 'i' : errno == EAFNOSUPPORT ? 'A' : '?') : '+';
+                                errno = 0;
+                                out[FAMILIES + f] = socketpair(f, 1000, 0, fds) < 0 ?
+                                        (errno == EINVAL ? 'i' : errno == EAFNOSUPPORT ? 'A' : '?') : '+';
+                        }
+                        (void) !write(pipefd[1], out, sizeof out);
+                        _exit(0);
+                }
+                close(pipefd[1]);
+                ok(pid > 0 && read(pipefd[0], got, 2 * FAMILIES) == 2 * FAMILIES && waitpid(pid, NULL, 0) == pid,
+                   "the child reports the families");
+                close(pipefd[0]);
+                got[2 * FAMILIES] = want[2 * FAMILIES] = 0;
+                {
+                        char g[FAMILIES + 1] = { 0 }, w[FAMILIES + 1] = { 0 };
+
+                        memcpy(g, got, FAMILIES);
+                        memcpy(w, want, FAMILIES);
+                        is_str(g, w, "socket() gets AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK only: every other family, "
+                               "the old ones below AF_PACKET too, fails with EAFNOSUPPORT (family by family, i: let through)");
+                        memcpy(g, got + FAMILIES, FAMILIES);
+                        memcpy(w, want + FAMILIES, FAMILIES);
+                        is_str(g, w, "socketpair() gets AF_UNIX only: it creates sockets of any other family as socket() "
+                               "does (tipc's are real pairs), so every other fails with EAFNOSUPPORT");
+                }
+        }
+
         return done_testing();
 }

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* gate_mm_private() on the test process's own memory: each kind of page an exec's filename or argument
+ * may lie in, mapped here and decided by the real /proc/self/pagemap and maps. The "agent" is whichever
+ * uid the case needs: the function only compares it with the files' owners. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gate-mm.h"
+#include "tap.h"
+
+static int proc_fd = -1, root_fd = -1;
+static char dir[] = "/var/tmp/test-gate-mm.XXXXXX";
+static size_t page;
+
+/* gate_mm_private() on one address; prints the reason when it is not 1. */
+static int decide(const void *p, uid_t agent) {
+        uint64_t a = (uint64_t) (uintptr_t) p;
+        const char *why = NULL;
+        int r = gate_mm_private(proc_fd, root_fd, agent, &a, 1, &why);
+
+        if (r == 0) {
+                char line[320];
+
+                (void) snprintf(line, sizeof line, "not private: %s", why ?: "(no reason)");
+                diag(line);
+        }
+        return r;
+}
+
+/* A file of one page in the test directory, with mode; its path in ret_path (static). */
+static int make_file(const char *name, mode_t mode, const char *content, char **ret_path) {
+        static char path[PATH_MAX];
+        char buf[4096] = { 0 };
+        int fd;
+
+        (void) snprintf(path, sizeof path, "%s/%s", dir, name);
+        fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        if (fd < 0)
+                return -errno;
+        strncpy(buf, content, sizeof buf - 1);
+        if (write(fd, buf, sizeof buf) != (ssize_t) sizeof buf || fchmod(fd, mode) < 0) {
+                close(fd);
+                return -EIO;
+        }
+        *ret_path = path;
+        return fd;
+}
+
+/* A private read-only mapping of fd, its first byte read (the page cache's page, never copied). */
+static const char *map_private(int fd) {
+        const char *p = mmap(NULL, page, PROT_READ, MAP_PRIVATE, fd, 0);
+
+        if (p == MAP_FAILED)
+                return NULL;
+        (void) *(volatile const char *) p;
+        return p;
+}
+
+int main(void) {
+        uid_t me = getuid(), other = me == 65534 ? 65533 : 65534;
+        struct stat st;
+        char *path, *q;
+        const char *p;
+        int fd;
+
+        page = (size_t) sysconf(_SC_PAGESIZE);
+        proc_fd = open("/proc/thread-self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (proc_fd < 0 || root_fd < 0 || !mkdtemp(dir)) {
+                printf("Bail out! cannot open /proc/thread-self, / or make %s\n", dir);
+                return 1;
+        }
+
+        /* --- the calls' edges --- */
+        {
+                uint64_t none = 0;
+                const char *why = NULL;
+
+                is_int(gate_mm_private(proc_fd, root_fd, me, &none, 0, &why), 1, "no page at all is private");
+                is_int(gate_mm_private(proc_fd, root_fd, me, &none, GATE_MM_PAGES_MAX + 1, &why), -E2BIG,
+                       "more than GATE_MM_PAGES_MAX pages: -E2BIG (the caller fails closed)");
+        }
+
+        /* --- private anonymous memory --- */
+        q = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (q == MAP_FAILED)
+                return printf("Bail out! mmap\n"), 1;
+        strcpy(q, "ok-arg");
+        is_int(decide(q, me), 1, "a written page of private anonymous memory is private");
+        is_int(decide(q + page, me), 0, "a never-touched page of private anonymous memory fails closed (not present: the zero page)");
+        {
+                char stack_arg[16] = "on-the-stack";
+                char *heap = strdup("on-the-heap");
+
+                is_int(decide(stack_arg, me), 1, "an argument on the stack is private");
+                is_int(decide(heap, me), 1, "an argument on the heap is private");
+                free(heap);
+        }
+        is_int(munmap(q + page, page), 0, "a page unmapped (setup)");
+        is_int(decide(q + page, me), 0, "an address no longer mapped is not private");
+
+        /* --- shared memory --- */
+        q = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (q == MAP_FAILED)
+                return printf("Bail out! mmap shared\n"), 1;
+        strcpy(q, "ok-arg");
+        is_int(decide(q, me), 0, "MAP_SHARED anonymous memory is not private (a forked process writes it)");
+        fd = memfd_create("test-gate-mm", MFD_CLOEXEC);
+        if (fd < 0 || ftruncate(fd, (off_t) page) < 0)
+                return printf("Bail out! memfd\n"), 1;
+        q = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        strcpy(q, "ok-arg");
+        is_int(decide(q, other), 0, "a memfd's MAP_SHARED mapping is not private");
+        p = map_private(fd);
+        is_int(p ? decide(p, other) : -1, 0, "a memfd's MAP_PRIVATE page never written is not private (the memfd's page, which a writer changes)");
+        close(fd);
+
+        /* --- private mappings of files --- */
+        fd = make_file("own", 0644, "ok-arg", &path);
+        if (fd < 0)
+                return printf("Bail out! make_file\n"), 1;
+        p = map_private(fd);
+        is_int(decide(p, me), 0, "a page of a file the agent owns, never written, is not private (write() to the file changes it)");
+        is_int(decide(p, other), 1, "the same file, 0644 and owned by another uid than the agent's, is");
+        is_int(fchmod(fd, 0664), 0, "g+w (setup)");
+        is_int(decide(p, other), 0, "...but not when its group may write it");
+        is_int(fchmod(fd, 0646), 0, "o+w (setup)");
+        is_int(decide(p, other), 0, "...nor when others may write it");
+        is_int(fchmod(fd, 0644), 0, "0644 (setup)");
+        q = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        if (q == MAP_FAILED)
+                return printf("Bail out! mmap private rw\n"), 1;
+        strcpy(q, "ok-arg");
+        is_int(decide(q, me), 1, "a COWed page of a private mapping of a file the agent owns is private (the process's own copy)");
+
+        /* The object decides, not the name: renamed, still that file; replaced, not. */
+        {
+                char moved[PATH_MAX], *other_path;
+                int fd2;
+
+                (void) snprintf(moved, sizeof moved, "%s/moved", dir);
+                is_int(rename(path, moved), 0, "the mapped file renamed (setup)");
+                fd2 = make_file("own", 0644, "no-arg", &other_path);
+                is_int(decide(p, other), 1, "a mapped file renamed is still decided on as itself (maps names its new path)");
+                is_int(rename(other_path, moved), 0, "another file renamed over the mapped one (setup)");
+                is_int(decide(p, other), 0, "a mapped file replaced by a rename is not private (deleted: the path finds another inode)");
+                /* maps names it "PATH (deleted)": a file of that very name is another inode still. */
+                if (fd2 >= 0)
+                        close(fd2);
+                fd2 = make_file("moved (deleted)", 0644, "no-arg", &other_path);
+                is_int(decide(p, other), 0, "...even with a file named as maps names the deleted one (\"PATH (deleted)\"): another inode");
+                if (fd2 >= 0)
+                        (void) unlink(other_path);
+                if (fd2 >= 0)
+                        close(fd2);
+        }
+        close(fd);
+
+        fd = make_file("deleted", 0644, "ok-arg", &path);
+        p = map_private(fd);
+        is_int(unlink(path), 0, "a mapped file unlinked (setup)");
+        is_int(decide(p, other), 0, "a page of a deleted file is not private");
+        close(fd);
+
+        /* A root-owned system file, 0644: what libc's string literals are. */
+        fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == 0 && (st.st_mode & 07777) == 0644 && (p = map_private(fd))) {
+                is_int(decide(p, 65534), 1, "a page of a root-owned 0644 file (/etc/passwd) is private for an agent of another uid");
+                is_int(decide(p, 0), 0, "...but not for an agent of root's uid (which the gate never runs)");
+        } else {
+                skip("a page of a root-owned 0644 file (/etc/passwd) is private", "no root-owned 0644 /etc/passwd");
+                skip("...but not for an agent of root's uid", "no root-owned 0644 /etc/passwd");
+        }
+        if (fd >= 0)
+                close(fd);
+
+        /* The running program: its owner may be the agent, but no one can write it while it runs. */
+        if (stat("/proc/self/exe", &st) == 0) {
+                static const char literal[] = "a string literal of the running program's .rodata";
+
+                is_int(decide(literal, st.st_uid), 1, "a literal of the running program is private even for an agent that owns the program (ETXTBSY)");
+        } else
+                skip("a literal of the running program is private", "no /proc/self/exe");
+
+        /* Special mappings. */
+        p = (const char *) getauxval(AT_SYSINFO_EHDR);
+        if (p)
+                is_int(decide(p, other), 0, "a page of the vDSO (a special mapping) is not private");
+        else
+                skip("a page of the vDSO is not private", "no vDSO");
+
+        /* Several addresses at once: unsorted, repeated, one of them bad. */
+        {
+                static const char literal[] = "another literal";
+                char *heap = strdup("heap");
+                uint64_t addrs[] = { (uintptr_t) heap, (uintptr_t) literal, (uintptr_t) heap,
+                                     (uintptr_t) getauxval(AT_SYSINFO_EHDR) };
+                const char *why = NULL;
+
+                is_int(gate_mm_private(proc_fd, root_fd, st.st_uid, addrs, 3, &why), 1,
+                       "several private pages, unsorted and repeated, are private together");
+                is_int(gate_mm_private(proc_fd, root_fd, st.st_uid, addrs, addrs[3] ? 4 : 3, &why), addrs[3] ? 0 : 1,
+                       "one page that is not private among them fails all");
+                free(heap);
+        }
+
+        (void) unlink(path);
+        {
+                char moved[PATH_MAX];
+
+                (void) snprintf(moved, sizeof moved, "%s/moved", dir);
+                (void) unlink(moved);
+                (void) snprintf(moved, sizeof moved, "%s/own", dir);
+                (void) unlink(moved);
+        }
+        (void) rmdir(dir);
+        return done_testing();
+}
