@@ -2,6 +2,9 @@
 
 /* The HTTP/1.1 request parser of the socket-activated helpers, fed what a hostile client might send. */
 
+#include <stdio.h>
+#include <string.h>
+
 #include "http-server.h"
 #include "macro.h"
 #include "tap.h"
@@ -618,6 +621,81 @@ static void test_find_crlf(void) {
            "a CRLF must lie whole within the size given");
 }
 
+/* RFC 9110's classes, written out here apart from the parser's table: tchar (5.6.2) for a header name,
+ * field text (5.5: HTAB, SP, VCHAR, obs-text) for a value. */
+static bool rfc_tchar(unsigned c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                (c != 0 && strchr("!#$%&'*+-.^_`|~", (int) c));
+}
+
+static bool rfc_field_text(unsigned c) {
+        return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+static void byte_diag(const char *where, unsigned c, int k) {
+        char m[96];
+
+        snprintf(m, sizeof(m), "byte 0x%02x in %s: %d", c, where, k);
+        diag(m);
+}
+
+/* Every byte in a header name and inside a header value, in a request and in a response head: accepted
+ * exactly where RFC 9110 allows it (CR, LF and NUL are refused by the head's framing). */
+static void test_byte_classes(void) {
+        bool name_ok = true, value_ok = true, response_ok = true;
+
+        for (unsigned c = 1; c < 256; c++) {
+                char req[128], resp[128];
+                int n, k, status = 0;
+                HttpResponseHead h;
+
+                if (c == '\r' || c == '\n')
+                        continue;
+                /* the byte inside a header name */
+                n = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: d\r\nX%cY: v\r\n\r\n", (int) c);
+                {
+                        _cleanup_(http_request_done) HttpRequest r = {};
+                        size_t consumed;
+
+                        k = http_request_parse(req, (size_t) n, NULL, &r, &consumed, &status, NULL);
+                }
+                /* a colon ends the name: "X" then ":Y: v" as the value, which is valid field text */
+                if ((k > 0) != (rfc_tchar(c) || c == ':')) {
+                        byte_diag("a header name", c, k);
+                        name_ok = false;
+                }
+                /* the byte inside a header value */
+                n = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: d\r\nX: a%cb\r\n\r\n", (int) c);
+                {
+                        _cleanup_(http_request_done) HttpRequest r = {};
+                        size_t consumed;
+
+                        k = http_request_parse(req, (size_t) n, NULL, &r, &consumed, &status, NULL);
+                }
+                if ((k > 0) != rfc_field_text(c)) {
+                        byte_diag("a header value", c, k);
+                        value_ok = false;
+                }
+                /* the same in the engine's answer */
+                n = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nX%cY: a%cb\r\nContent-Length: 0\r\n\r\n",
+                             (int) (rfc_tchar(c) ? c : 'Z'), (int) c);
+                k = http_response_head_parse(resp, (size_t) n, 64 * 1024, &h);
+                if ((k == 1) != rfc_field_text(c)) {
+                        byte_diag("a response header", c, k);
+                        response_ok = false;
+                }
+                n = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nX%cY: v\r\nContent-Length: 0\r\n\r\n", (int) c);
+                k = http_response_head_parse(resp, (size_t) n, 64 * 1024, &h);
+                if ((k == 1) != (rfc_tchar(c) || c == ':')) {
+                        byte_diag("a response header name", c, k);
+                        response_ok = false;
+                }
+        }
+        ok(name_ok, "a request header name takes every tchar and no other byte");
+        ok(value_ok, "a request header value takes HTAB, SP, visible characters and obs-text and no other byte");
+        ok(response_ok, "a response header's name and value take the same bytes as a request's");
+}
+
 int main(void) {
         test_proxy_forms();
         test_good();
@@ -636,5 +714,6 @@ int main(void) {
         test_response_head();
         test_hop_by_hop();
         test_find_crlf();
+        test_byte_classes();
         return done_testing();
 }
