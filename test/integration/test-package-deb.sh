@@ -32,7 +32,8 @@ deb_source "$work"
 ok $? "dpkg-source -b builds the source package" || diag "$(tail -n 20 "$work/source.log")"
 deb_binary "$work"
 ok $? "dpkg-buildpackage -us -uc -b builds the package" ||
-        { diag "$(tail -n 40 "$work/build.log")"; bail_out "no package to test"; }
+        { diag "$(grep -E -B2 -A12 '^not ok|^Bail out' "$work/build.log" | head -n 80)"
+          diag "$(tail -n 40 "$work/build.log")"; bail_out "no package to test"; }
 version=$DEB_VERSION
 deb=$DEB
 like "$(sed -n '/meson test --suite unit --suite generator/,/^Fail:/p' "$work/build.log")" $'\nOk: +[1-9]' \
