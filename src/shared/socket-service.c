@@ -101,10 +101,24 @@ static void connection_free(SocketService *s, SocketConnection *c) {
         s->n_connections--;
 }
 
-/* Joins the workers that ended, frees the connections that were served. */
+/* Frees the connections that were served, then joins the workers that ended. In that order: a worker
+ * marks its connection finished and itself exited (or idle) under one lock, so every worker whose
+ * connection is freed here is joined here too, and what released() sees adds up. */
 static void service_reap(SocketService *s) {
         bool any = false;
 
+        for (SocketConnection *c = s->connections, *next; c; c = next) {
+                bool finished;
+
+                next = c->next;
+                pthread_mutex_lock(&s->lock);
+                finished = c->finished;
+                pthread_mutex_unlock(&s->lock);
+                if (!finished)
+                        continue;
+                connection_free(s, c);
+                any = true;
+        }
         for (SocketWorker *w = s->workers, *next; w; w = next) {
                 bool exited;
 
@@ -120,18 +134,6 @@ static void service_reap(SocketService *s) {
                 pthread_mutex_lock(&s->lock);
                 s->n_workers--;
                 pthread_mutex_unlock(&s->lock);
-        }
-        for (SocketConnection *c = s->connections, *next; c; c = next) {
-                bool finished;
-
-                next = c->next;
-                pthread_mutex_lock(&s->lock);
-                finished = c->finished;
-                pthread_mutex_unlock(&s->lock);
-                if (!finished)
-                        continue;
-                connection_free(s, c);
-                any = true;
         }
         if (any && s->config.released)
                 s->config.released(s, s->config.userdata);
