@@ -410,19 +410,30 @@ static int cmp_channel_ptr_case(const void *a, const void *b) {
         return r != 0 ? r : strcmp(x->name, y->name);
 }
 
-/* Names that differ only in case would share container names and confuse people; the first one in byte
- * order keeps the name. */
-static int channels_refuse_case_duplicates(ConfigSet *s) {
-        _cleanup_free_ Channel **v = NULL;
+/* The channels of s, sorted by name ignoring case (then by byte), as pointers into s->channels. */
+static int channels_sorted_case(ConfigSet *s, Channel ***ret) {
+        Channel **v = calloc(s->n_channels, sizeof(Channel *));
 
-        if (s->n_channels < 2)
-                return 0;
-        v = calloc(s->n_channels, sizeof(Channel *));
         if (!v)
                 return -ENOMEM;
         for (size_t i = 0; i < s->n_channels; i++)
                 v[i] = &s->channels[i];
         qsort(v, s->n_channels, sizeof(Channel *), cmp_channel_ptr_case);
+        *ret = v;
+        return 0;
+}
+
+/* Names that differ only in case would share container names and confuse people; the first one in byte
+ * order keeps the name. */
+static int channels_refuse_case_duplicates(ConfigSet *s) {
+        _cleanup_free_ Channel **v = NULL;
+        int r;
+
+        if (s->n_channels < 2)
+                return 0;
+        r = channels_sorted_case(s, &v);
+        if (r < 0)
+                return r;
         for (size_t i = 1; i < s->n_channels; i++) {
                 size_t first = i - 1;
                 while (first > 0 && strcasecmp(v[first - 1]->name, v[i]->name) == 0)
@@ -467,15 +478,13 @@ static Channel *channel_find_prefix_case(Channel **v, size_t n, const char *name
  * first in byte order, keeps its name, as with names equal ignoring case); case is ignored as there. */
 static int channels_refuse_name_prefixes(ConfigSet *s) {
         _cleanup_free_ Channel **v = NULL;
+        int r;
 
         if (s->n_channels < 2)
                 return 0;
-        v = calloc(s->n_channels, sizeof(Channel *));
-        if (!v)
-                return -ENOMEM;
-        for (size_t i = 0; i < s->n_channels; i++)
-                v[i] = &s->channels[i];
-        qsort(v, s->n_channels, sizeof(Channel *), cmp_channel_ptr_case);
+        r = channels_sorted_case(s, &v);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < s->n_channels; i++) {
                 Channel *c = v[i], *owner = NULL;
 
