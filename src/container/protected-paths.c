@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "config-build.h"
 #include "dirent-util.h"
 #include "gate-policy.h"
 #include "path-util.h"
@@ -51,15 +52,9 @@ static const char * const default_masked[] = {
  * repeated; Podman's /sys/dev/block and /sys/fs/selinux too, so a Docker run hides what a Podman run does)
  * and the reference's: kernel symbols and memory, module and device lists, the sysrq trigger, debug,
  * tracing and security file systems, bpf pins, firmware and DMI data; and /proc/interrupts, whose per-CPU
- * counts are a timing side channel on the host's devices (keystrokes included). */
-static const char * const default_kernel[] = {
-        "/proc/acpi", "/proc/asound", "/proc/devices", "/proc/diskstats", "/proc/interrupts", "/proc/kallsyms",
-        "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/modules", "/proc/partitions",
-        "/proc/sched_debug", "/proc/scsi", "/proc/sysrq-trigger", "/proc/timer_list", "/proc/timer_stats",
-        "/proc/version", "/sys/dev/block", "/sys/devices/virtual/dmi", "/sys/devices/virtual/powercap",
-        "/sys/firmware", "/sys/fs/bpf", "/sys/fs/selinux", "/sys/kernel/debug", "/sys/kernel/security",
-        "/sys/kernel/tracing", "/sys/kernel/vmcoreinfo", "/sys/module",
-};
+ * counts are a timing side channel on the host's devices (keystrokes included). The list is meson.build's `dockerproxy_template` masked paths (config-build.h), the one source the
+ * Docker API proxy's unit template and the generator read too: colon-separated absolute paths. */
+static const char default_kernel[] = DOCKERPROXY_TEMPLATE_MASKED_PATHS;
 
 /* Host services a container must never reach: a journald socket would let it forge the audit stream,
  * systemd's or D-Bus's would let it ask for a command to run as root, an engine's is root itself. */
@@ -146,7 +141,16 @@ int protected_paths_list(const LoopConfig *c, ProtectedKind kind, char ***ret) {
                 defaults = default_masked, n = ELEMENTSOF(default_masked), configured = c->mask_paths;
                 break;
         case PROTECTED_KERNEL:
-                defaults = default_kernel, n = ELEMENTSOF(default_kernel), configured = NULL;
+                defaults = NULL, n = 0, configured = NULL;
+                for (const char *p = default_kernel, *e; *p; p = *e ? e + 1 : e) {
+                        _cleanup_free_ char *path = NULL;
+
+                        e = strchrnul(p, ':');
+                        if (!(path = strndup(p, (size_t) (e - p))))
+                                return -ENOMEM;
+                        if ((r = list_add(&l, path, c->unmask_paths)) < 0)
+                                return r;
+                }
                 break;
         default:
                 return -EINVAL;
