@@ -56,7 +56,12 @@ printf '#!%s\nexit 0\n' "$T/bin/denied-tool" >"$H/by-interp.sh"
 chmod 0755 "$H/by-interp.sh"
 printf '#!%s -s\n' "$(type -P uname)" >"$H/uname-interp.sh"
 chmod 0755 "$H/by-interp.sh" "$H/uname-interp.sh"
-chown "$U:$G" "$H/by-interp.sh" "$H/uname-interp.sh"
+# The same interpreter by a symlink of another name, and behind a script that is itself the interpreter.
+ln -s "$(type -P uname)" "$H/alias-tool"
+printf '#!%s -s\n' "$H/alias-tool" >"$H/uname-via-link.sh"
+printf '#!%s\n' "$H/uname-interp.sh" >"$H/uname-chain.sh"
+chmod 0755 "$H/uname-via-link.sh" "$H/uname-chain.sh"
+chown -h "$U:$G" "$H/by-interp.sh" "$H/uname-interp.sh" "$H/alias-tool" "$H/uname-via-link.sh" "$H/uname-chain.sh"
 
 cat >"$T/policy.json" <<JSON
 {
@@ -305,6 +310,15 @@ wrap sh -c "$H/uname-interp.sh; echo rc=\$?"
 unlike "$out" "Linux" "a script whose #! interpreter needs a human is checked as that command (nobody approves here)"
 record_has '"target":"[^"]*uname-interp.sh".*"rule_id":"cmd\[1\]"' && r=0 || r=1
 is "$r" 0 "  ... the decision names the interpreter's rule" || diag "$err"
+wrap sh -c "$H/uname-via-link.sh; echo rc=\$?"
+like "$out" "rc=126" "a #! interpreter named by a symlink of another name is checked as the file it is" || diag "$err"
+record_has '"target":"[^"]*uname-via-link.sh".*"rule_id":"cmd\[1\]"'; ok $? "  ... by the interpreter's rule"
+wrap sh -c "$H/uname-chain.sh; echo rc=\$?"
+like "$out" "rc=126" "a #! interpreter that is itself a script is followed to the interpreter it runs" || diag "$err"
+record_has '"target":"[^"]*uname-chain.sh".*"rule_id":"cmd\[1\]"'; ok $? "  ... by that interpreter's rule"
+wrap "$PROBE" memfd-interp "$H/memfd-interp.sh" "$(type -P echo)"
+is "$out" EPERM "a memfd reached as a #! interpreter (/proc/self/fd/N) is not executed either" || diag "$err"
+record_has '"target":"[^"]*memfd-interp.sh".*"rule_id":"no-path"'; ok $? "  ... with its decision record"
 
 # A signal storm (Go's SIGURG) while creating: a call the supervisor performed is not restarted and
 # performed again (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), so no create says EEXIST.
