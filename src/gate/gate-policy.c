@@ -126,6 +126,7 @@ static void verdict_set(GateVerdict *v, Decision d, const char *id, const char *
         v->decision = d;
         (void) snprintf(v->rule_id, sizeof v->rule_id, "%s", id);
         v->message = message;
+        v->by_operand_names = false;
 }
 
 static void verdict_error(GateVerdict *v) {
@@ -563,6 +564,7 @@ static void check_exec_candidate(const GatePolicy *p, char * const *argv, size_t
         const char *base = path_basename(argv[index]);
         char stack[GATE_STACK_BUF], *joined = NULL;
         _cleanup_free_ char *heap = NULL;
+        bool by_names = false;
 
         ret->needs_cwd = false;
         for (size_t i = 0; i < p->n_command_rules; i++) {
@@ -585,6 +587,8 @@ static void check_exec_candidate(const GatePolicy *p, char * const *argv, size_t
                 }
                 if (c->within) {
                         int r = args_within(c, argv + index + 1, cwd);
+
+                        by_names = true;
                         if (r == -EAGAIN) {
                                 ret->needs_cwd = true;
                                 r = 0;
@@ -594,14 +598,17 @@ static void check_exec_candidate(const GatePolicy *p, char * const *argv, size_t
                         if (r == 0)
                                 continue;
                 }
-                { verdict_set(ret, c->decision, c->id, c->message); return; }
+                verdict_set(ret, c->decision, c->id, c->message);
+                ret->by_operand_names = by_names;
+                return;
         }
         verdict_default(p, ret);
+        ret->by_operand_names = by_names;
 }
 
 /* The strictest verdict over every reading of argv; on a tie the earlier reading's rule. */
 static void check_exec_all(const GatePolicy *p, char * const *argv, const char *cwd, GateVerdict *ret) {
-        bool needs_cwd = false;
+        bool needs_cwd = false, by_names = false;
         GateUnwrap u;
 
         ret->needs_cwd = false;
@@ -614,12 +621,14 @@ static void check_exec_all(const GatePolicy *p, char * const *argv, const char *
                 GateVerdict v;
                 check_exec_candidate(p, u.items[i].argv, u.items[i].index, cwd, &v);
                 needs_cwd = needs_cwd || v.needs_cwd;
+                by_names = by_names || v.by_operand_names;
                 if (i == 0 || decision_rank(v.decision) > decision_rank(ret->decision))
                         *ret = v;
                 if (streq(ret->rule_id, GATE_RULE_ID_ERROR))
                         break;
         }
         ret->needs_cwd = needs_cwd;
+        ret->by_operand_names = by_names;
         gate_unwrap_done(&u);
 }
 
@@ -633,7 +642,7 @@ void gate_policy_check_execve(const GatePolicy *p, const char *path, char * cons
                               GateVerdict *ret) {
         _cleanup_free_ char **copy = NULL;
         GateVerdict v;
-        bool needs_cwd;
+        bool needs_cwd, by_names;
         size_t n;
 
         assert(p);
@@ -655,9 +664,11 @@ void gate_policy_check_execve(const GatePolicy *p, const char *path, char * cons
         copy[MAX(n, 1U)] = NULL;
         check_exec_all(p, copy, cwd, &v);
         needs_cwd = ret->needs_cwd || v.needs_cwd;
+        by_names = ret->by_operand_names || v.by_operand_names;
         if (decision_rank(v.decision) > decision_rank(ret->decision))
                 *ret = v;
         ret->needs_cwd = needs_cwd;
+        ret->by_operand_names = by_names;
 }
 
 /* ---- cache keys ---- */

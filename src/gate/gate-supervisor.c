@@ -691,8 +691,11 @@ static int decision_rank(Decision d) {
 
 /* Keeps the stricter of two verdicts; on a tie the first. */
 static void verdict_merge(GateVerdict *acc, const GateVerdict *v, bool *first) {
+        bool by_names = (!*first && acc->by_operand_names) || v->by_operand_names;
+
         if (*first || decision_rank(v->decision) > decision_rank(acc->decision))
                 *acc = *v;
+        acc->by_operand_names = by_names;
         *first = false;
 }
 
@@ -1082,6 +1085,45 @@ static void exec_memory_shared(Request *q, int sole, const char *why) {
         result_errno(q, GATE_DENY_ERRNO);
 }
 
+/* A rule with args_within (the default policy's rm allows) compares the operands' names, cleaned
+ * lexically, with its directory: ".." after a symlinked directory ("ws/link/../x") or a symlink with a
+ * trailing "/" ("ws/link/") names a place inside while the kernel, and so the command, reaches outside.
+ * When such a rule was weighed and the command is not denied anyway, it is checked again with each
+ * operand replaced by what it resolves to for the caller (its directories followed, the last component
+ * too when a "/" ends it, as rm's own calls resolve it); the stricter verdict wins. An operand that does not resolve keeps its name:
+ * the command cannot reach it either. */
+static int check_exec_operands(Request *q, const char *exec_path, char **argv, const char *cwd, bool *first) {
+        _cleanup_strv_free_ char **real = NULL;
+        bool options_done = false;
+        GateVerdict v;
+
+        if (q->verdict.decision == DECISION_DENY || !q->verdict.by_operand_names || !argv[0])
+                return 0;
+        if (strv_extend(&real, argv[0]) < 0)
+                return -ENOMEM;
+        for (char **a = argv + 1; *a; a++) {
+                GateResolved res = GATE_RESOLVED_NULL;
+                int r = 0;
+
+                if (!options_done && streq(*a, "--"))
+                        options_done = true;
+                else if ((options_done || (*a)[0] != '-') && !isempty(*a)) {
+                        int start = (*a)[0] == '/' ? q->s->root_fd : caller_dir(q, AT_FDCWD, &q->cwd_fd);
+
+                        if (start < 0)
+                                return start;
+                        r = gate_resolve(&q->rctx, start, *a, 0, &res);
+                }
+                r = strv_extend(&real, r >= 0 && res.path ? res.path : *a);
+                gate_resolved_done(&res);
+                if (r < 0)
+                        return r;
+        }
+        gate_policy_check_execve(q->s->config->policy, exec_path, real, cwd, &v);
+        verdict_merge(&q->verdict, &v, first);
+        return 0;
+}
+
 /* A refusal merged into the verdict, by one of the gate's own rules. */
 static void verdict_merge_deny(Request *q, const char *rule_id, const char *message, bool *first) {
         GateVerdict v = { .decision = DECISION_DENY, .message = message };
@@ -1294,6 +1336,11 @@ static void handle_exec(Request *q) {
         if (r < 0) {
                 gate_resolved_done(&res);
                 return fail_closed(q, r, "cannot read the script's interpreter");
+        }
+        r = check_exec_operands(q, exec_path, argv, cwd, &first);
+        if (r < 0) {
+                gate_resolved_done(&res);
+                return fail_closed(q, r, "cannot resolve the command's operands");
         }
         /* The session cache names the file that runs, not a name for it. */
         resolved_path = strdup(res.path);

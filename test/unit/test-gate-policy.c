@@ -441,6 +441,11 @@ static void test_command_rules(void) {
                 gate_policy_check_execve(p, "/usr/bin/mkdir", ARGV("ls", "a"), NULL, &v);
                 ok(v.needs_cwd, "  ... also when only the reading as the executed path (mkdir run as ls) wanted the cwd");
         }
+        ok(exec_in(p, "/w", ARGV("mkdir", "a")).by_operand_names && exec_in(p, "/w", ARGV("mkdir", "/x")).by_operand_names &&
+           exec_in(p, "/w", ARGV("env", "mkdir", "/w/link/../x")).by_operand_names,
+           "a verdict an args_within rule was weighed for says so (it compared names), matched or not, also through a wrapper");
+        ok(!exec_in(p, "/w", ARGV("git", "status")).by_operand_names && !exec_in(p, "/w", ARGV("cat", "secret")).by_operand_names,
+           "  ... and no other verdict does");
         expect(exec_(p, ARGV("")), DECISION_ALLOW, "default", "an empty argv[0] matches no command glob");
         expect(exec_(p, (char *[]) { NULL }), DECISION_ALLOW, "default", "an empty argv is checked, not crashed on");
 }
