@@ -707,6 +707,20 @@ static void test_document(void) {
                "a sibling with the workspace's name as prefix is outside");
         expect(exec_in(p, "/", ARGV("sudo", "rm", "-rf", "/work/proj/a")), DECISION_ALLOW, "cmd[0]",
                "the workspace rm allow sees through wrappers");
+        /* The deny must hold however an operand outside is spelled: it is every recursive rm with an
+         * operand that the allows above did not take, not a list of spellings of "outside". */
+        expect(exec_in(p, "/work/proj", ARGV("rm", "-rf", "sub/../../../etc")), DECISION_DENY, "cmd[2]",
+               "rm -rf DIR/../../.. leaving the workspace is denied, though no operand starts with / or ..");
+        expect(exec_in(p, "/work/proj", ARGV("rm", "-rf", "./../..")), DECISION_DENY, "cmd[2]",
+               "rm -rf ./../.. is denied like ../..");
+        expect(exec_in(p, "/home/agent", ARGV("rm", "-rf", "cache")), DECISION_DENY, "cmd[2]",
+               "rm -rf of a relative operand outside the workspace (cwd elsewhere) is denied like its absolute path");
+        expect(exec_in(p, "/home/agent", ARGV("rm", "cache", "-r")), DECISION_DENY, "cmd[2]",
+               "  ... also with the flag after the operand");
+        expect(exec_in(p, "/home/agent", ARGV("rm", "-rf", "--", "-cache")), DECISION_DENY, "cmd[2]",
+               "  ... and an operand after --");
+        expect(exec_in(p, "/home/agent", ARGV("rm", "-rf")), DECISION_ALLOW, "default",
+               "a recursive rm without an operand deletes nothing: the default");
         expect(exec_(p, ARGV("rm", "notes.txt")), DECISION_ALLOW, "default", "a plain rm elsewhere falls to the default");
 
         /* Files: the injected rules first */
