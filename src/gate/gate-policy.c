@@ -783,14 +783,13 @@ static const char * const shell_rc_files[] = {
         ".zshrc", ".zprofile", ".zshenv", ".zlogin",
 };
 
-/* A recursive rm (-r, -R, --recursive or an abbreviation, in any word) together with a word starting
- * with '/' or "..", in either order; and --no-preserve-root at all. The rm allows for the workspace and
- * /tmp come first and compare resolved paths, so this only sees what is outside them. */
+/* A recursive rm (-r, -R, --recursive or an abbreviation, in any word). */
 #define RM_RECURSIVE "(-[a-zA-Z]*[rR][a-zA-Z]*|--r[a-z]*)"
-/* Every recursive rm with an operand that the allows before it (operands inside the workspace or /tmp)
- * did not take: an operand before or after the flag, or after "--". Not a list of spellings of "outside"
- * ("/", ".."), which "sub/../../.." or a relative operand from a cwd outside the workspace slipped past.
- * Over-matching only makes it stricter (an argument with a space in it). */
+/* Every recursive rm with an operand that the allows before it (every operand strictly inside the
+ * workspace or /tmp, compared resolved) did not take: an operand before or after the flag, or after "--";
+ * and --no-preserve-root at all. Not a list of spellings of "outside" ("/", ".."), which "sub/../../.." or
+ * a relative operand from a cwd outside the workspace slipped past. Over-matching only makes it stricter
+ * (an argument with a space in it). */
 static const char * const rm_deny_patterns[] = {
         "(^| )" RM_RECURSIVE " (.* )?[^- ]",
         "(^| )[^- ].* " RM_RECURSIVE "( |$)",
