@@ -331,6 +331,17 @@ wrap rm -rf ws/deep/../victim
 record_has '"target":"rm -rf ws/deep/../victim".*"decision":"deny"'; ok $? "  ... denied with its decision record"
 wrap rm -rf ws/junk
 [ ! -e "$H/ws/junk" ]; ok $? "  ... while rm -rf of a directory really inside stays allowed" || diag "$err"
+# Scripts interpreting scripts: five deep the kernel runs, six it refuses (ELOOP), and so does the gate.
+mkdir -p "$H/chain"
+printf '#!/bin/sh\necho ran-chain\n' >"$H/chain/c5"
+for i in 4 3 2 1 0; do printf '#!%s\n' "$H/chain/c$((i + 1))" >"$H/chain/c$i"; done
+chmod 0755 "$H"/chain/c*
+chown -R "$U:$G" "$H/chain"
+wrap "$H/chain/c1"
+is "$out" ran-chain "a chain of five scripts runs, as the kernel runs it" || diag "$err"
+wrap "$H/chain/c0"
+record_has '"target":"[^"]*chain/c0".*"rule_id":"script-depth".*"decision":"deny"'
+ok $? "a chain deeper than the kernel runs is refused by the gate (rule script-depth)" || diag "$err"
 wrap "$PROBE" memfd-interp "$H/memfd-interp.sh" "$(type -P echo)"
 is "$out" EPERM "a memfd reached as a #! interpreter (/proc/self/fd/N) is not executed either" || diag "$err"
 record_has '"target":"[^"]*memfd-interp.sh".*"rule_id":"no-path"'; ok $? "  ... with its decision record"
