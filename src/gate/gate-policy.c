@@ -308,7 +308,7 @@ static int compile_file_rule(PolicyCompiler *c, json_object *o, size_t i, GateFi
                 return -ENOMEM;
         for (size_t j = 0; j < n_paths; j++) {
                 const char *s = json_object_get_string(json_object_array_get_idx(paths, j));
-                const char *why = gate_glob_check(s);
+                const char *why = gate_glob_check_path(s);
                 if (why)
                         return policy_compile_fail(c, "%s.paths[%zu]: %s %s", where, j, why, POLICY_QUOTE(s));
                 r = gate_glob_compile(s, &rule->paths[j]);

@@ -238,6 +238,8 @@ static void test_globs(void) {
                 }
                 if (isempty(text))
                         strcat(text, "/");
+                if (gate_glob_check_path(pattern))
+                        continue;       /* one that could never match a clean path: refused, tested below */
                 (void) snprintf(doc, sizeof(doc),
                                 "{\"default_decision\": \"deny\", \"file_rules\": [{\"paths\": [\"%s\"], \"decision\": \"allow\"}]}",
                                 pattern);
@@ -279,6 +281,32 @@ static void test_globs(void) {
 }
 
 static void test_compile_errors(void) {
+        /* A file rule's glob that no path as the gate checks it (absolute, clean) can match would deny
+         * nothing while looking as if it did. */
+        refused("{\"file_rules\":[{\"paths\":[\"~/.ssh/**\"],\"decision\":\"deny\"}]}",
+                "file_rules[0].paths[0]: never matches: paths are checked absolute (start it with / or **; ~ is not expanded) \"~/.ssh/**\"",
+                "a file glob starting with ~ is refused: it is not expanded and would deny nothing");
+        refused("{\"file_rules\":[{\"paths\":[\"/srv/secret/\"],\"decision\":\"deny\"}]}",
+                "file_rules[0].paths[0]: never matches: paths are checked without a trailing / (end it with /** for what is below a directory) \"/srv/secret/\"",
+                "a file glob with a trailing / is refused");
+        refused("{\"file_rules\":[{\"paths\":[\"/srv//secret\"],\"decision\":\"deny\"}]}",
+                "file_rules[0].paths[0]: never matches: paths are checked clean, without // \"/srv//secret\"",
+                "a file glob with // is refused");
+        refused("{\"file_rules\":[{\"paths\":[\"/srv/./secret/**\"],\"decision\":\"deny\"}]}",
+                "file_rules[0].paths[0]: never matches: paths are checked clean, without . or .. components \"/srv/./secret/**\"",
+                "a file glob with a . component is refused");
+        refused("{\"file_rules\":[{\"paths\":[\"/srv/x/../secret\"],\"decision\":\"deny\"}]}",
+                "file_rules[0].paths[0]: never matches: paths are checked clean, without . or .. components \"/srv/x/../secret\"",
+                "  ... and one with a .. component");
+        {
+                _cleanup_(gate_policy_freep) GatePolicy *p = policy(
+                        "{\"default_decision\":\"allow\",\"file_rules\":[{\"paths\":[\"/\",\"**/.env\",\"*/x\",\"/.x/**\"],\"decision\":\"deny\"}]}");
+                ok(p && file_(p, FILE_OP_READ, "/").decision == DECISION_DENY &&
+                   file_(p, FILE_OP_READ, "/w/.env").decision == DECISION_DENY &&
+                   file_(p, FILE_OP_READ, "/x").decision == DECISION_DENY &&
+                   file_(p, FILE_OP_READ, "/.x/y").decision == DECISION_DENY,
+                   "/ itself, a leading ** or * and dot-files are accepted");
+        }
         refused("[]", "policy: must be a JSON object, not array", "a document that is not an object is refused");
         refused("{\"default_decision\":\"allow\",\"file_ruls\":[]}", "policy: unknown key \"file_ruls\"",
                 "an unknown top-level key is refused");
