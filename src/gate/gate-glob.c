@@ -93,6 +93,31 @@ const char *gate_glob_check(const char *pattern) {
         return NULL;
 }
 
+const char *gate_glob_check_path(const char *pattern) {
+        const char *why = gate_glob_check(pattern), *c;
+
+        if (why)
+                return why;
+        if (pattern[0] != '/' && pattern[0] != '*')
+                return "never matches: paths are checked absolute (start it with / or **; ~ is not expanded)";
+        if (streq(pattern, "/"))
+                return NULL;
+        /* Each component between slashes: none empty ("//", a trailing "/"), none "." or "..". */
+        for (c = pattern + (pattern[0] == '/'); ; ) {
+                size_t n = strcspn(c, "/");
+
+                if (n == 0)
+                        return c[0] == 0 ? "never matches: paths are checked without a trailing / (end it with /** for "
+                                           "what is below a directory)" :
+                                           "never matches: paths are checked clean, without //";
+                if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return "never matches: paths are checked clean, without . or .. components";
+                if (c[n] == 0)
+                        return NULL;
+                c += n + 1;
+        }
+}
+
 enum {
         GLOB_MATCH,
         GLOB_NOMATCH,

@@ -26,6 +26,11 @@ bool gate_glob_match_automaton(const char *pattern, const char *path);
  * a static string. */
 const char *gate_glob_check(const char *pattern);
 
+/* As gate_glob_check(), for a file rule's path glob: also why it could never match a path as the gate
+ * checks paths (absolute and clean): one not starting with '/' or '*' ("~/.ssh/" "**", "src/x"), with an
+ * empty component ("//", a trailing '/') or a "." or ".." component. A static string, or NULL. */
+const char *gate_glob_check_path(const char *pattern);
+
 /* A checked pattern prepared for the hot path: most paths are refused by comparing the pattern's plain
  * ends before the matcher runs. */
 typedef struct GateGlob {

@@ -126,6 +126,7 @@ static void verdict_set(GateVerdict *v, Decision d, const char *id, const char *
         v->decision = d;
         (void) snprintf(v->rule_id, sizeof v->rule_id, "%s", id);
         v->message = message;
+        v->by_operand_names = false;
 }
 
 static void verdict_error(GateVerdict *v) {
@@ -307,7 +308,7 @@ static int compile_file_rule(PolicyCompiler *c, json_object *o, size_t i, GateFi
                 return -ENOMEM;
         for (size_t j = 0; j < n_paths; j++) {
                 const char *s = json_object_get_string(json_object_array_get_idx(paths, j));
-                const char *why = gate_glob_check(s);
+                const char *why = gate_glob_check_path(s);
                 if (why)
                         return policy_compile_fail(c, "%s.paths[%zu]: %s %s", where, j, why, POLICY_QUOTE(s));
                 r = gate_glob_compile(s, &rule->paths[j]);
@@ -563,6 +564,7 @@ static void check_exec_candidate(const GatePolicy *p, char * const *argv, size_t
         const char *base = path_basename(argv[index]);
         char stack[GATE_STACK_BUF], *joined = NULL;
         _cleanup_free_ char *heap = NULL;
+        bool by_names = false;
 
         ret->needs_cwd = false;
         for (size_t i = 0; i < p->n_command_rules; i++) {
@@ -585,6 +587,8 @@ static void check_exec_candidate(const GatePolicy *p, char * const *argv, size_t
                 }
                 if (c->within) {
                         int r = args_within(c, argv + index + 1, cwd);
+
+                        by_names = true;
                         if (r == -EAGAIN) {
                                 ret->needs_cwd = true;
                                 r = 0;
@@ -594,14 +598,17 @@ static void check_exec_candidate(const GatePolicy *p, char * const *argv, size_t
                         if (r == 0)
                                 continue;
                 }
-                { verdict_set(ret, c->decision, c->id, c->message); return; }
+                verdict_set(ret, c->decision, c->id, c->message);
+                ret->by_operand_names = by_names;
+                return;
         }
         verdict_default(p, ret);
+        ret->by_operand_names = by_names;
 }
 
 /* The strictest verdict over every reading of argv; on a tie the earlier reading's rule. */
 static void check_exec_all(const GatePolicy *p, char * const *argv, const char *cwd, GateVerdict *ret) {
-        bool needs_cwd = false;
+        bool needs_cwd = false, by_names = false;
         GateUnwrap u;
 
         ret->needs_cwd = false;
@@ -614,12 +621,14 @@ static void check_exec_all(const GatePolicy *p, char * const *argv, const char *
                 GateVerdict v;
                 check_exec_candidate(p, u.items[i].argv, u.items[i].index, cwd, &v);
                 needs_cwd = needs_cwd || v.needs_cwd;
+                by_names = by_names || v.by_operand_names;
                 if (i == 0 || decision_rank(v.decision) > decision_rank(ret->decision))
                         *ret = v;
                 if (streq(ret->rule_id, GATE_RULE_ID_ERROR))
                         break;
         }
         ret->needs_cwd = needs_cwd;
+        ret->by_operand_names = by_names;
         gate_unwrap_done(&u);
 }
 
@@ -633,7 +642,7 @@ void gate_policy_check_execve(const GatePolicy *p, const char *path, char * cons
                               GateVerdict *ret) {
         _cleanup_free_ char **copy = NULL;
         GateVerdict v;
-        bool needs_cwd;
+        bool needs_cwd, by_names;
         size_t n;
 
         assert(p);
@@ -655,9 +664,11 @@ void gate_policy_check_execve(const GatePolicy *p, const char *path, char * cons
         copy[MAX(n, 1U)] = NULL;
         check_exec_all(p, copy, cwd, &v);
         needs_cwd = ret->needs_cwd || v.needs_cwd;
+        by_names = ret->by_operand_names || v.by_operand_names;
         if (decision_rank(v.decision) > decision_rank(ret->decision))
                 *ret = v;
         ret->needs_cwd = needs_cwd;
+        ret->by_operand_names = by_names;
 }
 
 /* ---- cache keys ---- */
@@ -772,14 +783,17 @@ static const char * const shell_rc_files[] = {
         ".zshrc", ".zprofile", ".zshenv", ".zlogin",
 };
 
-/* A recursive rm (-r, -R, --recursive or an abbreviation, in any word) together with a word starting
- * with '/' or "..", in either order; and --no-preserve-root at all. The rm allows for the workspace and
- * /tmp come first and compare resolved paths, so this only sees what is outside them. */
+/* A recursive rm (-r, -R, --recursive or an abbreviation, in any word). */
 #define RM_RECURSIVE "(-[a-zA-Z]*[rR][a-zA-Z]*|--r[a-z]*)"
-#define RM_OUTSIDE "(/|\\.\\.)"
+/* Every recursive rm with an operand that the allows before it (every operand strictly inside the
+ * workspace or /tmp, compared resolved) did not take: an operand before or after the flag, or after "--";
+ * and --no-preserve-root at all. Not a list of spellings of "outside" ("/", ".."), which "sub/../../.." or
+ * a relative operand from a cwd outside the workspace slipped past. Over-matching only makes it stricter
+ * (an argument with a space in it). */
 static const char * const rm_deny_patterns[] = {
-        "(^| )" RM_RECURSIVE " (.* )?" RM_OUTSIDE,
-        "(^| )" RM_OUTSIDE ".* " RM_RECURSIVE "( |$)",
+        "(^| )" RM_RECURSIVE " (.* )?[^- ]",
+        "(^| )[^- ].* " RM_RECURSIVE "( |$)",
+        "(^| )" RM_RECURSIVE " (.* )?-- .",
         "(^| )--n[a-z-]*( |$)",
         NULL,
 };

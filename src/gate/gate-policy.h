@@ -43,6 +43,10 @@ typedef struct GateVerdict {
         char rule_id[GATE_RULE_ID_MAX]; /* "path[0]", "cmd[3]", "file[12]", "default", "error" */
         const char *message;            /* the rule's message (owned by the policy), or NULL */
         bool needs_cwd;                 /* exec checked with no cwd: a rule wanted it for a relative operand */
+        bool by_operand_names;          /* exec: an args_within rule was weighed for some reading, and
+                                         * it compares the operands' names (lexically cleaned) with its
+                                         * directory: unless denied anyway, the caller checks again with
+                                         * the operands resolved (symlinks followed) */
 } GateVerdict;
 
 typedef struct GatePolicy GatePolicy;

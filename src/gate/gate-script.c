@@ -40,28 +40,56 @@ static bool settled(const struct stat *st, const struct timespec *now) {
         return age >= (int64_t) GATE_SCRIPT_SETTLED_NS;
 }
 
-/* Parses the head the kernel's binfmt_script would: returns 1 with the interpreter and argument (both
- * pointing into buf), 0 for no script. buf holds n bytes and has room for a NUL after them. */
+static bool spacetab(char c) {
+        return c == ' ' || c == '\t';
+}
+
+/* Parses the head as the kernel's binfmt_script (load_script()) does, step for step: it reads
+ * GATE_SCRIPT_HEAD bytes (zero-padded) and, finding no newline before a NUL in them, cuts the line at
+ * the last byte, and then only when the interpreter's name ends (a blank or a NUL) within it: a name
+ * that runs off the buffer is not executed (ENOEXEC). Blanks are trimmed from where the line ends, not
+ * from where a NUL ends the strings, and a NUL right after the name means no argument. Returns 1 with
+ * the interpreter and argument (both pointing into buf), 0 for no script. buf holds n bytes and has room
+ * for GATE_SCRIPT_HEAD + 1. */
 static int parse_head(char *buf, ssize_t n, const char **ret_interp, const char **ret_arg) {
-        char *s, *e;
+        char *end = buf + GATE_SCRIPT_HEAD - 1, *i_end, *i_name, *i_sep, *i_arg = NULL;
 
         if (n < 2 || buf[0] != '#' || buf[1] != '!')
                 return 0;
-        buf[n] = 0;
-        s = buf + 2;
-        s[strcspn(s, "\n")] = 0;
-        s += strspn(s, " \t");
-        e = s + strcspn(s, " \t");
-        if (e == s)
+        memset(buf + n, 0, GATE_SCRIPT_HEAD + 1 - (size_t) n);
+        i_end = memchr(buf, '\n', strnlen(buf, GATE_SCRIPT_HEAD));
+        if (!i_end) {
+                char *t;
+
+                for (i_end = buf + 2; i_end <= end && spacetab(*i_end); i_end++)
+                        ;
+                if (i_end > end)
+                        return 0;
+                for (t = i_end; t <= end && !spacetab(*t) && *t; t++)
+                        ;
+                if (t > end)
+                        return 0;       /* the interpreter's name may be cut: the kernel says ENOEXEC */
+                i_end = end;
+        }
+        while (spacetab(i_end[-1]))
+                i_end--;
+        for (i_name = buf + 2; i_name <= i_end && spacetab(*i_name); i_name++)
+                ;
+        if (i_name >= i_end)
                 return 0;
-        if (*e)
-                *e++ = 0;
-        e += strspn(e, " \t");
-        /* the kernel keeps the rest as one argument, trailing blanks dropped */
-        for (size_t l = strlen(e); l > 0 && (e[l - 1] == ' ' || e[l - 1] == '\t'); l--)
-                e[l - 1] = 0;
-        *ret_interp = s;
-        *ret_arg = *e ? e : NULL;
+        for (i_sep = i_name; i_sep <= i_end && !spacetab(*i_sep) && *i_sep; i_sep++)
+                ;
+        if (i_sep <= i_end && *i_sep) {
+                for (i_arg = i_sep; i_arg <= i_end && spacetab(*i_arg); i_arg++)
+                        ;
+                if (i_arg > i_end)
+                        i_arg = NULL;
+        }
+        *i_end = 0;
+        if (i_arg)
+                *i_sep = 0;
+        *ret_interp = i_name;
+        *ret_arg = i_arg;       /* may be "": a NUL right after the blanks is an empty argument */
         return 1;
 }
 

@@ -20,6 +20,9 @@
 #define GATE_SCRIPT_HEAD 256U
 #define GATE_SCRIPT_CACHE_MAX 32U
 #define GATE_SCRIPT_SETTLED_NS (2ULL * 1000000000ULL)
+/* An interpreter may be a script itself: the kernel's exec_binprm() runs at most this many of them for
+ * one exec (and fails it with ELOOP beyond). */
+#define GATE_SCRIPT_DEPTH_MAX 5U
 
 typedef struct GateScriptEntry {
         dev_t dev;

@@ -691,8 +691,11 @@ static int decision_rank(Decision d) {
 
 /* Keeps the stricter of two verdicts; on a tie the first. */
 static void verdict_merge(GateVerdict *acc, const GateVerdict *v, bool *first) {
+        bool by_names = (!*first && acc->by_operand_names) || v->by_operand_names;
+
         if (*first || decision_rank(v->decision) > decision_rank(acc->decision))
                 *acc = *v;
+        acc->by_operand_names = by_names;
         *first = false;
 }
 
@@ -1082,6 +1085,121 @@ static void exec_memory_shared(Request *q, int sole, const char *why) {
         result_errno(q, GATE_DENY_ERRNO);
 }
 
+/* A rule with args_within (the default policy's rm allows) compares the operands' names, cleaned
+ * lexically, with its directory: ".." after a symlinked directory ("ws/link/../x") or a symlink with a
+ * trailing "/" ("ws/link/") names a place inside while the kernel, and so the command, reaches outside.
+ * When such a rule was weighed and the command is not denied anyway, it is checked again with each
+ * operand replaced by what it resolves to for the caller (its directories followed, the last component
+ * too when a "/" ends it, as rm's own calls resolve it); the stricter verdict wins. An operand that does not resolve keeps its name:
+ * the command cannot reach it either. */
+static int check_exec_operands(Request *q, const char *exec_path, char **argv, const char *cwd, bool *first) {
+        _cleanup_strv_free_ char **real = NULL;
+        bool options_done = false;
+        GateVerdict v;
+
+        if (q->verdict.decision == DECISION_DENY || !q->verdict.by_operand_names || !argv[0])
+                return 0;
+        if (strv_extend(&real, argv[0]) < 0)
+                return -ENOMEM;
+        for (char **a = argv + 1; *a; a++) {
+                GateResolved res = GATE_RESOLVED_NULL;
+                int r = 0;
+
+                if (!options_done && streq(*a, "--"))
+                        options_done = true;
+                else if ((options_done || (*a)[0] != '-') && !isempty(*a)) {
+                        int start = (*a)[0] == '/' ? q->s->root_fd : caller_dir(q, AT_FDCWD, &q->cwd_fd);
+
+                        if (start < 0)
+                                return start;
+                        r = gate_resolve(&q->rctx, start, *a, 0, &res);
+                }
+                r = strv_extend(&real, r >= 0 && res.path ? res.path : *a);
+                gate_resolved_done(&res);
+                if (r < 0)
+                        return r;
+        }
+        gate_policy_check_execve(q->s->config->policy, exec_path, real, cwd, &v);
+        verdict_merge(&q->verdict, &v, first);
+        return 0;
+}
+
+/* A refusal merged into the verdict, by one of the gate's own rules. */
+static void verdict_merge_deny(Request *q, const char *rule_id, const char *message, bool *first) {
+        GateVerdict v = { .decision = DECISION_DENY, .message = message };
+
+        (void) snprintf(v.rule_id, sizeof(v.rule_id), "%s", rule_id);
+        verdict_merge(&q->verdict, &v, first);
+        q->event = "local";
+}
+
+/* A script runs its "#!" interpreter, which the kernel opens as it opens an exec's filename (against the
+ * caller's cwd when relative, symlinks and /proc magic links followed) and which may be a script itself,
+ * up to GATE_SCRIPT_DEPTH_MAX interpreters deep. Each is checked like the command itself: by the name the
+ * "#!" line gives, as the file it really is, with the argv the kernel will give it (the interpreter, its
+ * argument, the name of the file it runs, the rest). One that is not on a path (a memfd or deleted file
+ * reached through /proc/self/fd/N) is refused as such a command is. fd is the file executed. */
+static int check_exec_interpreters(Request *q, int fd, const char *exec_path, char **argv, const char *cwd,
+                                   bool *first) {
+        const GatePolicy *policy = q->s->config->policy;
+        _cleanup_strv_free_ char **cur = NULL;
+        _cleanup_free_ char *runs = NULL;       /* the name the kernel gives the file the interpreter runs */
+        _cleanup_close_ int held = -EBADF;
+        int r;
+
+        runs = strdup(exec_path);
+        if (!runs)
+                return -ENOMEM;
+        for (unsigned depth = 0;; depth++) {
+                _cleanup_free_ char *interp = NULL, *iarg = NULL;
+                _cleanup_strv_free_ char **next = NULL;
+                GateResolved ir = GATE_RESOLVED_NULL;
+                GateVerdict v;
+                int start;
+
+                r = gate_script_interpreter(&q->w->script_cache, fd, &interp, &iarg);
+                if (r <= 0)
+                        return r;
+                if (depth >= GATE_SCRIPT_DEPTH_MAX) {
+                        /* The kernel fails this exec with ELOOP: nothing to run, nothing to allow. */
+                        verdict_merge_deny(q, "script-depth", "a chain of \"#!\" interpreters deeper than the kernel runs", first);
+                        return 0;
+                }
+                if (strv_extend(&next, interp) < 0 || (iarg && strv_extend(&next, iarg) < 0) ||
+                    strv_extend(&next, runs) < 0)
+                        return -ENOMEM;
+                for (size_t i = 1; (cur ?: argv)[0] && (cur ?: argv)[i]; i++)
+                        if (strv_extend(&next, (cur ?: argv)[i]) < 0)
+                                return -ENOMEM;
+                gate_policy_check_execve(policy, interp, next, cwd, &v);
+                verdict_merge(&q->verdict, &v, first);
+
+                start = interp[0] == '/' ? q->s->root_fd : caller_dir(q, AT_FDCWD, &q->cwd_fd);
+                if (start < 0)
+                        return start;
+                r = gate_resolve(&q->rctx, start, interp, GATE_RESOLVE_FOLLOW | GATE_RESOLVE_OBJECT_ONLY, &ir);
+                if (r < 0 || ir.fd < 0) {
+                        /* The kernel cannot open it either: the exec fails with what it says. */
+                        gate_resolved_done(&ir);
+                        return 0;
+                }
+                if (!ir.path) {
+                        gate_resolved_done(&ir);
+                        verdict_merge_deny(q, "no-path", "exec of an object that is not on a path (memfd, deleted file)", first);
+                        return 0;
+                }
+                (void) check_exec_as(q, next, ir.path, cwd, first);
+                safe_close(held);
+                held = TAKE_FD(ir.fd);
+                fd = held;
+                gate_resolved_done(&ir);
+                free(runs);
+                runs = TAKE_PTR(interp);
+                strv_free(cur);
+                cur = TAKE_PTR(next);
+        }
+}
+
 static void handle_exec(Request *q) {
         const GatePolicy *policy = q->s->config->policy;
         _cleanup_free_ char *file = NULL, *file2 = NULL, *cwd = NULL, *key = NULL, *exec_path = NULL,
@@ -1214,29 +1332,15 @@ static void handle_exec(Request *q) {
                         break;
                 r = caller_cwd_path(q, &cwd);
         }
-        /* A script runs its "#!" interpreter: checked like the command itself, with the argv the kernel
-         * will give it (interpreter, its argument, the script, the rest). */
-        {
-                _cleanup_free_ char *interp = NULL, *iarg = NULL;
-                _cleanup_strv_free_ char **iargv = NULL;
-
-                r = gate_script_interpreter(&q->w->script_cache, res.fd, &interp, &iarg);
-                if (r > 0) {
-                        if (strv_extend(&iargv, interp) < 0 || (iarg && strv_extend(&iargv, iarg) < 0) ||
-                            strv_extend(&iargv, exec_path) < 0)
-                                r = -ENOMEM;
-                        for (size_t i = 1; r >= 0 && argv[0] && argv[i]; i++)
-                                if (strv_extend(&iargv, argv[i]) < 0)
-                                        r = -ENOMEM;
-                        if (r >= 0) {
-                                gate_policy_check_execve(policy, interp, iargv, cwd, &v);
-                                verdict_merge(&q->verdict, &v, &first);
-                        }
-                }
-                if (r < 0) {
-                        gate_resolved_done(&res);
-                        return fail_closed(q, r, "cannot read the script's interpreter");
-                }
+        r = check_exec_interpreters(q, res.fd, exec_path, argv, cwd, &first);
+        if (r < 0) {
+                gate_resolved_done(&res);
+                return fail_closed(q, r, "cannot read the script's interpreter");
+        }
+        r = check_exec_operands(q, exec_path, argv, cwd, &first);
+        if (r < 0) {
+                gate_resolved_done(&res);
+                return fail_closed(q, r, "cannot resolve the command's operands");
         }
         /* The session cache names the file that runs, not a name for it. */
         resolved_path = strdup(res.path);

@@ -8,6 +8,7 @@
 #include "config-build.h"
 #include "config-schema.h"
 #include "egress-policy.h"
+#include "gate-glob.h"
 #include "json-util.h"
 #include "log.h"
 #include "parse-util.h"
@@ -180,6 +181,11 @@ static const char *check_glob(const char *v) {
         return check_single_line(v);
 }
 
+/* A file rule's path glob: well formed, and able to match a path as the gate checks it (gate-glob.h). */
+static const char *check_file_glob(const char *v) {
+        return check_glob(v) ?: gate_glob_check_path(v);
+}
+
 static const char *check_socket_pattern(const char *v) {
         if (isempty(v))
                 return "is an empty pattern";
@@ -323,7 +329,7 @@ static const Field command_rule_fields[] = {
 static const Schema command_rule_schema = SCHEMA("command rule", command_rule_fields);
 
 static const Field file_rule_fields[] = {
-        { .key = "paths", .type = FIELD_STRV, .scope = SCOPE_ALL, .check = check_glob, .required = true },
+        { .key = "paths", .type = FIELD_STRV, .scope = SCOPE_ALL, .check = check_file_glob, .required = true },
         STRV("operations", SCOPE_ALL, check_file_op),
         { .key = "decision", .type = FIELD_DECISION, .scope = SCOPE_ALL, .required = true },
         STR("message", SCOPE_ALL, check_single_line),

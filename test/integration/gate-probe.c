@@ -133,6 +133,26 @@ static int memfd_exec(void) {
         return report(syscall(SYS_execveat, fd, "", argv, environ, AT_EMPTY_PATH));
 }
 
+/* memfd-interp SCRIPT BINARY: BINARY copied into a memfd left open as fd 9 across the exec, SCRIPT
+ * written as "#!/proc/self/fd/9" and executed: the kernel opens the interpreter in the caller, so the
+ * memfd would run as a script's interpreter (BINARY prints what it prints, e.g. echo its argv). */
+static int memfd_interp(const char *script, const char *binary) {
+        char *const argv[] = { (char *) script, NULL };
+        char buf[65536];
+        ssize_t n;
+        int fd = memfd_create("interp", 0), in = open(binary, O_RDONLY | O_CLOEXEC), out;
+
+        if (fd < 0 || in < 0 || dup2(fd, 9) < 0)
+                return report(-1);
+        while ((n = read(in, buf, sizeof(buf))) > 0)
+                if (write(9, buf, (size_t) n) != n)
+                        return report(-1);
+        out = open(script, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+        if (n < 0 || out < 0 || dprintf(out, "#!/proc/self/fd/9\n") < 0 || close(out) < 0)
+                return report(-1);
+        return report(execve(script, argv, environ));
+}
+
 static int connect_unix(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1139,6 +1159,8 @@ int main(int argc, char *argv[]) {
                 return own_filter();
         if (!strcmp(cmd, "memfd-exec"))
                 return memfd_exec();
+        if (!strcmp(cmd, "memfd-interp") && argc > 3)   /* memfd-interp SCRIPT BINARY */
+                return memfd_interp(a1, argv[3]);
         if (!strcmp(cmd, "connect"))
                 return connect_unix(a1);
         if (!strcmp(cmd, "opath")) {                    /* opath PATH: an O_PATH open, then fstat through it */

@@ -56,7 +56,12 @@ printf '#!%s\nexit 0\n' "$T/bin/denied-tool" >"$H/by-interp.sh"
 chmod 0755 "$H/by-interp.sh"
 printf '#!%s -s\n' "$(type -P uname)" >"$H/uname-interp.sh"
 chmod 0755 "$H/by-interp.sh" "$H/uname-interp.sh"
-chown "$U:$G" "$H/by-interp.sh" "$H/uname-interp.sh"
+# The same interpreter by a symlink of another name, and behind a script that is itself the interpreter.
+ln -s "$(type -P uname)" "$H/alias-tool"
+printf '#!%s -s\n' "$H/alias-tool" >"$H/uname-via-link.sh"
+printf '#!%s\n' "$H/uname-interp.sh" >"$H/uname-chain.sh"
+chmod 0755 "$H/uname-via-link.sh" "$H/uname-chain.sh"
+chown -h "$U:$G" "$H/by-interp.sh" "$H/uname-interp.sh" "$H/alias-tool" "$H/uname-via-link.sh" "$H/uname-chain.sh"
 
 cat >"$T/policy.json" <<JSON
 {
@@ -67,6 +72,7 @@ cat >"$T/policy.json" <<JSON
     {"pattern": "$H/race-no.sock", "decision": "deny", "message": "not this socket either"}
   ],
   "command_rules": [
+    {"commands": ["rm"], "args_within": "$H/ws", "decision": "allow"},
     {"commands": ["rm"], "args_patterns": ["-rf /"], "decision": "deny", "message": "no rm -rf of absolute paths"},
     {"commands": ["uname"], "decision": "approve", "message": "uname needs a human"},
     {"commands": ["denied-tool"], "decision": "deny", "message": "never this one"},
@@ -303,8 +309,42 @@ PATH=$T/bin:$PATH wrap sh -c "$H/by-interp.sh; echo rc=\$?"
 like "$out" "rc=12[6-7]" "a script whose #! interpreter is the denied command does not run either" || diag "$out $err"
 wrap sh -c "$H/uname-interp.sh; echo rc=\$?"
 unlike "$out" "Linux" "a script whose #! interpreter needs a human is checked as that command (nobody approves here)"
-record_has '"target":"[^"]*uname-interp.sh".*"rule_id":"cmd\[1\]"' && r=0 || r=1
+record_has '"target":"[^"]*uname-interp.sh".*"rule_id":"cmd\[2\]"' && r=0 || r=1
 is "$r" 0 "  ... the decision names the interpreter's rule" || diag "$err"
+wrap sh -c "$H/uname-via-link.sh; echo rc=\$?"
+like "$out" "rc=126" "a #! interpreter named by a symlink of another name is checked as the file it is" || diag "$err"
+record_has '"target":"[^"]*uname-via-link.sh".*"rule_id":"cmd\[2\]"'; ok $? "  ... by the interpreter's rule"
+wrap sh -c "$H/uname-chain.sh; echo rc=\$?"
+like "$out" "rc=126" "a #! interpreter that is itself a script is followed to the interpreter it runs" || diag "$err"
+record_has '"target":"[^"]*uname-chain.sh".*"rule_id":"cmd\[2\]"'; ok $? "  ... by that interpreter's rule"
+# args_within (the default policy's rm allows) compares operands by name: through a symlinked directory
+# the name says inside while rm reaches outside.
+mkdir -p "$H/ws/junk" "$H/precious/a" "$H/x/y" "$H/x/victim"
+touch "$H/precious/a/f" "$H/x/victim/f"
+ln -s "$H/precious" "$H/ws/link"
+ln -s "$H/x/y" "$H/ws/deep"
+chown -hR "$U:$G" "$H/ws" "$H/precious" "$H/x"
+wrap rm -rf "$H/ws/link/"
+[ -e "$H/precious/a/f" ]; ok $? "rm -rf of a symlinked directory with a trailing / inside the allowed directory is checked where it leads" || diag "$err"
+wrap rm -rf ws/deep/../victim
+[ -e "$H/x/victim/f" ]; ok $? "rm -rf of DIR/LINK/../NAME is checked as the path the kernel reaches, not the name" || diag "$err"
+record_has '"target":"rm -rf ws/deep/../victim".*"decision":"deny"'; ok $? "  ... denied with its decision record"
+wrap rm -rf ws/junk
+[ ! -e "$H/ws/junk" ]; ok $? "  ... while rm -rf of a directory really inside stays allowed" || diag "$err"
+# Scripts interpreting scripts: five deep the kernel runs, six it refuses (ELOOP), and so does the gate.
+mkdir -p "$H/chain"
+printf '#!/bin/sh\necho ran-chain\n' >"$H/chain/c5"
+for i in 4 3 2 1 0; do printf '#!%s\n' "$H/chain/c$((i + 1))" >"$H/chain/c$i"; done
+chmod 0755 "$H"/chain/c*
+chown -R "$U:$G" "$H/chain"
+wrap "$H/chain/c1"
+is "$out" ran-chain "a chain of five scripts runs, as the kernel runs it" || diag "$err"
+wrap "$H/chain/c0"
+record_has '"target":"[^"]*chain/c0".*"rule_id":"script-depth".*"decision":"deny"'
+ok $? "a chain deeper than the kernel runs is refused by the gate (rule script-depth)" || diag "$err"
+wrap "$PROBE" memfd-interp "$H/memfd-interp.sh" "$(type -P echo)"
+is "$out" EPERM "a memfd reached as a #! interpreter (/proc/self/fd/N) is not executed either" || diag "$err"
+record_has '"target":"[^"]*memfd-interp.sh".*"rule_id":"no-path"'; ok $? "  ... with its decision record"
 
 # A signal storm (Go's SIGURG) while creating: a call the supervisor performed is not restarted and
 # performed again (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), so no create says EEXIST.

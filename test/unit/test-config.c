@@ -317,6 +317,11 @@ static void test_validation(void) {
                 SCOPE_CHANNEL, "gates.agentgate.file_rules[0].operations[0]", "file operation", "an unknown operation is refused");
         refused("{\"gates\": {\"agentgate\": {\"file_rules\": [{\"paths\": [], \"decision\": \"deny\"}]}}}",
                 SCOPE_CHANNEL, "gates.agentgate.file_rules[0].paths", "empty", "a file rule without paths is refused");
+        refused("{\"gates\": {\"agentgate\": {\"file_rules\": [{\"paths\": [\"~/.ssh/**\"], \"decision\": \"deny\"}]}}}",
+                SCOPE_CHANNEL, "gates.agentgate.file_rules[0].paths[0]", "never matches",
+                "a file rule glob the gate could never match (~ is not expanded) is refused, not a silent no-op");
+        refused("{\"gates\": {\"agentgate\": {\"file_rules\": [{\"paths\": [\"/srv/secret/\"], \"decision\": \"deny\"}]}}}",
+                SCOPE_CHANNEL, "gates.agentgate.file_rules[0].paths[0]", "trailing /", "  ... as is one with a trailing /");
         refused("{\"gates\": {\"docker_proxy\": {\"http_rules\": [{\"methods\": [\"get\"], \"decision\": \"deny\"}]}}}",
                 SCOPE_CHANNEL, "gates.docker_proxy.http_rules[0].methods[0]", "HTTP method", "a lower-case method is refused");
         refused("{\"gates\": {\"docker_proxy\": {\"body_rules\": [{\"applies_to\": \"POST\", \"decision\": \"deny\"}]}}}",

@@ -238,6 +238,8 @@ static void test_globs(void) {
                 }
                 if (isempty(text))
                         strcat(text, "/");
+                if (gate_glob_check_path(pattern))
+                        continue;       /* one that could never match a clean path: refused, tested below */
                 (void) snprintf(doc, sizeof(doc),
                                 "{\"default_decision\": \"deny\", \"file_rules\": [{\"paths\": [\"%s\"], \"decision\": \"allow\"}]}",
                                 pattern);
@@ -279,6 +281,32 @@ static void test_globs(void) {
 }
 
 static void test_compile_errors(void) {
+        /* A file rule's glob that no path as the gate checks it (absolute, clean) can match would deny
+         * nothing while looking as if it did. */
+        refused("{\"file_rules\":[{\"paths\":[\"~/.ssh/**\"],\"decision\":\"deny\"}]}",
+                "file_rules[0].paths[0]: never matches: paths are checked absolute (start it with / or **; ~ is not expanded) \"~/.ssh/**\"",
+                "a file glob starting with ~ is refused: it is not expanded and would deny nothing");
+        refused("{\"file_rules\":[{\"paths\":[\"/srv/secret/\"],\"decision\":\"deny\"}]}",
+                "file_rules[0].paths[0]: never matches: paths are checked without a trailing / (end it with /** for what is below a directory) \"/srv/secret/\"",
+                "a file glob with a trailing / is refused");
+        refused("{\"file_rules\":[{\"paths\":[\"/srv//secret\"],\"decision\":\"deny\"}]}",
+                "file_rules[0].paths[0]: never matches: paths are checked clean, without // \"/srv//secret\"",
+                "a file glob with // is refused");
+        refused("{\"file_rules\":[{\"paths\":[\"/srv/./secret/**\"],\"decision\":\"deny\"}]}",
+                "file_rules[0].paths[0]: never matches: paths are checked clean, without . or .. components \"/srv/./secret/**\"",
+                "a file glob with a . component is refused");
+        refused("{\"file_rules\":[{\"paths\":[\"/srv/x/../secret\"],\"decision\":\"deny\"}]}",
+                "file_rules[0].paths[0]: never matches: paths are checked clean, without . or .. components \"/srv/x/../secret\"",
+                "  ... and one with a .. component");
+        {
+                _cleanup_(gate_policy_freep) GatePolicy *p = policy(
+                        "{\"default_decision\":\"allow\",\"file_rules\":[{\"paths\":[\"/\",\"**/.env\",\"*/x\",\"/.x/**\"],\"decision\":\"deny\"}]}");
+                ok(p && file_(p, FILE_OP_READ, "/").decision == DECISION_DENY &&
+                   file_(p, FILE_OP_READ, "/w/.env").decision == DECISION_DENY &&
+                   file_(p, FILE_OP_READ, "/x").decision == DECISION_DENY &&
+                   file_(p, FILE_OP_READ, "/.x/y").decision == DECISION_DENY,
+                   "/ itself, a leading ** or * and dot-files are accepted");
+        }
         refused("[]", "policy: must be a JSON object, not array", "a document that is not an object is refused");
         refused("{\"default_decision\":\"allow\",\"file_ruls\":[]}", "policy: unknown key \"file_ruls\"",
                 "an unknown top-level key is refused");
@@ -441,6 +469,11 @@ static void test_command_rules(void) {
                 gate_policy_check_execve(p, "/usr/bin/mkdir", ARGV("ls", "a"), NULL, &v);
                 ok(v.needs_cwd, "  ... also when only the reading as the executed path (mkdir run as ls) wanted the cwd");
         }
+        ok(exec_in(p, "/w", ARGV("mkdir", "a")).by_operand_names && exec_in(p, "/w", ARGV("mkdir", "/x")).by_operand_names &&
+           exec_in(p, "/w", ARGV("env", "mkdir", "/w/link/../x")).by_operand_names,
+           "a verdict an args_within rule was weighed for says so (it compared names), matched or not, also through a wrapper");
+        ok(!exec_in(p, "/w", ARGV("git", "status")).by_operand_names && !exec_in(p, "/w", ARGV("cat", "secret")).by_operand_names,
+           "  ... and no other verdict does");
         expect(exec_(p, ARGV("")), DECISION_ALLOW, "default", "an empty argv[0] matches no command glob");
         expect(exec_(p, (char *[]) { NULL }), DECISION_ALLOW, "default", "an empty argv is checked, not crashed on");
 }
@@ -702,6 +735,20 @@ static void test_document(void) {
                "a sibling with the workspace's name as prefix is outside");
         expect(exec_in(p, "/", ARGV("sudo", "rm", "-rf", "/work/proj/a")), DECISION_ALLOW, "cmd[0]",
                "the workspace rm allow sees through wrappers");
+        /* The deny must hold however an operand outside is spelled: it is every recursive rm with an
+         * operand that the allows above did not take, not a list of spellings of "outside". */
+        expect(exec_in(p, "/work/proj", ARGV("rm", "-rf", "sub/../../../etc")), DECISION_DENY, "cmd[2]",
+               "rm -rf DIR/../../.. leaving the workspace is denied, though no operand starts with / or ..");
+        expect(exec_in(p, "/work/proj", ARGV("rm", "-rf", "./../..")), DECISION_DENY, "cmd[2]",
+               "rm -rf ./../.. is denied like ../..");
+        expect(exec_in(p, "/home/agent", ARGV("rm", "-rf", "cache")), DECISION_DENY, "cmd[2]",
+               "rm -rf of a relative operand outside the workspace (cwd elsewhere) is denied like its absolute path");
+        expect(exec_in(p, "/home/agent", ARGV("rm", "cache", "-r")), DECISION_DENY, "cmd[2]",
+               "  ... also with the flag after the operand");
+        expect(exec_in(p, "/home/agent", ARGV("rm", "-rf", "--", "-cache")), DECISION_DENY, "cmd[2]",
+               "  ... and an operand after --");
+        expect(exec_in(p, "/home/agent", ARGV("rm", "-rf")), DECISION_ALLOW, "default",
+               "a recursive rm without an operand deletes nothing: the default");
         expect(exec_(p, ARGV("rm", "notes.txt")), DECISION_ALLOW, "default", "a plain rm elsewhere falls to the default");
 
         /* Files: the injected rules first */

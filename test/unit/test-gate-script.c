@@ -15,14 +15,18 @@
 
 static char dir[] = "/tmp/test-gate-script.XXXXXX";
 
-static void put(const char *name, const char *content) {
+static void put_n(const char *name, const char *content, size_t n) {
         char p[256];
         FILE *f;
 
         (void) snprintf(p, sizeof(p), "%s/%s", dir, name);
         f = fopen(p, "we");
-        if (!f || fputs(content, f) < 0 || fclose(f) != 0)
+        if (!f || fwrite(content, 1, n, f) != n || fclose(f) != 0)
                 abort();
+}
+
+static void put(const char *name, const char *content) {
+        put_n(name, content, strlen(content));
 }
 
 /* The interpreter and argument as "INTERP|ARG", "-" for none, or "not a script". */
@@ -65,6 +69,25 @@ int main(void) {
         is_interp(NULL, "arg", "/usr/bin/env|python3 -u", "the rest of the line is one argument, as the kernel gives it, trailing blanks dropped");
         is_interp(NULL, "blank", "not a script", "#! without an interpreter is not a script");
 
+        /* Where the kernel's BINPRM_BUF_SIZE (256) cuts the line. */
+        {
+                char line[400], want[300];
+
+                (void) snprintf(line, sizeof(line), "#!/bin/sh -x%0300d", 0);
+                put("long-arg", line);
+                (void) snprintf(want, sizeof(want), "/bin/sh|-x%0243d", 0);
+                is_interp(NULL, "long-arg", want, "a line without a newline in 256 bytes is cut at byte 255, as the kernel cuts it");
+                (void) snprintf(line, sizeof(line), "#!/%0300d -x\n", 0);
+                put("long-name", line);
+                is_interp(NULL, "long-name", "not a script", "an interpreter's name that runs past byte 255 is not run (the kernel: ENOEXEC)");
+        }
+        put("pad", "#!/bin/x -a  ");
+        is_interp(NULL, "pad", "/bin/x|-a  ", "without a newline the line ends at byte 255: blanks before the file's end stay in the argument");
+        put_n("nul-arg", "#!/bin/x \0-a\n", 14);
+        is_interp(NULL, "nul-arg", "/bin/x|", "a NUL after the blanks is an empty argument, as the kernel passes it");
+        put_n("nul-name", "#!/bin/x\0 -a\n", 14);
+        is_interp(NULL, "nul-name", "/bin/x|-", "a NUL right after the name: no argument");
+
         is_interp(&c, "sh", "/bin/sh|-", "with a cache: the interpreter of a file just written");
         is_interp(&c, "sh", "/bin/sh|-", "and again");
         is_int((int) c.hits, 0, "a file changed within the last two seconds is read each time, never kept");
@@ -81,10 +104,11 @@ int main(void) {
         is_int((int) (c.hits - hits), 1, "no answer came from the cache for the rewritten file");
 
         gate_script_cache_done(&c);
-        for (size_t i = 0; i < 4; i++) {
+        for (size_t i = 0; i < 9; i++) {
                 char p[256];
 
-                (void) snprintf(p, sizeof(p), "%s/%s", dir, (const char * const[]) { "plain", "sh", "arg", "blank" }[i]);
+                (void) snprintf(p, sizeof(p), "%s/%s", dir, (const char * const[]) { "plain", "sh", "arg", "blank",
+                                "long-arg", "long-name", "pad", "nul-arg", "nul-name" }[i]);
                 (void) unlink(p);
         }
         (void) rmdir(dir);
