@@ -490,9 +490,9 @@ static int query_decide(const Caller *c, int fd, const uint64_t *pages, size_t n
 }
 
 /* The pages[] (sorted, distinct) that pagemap does not show as private anonymous memory, decided on
- * their mappings: asked for by address where the kernel can, else read from /proc/PID/maps a buffer at a
- * time. */
-static int maps_decide(const Caller *c, const uint64_t *pages, size_t n) {
+ * their mappings: asked for by address where the kernel can (and way allows), else read from
+ * /proc/PID/maps a buffer at a time. */
+static int maps_decide(const Caller *c, GateMmMaps way, const uint64_t *pages, size_t n) {
         static atomic_bool no_query;
         _cleanup_close_ int fd = openat(c->proc_dir_fd, "maps", O_RDONLY | O_CLOEXEC);
         _cleanup_free_ char *buf = NULL;
@@ -500,7 +500,9 @@ static int maps_decide(const Caller *c, const uint64_t *pages, size_t n) {
 
         if (fd < 0)
                 return -errno;
-        if (!atomic_load(&no_query)) {
+        if (way == GATE_MM_MAPS_QUERY)
+                return query_decide(c, fd, pages, n);
+        if (way == GATE_MM_MAPS_AUTO && !atomic_load(&no_query)) {
                 int r = query_decide(c, fd, pages, n);
 
                 if (r != -ENOTTY && r != -EINVAL)
@@ -540,8 +542,8 @@ static int maps_decide(const Caller *c, const uint64_t *pages, size_t n) {
         return 0;
 }
 
-int gate_mm_private(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *addrs, size_t n,
-                    const char **ret_why) {
+int gate_mm_private_way(GateMmMaps way, int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *addrs,
+                        size_t n, const char **ret_why) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ uint64_t *pages = NULL;
         size_t m = 0, odd = 0;
@@ -588,8 +590,13 @@ int gate_mm_private(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_
         if (odd == 0)
                 return 1;
         r = maps_decide(&(const Caller) { .proc_dir_fd = proc_dir_fd, .root_fd = root_fd, .agent_uid = agent_uid },
-                        pages, odd);
+                        way, pages, odd);
         if (r == 0)
                 *ret_why = why_buf;
         return r;
+}
+
+int gate_mm_private(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *addrs, size_t n,
+                    const char **ret_why) {
+        return gate_mm_private_way(GATE_MM_MAPS_AUTO, proc_dir_fd, root_fd, agent_uid, addrs, n, ret_why);
 }

@@ -47,3 +47,16 @@ int gate_mm_sole(pid_t tid, const char **ret_why);
 
 int gate_mm_private(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *addrs, size_t n,
                     const char **ret_why);
+
+/* How gate_mm_private() looks up the mapping of a page: AUTO, in production, asks with PROCMAP_QUERY and
+ * reads the text of /proc/PID/maps on a kernel without it (before Linux 6.11); QUERY only asks (-ENOTTY or
+ * -EINVAL without it) and TEXT only reads the text, so that a test can compare the two ways on one
+ * kernel. */
+typedef enum GateMmMaps {
+        GATE_MM_MAPS_AUTO,
+        GATE_MM_MAPS_QUERY,
+        GATE_MM_MAPS_TEXT,
+} GateMmMaps;
+
+int gate_mm_private_way(GateMmMaps way, int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *addrs,
+                        size_t n, const char **ret_why);
