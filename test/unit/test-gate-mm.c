@@ -4,11 +4,14 @@
  * may lie in, mapped here and decided by the real /proc/self/pagemap and maps. The "agent" is whichever
  * uid the case needs: the function only compares it with the files' owners. Each page that reaches the
  * mappings (not private anonymous memory by pagemap) is decided both with PROCMAP_QUERY and from the text
- * of maps, as a kernel before Linux 6.11 must, and both must agree. */
+ * of maps, as a kernel before Linux 6.11 must, and both must agree. Last, gate_mm_sole() on children of
+ * its own, one of them with a second thread. */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gate-mm.h"
@@ -54,6 +58,48 @@ static void agree(const void *p, uid_t agent, const char *name) {
                 return skip(what, "no PROCMAP_QUERY (Linux before 6.11)");
         t = gate_mm_private_way(GATE_MM_MAPS_TEXT, proc_fd, root_fd, agent, &a, 1, &why);
         is_int(t, q, "%s", what);
+}
+
+static void *thread_pause(void *userdata) {
+        for (;;)
+                pause();
+        return NULL;
+}
+
+/* A child process, with a second thread (which shares its memory) when asked, ready when it returns;
+ * -1 when it cannot be made. */
+static pid_t child_start(bool with_thread) {
+        int p[2];
+        char c;
+        pid_t pid;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -1;
+        pid = fork();
+        if (pid == 0) {
+                pthread_t t;
+
+                if (with_thread && pthread_create(&t, NULL, thread_pause, NULL) != 0)
+                        _exit(1);
+                (void) write(p[1], "x", 1);
+                for (;;)
+                        pause();
+        }
+        close(p[1]);
+        if (pid > 0 && read(p[0], &c, 1) != 1) {
+                kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                pid = -1;
+        }
+        close(p[0]);
+        return pid;
+}
+
+static void child_stop(pid_t pid) {
+        if (pid > 0) {
+                kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+        }
 }
 
 /* A file of one page in the test directory, with mode; its path in ret_path (static). */
@@ -244,6 +290,27 @@ int main(void) {
                 is_int(gate_mm_private(proc_fd, root_fd, st.st_uid, addrs, addrs[3] ? 4 : 3, &why), addrs[3] ? 0 : 1,
                        "one page that is not private among them fails all");
                 free(heap);
+        }
+
+        /* --- gate_mm_sole(): the tasks sharing a process's memory, found through one kept fd of /proc,
+         * read again from where its tasks begin on every call --- */
+        {
+                int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                pid_t alone = child_start(false), threaded = child_start(true);
+                const char *why = NULL;
+
+                if (proc < 0 || alone < 0 || threaded < 0)
+                        return printf("Bail out! /proc or a child\n"), 1;
+                is_int(gate_mm_sole(proc, alone, &why), 0, "a process of one thread shares its memory with no task");
+                why = NULL;
+                is_int(gate_mm_sole(proc, threaded, &why), 1, "a process with a second thread shares it with that thread");
+                is_int(why && strstr(why, "shares its memory") ? 1 : 0, 1, "...and the reason names the task");
+                /* The same fd again: its position was the last walk's end. */
+                is_int(gate_mm_sole(proc, threaded, &why), 1, "the kept fd of /proc finds the thread again on the next call");
+                is_int(gate_mm_sole(proc, alone, &why), 0, "...and no sharer of the lone process");
+                child_stop(alone);
+                child_stop(threaded);
+                close(proc);
         }
 
         (void) unlink(path);
