@@ -29,8 +29,14 @@
 #define GATE_MM_SHARERS_MAX 64U
 /* Rounds over the pids handed out during a pass before it gives up (fails closed). */
 #define GATE_MM_ROUNDS_MAX 16U
+/* The position in /proc's directory where its entries for tasks begin (fs/proc/base.c: FIRST_PROCESS_ENTRY,
+ * "self" and "thread-self" there, then every process at its pid past them); the sixty-odd entries before
+ * it (cpuinfo, sys, ...) are no task's, and reading them cost more than the tasks. */
+#define PROC_TASKS_POS 256
 
 typedef struct Scan {
+        int proc_fd;                    /* /proc, the caller's (one thread at a time: its position is ours) */
+
         pid_t self;                     /* the supervisor's process */
         pid_t sharers[GATE_MM_SHARERS_MAX];
         size_t n;
@@ -113,18 +119,46 @@ static bool blocked_in_vfork(pid_t pid, pid_t tid) {
  * stack: no DIR stream, no allocation, no fstat; read to the end (a short read is not taken for the end). */
 typedef struct NumberedDir {
         int fd;
+        bool borrowed;                  /* fd is the caller's /proc, not closed here */
         size_t pos, len;
         char buf[4096];
 } NumberedDir;
 
-static int numbered_dir_open(NumberedDir *d, const char *path) {
+static int numbered_dir_open(NumberedDir *d, int dir_fd, const char *path) {
         d->pos = d->len = 0;
-        d->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        d->borrowed = false;
+        d->fd = openat(dir_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         return d->fd < 0 ? -errno : 0;
 }
 
+/* The tasks of /proc, read through the kept proc_fd from where they begin: the directory is read afresh
+ * from the position set (procfs lists the live tasks, nothing is cached in the open file). Its first entry
+ * there must be "self", or the layout is not the one known and it is read from its start. */
+static int numbered_dir_tasks(NumberedDir *d, int proc_fd) {
+        struct dirent64 *de;
+        ssize_t n;
+
+        *d = (NumberedDir) { .fd = proc_fd, .borrowed = true };
+        if (lseek(proc_fd, PROC_TASKS_POS, SEEK_SET) < 0)
+                return -errno;
+        n = getdents64(proc_fd, d->buf, sizeof d->buf);
+        if (n < 0)
+                return -errno;
+        de = (struct dirent64 *) d->buf;
+        if (n > 0 && streq(de->d_name, "self")) {
+                d->len = (size_t) n;
+                return 0;
+        }
+        if (lseek(proc_fd, 0, SEEK_SET) < 0)
+                return -errno;
+        return 0;
+}
+
 static void numbered_dir_close(NumberedDir *d) {
-        d->fd = safe_close(d->fd);
+        if (d->borrowed)
+                d->fd = -EBADF;
+        else
+                d->fd = safe_close(d->fd);
 }
 
 /* 1 with the next number, 0 at the end, -errno. */
@@ -208,12 +242,12 @@ static int scan_process(pid_t caller, pid_t pid, Scan *s, const char **ret_why) 
          * leader that has exited is counted while its threads live): a process of one thread is that
          * thread, its leader, and takes no listing. A thread made after this has a pid handed out after
          * the pass began, which the pass looks at too. */
-        (void) snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
-        if (stat(path, &st) < 0)
+        (void) snprintf(path, sizeof path, "%d/task", (int) pid);
+        if (fstatat(s->proc_fd, path, &st, 0) < 0)
                 return 0;       /* gone, or never was */
         if (st.st_nlink == 3)
                 return scan_task(caller, pid, pid, s, ret_why);
-        if (numbered_dir_open(&tasks, path) < 0)
+        if (numbered_dir_open(&tasks, s->proc_fd, path) < 0)
                 return 0;
         while ((r = numbered_dir_next(&tasks, &t)) > 0)
                 if ((r = scan_task(caller, pid, (pid_t) t, s, ret_why)) != 0)
@@ -232,7 +266,7 @@ static int scan(pid_t caller, Scan *s, long *last, const char **ret_why) {
 
         s->n = s->tasks = 0;
         s->self = getpid();
-        r = numbered_dir_open(&proc, "/proc");
+        r = numbered_dir_tasks(&proc, s->proc_fd);
         if (r < 0)
                 return r;
         while ((r = numbered_dir_next(&proc, &entry)) > 0) {
@@ -263,8 +297,8 @@ static int scan(pid_t caller, Scan *s, long *last, const char **ret_why) {
                         (void) snprintf(path, sizeof path, "/proc/%ld/status", pid);
                         if (read_small(path, buf, sizeof buf) > 0 && (t = strstr(buf, "\nTgid:")))
                                 tgid = (pid_t) strtol(t + 6, NULL, 10);
-                        (void) snprintf(path, sizeof path, "/proc/%d/task", (int) tgid);
-                        if (stat(path, &st) < 0)
+                        (void) snprintf(path, sizeof path, "%d/task", (int) tgid);
+                        if (fstatat(s->proc_fd, path, &st, 0) < 0)
                                 continue;
                         r = scan_process(caller, tgid, s, ret_why);
                         if (r != 0)
@@ -280,8 +314,8 @@ static int pid_cmp(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-int gate_mm_sole(pid_t tid, const char **ret_why) {
-        Scan a, b;
+int gate_mm_sole(int proc_fd, pid_t tid, const char **ret_why) {
+        Scan a = { .proc_fd = proc_fd }, b = { .proc_fd = proc_fd };
         long last;
         int r;
 
@@ -490,9 +524,9 @@ static int query_decide(const Caller *c, int fd, const uint64_t *pages, size_t n
 }
 
 /* The pages[] (sorted, distinct) that pagemap does not show as private anonymous memory, decided on
- * their mappings: asked for by address where the kernel can, else read from /proc/PID/maps a buffer at a
- * time. */
-static int maps_decide(const Caller *c, const uint64_t *pages, size_t n) {
+ * their mappings: asked for by address where the kernel can (and way allows), else read from
+ * /proc/PID/maps a buffer at a time. */
+static int maps_decide(const Caller *c, GateMmMaps way, const uint64_t *pages, size_t n) {
         static atomic_bool no_query;
         _cleanup_close_ int fd = openat(c->proc_dir_fd, "maps", O_RDONLY | O_CLOEXEC);
         _cleanup_free_ char *buf = NULL;
@@ -500,7 +534,9 @@ static int maps_decide(const Caller *c, const uint64_t *pages, size_t n) {
 
         if (fd < 0)
                 return -errno;
-        if (!atomic_load(&no_query)) {
+        if (way == GATE_MM_MAPS_QUERY)
+                return query_decide(c, fd, pages, n);
+        if (way == GATE_MM_MAPS_AUTO && !atomic_load(&no_query)) {
                 int r = query_decide(c, fd, pages, n);
 
                 if (r != -ENOTTY && r != -EINVAL)
@@ -540,8 +576,8 @@ static int maps_decide(const Caller *c, const uint64_t *pages, size_t n) {
         return 0;
 }
 
-int gate_mm_private(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *addrs, size_t n,
-                    const char **ret_why) {
+int gate_mm_private_way(GateMmMaps way, int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *addrs,
+                        size_t n, const char **ret_why) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ uint64_t *pages = NULL;
         size_t m = 0, odd = 0;
@@ -588,8 +624,13 @@ int gate_mm_private(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_
         if (odd == 0)
                 return 1;
         r = maps_decide(&(const Caller) { .proc_dir_fd = proc_dir_fd, .root_fd = root_fd, .agent_uid = agent_uid },
-                        pages, odd);
+                        way, pages, odd);
         if (r == 0)
                 *ret_why = why_buf;
         return r;
+}
+
+int gate_mm_private(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *addrs, size_t n,
+                    const char **ret_why) {
+        return gate_mm_private_way(GATE_MM_MAPS_AUTO, proc_dir_fd, root_fd, agent_uid, addrs, n, ret_why);
 }

@@ -18,12 +18,15 @@
  * blocked wakes when its vfork child ends; the second pass sees it). A wrap-around of the pids during a
  * pass, more than GATE_MM_TASKS_MAX tasks, or new tasks through 16 rounds fail closed.
  *
+ * proc_fd is /proc (O_RDONLY|O_DIRECTORY), kept by the caller and used by one thread at a time: the walk
+ * sets its position and reads its entries from where the tasks begin, which spares it the open and the
+ * sixty-odd entries that are no task's.
  * Needs kcmp(KCMP_VM) and the real ids of the caller (ptrace's read check of kcmp uses the real ids).
  * Returns 0 when no other task can run with the caller's address space, 1 when one can (ret_why says
  * which, in a static buffer of the thread's), <0 when it cannot be told (the caller fails closed). */
 #define GATE_MM_TASKS_MAX 65536U
 
-int gate_mm_sole(pid_t tid, const char **ret_why);
+int gate_mm_sole(int proc_fd, pid_t tid, const char **ret_why);
 
 /* Whether every page of the caller's memory in addrs (the pages an exec's filename, argv pointer array and
  * argv strings were read from) can be changed by no one but the caller, which gate_mm_sole() leaves as the
@@ -47,3 +50,16 @@ int gate_mm_sole(pid_t tid, const char **ret_why);
 
 int gate_mm_private(int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *addrs, size_t n,
                     const char **ret_why);
+
+/* How gate_mm_private() looks up the mapping of a page: AUTO, in production, asks with PROCMAP_QUERY and
+ * reads the text of /proc/PID/maps on a kernel without it (before Linux 6.11); QUERY only asks (-ENOTTY or
+ * -EINVAL without it) and TEXT only reads the text, so that a test can compare the two ways on one
+ * kernel. */
+typedef enum GateMmMaps {
+        GATE_MM_MAPS_AUTO,
+        GATE_MM_MAPS_QUERY,
+        GATE_MM_MAPS_TEXT,
+} GateMmMaps;
+
+int gate_mm_private_way(GateMmMaps way, int proc_dir_fd, int root_fd, uid_t agent_uid, const uint64_t *addrs,
+                        size_t n, const char **ret_why);

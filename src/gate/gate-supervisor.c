@@ -132,6 +132,7 @@ typedef struct Worker {
         size_t n_deferred_close;
         GateMemCache mem_cache;         /* for an exec's strings, reused from one to the next */
         GateScriptCache script_cache;   /* the "#!" lines of files executed */
+        int proc_fd;                    /* /proc, for the look for sharers of an exec's memory (gate-mm.h) */
 } Worker;
 
 typedef enum ResultType {
@@ -1051,10 +1052,15 @@ static int read_exec_file(Request *q, char **ret_file) {
 static int exec_memory_sole(Request *q, const char **ret_why) {
         int r, k;
 
+        if (q->w->proc_fd < 0) {
+                q->w->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (q->w->proc_fd < 0)
+                        return -errno;
+        }
         k = thread_set_real_ids(q->s->config->uid, q->s->config->gid);
         if (k < 0)
                 fatal_credentials(k);
-        r = gate_mm_sole((pid_t) q->n->pid, ret_why);
+        r = gate_mm_sole(q->w->proc_fd, (pid_t) q->n->pid, ret_why);
         k = thread_set_real_ids(0, 0);
         if (k < 0)
                 fatal_credentials(k);
@@ -2197,6 +2203,7 @@ static void spawn_worker_locked(GateSupervisor *s, bool receiver) {
         for (size_t i = 0; i < GATE_CALLER_CACHE_MAX; i++)
                 w->callers[i] = (CallerHandles) { .dir_fd = -EBADF, .pidfd = -EBADF, .mem_fd = -EBADF, .status_fd = -EBADF };
         w->mem_cache = (GateMemCache) GATE_MEM_CACHE_NULL;
+        w->proc_fd = -EBADF;
         if (receiver)
                 w->receiver = ++s->receiver;
         r = pthread_attr_init(&attr);
@@ -2221,6 +2228,7 @@ static void worker_free(Worker *w) {
         close_deferred(w);
         gate_mem_cache_done(&w->mem_cache);
         gate_script_cache_done(&w->script_cache);
+        safe_close(w->proc_fd);
         free(w);
 }
 
