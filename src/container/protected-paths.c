@@ -470,6 +470,34 @@ int protected_paths_git(const char *work_dir, const char *root, char ***ret) {
         return 0;
 }
 
+/* A guarded path that is a symbolic link (.git/hooks -> ../.githooks, .envrc -> scripts/env.sh, as a
+ * repository may carry them) is not mounted over (the engine would follow it on its own), but the host's
+ * tools follow it: what it points at is guarded too, resolved once here, when it lies in the mount root.
+ * A link to the root itself or above it (.git/hooks -> ..) would make the whole tree the hooks dir: -ELOOP.
+ * A target outside the root is not in the container (the link itself stays guarded by the tripwire). */
+static int guarded_add_link_targets(const char *root, char ***l) {
+        size_t n = strv_length(*l);
+
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *target = NULL;
+                struct stat st;
+
+                if (lstat((*l)[i], &st) < 0 || !S_ISLNK(st.st_mode))
+                        continue;
+                target = realpath((*l)[i], NULL);
+                if (!target)
+                        continue;       /* dangling: nothing there to write */
+                if (path_is_inside(root, target))
+                        return log_error_errno(ELOOP, "The protected path %s is a symbolic link to %s, which contains "
+                                               "the whole mounted tree %s: not running.", (*l)[i], target, root);
+                if (!path_is_inside(target, root) || strv_contains(*l, target))
+                        continue;
+                if (strv_consume(l, TAKE_PTR(target)) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int protected_paths_guarded(const LoopConfig *c, char **ret_root, char ***ret) {
         _cleanup_strv_free_ char **ro = NULL, **git = NULL, **l = NULL;
         _cleanup_free_ char *root = NULL, *wd = NULL;
@@ -498,6 +526,8 @@ int protected_paths_guarded(const LoopConfig *c, char **ret_root, char ***ret) {
                 if (!strv_contains(l, *p) && (r = strv_extend(&l, *p)) < 0)
                         return r;
         }
+        if ((r = guarded_add_link_targets(root, &l)) < 0)
+                return r;
         if (!l && !(l = calloc(1, sizeof(char *))))
                 return -ENOMEM;
         *ret_root = TAKE_PTR(root);
