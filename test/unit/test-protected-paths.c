@@ -341,6 +341,32 @@ static void test_link_targets(void) {
            has(g, t, ".envrc") && has(g, t, "scripts/env.sh"),
            "the symlinks stay guarded and what they point at is guarded too");
 
+        {
+                /* .git itself a symlink (repo's checkouts): the repository it names is protected */
+                char tmpl2[] = "/tmp/test-protected-dotgit.XXXXXX";
+                const char *u = mkdtemp(tmpl2);
+                _cleanup_strv_free_ char **gl = NULL;
+                _cleanup_free_ char *dot = NULL;
+
+                assert_se(u);
+                put(u, ".repo/projects/app.git/HEAD", "ref: refs/heads/main\n");
+                put(u, ".repo/projects/app.git/config", "[core]\n");
+                put(u, ".repo/projects/app.git/hooks", NULL);
+                put(u, "app/main.c", "int main;\n");
+                assert_se(asprintf(&dot, "%s/app/.git", u) >= 0);
+                assert_se(symlink("../.repo/projects/app.git", dot) == 0);
+                free(dot);
+                assert_se(asprintf(&dot, "%s/app", u) >= 0);
+                ok(protected_paths_git(dot, u, &gl) == 0 && has(gl, u, "app/.git") &&
+                   has(gl, u, ".repo/projects/app.git/hooks") && has(gl, u, ".repo/projects/app.git/config"),
+                   "a .git that is a symlink: the link and the control surface of the repository it names");
+                free(cmd);
+                assert_se(asprintf(&cmd, "rm -rf '%s'", u) >= 0);
+                if (system(cmd) != 0)
+                        diag("cannot remove the test tree");
+                cmd = mfree(cmd);
+        }
+
         free(link);
         assert_se(asprintf(&link, "%s/.git/hooks", t) >= 0);
         assert_se(unlink(link) == 0 && symlink("..", link) == 0);
