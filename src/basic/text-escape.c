@@ -54,7 +54,7 @@ static size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *ret) {
         return len;
 }
 
-char *text_escape_display(const char *s, size_t max_bytes) {
+static char *text_escape(const char *s, size_t max_bytes, bool prose) {
         const unsigned char *p = (const unsigned char *) s;
         size_t n = strlen(s), in, cap;
         bool cut;
@@ -80,6 +80,11 @@ char *text_escape_display(const char *s, size_t max_bytes) {
                         i++;
                         continue;
                 }
+                if (prose && (c == '\\' || c == '\n' || c == '\t')) {
+                        *t++ = (char) c;
+                        i++;
+                        continue;
+                }
                 if (c == '\\')
                         t = stpcpy(t, "\\\\");
                 else if (c == '\n')
@@ -102,4 +107,12 @@ char *text_escape_display(const char *s, size_t max_bytes) {
                 t = stpcpy(t, "...");
         *t = 0;
         return r;
+}
+
+char *text_escape_display(const char *s, size_t max_bytes) {
+        return text_escape(s, max_bytes, false);
+}
+
+char *text_escape_prose(const char *s, size_t max_bytes) {
+        return text_escape(s, max_bytes, true);
 }

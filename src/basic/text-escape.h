@@ -16,3 +16,9 @@
 /* At most max_bytes of input are escaped; when more follows, the result ends in "..." (0: no cap).
  * Returns NULL on ENOMEM only. */
 char *text_escape_display(const char *s, size_t max_bytes);
+
+/* The same for text a human reads as it is, several lines of it (the agent's answers in `loop run`, a
+ * journal message in `loop logs`): newlines, tabs and backslashes stay as they are, everything else that
+ * would act on the terminal (ESC and the rest of C0, DEL, C1, bidi controls, invalid UTF-8) is escaped
+ * as above. Returns NULL on ENOMEM only. */
+char *text_escape_prose(const char *s, size_t max_bytes);

@@ -326,6 +326,24 @@ static int git_pointer_read(const char *file, const char *prefix, const char *ba
         return 0;
 }
 
+/* Where the symbolic link path ends up, every link resolved, spelt below root as root is spelt (root may
+ * itself lie below a symlink, /var/tmp on some hosts): what the container's mounts and the lists name.
+ * Outside root it is the resolved path. NULL in *ret when it does not resolve (dangling). */
+static int link_resolve(const char *root, const char *path, char **ret) {
+        _cleanup_free_ char *target = realpath(path, NULL), *real_root = NULL;
+
+        *ret = NULL;
+        if (!target)
+                return errno == ENOMEM ? -ENOMEM : 0;
+        real_root = realpath(root, NULL);
+        if (real_root && path_is_inside(target, real_root)) {
+                *ret = path_join_clean(root, target + strlen(real_root));
+                return *ret ? 0 : -ENOMEM;
+        }
+        *ret = TAKE_PTR(target);
+        return 0;
+}
+
 static int list_add_inside(char ***l, const char *root, const char *dir, const char *name) {
         _cleanup_free_ char *p = NULL;
 
@@ -440,6 +458,19 @@ int protected_paths_git(const char *work_dir, const char *root, char ***ret) {
                 r = git_pointer_read(dot_git, "gitdir: ", work_dir, &git_dir);
                 if (r < 0)
                         return r;
+        } else if (S_ISLNK(st.st_mode)) {
+                /* A symbolic link (repo's checkouts: .git -> .repo/projects/NAME.git): git follows it, so
+                 * the repository it names is protected where it is; the link is the tripwire's to keep. */
+                struct stat target;
+
+                if ((r = list_add_inside(&l, root, work_dir, ".git")) < 0)
+                        return r;
+                if (stat(dot_git, &target) >= 0 && S_ISDIR(target.st_mode)) {
+                        if ((r = link_resolve(root, dot_git, &git_dir)) < 0)
+                                return r;
+                } else if (stat(dot_git, &target) >= 0 && S_ISREG(target.st_mode) &&
+                           (r = git_pointer_read(dot_git, "gitdir: ", work_dir, &git_dir)) < 0)
+                        return r;
         }
 
         if (git_dir) {
@@ -467,6 +498,37 @@ int protected_paths_git(const char *work_dir, const char *root, char ***ret) {
         if (!l && !(l = calloc(1, sizeof(char *))))
                 return -ENOMEM;
         *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* A guarded path that is a symbolic link (.git/hooks -> ../.githooks, .envrc -> scripts/env.sh, as a
+ * repository may carry them) is not mounted over (the engine would follow it on its own), but the host's
+ * tools follow it: what it points at is guarded too, resolved once here, when it lies in the mount root.
+ * A link to the root itself or above it (.git/hooks -> ..) would make the whole tree the hooks dir: -ELOOP.
+ * A target outside the root is not in the container (the link itself stays guarded by the tripwire). */
+static int guarded_add_link_targets(const char *root, char ***l) {
+        size_t n = strv_length(*l);
+
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *target = NULL;
+                struct stat st;
+
+                int r;
+
+                if (lstat((*l)[i], &st) < 0 || !S_ISLNK(st.st_mode))
+                        continue;
+                if ((r = link_resolve(root, (*l)[i], &target)) < 0)
+                        return r;
+                if (!target)
+                        continue;       /* dangling: nothing there to write */
+                if (path_is_inside(root, target))
+                        return log_error_errno(ELOOP, "The protected path %s is a symbolic link to %s, which contains "
+                                               "the whole mounted tree %s: not running.", (*l)[i], target, root);
+                if (!path_is_inside(target, root) || strv_contains(*l, target))
+                        continue;
+                if (strv_consume(l, TAKE_PTR(target)) < 0)
+                        return -ENOMEM;
+        }
         return 0;
 }
 
@@ -498,6 +560,8 @@ int protected_paths_guarded(const LoopConfig *c, char **ret_root, char ***ret) {
                 if (!strv_contains(l, *p) && (r = strv_extend(&l, *p)) < 0)
                         return r;
         }
+        if ((r = guarded_add_link_targets(root, &l)) < 0)
+                return r;
         if (!l && !(l = calloc(1, sizeof(char *))))
                 return -ENOMEM;
         *ret_root = TAKE_PTR(root);

@@ -420,8 +420,9 @@ int tripwire_new(const char *work_dir, char * const *rel_paths, Tripwire **ret) 
                         r = -errno;
                         goto fail;
                 }
-                if (S_ISLNK(st.st_mode))
-                        continue;       /* not mounted read-only either (container-spec.c) */
+                /* A symbolic link (not mounted read-only, container-spec.c) is kept as the link: its
+                 * replacement or a new target trips the wire from its directory's watch; what it points
+                 * at, when in the tree, is a protected path of its own (protected_paths_guarded()). */
                 r = snapshot(t, fd, *p, &st);
                 if (r < 0)
                         goto fail;

@@ -21,7 +21,7 @@
 
 typedef struct Tripwire Tripwire;
 
-/* Snapshots rel_paths (relative to work_dir, clean; symbolic links are skipped; a missing one is recorded
+/* Snapshots rel_paths (relative to work_dir, clean; a symbolic link as the link; a missing one is recorded
  * as absent and watched from its nearest existing directory, following directories of its path as they
  * appear, so its creation trips the wire, .git/hooks by `git init` too) and prepares the watches. -EFBIG / -E2BIG beyond the caps, -ELOOP when a component above a path is a
  * symbolic link. Nothing protected is fine: the tripwire then watches nothing. */

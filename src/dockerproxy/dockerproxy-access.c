@@ -8,6 +8,7 @@
 #include "dockerproxy-forward.h"
 #include "dockerproxy-image.h"
 #include "dockerproxy-nested.h"
+#include "dockerproxy-ownership.h"
 #include "dockerproxy-pin.h"
 #include "dockerproxy-registry.h"
 #include "dockerproxy-settings.h"
@@ -242,6 +243,15 @@ int proxy_conn_check_ownership(ProxyConn *c, json_object *body) {
         _cleanup_free_ char *ref = NULL, *other = NULL, *id = NULL, *other_id = NULL;
         ProxyRefKind kind;
         int r;
+        const char *reserved = proxy_container_name_reserved(c->head.method, &c->target);
+
+        if (reserved) {
+                _cleanup_free_ char *msg = NULL, *shown = text_escape_display(reserved, PROXY_DISPLAY_MAX);
+                if (!shown || asprintf(&msg, "the container name %s is loop's own: names beginning with \"loop-\" "
+                                       "are the runner's (its Chrome, shell and agent containers)", shown) < 0)
+                        return proxy_conn_reply(c, 500, NULL, "out of memory"), -ENOMEM;
+                return proxy_conn_reply(c, 403, "names", msg), -EPERM;
+        }
 
         kind = proxy_path_ref(c->head.method, c->target.unversioned, &ref);
         if (kind != PROXY_REF_NONE) {

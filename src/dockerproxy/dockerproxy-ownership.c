@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "dockerproxy-ownership.h"
 #include "json-util.h"
@@ -89,4 +90,27 @@ const char *proxy_inspect_id(ProxyObjectKind kind, json_object *inspect) {
                 return NULL;
         id = json_object_get_string(v);
         return proxy_ref_is_valid(id) ? id : NULL;
+}
+
+#define PROXY_RESERVED_NAME_PREFIX "loop-"
+
+const char *proxy_container_name_reserved(const char *method, const ProxyTarget *t) {
+        const char *path = t->unversioned, *name, *rest = NULL, *slash;
+        json_object *v;
+
+        if (!streq(method, "POST") || !path)
+                return NULL;
+        if (strncasecmp(path, "/containers/", strlen("/containers/")) == 0)
+                rest = path + strlen("/containers/");
+        if (!rest)
+                return NULL;
+        slash = strchr(rest, '/');
+        if (!(strcasecmp(rest, "create") == 0 || (slash && slash > rest && strcasecmp(slash, "/rename") == 0)))
+                return NULL;
+        v = proxy_query_get(t, "name", NULL);
+        name = v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+        if (!name)
+                return NULL;
+        name += strspn(name, "/");
+        return strncasecmp(name, PROXY_RESERVED_NAME_PREFIX, strlen(PROXY_RESERVED_NAME_PREFIX)) == 0 ? name : NULL;
 }

@@ -13,6 +13,8 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
+#include "dockerproxy-path.h"
+
 #define PROXY_PROBE_REF "0000000000000000000000000000000000000000000000000000000000000000"
 #define PROXY_NOT_FOUND_MAX (4U * 1024U)        /* bytes of an engine's 404 answer */
 
@@ -46,3 +48,11 @@ const char *proxy_inspect_id(ProxyObjectKind kind, json_object *inspect);
 
 /* Name and id bytes: [A-Za-z0-9_.-], not beginning with '.' or '-', at most 256. */
 bool proxy_ref_is_valid(const char *s);
+
+/* The runner's own containers have fixed names: loop-chrome-CHANNEL, loop-shell-CHANNEL and
+ * loop-BASE-XXXXXX. A nested container of such a name, made first by any channel's agent, would keep
+ * the operator's from being created (one channel stopping another's Chrome). Names beginning with
+ * "loop-" (case ignored, after the '/' Docker drops) are loop's: the name a container create or rename
+ * (method and target as the engine reads them, the query's "name" in any case as Podman reads it) gives,
+ * when it is one of those; NULL when the request names no container so. */
+const char *proxy_container_name_reserved(const char *method, const ProxyTarget *t);

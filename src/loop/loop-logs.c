@@ -13,6 +13,7 @@
 #include "log.h"
 #include "loop.h"
 #include "loop-options.h"
+#include "text-escape.h"
 
 #define LOGS_FOLLOW_DEFAULT_LINES 10U
 #define JOURNALD_SOCKET "/run/systemd/journal/socket"
@@ -59,7 +60,8 @@ static int entry_field(sd_journal *j, const char *field, char **ret) {
 }
 
 static void print_text(sd_journal *j) {
-        _cleanup_free_ char *message = NULL, *channel = NULL, *event = NULL;
+        _cleanup_free_ char *message = NULL, *channel = NULL, *event = NULL, *shown = NULL, *shown_channel = NULL,
+                            *shown_event = NULL;
         char ts[64] = "-";
         uint64_t usec;
         struct tm tm;
@@ -74,9 +76,17 @@ static void print_text(sd_journal *j) {
         (void) entry_field(j, "LOOP_CHANNEL", &channel);
         (void) entry_field(j, "LOOP_EVENT", &event);
 
-        printf("%s %s %s: ", ts, channel ?: "-", event ?: "-");
+        /* The message may be the agent's text (run-turn): shown, never acted on by the terminal. */
+        shown = text_escape_prose(strempty(message), 0);
+        shown_channel = text_escape_display(channel ?: "-", 0);
+        shown_event = text_escape_display(event ?: "-", 0);
+        if (!shown || !shown_channel || !shown_event) {
+                log_oom();
+                return;
+        }
+        printf("%s %s %s: ", ts, shown_channel, shown_event);
         /* Continuation lines of a multi-line message are indented, as journalctl does. */
-        for (const char *p = strempty(message); *p; p++) {
+        for (const char *p = shown; *p; p++) {
                 putchar(*p);
                 if (*p == '\n' && p[1])
                         fputs("    ", stdout);

@@ -12,6 +12,7 @@
 #include "loop-options.h"
 #include "runner.h"
 #include "strv.h"
+#include "text-escape.h"
 
 #define PROMPT_MAX (1024U * 1024U)
 
@@ -51,6 +52,7 @@ int verb_run(int argc, char *argv[]) {
         };
         RunRequest req = { .out = stdout };
         _cleanup_(run_outcome_done) RunOutcome outcome = {};
+        _cleanup_free_ char *session = NULL;
         _cleanup_free_ char *prompt = NULL;
         struct sigaction sa = { .sa_handler = on_signal };
         bool quiet = false;
@@ -123,17 +125,25 @@ int verb_run(int argc, char *argv[]) {
         if (r < 0)
                 return 2;
 
+        /* What the agent wrote reaches the terminal shown, never acted on (text_escape_prose()). */
+        session = text_escape_display(strempty(outcome.result.session_id), 0);
+        if (!session)
+                return log_oom(), 2;
         if (outcome.error != AGENT_ERROR_NONE) {
-                log_error("The agent failed (%s): %s", agent_error_kind_to_string(outcome.error),
-                          strna(outcome.error_message));
+                _cleanup_free_ char *message = text_escape_display(strna(outcome.error_message), 0);
+                log_error("The agent failed (%s): %s", agent_error_kind_to_string(outcome.error), strna(message));
                 if (outcome.result.session_id)
-                        fprintf(stderr, "session: %s\n", outcome.result.session_id);
+                        fprintf(stderr, "session: %s\n", session);
                 return 1;
         }
-        if (quiet || (!req.json && !outcome.result_printed))
-                printf("%s\n", strempty(outcome.result.result));
+        if (quiet || (!req.json && !outcome.result_printed)) {
+                _cleanup_free_ char *result = text_escape_prose(strempty(outcome.result.result), 0);
+                if (!result)
+                        return log_oom(), 2;
+                printf("%s\n", result);
+        }
         if (outcome.result.session_id)
-                fprintf(stderr, "session: %s (%" PRIu64 " turns, %" PRIu64 " ms%s)\n", outcome.result.session_id,
+                fprintf(stderr, "session: %s (%" PRIu64 " turns, %" PRIu64 " ms%s)\n", session,
                         outcome.result.num_turns, outcome.result.duration_ms,
                         outcome.retries > 0 ? ", after a retry" : "");
         /* The result was written, or lost because the reader went away: then say so in the status. */

@@ -31,6 +31,7 @@
 #include "protected-paths.h"
 #include "seccomp-profile.h"
 #include "string-util.h"
+#include "text-escape.h"
 #include "time-util.h"
 #include "tripwire.h"
 #include "io-util.h"
@@ -428,18 +429,33 @@ static int on_event(const StreamEvent *ev, void *userdata) {
                 fflush(out);
                 return 0;
         }
+        /* The agent's text reaches the operator's terminal: shown, never acted on (an escape sequence in
+         * it would clear the screen, set the title, write the clipboard through OSC 52). */
         switch (ev->type) {
-        case STREAM_EVENT_TEXT:
-                fprintf(out, "%s\n", strempty(ev->text));
+        case STREAM_EVENT_TEXT: {
+                _cleanup_free_ char *text = text_escape_prose(strempty(ev->text), 0);
+                if (!text)
+                        return log_oom();
+                fprintf(out, "%s\n", text);
                 (void) free_and_strdup(&p->last_text, ev->text);
                 break;
-        case STREAM_EVENT_TOOL_USE:
-                fprintf(out, "  -> %s %s\n", strna(ev->tool_name), strempty(ev->tool_summary));
+        }
+        case STREAM_EVENT_TOOL_USE: {
+                _cleanup_free_ char *name = text_escape_display(strna(ev->tool_name), 0),
+                                    *summary = text_escape_prose(strempty(ev->tool_summary), 0);
+                if (!name || !summary)
+                        return log_oom();
+                fprintf(out, "  -> %s %s\n", name, summary);
                 break;
-        case STREAM_EVENT_ACTIVITY:
-                if (ev->text)
-                        fprintf(out, "  .. %s\n", ev->text);
+        }
+        case STREAM_EVENT_ACTIVITY: {
+                _cleanup_free_ char *text = ev->text ? text_escape_prose(ev->text, 0) : NULL;
+                if (ev->text && !text)
+                        return log_oom();
+                if (text)
+                        fprintf(out, "  .. %s\n", text);
                 break;
+        }
         default:
                 break;
         }

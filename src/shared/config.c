@@ -8,6 +8,7 @@
 #include "audit.h"
 #include "config-build.h"
 #include "config-schema.h"
+#include "container-spec.h"
 #include "dirent-util.h"
 #include "io-util.h"
 #include "json-util.h"
@@ -451,6 +452,63 @@ static int channels_refuse_case_duplicates(ConfigSet *s) {
         return 0;
 }
 
+typedef struct EngineNamed {
+        char *base;
+        Channel *channel;
+} EngineNamed;
+
+static int cmp_engine_named(const void *a, const void *b) {
+        const EngineNamed *x = a, *y = b;
+        int r = strcmp(x->base, y->base);
+        return r != 0 ? r : strcmp(x->channel->name, y->channel->name);
+}
+
+/* The engine sees a channel's name only as container_name_sanitize() makes it: lower case, every run of
+ * '.', '_' and '-' one '-', at most CONTAINER_NAME_BASE_MAX characters. Two channels with one such form
+ * ("a.b" and "a_b", "A-b", two names equal in their first 40 characters) would share the Chrome
+ * container loop-chrome-FORM and the shell loop-shell-FORM: one channel's stops the other's from starting.
+ * Decided on that form; the first name in byte order keeps it. */
+static int channels_refuse_engine_name_duplicates(ConfigSet *s) {
+        _cleanup_free_ EngineNamed *v = NULL;
+        _cleanup_strv_free_ char **bases = NULL;        /* owns v[].base */
+        size_t n = 0;
+
+        if (s->n_channels < 2)
+                return 0;
+        v = calloc(s->n_channels, sizeof(EngineNamed));
+        bases = calloc(s->n_channels + 1, sizeof(char *));
+        if (!v || !bases)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_channels; i++) {
+                if (!s->channels[i].valid)
+                        continue;
+                bases[n] = container_name_sanitize(s->channels[i].name);
+                if (!bases[n])
+                        return -ENOMEM;
+                v[n] = (EngineNamed) { .base = bases[n], .channel = &s->channels[i] };
+                n++;
+        }
+        qsort(v, n, sizeof(EngineNamed), cmp_engine_named);
+        for (size_t i = 1, first = 0; i < n; i++) {
+                Channel *c = v[i].channel, *owner = v[first].channel;
+
+                if (!streq(v[i].base, v[first].base)) {
+                        first = i;
+                        continue;
+                }
+                if (config_problem_add(&s->problems, true, c->path, NULL,
+                                       "channel name \"%s\" gives the same container names as \"%s\" (%s): "
+                                       "loop-chrome-%s, loop-shell-%s; names must differ in more than case, "
+                                       "'.', '_' or '-', and within their first %u characters",
+                                       c->name, owner->name, owner->path, v[i].base, v[i].base,
+                                       CONTAINER_NAME_BASE_MAX) < 0 ||
+                    channel_invalidate(c, "its container names (loop-chrome-%s) are those of channel \"%s\" (%s)",
+                                       v[i].base, owner->name, owner->path) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 /* The channel in v (sorted by cmp_channel_ptr_case) whose name is name[0..len), ignoring case; NULL if none. */
 static Channel *channel_find_prefix_case(Channel **v, size_t n, const char *name, size_t len) {
         size_t lo = 0, hi = n;
@@ -622,7 +680,10 @@ static int config_load_channels(ConfigSet *s, json_object *global) {
         r = channels_refuse_case_duplicates(s);
         if (r < 0)
                 return r;
-        return channels_refuse_name_prefixes(s);
+        r = channels_refuse_name_prefixes(s);
+        if (r < 0)
+                return r;
+        return channels_refuse_engine_name_duplicates(s);
 }
 
 /* The secrets loop.json may hold, as systemd credentials: the credential loop.KEY stands for KEY when

@@ -18,7 +18,7 @@ int main(int argc, char *argv[]) {
 
         log_setup();
         if (argc < 2 || !secret) {
-                log_error("Usage: AUDIT_EMIT_SECRET=... %s CHANNEL [big]", program_invocation_short_name);
+                log_error("Usage: AUDIT_EMIT_SECRET=... %s CHANNEL [big|hostile]", program_invocation_short_name);
                 return EXIT_FAILURE;
         }
         r = audit_add_secret(secret);
@@ -62,6 +62,14 @@ int main(int argc, char *argv[]) {
                 char *big_extra[] = { big, NULL };
                 f = (AuditFields) { .channel = argv[1], .extra = big_extra };
                 r = audit_log(AUDIT_RUN_TOOL_USE, LOG_INFO, &f, "Big tool output.");
+                if (r < 0)
+                        return log_error_errno(r, "audit_log() failed: %m"), EXIT_FAILURE;
+        }
+        if (argc > 2 && streq(argv[2], "hostile")) {
+                /* the agent's text as a run-turn carries it: clear screen, title, OSC 52, C1 CSI, RLO */
+                f = (AuditFields) { .channel = argv[1] };
+                r = audit_log(AUDIT_RUN_TURN, LOG_INFO, &f, "%s",
+                              "hostile \033[2J\033]0;owned\007\033]52;c;Y3VybCBldmlsfHNo\007 \302\23331m \342\200\256end");
                 if (r < 0)
                         return log_error_errno(r, "audit_log() failed: %m"), EXIT_FAILURE;
         }

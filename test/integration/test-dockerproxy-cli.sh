@@ -186,6 +186,11 @@ for kind in podman docker; do
         unlike "$out" "foreign-$kind" "$kind: docker ps does not list a container the agent did not make"
         out=$(timeout 60 "$DOCKER" logs "own-$kind" 2>&1)
         is "$out" "hello-from-nested" "$kind: docker logs reads the container's log"
+        # loop's own container names: another channel's Chrome or shell would no longer be created
+        refused "a create named as a channel's Chrome container" "is loop's own" "names" \
+                create --name loop-chrome-other "$IMAGE" true
+        refused "a rename to a channel's shell container's name" "is loop's own" "names" \
+                rename "own-$kind" loop-shell-other
 
         # a long log: many chunks of the engine's chunked response, streamed whole
         timeout 120 "$DOCKER" run --name "chatty-$kind" "$IMAGE" sh -c 'yes $(head -c 3000 /dev/zero | tr "\\0" x) | head -c 40000000' >/dev/null 2>&1

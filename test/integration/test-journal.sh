@@ -158,6 +158,15 @@ like "$(in_ct loop logs "nosuch-$RUN")" "^-- No entries --$" "loop logs of a cha
 out=$(in_ct loop logs --event nope 2>&1) && st=0 || st=$?
 is "$st/$(grep -c 'Unknown event' <<<"$out")" "1/1" "loop logs --event with an unknown event fails clearly"
 
+# The agent's text in a run-turn: loop logs shows terminal escapes, C1 controls and bidi overrides escaped.
+check "audit-emit logs an agent's text with terminal escapes" emit "hostile-$RUN" hostile
+check "journalctl --sync" jsync
+out=$(in_ct loop logs "hostile-$RUN" --event run-turn | tail -n 1)
+like "$out" 'hostile \\x1b\[2J\\x1b\]0;owned\\x07\\x1b\]52;c;Y3VybCBldmlsfHNo\\x07 \\u009b31m \\u202eend$' \
+        "loop logs shows the agent's escape sequences escaped"
+is "$(LC_ALL=C grep -cP '[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80\xae' <<<"$out")" 0 \
+        "...and no byte the terminal would act on"
+
 # -f: follow from now (a service of the container, so nothing outlives it), then log one more run.
 check "loop logs -f starts" in_ct systemd-run --quiet --collect --unit="follow-$RUN" -p RuntimeMaxSec=60 \
         -p StandardOutput=file:/tmp/follow.out loop logs "$CH" -f -n 0 --json

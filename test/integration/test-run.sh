@@ -121,6 +121,14 @@ for eng in podman docker; do
         run -q demo scenario:huge-line
         is "$st" 0 "$eng: batch mode skips a 2 MB line too"
 
+        # the agent's text on the operator's terminal: escaped, never acted on
+        run demo scenario:escapes
+        is "$st" 0 "$eng: a run whose agent writes terminal escapes succeeds"
+        like "$out" 'turn hi \\x1b\]52;c;Y3VybA==\\x07 \\x1b\[2J \\u009b31m \\u202eend' "$eng: ...its turn is printed escaped"
+        like "$out" 'result hi \\x1b\]52;c;Y3VybA==\\x07' "$eng: ...and so is its result"
+        is "$(LC_ALL=C grep -cP '[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80\xae' <<<"$out")" 0 \
+                "$eng: ...no byte of it the terminal would act on"
+
         run --json demo hello
         is "$st" 0 "$eng: --json succeeds"
         bad=$(grep -vc '^{.*}$' <<<"$out")

@@ -32,6 +32,7 @@
 #                           lines of /proc/self/status
 #   scenario:sh CMD         result text: the output (stdout and stderr) of `sh -c CMD`; is_error when it fails
 #   scenario:sleep N        sleeps N seconds, then a result
+#   scenario:escapes        a turn and a result whose text carries terminal escapes (OSC 52, CSI, C1, RLO)
 #   anything else           init, a text turn and a result "echo: PROMPT"
 # Session ids are "sess-N", N counting up in $HOME/.fake-agent/counter; --resume SID keeps SID (a new id
 # with --fork-session). $HOME/.fake-agent/calls gets one line per call: the session id, then the arguments
@@ -266,6 +267,14 @@ scenario:sh\ *)
         else
                 emit_result "$out" true
         fi
+        ;;
+scenario:escapes)
+        # terminal escapes in a turn and the result, as JSON carries them: OSC 52 (the clipboard), clear
+        # screen, C1 CSI, RLO
+        emit_init
+        esc='hi \u001b]52;c;Y3VybA==\u0007 \u001b[2J \u009b31m \u202eend'
+        printf '{"type":"assistant","message":{"id":"msg_fake","type":"message","role":"assistant","content":[{"type":"text","text":"turn %s"}]},"session_id":"%s"}\n' "$esc" "$sid"
+        printf '{"type":"result","subtype":"success","is_error":false,"duration_ms":42,"num_turns":1,"result":"result %s","session_id":"%s"}\n' "$esc" "$sid"
         ;;
 scenario:sleep\ *)
         emit_init

@@ -182,6 +182,30 @@ for eng in podman docker; do
                 [ ! -e "$PWNED" ]
                 ok $? "$eng/$mode: ...and the human's git status in the worktree runs nothing"
                 rm -f "$PWNED"
+
+                # A repository whose .git/hooks is a symlink into the tree (a tracked .githooks): the
+                # host's git follows it, so what it points at is protected as .git/hooks is.
+                mv "$W/.git/hooks" "$W/.githooks" && ln -s ../.githooks "$W/.git/hooks" && chown -h "$UID_T:$GID_T" "$W/.git/hooks"
+                run "$mode" "scenario:sh $(payload "$W") && cp $W/evil.sh $W/.githooks/pre-commit; echo rc=\$?; echo done"
+                like "$(tr '\n' ' ' <<<"$out")" "rc=[1-9].*done" \
+                        "$eng/$mode: no hook can be planted through a .git/hooks that is a symlink into the tree" || diag "$out $err"
+                [ ! -e "$W/.githooks/pre-commit" ]
+                ok $? "$eng/$mode: ...there is no pre-commit hook on the host"
+                host_git -C "$W" -c user.name=human -c user.email=h@example.org commit -q --allow-empty -m human >/dev/null 2>&1
+                [ ! -e "$PWNED" ]
+                ok $? "$eng/$mode: ...and the human's git commit runs nothing"
+                rm -f "$PWNED"
+
+                # A .git that is itself a symlink to the repository elsewhere in the tree (repo's checkouts).
+                make_trees || bail_out "cannot make the test repositories"
+                mv "$W/.git" "$W/.repo-git" && ln -s .repo-git "$W/.git" && chown -h "$UID_T:$GID_T" "$W/.git"
+                run "$mode" "scenario:sh $(payload "$W") && cp $W/evil.sh $W/.git/hooks/pre-commit; echo rc=\$?; echo done"
+                like "$(tr '\n' ' ' <<<"$out")" "rc=[1-9].*done" \
+                        "$eng/$mode: no hook can be planted through a .git that is a symlink" || diag "$out $err"
+                host_git -C "$W" -c user.name=human -c user.email=h@example.org commit -q --allow-empty -m human >/dev/null 2>&1
+                [ ! -e "$W/.repo-git/hooks/pre-commit" ] && [ ! -e "$PWNED" ]
+                ok $? "$eng/$mode: ...there is no hook on the host and the human's git commit runs nothing"
+                rm -f "$PWNED"
         done
 
         # Races against the gate's checks, from a real container: a sibling thread flips the socket

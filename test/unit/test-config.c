@@ -471,6 +471,49 @@ static void test_name_prefixes(void) {
         ok(c && c->valid, "other-web stays valid (web is not where it begins)");
 }
 
+/* Channels whose names the engine sees as one (container_name_sanitize()) would share loop-chrome-NAME and
+ * loop-shell-NAME: one's container blocks the other's create. */
+static void test_engine_name_collisions(void) {
+        _cleanup_(config_set_freep) ConfigSet *s = NULL;
+        const Channel *c;
+        char long1[80], long2[80], path[128];
+
+        reset_tree();
+        write_file("channels.d/a-b.json", "{}", 0644);
+        write_file("channels.d/a.b.json", "{}", 0644);
+        write_file("channels.d/a__b.json", "{}", 0644);
+        write_file("channels.d/x.json", "{}", 0644);
+        write_file("channels.d/x..json", "{}", 0644);
+        memset(long1, 'l', 40);
+        strcpy(long1 + 40, "-one.json");
+        memset(long2, 'l', 40);
+        strcpy(long2 + 40, "-two.json");
+        snprintf(path, sizeof path, "channels.d/%s", long1);
+        write_file(path, "{}", 0644);
+        snprintf(path, sizeof path, "channels.d/%s", long2);
+        write_file(path, "{}", 0644);
+        ok(config_load(tmpdir, &s) == 0, "setup: channels whose engine names are equal");
+
+        c = config_set_find_channel(s, "a-b");
+        ok(c && c->valid, "a-b, first in byte order of the names that give loop-chrome-a-b, stays valid");
+        c = config_set_find_channel(s, "a.b");
+        ok(c && !c->valid && strstr(c->reason, "loop-chrome-a-b") && strstr(c->reason, "\"a-b\""),
+           "a.b is refused: its Chrome container would be a-b's");
+        c = config_set_find_channel(s, "a__b");
+        ok(c && !c->valid, "...and a__b (a run of '_' is one '-')");
+        c = config_set_find_channel(s, "x");
+        ok(c && c->valid, "x stays valid");
+        c = config_set_find_channel(s, "x.");
+        ok(c && !c->valid, "x. is refused (a trailing '.' is dropped: loop-chrome-x)");
+        long1[strlen(long1) - strlen(".json")] = 0;
+        long2[strlen(long2) - strlen(".json")] = 0;
+        c = config_set_find_channel(s, long1);
+        ok(c && c->valid, "of two names equal in their first 40 characters, the first stays valid");
+        c = config_set_find_channel(s, long2);
+        ok(c && !c->valid, "the second is refused: the engine name is cut at 40 characters");
+        is_int(config_set_count_valid(s), 3, "three channels are valid");
+}
+
 static void test_load_set(void) {
         _cleanup_(config_set_freep) ConfigSet *s = NULL;
         const Channel *c;
@@ -868,6 +911,7 @@ int main(void) {
         test_project_narrows();
         test_project_browser();
         test_name_prefixes();
+        test_engine_name_collisions();
         test_redaction();
         test_egress();
         test_credentials();

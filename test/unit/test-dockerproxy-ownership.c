@@ -59,7 +59,43 @@ static void test_replace(void) {
         is_int(proxy_target_replace_ref(&t, "/containers/", "abc123", "a/b"), -EINVAL, "an id with a slash is refused");
 }
 
+static const char *reserved(const char *method, const char *path, const char *query) {
+        static char buf[256];
+        _cleanup_(proxy_target_done) ProxyTarget t = {};
+        const char *r;
+
+        if (proxy_target_parse(path, query, &t) < 0)
+                return "(unparsed)";
+        r = proxy_container_name_reserved(method, &t);
+        if (!r)
+                return NULL;
+        snprintf(buf, sizeof buf, "%s", r);
+        return buf;
+}
+
+/* Another channel's agent making loop-chrome-CHANNEL first kept that channel's Chrome from starting. */
+static void test_reserved_names(void) {
+        is_str(reserved("POST", "/v1.41/containers/create", "name=loop-chrome-web"), "loop-chrome-web",
+               "a create named like a channel's Chrome container is refused");
+        is_str(reserved("POST", "/containers/create", "name=loop-shell-web"), "loop-shell-web", "...like its shell container");
+        is_str(reserved("POST", "/containers/create", "name=%2Floop-web-abcdef"), "loop-web-abcdef",
+               "...with the leading '/' Docker drops");
+        is_str(reserved("POST", "/containers/create", "NAME=loop-chrome-web"), "loop-chrome-web",
+               "...with the key in another case (Podman reads it so)");
+        is_str(reserved("POST", "/containers/create", "name=LOOP-chrome-web"), "LOOP-chrome-web", "...in any case of the prefix");
+        is_str(reserved("POST", "/v1.41/containers/abc123/rename", "name=loop-chrome-web"), "loop-chrome-web",
+               "a rename to such a name is refused");
+        is_str(reserved("POST", "/Containers/abc123/Rename", "name=loop-shell-x"), "loop-shell-x", "...the path in any case");
+        ok(!reserved("POST", "/containers/create", "name=web-app"), "a create named otherwise passes");
+        ok(!reserved("POST", "/containers/create", "name=loopy"), "...loopy too (no \"loop-\")");
+        ok(!reserved("POST", "/containers/create", NULL), "...and one without a name");
+        ok(!reserved("POST", "/containers/abc/rename", "name=web-2"), "a rename to another name passes");
+        ok(!reserved("GET", "/containers/json", "name=loop-chrome-web"), "a list filtered by such a name is no create");
+        ok(!reserved("POST", "/containers/abc/start", "name=loop-x"), "a start names no new name");
+}
+
 int main(void) {
+        test_reserved_names();
         test_replace();
         test_not_found();
         test_ids();

@@ -316,8 +316,70 @@ static void test_git(void) {
         }
 }
 
+/* A guarded path that is a symlink (a repository's .git/hooks -> ../.githooks, .envrc -> scripts/env.sh):
+ * the host's git and direnv follow it, so what it points at is guarded too; a link to the tree itself is
+ * refused. */
+static void test_link_targets(void) {
+        char tmpl[] = "/tmp/test-protected-links.XXXXXX";
+        const char *t = mkdtemp(tmpl);
+        _cleanup_strv_free_ char **g = NULL, **g2 = NULL;
+        _cleanup_free_ char *j = NULL, *root = NULL, *root2 = NULL, *link = NULL, *cmd = NULL;
+        _cleanup_(loop_config_done) LoopConfig c = {};
+
+        assert_se(t);
+        put(t, ".git/HEAD", "ref: refs/heads/main\n");
+        put(t, ".githooks/pre-commit", "#!/bin/sh\n");
+        put(t, "scripts/env.sh", "export A=1\n");
+        assert_se(asprintf(&link, "%s/.git/hooks", t) >= 0);
+        assert_se(symlink("../.githooks", link) == 0);
+        free(link);
+        assert_se(asprintf(&link, "%s/.envrc", t) >= 0);
+        assert_se(symlink("scripts/env.sh", link) == 0);
+        assert_se(asprintf(&j, "{ \"work_dir\": \"%s\" }", t) >= 0);
+        ok(load(j, &c) == 0, "setup: a work dir whose .git/hooks and .envrc are symlinks into it");
+        ok(protected_paths_guarded(&c, &root, &g) == 0 && has(g, t, ".git/hooks") && has(g, t, ".githooks") &&
+           has(g, t, ".envrc") && has(g, t, "scripts/env.sh"),
+           "the symlinks stay guarded and what they point at is guarded too");
+
+        {
+                /* .git itself a symlink (repo's checkouts): the repository it names is protected */
+                char tmpl2[] = "/tmp/test-protected-dotgit.XXXXXX";
+                const char *u = mkdtemp(tmpl2);
+                _cleanup_strv_free_ char **gl = NULL;
+                _cleanup_free_ char *dot = NULL;
+
+                assert_se(u);
+                put(u, ".repo/projects/app.git/HEAD", "ref: refs/heads/main\n");
+                put(u, ".repo/projects/app.git/config", "[core]\n");
+                put(u, ".repo/projects/app.git/hooks", NULL);
+                put(u, "app/main.c", "int main;\n");
+                assert_se(asprintf(&dot, "%s/app/.git", u) >= 0);
+                assert_se(symlink("../.repo/projects/app.git", dot) == 0);
+                free(dot);
+                assert_se(asprintf(&dot, "%s/app", u) >= 0);
+                ok(protected_paths_git(dot, u, &gl) == 0 && has(gl, u, "app/.git") &&
+                   has(gl, u, ".repo/projects/app.git/hooks") && has(gl, u, ".repo/projects/app.git/config"),
+                   "a .git that is a symlink: the link and the control surface of the repository it names");
+                free(cmd);
+                assert_se(asprintf(&cmd, "rm -rf '%s'", u) >= 0);
+                if (system(cmd) != 0)
+                        diag("cannot remove the test tree");
+                cmd = mfree(cmd);
+        }
+
+        free(link);
+        assert_se(asprintf(&link, "%s/.git/hooks", t) >= 0);
+        assert_se(unlink(link) == 0 && symlink("..", link) == 0);
+        is_int(protected_paths_guarded(&c, &root2, &g2), -ELOOP, "a .git/hooks pointing at the work dir itself is refused");
+
+        assert_se(asprintf(&cmd, "rm -rf '%s'", t) >= 0);
+        if (system(cmd) != 0)
+                diag("cannot remove the test tree");
+}
+
 int main(void) {
         test_lists();
+        test_link_targets();
         test_git();
         test_schema();
         test_writable_and_protected();

@@ -11,7 +11,22 @@ static void check(const char *in, size_t max, const char *want, const char *what
         is_str(e, want, "%s", what);
 }
 
+static void check_prose(const char *in, const char *want, const char *what) {
+        _cleanup_free_ char *e = text_escape_prose(in, 0);
+        is_str(e, want, "%s", what);
+}
+
+/* text_escape_prose(): the agent's text and journal messages on the operator's terminal. */
+static void test_prose(void) {
+        check_prose("line one\n\tline two \\n", "line one\n\tline two \\n",
+                    "prose keeps newlines, tabs and backslashes as they are");
+        check_prose("a\x1b]52;c;Y3VybA==\x07" "b", "a\\x1b]52;c;Y3VybA==\\x07b", "prose escapes OSC 52 (the clipboard) and BEL");
+        check_prose("x\x1b[2J\ry", "x\\x1b[2J\\ry", "...ESC and a carriage return");
+        check_prose("\xc2\x9b" "31m\xe2\x80\xae\xff", "\\u009b31m\\u202e\\xff", "...C1 CSI, bidi overrides and invalid UTF-8");
+}
+
 int main(void) {
+        test_prose();
         check("/home/agent/work/main.c", 0, "/home/agent/work/main.c", "a plain path is shown as it is");
         check("/tmp/caf\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac", 0, "/tmp/caf\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac",
               "printable UTF-8 is shown as it is");

