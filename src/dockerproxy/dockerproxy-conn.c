@@ -308,6 +308,7 @@ ProxyConn *proxy_conn_free(ProxyConn *c) {
         free(c->reason);
         free(c->fields);
         json_object_put(c->default_network);
+        json_object_put(c->empty_body);
         strv_free(c->frozen);
         free(c->peer_name);
         free(c->http_verdict_path);
@@ -318,6 +319,17 @@ ProxyConn *proxy_conn_free(ProxyConn *c) {
         free(c->response_head);
         free(c);
         return NULL;
+}
+
+int proxy_conn_empty_body(ProxyConn *c, json_object **ret) {
+        if (!c->empty_body) {
+                c->empty_body = json_object_new_object();
+                if (!c->empty_body)
+                        return -ENOMEM;
+        }
+        assert(json_object_object_length(c->empty_body) == 0);
+        *ret = json_object_get(c->empty_body);
+        return 0;
 }
 
 int proxy_conn_head_begin(ProxyConn *c) {
