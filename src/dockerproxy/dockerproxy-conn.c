@@ -242,6 +242,9 @@ void proxy_conn_next_request(ProxyConn *c) {
         c->in_size -= c->consumed;
         http_request_done(&c->head);
         c->head = (HttpRequest) {};
+        /* a query that stayed empty (most requests have none, and nothing was added) is the next one's */
+        if (c->target.query && json_object_object_length(c->target.query) == 0 && !c->spare_query)
+                c->spare_query = json_object_get(c->target.query);
         proxy_target_done(&c->target);
         c->head_size = 0;
         c->content_length = 0;
@@ -309,6 +312,7 @@ ProxyConn *proxy_conn_free(ProxyConn *c) {
         free(c->fields);
         json_object_put(c->default_network);
         json_object_put(c->empty_body);
+        json_object_put(c->spare_query);
         strv_free(c->frozen);
         free(c->peer_name);
         free(c->http_verdict_path);

@@ -114,6 +114,7 @@ typedef struct ProxyConn {
         /* the empty body of a request without one to an endpoint that takes none, one for the
          * connection's requests (nothing changes such a body: it is checked empty and sent as nothing) */
         json_object *empty_body;
+        json_object *spare_query;               /* the last request's query object, empty: the next one's */
         /* the record */
         const char *rule;
         char rule_buf[PROXY_RULE_ID_MAX];

@@ -196,7 +196,7 @@ static int conn_check_target(ProxyConn *c, ProxyRequest *q) {
         DockerProxy *p = c->proxy;
         int r;
 
-        r = proxy_target_parse(c->head.path, c->head.query, &c->target);
+        r = proxy_target_parse(c->head.path, c->head.query, TAKE_PTR(c->spare_query), &c->target);
         if (r == -ENOMEM)
                 return proxy_conn_reply(c, 500, "parse", "out of memory");
         if (r < 0)
