@@ -242,6 +242,9 @@ void proxy_conn_next_request(ProxyConn *c) {
         c->in_size -= c->consumed;
         http_request_done(&c->head);
         c->head = (HttpRequest) {};
+        /* a query that stayed empty (most requests have none, and nothing was added) is the next one's */
+        if (c->target.query && json_object_object_length(c->target.query) == 0 && !c->spare_query)
+                c->spare_query = json_object_get(c->target.query);
         proxy_target_done(&c->target);
         c->head_size = 0;
         c->content_length = 0;
@@ -308,6 +311,8 @@ ProxyConn *proxy_conn_free(ProxyConn *c) {
         free(c->reason);
         free(c->fields);
         json_object_put(c->default_network);
+        json_object_put(c->empty_body);
+        json_object_put(c->spare_query);
         strv_free(c->frozen);
         free(c->peer_name);
         free(c->http_verdict_path);
@@ -318,6 +323,17 @@ ProxyConn *proxy_conn_free(ProxyConn *c) {
         free(c->response_head);
         free(c);
         return NULL;
+}
+
+int proxy_conn_empty_body(ProxyConn *c, json_object **ret) {
+        if (!c->empty_body) {
+                c->empty_body = json_object_new_object();
+                if (!c->empty_body)
+                        return -ENOMEM;
+        }
+        assert(json_object_object_length(c->empty_body) == 0);
+        *ret = json_object_get(c->empty_body);
+        return 0;
 }
 
 int proxy_conn_head_begin(ProxyConn *c) {

@@ -107,6 +107,14 @@ typedef struct ProxyConn {
         char *http_verdict_path;
         char http_verdict_method[HTTP_METHOD_MAX + 1];
         ProxyVerdict http_verdict;
+        /* the body rules' verdict for that method and path when none of the rest they read was there (no
+         * body, no query, no Content-Type): it then depends on nothing else either */
+        ProxyVerdict body_verdict_plain;
+        bool body_verdict_plain_kept;
+        /* the empty body of a request without one to an endpoint that takes none, one for the
+         * connection's requests (nothing changes such a body: it is checked empty and sent as nothing) */
+        json_object *empty_body;
+        json_object *spare_query;               /* the last request's query object, empty: the next one's */
         /* the record */
         const char *rule;
         char rule_buf[PROXY_RULE_ID_MAX];
@@ -175,6 +183,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ProxyConn *, proxy_conn_free);
 /* The skeleton's deadline of a request head (socket-service.h), and whether the service stops; without
  * a skeleton there is neither. */
 int proxy_conn_head_begin(ProxyConn *c);
+
+/* The connection's empty body (a reference of it, for json_object_put()), made at its first use; -ENOMEM. */
+int proxy_conn_empty_body(ProxyConn *c, json_object **ret);
 void proxy_conn_head_end(ProxyConn *c);
 bool proxy_conn_head_expired(ProxyConn *c);
 bool proxy_conn_stopping(ProxyConn *c);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <assert.h>
 #include <stdint.h>
 #include <strings.h>
 
@@ -230,11 +231,13 @@ static int query_parse(const char *query, json_object *into) {
         return 0;
 }
 
-int proxy_target_parse(const char *path, const char *query, ProxyTarget *ret) {
-        _cleanup_(proxy_target_done) ProxyTarget t = {};
+int proxy_target_parse(const char *path, const char *query, json_object *spare_query, ProxyTarget *ret) {
+        _cleanup_(proxy_target_done) ProxyTarget t = { .query = spare_query };
         int r;
 
-        t.query = json_object_new_object();
+        assert(!t.query || (json_object_is_type(t.query, json_type_object) && json_object_object_length(t.query) == 0));
+        if (!t.query)
+                t.query = json_object_new_object();
         if (!t.query)
                 return -ENOMEM;
         r = path_normalize(path, &t);

@@ -37,9 +37,10 @@ typedef struct ProxyTarget {
 
 void proxy_target_done(ProxyTarget *t);
 
-/* Parses an origin-form target's path and query (query may be NULL). -EBADMSG for anything refused
- * above, -E2BIG beyond the caps, -ENOMEM. */
-int proxy_target_parse(const char *path, const char *query, ProxyTarget *ret);
+/* Parses an origin-form target's path and query (query may be NULL). spare_query, when not NULL, is an
+ * empty JSON object the query is read into (a kept connection's from its last request), taken in every
+ * case; else a new one is made. -EBADMSG for anything refused above, -E2BIG beyond the caps, -ENOMEM. */
+int proxy_target_parse(const char *path, const char *query, json_object *spare_query, ProxyTarget *ret);
 
 /* The target to forward: t->path and t->query percent-encoded where needed ("/v1.41/x?a=b%20c").
  * Allocated; NULL on ENOMEM. */

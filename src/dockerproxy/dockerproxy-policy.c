@@ -729,8 +729,11 @@ int proxy_policy_load_channel_file(const char *path, const char *work_dir, Proxy
 /* ---- http rules ---- */
 
 static void verdict_set(ProxyVerdict *v, Decision d, const char *id, const char *message, bool matched) {
+        size_t n = strnlen(id, sizeof(v->rule_id) - 1);  /* cut as snprintf() would: this runs a request */
+
         *v = (ProxyVerdict) { .decision = d, .message = message, .matched = matched };
-        snprintf(v->rule_id, sizeof(v->rule_id), "%s", id);
+        memcpy(v->rule_id, id, n);
+        v->rule_id[n] = 0;
 }
 
 void proxy_policy_check_http(const ProxyPolicy *p, const char *method, const char *path, ProxyVerdict *ret) {

@@ -196,7 +196,7 @@ static int conn_check_target(ProxyConn *c, ProxyRequest *q) {
         DockerProxy *p = c->proxy;
         int r;
 
-        r = proxy_target_parse(c->head.path, c->head.query, &c->target);
+        r = proxy_target_parse(c->head.path, c->head.query, TAKE_PTR(c->spare_query), &c->target);
         if (r == -ENOMEM)
                 return proxy_conn_reply(c, 500, "parse", "out of memory");
         if (r < 0)
@@ -302,7 +302,10 @@ static int conn_read_body(ProxyConn *c, ProxyRequest *q) {
                 c->complete = true;
                 c->consumed = c->head_size;
                 c->keep_alive = c->head.keep_alive;
-                r = proxy_body_parse("", 0, &q->body);
+                /* an endpoint that takes no body keeps the empty one as it is (conn_decide()): the
+                 * connection's own, not a new object a request */
+                r = q->endpoint->body == PROXY_BODY_NONE ? proxy_conn_empty_body(c, &q->body) :
+                                                           proxy_body_parse("", 0, &q->body);
                 if (r < 0)
                         return proxy_conn_reply(c, 500, NULL, "out of memory");
         } else if (!q->stream) {
@@ -357,6 +360,8 @@ static int conn_read_body(ProxyConn *c, ProxyRequest *q) {
 static int conn_decide(ProxyConn *c, ProxyRequest *q) {
         DockerProxy *p = c->proxy;
         ProxyVerdict http, bv = {};
+        const char *content_type = http_request_header(&c->head, "Content-Type");
+        bool http_kept;
         int r;
 
         /* an endpoint that takes no body gets none: a start with a HostConfig is the old API's create */
@@ -364,8 +369,9 @@ static int conn_decide(ProxyConn *c, ProxyRequest *q) {
             !(json_object_is_type(q->body, json_type_object) && json_object_object_length(q->body) == 0))
                 return proxy_conn_reply(c, 400, "body", "this endpoint takes no request body");
 
-        if (c->http_verdict_path && streq(c->http_verdict_method, c->head.method) &&
-            streq(c->http_verdict_path, c->target.unversioned))
+        http_kept = c->http_verdict_path && streq(c->http_verdict_method, c->head.method) &&
+                streq(c->http_verdict_path, c->target.unversioned);
+        if (http_kept)
                 http = c->http_verdict;
         else {
                 proxy_policy_check_http(p->policy, c->head.method, c->target.unversioned, &http);
@@ -373,11 +379,27 @@ static int conn_decide(ProxyConn *c, ProxyRequest *q) {
                 c->http_verdict_path = strdup(c->target.unversioned);   /* NULL: not kept, checked again */
                 snprintf(c->http_verdict_method, sizeof(c->http_verdict_method), "%s", c->head.method);
                 c->http_verdict = http;
+                c->body_verdict_plain_kept = false;
         }
-        proxy_policy_check_body(p->policy, c->head.method, c->target.unversioned,
-                                http_request_header(&c->head, "Content-Type"), q->body, c->target.query, &bv);
+        /* the body rules read the body, the query and the Content-Type besides the method and path: with
+         * none of them (a ping, an inspect, a list without filters) their verdict is kept with the http
+         * rules' for the connection's next such request to the same method and path */
+        bool plain = !content_type && c->empty_body && q->body == c->empty_body &&
+                json_object_object_length(c->target.query) == 0;
+        if (plain && http_kept && c->body_verdict_plain_kept)
+                bv = c->body_verdict_plain;
+        else {
+                proxy_policy_check_body(p->policy, c->head.method, c->target.unversioned, content_type, q->body,
+                                        c->target.query, &bv);
+                if (plain && c->http_verdict_path) {
+                        c->body_verdict_plain = bv;
+                        c->body_verdict_plain_kept = true;
+                }
+        }
         proxy_verdict_combine(&http, &bv, proxy_policy_default_decision(p->policy), &q->verdict);
-        snprintf(c->rule_buf, sizeof(c->rule_buf), "%s", q->verdict.rule_id);
+        /* both PROXY_RULE_ID_MAX bytes, the verdict's NUL-terminated: copied whole, not through snprintf() */
+        _Static_assert(sizeof(c->rule_buf) == sizeof(q->verdict.rule_id), "rule id buffers differ");
+        memcpy(c->rule_buf, q->verdict.rule_id, sizeof(c->rule_buf));
         c->rule = c->rule_buf;
         if (q->verdict.decision == DECISION_DENY)
                 return proxy_conn_reply(c, 403, c->rule, q->verdict.message ?: "denied by the channel's Docker API policy");

@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 _cleanup_(proxy_target_done) ProxyTarget t = {};
                 if (consumed > size || r.body_size > l.body_size_max)
                         abort();
-                if (proxy_target_parse(r.path, r.query, &t) >= 0) {
+                if (proxy_target_parse(r.path, r.query, NULL, &t) >= 0) {
                         char *f = proxy_target_format(&t);
                         free(f);
                 }

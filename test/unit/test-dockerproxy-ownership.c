@@ -51,7 +51,7 @@ static void test_ids(void) {
 static void test_replace(void) {
         _cleanup_(proxy_target_done) ProxyTarget t = {};
 
-        is_int(proxy_target_parse("/v1.41/containers/web/start", "t=5", &t), 0, "a start by name parses");
+        is_int(proxy_target_parse("/v1.41/containers/web/start", "t=5", NULL, &t), 0, "a start by name parses");
         is_int(proxy_target_replace_ref(&t, "/containers/", "web", "abc123"), 0, "the name is replaced by the id");
         is_str(t.path, "/v1.41/containers/abc123/start", "the forwarded path names the id");
         is_str(t.unversioned, "/containers/abc123/start", "...and so does the one the record and rules see");

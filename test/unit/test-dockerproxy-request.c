@@ -119,6 +119,30 @@ static void test_kept_alive(void) {
         ok(b && strstr(b, "Connection: close"), "...and its answer says so");
 }
 
+/* The body rules' verdict a kept connection keeps for a request with no body, query or Content-Type is
+ * not the verdict of the next request to the same method and path that has a query the rules read, and
+ * that request's query (read into the object the requests before left empty) is not the next one's. */
+static void test_kept_body_verdict(void) {
+        static const char policy[] =
+                "{\"body_rules\": [{\"applies_to\": \"GET ^/containers/json$\", \"decision\": \"deny\","
+                " \"message\": \"listing all is refused here\", \"json_checks\": [{\"path\": \"all\", \"op\": \"present\"}]}]}";
+        static const char four[] = "GET /containers/json HTTP/1.1\r\nHost: d\r\n\r\n"
+                                    "GET /containers/json HTTP/1.1\r\nHost: d\r\n\r\n"
+                                    "GET /containers/json?all=1 HTTP/1.1\r\nHost: d\r\n\r\n"
+                                    "GET /containers/json HTTP/1.1\r\nHost: d\r\n\r\n";
+        _cleanup_(json_object_putp) json_object *doc = json_tokener_parse(policy);
+        _cleanup_free_ char *error = NULL, *a = NULL;
+        ProxyPolicy *saved = proxy.policy;
+
+        assert_se(doc && proxy_policy_compile(doc, &proxy.policy, &error) >= 0);
+        a = ask(four, strlen(four));
+        is_int(count(a, "HTTP/1.1 502 "), 3, "plain lists on a kept connection are let through (502: no engine)");
+        ok(count(a, "HTTP/1.1 403 ") == 1 && strstr(a, "listing all is refused here"),
+           "...the one to the same path with a query a body rule reads is refused by that rule, the plain one after it not");
+        proxy_policy_free(proxy.policy);
+        proxy.policy = saved;
+}
+
 /* An engine that answers each connection's requests with the connection's number, and after its first
  * answer on the first connection says something unasked (a stale answer) without closing. */
 typedef struct FakeEngine {
@@ -233,6 +257,7 @@ int main(void) {
         test_refused_before_the_engine();
         test_head_too_large();
         test_kept_alive();
+        test_kept_body_verdict();
         test_kept_engine_connection_spoke_unasked();
         proxy_policy_free(proxy.policy);
         return done_testing();

@@ -21,14 +21,14 @@ static char tmpdir[] = "/tmp/test-dockerproxy-XXXXXX";
 static char *unversioned(const char *path) {
         _cleanup_(proxy_target_done) ProxyTarget t = {};
 
-        if (proxy_target_parse(path, NULL, &t) < 0)
+        if (proxy_target_parse(path, NULL, NULL, &t) < 0)
                 return NULL;
         return strdup(t.unversioned);
 }
 
 static int target_error(const char *path, const char *query) {
         _cleanup_(proxy_target_done) ProxyTarget t = {};
-        return proxy_target_parse(path, query, &t);
+        return proxy_target_parse(path, query, NULL, &t);
 }
 
 #define is_path(raw, want, name) ({ _cleanup_free_ char *_u = unversioned(raw); is_str(_u, want, name); })
@@ -37,7 +37,7 @@ static void test_paths(void) {
         _cleanup_(proxy_target_done) ProxyTarget t = {};
         _cleanup_free_ char *fwd = NULL;
 
-        is_int(proxy_target_parse("/v1.41/containers/create", "name=web", &t), 0, "a versioned create parses");
+        is_int(proxy_target_parse("/v1.41/containers/create", "name=web", NULL, &t), 0, "a versioned create parses");
         is_str(t.unversioned, "/containers/create", "the version prefix is stripped for matching");
         is_str(t.version, "v1.41", "the version is kept");
         is_str(t.path, "/v1.41/containers/create", "the forwarded path keeps the version");
@@ -82,7 +82,7 @@ static void test_paths(void) {
         {
                 _cleanup_(proxy_target_done) ProxyTarget l = {};
                 _cleanup_free_ char *f = NULL;
-                is_int(proxy_target_parse("/images/create", "fromSrc=-&changes=CMD%20x&changes=ENV%20A%3D1", &l), 0,
+                is_int(proxy_target_parse("/images/create", "fromSrc=-&changes=CMD%20x&changes=ENV%20A%3D1", NULL, &l), 0,
                        "a list parameter may repeat");
                 f = proxy_target_format(&l);
                 is_str(f, "/images/create?fromSrc=-&changes=CMD%20x&changes=ENV%20A%3D1", "both values are forwarded");
@@ -91,17 +91,17 @@ static void test_paths(void) {
         {
                 static const char * const known[] = { "fromImage", "tag" };
                 _cleanup_(proxy_target_done) ProxyTarget a = {}, b = {}, e = {};
-                ok(proxy_target_parse("/images/create", "fromImage=busybox&tag=1", &a) == 0 &&
+                ok(proxy_target_parse("/images/create", "fromImage=busybox&tag=1", NULL, &a) == 0 &&
                    proxy_query_only(&a, known, ELEMENTSOF(known)), "a query of known parameters only is allowed");
-                ok(proxy_target_parse("/images/create", "fromImage=busybox&fromSrc=http://x", &b) == 0 &&
+                ok(proxy_target_parse("/images/create", "fromImage=busybox&fromSrc=http://x", NULL, &b) == 0 &&
                    !proxy_query_only(&b, known, ELEMENTSOF(known)), "a parameter beyond the known ones is not");
-                ok(proxy_target_parse("/images/create", "FROMIMAGE=busybox", &e) == 0 &&
+                ok(proxy_target_parse("/images/create", "FROMIMAGE=busybox", NULL, &e) == 0 &&
                    !proxy_query_only(&e, known, ELEMENTSOF(known)), "nor a known one spelt otherwise");
         }
         {
                 _cleanup_(proxy_target_done) ProxyTarget q = {};
                 json_object *v;
-                is_int(proxy_target_parse("/build", "networkmode=ho%73t&q=a+b&&x", &q), 0, "a query parses");
+                is_int(proxy_target_parse("/build", "networkmode=ho%73t&q=a+b&&x", NULL, &q), 0, "a query parses");
                 ok(json_object_object_get_ex(q.query, "networkmode", &v) && streq(json_object_get_string(v), "host"),
                    "query values are percent-decoded");
                 ok(json_object_object_get_ex(q.query, "q", &v) && streq(json_object_get_string(v), "a b"),
@@ -151,7 +151,7 @@ static Decision decide(const ProxyPolicy *p, const char *method, const char *raw
         _cleanup_(json_object_putp) json_object *doc = NULL;
         ProxyVerdict http, b, v;
 
-        if (proxy_target_parse(raw_path, query, &t) < 0)
+        if (proxy_target_parse(raw_path, query, NULL, &t) < 0)
                 return _DECISION_INVALID;
         proxy_policy_check_http(p, method, t.unversioned, &http);
         if (body && proxy_body_parse(body, strlen(body), &doc) < 0)
