@@ -64,7 +64,7 @@ static const char *reserved(const char *method, const char *path, const char *qu
         _cleanup_(proxy_target_done) ProxyTarget t = {};
         const char *r;
 
-        if (proxy_target_parse(path, query, &t) < 0)
+        if (proxy_target_parse(path, query, NULL, &t) < 0)
                 return "(unparsed)";
         r = proxy_container_name_reserved(method, &t);
         if (!r)
