@@ -152,7 +152,8 @@ check "lose the registry file" in_ct rm -f $Q/registry.json
 check "restart the runner" in_ct systemctl start loop-agent@demo.service
 wait_for 60 runner_inactive
 like "$(in_ct cat $Q/registry.json)" "$kept" "the runner restores the registry from the engine's labelled containers"
-like "$(in_ct journalctl -o cat -u loop-agent@demo.service)" "restored from the engine: 1 container" "...and says so"
+like "$(journal_wait -o cat -u loop-agent@demo.service --grep 'restored from the engine')" "restored from the engine: 1 container" \
+        "...and says so"
 like "$(in_ct loop status demo --json)" '"status": *"pending-removal"' "...with the container's status"
 
 # --- status and cleanup ---------------------------------------------------------------------------
@@ -170,6 +171,7 @@ ok $(no_container && echo 0 || echo 1) "loop cleanup removes the channel's conta
 in_ct systemctl stop loop-agent@demo.service >/dev/null 2>&1
 
 # --- journal --------------------------------------------------------------------------------------
+in_ct journalctl --sync
 for ev in queue-taken run-started container-registered container-status run-finished queue-done queue-failed; do
         n=$(in_ct journalctl -o cat -u loop-agent@demo.service LOOP_EVENT=$ev | wc -l)
         ok $((n == 0)) "journalctl -u loop-agent@demo LOOP_EVENT=$ev finds entries ($n)"
