@@ -365,45 +365,47 @@ static int runner_process(Queue *q, const char *channel, const LoopConfig *confi
         return 0;
 }
 
-/* Only one runner of a channel runs at a time (systemd sees to that), so a running agent container of this
- * channel made by a runner is left over from one that was killed (SIGKILL, a crash, a reboot): its message
- * is still queued and will run again, so the old container must not go on working beside it. It is
- * stopped, and the registry keeps it for container_keep_alive_sec like any finished run. Then the registry
- * is synced with the engine (and restored from it when its file is missing). */
+/* Only one runner of a channel runs at a time (systemd sees to that), so an agent container of this channel
+ * made by a runner is left over from one that was killed (SIGKILL, a crash, a reboot): its message is still
+ * queued and will run again, so the old container must not go on working beside it. A running one is
+ * stopped; running or already exited (its agent may end on its own when its runner's attach goes), no run
+ * waits for it, so the registry keeps it for container_keep_alive_sec from now, without the grace a live
+ * run's container gets. Then the registry is synced with the engine (and restored from it when its file is
+ * missing). */
 static void registry_startup(Engine *e, const char *channel, uint64_t keep_alive_sec) {
         _cleanup_(registry_freep) Registry *reg = NULL;
         _cleanup_(json_object_putp) json_object *list = NULL;
+        _cleanup_free_ EngineContainerState *states = NULL;
         _cleanup_free_ char *label = NULL;
-        int r;
+        int r, n = 0;
 
         r = registry_open(channel, &reg);
         if (r < 0)
                 log_warning_errno(r, "Cannot open the registry of channel %s, ignoring: %m", channel);
         if (asprintf(&label, "loop-channel=%s", channel) < 0)
                 return (void) log_oom();
-        if (engine_container_list(e, label, false, &list) < 0)
+        if (engine_container_list(e, label, true, &list) < 0)
                 log_warning("Cannot list the containers of channel %s, ignoring: %s", channel, engine_last_error(e));
-        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
-                json_object *c = json_object_array_get_idx(list, i), *idv = NULL;
-                AuditFields f = { .channel = channel, .container_type = "agent" };
-                const char *id;
+        else if ((n = engine_containers_of_channel(list, channel, &states)) < 0)
+                return (void) log_oom();
+        for (int i = 0; i < n; i++) {
+                const EngineContainerState *s = &states[i];
+                AuditFields f = { .channel = channel, .container_type = "agent", .container = s->id };
 
-                if (!streq_ptr(engine_container_label(c, "app"), "loop-agent") ||
-                    !streq_ptr(engine_container_label(c, "loop-owner"), "service") ||
-                    !streq_ptr(engine_container_label(c, "loop-type"), "agent") ||
-                    !json_object_object_get_ex(c, "Id", &idv))
+                if (s->type != CONTAINER_AGENT || !streq_ptr(s->owner, "service"))
                         continue;
-                id = json_object_get_string(idv);
-                f.container = id;
-                if (engine_container_stop(e, id, 5) < 0 && engine_container_kill(e, id, "KILL") < 0) {
-                        log_warning("Failed to stop container %s left by an earlier runner: %s", id, engine_last_error(e));
-                        continue;
+                if (s->running) {
+                        if (engine_container_stop(e, s->id, 5) < 0 && engine_container_kill(e, s->id, "KILL") < 0) {
+                                log_warning("Failed to stop container %s left by an earlier runner: %s", s->id,
+                                            engine_last_error(e));
+                                continue;
+                        }
+                        (void) audit_log(AUDIT_CONTAINER_STATUS, LOG_NOTICE, &f,
+                                         "Stopped container %.12s, left running by an earlier runner of channel %s.",
+                                         s->id, channel);
                 }
-                (void) audit_log(AUDIT_CONTAINER_STATUS, LOG_NOTICE, &f,
-                                 "Stopped container %.12s, left running by an earlier runner of channel %s.", id, channel);
-                /* No run waits for it: its keep-alive starts now, without the grace a run's container gets. */
-                if (reg && registry_find(reg, id))
-                        (void) registry_schedule_remove(reg, e, id, clock_usec(CLOCK_REALTIME), keep_alive_sec);
+                if (reg && registry_find(reg, s->id))
+                        (void) registry_schedule_remove(reg, e, s->id, clock_usec(CLOCK_REALTIME), keep_alive_sec);
         }
 
         if (!reg)

@@ -38,6 +38,7 @@ no_container() { [ -z "$(in_ct podman ps -aq --filter label=loop-channel=demo)" 
 no_running_container() { [ -z "$(in_ct podman ps -q --filter label=loop-channel=demo)" ]; }
 all_containers() { in_ct podman ps -aq --no-trunc --filter label=loop-channel=demo; }
 runner_inactive() { [ "$(prop loop-agent@demo.service ActiveState)" != active ] && [ "$(prop loop-agent@demo.service ActiveState)" != activating ] && [ "$(prop loop-agent@demo.service ActiveState)" != deactivating ]; }
+registered_running() { [[ "$(in_ct loop status demo --json)" =~ \"status\":\ *\"running\" ]]; }
 scope_journaled() { in_ct journalctl -o cat LOOP_CHANNEL=demo LOOP_EVENT=container-registered | grep -q libpod; }
 
 nspawn_boot "$M" --podman --stage "$LOOP_STAGE" --config "$cfg" || bail_out "could not boot systemd with podman"
@@ -101,6 +102,11 @@ check "systemctl stop loop.target (no restart behind our back)" in_ct systemctl 
 check "start the runner again" in_ct systemctl start --no-block loop-agent@demo.service
 wait_for 60 container_running
 ok $? "the queued message runs again"
+# Killed once its container is in the registry as running: the next runner must take that entry over
+# (an agent whose runner is gone may also end on its own; either way it is kept for container_keep_alive_sec
+# from the next runner's start, not the grace a live run's container gets).
+wait_for 30 registered_running
+ok $? "...and the registry has its container as running"
 check "SIGKILL the runner" in_ct systemctl kill -s KILL --kill-who=main loop-agent@demo.service
 wait_for 30 runner_inactive
 is "$(count inbox)" 1 "after SIGKILL the message is still queued"
@@ -125,7 +131,11 @@ ok $? "stopped containers are kept for container_keep_alive_sec"
 sleep 4.5
 check "systemctl start loop-reconcile.service" in_ct systemctl start loop-reconcile.service
 wait_for 10 no_container
-ok $? "the reconcile pass removes containers whose keep-alive is over"
+ok $? "the reconcile pass removes containers whose keep-alive is over" || {
+        diag "left: $(in_ct podman ps -a --format '{{.ID}} {{.Names}} {{.State}} {{.Status}}' --filter label=loop-channel=demo 2>&1)"
+        diag "registry at $(in_ct date +%s): $(in_ct cat $Q/registry.json 2>&1)"
+        diag "$(in_ct journalctl --no-pager -o short-unix -u loop-reconcile.service -u loop-agent@demo.service -n 40 2>&1)"
+}
 like "$(journal_wait -o cat -u loop-reconcile.service LOOP_EVENT=container-removed LOOP_REASON=keep-alive-expired)" "removed" \
         "journalctl -u loop-reconcile LOOP_EVENT=container-removed shows the removals"
 
@@ -155,6 +165,30 @@ like "$(in_ct cat $Q/registry.json)" "$kept" "the runner restores the registry f
 like "$(journal_wait -o cat -u loop-agent@demo.service --grep 'restored from the engine')" "restored from the engine: 1 container" \
         "...and says so"
 like "$(in_ct loop status demo --json)" '"status": *"pending-removal"' "...with the container's status"
+
+# A killed runner's container whose agent then ended on its own (it was registered as running, the engine
+# has it exited): the next runner takes it over with the channel's keep-alive from its start, not the grace
+# of a minute a live run's container gets before its run reads its output.
+in_ct loop send demo "scenario:sleep 30" >/dev/null
+in_ct systemctl start --no-block loop-agent@demo.service
+wait_for 60 registered_running
+ok $? "another long run is registered as running"
+orphan=$(in_ct podman ps -q --no-trunc --filter label=loop-channel=demo | head -1)
+check "SIGKILL its runner" in_ct systemctl kill -s KILL --kill-who=main loop-agent@demo.service
+wait_for 30 runner_inactive
+check "its agent ends on its own" in_ct podman stop -t 0 "$orphan"
+check "drop its message (nothing to retry)" in_ct sh -c "rm -f $Q/inbox/*.json"
+in_ct systemctl reset-failed loop-agent@demo.service >/dev/null 2>&1
+t0=$(in_ct date +%s)
+check "start the runner" in_ct systemctl start loop-agent@demo.service
+remove_at=$(in_ct cat $Q/registry.json | python3 -c '
+import json, sys
+for e in json.load(sys.stdin).get("containers", []):
+    if e.get("id") == sys.argv[1]:
+        print(e.get("status"), e.get("remove_at_usec", 0) // 1000000)' "$orphan")
+is "${remove_at% *}" pending-removal "the exited container of the killed runner is pending removal"
+ok $(( ${remove_at#* } <= t0 + 4 + 20 ? 0 : 1 )) "...due within container_keep_alive_sec of the runner's start, not a minute later" ||
+        diag "remove at ${remove_at#* }, runner started at $t0; registry: $(in_ct cat $Q/registry.json)"
 
 # --- status and cleanup ---------------------------------------------------------------------------
 st=$(in_ct loop status demo --json)
