@@ -141,7 +141,7 @@ static int narrow_enabled(json_object *dst, json_object *src, bool base_enabled,
 
 static int apply_gates(json_object *merged, json_object *pgates, const LoopConfig *base,
                        const char *project_path, ConfigProblems *problems) {
-        json_object *gates, *gate, *proxy, *pg = get(pgates, "agentgate"), *pp = get(pgates, "docker_proxy");
+        json_object *gates, *gate, *proxy, *v, *pg = get(pgates, "agentgate"), *pp = get(pgates, "docker_proxy");
         bool gate_on, proxy_on;
         int r;
 
@@ -149,8 +149,17 @@ static int apply_gates(json_object *merged, json_object *pgates, const LoopConfi
         if (!gates || !(gate = child(gates, "agentgate")) || !(proxy = child(gates, "docker_proxy")))
                 return -ENOMEM;
 
-        r = narrow_enabled(gate, pg, base->gates.agentgate.enabled, project_path, "gates.agentgate.enabled",
-                           problems, &gate_on);
+        /* The gate is what enforces the operator's rules: off, the agent may do whatever they deny. A
+         * project keeps the operator's choice (upstream lets it turn the gate off: that widens). */
+        v = get(pg, "enabled");
+        gate_on = base->gates.agentgate.enabled;
+        if (v && json_object_get_boolean(v) != gate_on &&
+            config_problem_add(problems, false, project_path, "gates.agentgate.enabled",
+                               gate_on ? "a project config cannot turn the gate off (it enforces the operator's "
+                                         "rules), ignoring" :
+                                         "a project config cannot enable what the operator disabled, ignoring") < 0)
+                return -ENOMEM;
+        r = json_add(gate, "enabled", json_object_new_boolean(gate_on));
         if (r < 0)
                 return r;
         r = narrow_enabled(proxy, pp, base->gates.docker_proxy.enabled && gate_on, project_path,

@@ -4,7 +4,8 @@
  * (config_parse_text() then config_apply_project_json() over a fixed channel config). Besides crashes and
  * leaks it checks the allow-list of the README ("The project config") on every input the merge accepts:
  * what a project may not set is the operator's, lists it may only narrow hold nothing new, and the gates
- * are no wider (enabled only true to false, every rule the project added a deny rule). */
+ * are no wider (the gate stays on, the proxy and the browser only go from on to off, every rule the project
+ * added is a deny rule). */
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -108,8 +109,10 @@ static void check_narrowed(const LoopConfig *c) {
             !startswith(c->claude_bin_path, "/usr/") && !startswith(c->claude_bin_path, "/opt/") &&
             !startswith(c->claude_bin_path, "/bin/") && !startswith(c->claude_bin_path, "/sbin/"))
                 abort();
-        if ((g->enabled && !bg->enabled) || (d->enabled && !bd->enabled) || (c->browser.enabled && !base.browser.enabled))
-                abort();        /* enabled only goes from true to false */
+        if (g->enabled != bg->enabled)
+                abort();        /* the gate stays as the operator set it: off, it enforces nothing */
+        if ((d->enabled && !bd->enabled) || (c->browser.enabled && !base.browser.enabled))
+                abort();        /* the others only go from true to false */
         if (g->default_decision != bg->default_decision || g->exec_shared_memory_check != bg->exec_shared_memory_check ||
             d->default_decision != bd->default_decision || d->build != bd->build ||
             d->nested_network != bd->nested_network || d->containers_max != bd->containers_max ||

@@ -769,17 +769,31 @@ static void test_project(void) {
         o = json_tokener_parse("{\"anthropic_api_key\": \"sk-p\", \"gates\": {\"agentgate\": {\"enabled\": false}}}");
         ok(config_apply_project_json(&out, o, "p", "/w", &out2, &p) == 0, "a second project config applies");
         ok(!out2.claude_code_oauth_token && streq(out2.anthropic_api_key, "sk-p"), "setting the API key clears the OAuth token");
-        ok(!out2.gates.agentgate.enabled && !out2.gates.docker_proxy.enabled,
-           "turning the gate off in a project also turns the docker proxy off");
+        /* Off, the gate enforces nothing: the agent would do whatever the operator's rules deny. */
+        ok(out2.gates.agentgate.enabled && out2.gates.docker_proxy.enabled,
+           "a project cannot turn the gate off (nor, with it, the docker proxy)");
+        ok(has_problem(&p, false, "gates.agentgate.enabled", "cannot turn the gate off"), "...and is told so");
         json_object_put(o);
         config_problems_done(&p);
 
-        o = json_tokener_parse("{\"gates\": {\"agentgate\": {\"enabled\": true}, \"docker_proxy\": {\"enabled\": true}}}");
-        ok(config_apply_project_json(&out2, o, "p", "/w", &out3, &p) == 0 && !out3.gates.agentgate.enabled &&
-           !out3.gates.docker_proxy.enabled, "a project cannot turn a disabled gate back on");
-        ok(has_problem(&p, false, "gates.agentgate.enabled", "cannot enable"), "...and is told so");
-        json_object_put(o);
-        config_problems_done(&p);
+        {
+                _cleanup_(loop_config_done) LoopConfig no_proxy = {}, off = {};
+                o = json_tokener_parse("{\"gates\": {\"docker_proxy\": {\"enabled\": false}}}");
+                ok(config_apply_project_json(&out, o, "p", "/w", &no_proxy, &p) == 0 &&
+                   no_proxy.gates.agentgate.enabled && !no_proxy.gates.docker_proxy.enabled && p.n == 0,
+                   "a project may turn the docker proxy off (the agent then has no Docker API)");
+                json_object_put(o);
+                config_problems_done(&p);
+
+                ok(load_json("{\"gates\": {\"agentgate\": {\"enabled\": false}}}", &off) == 0,
+                   "setup: an operator's config with the gate off");
+                o = json_tokener_parse("{\"gates\": {\"agentgate\": {\"enabled\": true}, \"docker_proxy\": {\"enabled\": true}}}");
+                ok(config_apply_project_json(&off, o, "p", "/w", &out3, &p) == 0 && !out3.gates.agentgate.enabled &&
+                   !out3.gates.docker_proxy.enabled, "a project cannot turn a disabled gate back on");
+                ok(has_problem(&p, false, "gates.agentgate.enabled", "cannot enable"), "...and is told so");
+                json_object_put(o);
+                config_problems_done(&p);
+        }
 
         {
                 _cleanup_(loop_config_done) LoopConfig bad = {};
