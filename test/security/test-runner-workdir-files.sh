@@ -68,6 +68,28 @@ rm -f "$W/.loop/config.json"
 for eng in podman docker; do
         engine_start "$eng" >/dev/null || { ok 1 "$eng: the engine starts"; diag "$(engine_log "$eng" 2>/dev/null | tail -20)"; continue; }
         import_test_image "$ENGINE_SOCK" "$IMAGE" "$T/rootfs" >/dev/null || { ok 1 "$eng: the test image imports"; engine_stop "$eng"; continue; }
+        # PATH is the agent's: a project file putting a work dir directory first must not make the root
+        # entrypoint run the agent's "awk" (or mkdir, chown, cat) as root, before the gate and the seal.
+        rm -rf "${T:?}/etc" "${W:?}"
+        mkdir -p "$T/etc/channels.d" "$W/.loop" "$W/bin"
+        for tool in awk mkdir chown cat; do
+                printf '#!/bin/sh\nid -u >>%s/bin/ran-as\nPATH=/usr/bin:/bin exec %s "$@"\n' "$W" "$tool" >"$W/bin/$tool"
+                chmod 0755 "$W/bin/$tool"
+        done
+        echo "{ \"envs\": { \"PATH\": \"$W/bin:/usr/local/bin:/usr/bin:/bin\" } }" >"$W/.loop/config.json"
+        chown -R "$TEST_USER:" "$W"
+        cat >"$T/etc/loop.json" <<EOF
+{ "engine": { "socket": "$ENGINE_SOCK" }, "container_image": "$IMAGE", "user": "$TEST_USER",
+  "container_memory_mb": 256, "container_keep_alive_sec": 0, "browser": { "enabled": false },
+  "egress": { "enabled": false } }
+EOF
+        echo "{ \"work_dir\": \"$W\" }" >"$T/etc/channels.d/demo.json"
+        run 'scenario:sh echo "path=$PATH"'
+        like "$out" "path=$W/bin:" "$eng: the agent gets the project's PATH" || diag "$st $err"
+        ! grep -qx 0 "$W/bin/ran-as" 2>/dev/null
+        ok $? "$eng: ...but the root entrypoint runs none of the work dir's tools" ||
+                diag "ran as: $(tr '\n' ' ' <"$W/bin/ran-as" 2>/dev/null)"
+
         for mode in gated ungated; do
                 rm -rf "${T:?}/etc" "${W:?}"
                 mkdir -p "$T/etc/channels.d" "$W"
