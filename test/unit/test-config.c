@@ -311,6 +311,10 @@ static void test_validation(void) {
         refused("{\"gates\": {\"agentgate\": {\"command_rules\": [{\"args_patterns\": [\"(\"], \"decision\": \"deny\"}]}}}",
                 SCOPE_CHANNEL, "gates.agentgate.command_rules[0].args_patterns[0]", "regular expression",
                 "a bad regex is refused");
+        /* 19 bytes that took glibc's regcomp() 8 GB and 12 s to refuse: in a project file, the agent's */
+        refused("{\"gates\": {\"agentgate\": {\"command_rules\": [{\"args_patterns\": [\"(a{1,1000}){1,1000}\"], \"decision\": \"deny\"}]}}}",
+                SCOPE_PROJECT, "gates.agentgate.command_rules[0].args_patterns[0]", "too large",
+                "a regex whose repetitions expand beyond the cap is refused before regcomp()");
         refused("{\"gates\": {\"agentgate\": {\"command_rules\": [{\"commands\": [\"[rm\"], \"decision\": \"deny\"}]}}}",
                 SCOPE_CHANNEL, "gates.agentgate.command_rules[0].commands[0]", "glob", "a bad glob is refused");
         refused("{\"gates\": {\"agentgate\": {\"file_rules\": [{\"paths\": [\"/x\"], \"operations\": [\"frob\"], \"decision\": \"deny\"}]}}}",
