@@ -15,6 +15,7 @@
 #include "config.h"
 #include "json-util.h"
 #include "macro.h"
+#include "path-util.h"
 #include "string-util.h"
 #include "strv.h"
 
@@ -105,10 +106,12 @@ static void check_narrowed(const LoopConfig *c) {
                 if (!strv_contains(base.mounts, *m) &&
                     !(startswith(*m, "/w/data:/data") && strv_contains(base.mounts, "./data:/data")))
                         abort();        /* only the operator's mounts */
-        if (c->claude_bin_path && !same_str(c->claude_bin_path, base.claude_bin_path) &&
-            !startswith(c->claude_bin_path, "/usr/") && !startswith(c->claude_bin_path, "/opt/") &&
-            !startswith(c->claude_bin_path, "/bin/") && !startswith(c->claude_bin_path, "/sbin/"))
-                abort();
+        if (c->claude_bin_path && !same_str(c->claude_bin_path, base.claude_bin_path)) {
+                _cleanup_free_ char *clean = path_clean(c->claude_bin_path);     /* "///bin/x" is /bin/x */
+                if (clean && !startswith(clean, "/usr/") && !startswith(clean, "/opt/") &&
+                    !startswith(clean, "/bin/") && !startswith(clean, "/sbin/"))
+                        abort();        /* an agent binary outside the image's system directories */
+        }
         if (g->enabled != bg->enabled)
                 abort();        /* the gate stays as the operator set it: off, it enforces nothing */
         if ((d->enabled && !bd->enabled) || (c->browser.enabled && !base.browser.enabled))
