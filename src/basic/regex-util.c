@@ -15,14 +15,12 @@ static size_t parse_bound(const char *p, uint64_t *ret_count) {
 
         for (; isdigit((unsigned char) *s); s++, digits = true)
                 m = MIN(m * 10 + (uint64_t) (*s - '0'), (uint64_t) UINT32_MAX);
-        if (!digits)
-                return 0;
-        if (*s == ',') {
+        if (*s == ',') {                /* glibc takes "{,n}" as "{0,n}" */
                 comma = true;
-                for (s++; isdigit((unsigned char) *s); s++)
+                for (s++; isdigit((unsigned char) *s); s++, digits = true)
                         n = MIN(n * 10 + (uint64_t) (*s - '0'), (uint64_t) UINT32_MAX);
         }
-        if (*s != '}')
+        if (!digits || *s != '}')
                 return 0;
         *ret_count = !comma ? m : n > 0 ? MAX(m, n) : m + 1;
         return (size_t) (s - p) + 1;
