@@ -1110,7 +1110,10 @@ static int builder_add_config_envs(PlanBuilder *b, char ***env) {
                 key = strndup(*e, (size_t) (eq - *e));
                 if (!key)
                         return -ENOMEM;
-                if (env_key_in(key, strlen(key), env_owned_by_loop, ELEMENTSOF(env_owned_by_loop))) {
+                /* LOOP_*: what loop tells the root entrypoint and its helpers (LOOP_EGRESS_CA is a file the
+                 * entrypoint copies, as root, into a world-readable bundle); none is the config's to set. */
+                if (env_key_in(key, strlen(key), env_owned_by_loop, ELEMENTSOF(env_owned_by_loop)) ||
+                    startswith(key, "LOOP_")) {
                         r = plan_skip(b->plan, "env %s: set by loop, the configured value is ignored", key);
                         if (r < 0)
                                 return r;

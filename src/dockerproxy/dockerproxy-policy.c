@@ -19,6 +19,7 @@
 #include "json-util.h"
 #include "string-util.h"
 #include "strv.h"
+#include "regex-util.h"
 
 /* ---- the built-in rules ---- */
 
@@ -425,7 +426,7 @@ static int compile_regex(PolicyCompiler *c, regex_t *re, const char *pattern, co
 
         if (isempty(pattern))
                 return policy_compile_fail(c, "%s: empty regex", where);
-        r = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB | REG_ICASE);
+        r = regcomp_bounded(re, pattern, REG_EXTENDED | REG_NOSUB | REG_ICASE);
         if (r != 0) {
                 char buf[256];
                 regerror(r, re, buf, sizeof(buf));

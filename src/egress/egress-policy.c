@@ -10,6 +10,7 @@
 #include "egress-policy.h"
 #include "string-util.h"
 #include "strv.h"
+#include "regex-util.h"
 
 static const char * const egress_decision_table[_EGRESS_DECISION_MAX] = {
         [EGRESS_ALLOW] = "allow",
@@ -454,7 +455,7 @@ static int rule_set_paths(EgressRule *r, json_object *paths, const char *where, 
 
                 if (isempty(s))
                         return compile_error(ret_error, "%s: paths[%zu] is an empty pattern", where, i);
-                if (regcomp(&r->paths[i], s, REG_EXTENDED | REG_NOSUB) != 0)
+                if (regcomp_bounded(&r->paths[i], s, REG_EXTENDED | REG_NOSUB) != 0)
                         return compile_error(ret_error, "%s: paths[%zu] is not a valid extended regular expression", where, i);
                 r->n_paths++;
         }

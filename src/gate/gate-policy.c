@@ -24,6 +24,7 @@
 #include "path-util.h"
 #include "string-util.h"
 #include "strv.h"
+#include "regex-util.h"
 
 #define GATE_STACK_BUF 4096U            /* joined args and resolved paths up to this size stay on the stack */
 
@@ -251,7 +252,7 @@ static int compile_command_rule(PolicyCompiler *c, json_object *o, size_t i, Gat
 
                 if (isempty(s))
                         return policy_compile_fail(c, "%s.args_patterns[%zu]: empty pattern", where, j);
-                r = regcomp(&rule->regexes[j], s, REG_EXTENDED | REG_NOSUB);
+                r = regcomp_bounded(&rule->regexes[j], s, REG_EXTENDED | REG_NOSUB);
                 if (r == REG_ESPACE)
                         return -ENOMEM;
                 if (r != 0) {

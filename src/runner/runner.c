@@ -1347,7 +1347,18 @@ static int runner_prepare(const RunRequest *req, RunContext *ctx) {
                 return log_error_errno(errno, "The work dir %s of channel %s does not exist: %m",
                                        ch->config.work_dir, req->channel);
 
-        r = config_apply_project(&ch->config, ch->config.work_dir, &ctx->config, &problems);
+        /* The project file is the agent's: read it as the agent, so a hard link it planted to a file it
+         * cannot read (a channel file with credentials) is not read by root on its behalf. */
+        {
+                FsIdentity saved = fs_become(&ctx->user);
+                if (!saved.ok)
+                        r = config_problem_add(&problems, true, ch->config.work_dir, NULL,
+                                               "cannot switch to the agent's file system identity to read "
+                                               ".loop/config.json") < 0 ? -ENOMEM : -EPERM;
+                else
+                        r = config_apply_project(&ch->config, ch->config.work_dir, &ctx->config, &problems);
+                fs_restore(saved);
+        }
         for (size_t i = 0; i < problems.n; i++) {
                 _cleanup_free_ char *s = config_problem_to_string(&problems.items[i]);
                 if (problems.items[i].error)

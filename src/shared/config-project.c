@@ -74,17 +74,40 @@ static int resolve_mounts(json_object *mounts, const char *work_dir, json_object
         return 0;
 }
 
-/* Project rules come first, so a project can deny what the operator allowed, and (by design of the
- * upstream merge) approve or allow before the operator's rules; see the README's security notes. */
-static int prepend_rules(json_object *dst, json_object *src, const char *key) {
+/* Project rules come first, as upstream merges them, and the first matching rule decides: a project
+ * "allow" (or "approve") rule there would override the operator's "deny" for what it matches, which
+ * widens the gate. So a project may only add "deny" rules, which cannot widen anything wherever they
+ * stand; its other rules are dropped with a warning. */
+static int prepend_rules(json_object *dst, json_object *src, const char *key, const char *gate,
+                         const char *project_path, ConfigProblems *problems) {
         json_object *p = get(src, key), *g = get(dst, key);
         _cleanup_(json_object_putp) json_object *r = NULL;
 
         if (!p)
                 return 0;
-        r = json_copy(p);
+        r = json_object_new_array();
         if (!r)
                 return -ENOMEM;
+        for (size_t i = 0; i < json_object_array_length(p); i++) {
+                json_object *rule = json_object_array_get_idx(p, i), *e;
+                const char *d = json_object_get_string(get(rule, "decision"));
+
+                if (!streq_ptr(d, "deny")) {
+                        _cleanup_free_ char *k = NULL;
+                        if (asprintf(&k, "gates.%s.%s[%zu]", gate, key, i) < 0 ||
+                            config_problem_add(problems, false, project_path, k,
+                                               "a project config can only add \"deny\" rules (they come before "
+                                               "the operator's, so \"%s\" would widen the gate), ignoring it",
+                                               strna(d)) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                e = json_copy(rule);
+                if (!e || json_object_array_add(r, e) < 0) {
+                        json_object_put(e);
+                        return -ENOMEM;
+                }
+        }
         for (size_t i = 0; g && i < json_object_array_length(g); i++) {
                 json_object *e = json_copy(json_object_array_get_idx(g, i));
                 if (!e || json_object_array_add(r, e) < 0) {
@@ -118,7 +141,7 @@ static int narrow_enabled(json_object *dst, json_object *src, bool base_enabled,
 
 static int apply_gates(json_object *merged, json_object *pgates, const LoopConfig *base,
                        const char *project_path, ConfigProblems *problems) {
-        json_object *gates, *gate, *proxy, *pg = get(pgates, "agentgate"), *pp = get(pgates, "docker_proxy");
+        json_object *gates, *gate, *proxy, *v, *pg = get(pgates, "agentgate"), *pp = get(pgates, "docker_proxy");
         bool gate_on, proxy_on;
         int r;
 
@@ -126,8 +149,17 @@ static int apply_gates(json_object *merged, json_object *pgates, const LoopConfi
         if (!gates || !(gate = child(gates, "agentgate")) || !(proxy = child(gates, "docker_proxy")))
                 return -ENOMEM;
 
-        r = narrow_enabled(gate, pg, base->gates.agentgate.enabled, project_path, "gates.agentgate.enabled",
-                           problems, &gate_on);
+        /* The gate is what enforces the operator's rules: off, the agent may do whatever they deny. A
+         * project keeps the operator's choice (upstream lets it turn the gate off: that widens). */
+        v = get(pg, "enabled");
+        gate_on = base->gates.agentgate.enabled;
+        if (v && json_object_get_boolean(v) != gate_on &&
+            config_problem_add(problems, false, project_path, "gates.agentgate.enabled",
+                               gate_on ? "a project config cannot turn the gate off (it enforces the operator's "
+                                         "rules), ignoring" :
+                                         "a project config cannot enable what the operator disabled, ignoring") < 0)
+                return -ENOMEM;
+        r = json_add(gate, "enabled", json_object_new_boolean(gate_on));
         if (r < 0)
                 return r;
         r = narrow_enabled(proxy, pp, base->gates.docker_proxy.enabled && gate_on, project_path,
@@ -135,11 +167,11 @@ static int apply_gates(json_object *merged, json_object *pgates, const LoopConfi
         if (r < 0)
                 return r;
 
-        if ((r = prepend_rules(gate, pg, "path_rules")) < 0 ||
-            (r = prepend_rules(gate, pg, "command_rules")) < 0 ||
-            (r = prepend_rules(gate, pg, "file_rules")) < 0 ||
-            (r = prepend_rules(proxy, pp, "http_rules")) < 0 ||
-            (r = prepend_rules(proxy, pp, "body_rules")) < 0)
+        if ((r = prepend_rules(gate, pg, "path_rules", "agentgate", project_path, problems)) < 0 ||
+            (r = prepend_rules(gate, pg, "command_rules", "agentgate", project_path, problems)) < 0 ||
+            (r = prepend_rules(gate, pg, "file_rules", "agentgate", project_path, problems)) < 0 ||
+            (r = prepend_rules(proxy, pp, "http_rules", "docker_proxy", project_path, problems)) < 0 ||
+            (r = prepend_rules(proxy, pp, "body_rules", "docker_proxy", project_path, problems)) < 0)
                 return r;
         return 0;
 }
@@ -378,7 +410,10 @@ int config_apply_project(const LoopConfig *base, const char *work_dir, LoopConfi
         if (r < 0) {
                 if (config_problem_add(problems, true, path, NULL, "cannot be read: %s",
                                        r == -ELOOP ? "it is a symbolic link" :
-                                       r == -EFBIG ? "too large" : strerror(-r)) < 0)
+                                       /* O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR */
+                                       r == -ENOTDIR ? ".loop is a symbolic link or not a directory" :
+                                       r == -EFBIG ? "too large" :
+                                       r == -EBADFD ? "not a regular file" : strerror(-r)) < 0)
                         return -ENOMEM;
                 return -EINVAL;
         }

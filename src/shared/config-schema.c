@@ -13,6 +13,7 @@
 #include "log.h"
 #include "parse-util.h"
 #include "protected-paths.h"
+#include "regex-util.h"
 #include "seal.h"
 #include "string-util.h"
 #include "strv.h"
@@ -151,6 +152,8 @@ static const char *check_regex(const char *v) {
 
         if (isempty(v))
                 return "is an empty pattern";
+        if (regex_too_large(v))
+                return "is too large once its repetitions are expanded, or nests too deeply";
         if (regcomp(&re, v, REG_EXTENDED | REG_NOSUB) != 0)
                 return "is not a valid extended regular expression";
         regfree(&re);

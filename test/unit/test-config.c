@@ -311,6 +311,10 @@ static void test_validation(void) {
         refused("{\"gates\": {\"agentgate\": {\"command_rules\": [{\"args_patterns\": [\"(\"], \"decision\": \"deny\"}]}}}",
                 SCOPE_CHANNEL, "gates.agentgate.command_rules[0].args_patterns[0]", "regular expression",
                 "a bad regex is refused");
+        /* 19 bytes that took glibc's regcomp() 8 GB and 12 s to refuse: in a project file, the agent's */
+        refused("{\"gates\": {\"agentgate\": {\"command_rules\": [{\"args_patterns\": [\"(a{1,1000}){1,1000}\"], \"decision\": \"deny\"}]}}}",
+                SCOPE_PROJECT, "gates.agentgate.command_rules[0].args_patterns[0]", "too large",
+                "a regex whose repetitions expand beyond the cap is refused before regcomp()");
         refused("{\"gates\": {\"agentgate\": {\"command_rules\": [{\"commands\": [\"[rm\"], \"decision\": \"deny\"}]}}}",
                 SCOPE_CHANNEL, "gates.agentgate.command_rules[0].commands[0]", "glob", "a bad glob is refused");
         refused("{\"gates\": {\"agentgate\": {\"file_rules\": [{\"paths\": [\"/x\"], \"operations\": [\"frob\"], \"decision\": \"deny\"}]}}}",
@@ -689,6 +693,44 @@ static void test_project_browser(void) {
         config_problems_done(&p);
 }
 
+/* The first matching rule decides and the project's rules come first: a project rule other than "deny"
+ * would override the operator's "deny" (a hole: the agent writes the project file). */
+static void test_project_rules_only_narrow(const LoopConfig *base) {
+        static const char * const decisions[] = { "allow", "approve" };
+
+        for (size_t i = 0; i < ELEMENTSOF(decisions); i++) {
+                _cleanup_(loop_config_done) LoopConfig out = {};
+                _cleanup_free_ char *text = NULL;
+                ConfigProblems p = {};
+                json_object *o;
+
+                if (asprintf(&text, "{\"gates\": {\"agentgate\": {"
+                             " \"path_rules\": [{\"pattern\": \"/run/docker.sock\", \"decision\": \"%1$s\"}],"
+                             " \"command_rules\": [{\"commands\": [\"rm\"], \"decision\": \"%1$s\"}],"
+                             " \"file_rules\": [{\"paths\": [\"/g\"], \"decision\": \"%1$s\"},"
+                             "                 {\"paths\": [\"/q\"], \"decision\": \"deny\"}]},"
+                             " \"docker_proxy\": {\"http_rules\": [{\"paths\": [\"^/\"], \"decision\": \"%1$s\"}],"
+                             " \"body_rules\": [{\"applies_to\": \"POST ^/\", \"decision\": \"%1$s\"}]}}}",
+                             decisions[i]) < 0)
+                        abort();
+                o = json_tokener_parse(text);
+                ok(o && config_apply_project_json(base, o, "/w/.loop/config.json", "/w", &out, &p) == 0,
+                   "a project with %s rules applies", decisions[i]);
+                ok(out.gates.agentgate.n_file_rules == 2 && streq(out.gates.agentgate.file_rules[0].paths[0], "/q") &&
+                   out.gates.agentgate.file_rules[1].decision == DECISION_DENY &&
+                   streq(out.gates.agentgate.file_rules[1].paths[0], "/g"),
+                   "a project %s file rule cannot override the operator's deny; its deny rule is kept first", decisions[i]);
+                ok(out.gates.agentgate.n_path_rules == 0 && out.gates.agentgate.n_command_rules == 0 &&
+                   out.gates.docker_proxy.n_http_rules == 0 && out.gates.docker_proxy.n_body_rules == 0,
+                   "a project's %s path, command, http and body rules are dropped", decisions[i]);
+                ok(has_problem(&p, false, "gates.agentgate.file_rules[0]", "only add \"deny\" rules") &&
+                   has_problem(&p, false, "gates.docker_proxy.body_rules[0]", "only add \"deny\" rules"),
+                   "...each with a warning naming the rule (%s)", decisions[i]);
+                json_object_put(o);
+                config_problems_done(&p);
+        }
+}
+
 static void test_project(void) {
         _cleanup_(loop_config_done) LoopConfig base = {}, out = {}, out2 = {}, out3 = {};
         ConfigProblems p = {};
@@ -704,7 +746,7 @@ static void test_project(void) {
                 " \"mounts\": [\"./data:/data\", \"vol:/v\", \"~/.x:/x\"], \"envs\": {\"B\": \"p\", \"C\": \"p\"},"
                 " \"mcp\": {\"servers\": {\"two\": {\"command\": \"p2\"}}}, \"container_image\": \"proj:1\","
                 " \"gates\": {\"default_decision\": \"allow\", \"audit\": {\"verbose\": true},"
-                "   \"agentgate\": {\"file_rules\": [{\"paths\": [\"/p\"], \"decision\": \"approve\"}]}}}";
+                "   \"agentgate\": {\"file_rules\": [{\"paths\": [\"/p\"], \"decision\": \"deny\"}]}}}";
 
         ok(load_json(global, &base) == 0, "setup: the base config loads");
         o = json_tokener_parse(project);
@@ -731,17 +773,31 @@ static void test_project(void) {
         o = json_tokener_parse("{\"anthropic_api_key\": \"sk-p\", \"gates\": {\"agentgate\": {\"enabled\": false}}}");
         ok(config_apply_project_json(&out, o, "p", "/w", &out2, &p) == 0, "a second project config applies");
         ok(!out2.claude_code_oauth_token && streq(out2.anthropic_api_key, "sk-p"), "setting the API key clears the OAuth token");
-        ok(!out2.gates.agentgate.enabled && !out2.gates.docker_proxy.enabled,
-           "turning the gate off in a project also turns the docker proxy off");
+        /* Off, the gate enforces nothing: the agent would do whatever the operator's rules deny. */
+        ok(out2.gates.agentgate.enabled && out2.gates.docker_proxy.enabled,
+           "a project cannot turn the gate off (nor, with it, the docker proxy)");
+        ok(has_problem(&p, false, "gates.agentgate.enabled", "cannot turn the gate off"), "...and is told so");
         json_object_put(o);
         config_problems_done(&p);
 
-        o = json_tokener_parse("{\"gates\": {\"agentgate\": {\"enabled\": true}, \"docker_proxy\": {\"enabled\": true}}}");
-        ok(config_apply_project_json(&out2, o, "p", "/w", &out3, &p) == 0 && !out3.gates.agentgate.enabled &&
-           !out3.gates.docker_proxy.enabled, "a project cannot turn a disabled gate back on");
-        ok(has_problem(&p, false, "gates.agentgate.enabled", "cannot enable"), "...and is told so");
-        json_object_put(o);
-        config_problems_done(&p);
+        {
+                _cleanup_(loop_config_done) LoopConfig no_proxy = {}, off = {};
+                o = json_tokener_parse("{\"gates\": {\"docker_proxy\": {\"enabled\": false}}}");
+                ok(config_apply_project_json(&out, o, "p", "/w", &no_proxy, &p) == 0 &&
+                   no_proxy.gates.agentgate.enabled && !no_proxy.gates.docker_proxy.enabled && p.n == 0,
+                   "a project may turn the docker proxy off (the agent then has no Docker API)");
+                json_object_put(o);
+                config_problems_done(&p);
+
+                ok(load_json("{\"gates\": {\"agentgate\": {\"enabled\": false}}}", &off) == 0,
+                   "setup: an operator's config with the gate off");
+                o = json_tokener_parse("{\"gates\": {\"agentgate\": {\"enabled\": true}, \"docker_proxy\": {\"enabled\": true}}}");
+                ok(config_apply_project_json(&off, o, "p", "/w", &out3, &p) == 0 && !out3.gates.agentgate.enabled &&
+                   !out3.gates.docker_proxy.enabled, "a project cannot turn a disabled gate back on");
+                ok(has_problem(&p, false, "gates.agentgate.enabled", "cannot enable"), "...and is told so");
+                json_object_put(o);
+                config_problems_done(&p);
+        }
 
         {
                 _cleanup_(loop_config_done) LoopConfig bad = {};
@@ -751,6 +807,8 @@ static void test_project(void) {
                 json_object_put(o);
                 config_problems_done(&p);
         }
+
+        test_project_rules_only_narrow(&base);
 
         /* From the file system. */
         reset_tree();
@@ -782,6 +840,31 @@ static void test_project(void) {
                 ok(config_apply_project(&base, tmpdir, &e, &p) == -EINVAL && has_problem(&p, true, NULL, "invalid JSON"),
                    "an unparsable project file is an error");
                 config_problems_done(&p);
+                (void) unlink(p1);
+                ok(mkfifo(p1, 0644) == 0, "setup: the project file is a FIFO");
+                ok(config_apply_project(&base, tmpdir, &e, &p) == -EINVAL &&
+                   has_problem(&p, true, NULL, "not a regular file"),
+                   "a FIFO as the project file is refused at once, not waited on");
+                config_problems_done(&p);
+                (void) unlink(p1);
+                ok(symlink("/dev/zero", p1) == 0, "setup: the project file is a symlink to /dev/zero");
+                ok(config_apply_project(&base, tmpdir, &e, &p) == -EINVAL && has_problem(&p, true, NULL, "symbolic link"),
+                   "a project file pointing at /dev/zero is refused, not read");
+                config_problems_done(&p);
+                (void) unlink(p1);
+                {
+                        char l1[4200], l2[4200];
+                        snprintf(l1, sizeof l1, "%s/.loop", tmpdir);
+                        snprintf(l2, sizeof l2, "%s/.loop-real", tmpdir);
+                        ok(rename(l1, l2) == 0 && symlink(l2, l1) == 0, "setup: .loop is a symlink to a directory");
+                        write_file(".loop-real/config.json", "{\"claude_model\": \"via-link\"}", 0644);
+                        ok(config_apply_project(&base, tmpdir, &e, &p) == -EINVAL &&
+                           has_problem(&p, true, NULL, ".loop is a symbolic link"),
+                           "a symlinked .loop directory is refused");
+                        config_problems_done(&p);
+                        (void) unlink(l1);
+                        (void) rename(l2, l1);
+                }
         }
         reset_tree();
 }
