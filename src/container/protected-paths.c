@@ -334,8 +334,10 @@ static int git_pointer_read(const char *file, const char *prefix, const char *ba
  * as the kernel would once those directories exist: the name a dangling link (.git/hooks -> ../.githooks
  * with no .githooks yet) will lead to when the agent creates it. The existing part is physical, as
  * realpath() spells it, so a target that exists comes out as realpath()'s. -ENOTDIR when something other
- * than a directory stands on the way, -ENAMETOOLONG beyond PATH_MAX. path is absolute and clean. */
-static int link_walk(const char *path, char **ret) {
+ * than a directory stands on the way, -ENAMETOOLONG beyond PATH_MAX. path is absolute and clean. The
+ * links followed after path itself go to *ret_links (physical paths; may be NULL): the host's tools walk
+ * them again, so one pointed elsewhere would lead them elsewhere. */
+static int link_walk(const char *path, char **ret, char ***ret_links) {
         _cleanup_free_ char *parent = NULL, *real = NULL, *rest = NULL;
         char cur[PATH_MAX + 1];
         size_t n, exist;                /* cur[0..n) is the walk so far ("" for /), cur[0..exist) exists */
@@ -403,6 +405,8 @@ static int link_walk(const char *path, char **ret) {
                 }
                 if (++hops > PROTECTED_LINK_HOPS_MAX)
                         return -ELOOP;
+                if (ret_links && !strv_contains(*ret_links, cur) && strv_extend(ret_links, cur) < 0)
+                        return -ENOMEM;
                 if ((r = readlinkat_malloc(AT_FDCWD, cur, &link)) < 0)
                         return r;
                 if (link[0] == '/')
@@ -419,23 +423,40 @@ static int link_walk(const char *path, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* p (physical) spelt below root as root is spelt (root may itself lie below a symlink, /var/tmp on some
+ * hosts): what the container's mounts and the lists name. Outside root it stays as it is. */
+static int spell_below_root(const char *root, const char *real_root, char **p) {
+        char *v;
+
+        if (!path_is_inside(*p, real_root))
+                return 0;
+        if (!(v = path_join_clean(root, *p + strlen(real_root))))
+                return -ENOMEM;
+        free(*p);
+        *p = v;
+        return 0;
+}
+
 /* Where the symbolic link path leads (link_walk(): every link followed, a missing rest joined lexically),
- * spelt below root as root is spelt (root may itself lie below a symlink, /var/tmp on some hosts): what
- * the container's mounts and the lists name. Outside root it is the resolved path. */
-static int link_resolve(const char *root, const char *path, char **ret) {
+ * and the links on the way (may be NULL), spelt below root as root is spelt. */
+static int link_resolve(const char *root, const char *path, char **ret, char ***ret_links) {
         _cleanup_free_ char *target = NULL, *real_root = NULL;
+        _cleanup_strv_free_ char **links = NULL;
         int r;
 
         *ret = NULL;
-        if ((r = link_walk(path, &target)) < 0)
+        if ((r = link_walk(path, &target, ret_links ? &links : NULL)) < 0)
                 return r;
         if (!(real_root = realpath(root, NULL)))
                 return -errno;
-        if (path_is_inside(target, real_root)) {
-                *ret = path_join_clean(root, target + strlen(real_root));
-                return *ret ? 0 : -ENOMEM;
-        }
+        if ((r = spell_below_root(root, real_root, &target)) < 0)
+                return r;
+        for (size_t i = 0; links && links[i]; i++)
+                if ((r = spell_below_root(root, real_root, &links[i])) < 0)
+                        return r;
         *ret = TAKE_PTR(target);
+        if (ret_links)
+                *ret_links = TAKE_PTR(links);
         return 0;
 }
 
@@ -561,7 +582,7 @@ int protected_paths_git(const char *work_dir, const char *root, char ***ret) {
                 if ((r = list_add_inside(&l, root, work_dir, ".git")) < 0)
                         return r;
                 if (stat(dot_git, &target) >= 0 && S_ISDIR(target.st_mode)) {
-                        if ((r = link_resolve(root, dot_git, &git_dir)) < 0)
+                        if ((r = link_resolve(root, dot_git, &git_dir, NULL)) < 0)
                                 return r;
                 } else if (stat(dot_git, &target) >= 0 && S_ISREG(target.st_mode) &&
                            (r = git_pointer_read(dot_git, "gitdir: ", work_dir, &git_dir)) < 0)
@@ -597,7 +618,7 @@ int protected_paths_git(const char *work_dir, const char *root, char ***ret) {
 }
 
 int protected_path_link_target(const char *root, const char *path, char **ret) {
-        return link_resolve(root, path, ret);
+        return link_resolve(root, path, ret, NULL);
 }
 
 /* A guarded path that is a symbolic link (.git/hooks -> ../.githooks, .envrc -> scripts/env.sh, as a
@@ -608,19 +629,20 @@ int protected_path_link_target(const char *root, const char *path, char **ret) {
  * protected path. A link to the root itself or above it (.git/hooks -> ..) would make the whole tree the
  * hooks dir: -ELOOP; so is a loop of links (more than the kernel follows: fail closed rather than guess),
  * and a target that cannot be worked out (a file where a directory belongs: -ENOTDIR) stops the run too.
- * A target outside the root is not in the container (the link itself stays guarded by the tripwire). */
+ * A target outside the root is not in the container (the link itself stays guarded by the tripwire). The
+ * links followed on the way that lie in the root are guarded too, as links. */
 static int guarded_add_link_targets(const char *root, char ***l) {
         size_t n = strv_length(*l);
 
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *target = NULL;
+                _cleanup_strv_free_ char **links = NULL;
                 struct stat st;
-
                 int r;
 
                 if (lstat((*l)[i], &st) < 0 || !S_ISLNK(st.st_mode))
                         continue;
-                r = link_resolve(root, (*l)[i], &target);
+                r = link_resolve(root, (*l)[i], &target, &links);
                 if (r == -ENOMEM)
                         return r;
                 if (r == -ELOOP)
@@ -632,6 +654,12 @@ static int guarded_add_link_targets(const char *root, char ***l) {
                 if (path_is_inside(root, target))
                         return log_error_errno(ELOOP, "The protected path %s is a symbolic link to %s, which contains "
                                                "the whole mounted tree %s: not running.", (*l)[i], target, root);
+                /* The links on the way in the tree (.claude -> chain -> settings/claude): kept as links,
+                 * so that none can be pointed elsewhere for the host's tools to follow. */
+                STRV_FOREACH(k, links)
+                        if (path_is_inside(*k, root) && !streq(*k, root) && !strv_contains(*l, *k) &&
+                            strv_extend(l, *k) < 0)
+                                return -ENOMEM;
                 if (!path_is_inside(target, root) || strv_contains(*l, target))
                         continue;
                 if (strv_consume(l, TAKE_PTR(target)) < 0)

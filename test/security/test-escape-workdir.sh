@@ -139,12 +139,13 @@ for eng in podman docker; do
                 ok $? "$eng/$mode: the human's git status and git commit on the host run none of the agent's code"
                 rm -f "$PWNED"
 
-                # The rest of git's control surface: existing files are read-only, missing ones stay missing;
-                # last, the target of the dangling .git/hooks -> ../.githooks: made by the agent, the
-                # human's next commit would run its hook.
+                # The rest of git's control surface: existing files are read-only, missing ones stay missing.
+                # With the gate on, in the same run, the target of the dangling .git/hooks -> ../.githooks
+                # (made by the agent, the human's next commit would run its hook); without it the tripwire
+                # kills the run that makes it, output and all, so that attempt has a run of its own.
+                githooks="$(payload "$W") && mkdir -p $W/.githooks && cp $W/evil.sh $W/.githooks/pre-commit; echo rc=\$?; sleep 5; echo survived"
                 run "$mode" "scenario:sh echo x >>$W/.git/modules/sub/config; echo rc=\$?; echo x >$W/.git/modules/sub/hooks/post-checkout; echo rc=\$?;
-                        echo x >>$W/.git/info/exclude; echo rc=\$?; echo x >>$W/.vscode/settings.json; echo rc=\$?; echo done;
-                        $(payload "$W") && mkdir -p $W/.githooks && cp $W/evil.sh $W/.githooks/pre-commit; echo rc=\$?; sleep 5; echo survived"
+                        echo x >>$W/.git/info/exclude; echo rc=\$?; echo x >>$W/.vscode/settings.json; echo rc=\$?; echo done$([ "$mode" = gated ] && echo "; $githooks")"
                 like "$(tr '\n' ' ' <<<"$out")" "rc=[1-9].*rc=[1-9].*rc=[1-9].*rc=[1-9].*done" \
                         "$eng/$mode: a module's config and hooks, .git/info and .vscode/settings.json cannot be written" ||
                         diag "$(tr '\n' ' ' <<<"$out") $err"
@@ -154,9 +155,10 @@ for eng in podman docker; do
                                 "$eng/$mode: creating .githooks, the target of a dangling .git/hooks, is refused by the gate" ||
                                 diag "$(tr '\n' ' ' <<<"$out") $err"
                 else
+                        run "$mode" "scenario:sh $githooks"
                         unlike "$out" "survived" "$eng/$mode: creating .githooks, the target of a dangling .git/hooks, kills the run (tripwire)" ||
                                 diag "$(tr '\n' ' ' <<<"$out") $err"
-                        like "$err" "protected path $W/\\.githooks.* changed" "$eng/$mode: ...naming .githooks"
+                        like "$err" "protected path $W/\\.githooks changed" "$eng/$mode: ...naming .githooks"
                 fi
                 host_git -C "$W" -c user.name=human -c user.email=h@example.org commit -q --allow-empty -m human >/dev/null 2>&1
                 [ ! -e "$W/.githooks/pre-commit" ] && [ ! -e "$PWNED" ]
