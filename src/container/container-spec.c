@@ -962,8 +962,20 @@ static int builder_add_protected_paths(PlanBuilder *b) {
                                 continue;
                         }
                         if (S_ISLNK(st.st_mode)) {
-                                r = plan_skip(b->plan, "%s path %s is a symbolic link: not %s", k == 0 ? "protected" : "masked",
-                                              path, k == 0 ? "read-only" : "masked");
+                                _cleanup_free_ char *target = NULL;
+
+                                /* What it leads to is guarded in the tree (protected_paths_guarded()); say
+                                 * where that is, and when it is not in the container at all. */
+                                if (k == 0 && protected_path_link_target(root, path, &target) == -ENOMEM)
+                                        return -ENOMEM;
+                                if (target && !path_is_inside(target, root))
+                                        r = plan_skip(b->plan, "protected path %s is a symbolic link to %s, outside the "
+                                                      "mounted tree %s: not read-only, and its target is not in the "
+                                                      "container", path, target, root);
+                                else
+                                        r = plan_skip(b->plan, "%s path %s is a symbolic link: not %s%s%s", k == 0 ? "protected" : "masked",
+                                                      path, k == 0 ? "read-only" : "masked", target ? "; protected instead: " : "",
+                                                      strempty(target));
                                 if (r < 0)
                                         return r;
                                 continue;

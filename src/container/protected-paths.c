@@ -6,6 +6,7 @@
 
 #include "config-build.h"
 #include "dirent-util.h"
+#include "fs-util.h"
 #include "gate-policy.h"
 #include "path-util.h"
 #include "io-util.h"
@@ -82,6 +83,7 @@ static const struct {
 #define PROTECTED_GIT_POINTER_MAX 4096U   /* a .git file or a commondir: one path */
 #define PROTECTED_GIT_DIRS_MAX 256U       /* modules and worktrees walked in one repository */
 #define PROTECTED_GIT_DEPTH_MAX 8U        /* nesting of module names (a/b/c) and modules of modules */
+#define PROTECTED_LINK_HOPS_MAX 40U       /* links followed on one walk: the kernel's MAXSYMLINKS */
 
 static bool path_has_dotdot_or_dot(const char *p) {
         for (const char *s = p; *s;) {
@@ -326,21 +328,135 @@ static int git_pointer_read(const char *file, const char *prefix, const char *ba
         return 0;
 }
 
-/* Where the symbolic link path ends up, every link resolved, spelt below root as root is spelt (root may
- * itself lie below a symlink, /var/tmp on some hosts): what the container's mounts and the lists name.
- * Outside root it is the resolved path. NULL in *ret when it does not resolve (dangling). */
-static int link_resolve(const char *root, const char *path, char **ret) {
-        _cleanup_free_ char *target = realpath(path, NULL), *real_root = NULL;
+/* Where the symbolic link path leads, walked as the kernel walks a name: each link on the way followed
+ * (PROTECTED_LINK_HOPS_MAX of them at most, a loop included: -ELOOP), ".." of an existing directory its
+ * real parent. From the first missing component on the rest is joined lexically, a ".." there taken back
+ * as the kernel would once those directories exist: the name a dangling link (.git/hooks -> ../.githooks
+ * with no .githooks yet) will lead to when the agent creates it. The existing part is physical, as
+ * realpath() spells it, so a target that exists comes out as realpath()'s. -ENOTDIR when something other
+ * than a directory stands on the way, -ENAMETOOLONG beyond PATH_MAX. path is absolute and clean. The
+ * links followed after path itself go to *ret_links (physical paths; may be NULL): the host's tools walk
+ * them again, so one pointed elsewhere would lead them elsewhere. */
+static int link_walk(const char *path, char **ret, char ***ret_links) {
+        _cleanup_free_ char *parent = NULL, *real = NULL, *rest = NULL;
+        char cur[PATH_MAX + 1];
+        size_t n, exist;                /* cur[0..n) is the walk so far ("" for /), cur[0..exist) exists */
+        unsigned hops = 1;
+        const char *s;
+        int r;
+
+        if (!(parent = strndup(path, (size_t) (strrchr(path, '/') - path))))
+                return -ENOMEM;
+        if (!(real = realpath(isempty(parent) ? "/" : parent, NULL)))
+                return -errno;
+        if ((r = readlinkat_malloc(AT_FDCWD, path, &rest)) < 0)
+                return r;
+        n = exist = streq(real, "/") ? 0 : strlen(real);
+        if (n > PATH_MAX)
+                return -ENAMETOOLONG;
+        memcpy(cur, real, n);
+        if (rest[0] == '/')
+                n = exist = 0;
+
+        for (s = rest; *s;) {
+                _cleanup_free_ char *link = NULL, *next = NULL;
+                size_t l;
+                struct stat st;
+
+                if (*s == '/') {
+                        s++;
+                        continue;
+                }
+                l = strcspn(s, "/");
+                if (l == 1 && s[0] == '.') {
+                        s += l;
+                        continue;
+                }
+                if (l == 2 && s[0] == '.' && s[1] == '.') {
+                        /* Above an existing directory its real parent (cur is physical there); in the
+                         * missing part the directory that will hold it. */
+                        while (n > 0 && cur[n - 1] != '/')
+                                n--;
+                        if (n > 0)
+                                n--;
+                        exist = MIN(exist, n);
+                        s += l;
+                        continue;
+                }
+                if (n + 1 + l > PATH_MAX)
+                        return -ENAMETOOLONG;
+                cur[n] = '/';
+                memcpy(cur + n + 1, s, l);
+                cur[n + 1 + l] = 0;
+                s += l;
+                if (exist < n) {                /* below a missing directory: nothing there yet */
+                        n += 1 + l;
+                        continue;
+                }
+                if (lstat(cur, &st) < 0) {
+                        if (errno != ENOENT)
+                                return -errno;
+                        n += 1 + l;             /* the first missing component */
+                        continue;
+                }
+                if (!S_ISLNK(st.st_mode)) {
+                        n = exist = n + 1 + l;
+                        continue;
+                }
+                if (++hops > PROTECTED_LINK_HOPS_MAX)
+                        return -ELOOP;
+                if (ret_links && !strv_contains(*ret_links, cur) && strv_extend(ret_links, cur) < 0)
+                        return -ENOMEM;
+                if ((r = readlinkat_malloc(AT_FDCWD, cur, &link)) < 0)
+                        return r;
+                if (link[0] == '/')
+                        n = exist = 0;
+                if (asprintf(&next, "%s/%s", link, s) < 0)
+                        return -ENOMEM;
+                free(rest);
+                s = rest = TAKE_PTR(next);
+        }
+        if (n == 0)
+                cur[n++] = '/';
+        cur[n] = 0;
+        *ret = strdup(cur);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* p (physical) spelt below root as root is spelt (root may itself lie below a symlink, /var/tmp on some
+ * hosts): what the container's mounts and the lists name. Outside root it stays as it is. */
+static int spell_below_root(const char *root, const char *real_root, char **p) {
+        char *v;
+
+        if (!path_is_inside(*p, real_root))
+                return 0;
+        if (!(v = path_join_clean(root, *p + strlen(real_root))))
+                return -ENOMEM;
+        free(*p);
+        *p = v;
+        return 0;
+}
+
+/* Where the symbolic link path leads (link_walk(): every link followed, a missing rest joined lexically),
+ * and the links on the way (may be NULL), spelt below root as root is spelt. */
+static int link_resolve(const char *root, const char *path, char **ret, char ***ret_links) {
+        _cleanup_free_ char *target = NULL, *real_root = NULL;
+        _cleanup_strv_free_ char **links = NULL;
+        int r;
 
         *ret = NULL;
-        if (!target)
-                return errno == ENOMEM ? -ENOMEM : 0;
-        real_root = realpath(root, NULL);
-        if (real_root && path_is_inside(target, real_root)) {
-                *ret = path_join_clean(root, target + strlen(real_root));
-                return *ret ? 0 : -ENOMEM;
-        }
+        if ((r = link_walk(path, &target, ret_links ? &links : NULL)) < 0)
+                return r;
+        if (!(real_root = realpath(root, NULL)))
+                return -errno;
+        if ((r = spell_below_root(root, real_root, &target)) < 0)
+                return r;
+        for (size_t i = 0; links && links[i]; i++)
+                if ((r = spell_below_root(root, real_root, &links[i])) < 0)
+                        return r;
         *ret = TAKE_PTR(target);
+        if (ret_links)
+                *ret_links = TAKE_PTR(links);
         return 0;
 }
 
@@ -466,7 +582,7 @@ int protected_paths_git(const char *work_dir, const char *root, char ***ret) {
                 if ((r = list_add_inside(&l, root, work_dir, ".git")) < 0)
                         return r;
                 if (stat(dot_git, &target) >= 0 && S_ISDIR(target.st_mode)) {
-                        if ((r = link_resolve(root, dot_git, &git_dir)) < 0)
+                        if ((r = link_resolve(root, dot_git, &git_dir, NULL)) < 0)
                                 return r;
                 } else if (stat(dot_git, &target) >= 0 && S_ISREG(target.st_mode) &&
                            (r = git_pointer_read(dot_git, "gitdir: ", work_dir, &git_dir)) < 0)
@@ -501,29 +617,49 @@ int protected_paths_git(const char *work_dir, const char *root, char ***ret) {
         return 0;
 }
 
+int protected_path_link_target(const char *root, const char *path, char **ret) {
+        return link_resolve(root, path, ret, NULL);
+}
+
 /* A guarded path that is a symbolic link (.git/hooks -> ../.githooks, .envrc -> scripts/env.sh, as a
  * repository may carry them) is not mounted over (the engine would follow it on its own), but the host's
  * tools follow it: what it points at is guarded too, resolved once here, when it lies in the mount root.
- * A link to the root itself or above it (.git/hooks -> ..) would make the whole tree the hooks dir: -ELOOP.
- * A target outside the root is not in the container (the link itself stays guarded by the tripwire). */
+ * A dangling link's target is guarded in the form link_walk() gives it, the name the agent would have to
+ * create: missing, it is the tripwire's to keep missing and the gate's to refuse, like any missing
+ * protected path. A link to the root itself or above it (.git/hooks -> ..) would make the whole tree the
+ * hooks dir: -ELOOP; so is a loop of links (more than the kernel follows: fail closed rather than guess),
+ * and a target that cannot be worked out (a file where a directory belongs: -ENOTDIR) stops the run too.
+ * A target outside the root is not in the container (the link itself stays guarded by the tripwire). The
+ * links followed on the way that lie in the root are guarded too, as links. */
 static int guarded_add_link_targets(const char *root, char ***l) {
         size_t n = strv_length(*l);
 
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *target = NULL;
+                _cleanup_strv_free_ char **links = NULL;
                 struct stat st;
-
                 int r;
 
                 if (lstat((*l)[i], &st) < 0 || !S_ISLNK(st.st_mode))
                         continue;
-                if ((r = link_resolve(root, (*l)[i], &target)) < 0)
+                r = link_resolve(root, (*l)[i], &target, &links);
+                if (r == -ENOMEM)
                         return r;
-                if (!target)
-                        continue;       /* dangling: nothing there to write */
+                if (r == -ELOOP)
+                        return log_error_errno(r, "The protected path %s is a symbolic link that leads through more than "
+                                               "%u links (a loop?): not running.", (*l)[i], PROTECTED_LINK_HOPS_MAX);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot tell where the protected path %s, a symbolic link, leads: %m; "
+                                               "not running.", (*l)[i]);
                 if (path_is_inside(root, target))
                         return log_error_errno(ELOOP, "The protected path %s is a symbolic link to %s, which contains "
                                                "the whole mounted tree %s: not running.", (*l)[i], target, root);
+                /* The links on the way in the tree (.claude -> chain -> settings/claude): kept as links,
+                 * so that none can be pointed elsewhere for the host's tools to follow. */
+                STRV_FOREACH(k, links)
+                        if (path_is_inside(*k, root) && !streq(*k, root) && !strv_contains(*l, *k) &&
+                            strv_extend(l, *k) < 0)
+                                return -ENOMEM;
                 if (!path_is_inside(target, root) || strv_contains(*l, target))
                         continue;
                 if (strv_consume(l, TAKE_PTR(target)) < 0)

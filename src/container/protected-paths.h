@@ -38,6 +38,12 @@ int protected_paths_git(const char *work_dir, const char *root, char ***ret);
  * surface (protected_paths_git()), minus unmask_paths. *ret_root is the mount root they lie in. */
 int protected_paths_guarded(const LoopConfig *c, char **ret_root, char ***ret);
 
+/* Where the guarded symbolic link path leads, as protected_paths_guarded() decides it: every link on the
+ * way followed as the kernel would (-ELOOP beyond its 40), a missing rest (a dangling link) joined
+ * lexically, ".." there included; spelt below root as root is spelt when it lies there, else the resolved
+ * path. For messages: the decision is protected_paths_guarded()'s. */
+int protected_path_link_target(const char *root, const char *path, char **ret);
+
 /* The reference's credential files at any depth of work_dir (.env, .env.*, .envrc, .npmrc, .netrc,
  * .pgpass, .pypirc files; .aws, .kube directories), as absolute paths, found by a walk that skips .git and
  * symbolic links, goes PROTECTED_SECRETS_DEPTH_MAX deep and looks at PROTECTED_SECRETS_WALK_MAX entries:

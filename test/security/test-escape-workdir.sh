@@ -113,6 +113,9 @@ for eng in podman docker; do
 
         for mode in gated ungated; do
                 make_trees || bail_out "cannot make the test repositories"
+                # .git/hooks a symlink to a .githooks nobody has made yet (dangling): what it will lead
+                # to is guarded as a missing protected path (tried in the control-surface run below).
+                rm -rf "$W/.git/hooks" && ln -s ../.githooks "$W/.git/hooks" && chown -h "$UID_T:$GID_T" "$W/.git/hooks"
 
                 # The issue's attack: a copy of the repository in the tree with core.fsmonitor and a
                 # pre-commit hook, and .git/commondir pointing at it; .git/config and .git/hooks untouched.
@@ -137,12 +140,31 @@ for eng in podman docker; do
                 rm -f "$PWNED"
 
                 # The rest of git's control surface: existing files are read-only, missing ones stay missing.
+                # With the gate on, in the same run, the target of the dangling .git/hooks -> ../.githooks
+                # (made by the agent, the human's next commit would run its hook); without it the tripwire
+                # kills the run that makes it, output and all, so that attempt has a run of its own.
+                githooks="$(payload "$W") && mkdir -p $W/.githooks && cp $W/evil.sh $W/.githooks/pre-commit; echo rc=\$?; sleep 5; echo survived"
                 run "$mode" "scenario:sh echo x >>$W/.git/modules/sub/config; echo rc=\$?; echo x >$W/.git/modules/sub/hooks/post-checkout; echo rc=\$?;
-                        echo x >>$W/.git/info/exclude; echo rc=\$?; echo x >>$W/.vscode/settings.json; echo rc=\$?; echo done"
+                        echo x >>$W/.git/info/exclude; echo rc=\$?; echo x >>$W/.vscode/settings.json; echo rc=\$?; echo done$([ "$mode" = gated ] && echo "; $githooks")"
                 like "$(tr '\n' ' ' <<<"$out")" "rc=[1-9].*rc=[1-9].*rc=[1-9].*rc=[1-9].*done" \
                         "$eng/$mode: a module's config and hooks, .git/info and .vscode/settings.json cannot be written" ||
                         diag "$(tr '\n' ' ' <<<"$out") $err"
                 is "$(cat "$W/.git/modules/sub/config")" "$(printf '[core]\n\tbare = false')" "$eng/$mode: ...the module's config is unchanged"
+                if [ "$mode" = gated ]; then
+                        like "$(tr '\n' ' ' <<<"$out")" "done.*rc=[1-9].*survived" \
+                                "$eng/$mode: creating .githooks, the target of a dangling .git/hooks, is refused by the gate" ||
+                                diag "$(tr '\n' ' ' <<<"$out") $err"
+                else
+                        run "$mode" "scenario:sh $githooks"
+                        unlike "$out" "survived" "$eng/$mode: creating .githooks, the target of a dangling .git/hooks, kills the run (tripwire)" ||
+                                diag "$(tr '\n' ' ' <<<"$out") $err"
+                        like "$err" "protected path $W/\\.githooks changed" "$eng/$mode: ...naming .githooks"
+                fi
+                host_git -C "$W" -c user.name=human -c user.email=h@example.org commit -q --allow-empty -m human >/dev/null 2>&1
+                [ ! -e "$W/.githooks/pre-commit" ] && [ ! -e "$PWNED" ]
+                ok $? "$eng/$mode: ...there is no .githooks/pre-commit on the host and the human's git commit runs nothing" ||
+                        diag "$(ls -la "$W/.githooks" 2>&1)"
+                rm -f "$PWNED"
                 for f in ".git/objects/info/alternates" ".git/config.worktree" ".envrc"; do
                         run "$mode" "scenario:sh echo /tmp >$W/$f; echo rc=\$?; sleep 5; echo survived"
                         [ ! -e "$W/$f" ]
@@ -183,9 +205,9 @@ for eng in podman docker; do
                 ok $? "$eng/$mode: ...and the human's git status in the worktree runs nothing"
                 rm -f "$PWNED"
 
-                # A repository whose .git/hooks is a symlink into the tree (a tracked .githooks): the
-                # host's git follows it, so what it points at is protected as .git/hooks is.
-                mv "$W/.git/hooks" "$W/.githooks" && ln -s ../.githooks "$W/.git/hooks" && chown -h "$UID_T:$GID_T" "$W/.git/hooks"
+                # A repository whose .git/hooks is a symlink into the tree (a tracked .githooks, there
+                # now): the host's git follows it, so what it points at is protected as .git/hooks is.
+                rm -rf "$W/.githooks" && mkdir "$W/.githooks" && chown "$UID_T:$GID_T" "$W/.githooks"
                 run "$mode" "scenario:sh $(payload "$W") && cp $W/evil.sh $W/.githooks/pre-commit; echo rc=\$?; echo done"
                 like "$(tr '\n' ' ' <<<"$out")" "rc=[1-9].*done" \
                         "$eng/$mode: no hook can be planted through a .git/hooks that is a symlink into the tree" || diag "$out $err"

@@ -1227,6 +1227,8 @@ static void test_plan_protection(void) {
         write_file(tpath("work/.aws/credentials"), "x\n");
         write_file(tpath("work/src/main.c"), "int main;\n");
         ok(symlink("/etc", link) == 0, "setup: a protected path that is a symbolic link");
+        ok(symlink("/nonexistent-loop-test/codex", tpath("work/.codex")) == 0,
+           "setup: a protected path that is a dangling symbolic link out of the tree");
 
         ok(load_config(&c, "%s", "") == 0, "a plain config loads");
         ContainerInput in = input(&c);
@@ -1245,6 +1247,10 @@ static void test_plan_protection(void) {
         snprintf(bind, sizeof bind, "%s/.claude:%s/.claude:ro", work, work);
         ok(p && !has_bind(p, bind), "a protected path that does not exist is not bound (the engine would create it)");
         ok(skipped_has(p, ".idea", "symbolic link"), "a protected path that is a symbolic link is skipped with a notice");
+        ok(skipped_has(p, ".idea", "to /etc, outside the mounted tree") && skipped_has(p, ".idea", "not in the container"),
+           "...which says its target outside the mounted tree is not in the container");
+        ok(skipped_has(p, ".codex", "to /nonexistent-loop-test/codex, outside") && skipped_has(p, ".codex", "not in the container"),
+           "...also for a dangling link out of the tree");
         {
                 int i, w;
                 snprintf(bind, sizeof bind, "/dev/null:%s/.env:ro", work);

@@ -13,6 +13,7 @@
 #include "io-util.h"
 #include "json-util.h"
 #include "macro.h"
+#include "path-util.h"
 #include "protected-paths.h"
 #include "strv.h"
 #include "tap.h"
@@ -377,9 +378,74 @@ static void test_link_targets(void) {
                 diag("cannot remove the test tree");
 }
 
+static void link_at(const char *dir, const char *rel, const char *target) {
+        _cleanup_free_ char *p = NULL;
+
+        assert_se(asprintf(&p, "%s/%s", dir, rel) >= 0);
+        (void) unlink(p);
+        assert_se(symlink(target, p) == 0);
+}
+
+/* A guarded symlink whose target does not exist yet (.git/hooks -> ../.githooks before anyone made
+ * .githooks): the name it will lead to, walked as the kernel walks it, is guarded like a missing protected
+ * path, so that the agent cannot create it; what cannot be worked out, or contains the tree, stops the
+ * run. */
+static void test_dangling_links(void) {
+        char tmpl[] = "/tmp/test-protected-dangling.XXXXXX";
+        const char *t = mkdtemp(tmpl);
+        _cleanup_strv_free_ char **g = NULL, **g2 = NULL, **g3 = NULL, **g4 = NULL;
+        _cleanup_free_ char *j = NULL, *root = NULL, *root2 = NULL, *root3 = NULL, *root4 = NULL, *abs = NULL,
+                *outside = NULL, *cmd = NULL;
+        _cleanup_(loop_config_done) LoopConfig c = {};
+        bool none_outside = true;
+
+        assert_se(t);
+        assert_se(asprintf(&outside, "%s-outside", t) >= 0);
+        put(t, ".git/HEAD", "ref: refs/heads/main\n");
+        put(t, "scripts/README", "x\n");
+        link_at(t, ".git/hooks", "../.githooks");                       /* relative, dangling */
+        assert_se(asprintf(&abs, "%s/scripts/env.sh", t) >= 0);
+        link_at(t, ".envrc", abs);                                      /* absolute, into the tree */
+        link_at(t, ".claude", "chain");                                 /* a chain of two links ... */
+        link_at(t, "chain", "settings/claude");                         /* ... the last one dangling */
+        link_at(t, ".vscode", "deep/er/vscode");                        /* missing parent directories */
+        link_at(t, ".idea", "x/y/../../conf/./idea");                   /* ".." in the missing part */
+        assert_se(asprintf(&cmd, "%s/gone", outside) >= 0);
+        link_at(t, ".codex", cmd);                                      /* outside the tree */
+        cmd = mfree(cmd);
+        assert_se(asprintf(&j, "{ \"work_dir\": \"%s\" }", t) >= 0);
+        ok(load(j, &c) == 0, "setup: a work dir whose protected symlinks lead to nothing yet");
+        ok(protected_paths_guarded(&c, &root, &g) == 0, "protected_paths_guarded() accepts dangling links");
+        ok(has(g, t, ".git/hooks") && has(g, t, ".githooks"), "a dangling relative link: its target is guarded");
+        ok(has(g, t, ".envrc") && has(g, t, "scripts/env.sh"), "a dangling absolute link into the tree: its target is guarded");
+        ok(has(g, t, "settings/claude") && has(g, t, "chain"),
+           "a chain of links, the last dangling: the chain's end is guarded, and the link on the way (kept as a link)");
+        ok(has(g, t, "deep/er/vscode"), "a target whose parent directories are missing is guarded");
+        ok(has(g, t, "conf/idea") && !has(g, t, "x") && !has(g, t, "x/y/../../conf/./idea"),
+           "\"..\" in the missing part is taken back lexically, as the kernel will once those directories exist");
+        STRV_FOREACH(p, g)
+                if (!path_is_inside(*p, t))
+                        none_outside = false;
+        ok(has(g, t, ".codex") && none_outside, "a dangling target outside the tree is not guarded (not in the container)");
+
+        link_at(t, ".idea", "gone/../..");
+        is_int(protected_paths_guarded(&c, &root2, &g2), -ELOOP, "a dangling target above the tree stops the run");
+        link_at(t, ".idea", "gone/..");
+        is_int(protected_paths_guarded(&c, &root3, &g3), -ELOOP, "a dangling target that is the tree itself stops the run");
+        link_at(t, ".idea", "loop-a");
+        link_at(t, "loop-a", "loop-b");
+        link_at(t, "loop-b", "loop-a");
+        is_int(protected_paths_guarded(&c, &root4, &g4), -ELOOP, "a loop of links stops the run (fail closed)");
+
+        assert_se(asprintf(&cmd, "rm -rf '%s'", t) >= 0);
+        if (system(cmd) != 0)
+                diag("cannot remove the test tree");
+}
+
 int main(void) {
         test_lists();
         test_link_targets();
+        test_dangling_links();
         test_git();
         test_schema();
         test_writable_and_protected();
