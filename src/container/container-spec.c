@@ -1047,10 +1047,15 @@ static bool env_key_in(const char *key, size_t n, const char * const *names, siz
 }
 
 /* Read by the dynamic loader or the shell while the root entrypoint starts, before its first line could
- * clear them: from a project config the agent can write, they would run the agent's code as root. */
+ * clear them: from a project config the agent can write, they would run the agent's code as root. With
+ * them, what glibc itself refuses in a setuid program (its UNSECURE_ENVVARS, TMPDIR apart): files a root
+ * tool would read (locales, message catalogs, time zones, resolver and getconf data) or write (a malloc
+ * trace) where the agent says. */
 static bool env_key_reaches_entrypoint(const char *key, size_t n) {
         static const char * const names[] = {
                 "BASH_ENV", "BASHOPTS", "ENV", "GCONV_PATH", "GLIBC_TUNABLES", "SHELLOPTS",
+                "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE", "NIS_PATH",
+                "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
         };
 
         return (n >= 3 && strncmp(key, "LD_", 3) == 0) ||

@@ -771,6 +771,8 @@ static void test_plan_config_envs(void) {
                        "\"CHANNEL_ID\": \"evil\", \"HOME\": \"" OAUTH_SECRET "\", \"HOST_USER\": \"root\", "
                        "\"AGENT_UID\": \"0\", \"AGENT_GID\": \"0\", \"CHOWN_PATHS\": \"/etc\", "
                        "\"LD_PRELOAD\": \"/work/evil.so\", \"BASH_ENV\": \"/work/evil.sh\", "
+                       "\"LOCPATH\": \"/work/loc\", \"NLSPATH\": \"/work/nls\", \"TZDIR\": \"/work/tz\", "
+                       "\"MALLOC_TRACE\": \"/etc/x\", \"RES_OPTIONS\": \"ndots:9\", \"TMPDIR\": \"/work/tmp\", "
                        "\"LOOP_EGRESS_CA\": \"/proc/1/environ\", \"LOOP_GATE_ENABLED\": \"0\", "
                        "\"claude_code_oauth_token\": \"x\" }, \"claude_code_oauth_token\": \"" OAUTH_SECRET "\"") == 0,
            "config with many envs loads");
@@ -800,6 +802,11 @@ static void test_plan_config_envs(void) {
            "each dropped env has a line in skipped");
         ok(env_count(p, "LD_PRELOAD") == 0 && env_count(p, "BASH_ENV") == 0 && skipped_has(p, "env LD_PRELOAD", NULL),
            "loader and shell start-up variables from envs are dropped with a line");
+        ok(env_count(p, "LOCPATH") == 0 && env_count(p, "NLSPATH") == 0 && env_count(p, "TZDIR") == 0 &&
+           env_count(p, "MALLOC_TRACE") == 0 && env_count(p, "RES_OPTIONS") == 0 &&
+           skipped_has(p, "env LOCPATH", "root entrypoint"),
+           "what glibc refuses in a setuid program (locales, catalogs, zones, resolver, malloc trace) is dropped");
+        is_str(env_get(p, "TMPDIR"), "/work/tmp", "TMPDIR is the agent's to set");
         ok(env_count(p, "LOOP_EGRESS_CA") == 0 && env_count(p, "LOOP_GATE_ENABLED") == 0 &&
            skipped_has(p, "env LOOP_EGRESS_CA", "set by loop"),
            "LOOP_* envs are loop's (the root entrypoint reads them): dropped with a line");
