@@ -1153,9 +1153,8 @@ static int check_exec_interpreters(Request *q, int fd, const char *exec_path, ch
         _cleanup_close_ int held = -EBADF;
         int r;
 
-        runs = strdup(exec_path);
-        if (!runs)
-                return -ENOMEM;
+        /* Nothing is allocated before the file proves a script: an ELF binary costs one fstat() of the
+         * fd it was resolved to (its "#!" cache entry), or the read of its first bytes. */
         for (unsigned depth = 0;; depth++) {
                 _cleanup_free_ char *interp = NULL, *iarg = NULL;
                 _cleanup_strv_free_ char **next = NULL;
@@ -1171,6 +1170,8 @@ static int check_exec_interpreters(Request *q, int fd, const char *exec_path, ch
                         verdict_merge_deny(q, "script-depth", "a chain of \"#!\" interpreters deeper than the kernel runs", first);
                         return 0;
                 }
+                if (!runs && !(runs = strdup(exec_path)))
+                        return -ENOMEM;
                 if (strv_extend(&next, interp) < 0 || (iarg && strv_extend(&next, iarg) < 0) ||
                     strv_extend(&next, runs) < 0)
                         return -ENOMEM;
