@@ -133,12 +133,14 @@ int gate_script_interpreter(GateScriptCache *c, int fd, char **ret_interp, char 
         /* Before the read: what it reads is at least as new as this. */
         (void) clock_gettime(CLOCK_REALTIME, &now);
         (void) snprintf(p, sizeof(p), "/proc/self/fd/%i", fd);
+        /* A regular file the kernel may execute and this cannot read is not taken for an ELF binary: the
+         * caller fails the exec closed. */
         rfd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (rfd < 0)
-                return 0;
+                return -errno;
         n = pread(rfd, buf, GATE_SCRIPT_HEAD, 0);
         if (n < 0)
-                return 0;
+                return -errno;
         (void) parse_head(buf, n, &interp, &arg);
         if (e && settled(&st, &now)) {
                 entry_clear(e);

@@ -43,6 +43,7 @@ typedef struct GateScriptCache {
 void gate_script_cache_done(GateScriptCache *c);
 
 /* fd: the file to be executed (O_PATH will do); c: NULL for no cache. Returns 1 with the interpreter and
- * its argument (NULL without one), 0 when the file is not a script or cannot be read (the kernel's exec
- * then fails the same way), -ENOMEM. */
+ * its argument (NULL without one), 0 when the file is not a script (or not a regular file, which the
+ * kernel does not execute), -errno when it cannot be read (the kernel may still run it: the caller fails
+ * closed) or -ENOMEM. */
 int gate_script_interpreter(GateScriptCache *c, int fd, char **ret_interp, char **ret_arg);

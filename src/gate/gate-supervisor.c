@@ -1144,15 +1144,19 @@ static void verdict_merge_deny(Request *q, const char *rule_id, const char *mess
  * up to GATE_SCRIPT_DEPTH_MAX interpreters deep. Each is checked like the command itself: by the name the
  * "#!" line gives, as the file it really is, with the argv the kernel will give it (the interpreter, its
  * argument, the name of the file it runs, the rest). One that is not on a path (a memfd or deleted file
- * reached through /proc/self/fd/N) is refused as such a command is. fd is the file executed. */
+ * reached through /proc/self/fd/N) is refused as such a command is. fd is the file executed. An
+ * interpreter that cannot be resolved now is not left for the kernel to look up again (it could be there
+ * by then, something else than what was checked): *ret_errno is what the kernel would answer, the exec's
+ * answer. */
 static int check_exec_interpreters(Request *q, int fd, const char *exec_path, char **argv, const char *cwd,
-                                   bool *first) {
+                                   bool *first, int *ret_errno) {
         const GatePolicy *policy = q->s->config->policy;
         _cleanup_strv_free_ char **cur = NULL;
         _cleanup_free_ char *runs = NULL;       /* the name the kernel gives the file the interpreter runs */
         _cleanup_close_ int held = -EBADF;
         int r;
 
+        *ret_errno = 0;
         /* Nothing is allocated before the file proves a script: an ELF binary costs one fstat() of the
          * fd it was resolved to (its "#!" cache entry), or the read of its first bytes. */
         for (unsigned depth = 0;; depth++) {
@@ -1186,8 +1190,9 @@ static int check_exec_interpreters(Request *q, int fd, const char *exec_path, ch
                         return start;
                 r = gate_resolve(&q->rctx, start, interp, GATE_RESOLVE_FOLLOW | GATE_RESOLVE_OBJECT_ONLY, &ir);
                 if (r < 0 || ir.fd < 0) {
-                        /* The kernel cannot open it either: the exec fails with what it says. */
+                        /* The kernel cannot open it either: the exec fails here with what it would say. */
                         gate_resolved_done(&ir);
+                        *ret_errno = r < 0 ? -r : ENOENT;
                         return 0;
                 }
                 if (!ir.path) {
@@ -1218,7 +1223,7 @@ static void handle_exec(Request *q) {
         bool first = true;
         const char *why = NULL;
         bool exec_sole_mm = q->s->config->exec_sole_mm;
-        int r, start, sole = 0;
+        int r, start, sole = 0, error = 0;
 
         q->kind = GATE_KIND_EXEC;
         /* What the kernel copies after CONTINUE must be what was decided. Where the verdict can depend on
@@ -1339,10 +1344,14 @@ static void handle_exec(Request *q) {
                         break;
                 r = caller_cwd_path(q, &cwd);
         }
-        r = check_exec_interpreters(q, res.fd, exec_path, argv, cwd, &first);
+        r = check_exec_interpreters(q, res.fd, exec_path, argv, cwd, &first, &error);
         if (r < 0) {
                 gate_resolved_done(&res);
                 return fail_closed(q, r, "cannot read the script's interpreter");
+        }
+        if (error > 0) {
+                gate_resolved_done(&res);
+                return result_errno(q, error);  /* a "#!" interpreter that is not there: ENOENT, as the kernel */
         }
         r = check_exec_operands(q, exec_path, argv, cwd, &first);
         if (r < 0) {

@@ -345,6 +345,29 @@ ok $? "a chain deeper than the kernel runs is refused by the gate (rule script-d
 wrap "$PROBE" memfd-interp "$H/memfd-interp.sh" "$(type -P echo)"
 is "$out" EPERM "a memfd reached as a #! interpreter (/proc/self/fd/N) is not executed either" || diag "$err"
 record_has '"target":"[^"]*memfd-interp.sh".*"rule_id":"no-path"'; ok $? "  ... with its decision record"
+# A #! interpreter that is not there when the gate looks, made (a link to the denied command) before the
+# kernel looks again: the gate answers ENOENT itself instead of leaving the lookup to the kernel.
+printf '#!%s\n' "$H/flip" >"$H/flip.sh"
+chmod 0755 "$H/flip.sh"
+chown "$U:$G" "$H/flip.sh"
+python3 -c '
+import os, sys
+link, target = sys.argv[1], sys.argv[2]
+while True:
+    try:
+        os.symlink(target, link)
+        os.unlink(link)
+    except OSError:
+        pass' "$H/flip" "$T/bin/denied-tool" &
+flipper=$!
+wrap sh -c "for i in \$(seq 400); do ./flip.sh; echo rc=\$?; done"
+kill "$flipper" 2>/dev/null; wait "$flipper" 2>/dev/null
+ran=$(grep -c '^rc=1$' <<<"$out")
+refused=$(grep -cE '^rc=12[67]$' <<<"$out")
+is "$ran" 0 "a #! interpreter appearing between the gate's look and the kernel's never runs the denied command (400 tries)" ||
+        diag "ran $ran times, refused $refused"
+ok $((refused == 400 ? 0 : 1)) "  ... every try is refused: ENOENT while missing, EPERM as the denied command ($refused of 400)" ||
+        diag "$(sort <<<"$out" | uniq -c | head)"
 
 # A signal storm (Go's SIGURG) while creating: a call the supervisor performed is not restarted and
 # performed again (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), so no create says EEXIST.
