@@ -65,6 +65,15 @@ like "$err" "config.json: cannot be read: Permission denied" \
 unlike "$err$out" "ROOT-ONLY-SECRET" "...and nothing of that file comes back" || diag "$err"
 rm -f "$W/.loop/config.json"
 
+# The operator's loop.json for a run on the engine at $ENGINE_SOCK.
+write_loop_json() {
+        cat >"$T/etc/loop.json" <<EOF
+{ "engine": { "socket": "$ENGINE_SOCK" }, "container_image": "$IMAGE", "user": "$TEST_USER",
+  "container_memory_mb": 256, "container_keep_alive_sec": 0, "browser": { "enabled": false },
+  "egress": { "enabled": false } }
+EOF
+}
+
 for eng in podman docker; do
         engine_start "$eng" >/dev/null || { ok 1 "$eng: the engine starts"; diag "$(engine_log "$eng" 2>/dev/null | tail -20)"; continue; }
         import_test_image "$ENGINE_SOCK" "$IMAGE" "$T/rootfs" >/dev/null || { ok 1 "$eng: the test image imports"; engine_stop "$eng"; continue; }
@@ -78,11 +87,7 @@ for eng in podman docker; do
         done
         echo "{ \"envs\": { \"PATH\": \"$W/bin:/usr/local/bin:/usr/bin:/bin\" } }" >"$W/.loop/config.json"
         chown -R "$TEST_USER:" "$W"
-        cat >"$T/etc/loop.json" <<EOF
-{ "engine": { "socket": "$ENGINE_SOCK" }, "container_image": "$IMAGE", "user": "$TEST_USER",
-  "container_memory_mb": 256, "container_keep_alive_sec": 0, "browser": { "enabled": false },
-  "egress": { "enabled": false } }
-EOF
+        write_loop_json
         echo "{ \"work_dir\": \"$W\" }" >"$T/etc/channels.d/demo.json"
         run 'scenario:sh echo "path=$PATH"'
         like "$out" "path=$W/bin:" "$eng: the agent gets the project's PATH" || diag "$st $err"
@@ -95,11 +100,7 @@ EOF
                 mkdir -p "$T/etc/channels.d" "$W"
                 echo 'the agent notes' >"$W/notes.txt"
                 chown -R "$TEST_USER:" "$W"
-                cat >"$T/etc/loop.json" <<EOF
-{ "engine": { "socket": "$ENGINE_SOCK" }, "container_image": "$IMAGE", "user": "$TEST_USER",
-  "container_memory_mb": 256, "container_keep_alive_sec": 0, "browser": { "enabled": false },
-  "egress": { "enabled": false } }
-EOF
+                write_loop_json
                 if [ "$mode" = gated ]; then
                         echo "{ \"work_dir\": \"$W\" }" >"$T/etc/channels.d/demo.json"
                 else
