@@ -399,8 +399,12 @@ int registry_schedule_remove(Registry *r, Engine *e, const char *id, uint64_t no
 
         if (keep_alive_sec == 0 || !entry)
                 return registry_remove(r, e, id, "finished");
-        if (entry->status == CONTAINER_STATUS_PENDING_REMOVAL)
+        if (entry->status == CONTAINER_STATUS_PENDING_REMOVAL) {
+                /* A reconcile pass that saw it exit first gave it the grace of a run still reading its
+                 * output; the run is over now: its keep-alive counts from here, if that is sooner. */
+                entry->remove_at_usec = MIN(entry->remove_at_usec, now_usec + keep_alive_sec * 1000000ULL);
                 return 0;
+        }
         entry->remove_at_usec = now_usec + keep_alive_sec * 1000000ULL;
         set_status(r, entry, CONTAINER_STATUS_PENDING_REMOVAL, "stopped");
         return 0;

@@ -123,6 +123,28 @@ static void test_reconcile(void) {
         (void) registry_close(r);
 }
 
+/* The reconcile timer sees a run's container exit before the run itself says it is over (the runner being
+ * stopped): the grace it gives ends at the run's own schedule, keep-alive counted from the run's end. */
+static void test_run_end_shortens_grace(void) {
+        Registry *r = reopen(NULL, "grace");
+        EngineContainerState seen[] = {
+                { .id = ID_A, .name = "loop-grace-a", .type = CONTAINER_AGENT, .owner = "service", .running = false },
+        };
+        uint64_t now = 2000 * SEC;
+        RegistryEntry *e;
+
+        ok(r && registry_register(r, ID_A, "loop-grace-a", CONTAINER_AGENT, "service", NULL, 0) == 0, "register a run's container");
+        ok(r && registry_reconcile(r, seen, 1, now, 4, NULL) == 0 && (e = registry_find(r, ID_A)) &&
+           e->status == CONTAINER_STATUS_PENDING_REMOVAL && e->remove_at_usec == now + REGISTRY_EXIT_GRACE_SEC * SEC,
+           "a reconcile pass that sees it exit first gives the run its grace");
+        ok(r && registry_schedule_remove(r, NULL, ID_A, now + 2 * SEC, 4) == 0 && (e = registry_find(r, ID_A)) &&
+           e->remove_at_usec == now + 6 * SEC, "the run's end schedules it container_keep_alive_sec from then");
+        ok(r && registry_schedule_remove(r, NULL, ID_A, now + 3 * SEC, 4) == 0 && (e = registry_find(r, ID_A)) &&
+           e->remove_at_usec == now + 6 * SEC, "  ... and a later schedule does not push it back");
+        if (r)
+                (void) registry_close(r);
+}
+
 static void test_register_cancels(void) {
         Registry *r = reopen(NULL, "cancel");
         RegistryEntry *e;
@@ -200,6 +222,7 @@ int main(void) {
         test_file_round_trip();
         test_lock();
         test_reconcile();
+        test_run_end_shortens_grace();
         test_register_cancels();
         test_restore_and_damage();
         test_engine_list();
