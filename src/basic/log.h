@@ -43,6 +43,9 @@ int log_set_context_field(const char *field);
  * since the start or since log_forget_last_error(). */
 const char *log_last_error(void);
 void log_forget_last_error(void);
+/* "OBJECT_SYSTEMD_UNIT=NAME.service" when this process is root in a system service, else NULL: every
+ * journal record of such a process names its unit itself (see log.c). */
+const char *log_unit_field(void);
 
 int log_internal(int level, int error, const char *file, int line, const char *func,
                  const char *format, ...) _printf_(6, 7);

@@ -68,6 +68,7 @@ static const struct { const char *name; size_t len; } audit_reserved_fields[] = 
         RESERVED("MESSAGE"), RESERVED("PRIORITY"), RESERVED("MESSAGE_ID"), RESERVED("SYSLOG_IDENTIFIER"),
         RESERVED("LOOP_EVENT"), RESERVED("LOOP_CHANNEL"), RESERVED("LOOP_CONTAINER"), RESERVED("LOOP_CONTAINER_NAME"),
         RESERVED("LOOP_CONTAINER_TYPE"), RESERVED("LOOP_SCOPE"), RESERVED("LOOP_SESSION"), RESERVED("LOOP_QUEUE_ID"),
+        RESERVED("OBJECT_SYSTEMD_UNIT"),
 };
 #undef RESERVED
 
@@ -427,8 +428,9 @@ static int audit_entry_fill(AuditEntry *e, AuditEvent ev, const char *message, c
 
 static int audit_send_journal(const AuditEntry *e, AuditEvent ev, int priority) {
         char mid[sizeof("MESSAGE_ID=") + 32], prio[sizeof("PRIORITY=") + 12];   /* a 128-bit id in hex; an int */
+        const char *unit = log_unit_field();
         _cleanup_free_ char *ident = NULL;
-        struct iovec iov[AUDIT_FIELDS_MAX + 3];
+        struct iovec iov[AUDIT_FIELDS_MAX + 4];
         char *bufs[AUDIT_FIELDS_MAX] = {};
         size_t n = 0;
         int r;
@@ -447,6 +449,8 @@ static int audit_send_journal(const AuditEntry *e, AuditEvent ev, int priority) 
         iov[n++] = (struct iovec) { .iov_base = mid, .iov_len = strlen(mid) };
         iov[n++] = (struct iovec) { .iov_base = prio, .iov_len = strlen(prio) };
         iov[n++] = (struct iovec) { .iov_base = ident, .iov_len = strlen(ident) };
+        if (unit)       /* journalctl -u finds the record when its sender has exited before journald read it */
+                iov[n++] = (struct iovec) { .iov_base = (char *) unit, .iov_len = strlen(unit) };
 
         /* Values are data, never a format: each field is one "NAME=value" iovec, which sd_journal_sendv()
          * sends binary-safe, newlines included. */

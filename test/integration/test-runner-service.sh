@@ -138,6 +138,10 @@ ok $? "the reconcile pass removes containers whose keep-alive is over" || {
 }
 like "$(journal_wait -o cat -u loop-reconcile.service LOOP_EVENT=container-removed LOOP_REASON=keep-alive-expired)" "removed" \
         "journalctl -u loop-reconcile LOOP_EVENT=container-removed shows the removals"
+# journald reads a record's unit from its sender's cgroup, gone once a oneshot has exited: each record
+# names its unit itself, so `journalctl -u` does not lose a oneshot's last words.
+like "$(journal_wait -o cat OBJECT_SYSTEMD_UNIT=loop-reconcile.service LOOP_EVENT=container-removed)" "removed" \
+        "...each record names its unit (OBJECT_SYSTEMD_UNIT), found when journald saw its sender exit first"
 
 in_ct loop send demo hello >/dev/null
 in_ct systemctl start loop-agent@demo.service
