@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -93,30 +94,59 @@ static int parse_head(char *buf, ssize_t n, const char **ret_interp, const char 
         return 1;
 }
 
-static int answer(const char *interp, const char *arg, char **ret_interp, char **ret_arg) {
+/* The ELF machine this program is built for: the one binfmt_elf runs (the container's seccomp filter
+ * admits this architecture's system calls only, so another's binary has nothing to run on anyway). */
+#if defined(__x86_64__)
+#  define GATE_ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#  define GATE_ELF_MACHINE EM_AARCH64
+#else
+#  error "the gate knows the ELF machine of x86_64 and aarch64 only (as the seccomp profile does)"
+#endif
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#  define GATE_ELF_DATA ELFDATA2LSB
+#else
+#  define GATE_ELF_DATA ELFDATA2MSB
+#endif
+
+/* What load_elf_binary() checks before it takes a file (the magic, an executable or a shared object,
+ * elf_check_arch()); the same fields in both ELF classes. One it turns down goes to the next format. */
+static bool elf_native(const char *buf, ssize_t n) {
+        Elf64_Half type, machine;
+
+        if (n < (ssize_t) (EI_NIDENT + 2 * sizeof(Elf64_Half)) || memcmp(buf, ELFMAG, SELFMAG) != 0 ||
+            (unsigned char) buf[EI_DATA] != GATE_ELF_DATA)
+                return false;
+        memcpy(&type, buf + EI_NIDENT, sizeof(type));
+        memcpy(&machine, buf + EI_NIDENT + sizeof(type), sizeof(machine));
+        return (type == ET_EXEC || type == ET_DYN) && machine == GATE_ELF_MACHINE;
+}
+
+static int answer(GateExecFormat format, const char *interp, const char *arg, char **ret_interp, char **ret_arg) {
         _cleanup_free_ char *i = NULL, *a = NULL;
 
-        if (!interp)
-                return 0;
+        if (format != GATE_EXEC_SCRIPT)
+                return format;
         i = strdup(interp);
         if (!i || (arg && !(a = strdup(arg))))
                 return -ENOMEM;
         *ret_interp = TAKE_PTR(i);
         *ret_arg = TAKE_PTR(a);
-        return 1;
+        return GATE_EXEC_SCRIPT;
 }
 
 int gate_script_interpreter(GateScriptCache *c, int fd, char **ret_interp, char **ret_arg) {
         _cleanup_close_ int rfd = -EBADF;
         char buf[GATE_SCRIPT_HEAD + 1], p[64];
         const char *interp = NULL, *arg = NULL;
+        GateExecFormat format;
         struct timespec now;
         GateScriptEntry *e = NULL;
         struct stat st;
         ssize_t n;
 
         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return 0;
+                return GATE_EXEC_BINARY;
         if (c) {
                 for (size_t i = 0; i < GATE_SCRIPT_CACHE_MAX; i++) {
                         GateScriptEntry *x = &c->entries[i];
@@ -124,7 +154,7 @@ int gate_script_interpreter(GateScriptCache *c, int fd, char **ret_interp, char 
                         if (entry_is(x, &st)) {
                                 x->used = ++c->clock;
                                 c->hits++;
-                                return answer(x->interp, x->arg, ret_interp, ret_arg);
+                                return answer(x->format, x->interp, x->arg, ret_interp, ret_arg);
                         }
                         if (!e || x->used < e->used)
                                 e = x;          /* the least recently used, for a new one */
@@ -141,9 +171,11 @@ int gate_script_interpreter(GateScriptCache *c, int fd, char **ret_interp, char 
         n = pread(rfd, buf, GATE_SCRIPT_HEAD, 0);
         if (n < 0)
                 return -errno;
-        (void) parse_head(buf, n, &interp, &arg);
+        format = elf_native(buf, n) ? GATE_EXEC_BINARY :
+                 parse_head(buf, n, &interp, &arg) > 0 ? GATE_EXEC_SCRIPT : GATE_EXEC_OTHER;
         if (e && settled(&st, &now)) {
                 entry_clear(e);
+                e->format = format;
                 if ((!interp || (e->interp = strdup(interp))) && (!arg || (e->arg = strdup(arg)))) {
                         e->dev = st.st_dev;
                         e->ino = st.st_ino;
@@ -154,5 +186,5 @@ int gate_script_interpreter(GateScriptCache *c, int fd, char **ret_interp, char 
                 } else
                         entry_clear(e);
         }
-        return answer(interp, arg, ret_interp, ret_arg);
+        return answer(format, interp, arg, ret_interp, ret_arg);
 }

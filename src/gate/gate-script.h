@@ -24,11 +24,24 @@
  * one exec (and fails it with ELOOP beyond). */
 #define GATE_SCRIPT_DEPTH_MAX 5U
 
+/* What gate_script_interpreter() found the kernel would do with a file. The kernel offers a file to its
+ * binary formats in turn, binfmt_misc's handlers first: a handler the host registered (qemu-user for
+ * another architecture's ELF, a .jar, a Windows .exe, a .pyc) runs an interpreter of its own for files
+ * with its magic bytes, one the gate never sees. Only "#!" scripts and ELF binaries of this machine's
+ * architecture are let through; for anything else the gate answers ENOEXEC itself, what the kernel says
+ * when no handler takes the file (a shell then reads it as a script, as it does without a handler). */
+typedef enum GateExecFormat {
+        GATE_EXEC_BINARY = 0,           /* an ELF executable of this machine: binfmt_elf runs it */
+        GATE_EXEC_SCRIPT = 1,           /* a "#!" line naming an interpreter: binfmt_script */
+        GATE_EXEC_OTHER = 2,            /* neither: ENOEXEC, or a binfmt_misc handler's interpreter */
+} GateExecFormat;
+
 typedef struct GateScriptEntry {
         dev_t dev;
         ino_t ino;
         off_t size;
         struct timespec mtime, ctime;
+        GateExecFormat format;
         char *interp;                   /* NULL: not a script */
         char *arg;
         uint64_t used;                  /* 0: a free entry */
@@ -42,8 +55,8 @@ typedef struct GateScriptCache {
 
 void gate_script_cache_done(GateScriptCache *c);
 
-/* fd: the file to be executed (O_PATH will do); c: NULL for no cache. Returns 1 with the interpreter and
- * its argument (NULL without one), 0 when the file is not a script (or not a regular file, which the
- * kernel does not execute), -errno when it cannot be read (the kernel may still run it: the caller fails
- * closed) or -ENOMEM. */
+/* fd: the file to be executed (O_PATH will do); c: NULL for no cache. Returns GATE_EXEC_SCRIPT with the
+ * interpreter and its argument (NULL without one), GATE_EXEC_BINARY for an ELF executable of this machine
+ * (and for what is not a regular file, which the kernel does not execute), GATE_EXEC_OTHER for anything
+ * else, -errno when it cannot be read (the kernel may still run it: the caller fails closed) or -ENOMEM. */
 int gate_script_interpreter(GateScriptCache *c, int fd, char **ret_interp, char **ret_arg);

@@ -1167,8 +1167,14 @@ static int check_exec_interpreters(Request *q, int fd, const char *exec_path, ch
                 int start;
 
                 r = gate_script_interpreter(&q->w->script_cache, fd, &interp, &iarg);
-                if (r <= 0)
-                        return r;
+                if (r < 0 || r == GATE_EXEC_BINARY)
+                        return r < 0 ? r : 0;
+                if (r == GATE_EXEC_OTHER) {
+                        /* Not left to a binfmt_misc handler the host may have (its interpreter would run
+                         * unchecked): what the kernel answers when none takes the file. */
+                        *ret_errno = ENOEXEC;
+                        return 0;
+                }
                 if (depth >= GATE_SCRIPT_DEPTH_MAX) {
                         /* The kernel fails this exec with ELOOP: nothing to run, nothing to allow. */
                         verdict_merge_deny(q, "script-depth", "a chain of \"#!\" interpreters deeper than the kernel runs", first);
@@ -1351,7 +1357,7 @@ static void handle_exec(Request *q) {
         }
         if (error > 0) {
                 gate_resolved_done(&res);
-                return result_errno(q, error);  /* a "#!" interpreter that is not there: ENOENT, as the kernel */
+                return result_errno(q, error);  /* as the kernel: ENOENT (no "#!" interpreter), ENOEXEC */
         }
         r = check_exec_operands(q, exec_path, argv, cwd, &first);
         if (r < 0) {

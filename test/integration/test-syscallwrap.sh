@@ -369,6 +369,41 @@ is "$ran" 0 "a #! interpreter appearing between the gate's look and the kernel's
 ok $((refused == 400 ? 0 : 1)) "  ... every try is refused: ENOENT while missing, EPERM as the denied command ($refused of 400)" ||
         diag "$(sort <<<"$out" | uniq -c | head)"
 
+# A binfmt_misc handler the host registered (qemu-user, a .jar's) runs an interpreter of its own for a
+# file with its magic bytes: the kernel offers every exec to those handlers first. The test registers one
+# (a magic of its own, removed at exit) whose interpreter says it ran: outside the gate it runs; under the
+# gate a file that is neither a "#!" script nor an ELF binary of this machine gets ENOEXEC, as with no
+# handler, so no interpreter the gate never saw runs.
+BFM=$T/binfmt
+mkdir -p "$BFM"
+mount -t binfmt_misc binfmt_misc "$BFM" || bail_out "cannot mount binfmt_misc"
+atexit "umount '$BFM' 2>/dev/null"
+printf '#!/bin/sh\necho handler-ran\n' >"$T/bin/bfm-interp"
+chmod 0755 "$T/bin/bfm-interp"
+printf ':loop-test-%s:M::LOOPBFMT%s::%s:' $$ $$ "$T/bin/bfm-interp" >"$BFM/register" ||
+        bail_out "cannot register a binfmt_misc handler"
+atexit "echo -1 >'$BFM/loop-test-$$' 2>/dev/null"
+printf 'LOOPBFMT%s\n' $$ >"$H/by-handler"
+chmod 0755 "$H/by-handler"
+chown "$U:$G" "$H/by-handler"
+execv_errno='import errno, os, sys
+try:
+    os.execv(sys.argv[1], sys.argv[1:])
+except OSError as e:
+    print(errno.errorcode[e.errno])'
+out=$(setpriv --reuid "$U" --regid "$G" --clear-groups /usr/bin/python3 -c "$execv_errno" "$H/by-handler" 2>&1)
+is "$out" handler-ran "the test's binfmt_misc handler runs its interpreter outside the gate"
+wrap /usr/bin/python3 -c "$execv_errno" "$H/by-handler"
+is "$out" ENOEXEC "under the gate, a file only a binfmt_misc handler would run gets ENOEXEC: its interpreter never runs" ||
+        diag "$err"
+printf '#!%s\n' "$H/by-handler" >"$H/by-handler.sh"
+chmod 0755 "$H/by-handler.sh"
+chown "$U:$G" "$H/by-handler.sh"
+wrap /usr/bin/python3 -c "$execv_errno" "$H/by-handler.sh"
+is "$out" ENOEXEC "  ... nor when it is a script's #! interpreter" || diag "$err"
+wrap sh -c "printf 'echo read-by-sh\n' >plain-text; chmod +x plain-text; ./plain-text"
+is "$out" read-by-sh "a text file without #! still runs as a shell script (the shell's answer to ENOEXEC)" || diag "$err"
+
 # A signal storm (Go's SIGURG) while creating: a call the supervisor performed is not restarted and
 # performed again (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), so no create says EEXIST.
 mkdir -p "$H/urg" && chown "$U:$G" "$H/urg"

@@ -3,6 +3,7 @@
 /* The "#!" line the gate checks a script's interpreter by, and the cache of it a supervisor worker keeps:
  * a file that changes is read again, a file that may still change within its ctime's tick is not kept. */
 
+#include <elf.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,8 @@ static void put(const char *name, const char *content) {
         put_n(name, content, strlen(content));
 }
 
-/* The interpreter and argument as "INTERP|ARG", "-" for none, or "not a script". */
+/* The interpreter and argument as "INTERP|ARG", "-" for none; "binary" for an ELF executable of this
+ * machine, "other" for what only a binfmt_misc handler would run. */
 static char *interp_of(GateScriptCache *c, const char *name) {
         _cleanup_free_ char *interp = NULL, *arg = NULL;
         _cleanup_close_ int fd = -EBADF;
@@ -41,8 +43,10 @@ static char *interp_of(GateScriptCache *c, const char *name) {
         k = gate_script_interpreter(c, fd, &interp, &arg);
         if (k < 0)
                 return strdup("error");
-        if (k == 0)
-                return strdup("not a script");
+        if (k == GATE_EXEC_BINARY)
+                return strdup("binary");
+        if (k == GATE_EXEC_OTHER)
+                return strdup("other");
         if (asprintf(&r, "%s|%s", interp, arg ?: "-") < 0)
                 abort();
         return r;
@@ -63,11 +67,40 @@ int main(void) {
         put("sh", "#!/bin/sh\necho hi\n");
         put("arg", "#! /usr/bin/env   python3 -u  \nprint()\n");
         put("blank", "#!   \n");
+        put("text", "echo hi\n");
+        put("empty", "");
 
-        is_interp(NULL, "plain", "not a script", "a file without #! is not a script");
+        /* This test program's own ELF header: an executable of this machine; then the same header naming
+         * another machine (RISC-V: what qemu-user's binfmt_misc handler would take), and as a relocatable
+         * object (binfmt_elf does not run it; a handler might). */
+        {
+                char own[64], head[64];
+                Elf64_Half m = EM_RISCV, t = ET_REL;
+                int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+
+                if (fd < 0 || read(fd, own, sizeof(own)) != (ssize_t) sizeof(own))
+                        abort();
+                (void) close(fd);
+                put_n("elf", own, sizeof(own));
+                memcpy(head, own, sizeof(head));
+                memcpy(head + EI_NIDENT + sizeof(Elf64_Half), &m, sizeof(m));
+                put_n("elf-foreign", head, sizeof(head));
+                put_n("elf-short", own, EI_NIDENT + 3);
+                memcpy(head, own, sizeof(head));
+                memcpy(head + EI_NIDENT, &t, sizeof(t));
+                put_n("elf-rel", head, sizeof(head));
+        }
+
+        is_interp(NULL, "elf", "binary", "an ELF executable of this machine is run by binfmt_elf");
+        is_interp(NULL, "elf-foreign", "other", "an ELF executable of another machine is not (only a binfmt_misc handler such as qemu-user runs it)");
+        is_interp(NULL, "elf-rel", "other", "nor is an ELF relocatable object");
+        is_interp(NULL, "elf-short", "other", "nor an ELF header cut before its machine");
+        is_interp(NULL, "plain", "other", "nor a file that only starts like ELF");
+        is_interp(NULL, "text", "other", "a file neither ELF nor #! is no format the kernel runs without a handler");
+        is_interp(NULL, "empty", "other", "nor is an empty file");
         is_interp(NULL, "sh", "/bin/sh|-", "#!/bin/sh names its interpreter");
         is_interp(NULL, "arg", "/usr/bin/env|python3 -u", "the rest of the line is one argument, as the kernel gives it, trailing blanks dropped");
-        is_interp(NULL, "blank", "not a script", "#! without an interpreter is not a script");
+        is_interp(NULL, "blank", "other", "#! without an interpreter is not a script");
 
         /* Where the kernel's BINPRM_BUF_SIZE (256) cuts the line. */
         {
@@ -79,7 +112,7 @@ int main(void) {
                 is_interp(NULL, "long-arg", want, "a line without a newline in 256 bytes is cut at byte 255, as the kernel cuts it");
                 (void) snprintf(line, sizeof(line), "#!/%0300d -x\n", 0);
                 put("long-name", line);
-                is_interp(NULL, "long-name", "not a script", "an interpreter's name that runs past byte 255 is not run (the kernel: ENOEXEC)");
+                is_interp(NULL, "long-name", "other", "an interpreter's name that runs past byte 255 is not run (the kernel: ENOEXEC)");
         }
         put("pad", "#!/bin/x -a  ");
         is_interp(NULL, "pad", "/bin/x|-a  ", "without a newline the line ends at byte 255: blanks before the file's end stay in the argument");
@@ -104,11 +137,12 @@ int main(void) {
         is_int((int) (c.hits - hits), 1, "no answer came from the cache for the rewritten file");
 
         gate_script_cache_done(&c);
-        for (size_t i = 0; i < 9; i++) {
+        for (size_t i = 0; i < 15; i++) {
                 char p[256];
 
                 (void) snprintf(p, sizeof(p), "%s/%s", dir, (const char * const[]) { "plain", "sh", "arg", "blank",
-                                "long-arg", "long-name", "pad", "nul-arg", "nul-name" }[i]);
+                                "long-arg", "long-name", "pad", "nul-arg", "nul-name", "text", "empty", "elf",
+                                "elf-foreign", "elf-short", "elf-rel" }[i]);
                 (void) unlink(p);
         }
         (void) rmdir(dir);
