@@ -3,9 +3,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json-util.h"
+#include "macro.h"
+#include "text-escape.h"
 
 int json_add(json_object *o, const char *key, json_object *v) {
         if (!v)
@@ -21,6 +25,20 @@ int json_add_string_or_null(json_object *o, const char *key, const char *s) {
         if (!s)
                 return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
         return json_add(o, key, json_object_new_string(s));
+}
+
+int json_print(FILE *f, json_object *o, int flags) {
+        _cleanup_free_ char *safe = NULL;
+        const char *text = json_object_to_json_string_ext(o, flags);
+
+        if (!text)
+                return -ENOMEM;
+        safe = text_escape_json(text);
+        if (!safe)
+                return -ENOMEM;
+        if (fputs(safe, f) == EOF || fputc('\n', f) == EOF || fflush(f) == EOF)
+                return -EIO;
+        return 0;
 }
 
 int json_push(json_object *a, json_object *v) {

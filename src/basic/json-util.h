@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 static inline void json_object_putp(json_object **j) {
         if (*j)
@@ -25,6 +26,11 @@ int json_push(json_object *a, json_object *v);
 json_object *json_strings_new(const char * const *l, size_t n);
 /* A deep copy of o (NULL: NULL), or NULL when out of memory. */
 json_object *json_copy(json_object *o);
+
+/* Prints o (json_object_to_json_string_ext() with flags) and a newline to f for a human's terminal: what
+ * a sender or an agent wrote into its strings cannot act on the terminal (text_escape_json()). Flushes f.
+ * 0, -ENOMEM, or -EIO when f fails. */
+int json_print(FILE *f, json_object *o, int flags);
 
 /* Where untrusted text stopped being what json_parse_untrusted() takes. */
 typedef struct JsonParseError {

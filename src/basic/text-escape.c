@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "macro.h"
 #include "text-escape.h"
@@ -115,4 +116,37 @@ char *text_escape_display(const char *s, size_t max_bytes) {
 
 char *text_escape_prose(const char *s, size_t max_bytes) {
         return text_escape(s, max_bytes, true);
+}
+
+char *text_escape_json(const char *json) {
+        const unsigned char *p = (const unsigned char *) json;
+        size_t n = strlen(json);
+        char *r, *t;
+
+        /* Worst case: each byte becomes "\ufffd" (6), or four bytes a surrogate pair (12). */
+        r = t = malloc(n * 6 + 1);
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < n;) {
+                uint32_t c;
+                size_t len = utf8_decode(p + i, n - i, &c);
+
+                if (len == 0) {
+                        t = stpcpy(t, "\\ufffd");
+                        i++;
+                        continue;
+                }
+                if (c >= 0x10000 && codepoint_needs_escape(c))
+                        t += sprintf(t, "\\u%04x\\u%04x", (unsigned) (0xd800 + ((c - 0x10000) >> 10)),
+                                     (unsigned) (0xdc00 + ((c - 0x10000) & 0x3ff)));
+                else if (c >= 0x7f && codepoint_needs_escape(c))
+                        t += sprintf(t, "\\u%04x", (unsigned) c);
+                else {
+                        memcpy(t, p + i, len);
+                        t += len;
+                }
+                i += len;
+        }
+        *t = 0;
+        return r;
 }

@@ -22,3 +22,11 @@ char *text_escape_display(const char *s, size_t max_bytes);
  * would act on the terminal (ESC and the rest of C0, DEL, C1, bidi controls, invalid UTF-8) is escaped
  * as above. Returns NULL on ENOMEM only. */
 char *text_escape_prose(const char *s, size_t max_bytes);
+
+/* JSON text (json-c's output, pretty or plain) with every character of a string that would act on a
+ * terminal written as a JSON escape: DEL, C1 controls, bidi controls, line separators and what prints as
+ * nothing (as above) as \uNNNN (a surrogate pair above U+FFFF), a byte that is not UTF-8 as \ufffd. json-c
+ * escapes C0 itself and leaves these raw; outside strings JSON text is ASCII, so its layout is kept. The
+ * same JSON value for a parser, except that bytes that were not UTF-8 (no JSON) read as U+FFFD. Returns
+ * NULL on ENOMEM only. */
+char *text_escape_json(const char *json);

@@ -203,8 +203,7 @@ static int config_check(int argc, char *argv[]) {
                         }
                 json_object_object_add(root, "other_problems", other);
                 json_object_object_add(root, "valid", json_object_new_boolean(ok));
-                puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-                return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+                return json_print(stdout, root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE) >= 0 && ok ? EXIT_SUCCESS : EXIT_FAILURE;
         }
 
         if (!s->global_present)
@@ -330,8 +329,8 @@ int verb_channels(int argc, char *argv[]) {
                 }
         }
         if (json)
-                puts(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-        else if (s->n_channels == 0)
+                return json_print(stdout, arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        if (s->n_channels == 0)
                 printf("No channels in %s/channels.d/.\n", s->dir);
         return EXIT_SUCCESS;
 }

@@ -218,8 +218,8 @@ static int gate_list(int argc, char *argv[]) {
                 return EXIT_FAILURE;
 
         if (json) {
-                printf("%s\n", json_object_to_json_string_ext(all, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+                if (json_print(stdout, all, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE) < 0)
+                        return log_error("Cannot print the list."), EXIT_FAILURE;
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
 

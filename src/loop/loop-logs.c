@@ -147,8 +147,7 @@ static int print_json(sd_journal *j) {
                 json_object_object_add(o, key, json_object_new_string_len(eq + 1, (int) (len - (size_t) (eq + 1 - d))));
         }
 
-        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-        return 0;
+        return json_print(stdout, o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 }
 
 static int logs_add_matches(sd_journal *j, const LogsArgs *a) {

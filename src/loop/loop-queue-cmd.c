@@ -344,8 +344,7 @@ int verb_outbox(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
         if (json) {
-                puts(json_object_to_json_string_ext(a, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-                return EXIT_SUCCESS;
+                return json_print(stdout, a, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
         if (json_object_array_length(a) == 0) {
                 printf("No results for channel %s yet.\n", channel);
@@ -399,8 +398,7 @@ int verb_queue(int argc, char *argv[]) {
                 json_object_object_add(root, "channel", json_object_new_string(channel));
                 json_object_object_add(root, "inbox", TAKE_PTR(inbox));
                 json_object_object_add(root, "failed", TAKE_PTR(failed));
-                puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-                return EXIT_SUCCESS;
+                return json_print(stdout, root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
 
         if (json_object_array_length(inbox) == 0)

@@ -187,8 +187,7 @@ int verb_status(int argc, char *argv[]) {
         }
 
         if (json) {
-                puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-                return EXIT_SUCCESS;
+                return json_print(stdout, out, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
         if (!conn)
                 printf("(no container engine answers: containers are not shown)\n");

@@ -16,6 +16,7 @@
 
 #include "channel-defaults.h"
 #include "config.h"
+#include "json-util.h"
 #include "log.h"
 #include "loop.h"
 #include "queue.h"
@@ -58,9 +59,8 @@ static void task_help(void) {
 static int print_answer(json_object *answer, bool json) {
         json_object *ok, *v;
 
-        if (json) {
-                puts(json_object_to_json_string_ext(answer, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-        }
+        if (json)
+                (void) json_print(stdout, answer, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!json_object_object_get_ex(answer, "ok", &ok) || !json_object_get_boolean(ok)) {
                 json_object_object_get_ex(answer, "error", &v);
                 log_error("%s", v ? json_object_get_string(v) : "failed");

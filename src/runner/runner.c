@@ -423,10 +423,9 @@ static int on_event(const StreamEvent *ev, void *userdata) {
         if (!out)
                 return 0;
         if (p->req->json) {
-                if (ev->raw)
-                        fprintf(out, "%s\n", json_object_to_json_string_ext(ev->raw, JSON_C_TO_STRING_PLAIN |
-                                                                             JSON_C_TO_STRING_NOSLASHESCAPE));
-                fflush(out);
+                /* The agent's JSON, its strings unable to act on the terminal either. */
+                if (ev->raw && json_print(out, ev->raw, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) == -ENOMEM)
+                        return log_oom();
                 return 0;
         }
         /* The agent's text reaches the operator's terminal: shown, never acted on (an escape sequence in

@@ -49,5 +49,14 @@ like "$out" "$id +manual +enabled +- +hello \\\\x1b" "...it shows the prompt's s
 
 out=$("$LOOP" task show demo "$id" --json)
 like "$out" '"prompt": *"hello \\u001b\[2J' "loop task show --json keeps the prompt, JSON-escaped"
+! has_raw <<<"$out"
+ok $? "loop task show --json prints no C1 or bidi character as itself either (JSON escapes \\u009b, \\u202e)" ||
+        diag "$(LC_ALL=C od -c <<<"$out" | head -20)"
+like "$out" '"name": *"nightly \\u202etxt\.exe"' "...the name's bidi override as \\u202e"
+is "$(python3 -c 'import json,sys; t = json.load(sys.stdin)["task"]; print(t["prompt"] == sys.argv[1], t["name"] == sys.argv[2])' \
+        "$prompt" "$name" <<<"$out")" "True True" "...and the JSON reads back to the prompt and name as they were"
+out=$("$LOOP" task list demo --json)
+! has_raw <<<"$out"
+ok $? "loop task list --json prints none as itself" || diag "$(LC_ALL=C od -c <<<"$out" | head -20)"
 
 tap_done

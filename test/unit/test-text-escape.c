@@ -2,6 +2,9 @@
 
 /* text_escape_display(): what a human is shown of a target a container chose. */
 
+#include <json-c/json.h>
+
+#include "json-util.h"
 #include "macro.h"
 #include "tap.h"
 #include "text-escape.h"
@@ -25,7 +28,42 @@ static void test_prose(void) {
         check_prose("\xc2\x9b" "31m\xe2\x80\xae\xff", "\\u009b31m\\u202e\\xff", "...C1 CSI, bidi overrides and invalid UTF-8");
 }
 
+/* text_escape_json(): `--json` output on the operator's terminal, still the same JSON value. */
+static void check_json(const char *value, const char *want, const char *what) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object(), *back = NULL;
+        _cleanup_free_ char *e = NULL;
+        json_object *v;
+
+        json_object_object_add(o, "text", json_object_new_string(value));
+        e = text_escape_json(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        is_str(e, want, "%s", what);
+        back = json_tokener_parse(e);
+        ok(back && json_object_object_get_ex(back, "text", &v) && streq(json_object_get_string(v), value),
+           "  ... and parses back to the same string");
+}
+
+static void test_json(void) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+        _cleanup_free_ char *pretty = NULL;
+
+        check_json("caf\xc3\xa9 \xe6\x97\xa5", "{\"text\":\"caf\xc3\xa9 \xe6\x97\xa5\"}", "JSON: printable UTF-8 stays as it is");
+        check_json("\xc2\x9b" "31m", "{\"text\":\"\\u009b31m\"}", "JSON: C1 CSI is written \\u009b");
+        check_json("a\xe2\x80\xae" "b\xe2\x81\xa6", "{\"text\":\"a\\u202eb\\u2066\"}", "JSON: bidi overrides and isolates are escaped");
+        check_json("x\x7fy\x1b", "{\"text\":\"x\\u007fy\\u001b\"}", "JSON: DEL is escaped (json-c escapes ESC itself)");
+        check_json("\xf3\xa0\x80\x81" "tag", "{\"text\":\"\\udb40\\udc01tag\"}", "JSON: a language tag above U+FFFF is a surrogate pair");
+        check_json("l1\xe2\x80\xa8l2", "{\"text\":\"l1\\u2028l2\"}", "JSON: the line separator is escaped");
+
+        json_object_object_add(o, "a", json_object_new_string("\xc2\x85"));
+        json_object_object_add(o, "b", json_object_new_int(1));
+        pretty = text_escape_json(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+        is_str(pretty, "{\n  \"a\":\"\\u0085\",\n  \"b\":1\n}", "JSON: the layout of pretty output is kept");
+        free(pretty);
+        pretty = text_escape_json("\"bad\xff\"");
+        is_str(pretty, "\"bad\\ufffd\"", "JSON: a byte that is not UTF-8 reads as U+FFFD");
+}
+
 int main(void) {
+        test_json();
         test_prose();
         check("/home/agent/work/main.c", 0, "/home/agent/work/main.c", "a plain path is shown as it is");
         check("/tmp/caf\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac", 0, "/tmp/caf\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac",
