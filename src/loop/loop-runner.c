@@ -34,7 +34,6 @@
 #include "strv.h"
 #include "time-util.h"
 
-#define USEC_PER_SEC UINT64_C(1000000)
 /* The longest wait between two attempts of a message whose run failed. */
 #define RUNNER_RETRY_DELAY_MAX_USEC (600 * USEC_PER_SEC)
 /* While the engine is away it is asked again after 1 s, then 2, 4, ... up to this. */

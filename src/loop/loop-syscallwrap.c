@@ -184,8 +184,6 @@ static int parse_env_id(const char *name, uint32_t *ret, bool *have) {
         return 0;
 }
 
-#define USEC_PER_SEC UINT64_C(1000000)
-
 static uint64_t tv_usec(const struct timeval *tv) {
         return (uint64_t) tv->tv_sec * USEC_PER_SEC + (uint64_t) tv->tv_usec;
 }

@@ -5,10 +5,12 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 
@@ -1578,6 +1580,52 @@ static int shell_create(RunContext *ctx, char **ret_id, char **ret_name) {
         return 0;
 }
 
+/* What the agent image's entrypoint writes as its last step before it execs the container's command
+ * (image/agent/entrypoint), and how long a shell waits for it. */
+#define SHELL_READY_FILE "/run/loop-etc/ready"
+#define SHELL_READY_TIMEOUT_USEC (60 * USEC_PER_SEC)
+#define SHELL_READY_POLL_MSEC 20
+
+/* A session of `loop shell` is an exec beside the container's entrypoint, not its child: started before
+ * the entrypoint is done, it ran without the agent user in /etc/passwd, or with the egress relay not yet
+ * listening (its first connection refused). It waits for SHELL_READY_FILE, looked at through the
+ * container's root (/proc/PID/root of its main process, no engine round trip); the container ending
+ * first ends the wait with an error. A caller that may not look into the container (not root) does not
+ * wait. */
+static int shell_wait_ready(pid_t pid, const char *name) {
+        _cleanup_close_ int pidfd = -EBADF;
+        _cleanup_free_ char *marker = NULL;
+        uint64_t deadline = clock_usec(CLOCK_MONOTONIC) + SHELL_READY_TIMEOUT_USEC;
+
+        if (pid <= 0)
+                return 0;
+        if (asprintf(&marker, "/proc/%i/root%s", (int) pid, SHELL_READY_FILE) < 0)
+                return log_oom();
+        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0 && errno == ESRCH)
+                return log_error_errno(ESRCH, "The shell container %s stopped while it started (see its logs).", name);
+        if (pidfd < 0)
+                return log_error_errno(errno, "Cannot watch the shell container %s's main process: %m", name);
+        for (;;) {
+                struct pollfd p = { .fd = pidfd, .events = POLLIN };
+                struct stat st;
+
+                if (fstatat(AT_FDCWD, marker, &st, AT_SYMLINK_NOFOLLOW) >= 0)
+                        return 0;
+                if (errno == EACCES || errno == EPERM)
+                        return 0;
+                if (clock_usec(CLOCK_MONOTONIC) >= deadline)
+                        return log_error_errno(ETIMEDOUT, "The shell container %s did not finish starting within %u s "
+                                               "(its image's entrypoint writes %s when done: an image built "
+                                               "by an older loop lacks it, 'loop image build' renews it).",
+                                               name, (unsigned) (SHELL_READY_TIMEOUT_USEC / USEC_PER_SEC),
+                                               SHELL_READY_FILE);
+                if (poll(&p, 1, SHELL_READY_POLL_MSEC) > 0)
+                        return log_error_errno(ESRCH, "The shell container %s stopped while it started (see its logs).",
+                                               name);
+        }
+}
+
 int runner_shell_open(const char *channel, ShellTarget *ret) {
         _cleanup_(run_context_done) RunContext ctx = { .channel = channel };
         _cleanup_(registry_freep) Registry *reg = NULL;
@@ -1628,6 +1676,9 @@ int runner_shell_open(const char *channel, ShellTarget *ret) {
         /* A change kills the container's main process, every session in it with it. */
         if (tripwire && (r = tripwire_arm(tripwire, pid)) < 0)
                 return log_error_errno(r, "Failed to start the tripwire: %m");
+        r = shell_wait_ready(pid, name);
+        if (r < 0)
+                return r;
 
         *ret = (ShellTarget) {
                 .conn = TAKE_PTR(ctx.conn),

@@ -279,6 +279,42 @@ for eng in podman docker; do
         [ -s "$T/sh1" ] && [ "$(cat "$T/sh1")" = "$(cat "$T/sh2")" ]
         ok $? "$eng: two concurrent shells run in the same container" || diag "$(cat "$T/sh1" "$T/sh2")"
         is "$(shells | grep -c .)" 1 "$eng: ...and no second shell container is made"
+        # A session is an exec beside the entrypoint: it waits for the entrypoint's last step
+        # (/run/loop-etc/ready), so it never runs before the agent user, HOME and the egress relay are there.
+        # Seen through the container's root from here: taken away, a new session waits; given back, it runs.
+        # (A session held open keeps the container running meanwhile.)
+        sid=$(shells)
+        "$LOOP" shell kept -- sleep 120 >/dev/null 2>&1 &
+        hold=$!
+        for _ in $(seq 300); do
+                spid=$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/$sid/json" |
+                       python3 -c 'import json, sys; print(json.load(sys.stdin)["State"]["Pid"])')
+                ready=/proc/$spid/root/run/loop-etc/ready
+                [ "${spid:-0}" -gt 0 ] && [ -e "$ready" ] && break
+                sleep 0.1
+        done
+        [ -e "$ready" ]
+        ok $? "$eng: the shell container's entrypoint says it is done (/run/loop-etc/ready)"
+        rm -f "$ready"
+        "$LOOP" shell kept -- sh -c 'echo ran' >"$T/sh3" 2>"$T/sh3.err" &
+        p3=$!
+        sleep 1
+        kill -0 "$p3" 2>/dev/null && [ ! -s "$T/sh3" ]
+        ok $? "$eng: a session does not start before the entrypoint is done" || diag "$(cat "$T/sh3" "$T/sh3.err")"
+        touch "$ready"
+        wait "$p3"
+        is "$(cat "$T/sh3")" ran "$eng: ...and runs once it is" || diag "$(cat "$T/sh3.err")"
+        rm -f "$ready"
+        "$LOOP" shell kept -- sh -c 'echo ran' >"$T/sh4" 2>"$T/sh4.err" &
+        p4=$!
+        sleep 1
+        engine_api "$ENGINE_SOCK" -X POST "http://d/v1.41/containers/$sid/kill" >/dev/null
+        wait "$p4"
+        sh_st=$?
+        ok $((sh_st != 0 ? 0 : 1)) "$eng: a container that ends while a session waits fails the session" ||
+                diag "$(cat "$T/sh4" "$T/sh4.err")"
+        like "$(cat "$T/sh4.err")" "stopped while it started" "$eng: ...saying so"
+        wait "$hold"
         tty_out=$(script -qec "$LOOP shell kept -- sh -c 'tty; stty size'" /dev/null </dev/null 2>&1 | tr -d '\r')
         like "$tty_out" "/dev/pts/" "$eng: with a terminal, the shell gets a pseudo-terminal"
         is "$("$LOOP" shell kept -- sh -c 'touch /usr/x 2>/dev/null || echo ro' 2>/dev/null)" ro "$eng: the shell container's root is read-only"
