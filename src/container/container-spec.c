@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "agent-env.h"
 #include "container-spec.h"
 #include "fs-util.h"
 #include "json-util.h"
@@ -1046,16 +1047,13 @@ static bool env_key_in(const char *key, size_t n, const char * const *names, siz
         return false;
 }
 
-/* Read by the dynamic loader or the shell while the root entrypoint starts, before its first line could
- * clear them: from a project config the agent can write, they would run the agent's code as root. With
- * them, what glibc itself refuses in a setuid program (its UNSECURE_ENVVARS, TMPDIR apart): files a root
- * tool would read (locales, message catalogs, time zones, resolver and getconf data) or write (a malloc
- * trace) where the agent says. */
-static bool env_key_reaches_entrypoint(const char *key, size_t n) {
+/* Read by the dynamic loader or the shell as a program starts, before its first line could clear them.
+ * The root side never sees the configured envs (they travel in LOOP_AGENT_ENV to the agent alone); these
+ * are dropped for the agent's side too, so its first programs (loop-agent-init, the agent) start as the
+ * image made them. */
+static bool env_key_starts_loader_or_shell(const char *key, size_t n) {
         static const char * const names[] = {
                 "BASH_ENV", "BASHOPTS", "ENV", "GCONV_PATH", "GLIBC_TUNABLES", "SHELLOPTS",
-                "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE", "NIS_PATH",
-                "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
         };
 
         return (n >= 3 && strncmp(key, "LD_", 3) == 0) ||
@@ -1127,8 +1125,8 @@ static int builder_add_config_envs(PlanBuilder *b, char ***env) {
                 key = strndup(*e, (size_t) (eq - *e));
                 if (!key)
                         return -ENOMEM;
-                /* LOOP_*: what loop tells the root entrypoint and its helpers (LOOP_EGRESS_CA is a file the
-                 * entrypoint copies, as root, into a world-readable bundle); none is the config's to set. */
+                /* LOOP_*: what loop tells the root entrypoint, its helpers and the agent's side (LOOP_AGENT_ENV
+                 * is this very list); none is the config's to set. */
                 if (env_key_in(key, strlen(key), env_owned_by_loop, ELEMENTSOF(env_owned_by_loop)) ||
                     startswith(key, "LOOP_")) {
                         r = plan_skip(b->plan, "env %s: set by loop, the configured value is ignored", key);
@@ -1136,8 +1134,8 @@ static int builder_add_config_envs(PlanBuilder *b, char ***env) {
                                 return r;
                         continue;
                 }
-                if (env_key_reaches_entrypoint(key, strlen(key))) {
-                        r = plan_skip(b->plan, "env %s: would act on the root entrypoint, ignored", key);
+                if (env_key_starts_loader_or_shell(key, strlen(key))) {
+                        r = plan_skip(b->plan, "env %s: a loader or shell start-up variable, ignored", key);
                         if (r < 0)
                                 return r;
                         continue;
@@ -1187,7 +1185,7 @@ static int builder_egress_env(const ContainerInput *in, char ***env) {
 }
 
 static int builder_build_env(PlanBuilder *b, char ***ret) {
-        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_strv_free_ char **env = NULL, **agent_env = NULL;
         const ContainerInput *in = b->in;
         const LoopConfig *c = in->config;
         const char *alias = engine_host_alias(in->engine), *h = streq(b->home, "/") ? "" : b->home;
@@ -1273,7 +1271,7 @@ static int builder_build_env(PlanBuilder *b, char ***ret) {
         }
 
         if (agent) {
-                r = builder_add_config_envs(b, &env);
+                r = builder_add_config_envs(b, &agent_env);
                 if (r < 0)
                         return r;
         }
@@ -1284,6 +1282,34 @@ static int builder_build_env(PlanBuilder *b, char ***ret) {
                         return log_debug_errno(EINVAL, "An env entry from the runner has no NAME=.");
                 r = strv_extend(&env, *e);
                 if (r < 0)
+                        return r;
+        }
+
+        /* The configured envs reach the agent alone, after the privilege drop, over what loop set (as they
+         * did when they came later in Env), but not over what the runner adds (DOCKER_HOST, the CA bundle). */
+        env_dedupe_keep_last(agent_env);
+        if (agent_env) {
+                _cleanup_free_ char *encoded = NULL;
+                size_t k = 0;
+
+                for (size_t i = 0; agent_env[i]; i++) {
+                        _cleanup_free_ char *key = strndup(agent_env[i], strcspn(agent_env[i], "="));
+
+                        if (!key)
+                                return -ENOMEM;
+                        if (env_lookup(in->extra_env, key))
+                                free(agent_env[i]);
+                        else
+                                agent_env[k++] = agent_env[i];
+                }
+                agent_env[k] = NULL;
+                r = agent_env_encode(agent_env, &encoded);
+                if (r == -E2BIG)
+                        return log_error_errno(r, "The configured envs take more than %u bytes, not running.",
+                                               AGENT_ENV_DECODED_MAX);
+                if (r < 0)
+                        return r;
+                if (k > 0 && (r = env_push(&env, AGENT_ENV_VARIABLE, encoded)) < 0)
                         return r;
         }
 

@@ -8,9 +8,11 @@
 
 #include <getopt.h>
 
+#include "agent-env.h"
 #include "log.h"
 #include "loop.h"
 #include "privdrop.h"
+#include "strv.h"
 
 /* Exit statuses as env(1), chroot(1) and timeout(1) use them, so a caller can tell our failure from the
  * command's. */
@@ -22,7 +24,8 @@ static void help(void) {
         printf("%s privdrop --uid UID --gid GID [--groups G1,G2...] [--allow-root] -- COMMAND [ARGS...]\n\n"
                "Drop every privilege for good and execute COMMAND (looked up in $PATH): set the supplementary\n"
                "groups (none unless --groups), the gid and the uid, empty all capability sets, set no_new_privs.\n"
-               "The environment is passed on unchanged.\n\n"
+               "The environment is passed on, with the agent's own variables ($" AGENT_ENV_VARIABLE ", set by loop)\n"
+               "decoded into it after the drop; a $" AGENT_ENV_VARIABLE " that does not decode ends it with 125.\n\n"
                "Options:\n"
                "  -h --help              Show this help\n"
                "     --uid UID           Numeric user id to become\n"
@@ -45,6 +48,7 @@ int verb_privdrop(int argc, char *argv[]) {
                 {}
         };
         _cleanup_(privdrop_identity_done) PrivdropIdentity id = {};
+        _cleanup_strv_free_ char **agent_env = NULL;
         bool allow_root = false;
         int c, r;
 
@@ -86,7 +90,15 @@ int verb_privdrop(int argc, char *argv[]) {
                         return EXIT_PRIVDROP_FAILED;
         }
 
+        /* Decoded before the drop, so a bad one stops here; set after it, so only the command has it. */
+        r = agent_env_take(&agent_env);
+        if (r < 0)
+                return EXIT_PRIVDROP_FAILED;
+
         r = privdrop_apply(id.uid, id.gid, id.groups, id.n_groups);
+        if (r < 0)
+                return EXIT_PRIVDROP_FAILED;
+        r = agent_env_apply(agent_env);
         if (r < 0)
                 return EXIT_PRIVDROP_FAILED;
 

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 
+#include "agent-env.h"
 #include "io-util.h"
 #include "log.h"
 #include "loop.h"
@@ -22,7 +23,7 @@
 #define EXIT_ENOENT        127
 
 static void seal_help(void) {
-        printf("%s seal [--work-dir DIR] [--connect-tcp PORTS] [--print] -- COMMAND [ARGS...]\n\n"
+        printf("%s seal [--work-dir DIR] [--connect-tcp PORTS] [--agent-env] [--print] -- COMMAND [ARGS...]\n\n"
                "Confine COMMAND with Landlock (ABI 3 or newer) in four tiers derived from the mounts of this\n"
                "mount namespace and with the seccomp workload profile (refusals logged by the kernel), mark\n"
                "inherited fds above 2 close-on-exec and execute COMMAND.\n\n"
@@ -31,6 +32,8 @@ static void seal_help(void) {
                "     --work-dir DIR      The work dir, writable (default: the current directory)\n"
                "     --connect-tcp PORTS Allow TCP connect() only to these ports (e.g. 443,8080, or none;\n"
                "                         ABI 4+; default: $" SEAL_CONNECT_TCP_ENV ", else unrestricted)\n"
+               "     --agent-env         Decode the agent's own variables ($" AGENT_ENV_VARIABLE ") into COMMAND's\n"
+               "                         environment (a `loop shell` session; refused as root)\n"
                "     --print             Print the Landlock ABI and the tiers, and exit\n\n"
                "Exit status: COMMAND's; 125 when the seal cannot be applied (no Landlock, ABI below 3),\n"
                "126 when COMMAND cannot be executed, 127 when it is not found.\n",
@@ -38,18 +41,20 @@ static void seal_help(void) {
 }
 
 int verb_seal(int argc, char *argv[]) {
-        enum { ARG_WORK_DIR = 0x100, ARG_CONNECT_TCP, ARG_PRINT };
+        enum { ARG_WORK_DIR = 0x100, ARG_CONNECT_TCP, ARG_AGENT_ENV, ARG_PRINT };
         static const struct option options[] = {
                 { "help",        no_argument,       NULL, 'h' },
                 { "work-dir",    required_argument, NULL, ARG_WORK_DIR },
                 { "connect-tcp", required_argument, NULL, ARG_CONNECT_TCP },
+                { "agent-env",   no_argument,       NULL, ARG_AGENT_ENV },
                 { "print",       no_argument,       NULL, ARG_PRINT },
                 {}
         };
         _cleanup_(seal_policy_done) SealPolicy policy = {};
         _cleanup_free_ char *mountinfo = NULL, *cwd = NULL;
+        _cleanup_strv_free_ char **agent_env = NULL;
         const char *work_dir = NULL, *ports = NULL, *refusal;
-        bool print = false;
+        bool print = false, take_agent_env = false;
         int c, r, abi;
 
         while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
@@ -63,6 +68,9 @@ int verb_seal(int argc, char *argv[]) {
                 case ARG_CONNECT_TCP:
                         ports = optarg;
                         break;
+                case ARG_AGENT_ENV:
+                        take_agent_env = true;
+                        break;
                 case ARG_PRINT:
                         print = true;
                         break;
@@ -72,6 +80,16 @@ int verb_seal(int argc, char *argv[]) {
         if (!print && optind >= argc) {
                 log_error("No command given. See '%s seal --help'.", program_invocation_short_name);
                 return EXIT_SEAL_FAILED;
+        }
+        /* The agent's variables are the agent's alone: the entrypoint's seal, as root, passes them on
+         * encoded to `loop privdrop` or `loop syscallwrap`. Decoded first, so a bad one stops here. */
+        if (take_agent_env) {
+                if (geteuid() == 0) {
+                        log_error("--agent-env is for a process of the agent: refusing it as root.");
+                        return EXIT_SEAL_FAILED;
+                }
+                if (agent_env_take(&agent_env) < 0)
+                        return EXIT_SEAL_FAILED;
         }
         if (!work_dir) {
                 cwd = getcwd(NULL, 0);
@@ -140,6 +158,8 @@ int verb_seal(int argc, char *argv[]) {
                 return EXIT_SEAL_FAILED;
         }
 
+        if (agent_env_apply(agent_env) < 0)
+                return EXIT_SEAL_FAILED;
         execvp(argv[optind], argv + optind);
         r = errno;
         log_error_errno(r, "Failed to execute %s: %m", argv[optind]);

@@ -177,9 +177,10 @@ int verb_shell(int argc, char *argv[]) {
                         return log_oom(), EXIT_FAILURE;
         }
 
-        /* The session is not the entrypoint's child: it gets the same Landlock seal itself. */
+        /* The session is not the entrypoint's child: it gets the same Landlock seal itself, and the
+         * configured envs, which the container's own environment holds only encoded (agent-env.h). */
         if (strv_extend(&sealed, LOOP_IMAGE_BINARY) < 0 || strv_extend(&sealed, "seal") < 0 ||
-            strv_extend(&sealed, "--") < 0)
+            strv_extend(&sealed, "--agent-env") < 0 || strv_extend(&sealed, "--") < 0)
                 return log_oom(), EXIT_FAILURE;
         for (char * const *a = cmd; *a; a++)
                 if (strv_extend(&sealed, *a) < 0)

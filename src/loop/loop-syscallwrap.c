@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <curl/curl.h>
 
+#include "agent-env.h"
 #include "gate-client.h"
 #include "gate-exec-floor.h"
 #include "gate-inode-deny.h"
@@ -122,7 +123,8 @@ static int recv_fd(int sock, char *payload, size_t size, int *ret_fd) {
 
 /* The agent's side: never returns. */
 static _noreturn_ void child_main(int sock, pid_t parent, uid_t uid, gid_t gid, const gid_t *groups,
-                                  size_t n_groups, const char *channel, int exec_floor, char **argv) {
+                                  size_t n_groups, const char *channel, int exec_floor, char * const *agent_env,
+                                  char **argv) {
         sigset_t none;
         char ack;
         int fd, r;
@@ -136,6 +138,9 @@ static _noreturn_ void child_main(int sock, pid_t parent, uid_t uid, gid_t gid, 
         if (privdrop_apply(uid, gid, groups, n_groups) < 0)
                 _exit(EXIT_WRAP_FAILED);
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                _exit(EXIT_WRAP_FAILED);
+        /* The configured envs, decoded by the supervisor before the fork: only the agent's side has them. */
+        if (agent_env_apply(agent_env) < 0)
                 _exit(EXIT_WRAP_FAILED);
         /* The commands denied outright cannot execute, whatever a racing thread writes (no_new_privs is
          * set by the drop). */
@@ -260,6 +265,7 @@ int verb_syscallwrap(int argc, char *argv[]) {
         _cleanup_(gate_client_freep) GateClient *client = NULL;
         _cleanup_(privdrop_identity_done) PrivdropIdentity id = {};
         _cleanup_free_ char *error = NULL, *token = NULL;
+        _cleanup_strv_free_ char **agent_env = NULL;
         _cleanup_close_ int notify_fd = -EBADF;
         const char *policy_file = NULL, *channel, *socket_path;
         char payload[CHANNEL_ID_MAX + 1] = {};
@@ -310,6 +316,12 @@ int verb_syscallwrap(int argc, char *argv[]) {
                 return EXIT_WRAP_FAILED;
         }
 
+        /* The agent's own environment (agent-env.h): decoded now, so a bad one stops the run before anything
+         * starts; set in the child after the drop, never in the supervisor. */
+        r = agent_env_take(&agent_env);
+        if (r < 0)
+                return EXIT_WRAP_FAILED;
+
         /* Fail closed: no policy is no gate, and no gate is no agent. */
         policy_file = policy_file ?: getenv("LOOP_GATE_POLICY_FILE");
         if (isempty(policy_file)) {
@@ -327,7 +339,9 @@ int verb_syscallwrap(int argc, char *argv[]) {
         {
                 _cleanup_strv_free_ char **files = NULL, **skipped = NULL;
 
-                r = gate_exec_floor_files(policy, getenv("PATH"), &files, &skipped);
+                /* The agent resolves its commands in its own PATH. */
+                r = gate_exec_floor_files(policy, agent_env_get(agent_env, "PATH") ?: getenv("PATH"), &files,
+                                          &skipped);
                 if (r < 0) {
                         log_error_errno(r, "Cannot find the files of the commands the gate denies: %m");
                         return EXIT_WRAP_FAILED;
@@ -411,7 +425,8 @@ int verb_syscallwrap(int argc, char *argv[]) {
                 safe_close(sv[0]);
                 if (token)
                         explicit_bzero(token, strlen(token));
-                child_main(sv[1], parent, id.uid, id.gid, id.groups, id.n_groups, channel, exec_floor, argv + optind);
+                child_main(sv[1], parent, id.uid, id.gid, id.groups, id.n_groups, channel, exec_floor, agent_env,
+                           argv + optind);
         }
         safe_close(sv[1]);
         exec_floor = safe_close(exec_floor);

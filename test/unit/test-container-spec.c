@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
+#include "agent-env.h"
 #include "config-schema.h"
 #include "config.h"
 #include "container-spec.h"
@@ -196,6 +197,41 @@ static const char *env_get(const ContainerPlan *p, const char *key) {
                         return b;
                 }
         return NULL;
+}
+
+/* The configured envs as the agent gets them: LOOP_AGENT_ENV of the Env array, decoded (NULL: none). */
+static char **agent_envs(const ContainerPlan *p) {
+        char **l = NULL;
+        const char *v = env_get(p, AGENT_ENV_VARIABLE);
+
+        if (v && agent_env_decode(v, &l) < 0)
+                return NULL;
+        return l;
+}
+
+/* The value the agent's process sees: a configured env over the container's Env. A static copy. */
+static const char *agent_get(const ContainerPlan *p, const char *key) {
+        static char buf[4][4096];
+        static unsigned next;
+        _cleanup_strv_free_ char **l = agent_envs(p);
+        const char *v = agent_env_get(l, key);
+        char *b;
+
+        if (!v)
+                return env_get(p, key);
+        b = buf[next++ % ELEMENTSOF(buf)];
+        snprintf(b, sizeof buf[0], "%s", v);
+        return b;
+}
+
+static size_t agent_count(const ContainerPlan *p, const char *key) {
+        _cleanup_strv_free_ char **l = agent_envs(p);
+        size_t n = 0, k = strlen(key);
+
+        STRV_FOREACH(e, l)
+                if (strncmp(*e, key, k) == 0 && (*e)[k] == '=')
+                        n++;
+        return n;
 }
 
 static int env_index(const ContainerPlan *p, const char *key) {
@@ -603,10 +639,10 @@ static void test_plan_env_order(void) {
                 abort();
         const char *want[] = {
                 "CHANNEL_ID=chan", e_home, "HOST_USER=u", "AGENT_UID=1000", "AGENT_GID=1001",
-                "TZ=Europe/Bucharest", e_path, e_chown, "FOO=bar",
+                "TZ=Europe/Bucharest", e_path, e_chown, "LOOP_AGENT_ENV=Rk9PPWJhcgA=",
         };
         ok(strv_equal_list(env, want, ELEMENTSOF(want)),
-           "Env is CHANNEL_ID, HOME, HOST_USER, AGENT_UID, AGENT_GID, TZ, PATH, CHOWN_PATHS, envs in order");
+           "Env is CHANNEL_ID, HOME, HOST_USER, AGENT_UID, AGENT_GID, TZ, PATH, CHOWN_PATHS, the envs encoded, in order");
         if (!strv_equal_list(env, want, ELEMENTSOF(want)))
                 show_strv("env", env);
 
@@ -780,46 +816,57 @@ static void test_plan_config_envs(void) {
         p = build(&in);
         if (asprintf(&home_x, "%s/x/y", home) < 0)
                 abort();
-        is_str(env_get(p, "TILDE"), home, "an env value of ~ is the user's home");
-        is_str(env_get(p, "TILDE_PATH"), home_x, "an env value starting with ~/ expands to the home");
-        is_str(env_get(p, "TILDE_USER"), "~bob/x", "~user in an env value is left alone");
-        is_str(env_get(p, "MID"), "a~/b", "a ~ inside an env value is left alone");
-        is_str(env_get(p, "NUM"), "42", "a number env is stringified");
-        is_str(env_get(p, "FLOAT"), "1.5", "a float env is stringified");
-        is_str(env_get(p, "BOOL"), "true", "a boolean env is stringified");
-        is_str(env_get(p, "NUL"), "", "a null env is empty");
-        is_str(env_get(p, "TZ"), "Asia/Tokyo", "a configured TZ overrides the detected one");
-        is_int(env_count(p, "TZ"), 1, "the overridden TZ appears once");
+        is_str(agent_get(p, "TILDE"), home, "an env value of ~ is the user's home");
+        is_str(agent_get(p, "TILDE_PATH"), home_x, "an env value starting with ~/ expands to the home");
+        is_str(agent_get(p, "TILDE_USER"), "~bob/x", "~user in an env value is left alone");
+        is_str(agent_get(p, "MID"), "a~/b", "a ~ inside an env value is left alone");
+        is_str(agent_get(p, "NUM"), "42", "a number env is stringified");
+        is_str(agent_get(p, "FLOAT"), "1.5", "a float env is stringified");
+        is_str(agent_get(p, "BOOL"), "true", "a boolean env is stringified");
+        is_str(agent_get(p, "NUL"), "", "a null env is empty");
+        is_str(agent_get(p, "TZ"), "Asia/Tokyo", "a configured TZ overrides the detected one for the agent");
+        ok(env_count(p, "TZ") == 1 && agent_count(p, "TZ") == 1, "the overridden TZ appears once on each side");
+        ok(env_count(p, "TILDE") == 0 && env_count(p, "FOO") == 0 && env_count(p, "TMPDIR") == 0 &&
+           env_count(p, "NUM") == 0 && env_count(p, "claude_code_oauth_token") == 0 &&
+           streq_ptr(env_get(p, "TZ"), "Europe/Bucharest"),
+           "no configured env is in the container's Env: the root side starts without them");
+        is_str(agent_get(p, "FOO"), "from-config", "the agent gets the configured envs from " AGENT_ENV_VARIABLE);
         is_str(env_get(p, "CHANNEL_ID"), "chan", "envs cannot override CHANNEL_ID");
         is_str(env_get(p, "HOME"), home, "envs cannot override HOME");
         is_str(env_get(p, "HOST_USER"), "u", "envs cannot override HOST_USER");
         ok(streq_ptr(env_get(p, "AGENT_UID"), "1000") && streq_ptr(env_get(p, "AGENT_GID"), "1001"),
            "envs cannot override AGENT_UID and AGENT_GID");
         ok(env_count(p, "CHOWN_PATHS") == 0, "envs cannot set CHOWN_PATHS");
+        ok(agent_count(p, "CHANNEL_ID") == 0 && agent_count(p, "HOME") == 0 && agent_count(p, "HOST_USER") == 0 &&
+           agent_count(p, "AGENT_UID") == 0 && agent_count(p, "AGENT_GID") == 0 && agent_count(p, "CHOWN_PATHS") == 0,
+           "...nor for the agent");
         ok(skipped_has(p, "env CHANNEL_ID", "set by loop") && skipped_has(p, "env HOME", "set by loop") &&
            skipped_has(p, "env HOST_USER", NULL) && skipped_has(p, "env AGENT_UID", NULL) &&
            skipped_has(p, "env AGENT_GID", NULL) && skipped_has(p, "env CHOWN_PATHS", NULL),
            "each dropped env has a line in skipped");
-        ok(env_count(p, "LD_PRELOAD") == 0 && env_count(p, "BASH_ENV") == 0 && skipped_has(p, "env LD_PRELOAD", NULL),
-           "loader and shell start-up variables from envs are dropped with a line");
+        ok(env_count(p, "LD_PRELOAD") == 0 && env_count(p, "BASH_ENV") == 0 && agent_count(p, "LD_PRELOAD") == 0 &&
+           agent_count(p, "BASH_ENV") == 0 && skipped_has(p, "env LD_PRELOAD", "loader or shell"),
+           "loader and shell start-up variables from envs are dropped for the agent too, with a line");
         ok(env_count(p, "LOCPATH") == 0 && env_count(p, "NLSPATH") == 0 && env_count(p, "TZDIR") == 0 &&
            env_count(p, "MALLOC_TRACE") == 0 && env_count(p, "RES_OPTIONS") == 0 &&
-           skipped_has(p, "env LOCPATH", "root entrypoint"),
-           "what glibc refuses in a setuid program (locales, catalogs, zones, resolver, malloc trace) is dropped");
-        is_str(env_get(p, "TMPDIR"), "/work/tmp", "TMPDIR is the agent's to set");
+           streq_ptr(agent_get(p, "LOCPATH"), "/work/loc") && streq_ptr(agent_get(p, "RES_OPTIONS"), "ndots:9") &&
+           !skipped_has(p, "env LOCPATH", NULL),
+           "what glibc refuses in a setuid program (locales, zones, resolver, malloc trace) reaches the agent alone");
+        is_str(agent_get(p, "TMPDIR"), "/work/tmp", "TMPDIR is the agent's to set");
         ok(env_count(p, "LOOP_EGRESS_CA") == 0 && env_count(p, "LOOP_GATE_ENABLED") == 0 &&
+           agent_count(p, "LOOP_EGRESS_CA") == 0 && agent_count(p, "LOOP_GATE_ENABLED") == 0 &&
            skipped_has(p, "env LOOP_EGRESS_CA", "set by loop"),
            "LOOP_* envs are loop's (the root entrypoint reads them): dropped with a line");
-        is_str(env_get(p, "claude_code_oauth_token"), "x", "env names are case-sensitive");
-        ok(env_index(p, "FOO") > env_index(p, "CLAUDE_CODE_OAUTH_TOKEN"), "envs come after the credential");
+        is_str(agent_get(p, "claude_code_oauth_token"), "x", "env names are case-sensitive");
+        is_str(agent_get(p, "CLAUDE_CODE_OAUTH_TOKEN"), OAUTH_SECRET, "the credential stays loop's");
 
         in.extra_env = extra_env;
         x = build(&in);
-        is_str(env_get(x, "FOO"), "from-runner", "extra_env overrides a configured env");
-        is_int(env_count(x, "FOO"), 1, "the overridden env appears once");
+        is_str(agent_get(x, "FOO"), "from-runner", "extra_env overrides a configured env");
+        ok(env_count(x, "FOO") == 1 && agent_count(x, "FOO") == 0, "the overridden env appears once, the runner's");
         is_str(env_get(x, "LOOP_GATE_ENABLED"), "2", "a later extra_env entry wins over an earlier one");
         is_int(env_count(x, "LOOP_GATE_ENABLED"), 1, "duplicate extra_env entries are deduplicated");
-        ok(env_index(x, "LOOP_GATE_ENABLED") > env_index(x, "TILDE"), "extra_env comes after the configured envs");
+        is_str(agent_get(x, "TILDE"), home, "the other configured envs still reach the agent");
 
         _cleanup_strv_free_ char **env = jstrv(x, "Env");
         bool unique = true;
@@ -1196,7 +1243,8 @@ static void test_plan_chrome(void) {
         is_str(jstr(p, "Labels.loop-type"), "chrome", "label loop-type is chrome");
         is_int(jint(p, "HostConfig.Memory"), 512LL * 1024 * 1024, "chrome's memory is browser.memory_mb");
         is_int(jint(p, "HostConfig.NanoCpus"), 500000000LL, "chrome gets half a CPU");
-        ok(p && env_count(p, "CLAUDE_CODE_OAUTH_TOKEN") == 0 && env_count(p, "GITHUB_TOKEN") == 0,
+        ok(p && env_count(p, "CLAUDE_CODE_OAUTH_TOKEN") == 0 && env_count(p, "GITHUB_TOKEN") == 0 &&
+           env_count(p, AGENT_ENV_VARIABLE) == 0,
            "chrome gets neither the credential nor the configured envs");
         is_str(env_get(p, "HTTP_PROXY"), "http://host.docker.internal:3128", "chrome still gets the proxy");
         binds = jstrv(p, "HostConfig.Binds");
