@@ -404,7 +404,9 @@ int tasks_time_parse(const char *s, int64_t *ret_epoch, const char **ret_reason)
                 return (*ret_reason = "the time needs a time zone offset (Z or +HH:MM)"), -EINVAL;
         if (*p)
                 return -EINVAL;
-        if (year < 1970 || year > 9999 || mon < 1 || mon > 12 || day < 1 || day > month_days[mon] ||
+        if (year > TASKS_YEAR_MAX)
+                return (*ret_reason = "the time lies beyond the last year a systemd calendar event names (2199)"), -EINVAL;
+        if (year < 1970 || mon < 1 || mon > 12 || day < 1 || day > month_days[mon] ||
             (mon == 2 && day == 29 && !((year % 4 == 0 && year % 100 != 0) || year % 400 == 0)) ||
             hour > 23 || min > 59 || sec > 60)
                 return (*ret_reason = "the time names no real instant"), -EINVAL;

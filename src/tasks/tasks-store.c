@@ -120,6 +120,54 @@ int task_set_schedule(Task *t, TaskType type, const char *schedule, uint64_t min
         return 0;
 }
 
+int task_schedule_check(const Task *t, uint64_t min_interval_sec, const char **ret_reason) {
+        _cleanup_free_ char *cal = NULL;
+        uint64_t sec = 0;
+        int64_t at;
+        int r;
+
+        switch (t->type) {
+        case TASK_MANUAL:
+                *ret_reason = NULL;
+                return 0;       /* no timer */
+        case TASK_CRON:
+                r = tasks_cron_to_oncalendar(t->schedule, &cal, &sec, ret_reason);
+                if (r < 0)
+                        return r == -ENOMEM ? r : -EINVAL;
+                break;
+        case TASK_INTERVAL:
+                r = tasks_interval_parse(t->schedule, &sec, ret_reason);
+                if (r < 0)
+                        return -EINVAL;
+                if (sec != t->interval_sec) {
+                        *ret_reason = "its interval is not the one its schedule says";
+                        return -EINVAL;
+                }
+                break;
+        case TASK_ONCE:
+                r = tasks_time_parse(t->schedule, &at, ret_reason);
+                if (r < 0)
+                        return -EINVAL;
+                r = tasks_time_to_oncalendar(at, &cal);
+                if (r < 0)
+                        return r == -ENOMEM ? r : ((*ret_reason = "its time names no real instant"), -EINVAL);
+                break;
+        default:
+                *ret_reason = "its type is not one of cron, interval, once, manual";
+                return -EINVAL;
+        }
+        if (t->type != TASK_INTERVAL && !streq_ptr(cal, t->oncalendar)) {
+                *ret_reason = "its calendar event is not the one its schedule says";
+                return -EINVAL;
+        }
+        if (t->type != TASK_ONCE && sec < min_interval_sec) {
+                *ret_reason = "it fires more often than the channel's minimum interval (tasks.min_interval_sec)";
+                return -EINVAL;
+        }
+        *ret_reason = NULL;
+        return 0;
+}
+
 /* ---- JSON ---- */
 
 static int add_string(json_object *o, const char *key, const char *value) {

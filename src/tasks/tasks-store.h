@@ -52,6 +52,10 @@ int task_id_generate(char ret[static TASK_ID_LEN + 1]);
  * min_interval_sec: the channel's minimum; now_usec: a once time must lie ahead of it. */
 int task_set_schedule(Task *t, TaskType type, const char *schedule, uint64_t min_interval_sec, uint64_t now_usec,
                       const char **ret_reason);
+/* A task read back from its file, as the writer of the timers (root) takes it: the helper that wrote the
+ * file talks to the agent and may have been taken over, so its calendar event and interval must be what its
+ * schedule says, and no shorter than min_interval_sec. 0, or -EINVAL with the reason (static text). */
+int task_schedule_check(const Task *t, uint64_t min_interval_sec, const char **ret_reason);
 
 int task_to_json(const Task *t, json_object **ret);
 int task_from_json(json_object *o, Task **ret);

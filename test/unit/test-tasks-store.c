@@ -84,6 +84,43 @@ static void test_cron_min_interval(void) {
         }
 }
 
+/* A task file read back by the timers' writer (root): the helper that wrote it talks to the agent, so
+ * what the file says its timer is (on_calendar, interval_sec) must be what its schedule says, and no shorter
+ * than the channel's minimum. The sync made any calendar event or interval the file named. */
+static void test_schedule_check(void) {
+        static const struct {
+                TaskType type;
+                const char *schedule, *oncalendar;
+                uint64_t interval_sec;
+                bool allowed;
+                const char *what;
+        } cases[] = {
+                { TASK_CRON, "*/5 * * * *", "*-*-* *:00,05,10,15,20,25,30,35,40,45,50,55:00", 0, true,
+                  "a cron task as tasks_request() wrote it" },
+                { TASK_CRON, "*/5 * * * *", "*-*-* *:*:*", 0, false, "a cron task rewritten to fire every second" },
+                { TASK_CRON, "* * * * *", "*-*-* *:*:00", 0, false, "a cron task under the minimum interval" },
+                { TASK_CRON, NULL, "*-*-* *:*:00", 0, false, "a cron task without a schedule" },
+                { TASK_INTERVAL, "5m", NULL, 300, true, "an interval task as written" },
+                { TASK_INTERVAL, "5m", NULL, 1, false, "an interval task whose interval_sec was rewritten to 1" },
+                { TASK_INTERVAL, "1s", NULL, 1, false, "an interval task rewritten as a whole to 1s" },
+                { TASK_ONCE, "2030-01-01T00:00:00Z", "2030-01-01 00:00:00 UTC", 0, true, "a once task as written" },
+                { TASK_ONCE, "2030-01-01T00:00:00Z", "*-*-* *:*:*", 0, false, "a once task rewritten to fire every second" },
+                { TASK_MANUAL, NULL, NULL, 0, true, "a manual task (no timer)" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                Task t = { .type = cases[i].type, .schedule = (char *) cases[i].schedule,
+                           .oncalendar = (char *) cases[i].oncalendar, .interval_sec = cases[i].interval_sec };
+                const char *reason = NULL;
+                int r = task_schedule_check(&t, 120, &reason);
+
+                if (cases[i].allowed)
+                        ok(r == 0, "%s gets its timer (%s)", cases[i].what, strna(reason));
+                else
+                        ok(r == -EINVAL && reason, "%s gets no timer: %s", cases[i].what, strna(reason));
+        }
+}
+
 int main(void) {
         char dir[] = "/tmp/test-tasks-store.XXXXXX";
         char id[TASK_ID_LEN + 1] = "", args[512];
@@ -179,6 +216,7 @@ int main(void) {
            "schedule_task refuses a cron task firing more often than tasks.min_interval_sec");
         json_object_put(a);
         test_cron_min_interval();
+        test_schedule_check();
 
         {
                 char cmd[256];
