@@ -1,0 +1,105 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Red team of the scheduled tasks: what loop-tasks@NAME writes (it talks to the agent, as user loop) is
+# all the timers' writer (loop task sync, root) reads. On a real systemd (PID 1 in nspawn, the staged
+# install, no container engine): a task file rewritten by a process taken over in loop-tasks@demo to fire
+# every second (its calendar event, its interval) gets no timer; a channel taken out of the configuration
+# has its task's firing refused (nothing queued) and its timers removed.
+set -uo pipefail
+
+lib=$(dirname "$(readlink -f "$0")")/../lib
+# shellcheck source=test/lib/systemd-test.sh
+. "$lib/systemd-test.sh"
+
+systemd_test_prepare
+
+M=loop-taskfiles-$$
+cfg=$(mktemp -d "${TMPDIR:-/tmp}/loop-taskfiles-etc.XXXXXX") || bail_out "mktemp failed"
+atexit "rm -rf '$cfg'"
+mkdir -p "$cfg/channels.d"
+echo '{ "egress": { "enabled": false } }' >"$cfg/loop.json"
+echo '{}' >"$cfg/channels.d/demo.json"
+echo '{}' >"$cfg/channels.d/gone.json"
+chmod 0644 "$cfg/loop.json" "$cfg/channels.d/"*.json
+
+in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
+prop() { in_ct systemctl show -P "$2" -- "$1"; }
+# as_helper UNIT CMD...: CMD in UNIT's mount namespace as user loop (what code run by the helper can do)
+as_helper() {
+        local unit=$1 pid
+        shift
+        pid=$(prop "$unit" MainPID)
+        [ -n "$pid" ] && [ "$pid" != 0 ] || return 99
+        in_ct nsenter -t "$pid" -m -S "$(in_ct id -u loop)" -G "$(in_ct id -g loop)" -- "$@"
+}
+make_token() {
+        local ch=$1 tok
+        tok=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+        in_ct sh -c "install -d -m 0700 -o loop -g loop /run/loop/$ch/tasks-tokens &&
+                     printf %s $tok >/run/loop/$ch/tasks-tokens/ctr-$ch && chown loop:loop /run/loop/$ch/tasks-tokens/ctr-$ch &&
+                     chmod 0400 /run/loop/$ch/tasks-tokens/ctr-$ch && printf %s $tok >/tmp/tasks-token-$ch && chmod 0400 /tmp/tasks-token-$ch"
+}
+# schedule CHANNEL ARGS_JSON: the task's id, scheduled through the channel's helper as its agent would
+schedule() {
+        local out
+        out=$(printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' \
+                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"schedule_task\",\"arguments\":$2}}" |
+                in_ct loop mcp --channel-id "$1" --socket "/run/loop/$1/tasks.sock" --token-file "/tmp/tasks-token-$1")
+        [[ $out == *'"isError":false'* ]] || { diag "$out"; return 1; }
+        grep -oE '"id\\?": *\\?"[0-9a-f]{8}' <<<"$out" | grep -oE '[0-9a-f]{8}$' | head -n1
+}
+timer_loaded() { [ "$(prop "loop-task@$1.timer" LoadState)" = loaded ]; }
+# rewrite CHANNEL ID SED: the task file edited in place by a process of loop-tasks@CHANNEL (user loop)
+rewrite() {
+        as_helper "loop-tasks@$1.service" sed -i -E "$3" "/var/lib/loop/$1/tasks/$2.json"
+}
+
+nspawn_boot "$M" --stage "$LOOP_STAGE" --config "$cfg" || bail_out "could not boot systemd"
+ok 0 "systemd boots"
+check "systemd-sysusers creates the loop user" in_ct systemd-sysusers
+in_ct sh -c "mkdir -p /etc/systemd/system/loop-tasks@.service.d &&
+             printf '[Service]\nEnvironment=LOOP_TASKS_IDLE_SEC=3600\n' >/etc/systemd/system/loop-tasks@.service.d/90-idle-test.conf"
+check "systemctl daemon-reload" in_ct systemctl daemon-reload
+check "systemctl start loop.target" in_ct systemctl start loop.target
+for ch in demo gone; do
+        make_token "$ch"
+        ok $? "a container token of channel $ch"
+done
+
+cron=$(schedule demo '{"type":"cron","schedule":"*/5 * * * *","prompt":"cron plan"}')
+like "$cron" '^[0-9a-f]{8}$' "a cron task of channel demo is scheduled ($cron)"
+every=$(schedule demo '{"type":"interval","schedule":"5m","prompt":"interval plan"}')
+like "$every" '^[0-9a-f]{8}$' "an interval task of channel demo is scheduled ($every)"
+gone=$(schedule gone '{"type":"interval","schedule":"5m","prompt":"left behind"}')
+like "$gone" '^[0-9a-f]{8}$' "an interval task of channel gone is scheduled ($gone)"
+check "loop task sync demo gone makes their timers" in_ct loop task sync demo gone
+timer_loaded "demo:$cron"
+ok $? "the cron task has its timer"
+timer_loaded "demo:$every"
+ok $? "the interval task has its timer"
+timer_loaded "gone:$gone"
+ok $? "the task of channel gone has its timer"
+
+# the helper taken over: the file keeps its schedule, the timer it names fires every second
+rewrite demo "$cron" 's/"on_calendar": *"[^"]*"/"on_calendar": "*-*-* *:*:*"/'
+ok $? "loop-tasks@demo's user rewrites the cron task's calendar event to every second"
+rewrite demo "$every" 's/"interval_sec": *[0-9]+/"interval_sec": 1/'
+ok $? "loop-tasks@demo's user rewrites the interval task's interval to 1 s"
+in_ct loop task sync demo >/dev/null 2>&1
+timer_loaded "demo:$cron"
+ok $((!$?)) "the rewritten cron task gets no timer (calendar now: $(prop "loop-task@demo:$cron.timer" TimersCalendar))"
+timer_loaded "demo:$every"
+ok $((!$?)) "the rewritten interval task gets no timer (now: $(prop "loop-task@demo:$every.timer" TimersMonotonic))"
+out=$(journal_wait LOOP_EVENT=task-refused LOOP_TASK="$cron" -o cat)
+like "$out" "calendar event is not the one its schedule says" "the refusal is journaled with the reason"
+
+# channel gone is taken out of the configuration; its timer elapses (its service started as the timer would)
+rm -f "$cfg/channels.d/gone.json"
+in_ct systemctl start "loop-task@gone:$gone.service" >/dev/null 2>&1
+queued=$(in_ct sh -c "find /var/lib/loop/gone -path /var/lib/loop/gone/tasks -prune -o -type f -name '*.json' -print | wc -l")
+is "$queued" 0 "the firing of a removed channel's task queues nothing"
+timer_loaded "gone:$gone"
+ok $((!$?)) "the firing removes the timers of the removed channel"
+
+tap_done
