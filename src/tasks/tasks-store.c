@@ -91,6 +91,12 @@ int task_set_schedule(Task *t, TaskType type, const char *schedule, uint64_t min
                         *ret_reason = "the time lies in the past";
                         return -EINVAL;
                 }
+                /* A once task is made again (edit, or cancel and schedule) after it fired: each firing at
+                 * least the minimum interval after the request that set it, as any other task's. */
+                if ((uint64_t) at * 1000000ULL < now_usec + min_interval_sec * 1000000ULL) {
+                        *ret_reason = "the time is closer than this channel's minimum interval (tasks.min_interval_sec)";
+                        return -EINVAL;
+                }
                 r = tasks_time_to_oncalendar(at, &cal);
                 if (r < 0)
                         return r;

@@ -121,6 +121,37 @@ static void test_schedule_check(void) {
         }
 }
 
+/* A once task fired, then edited (or cancelled and scheduled again) to a time a second ahead, fired again
+ * and again: the agent's prompts queued every second or two whatever tasks.min_interval_sec said. */
+static void test_once_min_interval(void) {
+        const uint64_t at = UINT64_C(1893456000);       /* 2030-01-01T00:00:00Z */
+        static const struct {
+                uint64_t ahead_sec, min_sec;
+                bool allowed;
+        } cases[] = {
+                { 1, 60, false },
+                { 59, 60, false },
+                { 60, 60, true },
+                { 3600, 60, true },
+                { 1, 0, true },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(task_freep) Task *t = calloc(1, sizeof(Task));
+                const char *reason = NULL;
+                int r = t ? task_set_schedule(t, TASK_ONCE, "2030-01-01T00:00:00Z", cases[i].min_sec,
+                                              (at - cases[i].ahead_sec) * 1000000ULL, &reason) : -ENOMEM;
+
+                if (cases[i].allowed)
+                        ok(r == 0, "a once time %" PRIu64 " s ahead is allowed with a minimum interval of %" PRIu64 " s (%s)",
+                           cases[i].ahead_sec, cases[i].min_sec, strna(reason));
+                else
+                        ok(r == -EINVAL && reason && strstr(reason, "min_interval_sec"),
+                           "a once time %" PRIu64 " s ahead is refused with a minimum interval of %" PRIu64 " s (%s)",
+                           cases[i].ahead_sec, cases[i].min_sec, strna(reason));
+        }
+}
+
 int main(void) {
         char dir[] = "/tmp/test-tasks-store.XXXXXX";
         char id[TASK_ID_LEN + 1] = "", args[512];
@@ -217,6 +248,7 @@ int main(void) {
         json_object_put(a);
         test_cron_min_interval();
         test_schedule_check();
+        test_once_min_interval();
 
         {
                 char cmd[256];
