@@ -467,15 +467,19 @@ int tasks_stamp(const char *state_dir, struct timespec *ret) {
 }
 
 /* The tasks whose file says a calendar event or interval their schedule does not (or one under the
- * channel's minimum) are dropped from all: no timer is made for them, and the one they have is removed.
- * The files are the helper's, and the helper talks to the agent. Returns the number kept. */
+ * channel's minimum), and those beyond the channel's tasks.max (oldest first), are dropped from all: no
+ * timer is made for them, and the one they have is removed. The files are the helper's, and the helper
+ * talks to the agent. Returns the number kept. */
 static size_t tasks_drop_unchecked(const TasksContext *ctx, Task **all, size_t n) {
+        uint64_t max = MIN(ctx->limits.max, (uint64_t) TASKS_PER_CHANNEL_MAX);
         size_t kept = 0;
 
         for (size_t i = 0; i < n; i++) {
                 const char *reason;
 
-                if (task_schedule_check(all[i], ctx->limits.min_interval_sec, &reason) >= 0) {
+                if (kept >= max)
+                        reason = "the channel has more tasks than it may have (tasks.max)";
+                else if (task_schedule_check(all[i], ctx->limits.min_interval_sec, &reason) >= 0) {
                         all[kept++] = all[i];
                         continue;
                 }

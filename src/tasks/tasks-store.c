@@ -357,6 +357,9 @@ int task_save_at(int dir_fd, const Task *t) {
         text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!text)
                 return -ENOMEM;
+        /* a file that would not be read back would be a task nobody can list, count or cancel */
+        if (strlen(text) > TASKS_FILE_MAX)
+                return -EFBIG;
         snprintf(file, sizeof file, "%s.json", t->id);
         snprintf(tmp, sizeof tmp, ".#%s.%d", file, (int) getpid());
         (void) unlinkat(dir_fd, tmp, 0);

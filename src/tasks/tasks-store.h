@@ -18,7 +18,9 @@
 
 #define TASK_ID_LEN 8U                          /* lowercase hex */
 #define TASKS_DIRNAME "tasks"
-#define TASKS_FILE_MAX (4U * 1024U * 1024U)     /* a task file larger than this is not read */
+/* A task file larger than this is neither written nor read: the largest prompt with every byte a control
+ * character, which JSON writes as \u00XX (six bytes), and room for the other fields. */
+#define TASKS_FILE_MAX (6U * TASKS_PROMPT_MAX + 64U * 1024U)
 #define TASKS_PER_CHANNEL_MAX 1000U             /* hard ceiling of the configurable tasks.max */
 #define TASKS_PROMPT_MAX (1024U * 1024U)        /* hard ceiling of tasks.prompt_max */
 #define TASKS_NAME_MAX 128U                     /* a task's optional name (a label for humans) */

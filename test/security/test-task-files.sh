@@ -5,7 +5,8 @@
 # all the timers' writer (loop task sync, root) reads. On a real systemd (PID 1 in nspawn, the staged
 # install, no container engine): a task file rewritten by a process taken over in loop-tasks@demo to fire
 # every second (its calendar event, its interval) gets no timer; a channel taken out of the configuration
-# has its task's firing refused (nothing queued) and its timers removed.
+# has its task's firing refused (nothing queued) and its timers removed; files made beyond tasks.max get no
+# timer.
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
@@ -19,7 +20,7 @@ cfg=$(mktemp -d "${TMPDIR:-/tmp}/loop-taskfiles-etc.XXXXXX") || bail_out "mktemp
 atexit "rm -rf '$cfg'"
 mkdir -p "$cfg/channels.d"
 echo '{ "egress": { "enabled": false } }' >"$cfg/loop.json"
-echo '{}' >"$cfg/channels.d/demo.json"
+echo '{ "tasks": { "max": 3 } }' >"$cfg/channels.d/demo.json"
 echo '{}' >"$cfg/channels.d/gone.json"
 chmod 0644 "$cfg/loop.json" "$cfg/channels.d/"*.json
 
@@ -93,6 +94,17 @@ timer_loaded "demo:$every"
 ok $((!$?)) "the rewritten interval task gets no timer (now: $(prop "loop-task@demo:$every.timer" TimersMonotonic))"
 out=$(journal_wait LOOP_EVENT=task-refused LOOP_TASK="$cron" -o cat)
 like "$out" "calendar event is not the one its schedule says" "the refusal is journaled with the reason"
+
+# the helper taken over writes task files beyond tasks.max (3): copies of a valid one under new ids
+valid=$(schedule demo '{"type":"interval","schedule":"10m","prompt":"valid plan"}')
+like "$valid" '^[0-9a-f]{8}$' "a third task of channel demo is scheduled ($valid)"
+for id in 0000000a 0000000b 0000000c; do
+        as_helper "loop-tasks@demo.service" sh -c "sed 's/$valid/$id/' /var/lib/loop/demo/tasks/$valid.json >/var/lib/loop/demo/tasks/$id.json"
+        ok $? "loop-tasks@demo's user writes task file $id.json beyond tasks.max"
+done
+in_ct loop task sync demo >/dev/null 2>&1
+timers=$(in_ct systemctl list-units --all --no-legend --plain 'loop-task@demo:*.timer' | grep -c '^loop-task@demo:')
+is "$timers" 3 "the channel's valid tasks beyond tasks.max get no timer (3 of 4)"
 
 # channel gone is taken out of the configuration; its timer elapses (its service started as the timer would)
 rm -f "$cfg/channels.d/gone.json"

@@ -152,6 +152,43 @@ static void test_once_min_interval(void) {
         }
 }
 
+/* A prompt of control characters is written escaped, six bytes for one: a prompt of tasks.prompt_max's
+ * ceiling made a file larger than a task file may be to be read, so the task was recorded but never listed,
+ * counted, shown or cancelled: tasks.max did not bound the files an agent could leave on the disk. */
+static void test_escaped_prompt_counts(void) {
+        char dir[] = "/tmp/test-tasks-escaped.XXXXXX";
+        TasksContext saved = ctx;
+        _cleanup_free_ char *prompt = malloc(TASKS_PROMPT_MAX);
+        json_object *args, *a;
+        int r;
+
+        if (!prompt || !mkdtemp(dir))
+                abort();
+        memset(prompt, 0x01, TASKS_PROMPT_MAX);
+        ctx = (TasksContext) { .channel = "demo", .state_dir = dir, .actor = "container:c1",
+                               .limits = { .max = 1, .min_interval_sec = 60, .prompt_max = TASKS_PROMPT_MAX } };
+        args = json_object_new_object();
+        if (!args || json_object_object_add(args, "type", json_object_new_string("manual")) < 0 ||
+            json_object_object_add(args, "prompt", json_object_new_string_len(prompt, (int) TASKS_PROMPT_MAX)) < 0)
+                abort();
+        a = NULL;
+        r = tasks_request(&ctx, "schedule", args, &a);
+        ok(r == 0 && answer_ok(a), "a task with a prompt of %u control characters is scheduled", TASKS_PROMPT_MAX);
+        json_object_put(a);
+        is_int(n_tasks(), 1, "...and listed (its file is read back)");
+        a = NULL;
+        r = tasks_request(&ctx, "schedule", args, &a);
+        ok(r == 0 && !answer_ok(a) && strstr(answer_error(a), "tasks.max"), "...and counted: a second one is over tasks.max");
+        json_object_put(a);
+        json_object_put(args);
+        {
+                char cmd[64];
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+                (void) !system(cmd);
+        }
+        ctx = saved;
+}
+
 int main(void) {
         char dir[] = "/tmp/test-tasks-store.XXXXXX";
         char id[TASK_ID_LEN + 1] = "", args[512];
@@ -249,6 +286,7 @@ int main(void) {
         test_cron_min_interval();
         test_schedule_check();
         test_once_min_interval();
+        test_escaped_prompt_counts();
 
         {
                 char cmd[256];
