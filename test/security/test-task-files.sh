@@ -6,7 +6,8 @@
 # install, no container engine): a task file rewritten by a process taken over in loop-tasks@demo to fire
 # every second (its calendar event, its interval) gets no timer; a channel taken out of the configuration
 # has its task's firing refused (nothing queued) and its timers removed; files made beyond tasks.max get no
-# timer.
+# timer. And a task-fired record forged by another local user (any user may log loop's MESSAGE_ID and
+# LOOP_* fields) is shown by `loop logs` with the uid that wrote it, loop's own records without.
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
@@ -113,5 +114,19 @@ queued=$(in_ct sh -c "find /var/lib/loop/gone -path /var/lib/loop/gone/tasks -pr
 is "$queued" 0 "the firing of a removed channel's task queues nothing"
 timer_loaded "gone:$gone"
 ok $((!$?)) "the firing removes the timers of the removed channel"
+
+# a local user (nobody) writes a task-fired record of channel demo, fields and all
+printf '%s\n' 'MESSAGE=Task 0000000f of channel demo fired: message forged-by-nobody queued.' \
+        MESSAGE_ID=eace450e3e3e4ecf9606f0fce6c183e1 LOOP_EVENT=task-fired LOOP_CHANNEL=demo LOOP_TASK=0000000f |
+        in_ct setpriv --reuid=65534 --regid=65534 --clear-groups logger --journald
+ok $? "uid 65534 logs a record with task-fired's MESSAGE_ID and LOOP_* fields"
+journal_wait MESSAGE_ID=eace450e3e3e4ecf9606f0fce6c183e1 _UID=65534 >/dev/null
+out=$(in_ct loop logs demo)
+like "$(grep -F forged-by-nobody <<<"$out")" '\[written by uid 65534\]' "loop logs shows the forged record with the uid that wrote it" ||
+        diag "$out"
+line=$(grep -F "gets no timer" <<<"$out" | head -n1)
+like "$line" 'task-refused' "loop logs shows loop's own record (the sync's refusal)"
+unlike "$line" 'written by' "...without a writer's uid"
+like "$(in_ct loop logs demo --json | grep -F forged-by-nobody)" '"uid":65534' "loop logs --json gives the writer's uid"
 
 tap_done
