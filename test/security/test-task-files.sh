@@ -7,7 +7,8 @@
 # every second (its calendar event, its interval) gets no timer; a channel taken out of the configuration
 # has its task's firing refused (nothing queued) and its timers removed; files made beyond tasks.max get no
 # timer. And a task-fired record forged by another local user (any user may log loop's MESSAGE_ID and
-# LOOP_* fields) is shown by `loop logs` with the uid that wrote it, loop's own records without.
+# LOOP_* fields) is shown by `loop logs` with the uid that wrote it, loop's own records without. An agent
+# changing its tasks in a loop gets at most 60 changes a minute.
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
@@ -128,5 +129,29 @@ line=$(grep -F "gets no timer" <<<"$out" | head -n1)
 like "$line" 'task-refused' "loop logs shows loop's own record (the sync's refusal)"
 unlike "$line" 'written by' "...without a writer's uid"
 like "$(in_ct loop logs demo --json | grep -F forged-by-nobody)" '"uid":65534' "loop logs --json gives the writer's uid"
+
+# an agent changing a task in a loop: each change was a round of the root sync and timers made again
+out=$(in_ct python3 -c '
+import json, socket, sys
+token = open("/tmp/tasks-token-demo").read().strip()
+ok = refused = 0
+for i in range(80):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect("/run/loop/demo/tasks.sock")
+    s.sendall((json.dumps({"token": token, "op": "toggle", "args": {"id": sys.argv[1]}}) + "\n").encode())
+    a = json.loads(s.makefile().readline())
+    s.close()
+    if a.get("ok"):
+        ok += 1
+    elif "too many changes" in a.get("error", ""):
+        refused += 1
+print(ok, refused)' "$valid")
+read -r changed refused <<<"$out"
+ok $(( !(changed >= 1 && changed <= 60) )) "loop-tasks@demo makes at most 60 changes a minute ($changed of 80 made)"
+ok $(( !(refused >= 20) )) "...and refuses the rest, saying why ($refused refused)"
+# the count is journaled when the minute ends, or when the helper stops
+in_ct systemctl stop loop-tasks@demo.service
+like "$(journal_wait LOOP_EVENT=task-refused LOOP_REASON=rate LOOP_CHANNEL=demo -o cat)" \
+        "changes of the tasks of channel demo refused" "the refused changes are journaled in one record"
 
 tap_done
