@@ -430,7 +430,8 @@ int verb_task(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
 
-        /* fire needs no configuration: the timer's unit names the channel and the files say the rest */
+        /* fire needs no limits: the timer's unit names the channel, the files say the rest (fire_channel_check()
+         * only asks whether the channel is still configured) */
         r = operator_context(channel, !streq(op, "fire"), &set, &ctx, &state_dir, &actor, &bus);
         if (r < 0)
                 return EXIT_FAILURE;
