@@ -112,8 +112,10 @@ static int cron_field_parse(const CronField *f, const char *text, uint64_t *ret)
                 } else {
                         if (cron_value(f, p, n, &lo) < 0)
                                 return -EINVAL;
-                        /* "a/n": from a to the end, as Vixie cron reads it */
-                        hi = slash ? (f->max == 7 ? 6 : f->max) : lo;
+                        /* "a/n": from a to the end, as Vixie cron reads it (day of week: to 7, so 7/n is
+                         * Sunday; ending at 6 left 7/n no day at all, a timer of every day whose gap was
+                         * counted as never) */
+                        hi = slash ? f->max : lo;
                 }
                 for (unsigned v = lo; v <= hi; v += step)
                         mask |= UINT64_C(1) << (f->max == 7 && v == 7 ? 0 : v);
@@ -121,6 +123,8 @@ static int cron_field_parse(const CronField *f, const char *text, uint64_t *ret)
                         break;
                 p = end + 1;
         }
+        if (mask == 0)
+                return -EINVAL;         /* no value: never one the calendar event would leave out */
         *ret = mask;
         return 0;
 }

@@ -26,6 +26,25 @@ static void test_cron_table(void) {
         }
 }
 
+/* "a/n" in the day of week runs to 7: 7/n was no day at all, which wrote a calendar event of every day. */
+static void test_cron_dow_step(void) {
+        static const struct { const char *cron, *oncalendar; } cases[] = {
+                { "0 0 * * 7/1", "Sun *-*-* 00:00:00" },
+                { "0 0 * * 7/3", "Sun *-*-* 00:00:00" },
+                { "0 0 * * 5/1", "Sun,Fri,Sat *-*-* 00:00:00" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                const char *reason = NULL;
+                char *got = NULL;
+                int r = tasks_cron_to_oncalendar(cases[i].cron, &got, NULL, &reason);
+
+                ok(r == 0 && streq(got, cases[i].oncalendar), "cron \"%s\" is OnCalendar=%s (got %s)", cases[i].cron,
+                   cases[i].oncalendar, r == 0 ? got : strna(reason));
+                free(got);
+        }
+}
+
 static void test_interval(void) {
         const char *reason;
         uint64_t s = 0;
@@ -70,6 +89,7 @@ static void test_types(void) {
 
 int main(void) {
         test_cron_table();
+        test_cron_dow_step();
         test_interval();
         test_time();
         test_types();

@@ -67,6 +67,7 @@ static void test_cron_min_interval(void) {
                 { "0 0 * * mon", 7 * 86400 + 1, false },
                 { "0 0 29 2 *", 366 * 86400, true },      /* leap days: four years apart or eight */
                 { "0 0,23 * * *", 3 * 3600, false },      /* 23:00 to midnight */
+                { "* * * * 7/1", 3600, false },           /* every minute of Sundays, not "never" */
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
