@@ -18,7 +18,8 @@
  *            as a gate-decision with LOOP_SOURCE=local, at most GATE_AUDIT_RATE_PER_WINDOW per container
  *            and second (the rest is counted in one gate-audit-dropped entry); allows only when
  *            gates.audit.verbose is on here. 401 for a bad token and 400 for a bad body, journaling nothing.
- *   "admin"  /run/loop/NAME/gate-admin.sock, root and group loop only (`loop gate`):
+ *   "admin"  /run/loop/NAME/gate-admin.sock, root and group loop only (`loop gate`), never the user the
+ *            service and the channel's other helpers run as (403):
  *              GET  /api/gate/pending              -> {"channel":..., "pending":[...]}
  *              POST /api/gate/pending/N-DIGEST {"answer":"once|session|deny|deny-session"}
  *            The DIGEST (src/gate/gate-approval.h) must be the pending request's: an answer names the container,
@@ -369,6 +370,16 @@ static json_object *pending_json(GateServer *s, const GatePending *p, uint64_t n
 static int handle_admin_request(GateConn *c, const HttpRequest *req) {
         GateServer *s = c->server;
         const char *id_str;
+
+        /* The gate runs as user loop, as the channel's other helpers do (loop-tasks@, loop-browser@), and
+         * they see this socket in the channel's runtime directory: a helper taken over (the agent talks to
+         * them) must neither read nor answer the agent's asks. A human is root or a member of group loop. */
+        if (c->peer_uid == geteuid() && c->peer_uid != 0) {
+                log_warning("Admin request from pid %d, which runs as the helpers' user (uid %u), refused.",
+                            (int) c->peer_pid, (unsigned) c->peer_uid);
+                return gate_conn_reply_error(c, 403, "the helpers' user may not answer the gate: run loop gate as root "
+                                             "or as a member of group loop", req->keep_alive);
+        }
 
         if (streq(req->path, "/api/gate/pending")) {
                 _cleanup_(json_object_putp) json_object *o = json_object_new_object();

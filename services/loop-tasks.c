@@ -21,6 +21,7 @@
  * LOOP_TASKS_PROMPT_MAX, LOOP_TASKS_IDLE_SEC. Each connection runs on a worker of the helper skeleton
  * (socket-service.h): its request must arrive within the head deadline, at most TASKS_REQUEST_MAX bytes. */
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +29,14 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "audit-limiter.h"
 #include "config-build.h"
 #include "config.h"
 #include "gate-token.h"
 #include "io-util.h"
 #include "log.h"
 #include "socket-service.h"
+#include "strv.h"
 #include "tasks-service.h"
 #include "tasks-store.h"
 #include "channel-defaults.h"
@@ -43,12 +46,42 @@
 #define TASKS_IDLE_SEC_DEFAULT 30U
 #define TASKS_IDLE_SEC_MAX 86400U
 #define TASKS_CONNECTIONS_MAX 32U
+/* Changes (schedule, edit, toggle, cancel) of the channel's tasks per minute: each one is a round of the
+ * timers' writer (root) and timers made again by systemd, which an agent changing a task in a loop kept
+ * busy without end. Far above what a person or an agent planning its work makes. */
+#define TASKS_CHANGES_PER_MINUTE 60U
+#define TASKS_CHANGES_WINDOW_USEC (60ULL * 1000000ULL)
+
+static const char * const changing_ops[] = { "schedule", "edit", "toggle", "cancel", NULL };
 
 typedef struct TasksServer {
         char *channel;
         char *state_dir;
         TasksConfig limits;
+        pthread_mutex_t changes_lock;   /* the workers share the limiter */
+        AuditLimiter *changes;
 } TasksServer;
+
+static void changes_summary(const char *key, uint64_t suppressed, void *userdata) {
+        TasksServer *s = userdata;
+        char *extra[] = { (char *) "LOOP_REASON=rate", NULL };
+        AuditFields f = { .channel = s->channel, .extra = extra };
+
+        (void) key;
+        (void) audit_log(AUDIT_TASK_REFUSED, LOG_WARNING, &f,
+                         "%" PRIu64 " changes of the tasks of channel %s refused: more than %u a minute.", suppressed,
+                         s->channel, TASKS_CHANGES_PER_MINUTE);
+}
+
+/* 1: the change may be made; 0: over the channel's rate; -ENOMEM. */
+static int changes_admit(TasksServer *s) {
+        int r;
+
+        pthread_mutex_lock(&s->changes_lock);
+        r = audit_limiter_admit(s->changes, "changes", clock_usec(CLOCK_MONOTONIC), changes_summary, s);
+        pthread_mutex_unlock(&s->changes_lock);
+        return r;
+}
 
 static int answer(int fd, json_object *o) {
         const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -152,6 +185,19 @@ static void serve(SocketConnection *c, void *userdata) {
         if (asprintf(&actor, "container:%s", container) < 0)
                 return;
 
+        if (strv_contains((char **) changing_ops, json_object_get_string(op))) {
+                r = changes_admit(s);
+                if (r < 0)
+                        return;
+                if (r == 0) {
+                        char why[128];
+                        snprintf(why, sizeof why, "too many changes to this channel's tasks: at most %u a minute, try again later",
+                                 TASKS_CHANGES_PER_MINUTE);
+                        (void) answer_error(fd, why);
+                        return;
+                }
+        }
+
         TasksContext ctx = {
                 .channel = s->channel,
                 .state_dir = s->state_dir,
@@ -202,6 +248,11 @@ static int run(int argc, char *argv[]) {
                         return log_oom();
         }
 
+        r = audit_limiter_new(TASKS_CHANGES_PER_MINUTE, TASKS_CHANGES_WINDOW_USEC, &s.changes);
+        if (r < 0)
+                return log_oom();
+        pthread_mutex_init(&s.changes_lock, NULL);
+
         r = socket_service_new(&(SocketServiceConfig) {
                         .connections_max = TASKS_CONNECTIONS_MAX,
                         .idle_usec = idle_sec * 1000000ULL,
@@ -221,6 +272,11 @@ static int run(int argc, char *argv[]) {
                 if (r < 0)
                         log_error_errno(r, "Event loop failed: %m");
         }
+        if (s.changes) {
+                audit_limiter_expire(s.changes, UINT64_MAX, changes_summary, &s);
+                audit_limiter_free(s.changes);
+        }
+        pthread_mutex_destroy(&s.changes_lock);
         free(s.state_dir);
         return r;
 }

@@ -59,9 +59,24 @@ static int entry_field(sd_journal *j, const char *field, char **ret) {
         return 0;
 }
 
+/* Who wrote the entry, as journald saw it (trusted fields, from the sender's credentials and cgroup):
+ * root, or a process of one of loop's system units (its helpers run as user loop or a dynamic user).
+ * Anyone who may log could write an entry with loop's MESSAGE_ID and LOOP_* fields; those are shown with
+ * their writer's uid. 1: loop's; 0: someone else's, *ret_uid set (NULL when journald recorded none). */
+static int entry_writer_is_loop(sd_journal *j, char **ret_uid) {
+        _cleanup_free_ char *uid = NULL, *unit = NULL;
+
+        (void) entry_field(j, "_UID", &uid);
+        (void) entry_field(j, "_SYSTEMD_UNIT", &unit);
+        if (streq_ptr(uid, "0") || (unit && startswith(unit, "loop-")))
+                return 1;
+        *ret_uid = TAKE_PTR(uid);
+        return 0;
+}
+
 static void print_text(sd_journal *j) {
         _cleanup_free_ char *message = NULL, *channel = NULL, *event = NULL, *shown = NULL, *shown_channel = NULL,
-                            *shown_event = NULL;
+                            *shown_event = NULL, *writer = NULL;
         char ts[64] = "-";
         uint64_t usec;
         struct tm tm;
@@ -84,7 +99,12 @@ static void print_text(sd_journal *j) {
                 log_oom();
                 return;
         }
-        printf("%s %s %s: ", ts, shown_channel, shown_event);
+        if (entry_writer_is_loop(j, &writer) > 0)
+                printf("%s %s %s: ", ts, shown_channel, shown_event);
+        else
+                /* the uid is journald's, digits only; shown with the record so it is not taken for loop's */
+                printf("%s %s %s [written by uid %s]: ", ts, shown_channel, shown_event,
+                       writer && writer[strspn(writer, "0123456789")] == 0 ? writer : "?");
         /* Continuation lines of a multi-line message are indented, as journalctl does. */
         for (const char *p = shown; *p; p++) {
                 putchar(*p);
@@ -128,6 +148,7 @@ static int print_json(sd_journal *j) {
         static const struct { const char *field, *key; } numbers[] = {
                 { "PRIORITY", "priority" },
                 { "_PID",     "pid" },
+                { "_UID",     "uid" },          /* who wrote it, as journald saw it: not only loop may */
         };
         for (size_t i = 0; i < ELEMENTSOF(numbers); i++) {
                 _cleanup_free_ char *v = NULL;

@@ -155,9 +155,37 @@ static int add_string(json_object *o, const char *key, const char *value) {
         return json_object_object_add(o, key, json_object_new_string(value));
 }
 
+/* A timer outlives the removal of its channel from the configuration (until the next boot): its firing
+ * must not queue the prompt where nobody looks, for a channel that may come back with a pile of them.
+ * 1: fire; 0: the channel is gone, its timers removed; -ENOENT: it is there but not valid. A configuration
+ * that cannot be read at all does not stop a firing (the queue keeps it). */
+static int fire_channel_check(const char *channel, sd_bus *bus) {
+        _cleanup_(config_set_freep) ConfigSet *set = NULL;
+        const Channel *ch;
+        int r;
+
+        r = config_load(config_dir(), &set);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to load the configuration from %s, firing anyway: %m", config_dir());
+                return 1;
+        }
+        ch = config_set_find_channel(set, channel);
+        if (ch && ch->valid)
+                return 1;
+        if (ch)
+                return log_error_errno(ENOENT, "Channel %s is not valid (see 'loop config check %s'): its task is not queued.",
+                                       channel, channel);
+        log_notice("Channel %s is not configured any more: its task is not queued, its timers are removed.", channel);
+        if (bus && (r = tasks_timers_sync(bus, channel, NULL, 0, NULL)) < 0)
+                log_warning_errno(r, "Cannot remove the timers of channel %s: %m", channel);
+        return 0;
+}
+
 typedef struct SyncChannel {
         const char *name;
         char *state_dir;                /* NULL: not a valid channel name, skipped */
+        TasksConfig limits;             /* the channel's configured ones, or the defaults */
+        bool removed;                   /* not in the configuration: its timers go */
         struct timespec stamp;          /* of its tasks directory when its last round began */
 } SyncChannel;
 
@@ -187,21 +215,33 @@ static int task_sync(int argc, char *argv[], bool all, uint64_t settle_ms) {
         r = tasks_bus_open(&bus);
         if (r < 0)
                 return log_error_errno(r, "Cannot talk to systemd, the timers cannot be made: %m"), EXIT_FAILURE;
-        if (all) {
-                r = config_load(config_dir(), &set);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to load the configuration from %s: %m", config_dir()), EXIT_FAILURE;
-        }
+        /* the channels' minimum intervals, which the task files (the helper's) are checked against */
+        r = config_load(config_dir(), &set);
+        if (r < 0 && all)
+                return log_error_errno(r, "Failed to load the configuration from %s: %m", config_dir()), EXIT_FAILURE;
+        if (r < 0)
+                log_warning_errno(r, "Failed to load the configuration from %s, the default task limits apply: %m", config_dir());
         n = all ? set->n_channels : (size_t) argc;
         channels = calloc(n ?: 1, sizeof(SyncChannel));
         if (!channels)
                 return log_oom(), EXIT_FAILURE;
         for (size_t i = 0; i < n; i++) {
+                const Channel *ch;
+
                 channels[i].name = all ? set->channels[i].name : argv[i];
+                channels[i].limits = (TasksConfig) { .max = CHANNEL_TASKS_MAX_DEFAULT,
+                                                     .min_interval_sec = CHANNEL_TASKS_MIN_INTERVAL_SEC_DEFAULT,
+                                                     .prompt_max = CHANNEL_TASKS_PROMPT_MAX_DEFAULT };
                 if (channel_name_check(channels[i].name, NULL) < 0 || channel_queue_dir(channels[i].name, &channels[i].state_dir) < 0) {
                         log_error("\"%s\" is not a valid channel name.", channels[i].name);
                         ret = EXIT_FAILURE;
+                        continue;
                 }
+                ch = set ? config_set_find_channel(set, channels[i].name) : NULL;
+                if (ch && ch->valid)
+                        channels[i].limits = ch->config.tasks;
+                /* a channel taken out of the configuration keeps no timer that would fill its queue */
+                channels[i].removed = set && !ch;
         }
 
         for (unsigned round = 0; round < TASKS_SYNC_ROUNDS_MAX; round++) {
@@ -212,11 +252,23 @@ static int task_sync(int argc, char *argv[], bool all, uint64_t settle_ms) {
                 for (size_t i = 0; i < n; i++) {
                         SyncChannel *c = channels + i;
                         TasksContext ctx = { .channel = c->name, .state_dir = c->state_dir, .actor = "operator:root",
-                                             .operator = true, .bus = bus };
+                                             .operator = true, .bus = bus, .limits = c->limits };
+                        unsigned removed = 0;
                         struct timespec now;
 
                         if (!c->state_dir)
                                 continue;
+                        if (c->removed) {
+                                if (round > 0)
+                                        continue;
+                                r = tasks_timers_sync(bus, c->name, NULL, 0, &removed);
+                                if (r < 0) {
+                                        log_error_errno(r, "Cannot remove the timers of channel %s, which is not configured: %m", c->name);
+                                        ret = EXIT_FAILURE;
+                                } else if (removed > 0)
+                                        log_info("Channel %s is not configured: %u timers removed.", c->name, removed);
+                                continue;
+                        }
                         r = tasks_stamp(c->state_dir, &now);
                         if (r < 0 && round > 0)
                                 continue;       /* the first round tried it and said why */
@@ -378,12 +430,17 @@ int verb_task(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
 
-        /* fire needs no configuration: the timer's unit names the channel and the files say the rest */
+        /* fire needs no limits: the timer's unit names the channel, the files say the rest (fire_channel_check()
+         * only asks whether the channel is still configured) */
         r = operator_context(channel, !streq(op, "fire"), &set, &ctx, &state_dir, &actor, &bus);
         if (r < 0)
                 return EXIT_FAILURE;
-        if (streq(op, "fire"))
+        if (streq(op, "fire")) {
                 ctx.actor = "timer";
+                r = fire_channel_check(channel, bus);
+                if (r <= 0)
+                        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        }
         r = tasks_request(&ctx, op, args, &answer);
         if (r < 0)
                 return log_oom(), EXIT_FAILURE;

@@ -622,6 +622,13 @@ static int queue_read_message(Queue *q, const char *name, QueueMessage **ret, co
                         free(m->sender);
                         m->sender = TAKE_PTR(owner);
                 }
+                /* only a scheduled task's firing (root's) queues for a task: a sender's claim of one would
+                 * put its run in the records of a task it is not */
+                if (m->task) {
+                        log_warning("Message %s of %s claims to be queued by task %s but was queued by %s; dropping the claim.",
+                                    id, q->path, m->task, m->sender);
+                        m->task = mfree(m->task);
+                }
         }
 
         *ret = TAKE_PTR(m);

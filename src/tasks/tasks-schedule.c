@@ -112,8 +112,10 @@ static int cron_field_parse(const CronField *f, const char *text, uint64_t *ret)
                 } else {
                         if (cron_value(f, p, n, &lo) < 0)
                                 return -EINVAL;
-                        /* "a/n": from a to the end, as Vixie cron reads it */
-                        hi = slash ? (f->max == 7 ? 6 : f->max) : lo;
+                        /* "a/n": from a to the end, as Vixie cron reads it (day of week: to 7, so 7/n is
+                         * Sunday; ending at 6 left 7/n no day at all, a timer of every day whose gap was
+                         * counted as never) */
+                        hi = slash ? f->max : lo;
                 }
                 for (unsigned v = lo; v <= hi; v += step)
                         mask |= UINT64_C(1) << (f->max == 7 && v == 7 ? 0 : v);
@@ -121,6 +123,8 @@ static int cron_field_parse(const CronField *f, const char *text, uint64_t *ret)
                         break;
                 p = end + 1;
         }
+        if (mask == 0)
+                return -EINVAL;         /* no value: never one the calendar event would leave out */
         *ret = mask;
         return 0;
 }
@@ -404,7 +408,9 @@ int tasks_time_parse(const char *s, int64_t *ret_epoch, const char **ret_reason)
                 return (*ret_reason = "the time needs a time zone offset (Z or +HH:MM)"), -EINVAL;
         if (*p)
                 return -EINVAL;
-        if (year < 1970 || year > 9999 || mon < 1 || mon > 12 || day < 1 || day > month_days[mon] ||
+        if (year > TASKS_YEAR_MAX)
+                return (*ret_reason = "the time lies beyond the last year a systemd calendar event names (2199)"), -EINVAL;
+        if (year < 1970 || mon < 1 || mon > 12 || day < 1 || day > month_days[mon] ||
             (mon == 2 && day == 29 && !((year % 4 == 0 && year % 100 != 0) || year % 400 == 0)) ||
             hour > 23 || min > 59 || sec > 60)
                 return (*ret_reason = "the time names no real instant"), -EINVAL;

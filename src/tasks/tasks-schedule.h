@@ -25,6 +25,7 @@
 #define TASKS_SCHEDULE_MAX 256U                 /* bytes of any schedule string */
 #define TASKS_ONCALENDAR_MAX 1024U
 #define TASKS_INTERVAL_MAX_SEC (366ULL * 24 * 3600)
+#define TASKS_YEAR_MAX 2199                     /* the last year systemd's calendar events name */
 
 typedef enum TaskType {
         TASK_CRON,

@@ -466,6 +466,30 @@ int tasks_stamp(const char *state_dir, struct timespec *ret) {
         return r < 0 ? r : dir_stamp(dir_fd, ret);
 }
 
+/* The tasks whose file says a calendar event or interval their schedule does not (or one under the
+ * channel's minimum), and those beyond the channel's tasks.max (oldest first), are dropped from all: no
+ * timer is made for them, and the one they have is removed. The files are the helper's, and the helper
+ * talks to the agent. Returns the number kept. */
+static size_t tasks_drop_unchecked(const TasksContext *ctx, Task **all, size_t n) {
+        uint64_t max = MIN(ctx->limits.max, (uint64_t) TASKS_PER_CHANNEL_MAX);
+        size_t kept = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const char *reason;
+
+                if (kept >= max)
+                        reason = "the channel has more tasks than it may have (tasks.max)";
+                else if (task_schedule_check(all[i], ctx->limits.min_interval_sec, &reason) >= 0) {
+                        all[kept++] = all[i];
+                        continue;
+                }
+                task_journal(ctx, AUDIT_TASK_REFUSED, LOG_WARNING, all[i]->id, NULL, reason,
+                             "Task %s of channel %s gets no timer: %s.", all[i]->id, ctx->channel, strna(reason));
+                task_free(all[i]);
+        }
+        return kept;
+}
+
 int tasks_restore(const TasksContext *ctx) {
         _cleanup_close_ int dir_fd = -EBADF;
         unsigned total = 0;
@@ -495,6 +519,8 @@ int tasks_restore(const TasksContext *ctx) {
                 r = dir_stamp(dir_fd, &before);
                 if (r >= 0)
                         r = tasks_list_at(dir_fd, &all, &n);
+                if (r >= 0)
+                        n = tasks_drop_unchecked(ctx, all, n);
                 if (r >= 0) {
                         r = tasks_timers_sync(ctx->bus, ctx->channel, all, n, &changed);
                         task_list_free(all, n);

@@ -91,6 +91,12 @@ int task_set_schedule(Task *t, TaskType type, const char *schedule, uint64_t min
                         *ret_reason = "the time lies in the past";
                         return -EINVAL;
                 }
+                /* A once task is made again (edit, or cancel and schedule) after it fired: each firing at
+                 * least the minimum interval after the request that set it, as any other task's. */
+                if ((uint64_t) at * 1000000ULL < now_usec + min_interval_sec * 1000000ULL) {
+                        *ret_reason = "the time is closer than this channel's minimum interval (tasks.min_interval_sec)";
+                        return -EINVAL;
+                }
                 r = tasks_time_to_oncalendar(at, &cal);
                 if (r < 0)
                         return r;
@@ -117,6 +123,54 @@ int task_set_schedule(Task *t, TaskType type, const char *schedule, uint64_t min
         t->interval_sec = sec;
         t->type = type;
         t->done = false;
+        return 0;
+}
+
+int task_schedule_check(const Task *t, uint64_t min_interval_sec, const char **ret_reason) {
+        _cleanup_free_ char *cal = NULL;
+        uint64_t sec = 0;
+        int64_t at;
+        int r;
+
+        switch (t->type) {
+        case TASK_MANUAL:
+                *ret_reason = NULL;
+                return 0;       /* no timer */
+        case TASK_CRON:
+                r = tasks_cron_to_oncalendar(t->schedule, &cal, &sec, ret_reason);
+                if (r < 0)
+                        return r == -ENOMEM ? r : -EINVAL;
+                break;
+        case TASK_INTERVAL:
+                r = tasks_interval_parse(t->schedule, &sec, ret_reason);
+                if (r < 0)
+                        return -EINVAL;
+                if (sec != t->interval_sec) {
+                        *ret_reason = "its interval is not the one its schedule says";
+                        return -EINVAL;
+                }
+                break;
+        case TASK_ONCE:
+                r = tasks_time_parse(t->schedule, &at, ret_reason);
+                if (r < 0)
+                        return -EINVAL;
+                r = tasks_time_to_oncalendar(at, &cal);
+                if (r < 0)
+                        return r == -ENOMEM ? r : ((*ret_reason = "its time names no real instant"), -EINVAL);
+                break;
+        default:
+                *ret_reason = "its type is not one of cron, interval, once, manual";
+                return -EINVAL;
+        }
+        if (t->type != TASK_INTERVAL && !streq_ptr(cal, t->oncalendar)) {
+                *ret_reason = "its calendar event is not the one its schedule says";
+                return -EINVAL;
+        }
+        if (t->type != TASK_ONCE && sec < min_interval_sec) {
+                *ret_reason = "it fires more often than the channel's minimum interval (tasks.min_interval_sec)";
+                return -EINVAL;
+        }
+        *ret_reason = NULL;
         return 0;
 }
 
@@ -303,6 +357,9 @@ int task_save_at(int dir_fd, const Task *t) {
         text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!text)
                 return -ENOMEM;
+        /* a file that would not be read back would be a task nobody can list, count or cancel */
+        if (strlen(text) > TASKS_FILE_MAX)
+                return -EFBIG;
         snprintf(file, sizeof file, "%s.json", t->id);
         snprintf(tmp, sizeof tmp, ".#%s.%d", file, (int) getpid());
         (void) unlinkat(dir_fd, tmp, 0);

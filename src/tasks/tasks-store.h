@@ -18,7 +18,9 @@
 
 #define TASK_ID_LEN 8U                          /* lowercase hex */
 #define TASKS_DIRNAME "tasks"
-#define TASKS_FILE_MAX (4U * 1024U * 1024U)     /* a task file larger than this is not read */
+/* A task file larger than this is neither written nor read: the largest prompt with every byte a control
+ * character, which JSON writes as \u00XX (six bytes), and room for the other fields. */
+#define TASKS_FILE_MAX (6U * TASKS_PROMPT_MAX + 64U * 1024U)
 #define TASKS_PER_CHANNEL_MAX 1000U             /* hard ceiling of the configurable tasks.max */
 #define TASKS_PROMPT_MAX (1024U * 1024U)        /* hard ceiling of tasks.prompt_max */
 #define TASKS_NAME_MAX 128U                     /* a task's optional name (a label for humans) */
@@ -52,6 +54,10 @@ int task_id_generate(char ret[static TASK_ID_LEN + 1]);
  * min_interval_sec: the channel's minimum; now_usec: a once time must lie ahead of it. */
 int task_set_schedule(Task *t, TaskType type, const char *schedule, uint64_t min_interval_sec, uint64_t now_usec,
                       const char **ret_reason);
+/* A task read back from its file, as the writer of the timers (root) takes it: the helper that wrote the
+ * file talks to the agent and may have been taken over, so its calendar event and interval must be what its
+ * schedule says, and no shorter than min_interval_sec. 0, or -EINVAL with the reason (static text). */
+int task_schedule_check(const Task *t, uint64_t min_interval_sec, const char **ret_reason);
 
 int task_to_json(const Task *t, json_object **ret);
 int task_from_json(json_object *o, Task **ret);

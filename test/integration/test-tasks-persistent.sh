@@ -30,7 +30,7 @@ atexit "rm -rf '$stamps'"
 chmod 0755 "$state" "$stamps"
 
 echo '{ "browser": { "enabled": false }, "egress": { "enabled": false }, "gates": { "agentgate": { "enabled": false } } }' >"$cfg/loop.json"
-echo '{ "description": "persistent tasks" }' >"$cfg/channels.d/demo.json"
+echo '{ "description": "persistent tasks", "tasks": { "min_interval_sec": 20 } }' >"$cfg/channels.d/demo.json"
 chmod 0644 "$cfg/loop.json" "$cfg/channels.d/"*.json
 
 in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }

@@ -5,8 +5,9 @@
 # install, no container engine), with two channels demo and other: loop-tasks@demo, loop-browser@demo and
 # loop-gate@demo, as a process taken over in them would (their mount namespace, user loop), cannot read other's tokens
 # or task files nor reach other's sockets (the tasks helper's, and the Chrome bridge's where CDP would
-# be). Their own channel still works: a task is scheduled through loop-tasks@demo, and loop-browser@demo
-# runs.
+# be); loop-tasks@demo and loop-browser@demo cannot answer their own channel's gate either (its admin
+# socket refuses the helpers' user). Their own channel still works: a task is scheduled through
+# loop-tasks@demo, and loop-browser@demo runs.
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
@@ -96,6 +97,13 @@ for unit in loop-tasks@demo.service loop-browser@demo.service loop-gate@demo.ser
         ok $? "$unit: another channel's gate socket is not there to connect to"
         fails "$unit" 'test -e /run/loop/other/chrome'
         ok $? "$unit: another channel's Chrome bridge directory (its CDP socket) is not there"
+done
+# The gate's admin socket (0660 root:loop) is in each helper's view of its own channel, and the helpers run
+# as user loop: one taken over answered the agent's own asks for a human's approval.
+admin_status() { "$@" curl -s -o /dev/null -w '%{http_code}' --unix-socket /run/loop/demo/gate-admin.sock http://gate/api/gate/pending; }
+is "$(admin_status in_ct)" 200 "root reads loop-gate@demo's pending requests"
+for unit in loop-tasks@demo.service loop-browser@demo.service; do
+        is "$(admin_status as_helper "$unit")" 403 "$unit: its own channel's gate admin socket refuses the helpers' user"
 done
 as_helper loop-browser@demo.service sh -c 'test -w /var/lib/loop/demo/screenshots'
 ok $? "loop-browser@demo: its screenshots directory is writable"

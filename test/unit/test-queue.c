@@ -430,6 +430,27 @@ static void test_sender_is_owner(void) {
            "a message claiming another sender than its file's owner is recorded as the owner's");
 }
 
+/* LOOP_TASK= on a run's records and "task" in its result say a scheduled task queued it: only root's
+ * `loop task fire` does; a sender's file claiming a task was taken at its word. */
+static void test_task_claim_is_roots(void) {
+        _cleanup_(queue_freep) Queue *q = open_fresh("taskclaim");
+        _cleanup_(queue_message_freep) QueueMessage *m = NULL, *n = NULL;
+        const char *p = path_of("taskclaim/inbox/%s", "00000000000000000001-00000000.json");
+        const char *msg = "{\"id\":\"00000000000000000001-00000000\",\"prompt\":\"p\",\"sender\":\"root\","
+                          "\"task\":\"0123abcd\",\"created_usec\":1,\"attempts\":0,\"last_error\":null}";
+
+        if (geteuid() != 0) {
+                skip("a sender's message claiming a scheduled task is not recorded as the task's", "needs root");
+                skip("root's message naming its task keeps it", "needs root");
+                return;
+        }
+        write_text(p, msg);
+        ok(queue_peek(q, &m) == 0 && streq_ptr(m->task, "0123abcd"), "root's message naming its task keeps it");
+        if (chown(p, 65534, 65534) < 0)
+                abort();
+        ok(queue_peek(q, &n) == 0 && !n->task, "a sender's message claiming a scheduled task is not recorded as the task's");
+}
+
 /* As systemd sets it up: /var/lib/loop root:loop 0750, the channel's state dir 0751 (StateDirectoryMode=),
  * the runner as root; a member of group loop sends. nogroup stands in for group loop, nobody for the member. */
 static void test_member(void) {
@@ -684,6 +705,7 @@ int main(void) {
         test_attempts();
         test_malformed();
         test_sender_is_owner();
+        test_task_claim_is_roots();
         test_member();
         test_list();
         test_session();

@@ -26,6 +26,25 @@ static void test_cron_table(void) {
         }
 }
 
+/* "a/n" in the day of week runs to 7: 7/n was no day at all, which wrote a calendar event of every day. */
+static void test_cron_dow_step(void) {
+        static const struct { const char *cron, *oncalendar; } cases[] = {
+                { "0 0 * * 7/1", "Sun *-*-* 00:00:00" },
+                { "0 0 * * 7/3", "Sun *-*-* 00:00:00" },
+                { "0 0 * * 5/1", "Sun,Fri,Sat *-*-* 00:00:00" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                const char *reason = NULL;
+                char *got = NULL;
+                int r = tasks_cron_to_oncalendar(cases[i].cron, &got, NULL, &reason);
+
+                ok(r == 0 && streq(got, cases[i].oncalendar), "cron \"%s\" is OnCalendar=%s (got %s)", cases[i].cron,
+                   cases[i].oncalendar, r == 0 ? got : strna(reason));
+                free(got);
+        }
+}
+
 static void test_interval(void) {
         const char *reason;
         uint64_t s = 0;
@@ -53,6 +72,11 @@ static void test_time(void) {
         ok(tasks_time_parse("2026-11-26T12:00:00", &t, &reason) == -EINVAL && strstr(reason, "offset"), "a time without zone is refused");
         ok(tasks_time_parse("2026-02-30T12:00:00Z", &t, &reason) == -EINVAL, "30 February is refused");
         ok(tasks_time_parse("2027-02-29T12:00:00Z", &t, &reason) == -EINVAL, "29 February of a common year is refused");
+        /* systemd's calendar events end with 2199: a later time was recorded, its timer never made, and every
+         * sync of the channel failed on it */
+        ok(tasks_time_parse("9999-12-31T23:59:59Z", &t, &reason) == -EINVAL && reason && strstr(reason, "2199"),
+           "a time beyond 2199 is refused with the reason");
+        ok(tasks_time_parse("2199-12-31T23:59:59Z", &t, &reason) == 0, "the last second of 2199 is a time");
         ok(tasks_time_parse("2026-11-26T12:00:00Zjunk", &t, &reason) == -EINVAL, "trailing junk is refused");
         ok(tasks_time_to_oncalendar(1795694400, &cal) == 0 && streq(cal, "2026-11-26 12:00:00 UTC"), "an instant is an OnCalendar= in UTC");
         free(cal);
@@ -65,6 +89,7 @@ static void test_types(void) {
 
 int main(void) {
         test_cron_table();
+        test_cron_dow_step();
         test_interval();
         test_time();
         test_types();

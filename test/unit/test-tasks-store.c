@@ -67,6 +67,7 @@ static void test_cron_min_interval(void) {
                 { "0 0 * * mon", 7 * 86400 + 1, false },
                 { "0 0 29 2 *", 366 * 86400, true },      /* leap days: four years apart or eight */
                 { "0 0,23 * * *", 3 * 3600, false },      /* 23:00 to midnight */
+                { "* * * * 7/1", 3600, false },           /* every minute of Sundays, not "never" */
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -82,6 +83,111 @@ static void test_cron_min_interval(void) {
                            "cron \"%s\" fires more often than a minimum interval of %" PRIu64 " s: refused (%s)",
                            cases[i].cron, cases[i].min_sec, strna(reason));
         }
+}
+
+/* A task file read back by the timers' writer (root): the helper that wrote it talks to the agent, so
+ * what the file says its timer is (on_calendar, interval_sec) must be what its schedule says, and no shorter
+ * than the channel's minimum. The sync made any calendar event or interval the file named. */
+static void test_schedule_check(void) {
+        static const struct {
+                TaskType type;
+                const char *schedule, *oncalendar;
+                uint64_t interval_sec;
+                bool allowed;
+                const char *what;
+        } cases[] = {
+                { TASK_CRON, "*/5 * * * *", "*-*-* *:00,05,10,15,20,25,30,35,40,45,50,55:00", 0, true,
+                  "a cron task as tasks_request() wrote it" },
+                { TASK_CRON, "*/5 * * * *", "*-*-* *:*:*", 0, false, "a cron task rewritten to fire every second" },
+                { TASK_CRON, "* * * * *", "*-*-* *:*:00", 0, false, "a cron task under the minimum interval" },
+                { TASK_CRON, NULL, "*-*-* *:*:00", 0, false, "a cron task without a schedule" },
+                { TASK_INTERVAL, "5m", NULL, 300, true, "an interval task as written" },
+                { TASK_INTERVAL, "5m", NULL, 1, false, "an interval task whose interval_sec was rewritten to 1" },
+                { TASK_INTERVAL, "1s", NULL, 1, false, "an interval task rewritten as a whole to 1s" },
+                { TASK_ONCE, "2030-01-01T00:00:00Z", "2030-01-01 00:00:00 UTC", 0, true, "a once task as written" },
+                { TASK_ONCE, "2030-01-01T00:00:00Z", "*-*-* *:*:*", 0, false, "a once task rewritten to fire every second" },
+                { TASK_MANUAL, NULL, NULL, 0, true, "a manual task (no timer)" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                Task t = { .type = cases[i].type, .schedule = (char *) cases[i].schedule,
+                           .oncalendar = (char *) cases[i].oncalendar, .interval_sec = cases[i].interval_sec };
+                const char *reason = NULL;
+                int r = task_schedule_check(&t, 120, &reason);
+
+                if (cases[i].allowed)
+                        ok(r == 0, "%s gets its timer (%s)", cases[i].what, strna(reason));
+                else
+                        ok(r == -EINVAL && reason, "%s gets no timer: %s", cases[i].what, strna(reason));
+        }
+}
+
+/* A once task fired, then edited (or cancelled and scheduled again) to a time a second ahead, fired again
+ * and again: the agent's prompts queued every second or two whatever tasks.min_interval_sec said. */
+static void test_once_min_interval(void) {
+        const uint64_t at = UINT64_C(1893456000);       /* 2030-01-01T00:00:00Z */
+        static const struct {
+                uint64_t ahead_sec, min_sec;
+                bool allowed;
+        } cases[] = {
+                { 1, 60, false },
+                { 59, 60, false },
+                { 60, 60, true },
+                { 3600, 60, true },
+                { 1, 0, true },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(task_freep) Task *t = calloc(1, sizeof(Task));
+                const char *reason = NULL;
+                int r = t ? task_set_schedule(t, TASK_ONCE, "2030-01-01T00:00:00Z", cases[i].min_sec,
+                                              (at - cases[i].ahead_sec) * 1000000ULL, &reason) : -ENOMEM;
+
+                if (cases[i].allowed)
+                        ok(r == 0, "a once time %" PRIu64 " s ahead is allowed with a minimum interval of %" PRIu64 " s (%s)",
+                           cases[i].ahead_sec, cases[i].min_sec, strna(reason));
+                else
+                        ok(r == -EINVAL && reason && strstr(reason, "min_interval_sec"),
+                           "a once time %" PRIu64 " s ahead is refused with a minimum interval of %" PRIu64 " s (%s)",
+                           cases[i].ahead_sec, cases[i].min_sec, strna(reason));
+        }
+}
+
+/* A prompt of control characters is written escaped, six bytes for one: a prompt of tasks.prompt_max's
+ * ceiling made a file larger than a task file may be to be read, so the task was recorded but never listed,
+ * counted, shown or cancelled: tasks.max did not bound the files an agent could leave on the disk. */
+static void test_escaped_prompt_counts(void) {
+        char dir[] = "/tmp/test-tasks-escaped.XXXXXX";
+        TasksContext saved = ctx;
+        _cleanup_free_ char *prompt = malloc(TASKS_PROMPT_MAX);
+        json_object *args, *a;
+        int r;
+
+        if (!prompt || !mkdtemp(dir))
+                abort();
+        memset(prompt, 0x01, TASKS_PROMPT_MAX);
+        ctx = (TasksContext) { .channel = "demo", .state_dir = dir, .actor = "container:c1",
+                               .limits = { .max = 1, .min_interval_sec = 60, .prompt_max = TASKS_PROMPT_MAX } };
+        args = json_object_new_object();
+        if (!args || json_object_object_add(args, "type", json_object_new_string("manual")) < 0 ||
+            json_object_object_add(args, "prompt", json_object_new_string_len(prompt, (int) TASKS_PROMPT_MAX)) < 0)
+                abort();
+        a = NULL;
+        r = tasks_request(&ctx, "schedule", args, &a);
+        ok(r == 0 && answer_ok(a), "a task with a prompt of %u control characters is scheduled", TASKS_PROMPT_MAX);
+        json_object_put(a);
+        is_int(n_tasks(), 1, "...and listed (its file is read back)");
+        a = NULL;
+        r = tasks_request(&ctx, "schedule", args, &a);
+        ok(r == 0 && !answer_ok(a) && strstr(answer_error(a), "tasks.max"), "...and counted: a second one is over tasks.max");
+        json_object_put(a);
+        json_object_put(args);
+        {
+                char cmd[64];
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+                (void) !system(cmd);
+        }
+        ctx = saved;
 }
 
 int main(void) {
@@ -179,6 +285,9 @@ int main(void) {
            "schedule_task refuses a cron task firing more often than tasks.min_interval_sec");
         json_object_put(a);
         test_cron_min_interval();
+        test_schedule_check();
+        test_once_min_interval();
+        test_escaped_prompt_counts();
 
         {
                 char cmd[256];
