@@ -125,6 +125,22 @@ static int exec_exit_code(Engine *e, const char *exec_id) {
         return log_error_errno(ETIMEDOUT, "The shell's exec still runs after its stream ended.");
 }
 
+/* A session counts for the other terminals' releases once the engine says it runs (it started it for
+ * the attach; a second at most): only then is the channel's registry lock let go (runner_shell_started()). */
+static void wait_exec_running(Engine *e, const char *exec_id) {
+        for (unsigned i = 0; i < 50; i++) {
+                _cleanup_(json_object_putp) json_object *x = NULL;
+                json_object *v;
+
+                if (engine_exec_inspect(e, exec_id, &x) < 0)
+                        return;
+                if ((json_object_object_get_ex(x, "Running", &v) && json_object_get_boolean(v)) ||
+                    (json_object_object_get_ex(x, "Pid", &v) && json_object_get_int64(v) > 0))
+                        return;
+                (void) usleep(20 * 1000);
+        }
+}
+
 /* Where the agent image keeps loop (image/agent/Containerfile, test/lib/test-image.sh). */
 #define LOOP_IMAGE_BINARY "/usr/local/bin/loop"
 
@@ -199,6 +215,8 @@ int verb_shell(int argc, char *argv[]) {
                 (void) runner_shell_release(&t);
                 return EXIT_FAILURE;
         }
+        wait_exec_running(t.conn->engine, exec_id);
+        runner_shell_started(&t);
 
         if (tty) {
                 struct sigaction sa = { .sa_handler = on_winch };

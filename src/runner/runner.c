@@ -1513,7 +1513,12 @@ static char * const shell_idle_cmd[] = {
         NULL,
 };
 
+void runner_shell_started(ShellTarget *t) {
+        t->lock = registry_free(t->lock);
+}
+
 void shell_target_done(ShellTarget *t) {
+        registry_free(t->lock);
         tripwire_free(t->tripwire);
         free(t->work_dir);
         engine_connection_free(t->conn);
@@ -1672,7 +1677,7 @@ int runner_shell_open(const char *channel, ShellTarget *ret) {
         r = registry_register(reg, id, name, CONTAINER_SHELL, "shell", scope, pid);
         if (r < 0)
                 log_warning_errno(r, "Failed to record the shell container in the registry, ignoring: %m");
-        (void) registry_close(TAKE_PTR(reg));
+        (void) registry_save(reg);
         /* A change kills the container's main process, every session in it with it. */
         if (tripwire && (r = tripwire_arm(tripwire, pid)) < 0)
                 return log_error_errno(r, "Failed to start the tripwire: %m");
@@ -1686,6 +1691,7 @@ int runner_shell_open(const char *channel, ShellTarget *ret) {
                 .name = TAKE_PTR(name),
                 .keep_alive_sec = ctx.config.container_keep_alive_sec,
                 .tripwire = TAKE_PTR(tripwire),
+                .lock = TAKE_PTR(reg),
         };
         if (asprintf(&ret->user, "%u:%u", (unsigned) ctx.user.uid, (unsigned) ctx.user.gid) < 0 ||
             !(ret->channel = strdup(channel)) || !(ret->work_dir = strdup(ctx.config.work_dir))) {
@@ -1703,6 +1709,7 @@ int runner_shell_release(ShellTarget *t) {
         const char *changed = t->tripwire ? tripwire_disarm(t->tripwire) : NULL;
         int r;
 
+        runner_shell_started(t);        /* a session that never ran holds the lock still */
         if (changed) {
                 t->tampered = true;
                 (void) runner_tripwire_tripped(t->channel, t->work_dir, e, t->id, t->name, "shell", t->tripwire, changed);

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "container-spec.h"
 #include "engine-discover.h"
+#include "registry.h"
 #include "tripwire.h"
 
 #define RUNNER_STDERR_TAIL 4096U        /* the end of the agent's stderr kept for error messages */
@@ -76,9 +77,15 @@ typedef struct ShellTarget {
         char *work_dir;
         Tripwire *tripwire;             /* the session's; NULL with "tripwire": false */
         bool tampered;                  /* set by runner_shell_release(): the tripwire fired */
+        Registry *lock;                 /* the channel's registry, locked until the session runs */
 } ShellTarget;
 
+/* Returns with the channel's registry still locked (t->lock): a session ending in another terminal
+ * meanwhile would find no other running and stop the container under the one being opened. Call
+ * runner_shell_started() once the session's exec runs (runner_shell_release() and shell_target_done()
+ * let it go too). */
 int runner_shell_open(const char *channel, ShellTarget *ret);
+void runner_shell_started(ShellTarget *t);
 /* After a session: its tripwire is disarmed; if it fired, the container is stopped, the change journaled
  * (tamper) and the snapshot restored (t->tampered). Then, when no other session runs in it, stops the
  * container and schedules its removal after container_keep_alive_sec (a shell opened before then starts

@@ -261,29 +261,32 @@ static json_object *entry_to_json(const RegistryEntry *e) {
         return TAKE_PTR(o);
 }
 
-int registry_close(Registry *r) {
+int registry_save(Registry *r) {
         _cleanup_(json_object_putp) json_object *j = NULL;
         json_object *list;
         const char *text;
         int k;
 
-        if (!r)
-                return 0;
         /* every entry or no file: a container missing from the registry would never be removed */
         j = json_object_new_object();
-        if (!j || json_add(j, "containers", list = json_object_new_array()) < 0) {
-                registry_free(r);
+        if (!j || json_add(j, "containers", list = json_object_new_array()) < 0)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < r->n; i++)
-                if (json_push(list, entry_to_json(&r->entries[i])) < 0) {
-                        registry_free(r);
+                if (json_push(list, entry_to_json(&r->entries[i])) < 0)
                         return -ENOMEM;
-                }
         text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
         k = write_file_atomic(r->path, text, strlen(text), 0644);
         if (k < 0)
                 log_warning_errno(k, "Failed to write %s: %m", r->path);
+        return k;
+}
+
+int registry_close(Registry *r) {
+        int k;
+
+        if (!r)
+                return 0;
+        k = registry_save(r);
         registry_free(r);
         return k;
 }

@@ -78,6 +78,8 @@ int registry_open(const char *channel, Registry **ret);
 /* Reads the registry of channel without locking or creating anything, for display (the file is replaced
  * atomically, so it is always whole). A missing file gives an empty registry. */
 int registry_read(const char *channel, Registry **ret);
+/* Writes the registry, keeping the lock. */
+int registry_save(Registry *r);
 /* Writes the registry and releases the lock. Returns the write's result;
  * always frees. */
 int registry_close(Registry *r);

@@ -315,6 +315,27 @@ for eng in podman docker; do
                 diag "$(cat "$T/sh4" "$T/sh4.err")"
         like "$(cat "$T/sh4.err")" "stopped while it started" "$eng: ...saying so"
         wait "$hold"
+        # One terminal's session ends while another's is being opened: the opening one holds the channel's
+        # registry lock until its exec runs, so the ending one does not stop the container under it. (The
+        # ready file taken away keeps the opening one inside its open while the other session ends.)
+        "$LOOP" shell kept -- sleep 2 >/dev/null 2>&1 &
+        pa=$!
+        for _ in $(seq 300); do
+                spid=$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/$sid/json" |
+                       python3 -c 'import json, sys; print(json.load(sys.stdin)["State"]["Pid"])')
+                ready=/proc/$spid/root/run/loop-etc/ready
+                [ "${spid:-0}" -gt 0 ] && [ -e "$ready" ] && break
+                sleep 0.1
+        done
+        rm -f "$ready"
+        "$LOOP" shell kept -- sh -c 'echo opened' >"$T/sh5" 2>"$T/sh5.err" &
+        pb=$!
+        sleep 4
+        touch "$ready"
+        wait "$pb"
+        is "$(cat "$T/sh5")" opened "$eng: a session opened while another ends runs (the ending one leaves the container running)" ||
+                diag "$(cat "$T/sh5.err")"
+        wait "$pa"
         tty_out=$(script -qec "$LOOP shell kept -- sh -c 'tty; stty size'" /dev/null </dev/null 2>&1 | tr -d '\r')
         like "$tty_out" "/dev/pts/" "$eng: with a terminal, the shell gets a pseudo-terminal"
         is "$("$LOOP" shell kept -- sh -c 'touch /usr/x 2>/dev/null || echo ro' 2>/dev/null)" ro "$eng: the shell container's root is read-only"
