@@ -284,15 +284,21 @@ for eng in podman docker; do
         # Seen through the container's root from here: taken away, a new session waits; given back, it runs.
         # (A session held open keeps the container running meanwhile.)
         sid=$(shells)
+        # wait_shell_ready: until the shell container runs and its entrypoint is done; $ready is the file.
+        wait_shell_ready() {
+                local spid
+                for _ in $(seq 300); do
+                        spid=$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/$sid/json" |
+                               python3 -c 'import json, sys; print(json.load(sys.stdin)["State"]["Pid"])')
+                        ready=/proc/$spid/root/run/loop-etc/ready
+                        [ "${spid:-0}" -gt 0 ] && [ -e "$ready" ] && return 0
+                        sleep 0.1
+                done
+                return 1
+        }
         "$LOOP" shell kept -- sleep 120 >/dev/null 2>&1 &
         hold=$!
-        for _ in $(seq 300); do
-                spid=$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/$sid/json" |
-                       python3 -c 'import json, sys; print(json.load(sys.stdin)["State"]["Pid"])')
-                ready=/proc/$spid/root/run/loop-etc/ready
-                [ "${spid:-0}" -gt 0 ] && [ -e "$ready" ] && break
-                sleep 0.1
-        done
+        wait_shell_ready
         [ -e "$ready" ]
         ok $? "$eng: the shell container's entrypoint says it is done (/run/loop-etc/ready)"
         rm -f "$ready"
@@ -320,13 +326,7 @@ for eng in podman docker; do
         # ready file taken away keeps the opening one inside its open while the other session ends.)
         "$LOOP" shell kept -- sleep 2 >/dev/null 2>&1 &
         pa=$!
-        for _ in $(seq 300); do
-                spid=$(engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/$sid/json" |
-                       python3 -c 'import json, sys; print(json.load(sys.stdin)["State"]["Pid"])')
-                ready=/proc/$spid/root/run/loop-etc/ready
-                [ "${spid:-0}" -gt 0 ] && [ -e "$ready" ] && break
-                sleep 0.1
-        done
+        wait_shell_ready
         rm -f "$ready"
         "$LOOP" shell kept -- sh -c 'echo opened' >"$T/sh5" 2>"$T/sh5.err" &
         pb=$!
