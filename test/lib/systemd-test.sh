@@ -9,6 +9,8 @@
 #                                test image's rootfs (cfg/rootfs), named after NAME
 #   journald_small_limit         the nspawn_boot argument that gives the machine's journald a small rate
 #                                limit of its own (a drop-in, see there)
+#   helper_exec MACHINE UNIT CMD...  CMD in the mount namespace of UNIT's main process in MACHINE, as
+#                                user loop: what code a helper (loop-tasks@, loop-browser@) runs could do
 
 _systemd_test_lib=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 # shellcheck source=test/lib/tap.sh
@@ -63,4 +65,14 @@ journal_wait() {
                 sleep 0.1
         done
         [ -z "$out" ] || printf '%s\n' "$out"
+}
+
+# helper_exec MACHINE UNIT CMD...: 99 when UNIT has no main process.
+helper_exec() {
+        local m=$1 unit=$2 pid
+        shift 2
+        pid=$(nspawn_exec "$m" systemctl show -P MainPID -- "$unit")
+        [ -n "$pid" ] && [ "$pid" != 0 ] || return 99
+        nspawn_exec "$m" env PATH=/usr/local/bin:/usr/bin:/bin nsenter -t "$pid" -m \
+                -S "$(nspawn_exec "$m" id -u loop)" -G "$(nspawn_exec "$m" id -g loop)" -- "$@"
 }

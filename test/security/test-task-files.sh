@@ -29,13 +29,7 @@ chmod 0644 "$cfg/loop.json" "$cfg/channels.d/"*.json
 in_ct() { nspawn_exec "$M" env PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
 prop() { in_ct systemctl show -P "$2" -- "$1"; }
 # as_helper UNIT CMD...: CMD in UNIT's mount namespace as user loop (what code run by the helper can do)
-as_helper() {
-        local unit=$1 pid
-        shift
-        pid=$(prop "$unit" MainPID)
-        [ -n "$pid" ] && [ "$pid" != 0 ] || return 99
-        in_ct nsenter -t "$pid" -m -S "$(in_ct id -u loop)" -G "$(in_ct id -g loop)" -- "$@"
-}
+as_helper() { helper_exec "$M" "$@"; }
 make_token() {
         local ch=$1 tok
         tok=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
