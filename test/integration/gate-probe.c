@@ -170,10 +170,12 @@ static int connect_unix(const char *path) {
 static struct sockaddr_un race_sa;
 static char race_sun_a[108], race_sun_b[108];
 static bool race_family;
+static atomic_long race_flips;
 
 static void *flip_sockaddr(void *arg) {
         (void) arg;
         while (!atomic_load(&race_stop)) {
+                atomic_fetch_add(&race_flips, 1);
                 /* Some time in each state, so the supervisor's read and the kernel's copy can differ. */
                 if (race_family)
                         race_sa.sun_family = AF_INET;
@@ -213,7 +215,12 @@ static int race_connect(const char *allowed, const char *denied, long n, bool fa
         race_sa.sun_family = AF_UNIX;
         memcpy(race_sa.sun_path, race_sun_a, sizeof(race_sun_a));
         pthread_create(&t, NULL, flip_sockaddr, NULL);
-        for (long i = 0; i < n; i++) {
+        /* On a loaded machine the sibling may not run for the first thousands of connects: wait for it,
+         * and go on (ten times N at most) until a connect was refused and, flipping paths, one allowed,
+         * so the race took place. */
+        while (atomic_load(&race_flips) < 2)
+                sched_yield();
+        for (long i = 0; i < n || (i < 10 * n && (refused == 0 || (!family && allowed_n == 0))); i++) {
                 int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
                 struct sockaddr_un peer = {};
                 socklen_t len = sizeof(peer);
