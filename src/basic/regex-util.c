@@ -119,8 +119,27 @@ bool regex_too_large(const char *pattern) {
         return false;
 }
 
+bool regex_has_backreference(const char *pattern) {
+        for (const char *p = pattern; *p;) {
+                if (*p == '[') {
+                        p = skip_bracket(p);
+                        continue;
+                }
+                if (*p == '\\') {
+                        if (p[1] >= '1' && p[1] <= '9')
+                                return true;
+                        if (p[1])
+                                p++;
+                }
+                p++;
+        }
+        return false;
+}
+
 int regcomp_bounded(regex_t *re, const char *pattern, int cflags) {
         if (regex_too_large(pattern))
                 return REG_ESIZE;
+        if (regex_has_backreference(pattern))
+                return REG_ESUBREG;
         return regcomp(re, pattern, cflags);
 }

@@ -14,5 +14,10 @@
  * than REGEX_NESTING_MAX groups; an estimate that only errs large (alternatives are added up). */
 bool regex_too_large(const char *pattern);
 
-/* regcomp(), unless regex_too_large(pattern): then REG_ESIZE without compiling (re stays untouched). */
+/* Whether pattern has a back-reference (\1 to \9 outside a bracket expression): POSIX extended syntax has
+ * none, glibc takes them as an extension and matches them by backtracking, exponential in the subject. */
+bool regex_has_backreference(const char *pattern);
+
+/* regcomp(), unless regex_too_large(pattern) (REG_ESIZE) or regex_has_backreference(pattern)
+ * (REG_ESUBREG): then that error without compiling (re stays untouched). */
 int regcomp_bounded(regex_t *re, const char *pattern, int cflags);

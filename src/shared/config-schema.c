@@ -154,6 +154,8 @@ static const char *check_regex(const char *v) {
                 return "is an empty pattern";
         if (regex_too_large(v))
                 return "is too large once its repetitions are expanded, or nests too deeply";
+        if (regex_has_backreference(v))
+                return "has a back-reference (\\1 to \\9), which extended regular expressions do not have";
         if (regcomp(&re, v, REG_EXTENDED | REG_NOSUB) != 0)
                 return "is not a valid extended regular expression";
         regfree(&re);

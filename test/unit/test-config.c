@@ -315,6 +315,10 @@ static void test_validation(void) {
         refused("{\"gates\": {\"agentgate\": {\"command_rules\": [{\"args_patterns\": [\"(a{1,1000}){1,1000}\"], \"decision\": \"deny\"}]}}}",
                 SCOPE_PROJECT, "gates.agentgate.command_rules[0].args_patterns[0]", "too large",
                 "a regex whose repetitions expand beyond the cap is refused before regcomp()");
+        /* a back-reference is matched by backtracking: 200 bytes of argument took 8.6 s */
+        refused("{\"gates\": {\"agentgate\": {\"command_rules\": [{\"args_patterns\": [\"(a*)*\\\\1b\"], \"decision\": \"deny\"}]}}}",
+                SCOPE_PROJECT, "gates.agentgate.command_rules[0].args_patterns[0]", "back-reference",
+                "a regex with a back-reference is refused");
         refused("{\"gates\": {\"agentgate\": {\"command_rules\": [{\"commands\": [\"[rm\"], \"decision\": \"deny\"}]}}}",
                 SCOPE_CHANNEL, "gates.agentgate.command_rules[0].commands[0]", "glob", "a bad glob is refused");
         refused("{\"gates\": {\"agentgate\": {\"file_rules\": [{\"paths\": [\"/x\"], \"operations\": [\"frob\"], \"decision\": \"deny\"}]}}}",

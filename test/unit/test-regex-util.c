@@ -22,9 +22,19 @@ int main(void) {
         for (size_t i = 0; i < ELEMENTSOF(huge); i++)
                 ok(regex_too_large(huge[i]), "\"%.40s\" is refused before regcomp()", huge[i]);
 
+        /* back-references: not POSIX extended syntax; glibc matches them by backtracking */
+        static const char * const backref[] = { "(a*)\\1", "^(x)(y)\\2$", "((a|b)*)*\\1\\1c", "[a]\\9" };
+        for (size_t i = 0; i < ELEMENTSOF(backref); i++)
+                ok(regex_has_backreference(backref[i]), "\"%s\" has a back-reference", backref[i]);
+        static const char * const no_backref[] = { "a\\\\1", "[\\1]", "[]\\1]", "\\0", "a{1}", "[[:digit:]\\2]" };
+        for (size_t i = 0; i < ELEMENTSOF(no_backref); i++)
+                ok(!regex_has_backreference(no_backref[i]), "\"%s\" has none", no_backref[i]);
+
         regex_t re;
         is_int(regcomp_bounded(&re, "(a{1,1000}){1,1000}", REG_EXTENDED), REG_ESIZE,
                "regcomp_bounded() answers REG_ESIZE without compiling");
+        is_int(regcomp_bounded(&re, "(a*)*\\1b", REG_EXTENDED), REG_ESUBREG,
+               "regcomp_bounded() answers REG_ESUBREG for a back-reference");
         ok(regcomp_bounded(&re, "^a{2}$", REG_EXTENDED | REG_NOSUB) == 0 && regexec(&re, "aa", 0, NULL, 0) == 0,
            "...and compiles what is within the cap");
         regfree(&re);
