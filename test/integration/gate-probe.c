@@ -999,6 +999,70 @@ static int dgram_full(const char *path) {
         return 0;
 }
 
+static void on_alarm_send(int sig) {
+        (void) sig;
+}
+
+/* send-gone PATH N: N children (more than the gate's workers) each block in a sendto to a receiver at
+ * PATH whose queue is full; once every one is seen waiting in the gate (its wchan), all are killed, and
+ * one more send by address must be answered: a worker waiting for a caller that is gone is free again.
+ * Prints "blocked=N released" or "blocked=N wedged" (no answer within a minute). */
+static int send_gone(const char *path, long n) {
+        int rx = dgram_receiver(path, false), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        int go[2], *wchan = calloc((size_t) n, sizeof(int));
+        pid_t *pids = calloc((size_t) n, sizeof(pid_t));
+        struct sockaddr_un sa;
+        long blocked = 0;
+        char p[64];
+
+        if (rx < 0 || tx < 0 || !wchan || !pids || pipe2(go, O_CLOEXEC) < 0)
+                return report(-1);
+        sun_set(&sa, path);
+        while (sendto(tx, "fill", 4, 0, (struct sockaddr *) &sa, sizeof(sa)) >= 0)
+                ;
+        for (long i = 0; i < n; i++) {
+                char c;
+
+                pids[i] = fork();
+                if (pids[i] < 0)
+                        return report(-1);
+                if (pids[i] == 0) {
+                        close(go[1]);
+                        (void) read(go[0], &c, 1);
+                        (void) fcntl(tx, F_SETFL, 0);   /* shared by all: blocking from now */
+                        (void) sendto(tx, "late", 4, 0, (struct sockaddr *) &sa, sizeof(sa));
+                        _exit(0);
+                }
+                /* Opened now: while the children wait, every worker may be held, and an open is trapped. */
+                snprintf(p, sizeof(p), "/proc/%i/wchan", pids[i]);
+                wchan[i] = open(p, O_RDONLY | O_CLOEXEC);
+                if (wchan[i] < 0)
+                        return report(-1);
+        }
+        close(go[1]);
+        for (long i = 0; i < n; i++)
+                for (;;) {
+                        char w[128] = {};
+
+                        if (pread(wchan[i], w, sizeof(w) - 1, 0) > 0 && strstr(w, "seccomp")) {
+                                blocked++;
+                                break;
+                        }
+                        sched_yield();
+                }
+        for (long i = 0; i < n; i++)
+                kill(pids[i], SIGKILL);
+        while (wait(NULL) > 0)
+                ;
+        (void) dgram_drain(rx, NULL, 0, NULL);
+        /* A trapped call, interrupted (EINTR) only if no worker ever takes it. */
+        sigaction(SIGALRM, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
+        alarm(60);
+        printf("blocked=%ld %s\n", blocked,
+               sendto(tx, "after", 5, 0, (struct sockaddr *) &sa, sizeof(sa)) == 5 ? "released" : "wedged");
+        return 0;
+}
+
 /* A user namespace, where the agent would hold capabilities, by each door: unshare(), clone() and clone3(). */
 static int userns(void) {
         struct { uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls; } args = {
@@ -1540,6 +1604,8 @@ int main(int argc, char *argv[]) {
                 return dgram_creds(a1);
         if (!strcmp(cmd, "dgram-full"))                 /* dgram-full PATH */
                 return dgram_full(a1);
+        if (!strcmp(cmd, "send-gone") && argc > 3)     /* send-gone PATH N */
+                return send_gone(a1, atol(argv[3]));
         if (!strcmp(cmd, "plain-send"))
                 return plain_send();
         if (!strcmp(cmd, "sigpipe"))
