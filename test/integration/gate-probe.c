@@ -1003,19 +1003,34 @@ static void on_alarm_send(int sig) {
         (void) sig;
 }
 
-/* send-gone PATH N: N children (more than the gate's workers) each block in a sendto to a receiver at
- * PATH whose queue is full; once every one is seen waiting in the gate (its wchan), all are killed, and
- * one more send by address must be answered: a worker waiting for a caller that is gone is free again.
- * Prints "blocked=N released" or "blocked=N wedged" (no answer within a minute). */
-static int send_gone(const char *path, long n) {
+/* How a task waits: 0 not in the gate, 'S' in seccomp's wait, 'D' there and killable only. With
+ * SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV a call a worker took waits killable once a signal woke it; one
+ * still queued is interrupted by the signal instead (and sent again by the child). */
+static char gate_wait(int wchan_fd, int stat_fd) {
+        char w[128] = {}, st[512] = {};
+        const char *e;
+
+        if (pread(wchan_fd, w, sizeof(w) - 1, 0) <= 0 || !strstr(w, "seccomp"))
+                return 0;
+        if (pread(stat_fd, st, sizeof(st) - 1, 0) <= 0 || !(e = strrchr(st, ')')) || e[1] != ' ')
+                return 0;
+        return e[2];
+}
+
+/* send-gone PATH N HELD: N children each block in a sendto to a receiver at PATH whose queue is full;
+ * once HELD of them (the gate's 64 workers) are seen with their call taken by a worker (gate_wait(),
+ * nudged with SIGUSR1 until they tell), all are killed,
+ * and one more send by address (to another receiver) must be answered: a worker waiting for a caller
+ * that is gone is free again. Prints "held=N released" or "held=N wedged" (no answer within a minute). */
+static int send_gone(const char *path, long n, long want) {
         int rx = dgram_receiver(path, false), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        int go[2], *wchan = calloc((size_t) n, sizeof(int));
+        int go[2], *wchan = calloc((size_t) n, sizeof(int)), *stat = calloc((size_t) n, sizeof(int));
         pid_t *pids = calloc((size_t) n, sizeof(pid_t));
         struct sockaddr_un sa;
-        long blocked = 0;
-        char p[64];
+        long held = 0;
+        char p[128];
 
-        if (rx < 0 || tx < 0 || !wchan || !pids || pipe2(go, O_CLOEXEC) < 0)
+        if (rx < 0 || tx < 0 || !wchan || !stat || !pids || pipe2(go, O_CLOEXEC) < 0)
                 return report(-1);
         sun_set(&sa, path);
         while (sendto(tx, "fill", 4, 0, (struct sockaddr *) &sa, sizeof(sa)) >= 0)
@@ -1027,38 +1042,49 @@ static int send_gone(const char *path, long n) {
                 if (pids[i] < 0)
                         return report(-1);
                 if (pids[i] == 0) {
+                        sigaction(SIGUSR1, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
                         close(go[1]);
                         (void) read(go[0], &c, 1);
                         (void) fcntl(tx, F_SETFL, 0);   /* shared by all: blocking from now */
-                        (void) sendto(tx, "late", 4, 0, (struct sockaddr *) &sa, sizeof(sa));
+                        while (sendto(tx, "late", 4, 0, (struct sockaddr *) &sa, sizeof(sa)) < 0 && errno == EINTR)
+                                ;
                         _exit(0);
                 }
-                /* Opened now: while the children wait, every worker may be held, and an open is trapped. */
+                /* Opened now: once the workers are held, an open (trapped) would wait too. */
                 snprintf(p, sizeof(p), "/proc/%i/wchan", pids[i]);
                 wchan[i] = open(p, O_RDONLY | O_CLOEXEC);
-                if (wchan[i] < 0)
+                snprintf(p, sizeof(p), "/proc/%i/stat", pids[i]);
+                stat[i] = open(p, O_RDONLY | O_CLOEXEC);
+                if (wchan[i] < 0 || stat[i] < 0)
                         return report(-1);
         }
+        snprintf(p, sizeof(p), "%s.2", path);
+        if (dgram_receiver(p, false) < 0)
+                return report(-1);
         close(go[1]);
-        for (long i = 0; i < n; i++)
-                for (;;) {
-                        char w[128] = {};
+        /* No time limit here: the test's own timeout ends a gate that never takes that many. */
+        while (held < want) {
+                held = 0;
+                for (long i = 0; i < n; i++) {
+                        char w = gate_wait(wchan[i], stat[i]);
 
-                        if (pread(wchan[i], w, sizeof(w) - 1, 0) > 0 && strstr(w, "seccomp")) {
-                                blocked++;
-                                break;
-                        }
-                        sched_yield();
+                        if (w == 'D')
+                                held++;
+                        else if (w == 'S')
+                                kill(pids[i], SIGUSR1);
                 }
+                sched_yield();
+        }
         for (long i = 0; i < n; i++)
                 kill(pids[i], SIGKILL);
         while (wait(NULL) > 0)
                 ;
-        (void) dgram_drain(rx, NULL, 0, NULL);
-        /* A trapped call, interrupted (EINTR) only if no worker ever takes it. */
+        /* The full receiver stays full (a read would let the waiting sends go): a trapped send to another
+         * one, interrupted (EINTR) only if no worker ever takes it. */
+        sun_set(&sa, p);
         sigaction(SIGALRM, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
         alarm(60);
-        printf("blocked=%ld %s\n", blocked,
+        printf("held=%ld %s\n", held,
                sendto(tx, "after", 5, 0, (struct sockaddr *) &sa, sizeof(sa)) == 5 ? "released" : "wedged");
         return 0;
 }
@@ -1604,8 +1630,8 @@ int main(int argc, char *argv[]) {
                 return dgram_creds(a1);
         if (!strcmp(cmd, "dgram-full"))                 /* dgram-full PATH */
                 return dgram_full(a1);
-        if (!strcmp(cmd, "send-gone") && argc > 3)     /* send-gone PATH N */
-                return send_gone(a1, atol(argv[3]));
+        if (!strcmp(cmd, "send-gone") && argc > 4)     /* send-gone PATH N HELD */
+                return send_gone(a1, atol(argv[3]), atol(argv[4]));
         if (!strcmp(cmd, "plain-send"))
                 return plain_send();
         if (!strcmp(cmd, "sigpipe"))
