@@ -1271,6 +1271,58 @@ static long percentile(long *samples, long n, int permille) {
         return samples[rank > 0 ? rank - 1 : 0];
 }
 
+static long elapsed_ns(const struct timespec *a) {
+        struct timespec b;
+
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        return (b.tv_sec - a->tv_sec) * 1000000000L + (b.tv_nsec - a->tv_nsec);
+}
+
+/* send-bench PATH N: N rounds of three sends of one byte to a datagram receiver at PATH, interleaved
+ * call by call so load moves all three alike: a sendto by address (trapped, decided as a connect), a
+ * sendmsg on a socket connected to it (trapped and performed, nothing to decide) and a send() on that
+ * socket (not trapped: the kernel's own send, the floor). Each is drained before the next. Prints the
+ * medians in ns: "sendto=A sendmsg=B send=C" (-1 when a send failed). */
+static int send_bench(const char *path, long n) {
+        int rx = dgram_receiver(path, false), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        int cx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        long *s_to = calloc((size_t) n, sizeof(long)), *s_msg = calloc((size_t) n, sizeof(long));
+        long *s_send = calloc((size_t) n, sizeof(long));
+        struct iovec iov = { .iov_base = (void *) "x", .iov_len = 1 };
+        struct msghdr h = { .msg_iov = &iov, .msg_iovlen = 1 };
+        struct sockaddr_un sa;
+        bool failed = false;
+        char c;
+
+        if (n < 1 || rx < 0 || tx < 0 || cx < 0 || !s_to || !s_msg || !s_send)
+                return report(-1);
+        sun_set(&sa, path);
+        if (connect(cx, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return report(-1);
+        for (long i = 0; i < n; i++) {
+                struct timespec t;
+
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                failed |= sendto(tx, "x", 1, 0, (struct sockaddr *) &sa, sizeof(sa)) != 1;
+                s_to[i] = elapsed_ns(&t);
+                failed |= recv(rx, &c, 1, 0) != 1;
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                failed |= sendmsg(cx, &h, 0) != 1;
+                s_msg[i] = elapsed_ns(&t);
+                failed |= recv(rx, &c, 1, 0) != 1;
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                failed |= send(cx, "x", 1, 0) != 1;
+                s_send[i] = elapsed_ns(&t);
+                failed |= recv(rx, &c, 1, 0) != 1;
+        }
+        if (failed)
+                printf("sendto=-1 sendmsg=-1 send=-1\n");
+        else
+                printf("sendto=%ld sendmsg=%ld send=%ld\n", percentile(s_to, n, 500), percentile(s_msg, n, 500),
+                       percentile(s_send, n, 500));
+        return 0;
+}
+
 /* n opens and closes of path, each timed: the median and the 90th percentile in nanoseconds (-1 when an
  * open does not end as expected: with an fd, or with EPERM when fails is set). Every sample is kept: no
  * histogram to saturate. */
@@ -1668,6 +1720,8 @@ int main(int argc, char *argv[]) {
                 return fchdir_cat(a1, argv[3]);
         if (!strcmp(cmd, "umask-race") && argc > 3)       /* umask-race DIR N */
                 return umask_race(a1, atol(argv[3]));
+        if (!strcmp(cmd, "send-bench") && argc > 3)     /* send-bench PATH N */
+                return send_bench(a1, atol(argv[3]));
         if (!strcmp(cmd, "bench") && argc > 3)
                 return bench(a1, atol(argv[3]));
         if (!strcmp(cmd, "floor") && argc > 3)      /* floor PATH N */
