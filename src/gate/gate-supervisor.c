@@ -1182,9 +1182,14 @@ static ssize_t send_one(Request *q, SendTarget *t, GateSendMsg *m) {
                         to = (const struct sockaddr *) &via;
                 }
         }
-        n = send_perform(q, t, m, to, to_len, (int) q->call.flags);
+        /* MSG_ZEROCOPY would have the kernel send from our buffer after the call returned, when it may
+         * already hold another caller's data: copied, as without SO_ZEROCOPY. */
+        n = send_perform(q, t, m, to, to_len, (int) (q->call.flags & ~(uint64_t) MSG_ZEROCOPY));
         gate_resolved_done(&res);
-        /* What the kernel does on a stream whose other end is gone, unless told not to. */
+        /* What the kernel does on a stream whose other end is gone, unless told not to: raised before the
+         * answer, so it is pending when the call returns. A kernel that can take a caller's fd (thread
+         * pidfds, 6.9) waits killably once the call is received (WAIT_KILLABLE_RECV, 5.19), so the signal
+         * does not interrupt the call, which would then be sent again. */
         if (n == -EPIPE && t->stream && !(q->call.flags & MSG_NOSIGNAL) && caller_pidfd(q) >= 0 &&
             syscall(SYS_pidfd_send_signal, q->pidfd, SIGPIPE, NULL, 0) < 0)
                 log_debug_errno(errno, "Cannot send SIGPIPE to %i, ignoring: %m", (int) q->n->pid);
