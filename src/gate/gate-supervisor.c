@@ -1268,6 +1268,7 @@ static void handle_send(Request *q) {
         struct timeval tv = {};
         int type = -1, fl;
 
+        q->kind = GATE_KIND_CONNECT;
         sock = caller_take_fd(q, q->call.dirfd);
         if (sock == -EBADF)
                 return result_errno(q, EBADF);
