@@ -1026,13 +1026,37 @@ static void handle_connect(Request *q) {
 
 #define GATE_SEND_RECHECK_MS 100        /* a waiting send looks this often whether its caller is still there */
 
+/* What a send needs of its socket, asked when needed: the family only for an address, the blocking mode
+ * and SO_SNDTIMEO only once a try could not go at once. */
 typedef struct SendTarget {
-        int sock, domain;
+        int sock;
+        int domain;                     /* -1: not asked yet */
         bool stream;                    /* SOCK_STREAM: the data may go in parts */
+        bool mode_known;
         bool wait;                      /* a blocking send: waits here until it can go */
         uint64_t deadline_ns;           /* SO_SNDTIMEO; 0: none */
         pid_t tgid;                     /* the caller's, read when a control message needs it */
 } SendTarget;
+
+/* Whether the send may wait (the socket's open file not O_NONBLOCK, no MSG_DONTWAIT), and until when
+ * (SO_SNDTIMEO, counted from the first try that could not go). */
+static int send_mode(Request *q, SendTarget *t) {
+        struct timeval tv = {};
+        socklen_t olen = sizeof(tv);
+        int fl;
+
+        if (t->mode_known)
+                return 0;
+        fl = fcntl(t->sock, F_GETFL);
+        if (fl < 0 || getsockopt(t->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, &olen) < 0)
+                return -errno;
+        t->wait = !(fl & O_NONBLOCK) && !(q->call.flags & MSG_DONTWAIT);
+        if (tv.tv_sec > 0 || tv.tv_usec > 0)
+                t->deadline_ns = now_ns(CLOCK_MONOTONIC) + (uint64_t) tv.tv_sec * UINT64_C(1000000000) +
+                                 (uint64_t) tv.tv_usec * UINT64_C(1000);
+        t->mode_known = true;
+        return 0;
+}
 
 /* The caller's thread group id (what an explicit SCM_CREDENTIALS must carry), from its status file. */
 static int caller_tgid(Request *q, pid_t *ret) {
@@ -1109,7 +1133,7 @@ static int send_wait(Request *q, const SendTarget *t, unsigned *nap_ms, bool *sa
  * too waits until all is sent), the control messages with the first part. Tries never block the worker
  * (MSG_DONTWAIT); a blocking send waits in send_wait(). The worker's real ids are the agent's for the
  * send alone, not while it waits (real ids let the agent signal the thread). Returns the bytes sent. */
-static ssize_t send_perform(Request *q, const SendTarget *t, GateSendMsg *m, const struct sockaddr *to,
+static ssize_t send_perform(Request *q, SendTarget *t, GateSendMsg *m, const struct sockaddr *to,
                             socklen_t to_len, int flags) {
         unsigned nap_ms = 0;
         bool said_writable = false;
@@ -1138,12 +1162,19 @@ static ssize_t send_perform(Request *q, const SendTarget *t, GateSendMsg *m, con
                         fatal_credentials(r);
                 if (n >= 0) {
                         done += (size_t) n;
-                        if (!t->stream || done >= m->len || !t->wait)
+                        if (!t->stream || done >= m->len)
+                                return (ssize_t) done;
+                        if (send_mode(q, t) < 0 || !t->wait)
                                 return (ssize_t) done;
                         continue;
                 }
                 if (err == EINTR)
                         continue;
+                if (err == EAGAIN) {
+                        r = send_mode(q, t);
+                        if (r < 0)
+                                return done > 0 ? (ssize_t) done : r;
+                }
                 if (err != EAGAIN || !t->wait)
                         return done > 0 ? (ssize_t) done : -err;
                 r = send_wait(q, t, &nap_ms, &said_writable);
@@ -1172,6 +1203,12 @@ static ssize_t send_one(Request *q, SendTarget *t, GateSendMsg *m) {
                                       send_take_fd, q);
                 if (r < 0)
                         return r;
+        }
+        if (to && t->domain < 0) {
+                socklen_t olen = sizeof(t->domain);
+
+                if (getsockopt(t->sock, SOL_SOCKET, SO_DOMAIN, &t->domain, &olen) < 0)
+                        return -errno;
         }
         if (to && unix_address_decided(t->domain, &m->addr, m->addr_len)) {
                 r = unix_address_decide(q, &m->addr, m->addr_len, &res);
@@ -1262,11 +1299,10 @@ static void send_many(Request *q, SendTarget *t) {
 }
 
 static void handle_send(Request *q) {
-        SendTarget t = { .sock = -EBADF };
+        SendTarget t = { .sock = -EBADF, .domain = -1 };
         _cleanup_close_ int sock = -EBADF;
         socklen_t olen = sizeof(int);
-        struct timeval tv = {};
-        int type = -1, fl;
+        int type = -1;
 
         q->kind = GATE_KIND_CONNECT;
         sock = caller_take_fd(q, q->call.dirfd);
@@ -1276,21 +1312,10 @@ static void handle_send(Request *q) {
                 return fail_closed(q, sock, "the caller went away");
         if (sock < 0)
                 return fail_closed(q, sock, "cannot reach the caller's socket");
-        if (getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &t.domain, &olen) < 0 ||
-            getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &olen) < 0)
+        if (getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &olen) < 0)
                 return result_errno(q, errno);  /* ENOTSOCK, as the kernel says */
-        fl = fcntl(sock, F_GETFL);
-        if (fl < 0)
-                return result_errno(q, errno);
-        olen = sizeof(tv);
-        if (getsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, &olen) < 0)
-                return result_errno(q, errno);
         t.sock = sock;
         t.stream = type == SOCK_STREAM;
-        t.wait = !(fl & O_NONBLOCK) && !(q->call.flags & MSG_DONTWAIT);
-        if (tv.tv_sec > 0 || tv.tv_usec > 0)
-                t.deadline_ns = now_ns(CLOCK_MONOTONIC) + (uint64_t) tv.tv_sec * UINT64_C(1000000000) +
-                                (uint64_t) tv.tv_usec * UINT64_C(1000);
 
         if (q->call.sys == GATE_SYS_SENDMMSG)
                 return send_many(q, &t);
