@@ -1271,6 +1271,16 @@ static void send_many(Request *q, SendTarget *t) {
         r = gate_mem_read(q->mem_fd, q->call.msg, v, vlen * sizeof(struct mmsghdr));
         if (r == -EFAULT && caller_memory_refresh(q))
                 r = gate_mem_read(q->mem_fd, q->call.msg, v, vlen * sizeof(struct mmsghdr));
+        if (r == -EFAULT) {
+                /* The kernel sends the messages before the first it cannot read: those, each read once. */
+                size_t k = 0;
+
+                while (k < vlen && gate_mem_read(q->mem_fd, q->call.msg + k * sizeof(struct mmsghdr), &v[k],
+                                                 sizeof(struct mmsghdr)) == 0)
+                        k++;
+                vlen = k;
+                r = k > 0 ? 0 : -EFAULT;
+        }
         if (r < 0)
                 return result_errno(q, r);
         for (; sent < vlen; sent++) {
