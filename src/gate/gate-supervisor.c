@@ -23,6 +23,7 @@
 #include "fs-util.h"
 #include "gate-resolve.h"
 #include "gate-script.h"
+#include "gate-send.h"
 #include "gate-supervisor.h"
 #include "gate-syscall.h"
 #include "io-util.h"
@@ -150,6 +151,7 @@ typedef struct Request {
         const struct seccomp_notif *n;
         GateCall call;
         int mem_fd, cwd_fd, dir_fd, dir2_fd;   /* dir_fd, dir2_fd: the caller's dirfds, opened */
+        int pidfd;                      /* PIDFD_THREAD of the caller, once caller_pidfd() opened it */
         bool mem_kept;                  /* mem_fd is caller->mem_fd: the cache owns it */
         mode_t umask;
         GateResolveContext rctx;
@@ -655,6 +657,7 @@ static void request_done(Request *q) {
         q->dir_fd = safe_close(q->dir_fd);
         q->dir2_fd = safe_close(q->dir2_fd);
         q->fd = safe_close(q->fd);
+        q->pidfd = safe_close(q->pidfd);
         q->target = mfree(q->target);
 }
 
@@ -808,19 +811,34 @@ static int thread_set_real_ids(uid_t uid, gid_t gid) {
         return 0;
 }
 
-/* A duplicate of the caller's fd (the socket of a connect), from its fd table: pidfd_getfd() on a pidfd
- * of the calling thread, opened before the notification id is checked again (so it is this caller's). */
+/* A pidfd of the calling thread, opened once per call and before the notification id is checked again
+ * (so it is this caller's). */
+static int caller_pidfd(Request *q) {
+        int fd;
+
+        if (q->pidfd >= 0)
+                return q->pidfd;
+        fd = (int) syscall(SYS_pidfd_open, (pid_t) q->n->pid, PIDFD_THREAD);
+        if (fd < 0)
+                return -errno;
+        if (!notif_id_valid(q->s->notify_fd, q->n->id)) {
+                safe_close(fd);
+                return -ESRCH;
+        }
+        q->pidfd = fd;
+        return fd;
+}
+
+/* A duplicate of the caller's fd (the socket of a connect, an fd it sends), from its fd table:
+ * pidfd_getfd() on a pidfd of the calling thread (caller_pidfd()). */
 static int caller_take_fd(Request *q, int fd) {
-        _cleanup_close_ int pidfd = -EBADF;
-        int r, got, err;
+        int pidfd, r, got, err;
 
         if (fd < 0)
                 return -EBADF;
-        pidfd = (int) syscall(SYS_pidfd_open, (pid_t) q->n->pid, PIDFD_THREAD);
+        pidfd = caller_pidfd(q);
         if (pidfd < 0)
-                return -errno;
-        if (!notif_id_valid(q->s->notify_fd, q->n->id))
-                return -ESRCH;
+                return pidfd;
         r = thread_set_real_ids(q->s->config->uid, q->s->config->gid);
         if (r < 0)
                 fatal_credentials(r);
@@ -862,37 +880,23 @@ static int caller_socket_call(Request *q, struct sockaddr_storage *ss, int *ret_
         return 0;
 }
 
-/* connect() is performed here, on the caller's own socket (caller_take_fd()) with the address this
- * supervisor read and checked, once: the caller's memory and fd table, which a sibling thread can
- * change at any time, are never read again by the kernel. Whatever the family: the family of the
- * address in memory can be flipped, the socket's cannot, and a socket number can be swapped for another
- * (dup2) between a check and the kernel's own connect. A pathname socket is reached through the object
- * the gate resolved and checked (/proc/self/fd/N of its O_PATH fd), so a symlink or directory swapped on
- * disk afterwards changes nothing either. The peer sees this supervisor's pid, with the agent's uid and
- * gid (the worker's effective ids). */
-static void handle_connect(Request *q) {
+/* Decides an AF_UNIX address read once (ss, len bytes) as a connect() to it: the path normalised
+ * against the caller's cwd, the socket the kernel would reach resolved (symlinks followed) and both
+ * names checked, an abstract name as "@name". Returns 0 when the call may go on, with ret_res pinning
+ * a pathname socket (its fd >= 0) that the call must reach through /proc/self/fd/N, so a symlink or a
+ * directory swapped on disk afterwards changes nothing; negative when the call was answered here
+ * (refused, or the kernel's own error). connect() and the sends with an address decide the same way. */
+static int unix_address_decide(Request *q, const struct sockaddr_storage *ss, size_t len, GateResolved *ret_res) {
         const GatePolicy *policy = q->s->config->policy;
-        struct sockaddr_storage ss = {};
-        struct sockaddr_un *sa = (struct sockaddr_un *) &ss;
-        size_t len = (size_t) q->call.size;
+        const struct sockaddr_un *sa = (const struct sockaddr_un *) ss;
         _cleanup_free_ char *given = NULL, *key = NULL;
-        _cleanup_close_ int sock = -EBADF;
         GateResolved res = GATE_RESOLVED_NULL;
         GateVerdict v;
         bool first = true;
-        int domain = -1, r;
+        int r;
 
         q->kind = GATE_KIND_CONNECT;
-        if (caller_socket_call(q, &ss, &sock, &domain) < 0)
-                return;
-
-        if (domain != AF_UNIX || len <= offsetof(struct sockaddr_un, sun_path) || sa->sun_family != AF_UNIX) {
-                /* Not gated (TCP goes through the egress gateway), or an address the kernel refuses on
-                 * this socket: its own answer, from the bytes read once. */
-                r = connect(sock, len > 0 ? (struct sockaddr *) &ss : NULL, (socklen_t) len);
-                return r < 0 ? result_errno(q, errno) : result_value(q, 0);
-        }
-
+        q->target = mfree(q->target);
         size_t plen = len - offsetof(struct sockaddr_un, sun_path);
         if (sa->sun_path[0] == 0)
                 given = abstract_name(sa->sun_path + 1, plen - 1);
@@ -904,14 +908,14 @@ static void handle_connect(Request *q) {
                 if (path[0] != '/') {
                         r = caller_dir(q, AT_FDCWD, &q->cwd_fd);
                         if (r == -ESRCH)
-                                return fail_closed(q, r, "the caller went away");
+                                return fail_closed(q, r, "the caller went away"), r;
                         if (r < 0)
-                                return fail_closed(q, r, "cannot open the caller's working directory");
+                                return fail_closed(q, r, "cannot open the caller's working directory"), r;
                         r = gate_fd_path(q->cwd_fd, &cwd);
                         if (r < 0)
-                                return fail_closed(q, r, "cannot read the caller's working directory");
+                                return fail_closed(q, r, "cannot read the caller's working directory"), r;
                         if (asprintf(&joined, "%s/%s", cwd, path) < 0)
-                                return fail_closed(q, -ENOMEM, "out of memory");
+                                return fail_closed(q, -ENOMEM, "out of memory"), -ENOMEM;
                 }
                 given = path_clean(joined ?: path);
                 /* The socket the kernel would reach: symlinks resolved like connect() does. */
@@ -921,15 +925,16 @@ static void handle_connect(Request *q) {
                          * the name itself is denied, which is said first. */
                         gate_resolved_done(&res);
                         if (!given)
-                                return fail_closed(q, -ENOMEM, "out of memory");
+                                return fail_closed(q, -ENOMEM, "out of memory"), -ENOMEM;
                         gate_policy_check_connect(policy, given, &v);
                         if (v.decision == DECISION_DENY) {
                                 q->verdict = v;
                                 q->target = TAKE_PTR(given);
                                 q->event = "local";
-                                return result_errno(q, GATE_DENY_ERRNO);
+                                return result_errno(q, GATE_DENY_ERRNO), -GATE_DENY_ERRNO;
                         }
-                        return result_errno(q, r < 0 ? r : -ENOENT);
+                        r = r < 0 ? r : -ENOENT;
+                        return result_errno(q, r), r;
                 }
                 if (res.path && !streq_ptr(res.path, given)) {
                         gate_policy_check_connect(policy, res.path, &v);
@@ -938,7 +943,7 @@ static void handle_connect(Request *q) {
         }
         if (!given) {
                 gate_resolved_done(&res);
-                return fail_closed(q, -ENOMEM, "out of memory");
+                return fail_closed(q, -ENOMEM, "out of memory"), -ENOMEM;
         }
         gate_policy_check_connect(policy, given, &v);
         verdict_merge(&q->verdict, &v, &first);
@@ -948,20 +953,395 @@ static void handle_connect(Request *q) {
         settle(q, key);
         if (q->verdict.decision != DECISION_ALLOW) {
                 gate_resolved_done(&res);
-                return result_errno(q, GATE_DENY_ERRNO);
+                return result_errno(q, GATE_DENY_ERRNO), -GATE_DENY_ERRNO;
         }
         q->decided_ns = now_ns(CLOCK_MONOTONIC);
-        if (res.fd >= 0) {
-                struct sockaddr_un via = { .sun_family = AF_UNIX };
+        *ret_res = res;
+        return 0;
+}
 
-                (void) snprintf(via.sun_path, sizeof(via.sun_path), "/proc/self/fd/%i", res.fd);
-                r = connect(sock, (struct sockaddr *) &via, (socklen_t) SUN_LEN(&via));
+/* Whether an address is one unix_address_decide() decides: an AF_UNIX address with a name on an
+ * AF_UNIX socket. Anything else (TCP and UDP are the egress gateway's, an unnamed or malformed
+ * address the kernel's) is performed as given, from the bytes read once. */
+static bool unix_address_decided(int domain, const struct sockaddr_storage *ss, size_t len) {
+        return domain == AF_UNIX && len > offsetof(struct sockaddr_un, sun_path) &&
+               len <= sizeof(struct sockaddr_un) && ss->ss_family == AF_UNIX;
+}
+
+/* The address a decided pathname socket is reached by: the object the gate resolved. */
+static socklen_t unix_address_via(const GateResolved *res, struct sockaddr_un *ret) {
+        *ret = (struct sockaddr_un) { .sun_family = AF_UNIX };
+        (void) snprintf(ret->sun_path, sizeof(ret->sun_path), "/proc/self/fd/%i", res->fd);
+        return (socklen_t) SUN_LEN(ret);
+}
+
+/* connect() is performed here, on the caller's own socket (caller_take_fd()) with the address this
+ * supervisor read and checked, once: the caller's memory and fd table, which a sibling thread can
+ * change at any time, are never read again by the kernel. Whatever the family: the family of the
+ * address in memory can be flipped, the socket's cannot, and a socket number can be swapped for another
+ * (dup2) between a check and the kernel's own connect. A pathname socket is reached through the object
+ * the gate resolved and checked (/proc/self/fd/N of its O_PATH fd), so a symlink or directory swapped on
+ * disk afterwards changes nothing either. The peer sees this supervisor's pid, with the agent's uid and
+ * gid (the worker's effective ids). */
+static void handle_connect(Request *q) {
+        struct sockaddr_storage ss = {};
+        size_t len = (size_t) q->call.size;
+        _cleanup_close_ int sock = -EBADF;
+        GateResolved res = GATE_RESOLVED_NULL;
+        int domain = -1, r;
+
+        q->kind = GATE_KIND_CONNECT;
+        if (caller_socket_call(q, &ss, &sock, &domain) < 0)
+                return;
+
+        if (!unix_address_decided(domain, &ss, len)) {
+                r = connect(sock, len > 0 ? (struct sockaddr *) &ss : NULL, (socklen_t) len);
+                return r < 0 ? result_errno(q, errno) : result_value(q, 0);
+        }
+        if (unix_address_decide(q, &ss, len, &res) < 0)
+                return;
+        if (res.fd >= 0) {
+                struct sockaddr_un via;
+                socklen_t via_len = unix_address_via(&res, &via);
+
+                r = connect(sock, (struct sockaddr *) &via, via_len);
         } else
                 r = connect(sock, (struct sockaddr *) &ss, (socklen_t) len);
         gate_resolved_done(&res);
         if (r < 0)
                 return result_errno(q, errno);
         result_value(q, 0);
+}
+
+/* ---- send ---- */
+
+/* sendto() with an address, sendmsg() and sendmmsg() are performed here too, on the caller's socket
+ * (caller_take_fd()) with what was read once from its memory (gate-send.h): the msghdr, the address,
+ * the data, the control messages. An AF_UNIX address is decided as a connect() to it
+ * (unix_address_decide()); anything else is sent as given. What the caller keeps of the kernel's own
+ * send: its flags (the supervisor adds MSG_NOSIGNAL and raises SIGPIPE in the calling thread itself),
+ * blocking or not as the socket's open file says (shared with the duplicate), SO_SNDTIMEO, the implicit
+ * credentials a SO_PASSCRED receiver sees (the agent's uid and gid: the worker's real ids are the
+ * agent's for the send, the kernel takes those), and sendmmsg()'s msg_len written back. */
+
+#define GATE_SEND_RECHECK_MS 100        /* a waiting send looks this often whether its caller is still there */
+
+/* What a send needs of its socket, asked when needed: the family only for an address, the blocking mode
+ * and SO_SNDTIMEO only once a try could not go at once. */
+typedef struct SendTarget {
+        int sock;
+        int domain;                     /* -1: not asked yet */
+        bool stream;                    /* SOCK_STREAM: the data may go in parts */
+        bool mode_known;
+        bool wait;                      /* a blocking send: waits here until it can go */
+        uint64_t deadline_ns;           /* SO_SNDTIMEO; 0: none */
+        pid_t tgid;                     /* the caller's, read when a control message needs it */
+} SendTarget;
+
+/* Whether the send may wait (the socket's open file not O_NONBLOCK, no MSG_DONTWAIT), and until when
+ * (SO_SNDTIMEO, counted from the first try that could not go). */
+static int send_mode(Request *q, SendTarget *t) {
+        struct timeval tv = {};
+        socklen_t olen = sizeof(tv);
+        int fl;
+
+        if (t->mode_known)
+                return 0;
+        fl = fcntl(t->sock, F_GETFL);
+        if (fl < 0 || getsockopt(t->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, &olen) < 0)
+                return -errno;
+        t->wait = !(fl & O_NONBLOCK) && !(q->call.flags & MSG_DONTWAIT);
+        if (tv.tv_sec > 0 || tv.tv_usec > 0)
+                t->deadline_ns = now_ns(CLOCK_MONOTONIC) + (uint64_t) tv.tv_sec * UINT64_C(1000000000) +
+                                 (uint64_t) tv.tv_usec * UINT64_C(1000);
+        t->mode_known = true;
+        return 0;
+}
+
+/* The caller's thread group id (what an explicit SCM_CREDENTIALS must carry), from its status file. */
+static int caller_tgid(Request *q, pid_t *ret) {
+        _cleanup_close_ int fd = -EBADF;
+        char buf[4096];
+        const char *p;
+        ssize_t n;
+        int tgid;
+
+        fd = caller_openat(q, "status", O_RDONLY);
+        if (fd < 0)
+                return fd;
+        n = loop_pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n < 0)
+                return (int) n;
+        buf[n] = 0;
+        p = strstr(buf, "\nTgid:");
+        if (!p || sscanf(p + strlen("\nTgid:"), "%i", &tgid) != 1 || tgid <= 0)
+                return -EIO;
+        if (!notif_id_valid(q->s->notify_fd, q->n->id))
+                return -ESRCH;
+        *ret = (pid_t) tgid;
+        return 0;
+}
+
+static int send_take_fd(void *userdata, int fd) {
+        Request *q = userdata;
+        int r = caller_take_fd(q, fd);
+
+        /* An fd the caller does not have is its own EBADF; anything else fails closed. */
+        return r == -EBADF || r >= 0 ? r : -EPERM;
+}
+
+/* Waits until a blocking send may be tried again: the socket says it is writable (a stream, a connected
+ * datagram socket), or, where it says so and the send still cannot go (an unconnected datagram socket
+ * to a full receiver: poll() cannot know the receiver), after a nap that doubles up to
+ * GATE_SEND_RECHECK_MS. The caller that goes away (its pidfd readable, its notification gone) ends
+ * the wait: no worker waits forever for a caller that is not there. -ESRCH then, -EAGAIN past the
+ * socket's SO_SNDTIMEO. */
+static int send_wait(Request *q, const SendTarget *t, unsigned *nap_ms, bool *said_writable) {
+        struct pollfd p[2];
+        int timeout = *nap_ms > 0 ? (int) *nap_ms : (int) GATE_SEND_RECHECK_MS, pidfd, r;
+
+        if (!notif_id_valid(q->s->notify_fd, q->n->id))
+                return -ESRCH;
+        if (t->deadline_ns > 0) {
+                uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+                if (now >= t->deadline_ns)
+                        return -EAGAIN;
+                timeout = (int) MIN((uint64_t) timeout, (t->deadline_ns - now + 999999) / 1000000);
+        }
+        pidfd = caller_pidfd(q);
+        if (pidfd < 0)
+                return pidfd;
+        p[0] = (struct pollfd) { .fd = pidfd, .events = POLLIN };
+        p[1] = (struct pollfd) { .fd = t->sock, .events = POLLOUT };
+        r = poll(p, *nap_ms > 0 ? 1 : 2, timeout);
+        if (r < 0 && errno != EINTR)
+                return -errno;
+        if (r > 0 && p[0].revents)
+                return -ESRCH;
+        if (*nap_ms > 0)
+                *nap_ms = MIN(*nap_ms * 2, GATE_SEND_RECHECK_MS);
+        else if (r > 0 && (p[1].revents & POLLOUT)) {
+                if (*said_writable)
+                        *nap_ms = 1;
+                *said_writable = true;
+        }
+        return 0;
+}
+
+/* Sends m as the caller's send would: the whole datagram, or on a blocking stream all of it (the kernel
+ * too waits until all is sent), the control messages with the first part. Tries never block the worker
+ * (MSG_DONTWAIT); a blocking send waits in send_wait(). The worker's real ids are the agent's for the
+ * send alone, not while it waits (real ids let the agent signal the thread). Returns the bytes sent. */
+static ssize_t send_perform(Request *q, SendTarget *t, GateSendMsg *m, const struct sockaddr *to,
+                            socklen_t to_len, int flags) {
+        unsigned nap_ms = 0;
+        bool said_writable = false;
+        size_t done = 0;
+
+        for (;;) {
+                struct iovec iov = { .iov_base = m->data + done, .iov_len = m->len - done };
+                struct msghdr h = {
+                        .msg_name = (void *) to,
+                        .msg_namelen = to ? to_len : 0,
+                        .msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = done == 0 ? m->control : NULL,
+                        .msg_controllen = done == 0 ? m->control_len : 0,
+                };
+                ssize_t n;
+                int err, r;
+
+                r = thread_set_real_ids(q->s->config->uid, q->s->config->gid);
+                if (r < 0)
+                        fatal_credentials(r);
+                n = sendmsg(t->sock, &h, flags | MSG_NOSIGNAL | MSG_DONTWAIT);
+                err = errno;
+                r = thread_set_real_ids(0, 0);
+                if (r < 0)
+                        fatal_credentials(r);
+                if (n >= 0) {
+                        done += (size_t) n;
+                        if (!t->stream || done >= m->len)
+                                return (ssize_t) done;
+                        if (send_mode(q, t) < 0 || !t->wait)
+                                return (ssize_t) done;
+                        continue;
+                }
+                if (err == EINTR)
+                        continue;
+                if (err == EAGAIN) {
+                        r = send_mode(q, t);
+                        if (r < 0)
+                                return done > 0 ? (ssize_t) done : r;
+                }
+                if (err != EAGAIN || !t->wait)
+                        return done > 0 ? (ssize_t) done : -err;
+                r = send_wait(q, t, &nap_ms, &said_writable);
+                if (r < 0)
+                        return done > 0 ? (ssize_t) done : r;
+        }
+}
+
+/* One message: its control messages checked and its fds taken, its AF_UNIX address decided, then sent.
+ * Returns the bytes sent, or a negative errno with the call answered or to be answered with it. */
+static ssize_t send_one(Request *q, SendTarget *t, GateSendMsg *m) {
+        GateResolved res = GATE_RESOLVED_NULL;
+        struct sockaddr_un via;
+        const struct sockaddr *to = m->addr_len > 0 ? (const struct sockaddr *) &m->addr : NULL;
+        socklen_t to_len = (socklen_t) m->addr_len;
+        ssize_t n;
+        int r;
+
+        if (m->control_len > 0) {
+                if (t->tgid == 0) {
+                        r = caller_tgid(q, &t->tgid);
+                        if (r < 0)
+                                return fail_closed(q, r, "cannot read the caller's thread group"), r;
+                }
+                r = gate_send_control(m, t->tgid, q->s->config->uid, q->s->config->gid, getpid(),
+                                      send_take_fd, q);
+                if (r < 0)
+                        return r;
+        }
+        if (to && t->domain < 0) {
+                socklen_t olen = sizeof(t->domain);
+
+                if (getsockopt(t->sock, SOL_SOCKET, SO_DOMAIN, &t->domain, &olen) < 0)
+                        return -errno;
+        }
+        if (to && unix_address_decided(t->domain, &m->addr, m->addr_len)) {
+                r = unix_address_decide(q, &m->addr, m->addr_len, &res);
+                if (r < 0)
+                        return r;
+                if (res.fd >= 0) {
+                        to_len = unix_address_via(&res, &via);
+                        to = (const struct sockaddr *) &via;
+                }
+        }
+        /* MSG_ZEROCOPY would have the kernel send from our buffer after the call returned, when it may
+         * already hold another caller's data: copied, as without SO_ZEROCOPY. */
+        n = send_perform(q, t, m, to, to_len, (int) (q->call.flags & ~(uint64_t) MSG_ZEROCOPY));
+        gate_resolved_done(&res);
+        /* What the kernel does on a stream whose other end is gone, unless told not to: raised before the
+         * answer, so it is pending when the call returns. A kernel that can take a caller's fd (thread
+         * pidfds, 6.9) waits killably once the call is received (WAIT_KILLABLE_RECV, 5.19), so the signal
+         * does not interrupt the call, which would then be sent again. */
+        if (n == -EPIPE && t->stream && !(q->call.flags & MSG_NOSIGNAL) && caller_pidfd(q) >= 0 &&
+            syscall(SYS_pidfd_send_signal, q->pidfd, SIGPIPE, NULL, 0) < 0)
+                log_debug_errno(errno, "Cannot send SIGPIPE to %i, ignoring: %m", (int) q->n->pid);
+        return n;
+}
+
+/* Reads the message of a sendto or sendmsg, once; memory kept from before an exec reads as gone and
+ * is opened afresh. */
+static int send_read(Request *q, const SendTarget *t, const struct msghdr *h, GateSendMsg *ret) {
+        for (unsigned i = 0;; i++) {
+                int r;
+
+                if (h)
+                        r = gate_send_read_msghdr(q->mem_fd, h, t->stream, ret);
+                else if (q->call.sys == GATE_SYS_SENDMSG)
+                        r = gate_send_read_msg(q->mem_fd, q->call.msg, t->stream, ret);
+                else
+                        r = gate_send_read_to(q->mem_fd, q->call.data, q->call.data_len, q->call.path,
+                                              q->call.size, t->stream, ret);
+                if (r != -EFAULT || i > 0 || !caller_memory_refresh(q))
+                        return r;
+                gate_send_msg_done(ret);
+                *ret = (GateSendMsg) GATE_SEND_MSG_NULL;
+        }
+}
+
+/* sendmmsg(): the mmsghdr array read once, the messages sent in turn until one fails; the number sent
+ * is the answer (the error when none was), and each one's msg_len is written back into the caller's
+ * memory, as the kernel does. */
+static void send_many(Request *q, SendTarget *t) {
+        _cleanup_free_ struct mmsghdr *v = NULL;
+        _cleanup_close_ int mem = -EBADF;
+        size_t vlen = MIN((size_t) q->call.vlen, (size_t) GATE_SENDMMSG_MAX), sent = 0;
+        ssize_t n = 0;
+        int r;
+
+        if (vlen == 0)
+                return result_value(q, 0);
+        v = calloc(vlen, sizeof(struct mmsghdr));
+        if (!v)
+                return fail_closed(q, -ENOMEM, "out of memory");
+        r = gate_mem_read(q->mem_fd, q->call.msg, v, vlen * sizeof(struct mmsghdr));
+        if (r == -EFAULT && caller_memory_refresh(q))
+                r = gate_mem_read(q->mem_fd, q->call.msg, v, vlen * sizeof(struct mmsghdr));
+        if (r == -EFAULT) {
+                /* The kernel sends the messages before the first it cannot read: those, each read once. */
+                size_t k = 0;
+
+                while (k < vlen && gate_mem_read(q->mem_fd, q->call.msg + k * sizeof(struct mmsghdr), &v[k],
+                                                 sizeof(struct mmsghdr)) == 0)
+                        k++;
+                vlen = k;
+                r = k > 0 ? 0 : -EFAULT;
+        }
+        if (r < 0)
+                return result_errno(q, r);
+        for (; sent < vlen; sent++) {
+                GateSendMsg m = GATE_SEND_MSG_NULL;
+
+                r = send_read(q, t, &v[sent].msg_hdr, &m);
+                n = r < 0 ? r : send_one(q, t, &m);
+                gate_send_msg_done(&m);
+                if (n < 0)
+                        break;
+                v[sent].msg_len = (unsigned) n;
+        }
+        if (sent == 0) {
+                if (q->result == RESULT_ERRNO && q->error != 0)
+                        return;         /* answered (refused, or failed closed) */
+                return result_errno(q, (int) n);
+        }
+        /* Written through a handle of its own: the kept one is read-only. A caller that unmapped the
+         * array meanwhile gets the count still, as from the kernel. */
+        mem = caller_openat(q, "mem", O_WRONLY);
+        if (mem >= 0 && notif_id_valid(q->s->notify_fd, q->n->id))
+                for (size_t i = 0; i < sent; i++)
+                        (void) pwrite(mem, &v[i].msg_len, sizeof(v[i].msg_len),
+                                      (off_t) (q->call.msg + i * sizeof(struct mmsghdr) + offsetof(struct mmsghdr, msg_len)));
+        result_value(q, (int64_t) sent);
+}
+
+static void handle_send(Request *q) {
+        SendTarget t = { .sock = -EBADF, .domain = -1 };
+        _cleanup_close_ int sock = -EBADF;
+        socklen_t olen = sizeof(int);
+        int type = -1;
+
+        q->kind = GATE_KIND_CONNECT;
+        sock = caller_take_fd(q, q->call.dirfd);
+        if (sock == -EBADF)
+                return result_errno(q, EBADF);
+        if (sock == -ESRCH)
+                return fail_closed(q, sock, "the caller went away");
+        if (sock < 0)
+                return fail_closed(q, sock, "cannot reach the caller's socket");
+        if (getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &olen) < 0)
+                return result_errno(q, errno);  /* ENOTSOCK, as the kernel says */
+        t.sock = sock;
+        t.stream = type == SOCK_STREAM;
+
+        if (q->call.sys == GATE_SYS_SENDMMSG)
+                return send_many(q, &t);
+
+        GateSendMsg m = GATE_SEND_MSG_NULL;
+        ssize_t n;
+        int r;
+
+        r = send_read(q, &t, NULL, &m);
+        n = r < 0 ? r : send_one(q, &t, &m);
+        gate_send_msg_done(&m);
+        if (n >= 0)
+                return result_value(q, n);
+        if (q->result == RESULT_ERRNO && q->error != 0)
+                return;
+        result_errno(q, (int) n);
 }
 
 /* ---- exec ---- */
@@ -2086,6 +2466,7 @@ static void handle(Worker *w, const struct seccomp_notif *n) {
                 .w = w,
                 .n = n,
                 .mem_fd = -EBADF, .cwd_fd = -EBADF, .dir_fd = -EBADF, .dir2_fd = -EBADF, .fd = -EBADF,
+                .pidfd = -EBADF,
                 .umask = 022,
         };
         uint64_t t0 = now_ns(CLOCK_MONOTONIC), latency;
@@ -2121,6 +2502,9 @@ static void handle(Worker *w, const struct seccomp_notif *n) {
                 break;
         case GATE_ACTION_BIND:
                 handle_bind(&q);
+                break;
+        case GATE_ACTION_SEND:
+                handle_send(&q);
                 break;
         case GATE_ACTION_EXEC:
                 handle_exec(&q);
@@ -2527,7 +2911,12 @@ int gate_filter_install(int *ret_notify_fd) {
 
                 if (nr < 0)
                         continue;
-                r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, (int) nr, 0);
+                if (s == GATE_SYS_SENDTO)
+                        /* Only with an address: send() and sendto(NULL) on a connected socket go to the
+                         * peer its connect (decided) chose, and cost nothing. */
+                        r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, (int) nr, 1, SCMP_A4(SCMP_CMP_NE, 0));
+                else
+                        r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, (int) nr, 0);
                 if (r < 0)
                         return log_debug_errno(r, "Cannot trap %s: %m", gate_syscall_name(s));
         }

@@ -67,6 +67,9 @@ static const GateSyscallInfo syscall_table[_GATE_SYS_MAX] = {
         [GATE_SYS_LCHOWN]    = { "lchown",    -1 },
 #endif
         [GATE_SYS_TRUNCATE]  = { "truncate",  __NR_truncate },
+        [GATE_SYS_SENDTO]    = { "sendto",    __NR_sendto },
+        [GATE_SYS_SENDMSG]   = { "sendmsg",   __NR_sendmsg },
+        [GATE_SYS_SENDMMSG]  = { "sendmmsg",  __NR_sendmmsg },
         [GATE_SYS_UMASK]     = { "umask",     __NR_umask },
         [GATE_SYS_CHDIR]     = { "chdir",     __NR_chdir },
         [GATE_SYS_FCHDIR]    = { "fchdir",    __NR_fchdir },
@@ -267,6 +270,28 @@ int gate_call_decode(long nr, const uint64_t a[6], GateCall *ret) {
                 c.action = GATE_ACTION_TRUNCATE;
                 c.path = a[0];
                 c.size = a[1];
+                break;
+        case GATE_SYS_SENDTO:
+                c.action = GATE_ACTION_SEND;
+                c.dirfd = arg_int(a[0]);        /* the socket */
+                c.data = a[1];
+                c.data_len = a[2];
+                c.flags = (uint32_t) a[3];
+                c.path = a[4];
+                c.size = (uint32_t) a[5];
+                break;
+        case GATE_SYS_SENDMSG:
+                c.action = GATE_ACTION_SEND;
+                c.dirfd = arg_int(a[0]);
+                c.msg = a[1];
+                c.flags = (uint32_t) a[2];
+                break;
+        case GATE_SYS_SENDMMSG:
+                c.action = GATE_ACTION_SEND;
+                c.dirfd = arg_int(a[0]);
+                c.msg = a[1];
+                c.vlen = (uint32_t) a[2];
+                c.flags = (uint32_t) a[3];
                 break;
         case GATE_SYS_UMASK:
                 c.action = GATE_ACTION_FS_CHANGE;

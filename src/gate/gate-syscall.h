@@ -52,6 +52,10 @@ typedef enum GateSyscall {
         GATE_SYS_CHOWN,
         GATE_SYS_LCHOWN,
         GATE_SYS_TRUNCATE,
+        /* performed by the supervisor; sendto only with an address (the filter looks at the argument) */
+        GATE_SYS_SENDTO,
+        GATE_SYS_SENDMSG,
+        GATE_SYS_SENDMMSG,
         /* not checked: they only tell the supervisor that the caller's umask or cwd changes */
         GATE_SYS_UMASK,
         GATE_SYS_CHDIR,
@@ -92,6 +96,7 @@ typedef enum GateAction {
         GATE_ACTION_CHMOD,
         GATE_ACTION_CHOWN,
         GATE_ACTION_TRUNCATE,
+        GATE_ACTION_SEND,       /* performed by the supervisor on the caller's socket, with what it read */
         GATE_ACTION_FS_CHANGE,  /* continued unchecked: the supervisor keeps callers' umask and cwd */
         _GATE_ACTION_MAX,
         _GATE_ACTION_INVALID = -EINVAL,
@@ -102,17 +107,20 @@ typedef struct GateCall {
         GateSyscall sys;
         GateAction action;
         int dirfd;              /* AT_FDCWD or the caller's fd for path */
-        uint64_t path;          /* the path (connect: the sockaddr; exec: the filename) */
+        uint64_t path;          /* the path (connect, bind, sendto: the sockaddr; exec: the filename) */
         int dirfd2;             /* rename and link: the new name's directory */
         uint64_t path2;         /* rename and link: the new name; symlink: the new link's name */
         uint64_t target;        /* symlink: the link's content */
         uint64_t argv;          /* exec */
         uint64_t how;           /* openat2: struct open_how */
-        uint64_t size;          /* connect: addrlen; openat2: sizeof(struct open_how); truncate: length */
-        uint64_t flags;         /* open flags, AT_* flags (unlinkat's AT_REMOVEDIR too), RENAME_* flags */
+        uint64_t size;          /* connect, bind, sendto: addrlen; openat2: sizeof(struct open_how); truncate: length */
+        uint64_t flags;         /* send flags, open flags, AT_* flags (unlinkat's AT_REMOVEDIR too), RENAME_* flags */
         uint32_t mode;          /* open, mkdir, mknod, chmod; umask: the new mask */
         uint64_t dev;           /* mknod */
         uint32_t uid, gid;      /* chown; (uint32_t) -1 is "unchanged" */
+        uint64_t data, data_len;        /* sendto: the buffer (its address is path, its length size) */
+        uint64_t msg;           /* sendmsg: the struct msghdr; sendmmsg: the struct mmsghdr array */
+        uint32_t vlen;          /* sendmmsg: the number of messages */
         bool follow;            /* whether the last component of path is followed when it is a symlink */
 } GateCall;
 

@@ -7,12 +7,15 @@
  * CMD. The parent is non-dumpable and of another uid, so the agent can neither trace nor signal it; it
  * reaps orphans as a subreaper, forwards termination signals to the agent and exits with its status. */
 
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <poll.h>
 #include <curl/curl.h>
@@ -121,12 +124,68 @@ static int recv_fd(int sock, char *payload, size_t size, int *ret_fd) {
         return 0;
 }
 
+/* The listener is handed over by a helper process that shares the agent's process's fd table but not its
+ * filter: once the filter is in place, a sendmsg() of the agent's process is trapped (the gate performs
+ * every sendmsg), and only the supervisor, which does not hold the listener yet, could answer it. The
+ * helper is cloned before the filter is installed and waits on a pipe for the listener's number. */
+typedef struct Handover {
+        pid_t pid;
+        int pipe[2];
+} Handover;
+
+static int handover_start(int sock, const char *channel, Handover *ret) {
+        pid_t parent = getpid(), pid;
+        int p[2];
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid = (pid_t) syscall(SYS_clone, CLONE_FILES | SIGCHLD, NULL, NULL, NULL, NULL);
+        if (pid < 0) {
+                int r = -errno;
+
+                safe_close(p[0]);
+                safe_close(p[1]);
+                return r;
+        }
+        if (pid == 0) {
+                int fd;
+
+                /* The fd table is shared, so it holds the pipe's write end too: the helper ends with the
+                 * agent's process, not on EOF. */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                        _exit(EXIT_FAILURE);
+                if (read(p[0], &fd, sizeof(fd)) != (ssize_t) sizeof(fd))
+                        _exit(EXIT_FAILURE);
+                _exit(send_fd(sock, fd, channel) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+        }
+        *ret = (Handover) { .pid = pid, .pipe = { p[0], p[1] } };
+        return 0;
+}
+
+static int handover_finish(Handover *h, int fd) {
+        int status, r = 0;
+
+        /* The pipe is closed once the helper is done: its fd table is ours, a close here is its too. */
+        if (loop_write(h->pipe[1], &fd, sizeof(fd)) < 0) {
+                r = -EPIPE;
+                (void) kill(h->pid, SIGKILL);
+        }
+        if (waitpid(h->pid, &status, 0) < 0 && r == 0)
+                r = -errno;
+        h->pipe[1] = safe_close(h->pipe[1]);
+        h->pipe[0] = safe_close(h->pipe[0]);
+        if (r < 0)
+                return r;
+        return WIFEXITED(status) && WEXITSTATUS(status) == EXIT_SUCCESS ? 0 : -EPROTO;
+}
+
 /* The agent's side: never returns. */
 static _noreturn_ void child_main(int sock, pid_t parent, uid_t uid, gid_t gid, const gid_t *groups,
                                   size_t n_groups, const char *channel, int exec_floor, char * const *agent_env,
                                   char **argv) {
         sigset_t none;
         char ack;
+        Handover helper = { .pid = -1, .pipe = { -EBADF, -EBADF } };
         int fd, r;
 
         sigemptyset(&none);
@@ -153,12 +212,17 @@ static _noreturn_ void child_main(int sock, pid_t parent, uid_t uid, gid_t gid, 
                 safe_close(exec_floor);
         }
 
+        r = handover_start(sock, channel, &helper);
+        if (r < 0) {
+                log_error_errno(r, "Cannot start the listener's handover: %m");
+                _exit(EXIT_WRAP_FAILED);
+        }
         r = gate_filter_install(&fd);
         if (r < 0) {
                 log_error_errno(r, "Cannot install the security gate's seccomp filter: %m");
                 _exit(EXIT_WRAP_FAILED);
         }
-        r = send_fd(sock, fd, channel);
+        r = handover_finish(&helper, fd);
         /* The agent must never hold the listener: it could answer its own calls. */
         safe_close(fd);
         if (r < 0) {

@@ -705,11 +705,391 @@ static int fifo_readers(const char *fifo, long n) {
         return 0;
 }
 
-/* A user namespace, where the agent would hold capabilities, by each door: unshare(), clone() and clone3(). */
 static const char *errname(long r) {
         return r < 0 ? strerrorname_np(errno) ?: "E?" : "ok";
 }
 
+/* ---- datagrams by address (sendto, sendmsg, sendmmsg) ---- */
+
+static void sun_set(struct sockaddr_un *sa, const char *path) {
+        *sa = (struct sockaddr_un) { .sun_family = AF_UNIX };
+        strncpy(sa->sun_path, path, sizeof(sa->sun_path) - 1);
+}
+
+/* A non-blocking datagram receiver bound at path (bind of a datagram socket is gated as a create only). */
+static int dgram_receiver(const char *path, bool passcred) {
+        struct sockaddr_un sa;
+        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
+
+        sun_set(&sa, path);
+        (void) unlink(path);
+        if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -1;
+        if (passcred && setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
+                return -1;
+        return fd;
+}
+
+/* The datagrams waiting at fd: how many, and whether each is the one expected (want[i], in order). */
+static long dgram_drain(int fd, const char * const *want, long n_want, bool *ret_corrupt) {
+        char buf[512];
+        long got = 0;
+        ssize_t k;
+
+        while ((k = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) >= 0) {
+                if (want && (got >= n_want || (size_t) k != strlen(want[got]) || memcmp(buf, want[got], (size_t) k)))
+                        *ret_corrupt = true;
+                got++;
+        }
+        return got;
+}
+
+/* dgram-send PATH sendto|sendmsg|sendmmsg: binds a datagram receiver at PATH and sends to it by address
+ * from an unconnected socket (sendmsg: the datagram gathered from two iovecs; sendmmsg: three
+ * datagrams). Prints "ok" when the call succeeded and every datagram arrived intact (sendmmsg: it said 3
+ * and each msg_len is right), the errno name when it failed and nothing arrived, else what went wrong. */
+static int dgram_send(const char *path, const char *how) {
+        static const char * const msgs[3] = { "first datagram", "second, longer datagram", "3rd" };
+        struct sockaddr_un sa;
+        struct iovec iov[3] = {
+                { .iov_base = (void *) msgs[0], .iov_len = strlen(msgs[0]) },
+                { .iov_base = (void *) msgs[1], .iov_len = strlen(msgs[1]) },
+                { .iov_base = (void *) msgs[2], .iov_len = strlen(msgs[2]) },
+        };
+        struct iovec split[2] = { { (void *) msgs[0], 6 }, { (void *) (msgs[0] + 6), strlen(msgs[0]) - 6 } };
+        struct mmsghdr v[3] = {};
+        int rx = dgram_receiver(path, false), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), err;
+        long r, n = 1, got;
+        bool corrupt = false;
+
+        if (rx < 0 || tx < 0)
+                return report(-1);
+        sun_set(&sa, path);
+        if (!strcmp(how, "sendto"))
+                r = sendto(tx, msgs[0], strlen(msgs[0]), 0, (struct sockaddr *) &sa, sizeof(sa));
+        else if (!strcmp(how, "sendmsg")) {
+                struct msghdr h = { .msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = split, .msg_iovlen = 2 };
+
+                r = sendmsg(tx, &h, 0);
+        } else {
+                for (int i = 0; i < 3; i++)
+                        v[i] = (struct mmsghdr) {
+                                .msg_hdr = { .msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov[i], .msg_iovlen = 1 },
+                                .msg_len = 0xdead,
+                        };
+                r = sendmmsg(tx, v, 3, 0);
+                n = 3;
+        }
+        err = errno;
+        got = dgram_drain(rx, msgs, n, &corrupt);
+        if (r < 0) {
+                errno = err;
+                printf("%s\n", got > 0 ? "delivered-anyway" : errname(-1));
+        } else if (n == 3 && (r != 3 || v[0].msg_len != strlen(msgs[0]) || v[1].msg_len != strlen(msgs[1]) ||
+                              v[2].msg_len != strlen(msgs[2])))
+                printf("count=%ld msg_len=%u,%u,%u\n", r, v[0].msg_len, v[1].msg_len, v[2].msg_len);
+        else if (n == 1 && r != (long) strlen(msgs[0]))
+                printf("count=%ld\n", r);
+        else
+                printf("%s\n", corrupt ? "corrupt" : got != n ? "lost" : "ok");
+        return 0;
+}
+
+/* race-send ALLOWED DENIED N sendto|sendmsg: binds a datagram receiver at each path (same length) and
+ * sends N datagrams from one unconnected socket to an address a sibling thread flips between the two.
+ * A datagram that arrives at DENIED is a win. Waits for the sibling to run, and goes on (ten times N at
+ * most) until a send was refused and one delivered, so the race took place. Prints "send-wins=N
+ * allowed=M refused=K". */
+static int race_send(const char *allowed, const char *denied, long n, bool use_sendmsg) {
+        int ra = dgram_receiver(allowed, false), rd = dgram_receiver(denied, false);
+        int tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        long wins = 0, allowed_n = 0, refused = 0;
+        struct iovec iov = { .iov_base = (void *) "x", .iov_len = 1 };
+        struct msghdr h = { .msg_name = &race_sa, .msg_namelen = sizeof(race_sa), .msg_iov = &iov, .msg_iovlen = 1 };
+        pthread_t t;
+
+        if (strlen(allowed) != strlen(denied) || strlen(allowed) >= sizeof(race_sa.sun_path)) {
+                fprintf(stderr, "race-send: the two paths must have one length below 108\n");
+                return 2;
+        }
+        if (ra < 0 || rd < 0 || tx < 0)
+                return report(-1);
+        strcpy(race_sun_a, allowed);
+        strcpy(race_sun_b, denied);
+        race_sa.sun_family = AF_UNIX;
+        memcpy(race_sa.sun_path, race_sun_a, sizeof(race_sun_a));
+        pthread_create(&t, NULL, flip_sockaddr, NULL);
+        while (atomic_load(&race_flips) < 2)
+                sched_yield();
+        for (long i = 0; i < n || (i < 10 * n && (refused == 0 || allowed_n == 0)); i++) {
+                long r = use_sendmsg ? sendmsg(tx, &h, 0) :
+                                       sendto(tx, "x", 1, 0, (struct sockaddr *) &race_sa, sizeof(race_sa));
+                long at_denied = dgram_drain(rd, NULL, 0, NULL), at_allowed = dgram_drain(ra, NULL, 0, NULL);
+
+                wins += at_denied;
+                allowed_n += at_allowed;
+                if (r < 0)
+                        refused++;
+        }
+        atomic_store(&race_stop, true);
+        pthread_join(t, NULL);
+        printf("send-wins=%ld allowed=%ld refused=%ld\n", wins, allowed_n, refused);
+        return 0;
+}
+
+/* dgram-rights PATH: passes the write end of a pipe over SCM_RIGHTS (sendmsg by address) and writes
+ * through the fd received: "ok" when the bytes come out of the pipe. */
+static int dgram_rights(const char *path) {
+        int rx = dgram_receiver(path, false), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), p[2], got = -1;
+        union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } c = {};
+        struct iovec iov = { .iov_base = (void *) "fd", .iov_len = 2 };
+        struct sockaddr_un sa;
+        struct msghdr h = { .msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1,
+                            .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
+        char data[8], out[8] = {};
+
+        if (rx < 0 || tx < 0 || pipe2(p, O_CLOEXEC) < 0)
+                return report(-1);
+        sun_set(&sa, path);
+        c.h = (struct cmsghdr) { .cmsg_len = CMSG_LEN(sizeof(int)), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS };
+        memcpy(CMSG_DATA(&c.h), &p[1], sizeof(int));
+        if (sendmsg(tx, &h, 0) < 0)
+                return report(-1);
+        close(p[1]);
+        memset(&c, 0, sizeof(c));
+        h = (struct msghdr) { .msg_iov = &(struct iovec) { data, sizeof(data) }, .msg_iovlen = 1,
+                              .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
+        if (recvmsg(rx, &h, MSG_CMSG_CLOEXEC) < 0)
+                return report(-1);
+        if (CMSG_FIRSTHDR(&h) && CMSG_FIRSTHDR(&h)->cmsg_type == SCM_RIGHTS)
+                memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&h)), sizeof(int));
+        if (got < 0 || write(got, "piped", 5) != 5) {
+                printf("no-fd\n");
+                return 0;
+        }
+        close(got);
+        printf("%s\n", read(p[0], out, sizeof(out) - 1) == 5 && !strcmp(out, "piped") ? "ok" : "wrong-fd");
+        return 0;
+}
+
+/* The SCM_CREDENTIALS a SO_PASSCRED receiver got with its next datagram: "uid=U gid=G pid=own|other". */
+static void print_creds(int rx) {
+        union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(struct ucred))]; } c = {};
+        char data[64];
+        struct msghdr h = { .msg_iov = &(struct iovec) { data, sizeof(data) }, .msg_iovlen = 1,
+                            .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
+        struct ucred u;
+
+        if (recvmsg(rx, &h, 0) < 0 || !CMSG_FIRSTHDR(&h) || CMSG_FIRSTHDR(&h)->cmsg_type != SCM_CREDENTIALS) {
+                printf("none");
+                return;
+        }
+        memcpy(&u, CMSG_DATA(CMSG_FIRSTHDR(&h)), sizeof(u));
+        printf("uid=%u gid=%u pid=%s", u.uid, u.gid, u.pid == getpid() ? "own" : "other");
+}
+
+/* dgram-creds PATH: to a SO_PASSCRED receiver at PATH, by address: a datagram without credentials (the
+ * implicit ones), one with SCM_CREDENTIALS naming uid and gid 0 (forged), one naming the sender's own
+ * ids. Prints "implicit=<creds> forged=<errno|ok> own=<errno|ok> <creds>". */
+static int dgram_creds(const char *path) {
+        int rx = dgram_receiver(path, true), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(struct ucred))]; } c = {};
+        struct iovec iov = { .iov_base = (void *) "cred", .iov_len = 4 };
+        struct sockaddr_un sa;
+        struct msghdr h = { .msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1,
+                            .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
+        struct ucred u = { .pid = getpid(), .uid = 0, .gid = 0 };
+
+        if (rx < 0 || tx < 0)
+                return report(-1);
+        sun_set(&sa, path);
+        printf("implicit=");
+        if (sendto(tx, "cred", 4, 0, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                printf("%s", errname(-1));
+        else
+                print_creds(rx);
+        c.h = (struct cmsghdr) { .cmsg_len = CMSG_LEN(sizeof(u)), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_CREDENTIALS };
+        memcpy(CMSG_DATA(&c.h), &u, sizeof(u));
+        printf(" forged=%s", errname(sendmsg(tx, &h, 0)));
+        (void) dgram_drain(rx, NULL, 0, NULL);
+        u = (struct ucred) { .pid = getpid(), .uid = getuid(), .gid = getgid() };
+        memcpy(CMSG_DATA(&c.h), &u, sizeof(u));
+        printf(" own=%s ", errname(sendmsg(tx, &h, 0)));
+        print_creds(rx);
+        printf("\n");
+        return 0;
+}
+
+/* plain-send: on a connected datagram socketpair with SO_PASSCRED, who the receiver sees sending a
+ * send() (untrapped: the sender itself) and a sendmsg() (trapped: the supervisor sends for it). Prints
+ * "send=<creds> sendmsg=<creds>". */
+static int plain_send(void) {
+        int sv[2], one = 1;
+
+        if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+            setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
+                return report(-1);
+        printf("send=");
+        if (send(sv[0], "plain", 5, 0) != 5)
+                printf("%s", errname(-1));
+        else
+                print_creds(sv[1]);
+        printf(" sendmsg=");
+        if (sendmsg(sv[0], &(struct msghdr) { .msg_iov = &(struct iovec) { (void *) "msg", 3 }, .msg_iovlen = 1 }, 0) != 3)
+                printf("%s", errname(-1));
+        else
+                print_creds(sv[1]);
+        printf("\n");
+        return 0;
+}
+
+static volatile sig_atomic_t sigpipes;
+
+static void on_sigpipe(int sig) {
+        (void) sig;
+        sigpipes++;
+}
+
+/* sigpipe: sendmsg on a stream whose other end is closed: EPIPE with SIGPIPE, EPIPE alone with
+ * MSG_NOSIGNAL, and a process that leaves SIGPIPE at its default is killed by it. Prints "plain=E
+ * sigpipe=N nosignal=E sigpipe=N default=<how the child ended>". */
+static int sigpipe_probe(void) {
+        struct msghdr h = { .msg_iov = &(struct iovec) { (void *) "x", 1 }, .msg_iovlen = 1 };
+        int sv[2], status;
+        pid_t pid;
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return report(-1);
+        close(sv[1]);
+        signal(SIGPIPE, on_sigpipe);
+        printf("plain=%s", errname(sendmsg(sv[0], &h, 0)));
+        printf(" sigpipe=%i", (int) sigpipes);
+        printf(" nosignal=%s", errname(sendmsg(sv[0], &h, MSG_NOSIGNAL)));
+        printf(" sigpipe=%i", (int) sigpipes);
+        pid = fork();
+        if (pid == 0) {
+                signal(SIGPIPE, SIG_DFL);
+                (void) sendmsg(sv[0], &h, 0);
+                _exit(0);
+        }
+        if (pid < 0 || waitpid(pid, &status, 0) < 0)
+                return report(-1);
+        printf(" default=%s\n", WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "exited");
+        return 0;
+}
+
+/* dgram-full PATH: a receiver at PATH that never reads; sends by address until its queue is full. Prints
+ * "nonblocking=E timeout=E": a non-blocking send then fails at once, a blocking one with SO_SNDTIMEO set
+ * once its time is up (the supervisor waits no longer than the caller's socket says). */
+static int dgram_full(const char *path) {
+        int rx = dgram_receiver(path, false), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        struct timeval tv = { .tv_usec = 200000 };
+        struct sockaddr_un sa;
+        long r = 0;
+
+        if (rx < 0 || tx < 0)
+                return report(-1);
+        sun_set(&sa, path);
+        for (int i = 0; i < 100000 && r >= 0; i++)
+                r = sendto(tx, "fill", 4, 0, (struct sockaddr *) &sa, sizeof(sa));
+        printf("nonblocking=%s", errname(r));
+        if (fcntl(tx, F_SETFL, 0) < 0 || setsockopt(tx, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+                return report(-1);
+        printf(" timeout=%s\n", errname(sendto(tx, "more", 4, 0, (struct sockaddr *) &sa, sizeof(sa))));
+        return 0;
+}
+
+static void on_alarm_send(int sig) {
+        (void) sig;
+}
+
+/* How a task waits: 0 not in the gate, 'S' in seccomp's wait, 'D' there and killable only. With
+ * SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV a call a worker took waits killable once a signal woke it; one
+ * still queued is interrupted by the signal instead (and sent again by the child). */
+static char gate_wait(int wchan_fd, int stat_fd) {
+        char w[128] = {}, st[512] = {};
+        const char *e;
+
+        if (pread(wchan_fd, w, sizeof(w) - 1, 0) <= 0 || !strstr(w, "seccomp"))
+                return 0;
+        if (pread(stat_fd, st, sizeof(st) - 1, 0) <= 0 || !(e = strrchr(st, ')')) || e[1] != ' ')
+                return 0;
+        return e[2];
+}
+
+/* send-gone PATH N HELD: N children each block in a sendto to a receiver at PATH whose queue is full;
+ * once HELD of them (the gate's 64 workers) are seen with their call taken by a worker (gate_wait(),
+ * nudged with SIGUSR1 until they tell), all are killed,
+ * and one more send by address (to another receiver) must be answered: a worker waiting for a caller
+ * that is gone is free again. Prints "held=N released" or "held=N wedged" (no answer within a minute). */
+static int send_gone(const char *path, long n, long want) {
+        int rx = dgram_receiver(path, false), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        int go[2], *wchan = calloc((size_t) n, sizeof(int)), *stat = calloc((size_t) n, sizeof(int));
+        pid_t *pids = calloc((size_t) n, sizeof(pid_t));
+        struct sockaddr_un sa;
+        long held = 0;
+        char p[128];
+
+        if (rx < 0 || tx < 0 || !wchan || !stat || !pids || pipe2(go, O_CLOEXEC) < 0)
+                return report(-1);
+        sun_set(&sa, path);
+        while (sendto(tx, "fill", 4, 0, (struct sockaddr *) &sa, sizeof(sa)) >= 0)
+                ;
+        for (long i = 0; i < n; i++) {
+                char c;
+
+                pids[i] = fork();
+                if (pids[i] < 0)
+                        return report(-1);
+                if (pids[i] == 0) {
+                        sigaction(SIGUSR1, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
+                        close(go[1]);
+                        (void) read(go[0], &c, 1);
+                        (void) fcntl(tx, F_SETFL, 0);   /* shared by all: blocking from now */
+                        while (sendto(tx, "late", 4, 0, (struct sockaddr *) &sa, sizeof(sa)) < 0 && errno == EINTR)
+                                ;
+                        _exit(0);
+                }
+                /* Opened now: once the workers are held, an open (trapped) would wait too. */
+                snprintf(p, sizeof(p), "/proc/%i/wchan", pids[i]);
+                wchan[i] = open(p, O_RDONLY | O_CLOEXEC);
+                snprintf(p, sizeof(p), "/proc/%i/stat", pids[i]);
+                stat[i] = open(p, O_RDONLY | O_CLOEXEC);
+                if (wchan[i] < 0 || stat[i] < 0)
+                        return report(-1);
+        }
+        snprintf(p, sizeof(p), "%s.2", path);
+        if (dgram_receiver(p, false) < 0)
+                return report(-1);
+        close(go[1]);
+        /* No time limit here: the test's own timeout ends a gate that never takes that many. */
+        while (held < want) {
+                held = 0;
+                for (long i = 0; i < n; i++) {
+                        char w = gate_wait(wchan[i], stat[i]);
+
+                        if (w == 'D')
+                                held++;
+                        else if (w == 'S')
+                                kill(pids[i], SIGUSR1);
+                }
+                sched_yield();
+        }
+        for (long i = 0; i < n; i++)
+                kill(pids[i], SIGKILL);
+        while (wait(NULL) > 0)
+                ;
+        /* The full receiver stays full (a read would let the waiting sends go): a trapped send to another
+         * one, interrupted (EINTR) only if no worker ever takes it. */
+        sun_set(&sa, p);
+        sigaction(SIGALRM, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
+        alarm(60);
+        printf("held=%ld %s\n", held,
+               sendto(tx, "after", 5, 0, (struct sockaddr *) &sa, sizeof(sa)) == 5 ? "released" : "wedged");
+        return 0;
+}
+
+/* A user namespace, where the agent would hold capabilities, by each door: unshare(), clone() and clone3(). */
 static int userns(void) {
         struct { uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls; } args = {
                 .flags = CLONE_NEWUSER, .exit_signal = SIGCHLD,
@@ -889,6 +1269,58 @@ static long percentile(long *samples, long n, int permille) {
 
         qsort(samples, (size_t) n, sizeof(long), cmp_long);
         return samples[rank > 0 ? rank - 1 : 0];
+}
+
+static long elapsed_ns(const struct timespec *a) {
+        struct timespec b;
+
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        return (b.tv_sec - a->tv_sec) * 1000000000L + (b.tv_nsec - a->tv_nsec);
+}
+
+/* send-bench PATH N: N rounds of three sends of one byte to a datagram receiver at PATH, interleaved
+ * call by call so load moves all three alike: a sendto by address (trapped, decided as a connect), a
+ * sendmsg on a socket connected to it (trapped and performed, nothing to decide) and a send() on that
+ * socket (not trapped: the kernel's own send, the floor). Each is drained before the next. Prints the
+ * medians in ns: "sendto=A sendmsg=B send=C" (-1 when a send failed). */
+static int send_bench(const char *path, long n) {
+        int rx = dgram_receiver(path, false), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        int cx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        long *s_to = calloc((size_t) n, sizeof(long)), *s_msg = calloc((size_t) n, sizeof(long));
+        long *s_send = calloc((size_t) n, sizeof(long));
+        struct iovec iov = { .iov_base = (void *) "x", .iov_len = 1 };
+        struct msghdr h = { .msg_iov = &iov, .msg_iovlen = 1 };
+        struct sockaddr_un sa;
+        bool failed = false;
+        char c;
+
+        if (n < 1 || rx < 0 || tx < 0 || cx < 0 || !s_to || !s_msg || !s_send)
+                return report(-1);
+        sun_set(&sa, path);
+        if (connect(cx, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return report(-1);
+        for (long i = 0; i < n; i++) {
+                struct timespec t;
+
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                failed |= sendto(tx, "x", 1, 0, (struct sockaddr *) &sa, sizeof(sa)) != 1;
+                s_to[i] = elapsed_ns(&t);
+                failed |= recv(rx, &c, 1, 0) != 1;
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                failed |= sendmsg(cx, &h, 0) != 1;
+                s_msg[i] = elapsed_ns(&t);
+                failed |= recv(rx, &c, 1, 0) != 1;
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                failed |= send(cx, "x", 1, 0) != 1;
+                s_send[i] = elapsed_ns(&t);
+                failed |= recv(rx, &c, 1, 0) != 1;
+        }
+        if (failed)
+                printf("sendto=-1 sendmsg=-1 send=-1\n");
+        else
+                printf("sendto=%ld sendmsg=%ld send=%ld\n", percentile(s_to, n, 500), percentile(s_msg, n, 500),
+                       percentile(s_send, n, 500));
+        return 0;
 }
 
 /* n opens and closes of path, each timed: the median and the 90th percentile in nanoseconds (-1 when an
@@ -1240,6 +1672,22 @@ int main(int argc, char *argv[]) {
         }
         if (!strcmp(cmd, "race-connect") && argc > 4)    /* race-connect ALLOWED DENIED N [family] */
                 return race_connect(argv[2], argv[3], atol(argv[4]), argc > 5 && !strcmp(argv[5], "family"));
+        if (!strcmp(cmd, "dgram-send") && argc > 3)     /* dgram-send PATH sendto|sendmsg|sendmmsg */
+                return dgram_send(a1, argv[3]);
+        if (!strcmp(cmd, "race-send") && argc > 5)      /* race-send ALLOWED DENIED N sendto|sendmsg */
+                return race_send(argv[2], argv[3], atol(argv[4]), !strcmp(argv[5], "sendmsg"));
+        if (!strcmp(cmd, "dgram-rights"))               /* dgram-rights PATH */
+                return dgram_rights(a1);
+        if (!strcmp(cmd, "dgram-creds"))                /* dgram-creds PATH */
+                return dgram_creds(a1);
+        if (!strcmp(cmd, "dgram-full"))                 /* dgram-full PATH */
+                return dgram_full(a1);
+        if (!strcmp(cmd, "send-gone") && argc > 4)     /* send-gone PATH N HELD */
+                return send_gone(a1, atol(argv[3]), atol(argv[4]));
+        if (!strcmp(cmd, "plain-send"))
+                return plain_send();
+        if (!strcmp(cmd, "sigpipe"))
+                return sigpipe_probe();
         if (!strcmp(cmd, "race-exec") && argc > 5)      /* race-exec ALLOWED DENIED N fork|vfork */
                 return race_exec(argv[2], argv[3], atol(argv[4]), !strcmp(argv[5], "vfork"));
         if (!strcmp(cmd, "race-argv") && argc > 3)      /* race-argv N fork|vfork */
@@ -1272,6 +1720,8 @@ int main(int argc, char *argv[]) {
                 return fchdir_cat(a1, argv[3]);
         if (!strcmp(cmd, "umask-race") && argc > 3)       /* umask-race DIR N */
                 return umask_race(a1, atol(argv[3]));
+        if (!strcmp(cmd, "send-bench") && argc > 3)     /* send-bench PATH N */
+                return send_bench(a1, atol(argv[3]));
         if (!strcmp(cmd, "bench") && argc > 3)
                 return bench(a1, atol(argv[3]));
         if (!strcmp(cmd, "floor") && argc > 3)      /* floor PATH N */

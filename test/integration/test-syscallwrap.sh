@@ -490,6 +490,45 @@ like "$out" "allowed=[1-9]" "  ... while connects to the allowed one succeed"
 wrap "$PROBE" race-connect "$H/race-ok.sock" "$H/race-no.sock" 3000 family
 diag "family race: $out"
 like "$out" "connect-wins=0 " "a sibling thread flipping the family between AF_INET and AF_UNIX never connects either"
+# Datagrams by address: sendto with an address, sendmsg and sendmmsg are performed by the supervisor too,
+# on the caller's socket with what it read once, and an AF_UNIX address is decided as a connect to it.
+for how in sendto sendmsg sendmmsg; do
+        wrap "$PROBE" dgram-send "$H/race-no.sock" "$how"
+        is "$out" EPERM "$how to a datagram socket whose connect is denied is refused, and nothing arrives" || diag "$err"
+done
+record_has '"kind":"connect","syscall":"sendmmsg","target":"'"$H"'/race-no.sock".*"decision":"deny"'
+ok $? "  ... with a connect record naming the send's syscall and the socket"
+wrap "$PROBE" dgram-send "$H/race-ok.sock" sendto
+is "$out" ok "sendto to an allowed datagram socket delivers the datagram intact"
+wrap "$PROBE" dgram-send "$H/race-ok.sock" sendmsg
+is "$out" ok "sendmsg to it delivers the datagram gathered from two iovecs intact"
+wrap "$PROBE" dgram-send "$H/race-ok.sock" sendmmsg
+is "$out" ok "sendmmsg to it delivers three datagrams intact, says 3 and writes each msg_len back"
+for how in sendto sendmsg; do
+        wrap "$PROBE" race-send "$H/race-ok.sock" "$H/race-no.sock" 3000 "$how"
+        diag "$how race: $out"
+        like "$out" "send-wins=0 " "a sibling thread flipping the address of a $how never delivers to the denied socket"
+        like "$out" "allowed=[1-9][0-9]* refused=[1-9]" "  ... while the race took place: sends refused and sends delivered"
+done
+wrap "$PROBE" dgram-rights "$H/rights.sock"
+is "$out" ok "an fd passed with SCM_RIGHTS in a sendmsg by address arrives and is the same open file"
+wrap "$PROBE" dgram-creds "$H/creds.sock"
+like "$out" "^implicit=uid=$U gid=$G " "a SO_PASSCRED receiver sees the agent's uid and gid on a datagram the supervisor sent, not root's"
+like "$out" " forged=EPERM " "SCM_CREDENTIALS naming uid 0 are refused (EPERM), as the kernel refuses them to the agent"
+like "$out" " own=ok uid=$U gid=$G " "  ... the sender's own credentials are sent"
+wrap "$PROBE" plain-send
+like "$out" "^send=uid=$U gid=$G pid=own " "plain send() on a connected socket is not trapped: the receiver sees the agent's own pid"
+like "$out" " sendmsg=uid=$U gid=$G pid=other" "  ... while sendmsg() is performed by the supervisor"
+wrap "$PROBE" sigpipe
+is "$out" "plain=EPIPE sigpipe=1 nosignal=EPIPE sigpipe=1 default=Broken pipe" \
+        "sendmsg on a closed stream says EPIPE and raises SIGPIPE, not with MSG_NOSIGNAL, and SIGPIPE's default kills"
+wrap "$PROBE" dgram-full "$H/full.sock"
+is "$out" "nonblocking=EAGAIN timeout=EAGAIN" \
+        "to a full receiver a non-blocking send says EAGAIN, a blocking one with SO_SNDTIMEO once its time is up"
+wrap "$PROBE" send-gone "$H/gone.sock" 70 64
+is "$out" "held=64 released" \
+        "callers whose blocked sends hold all 64 workers are killed, and the next send is answered (no worker waits for a caller that is gone)"
+rm -f "$H"/race-ok.sock "$H"/race-no.sock "$H"/rights.sock "$H"/creds.sock "$H"/full.sock "$H"/gone.sock "$H"/gone.sock.2
 python3 -c 'import socket,sys,os
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
 c, _ = s.accept(); print(c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12).hex())' "$T/cred.sock" >"$T/cred.out" &

@@ -238,6 +238,12 @@ for eng in podman docker; do
         like "$out" "connect-wins=0 allowed=[1-9][0-9]* refused=[1-9]" "$eng: flipping the socket address never connects to the denied socket" ||
                 diag "$err"
         like "$out" "connect-wins=0 allowed=0 refused=3000" "$eng: flipping the address family never does either"
+        # The same for datagrams sent by address: the supervisor sends them with the address it read once.
+        run race "scenario:sh cd $W && gate-probe dgram-send $W/race-no.sock sendto; gate-probe race-send $W/race-ok.sock $W/race-no.sock 3000 sendto; gate-probe race-send $W/race-ok.sock $W/race-no.sock 3000 sendmsg"
+        diag "$eng: $(tr '\n' ' ' <<<"$out")"
+        like "$out" "^EPERM" "$eng: a datagram sent by address to the denied socket is refused" || diag "$err"
+        like "$(tr '\n' ' ' <<<"$out")" "send-wins=0 allowed=[1-9][0-9]* refused=[1-9][0-9]* send-wins=0 allowed=[1-9][0-9]* refused=[1-9]" \
+                "$eng: flipping the address of a sendto and of a sendmsg never delivers to the denied socket (both sides seen)"
         run race "scenario:sh gate-probe race-exec /opt/tools/allow1-tool /opt/tools/denied-tool 1500 fork; gate-probe race-exec /opt/tools/allow1-tool /opt/tools/denied-tool 1500 vfork"
         diag "$eng: $(tr '\n' ' ' <<<"$out")"
         like "$(tr '\n' ' ' <<<"$out")" "exec-wins=0 .*exec-wins=0 " \
