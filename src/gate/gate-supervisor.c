@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <linux/filter.h>
+#include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -2514,6 +2515,7 @@ static int filter_load_listener(scmp_filter_ctx ctx) {
 int gate_filter_install(int *ret_notify_fd) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL, deny = NULL;
         static const char * const denied[] = { GATE_DENIED_SYSCALLS };
+        static const uint64_t setflags[] = { FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS };
         int r, fd;
 
         r = filter_new(false, &ctx);
@@ -2563,6 +2565,15 @@ int gate_filter_install(int *ret_notify_fd) {
                 if (nr == __NR_SCMP_ERROR)
                         return -ENOSYS;
                 r = seccomp_rule_add(deny, SCMP_ACT_ERRNO(EPERM), nr, 0);
+                if (r < 0)
+                        return r;
+        }
+        /* The policy compares names byte for byte: a directory made to fold case (+F) would let another
+         * spelling pass its rules (gate-casefold.h). The flags are behind a pointer, so SETFLAGS is refused
+         * whatever it sets; the kernel reads the request as 32 bits, and so does the rule. */
+        for (size_t i = 0; i < ELEMENTSOF(setflags); i++) {
+                r = seccomp_rule_add(deny, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                                     SCMP_A1(SCMP_CMP_MASKED_EQ, UINT64_C(0xffffffff), setflags[i]));
                 if (r < 0)
                         return r;
         }
