@@ -15,6 +15,13 @@ const char *endswith(const char *s, const char *suffix) {
         return strcmp(s + l - k, suffix) == 0 ? s + l - k : NULL;
 }
 
+char *ascii_strlower(char *s) {
+        for (char *c = s; c && *c; c++)
+                if (*c >= 'A' && *c <= 'Z')
+                        *c = (char) (*c - 'A' + 'a');
+        return s;
+}
+
 bool ref_name_is_valid(const char *s, size_t max) {
         size_t n;
 

@@ -544,3 +544,64 @@ int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsign
 
         return finish(&res, NULL, ret);
 }
+
+/* The offset in path of its component number n (1: the first), or its length when it has fewer. */
+static size_t component_offset(const char *path, size_t n) {
+        size_t slashes = 0;
+
+        for (size_t i = 0; path[i]; i++)
+                if (path[i] == '/' && ++slashes == n)
+                        return i + 1;
+        return strlen(path);
+}
+
+int gate_resolved_fold_from(const GateResolved *r, int root_fd, size_t *ret) {
+        _cleanup_close_ int cur = -EBADF;
+        size_t depth = 0;
+        ssize_t top = -1;
+        struct stat st;
+
+        if (!r->path || !casefold_possible()) {
+                *ret = SIZE_MAX;
+                return 0;
+        }
+        for (const char *c = r->path; *c; c++)
+                depth += *c == '/' && c[1] != 0;
+        if (depth == 0) {               /* "/" has no name to fold */
+                *ret = SIZE_MAX;
+                return 0;
+        }
+        /* The directory the last component is in, at depth - 1. */
+        if (r->dir_fd >= 0)
+                cur = dup_fd(r->dir_fd);
+        else if (r->fd >= 0 && fstat(r->fd, &st) == 0 && S_ISDIR(st.st_mode))
+                cur = openat(r->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        else {
+                _cleanup_free_ char *dir = strndup(r->path, strrchr(r->path, '/') - r->path);
+
+                if (!dir)
+                        return -ENOMEM;
+                cur = openat(root_fd, isempty(dir) ? "." : dir + 1, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
+        if (cur < 0) {
+                *ret = component_offset(r->path, 1);
+                return 0;
+        }
+        for (size_t level = depth - 1;; level--) {
+                int f = dir_fd_casefolded(cur), up;
+
+                if (f != 0)             /* folding, or cannot tell */
+                        top = (ssize_t) level;
+                if (level == 0 || same_inode(cur, root_fd))
+                        break;
+                up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (up < 0) {
+                        top = 0;
+                        break;
+                }
+                safe_close(cur);
+                cur = up;
+        }
+        *ret = top < 0 ? SIZE_MAX : component_offset(r->path, (size_t) top + 1);
+        return 0;
+}
