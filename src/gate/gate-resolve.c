@@ -556,12 +556,20 @@ static size_t component_offset(const char *path, size_t n) {
 }
 
 int gate_resolved_fold_from(const GateResolved *r, int root_fd, size_t *ret) {
+        if (!casefold_possible()) {
+                *ret = SIZE_MAX;
+                return 0;
+        }
+        return gate_resolved_fold_walk(r, root_fd, ret);
+}
+
+int gate_resolved_fold_walk(const GateResolved *r, int root_fd, size_t *ret) {
         _cleanup_close_ int cur = -EBADF;
         size_t depth = 0;
         ssize_t top = -1;
         struct stat st;
 
-        if (!r->path || !casefold_possible()) {
+        if (!r->path || r->path[0] != '/') {
                 *ret = SIZE_MAX;
                 return 0;
         }

@@ -67,3 +67,6 @@ int gate_fd_path(int fd, char **ret);
  * kernel cannot fold. A directory whose flags cannot be read (not readable to the caller) is taken to
  * fold, so is one whose parent cannot be found. root_fd is the caller's root. */
 int gate_resolved_fold_from(const GateResolved *r, int root_fd, size_t *ret);
+/* The same walk whether the kernel can fold or not (for tests: a kernel without the tables answers
+ * every directory "does not fold"). */
+int gate_resolved_fold_walk(const GateResolved *r, int root_fd, size_t *ret);
