@@ -151,12 +151,21 @@ bool casefold_possible(void) {
 }
 
 int dir_fd_casefolded(int fd) {
-        _cleanup_close_ int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+        _cleanup_close_ int dfd = -EBADF;
         unsigned int flags = 0;
+        int r;
 
-        if (dfd < 0)
-                return -errno;
-        if (ioctl(dfd, FS_IOC_GETFLAGS, &flags) < 0)
-                return errno == ENOTTY || errno == EOPNOTSUPP || errno == EINVAL ? 0 : -errno;
+        r = ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0 ? -errno : 0;
+        if (r == -EBADF) {
+                /* An O_PATH fd answers no ioctl: reopened for reading. */
+                dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+                if (dfd < 0)
+                        return -errno;
+                r = ioctl(dfd, FS_IOC_GETFLAGS, &flags) < 0 ? -errno : 0;
+        }
+        if (r == -ENOTTY || r == -EOPNOTSUPP || r == -EINVAL)
+                return 0;       /* a file system without these flags */
+        if (r < 0)
+                return r;
         return !!(flags & FS_CASEFOLD_FL);
 }

@@ -33,6 +33,7 @@ int write_file_beneath(int dir_fd, const char *path, mode_t mode, const void *da
  * has none (ext4's feature list without casefold, and no file system listing it), and true when it cannot
  * tell (no /sys). Cached after the first call. */
 bool casefold_possible(void);
-/* 1 when the directory fd (O_PATH too: reopened read-only) folds case, 0 when not (a file system without
- * these flags too), -errno when that cannot be read (a directory the caller may not read). */
+/* 1 when the directory fd folds case, 0 when not (a file system without these flags too), -errno when
+ * that cannot be read (an O_PATH fd is reopened read-only: a directory the caller may not read). A
+ * readable fd costs one ioctl. */
 int dir_fd_casefolded(int fd);

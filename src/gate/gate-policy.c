@@ -553,6 +553,14 @@ void gate_policy_check_file_folding(const GatePolicy *p, FileOp op, const char *
                 *ret = v;
 }
 
+bool gate_policy_check_file_fold_matters(const GatePolicy *p, FileOp op, const char *path) {
+        GateVerdict plain, folded;
+
+        gate_policy_check_file(p, op, path, &plain);
+        gate_policy_check_file_folding(p, op, path, 0, &folded);
+        return decision_rank(folded.decision) > decision_rank(plain.decision);
+}
+
 /* ---- exec: matching ---- */
 
 /* argv[1..] joined by single spaces, in stack when it fits. */

@@ -140,6 +140,9 @@ void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, Ga
  * Unicode rules the gate does not repeat. */
 void gate_policy_check_file_folding(const GatePolicy *p, FileOp op, const char *path, size_t fold_from,
                                     GateVerdict *ret);
+/* Whether folding could make a difference to path's verdict: whether it would be stricter were every
+ * component of path in a folding directory (fold_from 0). When not, no directory need be asked. */
+bool gate_policy_check_file_fold_matters(const GatePolicy *p, FileOp op, const char *path);
 
 /* Approval cache keys: "connect:<path>", "file:<op>:<path>" (the reference's), and for an exec
  * "execve:<file>:<argv as a JSON array>" with the file that runs and every argument, not the reference's

@@ -1498,10 +1498,8 @@ static bool path_is_supervisors_proc(const char *path) {
 
 static void check_file(Request *q, const GateResolved *res, const FileOp *ops, size_t n, bool *first) {
         size_t fold_from = SIZE_MAX;
+        bool fold_asked = false;
 
-        /* In a directory that folds case the kernel opens .env for .ENV: the rules are weighed on both. */
-        if (res->path && gate_resolved_fold_from(res, q->s->root_fd, &fold_from) < 0)
-                fold_from = 0;
         for (size_t i = 0; i < n; i++) {
                 GateVerdict v;
 
@@ -1510,8 +1508,17 @@ static void check_file(Request *q, const GateResolved *res, const FileOp *ops, s
                 if (path_is_supervisors_proc(res->path)) {
                         v = (GateVerdict) { .decision = DECISION_DENY, .message = "the gate's own /proc entries" };
                         (void) snprintf(v.rule_id, sizeof(v.rule_id), "%s", "supervisor");
-                } else
+                } else {
+                        /* In a directory that folds case the kernel opens .env for .ENV: where reading the
+                         * path folded would be stricter, the directories are asked whether they fold. */
+                        if (!fold_asked && casefold_possible() &&
+                            gate_policy_check_file_fold_matters(q->s->config->policy, ops[i], res->path)) {
+                                if (gate_resolved_fold_from(res, q->s->root_fd, &fold_from) < 0)
+                                        fold_from = 0;
+                                fold_asked = true;
+                        }
                         gate_policy_check_file_folding(q->s->config->policy, ops[i], res->path, fold_from, &v);
+                }
                 if (*first || decision_rank(v.decision) > decision_rank(q->verdict.decision))
                         q->op = file_op_to_string(ops[i]);
                 verdict_merge(&q->verdict, &v, first);
@@ -1802,9 +1809,9 @@ static int resolve_arg(Request *q, uint64_t addr, int dirfd, int *dirfd_cache, u
  * dirfd (one readlink of /proc/TID/cwd or fd/N) and opened as that absolute path from the root, so the
  * object opened is the one at the path checked even if the directory moves meanwhile. A symlink on the
  * way (even one swapped in after the check: ELOOP), a directory that is not a path (deleted, a pipe), any
- * verdict but allow, O_PATH, O_TMPFILE, openat2(), a path ending in "/", "." or "..", or a kernel that can
- * fold case (gate_resolved_fold_from() asks each directory) take the full resolution instead, which checks
- * again. Returns true when the call is decided. */
+ * verdict but allow, O_PATH, O_TMPFILE, openat2(), a path ending in "/", "." or "..", or a path whose
+ * verdict read folded would be stricter on a kernel that can fold case (gate_resolved_fold_from() asks
+ * each directory) take the full resolution instead, which checks again. Returns true when the call is decided. */
 static bool open_fast(Request *q, const char *path) {
         uint64_t f = q->call.flags;
         struct open_how how = {
@@ -1818,8 +1825,7 @@ static bool open_fast(Request *q, const char *path) {
         uint64_t decided;
         int start, fd, error, r;
 
-        /* Where a directory may fold case, the full resolution finds out which and weighs the folded name. */
-        if (q->call.sys == GATE_SYS_OPENAT2 || (f & O_PATH) || (f & O_TMPFILE) == O_TMPFILE || casefold_possible())
+        if (q->call.sys == GATE_SYS_OPENAT2 || (f & O_PATH) || (f & O_TMPFILE) == O_TMPFILE)
                 return false;
         name = name ? name + 1 : path;
         if (isempty(name) || streq(name, ".") || streq(name, "..") || strlen(name) > NAME_MAX)
@@ -1840,6 +1846,10 @@ static bool open_fast(Request *q, const char *path) {
                 return false;   /* the full resolution sees /proc for what it is */
         gate_policy_check_file(q->s->config->policy, op, clean, &v);
         if (v.decision != DECISION_ALLOW)
+                return false;
+        /* Where the path read folded would be stricter (.ENV), the full resolution asks its directories
+         * whether they fold. */
+        if (casefold_possible() && gate_policy_check_file_fold_matters(q->s->config->policy, op, clean))
                 return false;
         decided = now_ns(CLOCK_MONOTONIC);
 

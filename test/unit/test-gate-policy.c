@@ -1025,6 +1025,15 @@ static void test_document_casefold(void) {
         expect(file_folding(p, FILE_OP_READ, "/work/proj/a", "nowhere-in-path"), DECISION_ALLOW, NULL,
                "(the test's own check: no fold offset when the marker is missing)");
 
+        ok(gate_policy_check_file_fold_matters(p, FILE_OP_WRITE, "/work/proj/.GIT/hooks/pre-commit") &&
+           gate_policy_check_file_fold_matters(p, FILE_OP_READ, "/work/proj/api/.Env") &&
+           gate_policy_check_file_fold_matters(p, FILE_OP_CREATE, "/work/proj/caf\xc3\xa9"),
+           "folding matters to .GIT/hooks, .Env and a non-ASCII name: their directories are asked");
+        ok(!gate_policy_check_file_fold_matters(p, FILE_OP_WRITE, "/work/proj/src/Main.c") &&
+           !gate_policy_check_file_fold_matters(p, FILE_OP_READ, "/work/proj/.env") &&
+           !gate_policy_check_file_fold_matters(p, FILE_OP_READ, "/work/proj/.git/hooks/pre-commit"),
+           "...not to other names, nor to a name denied (or allowed) as written already: no directory is asked");
+
         /* The folded verdict never loosens: a rule order where an allow comes first. */
         mixed = policy("{\"default_decision\":\"deny\",\"file_rules\":["
                        "{\"paths\":[\"/w/Docs/**\"],\"decision\":\"allow\"},"
