@@ -83,8 +83,12 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
         }
         if (type != FTW_F || !S_ISREG(st->st_mode))
                 return 0;
-        /* A secret's name in a directory that folds case may be spelt otherwise (.ENV is what .env opens). */
-        gate_policy_check_file_folding(walk.policy, FILE_OP_READ, path, fold_from(path), &v);
+        /* A secret's name in a directory that folds case may be spelt otherwise (.ENV is what .env opens):
+         * where that would matter, its directories are asked. */
+        if (casefold_possible() && gate_policy_check_file_fold_matters(walk.policy, FILE_OP_READ, path))
+                gate_policy_check_file_folding(walk.policy, FILE_OP_READ, path, fold_from(path), &v);
+        else
+                gate_policy_check_file(walk.policy, FILE_OP_READ, path, &v);
         if (v.decision == DECISION_ALLOW)
                 return 0;
         if (walk.set->n >= GATE_INODE_DENY_MAX) {
