@@ -1811,7 +1811,8 @@ static int resolve_arg(Request *q, uint64_t addr, int dirfd, int *dirfd_cache, u
  * way (even one swapped in after the check: ELOOP), a directory that is not a path (deleted, a pipe), any
  * verdict but allow, O_PATH, O_TMPFILE, openat2(), a path ending in "/", "." or "..", or a path whose
  * verdict read folded would be stricter on a kernel that can fold case (gate_resolved_fold_from() asks
- * each directory) take the full resolution instead, which checks again. Returns true when the call is decided. */
+ * each directory) take the full resolution instead, which checks again. Returns true when the call is
+ * decided. */
 static bool open_fast(Request *q, const char *path) {
         uint64_t f = q->call.flags;
         struct open_how how = {
@@ -2586,8 +2587,9 @@ int gate_filter_install(int *ret_notify_fd) {
                         return r;
         }
         /* The policy compares names byte for byte: a directory made to fold case (+F) would let another
-         * spelling pass its rules (gate-casefold.h). The flags are behind a pointer, so SETFLAGS is refused
-         * whatever it sets; the kernel reads the request as 32 bits, and so does the rule. */
+         * spelling pass its rules (see gate_resolved_fold_from()). The flags are behind a pointer, so
+         * SETFLAGS is refused whatever it sets; the kernel reads the request as 32 bits, and so does the
+         * rule. */
         for (size_t i = 0; i < ELEMENTSOF(setflags); i++) {
                 r = seccomp_rule_add(deny, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
                                      SCMP_A1(SCMP_CMP_MASKED_EQ, UINT64_C(0xffffffff), setflags[i]));
