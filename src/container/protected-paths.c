@@ -732,8 +732,9 @@ static bool secret_name(const char *name, bool is_dir, bool folded) {
         return false;
 }
 
-/* In a directory that folds case, what the kernel itself finds under each secret name (.pgpass opens a
- * file stored as ".pgpa\u00df" there): an entry that is one of these is a secret by whatever name. */
+/* In a directory that folds case, what the kernel itself finds under each secret name (.kube opens a
+ * directory stored as ".\u212aube", a KELVIN SIGN for the k, there): an entry that is one of these is a
+ * secret by whatever name. */
 typedef struct SecretsFolded {
         bool folds;
         size_t n;

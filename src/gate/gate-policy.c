@@ -533,7 +533,7 @@ void gate_policy_check_file_folding(const GatePolicy *p, FileOp op, const char *
                 return;
         if (fold_from > strlen(path))
                 { verdict_error(ret); return; }
-        /* The kernel folds Unicode (utf8 casefold: "\u212a" is "k", "\u00df" is "ss"); the gate folds
+        /* The kernel folds Unicode (utf8 casefold: "\u212a" is "k", "\u017f" is "s"); the gate folds
          * ASCII only, so a name it cannot fold as the kernel would is not let through. */
         for (const char *c = path + fold_from; *c; c++)
                 if ((unsigned char) *c >= 0x80) {
