@@ -4,8 +4,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <linux/fs.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,4 +125,47 @@ int write_file_beneath(int dir_fd, const char *path, mode_t mode, const void *da
         if (r < 0)
                 (void) unlinkat(cur, tmp, 0);
         return r;
+}
+
+static bool casefold_possible_cached;
+
+static void casefold_possible_once(void) {
+        static const char * const features[] = {
+                "/sys/fs/ext4/features/casefold", "/sys/fs/tmpfs/features/casefold", "/sys/fs/f2fs/features/casefold",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(features); i++)
+                if (access(features[i], F_OK) == 0) {
+                        casefold_possible_cached = true;
+                        return;
+                }
+        /* ext4 lists casefold among its features exactly when the kernel has the tables. */
+        casefold_possible_cached = access("/sys/fs/ext4/features", F_OK) < 0;
+}
+
+bool casefold_possible(void) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+        (void) pthread_once(&once, casefold_possible_once);
+        return casefold_possible_cached;
+}
+
+int dir_fd_casefolded(int fd) {
+        _cleanup_close_ int dfd = -EBADF;
+        unsigned int flags = 0;
+        int r;
+
+        r = ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0 ? -errno : 0;
+        if (r == -EBADF) {
+                /* An O_PATH fd answers no ioctl: reopened for reading. */
+                dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+                if (dfd < 0)
+                        return -errno;
+                r = ioctl(dfd, FS_IOC_GETFLAGS, &flags) < 0 ? -errno : 0;
+        }
+        if (r == -ENOTTY || r == -EOPNOTSUPP || r == -EINVAL)
+                return 0;       /* a file system without these flags */
+        if (r < 0)
+                return r;
+        return !!(flags & FS_CASEFOLD_FL);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -25,3 +26,14 @@ int rm_rf_at(int parent_fd, const char *name);
  * directories get the caller's file system identity (setfsuid()). A symlink as a directory fails the
  * call (-ELOOP or -ENOTDIR). */
 int write_file_beneath(int dir_fd, const char *path, mode_t mode, const void *data, size_t size);
+
+/* Case folding. A directory with FS_CASEFOLD_FL (+F: ext4 -O casefold, tmpfs -o casefold, f2fs) looks
+ * names up ignoring case by the kernel's utf8 tables: ".ENV" opens ".env", ".GIT/hooks" is ".git/hooks".
+ * Folding needs those tables (CONFIG_UNICODE): casefold_possible() is false only when the kernel says it
+ * has none (ext4's feature list without casefold, and no file system listing it), and true when it cannot
+ * tell (no /sys). Cached after the first call. */
+bool casefold_possible(void);
+/* 1 when the directory fd folds case, 0 when not (a file system without these flags too), -errno when
+ * that cannot be read (an O_PATH fd is reopened read-only: a directory the caller may not read). A
+ * readable fd costs one ioctl. */
+int dir_fd_casefolded(int fd);

@@ -15,6 +15,25 @@ const char *endswith(const char *s, const char *suffix) {
         return strcmp(s + l - k, suffix) == 0 ? s + l - k : NULL;
 }
 
+static char ascii_lower(char c) {
+        return c >= 'A' && c <= 'Z' ? (char) (c - 'A' + 'a') : c;
+}
+
+char *ascii_strlower(char *s) {
+        for (char *c = s; c && *c; c++)
+                *c = ascii_lower(*c);
+        return s;
+}
+
+bool ascii_strcaseeq(const char *a, const char *b) {
+        for (;; a++, b++) {
+                if (ascii_lower(*a) != ascii_lower(*b))
+                        return false;
+                if (*a == 0)
+                        return true;
+        }
+}
+
 bool ref_name_is_valid(const char *s, size_t max) {
         size_t n;
 

@@ -9,6 +9,11 @@
 
 /* The start of suffix in s when s ends with it, else NULL. */
 const char *endswith(const char *s, const char *suffix);
+/* s with A-Z turned into a-z in place, whatever the locale, and returned (NULL stays NULL, so that
+ * ascii_strlower(strdup(x)) needs one check). */
+char *ascii_strlower(char *s);
+/* Whether a and b are equal ignoring the case of A-Z, whatever the locale. */
+bool ascii_strcaseeq(const char *a, const char *b);
 /* Replaces *dst with a copy of src (NULL allowed); -ENOMEM leaves *dst as it was. */
 int free_and_strdup(char **dst, const char *src);
 /* Whether the comma-separated list[0..n) (n == SIZE_MAX: up to its NUL; NULL: empty) has word as one of

@@ -706,20 +706,64 @@ int protected_paths_guarded(const LoopConfig *c, char **ret_root, char ***ret) {
 }
 
 /* Names masked wherever they are in the work dir (the root's are in default_masked already). */
-static bool secret_name(const char *name, bool is_dir) {
-        static const char * const files[] = { ".env", ".envrc", ".npmrc", ".netrc", ".pgpass", ".pypirc" };
-        static const char * const dirs[] = { ".aws", ".kube" };
+static const char * const secret_files[] = { ".env", ".envrc", ".npmrc", ".netrc", ".pgpass", ".pypirc" };
+static const char * const secret_dirs[] = { ".aws", ".kube" };
 
+/* name: as stored; folded: the directory folds case, so .ENV is what .env opens (ASCII; the kernel's
+ * Unicode folding is caught by the lookups of SecretsFolded). */
+static bool secret_name(const char *name, bool is_dir, bool folded) {
+        _cleanup_free_ char *lower = folded ? ascii_strlower(strdup(name)) : NULL;
+
+        if (folded && !lower)
+                return true;            /* out of memory: masked rather than missed */
+        if (lower)
+                name = lower;
         if (is_dir) {
-                for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
-                        if (streq(name, dirs[i]))
+                for (size_t i = 0; i < ELEMENTSOF(secret_dirs); i++)
+                        if (streq(name, secret_dirs[i]))
                                 return true;
                 return false;
         }
         if (startswith(name, ".env."))
                 return true;
-        for (size_t i = 0; i < ELEMENTSOF(files); i++)
-                if (streq(name, files[i]))
+        for (size_t i = 0; i < ELEMENTSOF(secret_files); i++)
+                if (streq(name, secret_files[i]))
+                        return true;
+        return false;
+}
+
+/* In a directory that folds case, what the kernel itself finds under each secret name (.kube opens a
+ * directory stored as ".\u212aube", a KELVIN SIGN for the k, there): an entry that is one of these is a
+ * secret by whatever name. */
+typedef struct SecretsFolded {
+        bool folds;
+        size_t n;
+        struct { dev_t dev; ino_t ino; } found[ELEMENTSOF(secret_files) + ELEMENTSOF(secret_dirs)];
+} SecretsFolded;
+
+static void secrets_folded_init(int dir_fd, SecretsFolded *ret) {
+        *ret = (SecretsFolded) {};
+        if (!casefold_possible())
+                return;
+        /* One whose flags cannot be read is taken to fold: matched ignoring case rather than missed. */
+        ret->folds = dir_fd_casefolded(dir_fd) != 0;
+        if (!ret->folds)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(secret_files) + ELEMENTSOF(secret_dirs); i++) {
+                const char *name = i < ELEMENTSOF(secret_files) ? secret_files[i] : secret_dirs[i - ELEMENTSOF(secret_files)];
+                struct stat st;
+
+                if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                        ret->found[ret->n].dev = st.st_dev;
+                        ret->found[ret->n].ino = st.st_ino;
+                        ret->n++;
+                }
+        }
+}
+
+static bool secrets_folded_has(const SecretsFolded *f, const struct stat *st) {
+        for (size_t i = 0; i < f->n; i++)
+                if (f->found[i].dev == st->st_dev && f->found[i].ino == st->st_ino)
                         return true;
         return false;
 }
@@ -729,15 +773,19 @@ static int secrets_walk(int dir_fd, const char *path, unsigned depth, unsigned *
         struct dirent *de;
         int r = 0;
 
+        SecretsFolded folded;
+
         r = opendir_at(dir_fd, ".", 0, &d);
         if (r < 0)
                 return r;
+        secrets_folded_init(dirfd(d), &folded);
         while (r >= 0 && *budget > 0 && (de = readdir(d))) {
                 _cleanup_free_ char *child = NULL;
                 _cleanup_close_ int cfd = -EBADF;
                 struct stat st;
 
-                if (streq(de->d_name, ".") || streq(de->d_name, "..") || streq(de->d_name, ".git"))
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") ||
+                    (folded.folds ? ascii_strcaseeq(de->d_name, ".git") : streq(de->d_name, ".git")))
                         continue;
                 (*budget)--;
                 if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -748,7 +796,7 @@ static int secrets_walk(int dir_fd, const char *path, unsigned depth, unsigned *
                         r = -ENOMEM;
                         break;
                 }
-                if (secret_name(de->d_name, S_ISDIR(st.st_mode))) {
+                if (secret_name(de->d_name, S_ISDIR(st.st_mode), folded.folds) || secrets_folded_has(&folded, &st)) {
                         if (strv_length(*l) >= PROTECTED_SECRETS_MAX) {
                                 r = -E2BIG;
                                 break;

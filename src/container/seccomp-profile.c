@@ -105,6 +105,13 @@ static const SeccompProfileRule workload_rules[] = {
         DENY_IOCTL(IOC_WATCH_QUEUE_SET_SIZE, "watch queues"),
         DENY_IOCTL(IOC_WATCH_QUEUE_SET_FILTER, "watch queues"),
         DENY_IOCTL(FS_IOC_FIEMAP, "FIEMAP discloses physical block offsets"),
+        /* The flags are behind a pointer, out of a filter's sight, so SETFLAGS is refused whatever it
+         * sets: +F (FS_CASEFOLD_FL) on an empty directory of the agent's makes the names in it match
+         * ignoring case, and every name the gate and the tripwire compare byte for byte (.git/hooks,
+         * .env) could be passed by another spelling. The xflags calls (FS_IOC_FSSETXATTR, file_setattr)
+         * cannot set it: their flags map to the common ones only. */
+        DENY_IOCTL(FS_IOC_SETFLAGS, "SETFLAGS: +F makes a directory fold case (chattr)"),
+        DENY_IOCTL(FS_IOC32_SETFLAGS, "SETFLAGS: +F makes a directory fold case (chattr)"),
         /* A family with high bits set (the kernel reads an int) is >= 17 as 64 bits: refused. */
         { .names = NAMES("socket"), .errno_value = EAFNOSUPPORT, .has_arg = true, .arg_index = 0,
           .op = SCMP_CMP_GE, .value = SECCOMP_SOCKET_FAMILY_FIRST_DENIED,

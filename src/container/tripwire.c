@@ -10,9 +10,11 @@
 #include <sys/stat.h>
 
 #include "dirent-util.h"
+#include "fs-util.h"
 #include "io-util.h"
 #include "log.h"
 #include "macro.h"
+#include "string-util.h"
 #include "tripwire.h"
 
 typedef enum EntryType {
@@ -39,6 +41,7 @@ typedef struct Watch {
         char *pending;                  /* on the way to a missing protected path: what is left of it below
                                          * rel (only_name is its first component); its appearance is
                                          * followed down, not a change by itself */
+        bool folds;                     /* rel folds case (+F): only_name may appear spelt otherwise */
 } Watch;
 
 struct Tripwire {
@@ -119,6 +122,34 @@ static const Entry *entry_find(const Tripwire *t, const char *rel) {
         return NULL;
 }
 
+/* Whether the directory rel folds case: 1 also when that cannot be read, so that its names are matched
+ * ignoring case rather than missed. */
+static bool dir_folds(Tripwire *t, const char *rel) {
+        _cleanup_close_ int fd = -EBADF;
+
+        if (!casefold_possible())
+                return false;
+        fd = open_beneath(t->work_fd, rel, O_PATH | O_DIRECTORY);
+        return fd < 0 || dir_fd_casefolded(fd) != 0;
+}
+
+/* Whether an event about name concerns the watch's only_name. In a directory that folds case the kernel
+ * opens .MCP.JSON for .mcp.json: a watch for a missing path takes every new name there and lets
+ * pending_follow() look the protected name up, so the kernel's own folding (Unicode too) decides; the
+ * others, on names that exist (the kernel refuses a second spelling of them), compare ignoring ASCII
+ * case. */
+static bool watch_name_matches(const Watch *w, const char *name) {
+        if (!w->only_name)
+                return true;
+        if (!name)
+                return false;
+        if (!w->folds)
+                return streq(name, w->only_name);
+        if (w->pending)
+                return true;
+        return ascii_strcaseeq(name, w->only_name);
+}
+
 static int watch_add_pending(Tripwire *t, const char *rel, const char *only_name, const char *pending, uint32_t mask) {
         _cleanup_free_ char *path = NULL;
         Watch *n;
@@ -137,6 +168,7 @@ static int watch_add_pending(Tripwire *t, const char *rel, const char *only_name
         t->watches = n;
         t->watches[t->n_watches] = (Watch) {
                 .wd = wd,
+                .folds = dir_folds(t, rel),
                 .rel = strdup(rel),
                 .only_name = only_name ? strdup(only_name) : NULL,
                 .pending = pending ? strdup(pending) : NULL,
@@ -490,7 +522,7 @@ static void *tripwire_thread(void *userdata) {
 
                                         if (w->wd != ev->wd)
                                                 continue;
-                                        if (w->only_name && !self && !(ev->len > 0 && streq(ev->name, w->only_name)))
+                                        if (w->only_name && !self && !watch_name_matches(w, ev->len > 0 ? ev->name : NULL))
                                                 continue;
                                         if (w->pending) {
                                                 _cleanup_free_ char *rel = NULL, *pending = NULL, *path = NULL;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -8,7 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fs-util.h"
 #include "gate-inode-deny.h"
+#include "gate-resolve.h"
 #include "macro.h"
 
 typedef struct Item {
@@ -29,7 +32,37 @@ static struct {
         GateInodeDeny *set;
         size_t visited;
         int error;
+        int root_fd;                    /* "/", for gate_resolved_fold_from() */
+        char *fold_dir;                 /* the directory fold_from was found for */
+        size_t fold_from;
 } walk;
+
+/* Where a file's path starts to fold case: found once a directory (nftw visits a directory's files one
+ * after the other), the same for every file in it. */
+static size_t fold_from(const char *path) {
+        GateResolved res = GATE_RESOLVED_NULL;
+        const char *slash = strrchr(path, '/');
+        _cleanup_free_ char *dir = NULL;
+        size_t r = 0;
+
+        if (!casefold_possible() || !slash)
+                return SIZE_MAX;
+        dir = strndup(path, slash - path);
+        if (!dir)
+                return 0;
+        if (streq_ptr(walk.fold_dir, dir))
+                return walk.fold_from;
+        res.dir_fd = open(isempty(dir) ? "/" : dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        res.path = (char *) path;
+        if (res.dir_fd < 0 || walk.root_fd < 0 || gate_resolved_fold_from(&res, walk.root_fd, &r) < 0)
+                r = 0;                  /* cannot tell: folded from the start */
+        res.path = NULL;
+        gate_resolved_done(&res);
+        free(walk.fold_dir);
+        walk.fold_dir = TAKE_PTR(dir);
+        walk.fold_from = r;
+        return r;
+}
 
 static int item_cmp(const void *a, const void *b) {
         const Item *x = a, *y = b;
@@ -50,7 +83,12 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
         }
         if (type != FTW_F || !S_ISREG(st->st_mode))
                 return 0;
-        gate_policy_check_file(walk.policy, FILE_OP_READ, path, &v);
+        /* A secret's name in a directory that folds case may be spelt otherwise (.ENV is what .env opens):
+         * where that would matter, its directories are asked. */
+        if (casefold_possible() && gate_policy_check_file_fold_matters(walk.policy, FILE_OP_READ, path))
+                gate_policy_check_file_folding(walk.policy, FILE_OP_READ, path, fold_from(path), &v);
+        else
+                gate_policy_check_file(walk.policy, FILE_OP_READ, path, &v);
         if (v.decision == DECISION_ALLOW)
                 return 0;
         if (walk.set->n >= GATE_INODE_DENY_MAX) {
@@ -82,6 +120,8 @@ int gate_inode_deny_build(const GatePolicy *p, const char *root, GateInodeDeny *
         walk.set = s;
         walk.visited = 0;
         walk.error = 0;
+        walk.root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        walk.fold_dir = NULL;
         /* Unreadable directories are skipped by nftw (FTW_DNR): the agent cannot list them either. */
         r = nftw(root, visit, 64, FTW_PHYS | FTW_MOUNT);
         if (r < 0)
@@ -90,6 +130,8 @@ int gate_inode_deny_build(const GatePolicy *p, const char *root, GateInodeDeny *
                 r = walk.error;
         else
                 r = 0;
+        walk.root_fd = safe_close(walk.root_fd);
+        walk.fold_dir = mfree(walk.fold_dir);
         pthread_mutex_unlock(&walk_lock);
         if (r < 0)
                 return r;

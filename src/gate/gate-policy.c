@@ -76,6 +76,7 @@ typedef struct GateCommandRule {
 
 typedef struct GateFileRule {
         GateGlob *paths;
+        GateGlob *paths_folded;         /* the same globs with ASCII letters in lower case */
         size_t n_paths;
         unsigned operations;            /* 0: any */
         Decision decision;
@@ -114,9 +115,12 @@ GatePolicy *gate_policy_free(GatePolicy *p) {
         free(p->command_rules);
         for (size_t i = 0; i < p->n_file_rules; i++) {
                 GateFileRule *f = &p->file_rules[i];
-                for (size_t j = 0; j < f->n_paths; j++)
+                for (size_t j = 0; j < f->n_paths; j++) {
                         gate_glob_done(&f->paths[j]);
+                        gate_glob_done(&f->paths_folded[j]);
+                }
                 free(f->paths);
+                free(f->paths_folded);
                 free(f->message);
         }
         free(p->file_rules);
@@ -305,16 +309,27 @@ static int compile_file_rule(PolicyCompiler *c, json_object *o, size_t i, GateFi
                 return policy_compile_fail(c, "%s.paths: must list at least one glob", where);
 
         rule->paths = calloc(n_paths, sizeof(GateGlob));
-        if (!rule->paths)
+        rule->paths_folded = calloc(n_paths, sizeof(GateGlob));
+        if (!rule->paths || !rule->paths_folded)
                 return -ENOMEM;
         for (size_t j = 0; j < n_paths; j++) {
                 const char *s = json_object_get_string(json_object_array_get_idx(paths, j));
                 const char *why = gate_glob_check_path(s);
+                _cleanup_free_ char *folded = NULL;
+
                 if (why)
                         return policy_compile_fail(c, "%s.paths[%zu]: %s %s", where, j, why, POLICY_QUOTE(s));
+                folded = ascii_strlower(strdup(s));
+                if (!folded)
+                        return -ENOMEM;
                 r = gate_glob_compile(s, &rule->paths[j]);
                 if (r < 0)
                         return r;
+                r = gate_glob_compile(folded, &rule->paths_folded[j]);
+                if (r < 0) {
+                        gate_glob_done(&rule->paths[j]);
+                        return r;
+                }
                 rule->n_paths++;
         }
         for (size_t j = 0; j < n_ops; j++) {
@@ -476,9 +491,23 @@ void gate_policy_check_connect(const GatePolicy *p, const char *socket_path, Gat
 
 /* ---- file ---- */
 
+/* The first file rule for op whose glob (folded or not) matches path, or the default. */
+static void file_rules_check(const GatePolicy *p, FileOp op, const char *path, bool folded, GateVerdict *ret) {
+        size_t len = strlen(path);
+
+        for (size_t i = 0; i < p->n_file_rules; i++) {
+                const GateFileRule *f = &p->file_rules[i];
+                if (f->operations != 0 && !(f->operations & (1U << op)))
+                        continue;
+                for (size_t j = 0; j < f->n_paths; j++)
+                        if (gate_glob_matches(folded ? &f->paths_folded[j] : &f->paths[j], path, len))
+                                { verdict_set(ret, f->decision, f->id, f->message); return; }
+        }
+        verdict_default(p, ret);
+}
+
 void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, GateVerdict *ret) {
         char stack[GATE_STACK_BUF], *clean;
-        size_t clean_len;
         _cleanup_free_ char *heap = NULL;
 
         assert(p);
@@ -490,16 +519,46 @@ void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, Ga
         if (path_resolve_clean(NULL, path, stack, sizeof stack, &clean, &heap) < 0)
                 { verdict_error(ret); return; }
 
-        clean_len = strlen(clean);
-        for (size_t i = 0; i < p->n_file_rules; i++) {
-                const GateFileRule *f = &p->file_rules[i];
-                if (f->operations != 0 && !(f->operations & (1U << op)))
-                        continue;
-                for (size_t j = 0; j < f->n_paths; j++)
-                        if (gate_glob_matches(&f->paths[j], clean, clean_len))
-                                { verdict_set(ret, f->decision, f->id, f->message); return; }
-        }
-        verdict_default(p, ret);
+        file_rules_check(p, op, clean, false, ret);
+}
+
+void gate_policy_check_file_folding(const GatePolicy *p, FileOp op, const char *path, size_t fold_from,
+                                    GateVerdict *ret) {
+        char stack[GATE_STACK_BUF], *clean;
+        _cleanup_free_ char *heap = NULL, *lower = NULL;
+        GateVerdict v;
+
+        gate_policy_check_file(p, op, path, ret);
+        if (fold_from == SIZE_MAX || ret->decision == DECISION_DENY)
+                return;
+        if (fold_from > strlen(path))
+                { verdict_error(ret); return; }
+        /* The kernel folds Unicode (utf8 casefold: "\u212a" is "k", "\u017f" is "s"); the gate folds
+         * ASCII only, so a name it cannot fold as the kernel would is not let through. */
+        for (const char *c = path + fold_from; *c; c++)
+                if ((unsigned char) *c >= 0x80) {
+                        verdict_set(ret, DECISION_DENY, GATE_RULE_ID_CASEFOLD,
+                                    "a name with non-ASCII characters in a case-folding directory");
+                        return;
+                }
+        if (path_resolve_clean(NULL, path, stack, sizeof stack, &clean, &heap) < 0)
+                { verdict_error(ret); return; }
+        /* All of the path in lower case against all of each glob in lower case: beyond the folding
+         * directories too, which can only match more. */
+        lower = ascii_strlower(strdup(clean));
+        if (!lower)
+                { verdict_error(ret); return; }
+        file_rules_check(p, op, lower, true, &v);
+        if (decision_rank(v.decision) > decision_rank(ret->decision))
+                *ret = v;
+}
+
+bool gate_policy_check_file_fold_matters(const GatePolicy *p, FileOp op, const char *path) {
+        GateVerdict plain, folded;
+
+        gate_policy_check_file(p, op, path, &plain);
+        gate_policy_check_file_folding(p, op, path, 0, &folded);
+        return decision_rank(folded.decision) > decision_rank(plain.decision);
 }
 
 /* ---- exec: matching ---- */

@@ -37,6 +37,9 @@ GateKind gate_kind_from_string(const char *s);
 /* The rule id of a verdict the checks could not make (out of memory, an argv too ambiguous to unwrap, an
  * invalid operation): its decision is always deny. */
 #define GATE_RULE_ID_ERROR "error"
+/* The rule id of a name in a case-folding directory the gate cannot fold as the kernel does (not ASCII):
+ * always deny. */
+#define GATE_RULE_ID_CASEFOLD "casefold"
 
 typedef struct GateVerdict {
         Decision decision;
@@ -130,6 +133,16 @@ void gate_policy_check_exec(const GatePolicy *p, char * const *argv, const char 
 void gate_policy_check_execve(const GatePolicy *p, const char *path, char * const *argv, const char *cwd,
                               GateVerdict *ret);
 void gate_policy_check_file(const GatePolicy *p, FileOp op, const char *path, GateVerdict *ret);
+/* As gate_policy_check_file(), for a path whose components from byte fold_from on lie in directories that
+ * fold case (see gate-casefold.h; SIZE_MAX: none do): the stricter of the verdict on the path as written
+ * and the one on the path and the rules' globs in lower case (the kernel would open .env for .ENV there),
+ * and deny (GATE_RULE_ID_CASEFOLD) when those components have a non-ASCII byte, which the kernel folds by
+ * Unicode rules the gate does not repeat. */
+void gate_policy_check_file_folding(const GatePolicy *p, FileOp op, const char *path, size_t fold_from,
+                                    GateVerdict *ret);
+/* Whether folding could make a difference to path's verdict: whether it would be stricter were every
+ * component of path in a folding directory (fold_from 0). When not, no directory need be asked. */
+bool gate_policy_check_file_fold_matters(const GatePolicy *p, FileOp op, const char *path);
 
 /* Approval cache keys: "connect:<path>", "file:<op>:<path>" (the reference's), and for an exec
  * "execve:<file>:<argv as a JSON array>" with the file that runs and every argument, not the reference's

@@ -544,3 +544,85 @@ int gate_resolve(GateResolveContext *ctx, int start_fd, const char *path, unsign
 
         return finish(&res, NULL, ret);
 }
+
+/* The offset in path of its component number n (1: the first), or its length when it has fewer. */
+static size_t component_offset(const char *path, size_t n) {
+        size_t slashes = 0;
+
+        for (size_t i = 0; path[i]; i++)
+                if (path[i] == '/' && ++slashes == n)
+                        return i + 1;
+        return strlen(path);
+}
+
+int gate_resolved_fold_from(const GateResolved *r, int root_fd, size_t *ret) {
+        if (!casefold_possible()) {
+                *ret = SIZE_MAX;
+                return 0;
+        }
+        return gate_resolved_fold_walk(r, root_fd, ret);
+}
+
+/* The directory above fd, readable when the caller may read it (one ioctl answers then), else O_PATH. */
+static int open_parent(int fd) {
+        int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+
+        if (up < 0 && errno == EACCES)
+                up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        return up < 0 ? -errno : up;
+}
+
+int gate_resolved_fold_walk(const GateResolved *r, int root_fd, size_t *ret) {
+        _cleanup_close_ int cur = -EBADF;
+        size_t depth = 0;
+        ssize_t top = -1;
+        struct stat st;
+
+        if (!r->path || r->path[0] != '/') {
+                *ret = SIZE_MAX;
+                return 0;
+        }
+        for (const char *c = r->path; *c; c++)
+                depth += *c == '/' && c[1] != 0;
+        if (depth == 0) {               /* "/" has no name to fold */
+                *ret = SIZE_MAX;
+                return 0;
+        }
+        /* The directory the last component is in, at depth - 1, readable where it may be read: each level
+         * then costs an ioctl, an openat and a close. */
+        if (r->dir_fd >= 0) {
+                cur = openat(r->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+                if (cur < 0 && errno == EACCES)
+                        cur = dup_fd(r->dir_fd);
+        } else if (r->fd >= 0 && fstat(r->fd, &st) == 0 && S_ISDIR(st.st_mode))
+                cur = open_parent(r->fd);
+        else {
+                _cleanup_free_ char *dir = strndup(r->path, strrchr(r->path, '/') - r->path);
+
+                if (!dir)
+                        return -ENOMEM;
+                cur = openat(root_fd, isempty(dir) ? "." : dir + 1, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+        }
+        if (cur < 0) {
+                *ret = component_offset(r->path, 1);
+                return 0;
+        }
+        /* Level by level up to the root: the path is absolute and clean, as deep as its directories are. */
+        for (size_t level = depth - 1;; level--) {
+                int up;
+
+                if (dir_fd_casefolded(cur) != 0)        /* folding, or cannot tell */
+                        top = (ssize_t) level;
+                if (level == 0)
+                        break;
+                up = open_parent(cur);
+                if (up < 0) {
+                        top = 0;
+                        break;
+                }
+                safe_close(cur);
+                cur = up;
+        }
+        *ret = top < 0 ? SIZE_MAX : component_offset(r->path, (size_t) top + 1);
+        return 0;
+}

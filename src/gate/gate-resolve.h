@@ -60,3 +60,13 @@ void gate_resolved_done(GateResolved *r);
 
 /* The path of an fd as /proc/self/fd/N shows it (the kernel's d_path). */
 int gate_fd_path(int fd, char **ret);
+
+/* Where the path of r starts to lie in directories that fold case (fs-util.h: casefold_possible()): the
+ * offset in r->path of the first component whose directory folds, from the directory r's name is in (or
+ * the object's parent) up to the root, each asked with FS_IOC_GETFLAGS; SIZE_MAX when none does or the
+ * kernel cannot fold. A directory whose flags cannot be read (not readable to the caller) is taken to
+ * fold, so is one whose parent cannot be found. root_fd is the caller's root. */
+int gate_resolved_fold_from(const GateResolved *r, int root_fd, size_t *ret);
+/* The same walk whether the kernel can fold or not (for tests: a kernel without the tables answers
+ * every directory "does not fold"). */
+int gate_resolved_fold_walk(const GateResolved *r, int root_fd, size_t *ret);

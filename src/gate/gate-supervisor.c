@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <linux/filter.h>
+#include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -1876,6 +1877,9 @@ static bool path_is_supervisors_proc(const char *path) {
 }
 
 static void check_file(Request *q, const GateResolved *res, const FileOp *ops, size_t n, bool *first) {
+        size_t fold_from = SIZE_MAX;
+        bool fold_asked = false;
+
         for (size_t i = 0; i < n; i++) {
                 GateVerdict v;
 
@@ -1884,8 +1888,17 @@ static void check_file(Request *q, const GateResolved *res, const FileOp *ops, s
                 if (path_is_supervisors_proc(res->path)) {
                         v = (GateVerdict) { .decision = DECISION_DENY, .message = "the gate's own /proc entries" };
                         (void) snprintf(v.rule_id, sizeof(v.rule_id), "%s", "supervisor");
-                } else
-                        gate_policy_check_file(q->s->config->policy, ops[i], res->path, &v);
+                } else {
+                        /* In a directory that folds case the kernel opens .env for .ENV: where reading the
+                         * path folded would be stricter, the directories are asked whether they fold. */
+                        if (!fold_asked && casefold_possible() &&
+                            gate_policy_check_file_fold_matters(q->s->config->policy, ops[i], res->path)) {
+                                if (gate_resolved_fold_from(res, q->s->root_fd, &fold_from) < 0)
+                                        fold_from = 0;
+                                fold_asked = true;
+                        }
+                        gate_policy_check_file_folding(q->s->config->policy, ops[i], res->path, fold_from, &v);
+                }
                 if (*first || decision_rank(v.decision) > decision_rank(q->verdict.decision))
                         q->op = file_op_to_string(ops[i]);
                 verdict_merge(&q->verdict, &v, first);
@@ -2176,8 +2189,10 @@ static int resolve_arg(Request *q, uint64_t addr, int dirfd, int *dirfd_cache, u
  * dirfd (one readlink of /proc/TID/cwd or fd/N) and opened as that absolute path from the root, so the
  * object opened is the one at the path checked even if the directory moves meanwhile. A symlink on the
  * way (even one swapped in after the check: ELOOP), a directory that is not a path (deleted, a pipe), any
- * verdict but allow, O_PATH, O_TMPFILE, openat2() or a path ending in "/", "." or ".." take the full
- * resolution instead, which checks again. Returns true when the call is decided. */
+ * verdict but allow, O_PATH, O_TMPFILE, openat2(), a path ending in "/", "." or "..", or a path whose
+ * verdict read folded would be stricter on a kernel that can fold case (gate_resolved_fold_from() asks
+ * each directory) take the full resolution instead, which checks again. Returns true when the call is
+ * decided. */
 static bool open_fast(Request *q, const char *path) {
         uint64_t f = q->call.flags;
         struct open_how how = {
@@ -2212,6 +2227,10 @@ static bool open_fast(Request *q, const char *path) {
                 return false;   /* the full resolution sees /proc for what it is */
         gate_policy_check_file(q->s->config->policy, op, clean, &v);
         if (v.decision != DECISION_ALLOW)
+                return false;
+        /* Where the path read folded would be stricter (.ENV), the full resolution asks its directories
+         * whether they fold. */
+        if (casefold_possible() && gate_policy_check_file_fold_matters(q->s->config->policy, op, clean))
                 return false;
         decided = now_ns(CLOCK_MONOTONIC);
 
@@ -2898,6 +2917,7 @@ static int filter_load_listener(scmp_filter_ctx ctx) {
 int gate_filter_install(int *ret_notify_fd) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL, deny = NULL;
         static const char * const denied[] = { GATE_DENIED_SYSCALLS };
+        static const uint64_t setflags[] = { FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS };
         int r, fd;
 
         r = filter_new(false, &ctx);
@@ -2952,6 +2972,16 @@ int gate_filter_install(int *ret_notify_fd) {
                 if (nr == __NR_SCMP_ERROR)
                         return -ENOSYS;
                 r = seccomp_rule_add(deny, SCMP_ACT_ERRNO(EPERM), nr, 0);
+                if (r < 0)
+                        return r;
+        }
+        /* The policy compares names byte for byte: a directory made to fold case (+F) would let another
+         * spelling pass its rules (see gate_resolved_fold_from()). The flags are behind a pointer, so
+         * SETFLAGS is refused whatever it sets; the kernel reads the request as 32 bits, and so does the
+         * rule. */
+        for (size_t i = 0; i < ELEMENTSOF(setflags); i++) {
+                r = seccomp_rule_add(deny, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                                     SCMP_A1(SCMP_CMP_MASKED_EQ, UINT64_C(0xffffffff), setflags[i]));
                 if (r < 0)
                         return r;
         }

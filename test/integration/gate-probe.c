@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/aio_abi.h>
 #include <linux/filter.h>
+#include <linux/fs.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -42,6 +43,26 @@ static int report(long r) {
         else
                 printf("ok\n");
         return 0;
+}
+
+/* FS_IOC_SETFLAGS on DIR: the flags it has ("same"), with +F ("casefold", chattr +F), the request with
+ * high bits set ("high", which the kernel reads as 32 bits) or its 32-bit number ("32"). */
+static int setflags(const char *dir, const char *how) {
+        unsigned int flags = 0;
+        unsigned long request = FS_IOC_SETFLAGS;
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0) {
+                printf("cannot read the flags of %s: %s\n", dir, strerrorname_np(errno) ?: "E?");
+                return 1;
+        }
+        if (!strcmp(how, "casefold"))
+                flags |= FS_CASEFOLD_FL;
+        else if (!strcmp(how, "high"))
+                request |= 1UL << 32;
+        else if (!strcmp(how, "32"))
+                request = FS_IOC32_SETFLAGS;
+        return report(syscall(SYS_ioctl, fd, request, &flags));
 }
 
 /* The sibling thread of the races: flips a path buffer, or a symlink, as fast as it can. */
@@ -1604,6 +1625,8 @@ int main(int argc, char *argv[]) {
                 return report(syscall(SYS_unlink, a1));
         if (!strcmp(cmd, "truncate"))
                 return report(truncate(a1, 0));
+        if (!strcmp(cmd, "setflags"))             /* setflags DIR same|casefold|high|32 */
+                return setflags(a1, argc > 3 ? argv[3] : "same");
         if (!strcmp(cmd, "io-uring"))
                 return report(syscall(SYS_io_uring_setup, 8, calloc(1, 4096)));
         if (!strcmp(cmd, "listener"))

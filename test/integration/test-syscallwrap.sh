@@ -542,6 +542,18 @@ is "$(( 16#${cred:14:2}${cred:12:2}${cred:10:2}${cred:8:2} ))" "$U" "  ... and t
 # --- attacks on the gate --------------------------------------------------------------------------------
 wrap "$PROBE" io-uring
 is "$out" EPERM "io_uring_setup is denied (EPERM)"
+# Case folding: +F on a directory of the agent's own would let another spelling of a name pass every rule
+# the policy compares byte for byte. The gate's own filter refuses SETFLAGS, whatever the engine's profile.
+mkdir "$H/casefold" && chown "$U:$G" "$H/casefold"
+wrap "$PROBE" setflags "$H/casefold" casefold
+is "$out" EPERM "chattr +F (FS_IOC_SETFLAGS with FS_CASEFOLD_FL) on the agent's own empty directory is denied (EPERM)"
+wrap "$PROBE" setflags "$H/casefold" same
+is "$out" EPERM "  ... FS_IOC_SETFLAGS is denied whatever it sets (the flags the directory has)"
+wrap "$PROBE" setflags "$H/casefold" high
+is "$out" EPERM "  ... also with high bits set in the request"
+wrap "$PROBE" setflags "$H/casefold" 32
+is "$out" EPERM "  ... and FS_IOC32_SETFLAGS"
+rmdir "$H/casefold"
 wrap "$PROBE" listener
 is "$out" EBUSY "the agent cannot install a notifying filter of its own (EBUSY)"
 wrap "$PROBE" filter

@@ -6,13 +6,14 @@
  * DETAIL" when it worked. The shell test asserts each line. Other subcommands: `ids` (uid and euid, for
  * the setuid test), `pids` (how many threads could be started before the pids limit said no), `syslog`
  * (one call the workload profile refuses, for its audit record), `io-uring` (one the gate's filter refuses
- * too, with the gate on). Every
+ * too, with the gate on), `setflags` (the SETFLAGS attempts of `all` alone, in the cwd). Every
  * attempt is harmless if it succeeds: nothing is mounted over anything that matters, the reboot command
  * is "disable Ctrl-Alt-Del", the clock is set to what it already is. */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/fs.h>
 #include <linux/io_uring.h>
 #include <linux/keyctl.h>
 #include <linux/perf_event.h>
@@ -180,6 +181,35 @@ static void try_exec_copy(const char *name, const char *dir) {
                 result(name, 0, "a copied binary ran");
 }
 
+/* Case folding: +F on an empty directory of the agent's own (chattr +F), made in its cwd (the work dir,
+ * the host's file system) or else in /tmp. SETFLAGS is refused whatever it sets, so setting the flags the
+ * directory already has is refused too (on any file system with flags it would succeed), as is the
+ * request with high bits set, which the kernel reads as 32 bits. */
+static void try_setflags(void) {
+        char tmpl[] = "escape-probe-casefold.XXXXXX", tmpl_tmp[] = "/tmp/escape-probe-casefold.XXXXXX";
+        const char *dir = mkdtemp(tmpl) ?: mkdtemp(tmpl_tmp);
+        unsigned int flags = 0;
+        int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+
+        if (fd < 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0) {
+                result("setflags", -1, NULL);
+                result("setflags-high-bits", -1, NULL);
+                result("setflags32", -1, NULL);
+                result("casefold", -1, NULL);
+        } else {
+                unsigned int folded = flags | FS_CASEFOLD_FL;
+
+                result("setflags", ioctl(fd, FS_IOC_SETFLAGS, &flags), NULL);
+                result("setflags-high-bits", syscall(SYS_ioctl, fd, (unsigned long) FS_IOC_SETFLAGS | (1UL << 32), &flags), NULL);
+                result("setflags32", syscall(SYS_ioctl, fd, (unsigned long) FS_IOC32_SETFLAGS, &flags), NULL);
+                result("casefold", ioctl(fd, FS_IOC_SETFLAGS, &folded), "the directory folds case");
+        }
+        if (fd >= 0)
+                close(fd);
+        if (dir)
+                (void) rmdir(dir);
+}
+
 static void all(void) {
         struct timespec now;
         char tmpl[] = "/tmp/escape-probe.XXXXXX";
@@ -321,6 +351,7 @@ static void all(void) {
                 }
         }
         try_exec_copy("exec-dev-shm", "/dev/shm");
+        try_setflags();
 
         if (dir)
                 (void) rmdir(dir);
@@ -350,6 +381,10 @@ int main(int argc, char *argv[]) {
                 result("io_uring", syscall(SYS_io_uring_setup, 1, &p), NULL);
                 return 0;
         }
-        fprintf(stderr, "usage: escape-probe all|ids|pids|syslog|io-uring\n");
+        if (argc >= 2 && strcmp(argv[1], "setflags") == 0) {
+                try_setflags();
+                return 0;
+        }
+        fprintf(stderr, "usage: escape-probe all|ids|pids|syslog|io-uring|setflags\n");
         return 2;
 }

@@ -222,6 +222,12 @@ for eng in podman docker; do
                 blocked swapoff EPERM "swapoff is denied"
                 blocked write-rootfs "" "writing to the read-only root file system fails"
                 blocked exec-dev-shm EACCES "a binary copied to /dev/shm (noexec) does not run"
+                # Case folding: chattr +F on a directory of its own would let other spellings of .git/hooks
+                # and .env pass every name the gate and the tripwire compare.
+                blocked casefold EPERM "chattr +F (FS_IOC_SETFLAGS with FS_CASEFOLD_FL) on its own empty directory is denied"
+                blocked setflags EPERM "FS_IOC_SETFLAGS is denied whatever it sets (even the flags the directory has)"
+                blocked setflags-high-bits EPERM "...also with high bits set in the request"
+                blocked setflags32 EPERM "...and FS_IOC32_SETFLAGS, its 32-bit number"
 
                 # The host's PID 1 (and its /proc/1/environ) is out of reach: another PID namespace.
                 run "$mode" "scenario:sh readlink /proc/self/ns/pid; tr '\\0' '\\n' </proc/1/environ 2>&1 | grep -c '^LOOP_ESCAPE_HOST_MARKER=' | sed 's/^/marker=/'; true"

@@ -67,10 +67,11 @@ static bool verdict_is(const GateVerdict *v, Decision d, const char *id) {
         return v->decision == d && streq(v->rule_id, id);
 }
 
+/* id NULL: any rule. */
 static void expect(GateVerdict v, Decision d, const char *id, const char *what) {
-        if (!ok(verdict_is(&v, d, id), "%s", what))
+        if (!ok(id ? verdict_is(&v, d, id) : v.decision == d, "%s", what))
                 printf("#   got %s by %s, want %s by %s\n", strna(decision_to_string(v.decision)), v.rule_id,
-                       decision_to_string(d), id);
+                       decision_to_string(d), strna(id));
 }
 
 static GateVerdict exec_in(const GatePolicy *p, const char *cwd, char **argv) {
@@ -984,6 +985,65 @@ static void test_document_guard(void) {
         ok(gate_policy_document_guard(doc, (char *[]) { (char *) "rel", NULL }) == -EINVAL, "a relative guarded path is refused");
 }
 
+static GateVerdict file_folding(const GatePolicy *p, FileOp op, const char *path, const char *fold_at) {
+        GateVerdict v;
+        const char *at = fold_at ? strstr(path, fold_at) : NULL;
+
+        gate_policy_check_file_folding(p, op, path, at ? (size_t) (at - path) : SIZE_MAX, &v);
+        return v;
+}
+
+/* In a directory that folds case the kernel opens .git for .GIT: the names are weighed folded too. */
+static void test_document_casefold(void) {
+        _cleanup_(json_object_putp) json_object *doc = NULL;
+        _cleanup_(gate_policy_freep) GatePolicy *p = NULL, *mixed = NULL;
+        _cleanup_free_ char *error = NULL;
+        char *guarded[] = { (char *) "/work/proj/.git/hooks", (char *) "/work/proj/Makefile", NULL };
+
+        ok(gate_policy_document(NULL, "/work/proj", &doc) == 0 && gate_policy_document_guard(doc, guarded) == 0 &&
+           gate_policy_compile(doc, &p, &error) == 0, "a document with guarded paths compiles");
+        expect(file_(p, FILE_OP_WRITE, "/work/proj/.GIT/hooks/pre-commit"), DECISION_ALLOW, NULL,
+               "byte for byte, .GIT/hooks is not .git/hooks (what the gate did in a folding directory)");
+        expect(file_folding(p, FILE_OP_WRITE, "/work/proj/.GIT/hooks/pre-commit", ".GIT"), DECISION_DENY, "file[0]",
+               "where /work/proj folds case, writing into .GIT/hooks is writing into the guarded .git/hooks");
+        expect(file_folding(p, FILE_OP_CREATE, "/work/proj/.Git/HOOKS", ".Git"), DECISION_DENY, "file[0]",
+               "...creating .Git/HOOKS (where .git/hooks is missing) is creating it");
+        expect(file_folding(p, FILE_OP_WRITE, "/work/proj/MAKEFILE", "MAKEFILE"), DECISION_DENY, "file[0]",
+               "...a guarded name with capitals (Makefile) is matched folded too");
+        expect(file_folding(p, FILE_OP_READ, "/work/proj/api/.ENV", "api"), DECISION_DENY, NULL,
+               "...reading .ENV is reading .env (denied)");
+        expect(file_folding(p, FILE_OP_READ, "/work/proj/api/.ENV", NULL), DECISION_ALLOW, NULL,
+               "...but not where no directory folds (SIZE_MAX)");
+        expect(file_folding(p, FILE_OP_WRITE, "/work/proj/src/Main.c", "src"), DECISION_ALLOW, NULL,
+               "...and other names stay writable in a folding directory");
+        expect(file_folding(p, FILE_OP_READ, "/work/proj/.pgpa\xc5\xbfs", ".pgpa"), DECISION_DENY, GATE_RULE_ID_CASEFOLD,
+               "a non-ASCII name in a folding directory is denied (the kernel folds the long s \\u017f to s: .pgpass)");
+        expect(file_folding(p, FILE_OP_READ, "/work/proj/r\xc3\xa9sum\xc3\xa9/src/a.c", "src"), DECISION_ALLOW, NULL,
+               "...non-ASCII above the folding directories is decided as written");
+        expect(file_folding(p, FILE_OP_WRITE, "/work/proj/.git/hooks/x", ".git"), DECISION_DENY, "file[0]",
+               "a path denied as written stays denied");
+        expect(file_folding(p, FILE_OP_READ, "/work/proj/a", "nowhere-in-path"), DECISION_ALLOW, NULL,
+               "(the test's own check: no fold offset when the marker is missing)");
+
+        ok(gate_policy_check_file_fold_matters(p, FILE_OP_WRITE, "/work/proj/.GIT/hooks/pre-commit") &&
+           gate_policy_check_file_fold_matters(p, FILE_OP_READ, "/work/proj/api/.Env") &&
+           gate_policy_check_file_fold_matters(p, FILE_OP_CREATE, "/work/proj/caf\xc3\xa9"),
+           "folding matters to .GIT/hooks, .Env and a non-ASCII name: their directories are asked");
+        ok(!gate_policy_check_file_fold_matters(p, FILE_OP_WRITE, "/work/proj/src/Main.c") &&
+           !gate_policy_check_file_fold_matters(p, FILE_OP_READ, "/work/proj/.env") &&
+           !gate_policy_check_file_fold_matters(p, FILE_OP_READ, "/work/proj/.git/hooks/pre-commit"),
+           "...not to other names, nor to a name denied (or allowed) as written already: no directory is asked");
+
+        /* The folded verdict never loosens: a rule order where an allow comes first. */
+        mixed = policy("{\"default_decision\":\"deny\",\"file_rules\":["
+                       "{\"paths\":[\"/w/Docs/**\"],\"decision\":\"allow\"},"
+                       "{\"paths\":[\"/w/**\"],\"operations\":[\"read\"],\"decision\":\"approve\"}]}");
+        expect(file_folding(mixed, FILE_OP_READ, "/w/docs/a", "docs"), DECISION_APPROVE, "file[1]",
+               "the stricter of the two readings wins: the path as written asks a human, folded it is allowed");
+        expect(file_folding(mixed, FILE_OP_WRITE, "/w/docs/a", "docs"), DECISION_DENY, "default",
+               "...and a default deny as written stays deny");
+}
+
 /* Secret files anywhere in the work dir are not read, also ones that appear during the run. */
 static void test_document_secrets(void) {
         _cleanup_(gate_policy_freep) GatePolicy *p = policy_document(NULL, "/work/proj", NULL);
@@ -1096,6 +1156,7 @@ int main(void) {
         test_exec_reads_memory();
         test_document_secrets();
         test_document_guard();
+        test_document_casefold();
         test_globs();
         test_compile_errors();
         test_path_rules();

@@ -218,6 +218,56 @@ static void test_object_only(void) {
         (void) waitpid(child, NULL, 0);
 }
 
+/* The walk up a path's directories for case folding: none folds here (tmp), a directory the caller may
+ * search but not read counts as folding, and the offset names the first component inside it. */
+static void test_fold_walk(void) {
+        GateResolved r = GATE_RESOLVED_NULL;
+        _cleanup_free_ char *deeper = in_base("d/sub/deeper"), *g = in_base("d/sub/deeper/g"), *sub = in_base("d/sub");
+        size_t at = 0;
+
+        free(resolve(getpid(), g, 0, &r));
+        ok(r.dir_fd >= 0 && gate_resolved_fold_walk(&r, root_fd, &at) == 0 && at == SIZE_MAX,
+           "no directory of a path in /tmp folds: SIZE_MAX");
+        gate_resolved_done(&r);
+        free(resolve(getpid(), deeper, 0, &r));
+        ok(r.path && gate_resolved_fold_walk(&r, root_fd, &at) == 0 && at == SIZE_MAX,
+           "...nor of a directory's own path");
+        gate_resolved_done(&r);
+        r = (GateResolved) GATE_RESOLVED_NULL;
+        r.path = (char *) "/";
+        ok(gate_resolved_fold_walk(&r, root_fd, &at) == 0 && at == SIZE_MAX, "/ has no name to fold");
+        r.path = g;
+        ok(gate_resolved_fold_walk(&r, root_fd, &at) == 0 && at == SIZE_MAX,
+           "an object without its directory (a magic link's) is walked from its path's directory");
+        r.path = NULL;
+
+        /* Search but no read permission for the caller (uid 65534 here): FS_IOC_GETFLAGS cannot be asked. */
+        if (geteuid() == 0) {
+                pid_t pid;
+                int status = -1;
+
+                (void) chmod(base, 0755);
+                (void) chmod(sub, 0311);
+                pid = fork();
+                if (pid == 0) {
+                        GateResolved c = GATE_RESOLVED_NULL;
+                        size_t want = strlen(sub) + 1, got = 0;
+
+                        if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                                _exit(2);
+                        c.dir_fd = open(deeper, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                        c.path = g;
+                        _exit(c.dir_fd >= 0 && gate_resolved_fold_walk(&c, root_fd, &got) == 0 && got == want ? 0 : 1);
+                }
+                (void) waitpid(pid, &status, 0);
+                (void) chmod(sub, 0755);
+                (void) chmod(base, 0700);
+                ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                   "a directory the caller cannot read counts as folding: the offset is the component in it");
+        } else
+                skip("a directory the caller cannot read counts as folding", "needs root to change users");
+}
+
 int main(void) {
         char cmd[PATH_MAX + 16];
 
@@ -226,6 +276,7 @@ int main(void) {
         test_errors();
         test_proc_self();
         test_object_only();
+        test_fold_walk();
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
         if (system(cmd) != 0)
                 diag("could not remove the test tree");

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
+#include "casefold-test.h"
 #include "config-schema.h"
 #include "config.h"
 #include "io-util.h"
@@ -442,6 +443,35 @@ static void test_dangling_links(void) {
                 diag("cannot remove the test tree");
 }
 
+/* In a work dir that folds case, .ENV is the .env the host's tools open, and .\u212aube (a KELVIN SIGN)
+ * the .kube. Last: it unshares the mount namespace. */
+static void test_secrets_casefold(void) {
+        char cf[] = "/tmp/test-protected-paths-casefold.XXXXXX", w[sizeof(cf) + 16];
+        int r = mkdtemp(cf) ? casefold_tmpfs_mount(cf) : -errno;
+        _cleanup_strv_free_ char **sec = NULL;
+
+        snprintf(w, sizeof w, "%s/work", cf);
+        if (r >= 0 && (mkdir(w, 0755) < 0 || casefold_dir_set(w) < 0))
+                r = -errno;
+        if (r < 0) {
+                skip("in a folding work dir secret names in another case are masked",
+                     "no tmpfs -o casefold here (root and a kernel with CONFIG_UNICODE)");
+                (void) rmdir(cf);
+                return;
+        }
+        put(w, "api/.ENV", "K=1\n");
+        put(w, ".Npmrc", "x\n");
+        put(w, ".\xe2\x84\xaaube/config", "x\n");
+        put(w, ".GIT/x/.env", "x\n");
+        put(w, "src/Environment.c", "x\n");
+        ok(protected_paths_secrets_found(w, &sec) == 0 && has(sec, w, "api/.ENV") && has(sec, w, ".Npmrc"),
+           "in a folding work dir secret names in another case are found (.ENV, .Npmrc)");
+        ok(has(sec, w, ".\xe2\x84\xaaube"), "...and a name the kernel folds by Unicode, found by looking .kube up");
+        ok(!has(sec, w, ".GIT/x/.env") && strv_length(sec) == 3, "...not inside .GIT (it is .git), not other names");
+        (void) umount2(cf, MNT_DETACH);
+        (void) rmdir(cf);
+}
+
 int main(void) {
         test_lists();
         test_link_targets();
@@ -451,5 +481,6 @@ int main(void) {
         test_writable_and_protected();
         test_config_set();
         test_host_services();
+        test_secrets_casefold();
         return done_testing();
 }

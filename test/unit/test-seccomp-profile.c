@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -87,6 +88,23 @@ static json_object *find(json_object *profile, const char *name, int arg_index, 
         return NULL;
 }
 
+/* The ioctl entry refusing request (compared on the low 32 bits), or NULL. */
+static json_object *find_ioctl(json_object *profile, uint64_t request) {
+        json_object *syscalls = get(profile, "syscalls");
+
+        for (size_t i = 0; i < json_object_array_length(syscalls); i++) {
+                json_object *e = json_object_array_get_idx(syscalls, i), *args = get(e, "args");
+                json_object *a = args ? json_object_array_get_idx(args, 0) : NULL;
+
+                if (a && streq_ptr(json_object_get_string(json_object_array_get_idx(get(e, "names"), 0)), "ioctl") &&
+                    json_object_get_uint64(get(a, "value")) == UINT64_C(0xffffffff) &&
+                    json_object_get_uint64(get(a, "valueTwo")) == request &&
+                    streq_ptr(get_str(a, "op"), "SCMP_CMP_MASKED_EQ"))
+                        return e;
+        }
+        return NULL;
+}
+
 static int errno_of(json_object *entry) {
         return entry ? json_object_get_int(get(entry, "errnoRet")) : -1;
 }
@@ -139,6 +157,9 @@ static void check_arch(uint32_t arch) {
            "%s: CLONE_NEWTIME is checked on unshare only (it is part of clone's exit signal)", an);
         is_int(errno_of(find(profile, "ioctl", 1, UINT64_C(0xffffffff))), EPERM,
                "%s: the ioctl rules compare the low 32 bits only (the kernel's request is an unsigned int)", an);
+        is_int(errno_of(find_ioctl(profile, FS_IOC_SETFLAGS)), EPERM,
+               "%s: FS_IOC_SETFLAGS is denied (chattr +F would make a directory fold case)", an);
+        is_int(errno_of(find_ioctl(profile, FS_IOC32_SETFLAGS)), EPERM, "%s: ...and so is FS_IOC32_SETFLAGS", an);
         {
                 json_object *e = find(profile, "socket", 0, 17);
                 is_int(errno_of(e), EAFNOSUPPORT, "%s: socket families from 17 (AF_PACKET) fail with EAFNOSUPPORT", an);

@@ -26,6 +26,15 @@ int main(void) {
            "no slash, blank or other byte");
         ok(!ref_name_is_valid("", 9) && !ref_name_is_valid(NULL, 9), "not empty or NULL");
         {
+                char s[] = ".GIT/Hooks-\xc3\x89[A-Z]";
+                is_str(ascii_strlower(s), ".git/hooks-\xc3\x89[a-z]", "ascii_strlower() lowers A-Z in place, nothing else");
+                ok(ascii_strlower(NULL) == NULL, "ascii_strlower(NULL) is NULL");
+                ok(ascii_strcaseeq(".MCP.json", ".mcp.JSON") && ascii_strcaseeq("", ""),
+                   "ascii_strcaseeq() ignores the case of A-Z");
+                ok(!ascii_strcaseeq(".mcp.json", ".mcp.jso") && !ascii_strcaseeq("\xc3\x89", "\xc3\xa9") &&
+                   !ascii_strcaseeq("[", "{"), "...and of nothing else, nor length");
+        }
+        {
                 static const char * const table[] = { [0] = "allow", [2] = "deny" };
                 is_int(string_table_lookup(table, 3, "deny"), 2, "string_table_lookup() finds a name's index");
                 is_int(string_table_lookup(table, 3, "allow"), 0, "the first one too");

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "casefold-test.h"
 #include "io-util.h"
 #include "config.h"
 #include "macro.h"
@@ -336,6 +337,38 @@ int main(void) {
                 if (fd >= 0)
                         close(fd);
                 ok(tripwire_new(work, protected, &t) == -EFBIG && !t, "a snapshot over TRIPWIRE_BYTES_MAX is refused");
+        }
+
+        /* Last (it unshares the mount namespace): a work dir that folds case, where the .MCP.JSON the agent
+         * makes is the .mcp.json the host's tools open. */
+        {
+                char cf[] = "/tmp/test-tripwire-casefold.XXXXXX", w[sizeof(cf) + 16], p[sizeof(cf) + 32];
+                int r = mkdtemp(cf) ? casefold_tmpfs_mount(cf) : -errno;
+
+                snprintf(w, sizeof w, "%s/work", cf);
+                if (r >= 0 && (mkdir(w, 0755) < 0 || casefold_dir_set(w) < 0))
+                        r = -errno;
+                if (r < 0)
+                        skip("in a folding work dir, a missing protected name made in another case trips the wire",
+                             "no tmpfs -o casefold here (root and a kernel with CONFIG_UNICODE)");
+                else {
+                        ok(tripwire_new(w, (char *[]) { (char *) ".mcp.json", NULL }, &t) == 0,
+                           "a snapshot of a folding work dir with .mcp.json absent");
+                        pid = sleeper();
+                        ok(tripwire_arm(t, pid) == 0, "armed");
+                        snprintf(p, sizeof p, "%s/notes.txt", w);
+                        close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+                        snprintf(p, sizeof p, "%s/.MCP.JSON", w);
+                        close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+                        usleep(100000);
+                        is_str(tripwire_disarm(t), ".mcp.json",
+                               "in a folding work dir .MCP.JSON trips the wire as .mcp.json (notes.txt before it did not)");
+                        ok(was_killed(pid), "...the watched process is killed");
+                        ok(tripwire_restore(t) > 0 && access(p, F_OK) < 0, "...and .MCP.JSON is removed again");
+                        t = tripwire_free(t);
+                        (void) umount2(cf, MNT_DETACH);
+                }
+                (void) rmdir(cf);
         }
 
         snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", work, wpath("../test-tripwire-unused"));
