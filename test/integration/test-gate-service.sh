@@ -117,9 +117,9 @@ st=$?
 ok "$([ $st -ne 0 ] && echo 0 || echo 1)" "loop gate approve with the digest of another target is refused" || diag "$r"
 like "$r" "does not name what is pending" "...with a clear error"
 is "$(n_pending demo)" 1 "...and the request still waits"
-in_ct journalctl --sync
+# journald may store the record a moment after loop answered: wait for it, then read the unit's lines.
+e=$(journal_wait -u loop-gate@demo LOOP_EVENT=gate-answer-refused -o export)
 like "$(in_ct journalctl -u loop-gate@demo -o cat)" "Refused root's answer \"once\" to $wrong" "...and the refusal is journaled"
-e=$(in_ct journalctl -u loop-gate@demo LOOP_EVENT=gate-answer-refused -o export)
 like "$e" "(^|$(printf '\n'))MESSAGE_ID=f035af493c1148c5ba87ec56dfc0896b" "...as an audit record with its catalog MESSAGE_ID" || diag "$e"
 for f in "LOOP_DECISION=deny" "LOOP_REASON=digest-mismatch" "LOOP_KIND=execve" "LOOP_TARGET=git push origin main" \
         "LOOP_GATE_ID=$wrong" "LOOP_PENDING_GATE_ID=$id" "LOOP_ACTOR=root" "LOOP_ANSWER=once" "LOOP_CONTAINER=loop-demo-aaaaaa"; do
@@ -266,7 +266,7 @@ is "$(prop loop-gate@demo.service ActiveState)" active "the service keeps runnin
 is "$(report demo "$T1" "$(record allow /etc/hostname 4545)")" 200 "a local allow is taken with 200"
 is "$(local_entries 4545)" "" "... and dropped: gates.audit.verbose is off for demo, whatever the container says"
 is "$(report loud "$TL" "$(record allow /etc/hostname 4545 loud)")" 200 "a local allow on a channel with gates.audit.verbose"
-e=$(local_entries 4545)
+e=$(journal_wait -u 'loop-gate@*' LOOP_SOURCE=local LOOP_PID=4545 -o export)
 has_field "$e" LOOP_DECISION=allow && has_field "$e" PRIORITY=6 && has_field "$e" LOOP_CONTAINER=loop-loud-dddddd
 ok $? "... is journaled, at info priority"
 
