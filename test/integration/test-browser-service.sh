@@ -242,8 +242,12 @@ like "$(sed -n 3p <<<"$out")" '"isError":false.*42' "the next call works against
 
 mcp web /tmp/token-web 'computer {"action":"wait","duration":8}' >"$client/long.out" 2>&1 &
 long=$!
+# The service may still be running from the call before: the marker that this call is under way is the
+# client's first line (printed once it is connected and has listed the tools, just before it calls). Then
+# a second for the call to reach loop-browser@ (it takes 8).
+wait_for 60 test -s "$client/long.out"
 wait_for 20 active loop-browser@web.service
-sleep 2
+sleep 1
 in_ct systemctl kill -s SIGKILL loop-browser@web.service
 wait $long
 like "$(sed -n 2p "$client/long.out")" '"isError":true.*(without an answer|went away|did not answer)' \
