@@ -12,20 +12,66 @@
 #   nspawn-podman    the host's cgroup v1 hierarchies, which nspawn shares with the Podman inside a
 #                    booted container (its scopes go to the host's machine.slice, which nspawn_stop
 #                    prunes)
-# Docker's data root has its own lock in engines.sh. The waits stay well inside meson's timeouts.
+# Docker's data root has its own lock in engines.sh (taken with lock_fifo too). The waits stay well
+# inside meson's timeouts.
+#
+#   lock_fifo VAR FILE WAIT_S   flock FILE on a new fd (its number in VAR), in the order the callers came
+#
+# A plain flock is not fair: each release wakes every waiter and any of them may win, so under meson's
+# parallelism a test could lose round after round to later ones (ten tests queue on nspawn-podman, about
+# 1,000 s of holds in CI) and wait past WAIT_S or its own meson timeout. Each waiter leaves a file named by
+# its arrival time and pid in FILE.queue/ and asks flock only once it is the oldest live one there; a
+# waiter that died is skipped (its file removed). Callers that do not queue (an older checkout) still
+# exclude one another through the flock itself.
 
 TEST_LOCK_WAIT_S=${TEST_LOCK_WAIT_S:-600}
 # Sourced more than once (nspawn.sh and a test both may): the locks held so far stay.
 declare -p TEST_LOCKS_HELD >/dev/null 2>&1 || declare -A TEST_LOCKS_HELD=()
 
+lock_fifo() {
+        local -n _lock_fifo_fd=$1
+        local _lf_file=$2 _lf_q=$2.queue _lf_me _lf_f _lf_first _lf_left _lf_fd
+        local _lf_deadline=$((SECONDS + $3))
+        mkdir -p "$_lf_q" || return 1
+        _lf_me=$_lf_q/$(date +%s%N).$BASHPID
+        : >"$_lf_me" || return 1
+        if ! exec {_lf_fd}>"$_lf_file"; then
+                rm -f "$_lf_me"
+                return 1
+        fi
+        while :; do
+                _lf_first=
+                for _lf_f in "$_lf_q"/*; do
+                        [ -e "$_lf_f" ] || continue
+                        if [ "$_lf_f" = "$_lf_me" ] || kill -0 "${_lf_f##*.}" 2>/dev/null; then
+                                _lf_first=$_lf_f
+                                break
+                        fi
+                        rm -f "$_lf_f"
+                done
+                _lf_left=$((_lf_deadline - SECONDS))
+                [ "$_lf_left" -ge 0 ] || _lf_left=0
+                if [ "$_lf_first" = "$_lf_me" ]; then
+                        flock -w "$_lf_left" "$_lf_fd" && break
+                        _lf_left=0
+                fi
+                if [ "$_lf_left" -le 0 ]; then
+                        rm -f "$_lf_me"
+                        exec {_lf_fd}>&-
+                        return 1
+                fi
+                sleep 0.5
+        done
+        rm -f "$_lf_me"
+        _lock_fifo_fd=$_lf_fd
+}
+
 test_lock() {
         local name=${1:?test_lock NAME} wait=${2:-$TEST_LOCK_WAIT_S} fd
         [ -n "${TEST_LOCKS_HELD[$name]:-}" ] && return 0
         mkdir -p /run/lock || return 1
-        exec {fd}>"/run/lock/loop-test-$name.lock" || return 1
-        if ! flock -w "$wait" "$fd"; then
-                echo "locks: another test held $name for more than $wait s" >&2
-                exec {fd}>&-
+        if ! lock_fifo fd "/run/lock/loop-test-$name.lock" "$wait"; then
+                echo "locks: the tests before this one held $name for more than $wait s" >&2
                 return 1
         fi
         TEST_LOCKS_HELD[$name]=$fd
