@@ -156,7 +156,7 @@ check "the host's HTTP proxy starts there too" in_ct systemd-run --unit=egress-p
 in_ct sh -c "mkdir -p /run/egress-mitm-auth && printf 'proxyauth: \"%s\"\\n' '$PROXY_USER:$PROXY_PASS' >/run/egress-mitm-auth/config.yaml"
 check "...and one that asks for a password" in_ct systemd-run --unit=egress-authproxy -p NetworkNamespacePath=/run/netns/up \
         mitmdump -q --listen-host 198.51.100.2 --listen-port 8081 --ignore-hosts '.*' --set confdir=/run/egress-mitm-auth
-in_ct curl -s --max-time 5 http://10.0.0.5/hello | grep -q 'hello from upstream'
+in_ct curl -s --max-time 30 http://10.0.0.5/hello | grep -q 'hello from upstream'
 ok $? "...and the private address answers when asked directly from the host (so a refusal is the gateway's)"
 
 check "systemd-sysusers creates the loop user" in_ct systemd-sysusers

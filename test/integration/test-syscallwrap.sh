@@ -542,7 +542,7 @@ atexit "'$lib/kernel-audit' enabled '$audit_was' >/dev/null"
 "$lib/kernel-audit" listen "$AUDIT_LOG" &
 audit_pid=$!
 atexit "kill $audit_pid 2>/dev/null"
-wait_for 10 grep -q '^listening' "$AUDIT_LOG" || bail_out "the audit listener does not start"
+wait_for 30 grep -q '^listening' "$AUDIT_LOG" || bail_out "the audit listener does not start"
 wrap "$PROBE" leave-root gp-leaveroot
 is "${out% nr=*}" "chroot=EPERM pivot_root=EPERM setns=EPERM unshare=EPERM clone=EPERM" \
         "no way out of the supervisor's root: chroot, pivot_root, setns, a new mount namespace (EPERM)"
