@@ -372,7 +372,7 @@ print(max([e.get("remove_at_usec", 0) for e in json.load(open(sys.argv[1])).get(
         # --- stopping ---
         "$LOOP" run demo "scenario:sleep 60" >/dev/null 2>"$T/int.err" &
         pid=$!
-        for _ in $(seq 100); do [ "$(containers_left)" -gt 0 ] && break; sleep 0.1; done
+        for _ in $(seq 600); do [ "$(containers_left)" -gt 0 ] && break; sleep 0.1; done
         sleep 1
         kill -INT "$pid"
         wait "$pid"
@@ -398,7 +398,7 @@ print(max([e.get("remove_at_usec", 0) for e in json.load(open(sys.argv[1])).get(
         # The engine dies mid-run: a clear error, no hang (the test's own timeout bounds it).
         "$LOOP" run demo "scenario:sleep 60" >/dev/null 2>"$T/dead.err" &
         pid=$!
-        for _ in $(seq 100); do [ "$(containers_left)" -gt 0 ] && break; sleep 0.1; done
+        for _ in $(seq 600); do [ "$(containers_left)" -gt 0 ] && break; sleep 0.1; done
         sleep 1
         kill -KILL "$(engine_pid "$eng")"
         timeout 60 tail --pid="$pid" -f /dev/null
