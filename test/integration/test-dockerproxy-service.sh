@@ -170,16 +170,19 @@ after_flood_journaled() {
 wait_for 30 after_flood_journaled
 ok $? "after $FLOOD refused requests, the next real decision is in the journal"
 caller_counts() {
-        proxy_journal --after-cursor "$cursor" LOOP_RULE=caller | awk -v one=0 -v dropped=0 '
-                /^$/ { if (seen) { if (d != "") dropped += d; else one++ } seen = 0; d = "" }
+        proxy_journal --after-cursor "$cursor" LOOP_RULE=caller | awk -v one=0 -v dropped=0 -v counts=0 '
+                /^$/ { if (seen) { if (d != "") { dropped += d; counts++ } else one++ } seen = 0; d = "" }
                 /^LOOP_RULE=caller$/ { seen = 1 }
                 /^LOOP_DROPPED=/ { d = substr($0, 14) }
-                END { if (seen) { if (d != "") dropped += d; else one++ } print one, dropped }'
+                END { if (seen) { if (d != "") { dropped += d; counts++ } else one++ } print one, dropped, counts }'
 }
-flood_counted() { read -r one dropped <<<"$(caller_counts)"; [ $((one + dropped)) -eq $FLOOD ]; }
+flood_counted() { read -r one dropped _ <<<"$(caller_counts)"; [ $((one + dropped)) -eq $FLOOD ]; }
 wait_for 30 flood_counted
-read -r one dropped <<<"$(caller_counts)"
-ok "$([ "$one" -le 30 ] && echo 0 || echo 1)" "the refused caller's requests are journaled a few one by one ($one)"
+read -r one dropped counts <<<"$(caller_counts)"
+# PROXY_REFUSED_PER_WINDOW (3) one by one in each 10 s window the flood spans, each with its count record
+# (the last window's may have held none back): a loaded machine's flood may span many
+ok "$([ "$one" -le $((3 * (counts + 1))) ] && echo 0 || echo 1)" \
+        "the refused caller's requests are journaled a few one by one ($one, at most 3 a window; $counts counts)"
 is "$((one + dropped))" "$FLOOD" "...and the rest as counts per burst (LOOP_DROPPED: $dropped)"
 
 # --- idle exit and hardening -----------------------------------------------------------------------
