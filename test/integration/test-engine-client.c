@@ -445,7 +445,7 @@ static int mode_parse(void) {
                         r = engine_ping(e);
                         double dt = now() - t0;
                         is_int(r, -ETIMEDOUT, "an engine that never answers times out");
-                        ok(dt < 3, "after the configured timeout (%.1f s)", dt);
+                        ok(dt < 10, "after the configured timeout, not the default 30 s (%.1f s)", dt);
                         ok(strstr(engine_last_error(e), "no answer from") != NULL, "message: %s", engine_last_error(e));
                 }
                 fake_stop(&f);
@@ -1010,7 +1010,7 @@ static void test_events(Engine *e, const char *image, const char *sock) {
         r = engine_events(ei, none, on_event, &w);
         double dt = now() - t0;
         is_int(r, -EINTR, "engine_interrupt() from a signal handler ends an idle event stream with -EINTR");
-        ok(dt < 4, "promptly (%.2f s after the signal at 1 s)", dt);
+        ok(dt < 10, "promptly (%.2f s after the signal at 1 s; a stream has no timeout of its own)", dt);
         r = engine_ping(ei);
         is_int(r, 0, "calls that are not streams still work after an interrupt");
         r = engine_container_logs(ei, "whatever", true, collect, &(Output) {});
