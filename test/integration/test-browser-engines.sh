@@ -96,7 +96,7 @@ service_start() {
                 -E LOOP_BROWSER_IDLE_SEC=3600 "$@" -l "$LOOP_RUNTIME_DIR/web/browser.sock" \
                 setpriv --reuid="$BROWSER_USER" --regid=nogroup --clear-groups "$SERVICE" web >>"$T/service-$eng.log" 2>&1 &
         service_pid=$!
-        wait_for 10 test -S "$LOOP_RUNTIME_DIR/web/browser.sock"
+        wait_for 30 test -S "$LOOP_RUNTIME_DIR/web/browser.sock"
 }
 inspect() { engine_api "$ENGINE_SOCK" "http://d/v1.41/containers/loop-chrome-web/json"; }
 jq_py() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
@@ -137,7 +137,7 @@ EOF2
                 -E STATE_DIRECTORY='$T/gwstate' -l '$LOOP_RUNTIME_DIR/web/gateway.sock' '$GATEWAY' web --config '$T/cred/egress.json'" \
                 >"$T/gateway-$eng.log" 2>&1 &
         gateway_pid=$!
-        wait_for 10 test -S "$LOOP_RUNTIME_DIR/web/gateway.sock"
+        wait_for 30 test -S "$LOOP_RUNTIME_DIR/web/gateway.sock"
 
         "$LOOP" chrome --user "$BROWSER_USER" web >"$T/chrome-$eng.log" 2>&1 &
         chrome_pid=$!

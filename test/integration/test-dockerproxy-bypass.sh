@@ -44,7 +44,8 @@ for kind in podman docker; do
         [ "$kind" = docker ] && sock=$DOCKER_SOCK
         engine_import_busybox "$sock" "$IMAGE" || bail_out "busybox import into $kind failed"
 
-        curl -sN --unix-socket "$sock" http://d/v1.41/events >"$T/events-$kind" 2>/dev/null &
+        # From a time before the canary (since=): the stream sees it however late curl connects.
+        curl -sN --unix-socket "$sock" "http://d/v1.41/events?since=$(($(date +%s) - 1))" >"$T/events-$kind" 2>/dev/null &
         EVENTS_PID=$!
 
         rm -f "$T/proxy.sock"
@@ -75,7 +76,12 @@ for kind in podman docker; do
         is "$out" "200:1 200:0 200:0 " "$kind: three requests on one connection are answered on it (keep-alive)"
         is "$(grep -c 'allow: GET /v1.41/_ping ' "$T/proxy-$kind.log")" 3 "$kind: each request on a kept connection is journaled on its own"
 
-        sleep 1
+        # A container made on the engine itself after the hostile requests: once the stream shows it, it
+        # has shown whatever those requests made the engine do (an absence is only looked for after it).
+        engine_api "$sock" -X POST -H 'Content-Type: application/json' -d "{\"Image\":\"$IMAGE\",\"Cmd\":[\"true\"]}" \
+                "http://d/v1.41/containers/create?name=late-canary" >/dev/null
+        wait_for 60 grep -q late-canary "$T/events-$kind"
+        ok $? "$kind: the engine's event stream caught up with the requests (a later container is in it)"
         kill "$EVENTS_PID" 2>/dev/null
         wait "$EVENTS_PID" 2>/dev/null
         EVENTS_PID=

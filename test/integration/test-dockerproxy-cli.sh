@@ -239,7 +239,7 @@ for kind in podman docker; do
                 ok "$([ "$building" -eq 0 ] || [ "$alive" = yes ] && echo 0 || echo 1)" \
                         "podman: a build's client leaves mid-build: the proxy stays while the engine builds"
                 wait_for 30 sh -c "! pgrep -f 'sleep 6[;] echo slow-build-step'"
-                wait_for 10 sh -c "! kill -0 $idle_pid"
+                wait_for 30 sh -c "! kill -0 $idle_pid"
                 ok $? "podman: ... and goes once the engine is done with the build"
                 kill "$idle_pid" 2>/dev/null
                 wait "$idle_pid" 2>/dev/null

@@ -60,8 +60,9 @@ services:
     volumes: ["data:/data"]
     networks: ["net"]
   web:
+    # depends_on orders the starts, it does not wait for db's httpd: web asks until it answers
     image: $IMAGE
-    command: ["sh", "-c", "echo web-started; sleep 2; wget -q -O - http://db:8080/state; exec sleep 300"]
+    command: ["sh", "-c", "echo web-started; until wget -q -O - http://db:8080/state; do sleep 1; done; exec sleep 300"]
     depends_on: ["db"]
     networks: ["net"]
 volumes:

@@ -49,6 +49,8 @@ done_in() { in_ct grep -q '^status=' "$1"; }
 first_id() { in_ct loop gate list demo --json 2>/dev/null | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' | head -1; }
 pending() { [ -n "$(first_id)" ]; }
 proxy_journal() { in_ct journalctl --sync; in_ct journalctl -o export -u 'loop-dockerproxy@demo' "$@"; }
+# proxy_record FILTER...: the same once one is there (journald may store a record after the proxy answered)
+proxy_record() { journal_wait -o export -u 'loop-dockerproxy@demo' "$@"; }
 
 nspawn_boot "$M" --podman --stage "$LOOP_STAGE" --config "$cfg" "$(journald_small_limit)" \
         --bind-ro="$DOCKER_CLI:/opt/loop-test-docker/docker" || bail_out "could not boot systemd with podman"
@@ -106,7 +108,7 @@ like "$out" "pinned-data" "a nested container with a bind of the work dir runs, 
         diag "$out"
 }
 like "$out" "pinned-data[[:space:]]+$(in_ct id -u loop | tr -d '\r')([[:space:]]|\$)" "...as the agent's uid (loop's), whatever the image says"
-frozen=$(proxy_journal LOOP_FROZEN=2)
+frozen=$(proxy_record LOOP_FROZEN=2)
 like "$frozen" "LOOP_PATH=/v[0-9.]+/containers/[0-9a-f]+/start" \
         "...with the agent's container and the running nested one frozen (LOOP_FROZEN=2 in the journal)" ||
         diag "$(proxy_journal | grep -a -E 'LOOP_(FROZEN|PATH|REASON)' | tail -20)"
@@ -131,17 +133,17 @@ like "$res" "not approved" "a denied exec is refused with the gate's answer" || 
 unlike "$res" "exec-denied" "...and does not run"
 
 # --- the journal ---------------------------------------------------------------------------------------
-deny=$(proxy_journal LOOP_DECISION=deny LOOP_STATUS=403)
+deny=$(proxy_record LOOP_DECISION=deny LOOP_STATUS=403)
 for f in LOOP_CHANNEL=demo 'LOOP_CONTAINER=loop-[a-z]+-[0-9a-f]{6}' LOOP_KIND=docker LOOP_METHOD=POST \
          'LOOP_PATH=/v[0-9.]+/containers/create' 'LOOP_RULE=body\[[0-9]+\]' LOOP_LATENCY_NS=[0-9]+ \
          'MESSAGE_ID=26a10ae3739a4d5181b59cd9f48a917f'; do
         like "$deny" "$f" "a refused request's journal entry has $f"
 done
-like "$(proxy_journal LOOP_DECISION=allow LOOP_STATUS=201)" "LOOP_PATH=/v[0-9.]+/containers/create" \
+like "$(proxy_record LOOP_DECISION=allow LOOP_STATUS=201)" "LOOP_PATH=/v[0-9.]+/containers/create" \
         "an allowed create is journaled with the engine's 201"
-like "$(proxy_journal LOOP_DECISION=allow LOOP_ACTOR=root)" "LOOP_PATH=/v[0-9.]+/exec/[0-9a-f]+/start" \
+like "$(proxy_record LOOP_DECISION=allow LOOP_ACTOR=root)" "LOOP_PATH=/v[0-9.]+/exec/[0-9a-f]+/start" \
         "an approved request is journaled with the human who approved it"
-like "$(proxy_journal LOOP_DECISION=deny LOOP_ACTOR=root)" "LOOP_PATH=/v[0-9.]+/containers/[0-9a-f]{64}/exec" \
+like "$(proxy_record LOOP_DECISION=deny LOOP_ACTOR=root)" "LOOP_PATH=/v[0-9.]+/containers/[0-9a-f]{64}/exec" \
         "a request a human denied is journaled with the human who denied it"
 unlike "$(proxy_journal)" "nested-hello|exec-approved|X-Registry-Auth" "no body or header reaches the journal"
 
@@ -162,19 +164,25 @@ output = /dev/null' | head -n $((2 * FLOOD)) >/tmp/flood.curl"
 cursor=$(proxy_journal -n 1 | sed -n 's/^__CURSOR=//p')
 in_ct setpriv --reuid 65534 --regid 65534 --clear-groups curl -s -K /tmp/flood.curl --unix-socket /run/loop/demo/docker.sock
 in_ct curl -s -o /dev/null --unix-socket /run/loop/demo/docker.sock http://d/containers/after-the-flood/json
-like "$(proxy_journal --after-cursor "$cursor")" "LOOP_PATH=(/v[0-9.]+)?/containers/after-the-flood/json" \
-        "after $FLOOD refused requests, the next real decision is in the journal"
+after_flood_journaled() {
+        proxy_journal --after-cursor "$cursor" | grep -a -q -E '^LOOP_PATH=(/v[0-9.]+)?/containers/after-the-flood/json'
+}
+wait_for 30 after_flood_journaled
+ok $? "after $FLOOD refused requests, the next real decision is in the journal"
 caller_counts() {
-        proxy_journal --after-cursor "$cursor" LOOP_RULE=caller | awk -v one=0 -v dropped=0 '
-                /^$/ { if (seen) { if (d != "") dropped += d; else one++ } seen = 0; d = "" }
+        proxy_journal --after-cursor "$cursor" LOOP_RULE=caller | awk -v one=0 -v dropped=0 -v counts=0 '
+                /^$/ { if (seen) { if (d != "") { dropped += d; counts++ } else one++ } seen = 0; d = "" }
                 /^LOOP_RULE=caller$/ { seen = 1 }
                 /^LOOP_DROPPED=/ { d = substr($0, 14) }
-                END { if (seen) { if (d != "") dropped += d; else one++ } print one, dropped }'
+                END { if (seen) { if (d != "") { dropped += d; counts++ } else one++ } print one, dropped, counts }'
 }
-flood_counted() { read -r one dropped <<<"$(caller_counts)"; [ $((one + dropped)) -eq $FLOOD ]; }
+flood_counted() { read -r one dropped _ <<<"$(caller_counts)"; [ $((one + dropped)) -eq $FLOOD ]; }
 wait_for 30 flood_counted
-read -r one dropped <<<"$(caller_counts)"
-ok "$([ "$one" -le 30 ] && echo 0 || echo 1)" "the refused caller's requests are journaled a few one by one ($one)"
+read -r one dropped counts <<<"$(caller_counts)"
+# PROXY_REFUSED_PER_WINDOW (3) one by one in each 10 s window the flood spans, each with its count record
+# (the last window's may have held none back): a loaded machine's flood may span many
+ok "$([ "$one" -le $((3 * (counts + 1))) ] && echo 0 || echo 1)" \
+        "the refused caller's requests are journaled a few one by one ($one, at most 3 a window; $counts counts)"
 is "$((one + dropped))" "$FLOOD" "...and the rest as counts per burst (LOOP_DROPPED: $dropped)"
 
 # --- idle exit and hardening -----------------------------------------------------------------------

@@ -151,7 +151,8 @@ wait_for 60 done_in /tmp/approve.out
 res=$(in_ct cat /tmp/approve.out)
 like "$res" "Linux" "the approved command runs" || diag "$res"
 like "$res" "status=0" "...and the run succeeds"
-like "$(gate_journal LOOP_EVENT=gate-decision LOOP_DECISION=allow)" "LOOP_ACTOR=root" \
+# (waited for: journald may store the record a moment after the agent went on)
+like "$(journal_wait -o export -u 'loop-gate@*' LOOP_EVENT=gate-decision LOOP_DECISION=allow LOOP_ACTOR=root)" "LOOP_ACTOR=root" \
         "the approval is journaled with the human who gave it"
 
 # --- approvals: a human denies -----------------------------------------------------------------------
@@ -165,7 +166,8 @@ wait_for 60 done_in /tmp/deny.out
 res=$(in_ct cat /tmp/deny.out)
 like "$res" "rc=1" "the denied read fails" || diag "$res"
 unlike "$res" "top-secret" "...and the agent never sees the secret"
-like "$(gate_journal LOOP_EVENT=gate-decision LOOP_DECISION=deny)" "LOOP_TARGET=/var/lib/loop/demo/work/secret.txt" \
+like "$(journal_wait -o export -u 'loop-gate@*' LOOP_EVENT=gate-decision LOOP_DECISION=deny LOOP_TARGET=/var/lib/loop/demo/work/secret.txt)" \
+        "LOOP_TARGET=/var/lib/loop/demo/work/secret.txt" \
         "the human deny is journaled with its target"
 
 # --- the gate service killed in the middle of a request ---------------------------------------------

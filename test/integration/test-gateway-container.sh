@@ -156,7 +156,7 @@ check "the host's HTTP proxy starts there too" in_ct systemd-run --unit=egress-p
 in_ct sh -c "mkdir -p /run/egress-mitm-auth && printf 'proxyauth: \"%s\"\\n' '$PROXY_USER:$PROXY_PASS' >/run/egress-mitm-auth/config.yaml"
 check "...and one that asks for a password" in_ct systemd-run --unit=egress-authproxy -p NetworkNamespacePath=/run/netns/up \
         mitmdump -q --listen-host 198.51.100.2 --listen-port 8081 --ignore-hosts '.*' --set confdir=/run/egress-mitm-auth
-in_ct curl -s --max-time 5 http://10.0.0.5/hello | grep -q 'hello from upstream'
+in_ct curl -s --max-time 30 http://10.0.0.5/hello | grep -q 'hello from upstream'
 ok $? "...and the private address answers when asked directly from the host (so a refusal is the gateway's)"
 
 check "systemd-sysusers creates the loop user" in_ct systemd-sysusers
@@ -344,22 +344,24 @@ like "$out" "held=256 busy=3000 other=0" "with 256 connections held, a flood of 
 busy_counts() {
         in_ct journalctl --sync >/dev/null 2>&1
         gw_journal --after-cursor "$cursor" | awk '
-                /^$/ { if (seen) { if (d != "") dropped += d; else one++ } seen = 0; d = "" }
+                /^$/ { if (seen) { if (d != "") { dropped += d; counts++ } else one++ } seen = 0; d = "" }
                 /^LOOP_REASON=busy$/ { seen = 1 }
                 /^LOOP_DROPPED=/ { d = substr($0, 14) }
-                END { if (seen) { if (d != "") dropped += d; else one++ } print one + 0, dropped + 0 }'
+                END { if (seen) { if (d != "") { dropped += d; counts++ } else one++ } print one + 0, dropped + 0, counts + 0 }'
 }
 # The count is journaled when the limiter's window (10 s) has passed and the gateway next looks at it.
 busy_all() {
         in_ct curl -s -o /dev/null --unix-socket /run/loop/demo/gateway.sock http://gateway/.loop/ca.pem
-        read -r one dropped <<<"$(busy_counts)"
+        read -r one dropped _ <<<"$(busy_counts)"
         [ $((one + dropped)) -eq 3000 ]
 }
 wait_for 40 busy_all
-read -r one dropped <<<"$(busy_counts)"
-diag "over the cap: $one refusals journaled one by one, $dropped counted"
-ok $(( one + dropped == 3000 && one <= 10 && dropped > 0 ? 0 : 1 )) \
-        "...journaled as a few records one by one ($one) and the rest as a count ($dropped): all 3000 accounted for" ||
+read -r one dropped counts <<<"$(busy_counts)"
+diag "over the cap: $one refusals journaled one by one, $dropped counted in $counts records"
+# GATEWAY_BUSY_PER_WINDOW (3) one by one in each 10 s window: a loaded machine's flood may span several,
+# each with its count record (the last window's may not have reached it).
+ok $(( one + dropped == 3000 && one <= 3 * (counts + 1) && dropped > 0 ? 0 : 1 )) \
+        "...journaled as a few records one by one ($one, at most 3 a window) and the rest as a count ($dropped): all 3000 accounted for" ||
         diag "$(in_ct journalctl -u 'loop-gateway@*' --after-cursor "$cursor" -o export | grep -E '^(MESSAGE|LOOP_REASON|LOOP_DROPPED|_SYSTEMD_UNIT)=' | grep -B1 -A2 -iE 'busy|more connections|refusing' | head -20)"
 agent "$curl_proxy -w ' http=%{http_code}\n' http://denied.test/after-the-flood"
 like "$(gw_record "LOOP_PATH=/after-the-flood" LOOP_EVENT=gateway-request LOOP_HOST=denied.test LOOP_DECISION=deny)" \

@@ -34,7 +34,7 @@ systemd-socket-activate -E LOOP_LOG_TARGET=console -E LOOP_GATEWAY_IDLE_SEC=300 
         "$GATEWAY" demo --config "$T/egress.json" >"$T/gateway.log" 2>&1 &
 gw=$!
 atexit "kill $gw 2>/dev/null; wait $gw 2>/dev/null"
-wait_for 5 test -S "$T/gateway.sock" || bail_out "the gateway's socket did not appear"
+wait_for 30 test -S "$T/gateway.sock" || bail_out "the gateway's socket did not appear"
 
 # Sends a request head a byte a second for 45 s (never complete: no blank line) and prints what came
 # back and how many bytes it had sent by then.

@@ -170,7 +170,15 @@ is "$(LC_ALL=C grep -cP '[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80\xae' 
 # -f: follow from now (a service of the container, so nothing outlives it), then log one more run.
 check "loop logs -f starts" in_ct systemd-run --quiet --collect --unit="follow-$RUN" -p RuntimeMaxSec=60 \
         -p StandardOutput=file:/tmp/follow.out loop logs "$CH" -f -n 0 --json
-sleep 1         # it must have seeked to the end before the new events come
+# It must have seeked to the end before the new events come: it has once it waits on the journal (the
+# inotify descriptor sd_journal_wait() makes after the seek); a fixed second was not always enough.
+follow_waits() {
+        in_ct sh -c 'p=$(systemctl show -P MainPID "$1") && [ "${p:-0}" != 0 ] &&
+                     for f in /proc/$p/fd/*; do [ "$(readlink "$f")" = "anon_inode:inotify" ] && exit 0; done; exit 1' \
+                sh "follow-$RUN.service"
+}
+wait_for 60 follow_waits
+ok $? "loop logs -f waits for new entries"
 is "$(in_ct systemctl is-active "follow-$RUN.service")" active "loop logs -f keeps running"
 check "audit-emit logs again while loop logs -f follows" in_ct systemd-run --wait --quiet --collect \
         --unit="audit-emit-again-$RUN" --setenv=AUDIT_EMIT_SECRET="$SECRET" "$EMIT" "$CH"

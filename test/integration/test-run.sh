@@ -85,7 +85,7 @@ EOF
 { "work_dir": "$T/work", "container_timeout_sec": 3 }
 EOF
         cat >"$T/etc/channels.d/kept.json" <<EOF
-{ "work_dir": "$T/work", "container_keep_alive_sec": 3 }
+{ "work_dir": "$T/work", "container_keep_alive_sec": 10 }
 EOF
         echo '{ "container_memory_mb": "lots" }' >"$T/etc/channels.d/broken.json"
         chmod 0640 "$T"/etc/*.json "$T"/etc/channels.d/*.json
@@ -216,7 +216,7 @@ for eng in podman docker; do
 
         # --- the registry: a finished container is kept for container_keep_alive_sec, then removed ---
         run kept hello
-        is "$st" 0 "$eng: a run on a channel with container_keep_alive_sec=3 succeeds"
+        is "$st" 0 "$eng: a run on a channel with container_keep_alive_sec=10 succeeds"
         is "$(containers_left)" 1 "$eng: ...and its stopped container is kept for its logs"
         st_json=$("$LOOP" status kept --json 2>/dev/null)
         like "$st_json" '"status": *"pending-removal"' "$eng: loop status shows it pending removal"
@@ -225,7 +225,13 @@ for eng in podman docker; do
                 "$eng: the channel's registry file records the container and its type"
         "$LOOP" reconcile kept 2>"$T/rec.err"
         is "$(containers_left)" 1 "$eng: loop reconcile keeps it before its time"
-        sleep 3.5
+        # Past its time by the registry's own clock (a fixed sleep would be too short or needlessly long;
+        # the keep-alive is long enough that a loaded machine still runs the reconcile above before it).
+        remove_at=$(python3 -c 'import json, sys
+print(max([e.get("remove_at_usec", 0) for e in json.load(open(sys.argv[1])).get("containers", [])] + [0]))' \
+                "$LOOP_STATE_DIR/kept/registry.json" 2>/dev/null)
+        past_remove_at() { [ "$(date +%s%6N)" -gt "${remove_at:-0}" ]; }
+        wait_for 30 past_remove_at
         "$LOOP" reconcile kept 2>"$T/rec.err"
         is "$?" 0 "$eng: loop reconcile succeeds"
         is "$(containers_left)" 0 "$eng: ...and removes the container once its keep-alive is over"
@@ -296,6 +302,13 @@ for eng in podman docker; do
                 done
                 return 1
         }
+        # waiting_for_ready PID: that `loop shell` is in its wait for the ready file (it watches the
+        # container's main process through a pidfd meanwhile, and only then).
+        waiting_for_ready() {
+                local fd
+                for fd in "/proc/$1/fd/"*; do [ "$(readlink "$fd" 2>/dev/null)" = 'anon_inode:[pidfd]' ] && return 0; done
+                return 1
+        }
         "$LOOP" shell kept -- sleep 120 >/dev/null 2>&1 &
         hold=$!
         wait_shell_ready
@@ -304,7 +317,8 @@ for eng in podman docker; do
         rm -f "$ready"
         "$LOOP" shell kept -- sh -c 'echo ran' >"$T/sh3" 2>"$T/sh3.err" &
         p3=$!
-        sleep 1
+        wait_for 60 waiting_for_ready "$p3"
+        sleep 0.5
         kill -0 "$p3" 2>/dev/null && [ ! -s "$T/sh3" ]
         ok $? "$eng: a session does not start before the entrypoint is done" || diag "$(cat "$T/sh3" "$T/sh3.err")"
         touch "$ready"
@@ -313,7 +327,8 @@ for eng in podman docker; do
         rm -f "$ready"
         "$LOOP" shell kept -- sh -c 'echo ran' >"$T/sh4" 2>"$T/sh4.err" &
         p4=$!
-        sleep 1
+        # killed while the session waits, not before it has looked (it would start the container again)
+        wait_for 60 waiting_for_ready "$p4"
         engine_api "$ENGINE_SOCK" -X POST "http://d/v1.41/containers/$sid/kill" >/dev/null
         wait "$p4"
         sh_st=$?
@@ -357,7 +372,7 @@ for eng in podman docker; do
         # --- stopping ---
         "$LOOP" run demo "scenario:sleep 60" >/dev/null 2>"$T/int.err" &
         pid=$!
-        for _ in $(seq 100); do [ "$(containers_left)" -gt 0 ] && break; sleep 0.1; done
+        for _ in $(seq 600); do [ "$(containers_left)" -gt 0 ] && break; sleep 0.1; done
         sleep 1
         kill -INT "$pid"
         wait "$pid"
@@ -383,7 +398,7 @@ for eng in podman docker; do
         # The engine dies mid-run: a clear error, no hang (the test's own timeout bounds it).
         "$LOOP" run demo "scenario:sleep 60" >/dev/null 2>"$T/dead.err" &
         pid=$!
-        for _ in $(seq 100); do [ "$(containers_left)" -gt 0 ] && break; sleep 0.1; done
+        for _ in $(seq 600); do [ "$(containers_left)" -gt 0 ] && break; sleep 0.1; done
         sleep 1
         kill -KILL "$(engine_pid "$eng")"
         timeout 60 tail --pid="$pid" -f /dev/null

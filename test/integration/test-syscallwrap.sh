@@ -157,10 +157,13 @@ unlike "$out" "^allowed" "the agent cannot reach a file through the supervisor's
 like "$(grep -o 'rc=[0-9]*' <<<"$out" | tr '\n' ' ')" "^rc=[1-9] rc=[1-9] $" "  ... nor its fds (/proc/PID/fd/N)"
 record_has '"rule_id":"supervisor"'; ok $? "  ... denied by the gate and recorded"
 # As root, while the supervisor runs: its environ block no longer holds the token either.
-(cd "$H" && LOOP_GATE_TOKEN=tok-0123456789abcdef exec "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sleep 3 \
+# (Its agent is a sleep with an argument of this test's own: other tests' agents may run as the same user.
+# The supervisor takes the token out before it forks the agent: once the agent runs, it is gone.)
+agent_runs() { pgrep -u "$U" -f "^sleep $1\$" >/dev/null; }
+(cd "$H" && LOOP_GATE_TOKEN=tok-0123456789abcdef exec "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sleep "300.$$" \
         >/dev/null 2>&1) &
 sup=$!
-sleep 1
+wait_for 60 agent_runs "300.$$"
 if [ -n "$sup" ] && [ -r "/proc/$sup/environ" ]; then
         tr '\0' '\n' <"/proc/$sup/environ" | grep -q 0123456789abcdef
         ok $((!$?)) "the token's bytes are wiped from the supervisor's environment block"
@@ -168,6 +171,8 @@ if [ -n "$sup" ] && [ -r "/proc/$sup/environ" ]; then
 else
         ok 1 "the supervisor was found running (pid '$sup')"
 fi
+kill -TERM "$sup" 2>/dev/null
+wait "$sup" 2>/dev/null
 wait "$sup"
 
 # --- file rules ---------------------------------------------------------------------------------------
@@ -446,10 +451,12 @@ rm -f "$H/prelinked.txt"; rm -rf "$H/box" "$H/opened"
 python3 -c 'import socket,sys,os
 for p in sys.argv[1:]:
     s = socket.socket(socket.AF_UNIX); s.bind(p); os.chmod(p, 0o666); s.listen(8); globals()["k"+p] = s
+open(sys.argv[-1] + ".listening", "w").close()
 import time; time.sleep(300)' "$T/denied.sock" "$T/ok.sock" &
 srv=$!
 atexit "kill $srv 2>/dev/null"
-for _ in $(seq 50); do [ -S "$T/ok.sock" ] && break; sleep 0.1; done
+# (the socket file is there from bind(), a moment before listen(): wait for the server's own word)
+wait_for 30 test -e "$T/ok.sock.listening"
 ln -s "$T/denied.sock" "$T/innocent.sock"
 wrap "$PROBE" connect "$T/denied.sock"
 is "$out" EPERM "connecting to a denied socket path is denied"
@@ -531,8 +538,9 @@ is "$out" "held=64 released" \
 rm -f "$H"/race-ok.sock "$H"/race-no.sock "$H"/rights.sock "$H"/creds.sock "$H"/full.sock "$H"/gone.sock "$H"/gone.sock.2
 python3 -c 'import socket,sys,os
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
+open(sys.argv[1] + ".listening", "w").close()
 c, _ = s.accept(); print(c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12).hex())' "$T/cred.sock" >"$T/cred.out" &
-for _ in $(seq 50); do [ -S "$T/cred.sock" ] && break; sleep 0.1; done
+wait_for 30 test -e "$T/cred.sock.listening"
 wrap "$PROBE" connect "$T/cred.sock"
 is "$out" ok "an allowed connect performed by the supervisor connects the agent's own socket"
 wait $! 2>/dev/null
@@ -585,13 +593,13 @@ atexit "'$lib/kernel-audit' enabled '$audit_was' >/dev/null"
 "$lib/kernel-audit" listen "$AUDIT_LOG" &
 audit_pid=$!
 atexit "kill $audit_pid 2>/dev/null"
-wait_for 10 grep -q '^listening' "$AUDIT_LOG" || bail_out "the audit listener does not start"
+wait_for 30 grep -q '^listening' "$AUDIT_LOG" || bail_out "the audit listener does not start"
 wrap "$PROBE" leave-root gp-leaveroot
 is "${out% nr=*}" "chroot=EPERM pivot_root=EPERM setns=EPERM unshare=EPERM clone=EPERM" \
         "no way out of the supervisor's root: chroot, pivot_root, setns, a new mount namespace (EPERM)"
 IFS=, read -r nr_chroot nr_pivot nr_setns nr_unshare nr_clone <<<"${out#* nr=}"
 for n in chroot:$nr_chroot pivot_root:$nr_pivot setns:$nr_setns unshare:$nr_unshare clone:$nr_clone; do
-        wait_for 5 grep -Eq "^type=1326 .*comm=\"gp-leaveroot\" .*syscall=${n#*:} .*code=0x50000" "$AUDIT_LOG"
+        wait_for 30 grep -Eq "^type=1326 .*comm=\"gp-leaveroot\" .*syscall=${n#*:} .*code=0x50000" "$AUDIT_LOG"
         ok $? "  ... ${n%%:*} is refused by the gate's own logged filter (a SECCOMP record, errno action)"
 done
 wrap sh -c "echo forked; (echo subshell)"
@@ -623,17 +631,18 @@ like "$out" "opened-a=[1-9]" "  ... while the allowed target opens"
 diag "symlink race: $out"
 
 # The supervisor dies: the agent dies with it (PDEATHSIG), never runs unguarded.
-(cd "$H" && exec "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sleep 30 >/dev/null 2>&1) &
+(cd "$H" && exec "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sleep "301.$$" >/dev/null 2>&1) &
 sup=$!
-sleep 1
+wait_for 60 agent_runs "301.$$"
+ok $? "the agent of a supervisor runs"
 kill -KILL "$sup" 2>/dev/null
 wait "$sup" 2>/dev/null
-sleep 0.5
-pgrep -u "$U" -f "^sleep 30" >/dev/null
-ok $((!$?)) "killing the supervisor kills the agent"
-(cd "$H" && exec "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sleep 30 >/dev/null 2>&1) &
+agent_gone() { ! agent_runs "$1"; }
+wait_for 30 agent_gone "301.$$"
+ok $? "killing the supervisor kills the agent"
+(cd "$H" && exec "$LOOP" syscallwrap --uid "$U" --gid "$G" -- sleep "302.$$" >/dev/null 2>&1) &
 sup=$!
-sleep 1
+wait_for 60 agent_runs "302.$$"
 kill -TERM "$sup"
 wait "$sup"
 echo $? >"$T/term"
@@ -659,13 +668,13 @@ systemd-socket-activate -E LOOP_RUNTIME_DIR="$T/run" -E LOOP_GATE_IDLE_SEC=300 -
         -l "$T/run/demo/gate.sock" -l "$T/run/demo/gate-admin.sock" --fdname=gate:admin "$GATE" demo >"$T/gate.log" 2>&1 &
 gate=$!
 atexit "kill $gate 2>/dev/null"
-for _ in $(seq 50); do [ -S "$T/run/demo/gate-admin.sock" ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -S "$T/run/demo/gate-admin.sock" ] && break; sleep 0.1; done
 chmod 0666 "$T/run/demo/gate.sock"
 
 pending_id() { "$LOOP" gate list demo --json 2>/dev/null | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' | head -1; }
 wait_pending() {
         local i id
-        for ((i = 0; i < 100; i++)); do
+        for ((i = 0; i < 600; i++)); do
                 id=$(pending_id)
                 [ -n "$id" ] && { echo "$id"; return 0; }
                 sleep 0.1
@@ -682,7 +691,7 @@ id=$(wait_pending)
 ok $? "uname waits for a human: the request is pending in loop gate list" || diag "$(cat "$T/gate.log")"
 # Meanwhile the other calls of the container are served: those of the same agent by another worker of its
 # supervisor (sleep and cat are trapped execs and cat's an emulated open), and other containers.
-for _ in $(seq 100); do [ -s "$T/approve.out" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s "$T/approve.out" ] && break; sleep 0.1; done
 is "$(cat "$T/approve.out")" allowed "a pending approval does not stall the agent's other processes"
 wrap cat allowed.txt
 is "$out" allowed "a pending approval does not stall other callers"

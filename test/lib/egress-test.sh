@@ -9,7 +9,7 @@
 #                                  and egress-upstream.py (the upstream servers) beside it
 #   gw_journal FILTER...           the gateway's journal records, export format
 #   gw_record REGEX FILTER...      the same, once one of them matches REGEX (a tunnel's record is written
-#                                  when it closes and stored a moment later); what there is after ten seconds
+#                                  when it closes and stored a moment later); what there is after 30 s or more
 #                                  otherwise
 
 egress_test_ca() {
@@ -44,7 +44,7 @@ gw_journal() { in_ct journalctl -o export -u 'loop-gateway@*' "$@"; }
 gw_record() {
         local re=$1 i rec
         shift
-        for ((i = 0; i < 50; i++)); do
+        for ((i = 0; i < 150; i++)); do
                 rec=$(gw_journal "$@")
                 [[ $rec =~ $re ]] && break
                 sleep 0.2

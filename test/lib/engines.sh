@@ -34,6 +34,9 @@
 #    own --exec-root and --pidfile (no clash with a system dockerd), a managed containerd under the
 #    exec root, the same ulimits. /usr/local/bin/docker is a separate client; no engine runs by default.
 
+# shellcheck source=test/lib/locks.sh
+. "$(dirname "${BASH_SOURCE[0]}")/locks.sh"
+
 ENGINE_TEST_DIR=${ENGINE_TEST_DIR:-}
 LOOP_TEST_DOCKER_ROOT=${LOOP_TEST_DOCKER_ROOT:-/var/lib/loop-test/docker}
 ENGINE_START_TIMEOUT_S=${ENGINE_START_TIMEOUT_S:-60}
@@ -137,8 +140,7 @@ engine_start() {
                 sock=$d/docker.sock
                 mkdir -p "$LOOP_TEST_DOCKER_ROOT" "$d/exec" || return 1
                 # One dockerd per data root; the lock lives as long as this shell or engine_stop.
-                exec {ENGINE_DOCKER_LOCK_FD}>"$LOOP_TEST_DOCKER_ROOT.lock" || return 1
-                if ! flock -w "$ENGINE_DOCKER_LOCK_WAIT_S" "$ENGINE_DOCKER_LOCK_FD"; then
+                if ! lock_fifo ENGINE_DOCKER_LOCK_FD "$LOOP_TEST_DOCKER_ROOT.lock" "$ENGINE_DOCKER_LOCK_WAIT_S"; then
                         _engine_err "another test holds $LOOP_TEST_DOCKER_ROOT.lock"
                         return 1
                 fi

@@ -47,8 +47,10 @@
 . "$(dirname "${BASH_SOURCE[0]}")/locks.sh"
 NSPAWN_STATE_DIR=${LOOP_NSPAWN_DIR:-${TMPDIR:-/tmp}/loop-nspawn}
 NSPAWN_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-NSPAWN_BOOT_TIMEOUT_S=${LOOP_NSPAWN_BOOT_TIMEOUT_S:-60}
-NSPAWN_STOP_TIMEOUT_S=${LOOP_NSPAWN_STOP_TIMEOUT_S:-30}
+# Bounds, not expectations: a boot or poweroff ends the wait as soon as it is done. A poweroff stops the
+# inner Podman's containers (10 s each that ignores SIGTERM), on a machine loaded by the whole suite.
+NSPAWN_BOOT_TIMEOUT_S=${LOOP_NSPAWN_BOOT_TIMEOUT_S:-120}
+NSPAWN_STOP_TIMEOUT_S=${LOOP_NSPAWN_STOP_TIMEOUT_S:-90}
 
 _nspawn_err() {
         echo "nspawn: $*" >&2

@@ -45,7 +45,7 @@ systemd-socket-activate -E LOOP_LOG_TARGET=console -E LOOP_GATEWAY_IDLE_SEC=300 
         -l "$T/gateway.sock" "$GATEWAY" guards --config "$T/egress.json" >"$T/gateway.log" 2>&1 &
 gw=$!
 atexit "kill $gw 2>/dev/null; wait $gw 2>/dev/null"
-wait_for 5 test -S "$T/gateway.sock" || bail_out "the gateway's socket did not appear"
+wait_for 30 test -S "$T/gateway.sock" || bail_out "the gateway's socket did not appear"
 
 # client.py SOCK MODE PATH [METHOD [HEADER]]: registers container "guards-1", hands a TCP connection over
 # with its token and sends one request for PATH (GET, or METHOD, with HEADER if given): MODE "tunnel"

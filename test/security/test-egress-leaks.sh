@@ -253,7 +253,7 @@ like "$rec" "REDACTED" "the runner journals the agent's result with a credential
 is "$(grep -c -a -F -e "$GH_SECRET" -e "$(printf %s "$GH_SECRET" | base64 -w0)" <<<"$rec")" 0 "...as it is and in base64" || diag "$rec"
 
 # --- item 8: smaller gaps -----------------------------------------------------------------------------
-in_ct curl -s --max-time 5 -o /dev/null -w '%{http_code}' http://168.63.129.16/hello | grep -q 200
+in_ct curl -s --max-time 30 -o /dev/null -w '%{http_code}' http://168.63.129.16/hello | grep -q 200
 ok $? "Azure's WireServer address answers when asked directly from the host (so a refusal is the gateway's)"
 agent "$curl_proxy -o /dev/null -w 'http=%{http_code}\n' http://wireserver.test/hello"
 like "$out" "http=403" "a name resolving to Azure's WireServer 168.63.129.16 is refused" || diag "$out"

@@ -113,6 +113,10 @@ for eng in podman docker; do
 
         for mode in gated ungated; do
                 make_trees || bail_out "cannot make the test repositories"
+                # How long a run that plants a hook goes on after it: ungated, the tripwire must kill it first,
+                # which a loaded machine may take seconds to do (a killed run does not wait the time out).
+                linger=5
+                [ "$mode" = ungated ] && linger=60
                 # .git/hooks a symlink to a .githooks nobody has made yet (dangling): what it will lead
                 # to is guarded as a missing protected path (tried in the control-surface run below).
                 rm -rf "$W/.git/hooks" && ln -s ../.githooks "$W/.git/hooks" && chown -h "$UID_T:$GID_T" "$W/.git/hooks"
@@ -122,7 +126,7 @@ for eng in podman docker; do
                 run "$mode" "scenario:sh $(payload "$W") && mkdir -p $W/evil/hooks && cp -r $W/.git/objects $W/.git/refs $W/.git/HEAD $W/evil/ &&
                         printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = $W/evil.sh\\n' >$W/evil/config &&
                         cp $W/evil.sh $W/evil/hooks/pre-commit && echo ready &&
-                        echo ../evil >$W/.git/commondir; echo rc=\$?; sleep 5; echo survived"
+                        echo ../evil >$W/.git/commondir; echo rc=\$?; sleep $linger; echo survived"
                 grep -q fsmonitor "$W/evil/config" 2>/dev/null && [ -x "$W/evil/hooks/pre-commit" ]
                 ok $? "$eng/$mode: the agent prepares a repository copy with fsmonitor and a hook" || diag "$out $err"
                 if [ "$mode" = gated ]; then
@@ -143,7 +147,7 @@ for eng in podman docker; do
                 # With the gate on, in the same run, the target of the dangling .git/hooks -> ../.githooks
                 # (made by the agent, the human's next commit would run its hook); without it the tripwire
                 # kills the run that makes it, output and all, so that attempt has a run of its own.
-                githooks="$(payload "$W") && mkdir -p $W/.githooks && cp $W/evil.sh $W/.githooks/pre-commit; echo rc=\$?; sleep 5; echo survived"
+                githooks="$(payload "$W") && mkdir -p $W/.githooks && cp $W/evil.sh $W/.githooks/pre-commit; echo rc=\$?; sleep $linger; echo survived"
                 run "$mode" "scenario:sh echo x >>$W/.git/modules/sub/config; echo rc=\$?; echo x >$W/.git/modules/sub/hooks/post-checkout; echo rc=\$?;
                         echo x >>$W/.git/info/exclude; echo rc=\$?; echo x >>$W/.vscode/settings.json; echo rc=\$?; echo done$([ "$mode" = gated ] && echo "; $githooks")"
                 like "$(tr '\n' ' ' <<<"$out")" "rc=[1-9].*rc=[1-9].*rc=[1-9].*rc=[1-9].*done" \

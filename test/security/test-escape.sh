@@ -60,7 +60,7 @@ audit_was=$("$lib/kernel-audit" enabled 1) || bail_out "cannot enable kernel aud
 atexit "'$lib/kernel-audit' enabled '$audit_was' >/dev/null"
 "$lib/kernel-audit" listen "$AUDIT_LOG" &
 atexit "kill $!"
-wait_for 10 grep -q '^listening' "$AUDIT_LOG" || bail_out "the audit listener does not start"
+wait_for 30 grep -q '^listening' "$AUDIT_LOG" || bail_out "the audit listener does not start"
 
 W=$T/work
 # The work dir as a project has it: git hooks and config, agent settings, secrets next to the code.
@@ -251,15 +251,15 @@ for eng in podman docker; do
                 chmod 0666 "$T/shared/$tag.txt"
                 run "$mode" "scenario:sh ln -s /usr/local/bin/escape-probe /tmp/$tag && /tmp/$tag syslog; /tmp/$tag io-uring; echo x >>/run/shared/$tag.txt; echo rc=\$?"
                 like "$out" "syslog blocked EPERM.*io_uring blocked EPERM.*rc=[1-9]" "$eng/$mode: syslog, io_uring and the write under /run are refused" || diag "$out $err"
-                wait_for 10 grep -Eq "^type=1326 .*comm=\"$tag\" .*syscall=$NR_SYSLOG .*code=0x50000" "$AUDIT_LOG"
+                wait_for 30 grep -Eq "^type=1326 .*comm=\"$tag\" .*syscall=$NR_SYSLOG .*code=0x50000" "$AUDIT_LOG"
                 ok $? "$eng/$mode: ...the seccomp refusal leaves a SECCOMP audit record (type 1326) naming the process and call" ||
                         diag "$(grep -c . "$AUDIT_LOG") records; $(grep -m3 "$tag" "$AUDIT_LOG")"
                 # io_uring is refused by the gate's own filter as well (the newest, whose verdict the kernel
                 # reports): that filter logs its refusals too.
-                wait_for 10 grep -Eq "^type=1326 .*comm=\"$tag\" .*syscall=$NR_IO_URING_SETUP .*code=0x50000" "$AUDIT_LOG"
+                wait_for 30 grep -Eq "^type=1326 .*comm=\"$tag\" .*syscall=$NR_IO_URING_SETUP .*code=0x50000" "$AUDIT_LOG"
                 ok $? "$eng/$mode: ...so does io_uring_setup, which the gate's filter refuses too when the gate is on" ||
                         diag "$(grep -m3 "$tag" "$AUDIT_LOG")"
-                wait_for 10 grep -Eq "^type=1423 .*blockers=fs\.write_file path=\"/run/shared/$tag\.txt\"" "$AUDIT_LOG"
+                wait_for 30 grep -Eq "^type=1423 .*blockers=fs\.write_file path=\"/run/shared/$tag\.txt\"" "$AUDIT_LOG"
                 ok $? "$eng/$mode: ...the Landlock refusal leaves a LANDLOCK_ACCESS audit record (type 1423) naming the path" ||
                         diag "$(grep -m3 "$tag" "$AUDIT_LOG")"
                 dom=$(sed -n "s|^type=1423 .*domain=\([0-9a-f]*\) blockers=fs\.write_file path=\"/run/shared/$tag\.txt\".*|\1|p" "$AUDIT_LOG" | head -1)

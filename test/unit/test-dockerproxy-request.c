@@ -5,6 +5,7 @@
  * other. The engine's socket does not exist: a request the proxy lets through is answered 502. */
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -148,6 +149,7 @@ static void test_kept_body_verdict(void) {
 typedef struct FakeEngine {
         int listen_fd;
         unsigned connections;
+        atomic_bool stale_sent;         /* the unasked answer is written */
 } FakeEngine;
 
 static void *fake_engine(void *userdata) {
@@ -173,6 +175,7 @@ static void *fake_engine(void *userdata) {
                                 usleep(20 * 1000);
                                 static const char stale[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale";
                                 assert_se(write(fd, stale, sizeof(stale) - 1) == (ssize_t) sizeof(stale) - 1);
+                                atomic_store(&e->stale_sent, true);
                         }
                 }
                 close(fd);
@@ -183,6 +186,7 @@ static void *fake_engine(void *userdata) {
 typedef struct Client {
         int fd;
         char answers[4096];
+        FakeEngine *engine;
 } Client;
 
 /* Two requests on one kept connection, the second well after the first's answer. */
@@ -200,7 +204,11 @@ static void *client_two_apart(void *userdata) {
                 n += (size_t) k;
                 cl->answers[n] = 0;
         }
-        usleep(200 * 1000);     /* the engine's unasked bytes come meanwhile */
+        /* the engine's unasked bytes come meanwhile: waited for (a loaded machine may run the engine's
+         * thread late), up to 10 s */
+        for (int i = 0; i < 1000 && !atomic_load(&cl->engine->stale_sent); i++)
+                usleep(10 * 1000);
+        usleep(50 * 1000);
         assert_se(write(cl->fd, second, sizeof(second) - 1) == (ssize_t) sizeof(second) - 1);
         for (ssize_t k; n < sizeof(cl->answers) - 1 && (k = read(cl->fd, cl->answers + n, sizeof(cl->answers) - 1 - n)) > 0;)
                 n += (size_t) k;
@@ -213,7 +221,7 @@ static void test_kept_engine_connection_spoke_unasked(void) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_(proxy_conn_freep) ProxyConn *c = NULL;
         FakeEngine e = {};
-        Client cl = {};
+        Client cl = { .engine = &e };
         pthread_t te, tc;
         int fds[2];
 

@@ -4,6 +4,7 @@
  * (or something in its place) gives to the upgrade request. A thread here plays the socket's other end. */
 
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -13,6 +14,7 @@
 #include "io-util.h"
 #include "macro.h"
 #include "tap.h"
+#include "time-util.h"
 
 typedef struct Peer {
         int listen_fd;
@@ -30,8 +32,11 @@ static void *peer_run(void *userdata) {
                 ssize_t n = read(fd, buf, sizeof buf);      /* the request fits one read */
                 (void) n;
                 (void) loop_write(fd, p->answer, strlen(p->answer));
-        } else
-                usleep(100 * 1000);     /* let the request arrive unread, so that closing resets */
+        } else {
+                /* the request arrived, and is left unread, so that closing resets (waited for: a loaded
+                 * machine may run the client's write after any fixed pause) */
+                (void) fd_wait_until(fd, POLLIN, clock_usec(CLOCK_MONOTONIC) + 10 * 1000 * 1000);
+        }
         close(fd);
         return NULL;
 }
