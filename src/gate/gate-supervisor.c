@@ -95,6 +95,7 @@ struct GateSupervisor {
         pthread_mutex_t lock;
         unsigned workers;               /* under lock, like the rest below */
         unsigned standbys;
+        unsigned send_waits;            /* workers waiting in a blocking send (send_wait_begin()) */
         uint64_t receiver;              /* which worker receives: its generation */
         FsChange fs_changing[GATE_FS_CHANGES_MAX];
 };
@@ -1027,6 +1028,36 @@ static void handle_connect(Request *q) {
 
 #define GATE_SEND_RECHECK_MS 100        /* a waiting send looks this often whether its caller is still there */
 
+/* A blocking send that cannot go waits in its worker, which may be for ever (a peer that never reads).
+ * Counted in GATE_WORKERS_MAX, enough of them would hold every worker and no other trapped call of any
+ * of the agent's processes would be answered. So a waiting send's worker is not counted there while it
+ * waits (a standby is started if there is none), and at most GATE_SEND_WAITS_MAX sends wait at once:
+ * beyond, a blocking send that cannot go at once is answered EAGAIN, as if its SO_SNDTIMEO had passed.
+ * Each holds its message (at most GATE_SEND_BYTES_MAX) while it waits. */
+#define GATE_SEND_WAITS_MAX 128U
+
+static void spawn_worker_locked(GateSupervisor *s, bool receiver);
+
+static bool send_wait_begin(GateSupervisor *s) {
+        bool ok;
+
+        pthread_mutex_lock(&s->lock);
+        ok = s->send_waits < GATE_SEND_WAITS_MAX;
+        if (ok) {
+                s->send_waits++;
+                if (s->standbys == 0)
+                        spawn_worker_locked(s, false);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return ok;
+}
+
+static void send_wait_end(GateSupervisor *s) {
+        pthread_mutex_lock(&s->lock);
+        s->send_waits--;
+        pthread_mutex_unlock(&s->lock);
+}
+
 /* What a send needs of its socket, asked when needed: the family only for an address, the blocking mode
  * and SO_SNDTIMEO only once a try could not go at once. */
 typedef struct SendTarget {
@@ -1134,8 +1165,8 @@ static int send_wait(Request *q, const SendTarget *t, unsigned *nap_ms, bool *sa
  * too waits until all is sent), the control messages with the first part. Tries never block the worker
  * (MSG_DONTWAIT); a blocking send waits in send_wait(). The worker's real ids are the agent's for the
  * send alone, not while it waits (real ids let the agent signal the thread). Returns the bytes sent. */
-static ssize_t send_perform(Request *q, SendTarget *t, GateSendMsg *m, const struct sockaddr *to,
-                            socklen_t to_len, int flags) {
+static ssize_t send_try(Request *q, SendTarget *t, GateSendMsg *m, const struct sockaddr *to,
+                        socklen_t to_len, int flags, bool *waiting) {
         unsigned nap_ms = 0;
         bool said_writable = false;
         size_t done = 0;
@@ -1178,10 +1209,25 @@ static ssize_t send_perform(Request *q, SendTarget *t, GateSendMsg *m, const str
                 }
                 if (err != EAGAIN || !t->wait)
                         return done > 0 ? (ssize_t) done : -err;
+                if (!*waiting) {
+                        if (!send_wait_begin(q->s))
+                                return done > 0 ? (ssize_t) done : -EAGAIN;
+                        *waiting = true;
+                }
                 r = send_wait(q, t, &nap_ms, &said_writable);
                 if (r < 0)
                         return done > 0 ? (ssize_t) done : r;
         }
+}
+
+static ssize_t send_perform(Request *q, SendTarget *t, GateSendMsg *m, const struct sockaddr *to,
+                            socklen_t to_len, int flags) {
+        bool waiting = false;
+        ssize_t n = send_try(q, t, m, to, to_len, flags, &waiting);
+
+        if (waiting)
+                send_wait_end(q->s);
+        return n;
 }
 
 /* One message: its control messages checked and its fds taken, its AF_UNIX address decided, then sent.
@@ -2611,7 +2657,8 @@ static void spawn_worker_locked(GateSupervisor *s, bool receiver) {
         Worker *w;
         int r;
 
-        if (s->workers >= GATE_WORKERS_MAX)
+        /* The workers waiting in a send are not counted (GATE_SEND_WAITS_MAX caps them). */
+        if (s->workers - s->send_waits >= GATE_WORKERS_MAX)
                 return;
         w = calloc(1, sizeof(*w));
         if (!w) {

@@ -1110,6 +1110,87 @@ static int send_gone(const char *path, long n, long want) {
         return 0;
 }
 
+/* send-pool PATH N WANT: N children each block in a sendto to a receiver at PATH whose queue is full,
+ * and wait there until WANT of them (more than the gate's 64 workers) are seen with their call taken by a
+ * worker (gate_wait(), nudged with SIGUSR1 until they tell); then an ordinary trapped call (an open of
+ * /etc/hostname) must be answered, and the receiver is read until every child's send went. Prints
+ * "held=WANT other-call=ok|stalled released=M". On a gate whose waiting sends hold its workers, fewer
+ * than WANT are ever taken: the test's own timeout ends it. */
+static int send_pool(const char *path, long n, long want) {
+        int rx = dgram_receiver(path, false), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        int go[2], *wchan = calloc((size_t) n, sizeof(int)), *stat = calloc((size_t) n, sizeof(int));
+        pid_t *pids = calloc((size_t) n, sizeof(pid_t));
+        struct sockaddr_un sa;
+        long held = 0, released = 0, left = n;
+        int fd, status;
+        char p[128];
+
+        if (rx < 0 || tx < 0 || !wchan || !stat || !pids || pipe2(go, O_CLOEXEC) < 0)
+                return report(-1);
+        sun_set(&sa, path);
+        while (sendto(tx, "fill", 4, 0, (struct sockaddr *) &sa, sizeof(sa)) >= 0)
+                ;
+        for (long i = 0; i < n; i++) {
+                char c;
+
+                pids[i] = fork();
+                if (pids[i] < 0)
+                        return report(-1);
+                if (pids[i] == 0) {
+                        long r;
+
+                        sigaction(SIGUSR1, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
+                        close(go[1]);
+                        (void) read(go[0], &c, 1);
+                        (void) fcntl(tx, F_SETFL, 0);   /* shared by all: blocking from now */
+                        while ((r = sendto(tx, "late", 4, 0, (struct sockaddr *) &sa, sizeof(sa))) < 0 && errno == EINTR)
+                                ;
+                        _exit(r == 4 ? 0 : 1);
+                }
+                /* Opened now: on a gate whose workers are all held, an open (trapped) would wait too. */
+                snprintf(p, sizeof(p), "/proc/%i/wchan", pids[i]);
+                wchan[i] = open(p, O_RDONLY | O_CLOEXEC);
+                snprintf(p, sizeof(p), "/proc/%i/stat", pids[i]);
+                stat[i] = open(p, O_RDONLY | O_CLOEXEC);
+                if (wchan[i] < 0 || stat[i] < 0)
+                        return report(-1);
+        }
+        close(go[1]);
+        while (held < want) {
+                held = 0;
+                for (long i = 0; i < n; i++) {
+                        char w = gate_wait(wchan[i], stat[i]);
+
+                        if (w == 'D')
+                                held++;
+                        else if (w == 'S')
+                                kill(pids[i], SIGUSR1);
+                }
+                sched_yield();
+        }
+        sigaction(SIGALRM, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
+        alarm(60);
+        fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+        alarm(0);
+        printf("held=%ld other-call=%s ", want, fd >= 0 ? "ok" : "stalled");
+        if (fd >= 0)
+                close(fd);
+        /* Room at the receiver: the waiting sends go, each child ends with its datagram sent. */
+        while (left > 0) {
+                pid_t pid;
+
+                (void) dgram_drain(rx, NULL, 0, NULL);
+                (void) poll(&(struct pollfd) { .fd = rx, .events = POLLIN }, 1, 100);
+                while (left > 0 && (pid = waitpid(-1, &status, WNOHANG)) > 0) {
+                        left--;
+                        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                                released++;
+                }
+        }
+        printf("released=%ld\n", released);
+        return 0;
+}
+
 /* A user namespace, where the agent would hold capabilities, by each door: unshare(), clone() and clone3(). */
 static int userns(void) {
         struct { uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls; } args = {
@@ -1707,6 +1788,8 @@ int main(int argc, char *argv[]) {
                 return dgram_full(a1);
         if (!strcmp(cmd, "send-gone") && argc > 4)     /* send-gone PATH N HELD */
                 return send_gone(a1, atol(argv[3]), atol(argv[4]));
+        if (!strcmp(cmd, "send-pool") && argc > 4)     /* send-pool PATH N WANT */
+                return send_pool(a1, atol(argv[3]), atol(argv[4]));
         if (!strcmp(cmd, "plain-send"))
                 return plain_send();
         if (!strcmp(cmd, "sigpipe"))

@@ -533,9 +533,14 @@ wrap "$PROBE" dgram-full "$H/full.sock"
 is "$out" "nonblocking=EAGAIN timeout=EAGAIN" \
         "to a full receiver a non-blocking send says EAGAIN, a blocking one with SO_SNDTIMEO once its time is up"
 wrap "$PROBE" send-gone "$H/gone.sock" 70 64
-is "$out" "held=64 released" \
-        "callers whose blocked sends hold all 64 workers are killed, and the next send is answered (no worker waits for a caller that is gone)"
-rm -f "$H"/race-ok.sock "$H"/race-no.sock "$H"/rights.sock "$H"/creds.sock "$H"/full.sock "$H"/gone.sock "$H"/gone.sock.2
+like "$out" "^held=(6[4-9]|70) released$" \
+        "callers whose blocked sends are taken by 64 workers are killed, and the next send is answered (no worker waits for a caller that is gone)"
+# Blocked sends wait outside the 64 workers' count: more than 64 are taken, and the rest of the gate
+# still answers.
+wrap "$PROBE" send-pool "$H/pool.sock" 100 100
+is "$out" "held=100 other-call=ok released=100" \
+        "100 sends blocked on a full receiver are all taken and do not hold up other trapped calls; all go once it reads"
+rm -f "$H"/race-ok.sock "$H"/race-no.sock "$H"/rights.sock "$H"/creds.sock "$H"/full.sock "$H"/gone.sock "$H"/gone.sock.2 "$H"/pool.sock
 python3 -c 'import socket,sys,os
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
 open(sys.argv[1] + ".listening", "w").close()
