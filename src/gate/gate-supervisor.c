@@ -1114,6 +1114,37 @@ static int caller_tgid(Request *q, pid_t *ret) {
         return 0;
 }
 
+/* What the kernel's own blocking send answers when a signal comes (sock_intr_errno()): ERESTARTSYS, which
+ * the caller's return to user space turns into a restart (no handler, or one with SA_RESTART) or EINTR
+ * (a handler without), or EINTR outright when the socket has a SO_SNDTIMEO. ERESTARTSYS is the kernel's
+ * own, never seen by a caller; a seccomp answer may carry it like any error. */
+#define GATE_ERESTARTSYS 512
+
+static uint64_t status_mask(const char *status, const char *field) {
+        const char *p = strstr(status, field);
+        unsigned long long v;
+
+        return p && sscanf(p + strlen(field), " %llx", &v) == 1 ? (uint64_t) v : 0;
+}
+
+/* Whether the calling thread has a signal to take: pending for it or its process, neither blocked nor
+ * ignored. Read from its status file; false when it cannot be read (the wait goes on, as before). */
+static bool caller_signal_pending(Request *q) {
+        _cleanup_close_ int fd = -EBADF;
+        char buf[4096];
+        ssize_t n;
+
+        fd = caller_openat(q, "status", O_RDONLY);
+        if (fd < 0)
+                return false;
+        n = loop_pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n <= 0)
+                return false;
+        buf[n] = 0;
+        return ((status_mask(buf, "\nSigPnd:") | status_mask(buf, "\nShdPnd:")) &
+                ~status_mask(buf, "\nSigBlk:") & ~status_mask(buf, "\nSigIgn:")) != 0;
+}
+
 static int send_take_fd(void *userdata, int fd) {
         Request *q = userdata;
         int r = caller_take_fd(q, fd);
@@ -1127,13 +1158,17 @@ static int send_take_fd(void *userdata, int fd) {
  * to a full receiver: poll() cannot know the receiver), after a nap that doubles up to
  * GATE_SEND_RECHECK_MS. The caller that goes away (its pidfd readable, its notification gone) ends
  * the wait: no worker waits forever for a caller that is not there. -ESRCH then, -EAGAIN past the
- * socket's SO_SNDTIMEO. */
+ * socket's SO_SNDTIMEO, and a signal for the caller ends it too (caller_signal_pending()). */
 static int send_wait(Request *q, const SendTarget *t, unsigned *nap_ms, bool *said_writable) {
         struct pollfd p[2];
         int timeout = *nap_ms > 0 ? (int) *nap_ms : (int) GATE_SEND_RECHECK_MS, pidfd, r;
 
         if (!notif_id_valid(q->s->notify_fd, q->n->id))
                 return -ESRCH;
+        /* The caller's wait is killable only (WAIT_KILLABLE_RECV): a signal for it would wait for the send,
+         * which may be for ever. Answered as the kernel's send it interrupts. */
+        if (caller_signal_pending(q))
+                return t->deadline_ns > 0 ? -EINTR : -GATE_ERESTARTSYS;
         if (t->deadline_ns > 0) {
                 uint64_t now = now_ns(CLOCK_MONOTONIC);
 

@@ -534,13 +534,18 @@ is "$out" "nonblocking=EAGAIN timeout=EAGAIN" \
         "to a full receiver a non-blocking send says EAGAIN, a blocking one with SO_SNDTIMEO once its time is up"
 wrap "$PROBE" send-gone "$H/gone.sock" 70 64
 like "$out" "^held=(6[4-9]|70) released$" \
-        "callers whose blocked sends are taken by 64 workers are killed, and the next send is answered (no worker waits for a caller that is gone)"
-# Blocked sends wait outside the 64 workers' count: more than 64 are taken, and the rest of the gate
-# still answers.
+        "callers blocked in sends are killed, and the next send is answered (no worker waits for a caller that is gone)"
+# Blocked sends wait outside the 64 workers' count: the rest of the gate still answers.
 wrap "$PROBE" send-pool "$H/pool.sock" 100 100
 is "$out" "held=100 other-call=ok released=100" \
-        "100 sends blocked on a full receiver are all taken and do not hold up other trapped calls; all go once it reads"
-rm -f "$H"/race-ok.sock "$H"/race-no.sock "$H"/rights.sock "$H"/creds.sock "$H"/full.sock "$H"/gone.sock "$H"/gone.sock.2 "$H"/pool.sock
+        "100 sends blocked on a full receiver do not hold up other trapped calls; all go once it reads"
+# A signal interrupts a blocking send as the kernel's own: EINTR for a handler without SA_RESTART, a
+# restart with it; the handler runs while the send would still block.
+wrap "$PROBE" send-signal "$H/sig.sock" norestart
+is "$out" "norestart=EINTR during=yes" "a signal with a handler (no SA_RESTART) ends a blocked sendto with EINTR"
+wrap "$PROBE" send-signal "$H/sig.sock" restart
+is "$out" "restart=ok during=yes" "  ... with SA_RESTART the handler runs and the send is restarted, then goes"
+rm -f "$H"/race-ok.sock "$H"/race-no.sock "$H"/rights.sock "$H"/creds.sock "$H"/full.sock "$H"/gone.sock "$H"/gone.sock.2 "$H"/pool.sock "$H"/sig.sock
 python3 -c 'import socket,sys,os
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)
 open(sys.argv[1] + ".listening", "w").close()
