@@ -1292,7 +1292,9 @@ static ssize_t send_one(Request *q, SendTarget *t, GateSendMsg *m) {
                 if (getsockopt(t->sock, SOL_SOCKET, SO_DOMAIN, &t->domain, &olen) < 0)
                         return -errno;
         }
-        if (to && unix_address_decided(t->domain, &m->addr, m->addr_len)) {
+        /* A stream socket of AF_UNIX never sends to an address (the kernel answers EISCONN or EOPNOTSUPP
+         * before it looks at it): nothing to decide, and no record of a connect that cannot happen. */
+        if (to && !t->stream && unix_address_decided(t->domain, &m->addr, m->addr_len)) {
                 r = unix_address_decide(q, &m->addr, m->addr_len, &res);
                 if (r < 0)
                         return r;

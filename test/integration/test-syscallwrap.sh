@@ -517,6 +517,16 @@ for how in sendto sendmsg; do
         like "$out" "send-wins=0 " "a sibling thread flipping the address of a $how never delivers to the denied socket"
         like "$out" "allowed=[1-9][0-9]* refused=[1-9]" "  ... while the race took place: sends refused and sends delivered"
 done
+# A stream socket never sends to an address: the kernel's EOPNOTSUPP (unconnected), not a decision.
+wrap python3 -c 'import socket, errno, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.sendto(b"x", sys.argv[1]); print("sent")
+except OSError as e:
+    print(errno.errorcode[e.errno])' "$H/race-no.sock"
+is "$out" ENOTSUP "sendto with an address on an AF_UNIX stream socket gets the kernel's EOPNOTSUPP, even to a denied socket"
+! record_has '"syscall":"sendto".*"decision":"deny"'
+ok $? "  ... and no deny record of a connect that cannot happen"
 wrap "$PROBE" dgram-rights "$H/rights.sock"
 is "$out" ok "an fd passed with SCM_RIGHTS in a sendmsg by address arrives and is the same open file"
 wrap "$PROBE" dgram-creds "$H/creds.sock"
