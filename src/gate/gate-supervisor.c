@@ -1090,21 +1090,30 @@ static int send_mode(Request *q, SendTarget *t) {
         return 0;
 }
 
-/* The caller's thread group id (what an explicit SCM_CREDENTIALS must carry), from its status file. */
-static int caller_tgid(Request *q, pid_t *ret) {
+/* The caller's status file, NUL-terminated in buf. */
+static int caller_status(Request *q, char *buf, size_t size) {
         _cleanup_close_ int fd = -EBADF;
-        char buf[4096];
-        const char *p;
         ssize_t n;
-        int tgid;
 
         fd = caller_openat(q, "status", O_RDONLY);
         if (fd < 0)
                 return fd;
-        n = loop_pread(fd, buf, sizeof(buf) - 1, 0);
+        n = loop_pread(fd, buf, size - 1, 0);
         if (n < 0)
                 return (int) n;
         buf[n] = 0;
+        return 0;
+}
+
+/* The caller's thread group id (what an explicit SCM_CREDENTIALS must carry), from its status file. */
+static int caller_tgid(Request *q, pid_t *ret) {
+        char buf[4096];
+        const char *p;
+        int tgid, r;
+
+        r = caller_status(q, buf, sizeof(buf));
+        if (r < 0)
+                return r;
         p = strstr(buf, "\nTgid:");
         if (!p || sscanf(p + strlen("\nTgid:"), "%i", &tgid) != 1 || tgid <= 0)
                 return -EIO;
@@ -1130,17 +1139,10 @@ static uint64_t status_mask(const char *status, const char *field) {
 /* Whether the calling thread has a signal to take: pending for it or its process, neither blocked nor
  * ignored. Read from its status file; false when it cannot be read (the wait goes on, as before). */
 static bool caller_signal_pending(Request *q) {
-        _cleanup_close_ int fd = -EBADF;
         char buf[4096];
-        ssize_t n;
 
-        fd = caller_openat(q, "status", O_RDONLY);
-        if (fd < 0)
+        if (caller_status(q, buf, sizeof(buf)) < 0)
                 return false;
-        n = loop_pread(fd, buf, sizeof(buf) - 1, 0);
-        if (n <= 0)
-                return false;
-        buf[n] = 0;
         return ((status_mask(buf, "\nSigPnd:") | status_mask(buf, "\nShdPnd:")) &
                 ~status_mask(buf, "\nSigBlk:") & ~status_mask(buf, "\nSigIgn:")) != 0;
 }
