@@ -39,11 +39,17 @@ static int read_iov(int mem_fd, const struct iovec *iov, size_t n, bool stream, 
         size_t total = 0, at = 0;
         int r;
 
+        /* The kernel's import of the iovecs: a length that is negative as a ssize_t is EINVAL, a range no
+         * process can have mapped fails access_ok(): EFAULT. Lengths whose sum wraps are such ranges. */
         for (size_t i = 0; i < n; i++) {
                 if (iov[i].iov_len > (size_t) SSIZE_MAX)
                         return -EINVAL;
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (iov[i].iov_len > UINTPTR_MAX - (uintptr_t) iov[i].iov_base)
+                        return -EFAULT;
                 if (iov[i].iov_len > SIZE_MAX - total)
-                        return -EINVAL;
+                        return -EFAULT;
                 total += iov[i].iov_len;
         }
         if (total > GATE_SEND_BYTES_MAX) {

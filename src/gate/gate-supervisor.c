@@ -95,6 +95,7 @@ struct GateSupervisor {
         pthread_mutex_t lock;
         unsigned workers;               /* under lock, like the rest below */
         unsigned standbys;
+        unsigned send_waits;            /* workers waiting in a blocking send (send_wait_begin()) */
         uint64_t receiver;              /* which worker receives: its generation */
         FsChange fs_changing[GATE_FS_CHANGES_MAX];
 };
@@ -1027,6 +1028,36 @@ static void handle_connect(Request *q) {
 
 #define GATE_SEND_RECHECK_MS 100        /* a waiting send looks this often whether its caller is still there */
 
+/* A blocking send that cannot go waits in its worker, which may be for ever (a peer that never reads).
+ * Counted in GATE_WORKERS_MAX, enough of them would hold every worker and no other trapped call of any
+ * of the agent's processes would be answered. So a waiting send's worker is not counted there while it
+ * waits (a standby is started if there is none), and at most GATE_SEND_WAITS_MAX sends wait at once:
+ * beyond, a blocking send that cannot go at once is answered EAGAIN, as if its SO_SNDTIMEO had passed.
+ * Each holds its message (at most GATE_SEND_BYTES_MAX) while it waits. */
+#define GATE_SEND_WAITS_MAX 128U
+
+static void spawn_worker_locked(GateSupervisor *s, bool receiver);
+
+static bool send_wait_begin(GateSupervisor *s) {
+        bool ok;
+
+        pthread_mutex_lock(&s->lock);
+        ok = s->send_waits < GATE_SEND_WAITS_MAX;
+        if (ok) {
+                s->send_waits++;
+                if (s->standbys == 0)
+                        spawn_worker_locked(s, false);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return ok;
+}
+
+static void send_wait_end(GateSupervisor *s) {
+        pthread_mutex_lock(&s->lock);
+        s->send_waits--;
+        pthread_mutex_unlock(&s->lock);
+}
+
 /* What a send needs of its socket, asked when needed: the family only for an address, the blocking mode
  * and SO_SNDTIMEO only once a try could not go at once. */
 typedef struct SendTarget {
@@ -1059,21 +1090,30 @@ static int send_mode(Request *q, SendTarget *t) {
         return 0;
 }
 
-/* The caller's thread group id (what an explicit SCM_CREDENTIALS must carry), from its status file. */
-static int caller_tgid(Request *q, pid_t *ret) {
+/* The caller's status file, NUL-terminated in buf. */
+static int caller_status(Request *q, char *buf, size_t size) {
         _cleanup_close_ int fd = -EBADF;
-        char buf[4096];
-        const char *p;
         ssize_t n;
-        int tgid;
 
         fd = caller_openat(q, "status", O_RDONLY);
         if (fd < 0)
                 return fd;
-        n = loop_pread(fd, buf, sizeof(buf) - 1, 0);
+        n = loop_pread(fd, buf, size - 1, 0);
         if (n < 0)
                 return (int) n;
         buf[n] = 0;
+        return 0;
+}
+
+/* The caller's thread group id (what an explicit SCM_CREDENTIALS must carry), from its status file. */
+static int caller_tgid(Request *q, pid_t *ret) {
+        char buf[4096];
+        const char *p;
+        int tgid, r;
+
+        r = caller_status(q, buf, sizeof(buf));
+        if (r < 0)
+                return r;
         p = strstr(buf, "\nTgid:");
         if (!p || sscanf(p + strlen("\nTgid:"), "%i", &tgid) != 1 || tgid <= 0)
                 return -EIO;
@@ -1081,6 +1121,30 @@ static int caller_tgid(Request *q, pid_t *ret) {
                 return -ESRCH;
         *ret = (pid_t) tgid;
         return 0;
+}
+
+/* What the kernel's own blocking send answers when a signal comes (sock_intr_errno()): ERESTARTSYS, which
+ * the caller's return to user space turns into a restart (no handler, or one with SA_RESTART) or EINTR
+ * (a handler without), or EINTR outright when the socket has a SO_SNDTIMEO. ERESTARTSYS is the kernel's
+ * own, never seen by a caller; a seccomp answer may carry it like any error. */
+#define GATE_ERESTARTSYS 512
+
+static uint64_t status_mask(const char *status, const char *field) {
+        const char *p = strstr(status, field);
+        unsigned long long v;
+
+        return p && sscanf(p + strlen(field), " %llx", &v) == 1 ? (uint64_t) v : 0;
+}
+
+/* Whether the calling thread has a signal to take: pending for it or its process, neither blocked nor
+ * ignored. Read from its status file; false when it cannot be read (the wait goes on, as before). */
+static bool caller_signal_pending(Request *q) {
+        char buf[4096];
+
+        if (caller_status(q, buf, sizeof(buf)) < 0)
+                return false;
+        return ((status_mask(buf, "\nSigPnd:") | status_mask(buf, "\nShdPnd:")) &
+                ~status_mask(buf, "\nSigBlk:") & ~status_mask(buf, "\nSigIgn:")) != 0;
 }
 
 static int send_take_fd(void *userdata, int fd) {
@@ -1096,13 +1160,17 @@ static int send_take_fd(void *userdata, int fd) {
  * to a full receiver: poll() cannot know the receiver), after a nap that doubles up to
  * GATE_SEND_RECHECK_MS. The caller that goes away (its pidfd readable, its notification gone) ends
  * the wait: no worker waits forever for a caller that is not there. -ESRCH then, -EAGAIN past the
- * socket's SO_SNDTIMEO. */
+ * socket's SO_SNDTIMEO, and a signal for the caller ends it too (caller_signal_pending()). */
 static int send_wait(Request *q, const SendTarget *t, unsigned *nap_ms, bool *said_writable) {
         struct pollfd p[2];
         int timeout = *nap_ms > 0 ? (int) *nap_ms : (int) GATE_SEND_RECHECK_MS, pidfd, r;
 
         if (!notif_id_valid(q->s->notify_fd, q->n->id))
                 return -ESRCH;
+        /* The caller's wait is killable only (WAIT_KILLABLE_RECV): a signal for it would wait for the send,
+         * which may be for ever. Answered as the kernel's send it interrupts. */
+        if (caller_signal_pending(q))
+                return t->deadline_ns > 0 ? -EINTR : -GATE_ERESTARTSYS;
         if (t->deadline_ns > 0) {
                 uint64_t now = now_ns(CLOCK_MONOTONIC);
 
@@ -1134,8 +1202,8 @@ static int send_wait(Request *q, const SendTarget *t, unsigned *nap_ms, bool *sa
  * too waits until all is sent), the control messages with the first part. Tries never block the worker
  * (MSG_DONTWAIT); a blocking send waits in send_wait(). The worker's real ids are the agent's for the
  * send alone, not while it waits (real ids let the agent signal the thread). Returns the bytes sent. */
-static ssize_t send_perform(Request *q, SendTarget *t, GateSendMsg *m, const struct sockaddr *to,
-                            socklen_t to_len, int flags) {
+static ssize_t send_try(Request *q, SendTarget *t, GateSendMsg *m, const struct sockaddr *to,
+                        socklen_t to_len, int flags, bool *waiting) {
         unsigned nap_ms = 0;
         bool said_writable = false;
         size_t done = 0;
@@ -1178,10 +1246,25 @@ static ssize_t send_perform(Request *q, SendTarget *t, GateSendMsg *m, const str
                 }
                 if (err != EAGAIN || !t->wait)
                         return done > 0 ? (ssize_t) done : -err;
+                if (!*waiting) {
+                        if (!send_wait_begin(q->s))
+                                return done > 0 ? (ssize_t) done : -EAGAIN;
+                        *waiting = true;
+                }
                 r = send_wait(q, t, &nap_ms, &said_writable);
                 if (r < 0)
                         return done > 0 ? (ssize_t) done : r;
         }
+}
+
+static ssize_t send_perform(Request *q, SendTarget *t, GateSendMsg *m, const struct sockaddr *to,
+                            socklen_t to_len, int flags) {
+        bool waiting = false;
+        ssize_t n = send_try(q, t, m, to, to_len, flags, &waiting);
+
+        if (waiting)
+                send_wait_end(q->s);
+        return n;
 }
 
 /* One message: its control messages checked and its fds taken, its AF_UNIX address decided, then sent.
@@ -1211,7 +1294,9 @@ static ssize_t send_one(Request *q, SendTarget *t, GateSendMsg *m) {
                 if (getsockopt(t->sock, SOL_SOCKET, SO_DOMAIN, &t->domain, &olen) < 0)
                         return -errno;
         }
-        if (to && unix_address_decided(t->domain, &m->addr, m->addr_len)) {
+        /* A stream socket of AF_UNIX never sends to an address (the kernel answers EISCONN or EOPNOTSUPP
+         * before it looks at it): nothing to decide, and no record of a connect that cannot happen. */
+        if (to && !t->stream && unix_address_decided(t->domain, &m->addr, m->addr_len)) {
                 r = unix_address_decide(q, &m->addr, m->addr_len, &res);
                 if (r < 0)
                         return r;
@@ -2611,7 +2696,8 @@ static void spawn_worker_locked(GateSupervisor *s, bool receiver) {
         Worker *w;
         int r;
 
-        if (s->workers >= GATE_WORKERS_MAX)
+        /* The workers waiting in a send are not counted (GATE_SEND_WAITS_MAX caps them). */
+        if (s->workers - s->send_waits >= GATE_WORKERS_MAX)
                 return;
         w = calloc(1, sizeof(*w));
         if (!w) {

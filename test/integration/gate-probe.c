@@ -1039,8 +1039,8 @@ static char gate_wait(int wchan_fd, int stat_fd) {
 }
 
 /* send-gone PATH N HELD: N children each block in a sendto to a receiver at PATH whose queue is full;
- * once HELD of them (the gate's 64 workers) are seen with their call taken by a worker (gate_wait(),
- * nudged with SIGUSR1 until they tell), all are killed,
+ * once HELD of them are seen in the gate's wait (gate_wait(): taken by a worker or queued; a nudge with a
+ * signal would now end a taken send, as the kernel's), all are killed,
  * and one more send by address (to another receiver) must be answered: a worker waiting for a caller
  * that is gone is free again. Prints "held=N released" or "held=N wedged" (no answer within a minute). */
 static int send_gone(const char *path, long n, long want) {
@@ -1086,14 +1086,9 @@ static int send_gone(const char *path, long n, long want) {
         /* No time limit here: the test's own timeout ends a gate that never takes that many. */
         while (held < want) {
                 held = 0;
-                for (long i = 0; i < n; i++) {
-                        char w = gate_wait(wchan[i], stat[i]);
-
-                        if (w == 'D')
+                for (long i = 0; i < n; i++)
+                        if (gate_wait(wchan[i], stat[i]) != 0)
                                 held++;
-                        else if (w == 'S')
-                                kill(pids[i], SIGUSR1);
-                }
                 sched_yield();
         }
         for (long i = 0; i < n; i++)
@@ -1107,6 +1102,163 @@ static int send_gone(const char *path, long n, long want) {
         alarm(60);
         printf("held=%ld %s\n", held,
                sendto(tx, "after", 5, 0, (struct sockaddr *) &sa, sizeof(sa)) == 5 ? "released" : "wedged");
+        return 0;
+}
+
+/* send-pool PATH N WANT: N children each block in a sendto to a receiver at PATH whose queue is full;
+ * once WANT of them (more than the gate's 64 workers) are seen in the gate's wait (gate_wait(): queued or
+ * taken by a worker), an ordinary trapped call (an open of /etc/hostname), queued behind them all, must
+ * be answered; then the receiver is read until every child's send went. Prints "held=WANT
+ * other-call=ok|stalled released=M": stalled when the open was not answered within a minute (SIGALRM),
+ * as on a gate whose waiting sends hold all its workers. */
+static int send_pool(const char *path, long n, long want) {
+        int rx = dgram_receiver(path, false), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        int go[2], *wchan = calloc((size_t) n, sizeof(int)), *stat = calloc((size_t) n, sizeof(int));
+        pid_t *pids = calloc((size_t) n, sizeof(pid_t));
+        struct sockaddr_un sa;
+        long held = 0, released = 0, left = n;
+        int fd, status;
+        char p[128];
+
+        if (rx < 0 || tx < 0 || !wchan || !stat || !pids || pipe2(go, O_CLOEXEC) < 0)
+                return report(-1);
+        sun_set(&sa, path);
+        while (sendto(tx, "fill", 4, 0, (struct sockaddr *) &sa, sizeof(sa)) >= 0)
+                ;
+        for (long i = 0; i < n; i++) {
+                char c;
+
+                pids[i] = fork();
+                if (pids[i] < 0)
+                        return report(-1);
+                if (pids[i] == 0) {
+                        long r;
+
+                        sigaction(SIGUSR1, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
+                        close(go[1]);
+                        (void) read(go[0], &c, 1);
+                        (void) fcntl(tx, F_SETFL, 0);   /* shared by all: blocking from now */
+                        while ((r = sendto(tx, "late", 4, 0, (struct sockaddr *) &sa, sizeof(sa))) < 0 && errno == EINTR)
+                                ;
+                        _exit(r == 4 ? 0 : 1);
+                }
+                /* Opened now: on a gate whose workers are all held, an open (trapped) would wait too. */
+                snprintf(p, sizeof(p), "/proc/%i/wchan", pids[i]);
+                wchan[i] = open(p, O_RDONLY | O_CLOEXEC);
+                snprintf(p, sizeof(p), "/proc/%i/stat", pids[i]);
+                stat[i] = open(p, O_RDONLY | O_CLOEXEC);
+                if (wchan[i] < 0 || stat[i] < 0)
+                        return report(-1);
+        }
+        close(go[1]);
+        while (held < want) {
+                held = 0;
+                for (long i = 0; i < n; i++)
+                        if (gate_wait(wchan[i], stat[i]) != 0)
+                                held++;
+                sched_yield();
+        }
+        sigaction(SIGALRM, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
+        alarm(60);
+        fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+        alarm(0);
+        printf("held=%ld other-call=%s ", want, fd >= 0 ? "ok" : "stalled");
+        if (fd >= 0)
+                close(fd);
+        /* Room at the receiver: the waiting sends go, each child ends with its datagram sent. */
+        while (left > 0) {
+                pid_t pid;
+
+                (void) dgram_drain(rx, NULL, 0, NULL);
+                (void) poll(&(struct pollfd) { .fd = rx, .events = POLLIN }, 1, 100);
+                while (left > 0 && (pid = waitpid(-1, &status, WNOHANG)) > 0) {
+                        left--;
+                        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                                released++;
+                }
+        }
+        printf("released=%ld\n", released);
+        return 0;
+}
+
+/* send-signal PATH restart|norestart: a blocking sendto to a full receiver at PATH, interrupted by a
+ * SIGUSR2 whose handler has SA_RESTART or not: a sibling thread signals the sender while it is seen in the
+ * sendto (the gate's wait or the kernel's) until the handler ran, then reads the receiver so a restarted send can go. Should the
+ * handler not run while the send blocks (the sibling signalled it a thousand times, 10 ms apart), the
+ * receiver is read anyway so that the send ends. Prints what the send returned and whether the handler
+ * ran during it: "norestart=EINTR during=yes" and "restart=ok during=yes" are the kernel's. */
+static atomic_bool sig_handled, sig_send_done, sig_forced;
+static atomic_int sig_tid;
+static int sig_rx;
+
+static void on_sigusr2(int sig) {
+        (void) sig;
+        atomic_store(&sig_handled, true);
+}
+
+/* Whether the task is asleep in sendto (the gate's wait or the kernel's own). */
+static bool in_sendto(int syscall_fd, int stat_fd) {
+        char sc[256] = {}, st[512] = {};
+        const char *e;
+
+        if (pread(syscall_fd, sc, sizeof(sc) - 1, 0) <= 0 || atoi(sc) != __NR_sendto || !strchr(sc, ' '))
+                return false;
+        if (pread(stat_fd, st, sizeof(st) - 1, 0) <= 0 || !(e = strrchr(st, ')')) || e[1] != ' ')
+                return false;
+        return e[2] == 'S' || e[2] == 'D';
+}
+
+static void *signal_sender(void *userdata) {
+        bool restart = *(bool *) userdata;
+        char p[128];
+        int syscall_fd, stat_fd;
+        long tries = 0;
+
+        snprintf(p, sizeof(p), "/proc/%i/task/%i/syscall", (int) getpid(), atomic_load(&sig_tid));
+        syscall_fd = open(p, O_RDONLY | O_CLOEXEC);
+        snprintf(p, sizeof(p), "/proc/%i/task/%i/stat", (int) getpid(), atomic_load(&sig_tid));
+        stat_fd = open(p, O_RDONLY | O_CLOEXEC);
+        while (!atomic_load(&sig_handled) && !atomic_load(&sig_send_done) && tries < 1000) {
+                if (syscall_fd >= 0 && stat_fd >= 0 && in_sendto(syscall_fd, stat_fd)) {
+                        (void) syscall(SYS_tgkill, getpid(), atomic_load(&sig_tid), SIGUSR2);
+                        tries++;
+                        usleep(10 * 1000);
+                } else
+                        sched_yield();
+        }
+        (void) restart;
+        if (!atomic_load(&sig_handled))
+                atomic_store(&sig_forced, true);        /* the send ends only because the receiver is read */
+        while (!atomic_load(&sig_send_done)) {
+                (void) dgram_drain(sig_rx, NULL, 0, NULL);
+                sched_yield();
+        }
+        return NULL;
+}
+
+static int send_signal(const char *path, bool restart) {
+        struct sigaction sa = { .sa_handler = on_sigusr2, .sa_flags = restart ? SA_RESTART : 0 };
+        int tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        struct sockaddr_un sun;
+        pthread_t t;
+        bool during;
+        long r;
+
+        sig_rx = dgram_receiver(path, false);
+        if (sig_rx < 0 || tx < 0)
+                return report(-1);
+        sun_set(&sun, path);
+        while (sendto(tx, "fill", 4, 0, (struct sockaddr *) &sun, sizeof(sun)) >= 0)
+                ;
+        if (fcntl(tx, F_SETFL, 0) < 0 || sigaction(SIGUSR2, &sa, NULL) < 0)
+                return report(-1);
+        atomic_store(&sig_tid, (int) gettid());
+        pthread_create(&t, NULL, signal_sender, &restart);
+        r = sendto(tx, "late", 4, 0, (struct sockaddr *) &sun, sizeof(sun));
+        during = atomic_load(&sig_handled) && !atomic_load(&sig_forced);
+        printf("%s=%s during=%s\n", restart ? "restart" : "norestart", errname(r), during ? "yes" : "no");
+        atomic_store(&sig_send_done, true);
+        pthread_join(t, NULL);
         return 0;
 }
 
@@ -1707,6 +1859,10 @@ int main(int argc, char *argv[]) {
                 return dgram_full(a1);
         if (!strcmp(cmd, "send-gone") && argc > 4)     /* send-gone PATH N HELD */
                 return send_gone(a1, atol(argv[3]), atol(argv[4]));
+        if (!strcmp(cmd, "send-pool") && argc > 4)     /* send-pool PATH N WANT */
+                return send_pool(a1, atol(argv[3]), atol(argv[4]));
+        if (!strcmp(cmd, "send-signal") && argc > 3)   /* send-signal PATH restart|norestart */
+                return send_signal(a1, !strcmp(argv[3], "restart"));
         if (!strcmp(cmd, "plain-send"))
                 return plain_send();
         if (!strcmp(cmd, "sigpipe"))

@@ -4,6 +4,8 @@
  * decoding, the caps, and the allow-list of control messages with its fd and credential handling. */
 
 #include <fcntl.h>
+#include <limits.h>
+#include <string.h>
 #include <netinet/in.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -69,6 +71,59 @@ static void test_read(void) {
         ok(gate_send_read_to(mem_fd, (uint64_t) (uintptr_t) one, 6, 8, sizeof(sa), false, &m) == -EFAULT,
            "  ... an address that is not mapped is EFAULT");
         gate_send_msg_done(&m);
+}
+
+/* The gate's reading of a sendmsg says what the kernel's own says of the same msghdr: each case sent for
+ * real on a datagram socketpair (the kernel's answer) and read as the supervisor reads it. */
+static void parity(const char *what, struct msghdr *h) {
+        GateSendMsg m = GATE_SEND_MSG_NULL;
+        int sv[2], kernel, gate;
+
+        if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) < 0) {
+                ok(false, "%s: socketpair: %m", what);
+                return;
+        }
+        kernel = sendmsg(sv[0], h, MSG_DONTWAIT) < 0 ? -errno : 0;
+        gate = gate_send_read_msg(mem_fd, (uint64_t) (uintptr_t) h, false, &m);
+        gate_send_msg_done(&m);
+        close(sv[0]);
+        close(sv[1]);
+        ok(gate == kernel, "%s: %s, as the kernel says", what, kernel == 0 ? "read" : strerrorname_np(-kernel));
+        if (gate != kernel)
+                printf("#   the kernel says %i, the gate %i\n", kernel, gate);
+}
+
+static void test_parity(void) {
+        static char buf[16] = "data";
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct iovec huge[3] = { { buf, SSIZE_MAX }, { buf, SSIZE_MAX }, { buf, SSIZE_MAX } };
+        struct iovec negative = { buf, (size_t) SSIZE_MAX + 1 }, empty = { NULL, 0 }, one = { buf, 4 };
+        struct iovec wraps = { (void *) (UINTPTR_MAX - 8), 16 };
+
+        parity("iov_len summing past SIZE_MAX",
+               &(struct msghdr) { .msg_iov = huge, .msg_iovlen = 3 });
+        parity("an iov_len negative as a ssize_t",
+               &(struct msghdr) { .msg_iov = &negative, .msg_iovlen = 1 });
+        parity("an iovec whose range wraps the address space",
+               &(struct msghdr) { .msg_iov = &wraps, .msg_iovlen = 1 });
+        parity("iov_base NULL with iov_len 0",
+               &(struct msghdr) { .msg_iov = &empty, .msg_iovlen = 1 });
+        parity("msg_name given with msg_namelen 0",
+               &(struct msghdr) { .msg_name = &sa, .msg_namelen = 0, .msg_iov = &one, .msg_iovlen = 1 });
+        parity("msg_namelen negative as an int",
+               &(struct msghdr) { .msg_name = &sa, .msg_namelen = 0x80000000U, .msg_iov = &one, .msg_iovlen = 1 });
+        parity("msg_name unmapped",
+               &(struct msghdr) { .msg_name = (void *) 8, .msg_namelen = sizeof(sa), .msg_iov = &one, .msg_iovlen = 1 });
+        parity("msg_iov unmapped",
+               &(struct msghdr) { .msg_iov = (void *) 8, .msg_iovlen = 1 });
+        parity("iov_base unmapped",
+               &(struct msghdr) { .msg_iov = &(struct iovec) { (void *) 8, 4 }, .msg_iovlen = 1 });
+        parity("msg_iovlen above UIO_MAXIOV",
+               &(struct msghdr) { .msg_iov = &one, .msg_iovlen = GATE_SEND_IOV_MAX + 1 });
+        parity("msg_control unmapped",
+               &(struct msghdr) { .msg_iov = &one, .msg_iovlen = 1, .msg_control = (void *) 8, .msg_controllen = 16 });
+        parity("msg_controllen above INT_MAX",
+               &(struct msghdr) { .msg_iov = &one, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = (size_t) INT_MAX + 1 });
 }
 
 static int take_count;
@@ -138,6 +193,7 @@ int main(void) {
                 return 1;
         test_decode();
         test_read();
+        test_parity();
         test_control();
         return done_testing();
 }
