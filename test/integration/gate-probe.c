@@ -1038,126 +1038,107 @@ static char gate_wait(int wchan_fd, int stat_fd) {
         return e[2];
 }
 
-/* send-gone PATH N HELD: N children each block in a sendto to a receiver at PATH whose queue is full;
- * once HELD of them are seen in the gate's wait (gate_wait(): taken by a worker or queued; a nudge with a
- * signal would now end a taken send, as the kernel's), all are killed,
- * and one more send by address (to another receiver) must be answered: a worker waiting for a caller
- * that is gone is free again. Prints "held=N released" or "held=N wedged" (no answer within a minute). */
-static int send_gone(const char *path, long n, long want) {
-        int rx = dgram_receiver(path, false), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        int go[2], *wchan = calloc((size_t) n, sizeof(int)), *stat = calloc((size_t) n, sizeof(int));
-        pid_t *pids = calloc((size_t) n, sizeof(pid_t));
+/* The blocked senders of send-gone and send-pool: N children each block in a sendto to a receiver at PATH
+ * whose queue is full (filled through the socket they share, made blocking when they start), until WANT of
+ * them are seen in the gate's wait (gate_wait(): queued, or taken by a worker; a nudge with a signal would
+ * end a taken send, as the kernel's). A child exits 0 once its datagram went. A trapped call the caller
+ * needs before (a bind) is made before this: with the workers held it would wait too. */
+typedef struct BlockedSenders {
+        int rx, tx;
         struct sockaddr_un sa;
-        long held = 0;
+        pid_t *pids;
+        long held;
+} BlockedSenders;
+
+static int blocked_senders(const char *path, long n, long want, BlockedSenders *ret) {
+        int go[2], *wchan = calloc((size_t) n, sizeof(int)), *stat = calloc((size_t) n, sizeof(int));
         char p[128];
 
-        if (rx < 0 || tx < 0 || !wchan || !stat || !pids || pipe2(go, O_CLOEXEC) < 0)
-                return report(-1);
-        sun_set(&sa, path);
-        while (sendto(tx, "fill", 4, 0, (struct sockaddr *) &sa, sizeof(sa)) >= 0)
+        *ret = (BlockedSenders) {
+                .rx = dgram_receiver(path, false),
+                .tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0),
+                .pids = calloc((size_t) n, sizeof(pid_t)),
+        };
+        if (ret->rx < 0 || ret->tx < 0 || !wchan || !stat || !ret->pids || pipe2(go, O_CLOEXEC) < 0)
+                return -1;
+        sun_set(&ret->sa, path);
+        while (sendto(ret->tx, "fill", 4, 0, (struct sockaddr *) &ret->sa, sizeof(ret->sa)) >= 0)
                 ;
         for (long i = 0; i < n; i++) {
                 char c;
 
-                pids[i] = fork();
-                if (pids[i] < 0)
-                        return report(-1);
-                if (pids[i] == 0) {
-                        sigaction(SIGUSR1, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
-                        close(go[1]);
-                        (void) read(go[0], &c, 1);
-                        (void) fcntl(tx, F_SETFL, 0);   /* shared by all: blocking from now */
-                        while (sendto(tx, "late", 4, 0, (struct sockaddr *) &sa, sizeof(sa)) < 0 && errno == EINTR)
-                                ;
-                        _exit(0);
-                }
-                /* Opened now: once the workers are held, an open (trapped) would wait too. */
-                snprintf(p, sizeof(p), "/proc/%i/wchan", pids[i]);
-                wchan[i] = open(p, O_RDONLY | O_CLOEXEC);
-                snprintf(p, sizeof(p), "/proc/%i/stat", pids[i]);
-                stat[i] = open(p, O_RDONLY | O_CLOEXEC);
-                if (wchan[i] < 0 || stat[i] < 0)
-                        return report(-1);
-        }
-        snprintf(p, sizeof(p), "%s.2", path);
-        if (dgram_receiver(p, false) < 0)
-                return report(-1);
-        close(go[1]);
-        /* No time limit here: the test's own timeout ends a gate that never takes that many. */
-        while (held < want) {
-                held = 0;
-                for (long i = 0; i < n; i++)
-                        if (gate_wait(wchan[i], stat[i]) != 0)
-                                held++;
-                sched_yield();
-        }
-        for (long i = 0; i < n; i++)
-                kill(pids[i], SIGKILL);
-        while (wait(NULL) > 0)
-                ;
-        /* The full receiver stays full (a read would let the waiting sends go): a trapped send to another
-         * one, interrupted (EINTR) only if no worker ever takes it. */
-        sun_set(&sa, p);
-        sigaction(SIGALRM, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
-        alarm(60);
-        printf("held=%ld %s\n", held,
-               sendto(tx, "after", 5, 0, (struct sockaddr *) &sa, sizeof(sa)) == 5 ? "released" : "wedged");
-        return 0;
-}
-
-/* send-pool PATH N WANT: N children each block in a sendto to a receiver at PATH whose queue is full;
- * once WANT of them (more than the gate's 64 workers) are seen in the gate's wait (gate_wait(): queued or
- * taken by a worker), an ordinary trapped call (an open of /etc/hostname), queued behind them all, must
- * be answered; then the receiver is read until every child's send went. Prints "held=WANT
- * other-call=ok|stalled released=M": stalled when the open was not answered within a minute (SIGALRM),
- * as on a gate whose waiting sends hold all its workers. */
-static int send_pool(const char *path, long n, long want) {
-        int rx = dgram_receiver(path, false), tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        int go[2], *wchan = calloc((size_t) n, sizeof(int)), *stat = calloc((size_t) n, sizeof(int));
-        pid_t *pids = calloc((size_t) n, sizeof(pid_t));
-        struct sockaddr_un sa;
-        long held = 0, released = 0, left = n;
-        int fd, status;
-        char p[128];
-
-        if (rx < 0 || tx < 0 || !wchan || !stat || !pids || pipe2(go, O_CLOEXEC) < 0)
-                return report(-1);
-        sun_set(&sa, path);
-        while (sendto(tx, "fill", 4, 0, (struct sockaddr *) &sa, sizeof(sa)) >= 0)
-                ;
-        for (long i = 0; i < n; i++) {
-                char c;
-
-                pids[i] = fork();
-                if (pids[i] < 0)
-                        return report(-1);
-                if (pids[i] == 0) {
+                ret->pids[i] = fork();
+                if (ret->pids[i] < 0)
+                        return -1;
+                if (ret->pids[i] == 0) {
                         long r;
 
                         sigaction(SIGUSR1, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
                         close(go[1]);
                         (void) read(go[0], &c, 1);
-                        (void) fcntl(tx, F_SETFL, 0);   /* shared by all: blocking from now */
-                        while ((r = sendto(tx, "late", 4, 0, (struct sockaddr *) &sa, sizeof(sa))) < 0 && errno == EINTR)
+                        (void) fcntl(ret->tx, F_SETFL, 0);      /* shared by all: blocking from now */
+                        while ((r = sendto(ret->tx, "late", 4, 0, (struct sockaddr *) &ret->sa, sizeof(ret->sa))) < 0 &&
+                               errno == EINTR)
                                 ;
                         _exit(r == 4 ? 0 : 1);
                 }
-                /* Opened now: on a gate whose workers are all held, an open (trapped) would wait too. */
-                snprintf(p, sizeof(p), "/proc/%i/wchan", pids[i]);
+                /* Opened now: once the workers are held, an open (trapped) would wait too. */
+                snprintf(p, sizeof(p), "/proc/%i/wchan", ret->pids[i]);
                 wchan[i] = open(p, O_RDONLY | O_CLOEXEC);
-                snprintf(p, sizeof(p), "/proc/%i/stat", pids[i]);
+                snprintf(p, sizeof(p), "/proc/%i/stat", ret->pids[i]);
                 stat[i] = open(p, O_RDONLY | O_CLOEXEC);
                 if (wchan[i] < 0 || stat[i] < 0)
-                        return report(-1);
+                        return -1;
         }
         close(go[1]);
-        while (held < want) {
-                held = 0;
+        /* No time limit here: the test's own timeout ends a gate that never takes that many. */
+        while (ret->held < want) {
+                ret->held = 0;
                 for (long i = 0; i < n; i++)
                         if (gate_wait(wchan[i], stat[i]) != 0)
-                                held++;
+                                ret->held++;
                 sched_yield();
         }
+        return 0;
+}
+
+/* send-gone PATH N HELD: once HELD of N blocked senders (blocked_senders()) are in the gate's wait, all
+ * are killed, and one more send by address (to another receiver) must be answered: a worker waiting for a
+ * caller that is gone is free again. Prints "held=N released" or "held=N wedged" (no answer within a
+ * minute). */
+static int send_gone(const char *path, long n, long want) {
+        BlockedSenders b;
+        char p[128];
+
+        snprintf(p, sizeof(p), "%s.2", path);
+        if (dgram_receiver(p, false) < 0 || blocked_senders(path, n, want, &b) < 0)
+                return report(-1);
+        for (long i = 0; i < n; i++)
+                kill(b.pids[i], SIGKILL);
+        while (wait(NULL) > 0)
+                ;
+        /* The full receiver stays full (a read would let the waiting sends go): a trapped send to another
+         * one, interrupted (EINTR) only if no worker ever takes it. */
+        sun_set(&b.sa, p);
+        sigaction(SIGALRM, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
+        alarm(60);
+        printf("held=%ld %s\n", b.held,
+               sendto(b.tx, "after", 5, 0, (struct sockaddr *) &b.sa, sizeof(b.sa)) == 5 ? "released" : "wedged");
+        return 0;
+}
+
+/* send-pool PATH N WANT: once WANT of N blocked senders (blocked_senders(); more than the gate's 64
+ * workers) are in the gate's wait, an ordinary trapped call (an open of /etc/hostname), queued behind them
+ * all, must be answered; then the receiver is read until every child's send went. Prints "held=WANT
+ * other-call=ok|stalled released=M": stalled when the open was not answered within a minute (SIGALRM),
+ * as on a gate whose waiting sends hold all its workers. */
+static int send_pool(const char *path, long n, long want) {
+        BlockedSenders b;
+        long released = 0, left = n;
+        int fd, status;
+
+        if (blocked_senders(path, n, want, &b) < 0)
+                return report(-1);
         sigaction(SIGALRM, &(struct sigaction) { .sa_handler = on_alarm_send }, NULL);
         alarm(60);
         fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
@@ -1169,8 +1150,8 @@ static int send_pool(const char *path, long n, long want) {
         while (left > 0) {
                 pid_t pid;
 
-                (void) dgram_drain(rx, NULL, 0, NULL);
-                (void) poll(&(struct pollfd) { .fd = rx, .events = POLLIN }, 1, 100);
+                (void) dgram_drain(b.rx, NULL, 0, NULL);
+                (void) poll(&(struct pollfd) { .fd = b.rx, .events = POLLIN }, 1, 100);
                 while (left > 0 && (pid = waitpid(-1, &status, WNOHANG)) > 0) {
                         left--;
                         if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
