@@ -10,34 +10,10 @@
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
-# shellcheck source=test/lib/tap.sh
-. "$lib/tap.sh"
-# shellcheck source=test/lib/host-users.sh
-. "$lib/host-users.sh"
-# shellcheck source=test/lib/engines.sh
-. "$lib/engines.sh"
-# shellcheck source=test/lib/test-image.sh
-. "$lib/test-image.sh"
+# shellcheck source=test/lib/engine-test.sh
+. "$lib/engine-test.sh"
 
-: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
-: "${LOOP_SOURCE_DIR:=$(dirname "$(readlink -f "$0")")/../..}"
-export LOOP_BUILD_DIR LOOP_SOURCE_DIR
-LOOP=$LOOP_BUILD_DIR/src/loop
-IMAGE=localhost/loop-test:latest
-TEST_USER=looptest
-
-[ "$(id -u)" -eq 0 ] || bail_out "test-run needs root (it starts engines)"
-[ -x "$LOOP" ] || bail_out "$LOOP is not built"
-
-T=$(mktemp -d /var/tmp/loop-test-run.XXXXXX) || bail_out "mktemp failed"
-atexit "rm -rf '$T'"
-chmod 0755 "$T"     # the agent's user must reach its work dir below it
-export LOOP_STATE_DIR=$T/state LOOP_LOG_TARGET=console
-
-# An unprivileged host user with a real home, as a channel's "user".
-test_user_ensure "$TEST_USER" || bail_out "cannot create the test user $TEST_USER"
-UID_T=$(id -u "$TEST_USER")
-GID_T=$(id -g "$TEST_USER")
+engine_test_begin test-run run
 HOME_T=$(getent passwd "$TEST_USER" | cut -d: -f6)
 mkdir -p "$HOME_T" && chown "$UID_T:$GID_T" "$HOME_T"
 echo '{"copied": "from the host"}' >"$HOME_T/.claude.json"

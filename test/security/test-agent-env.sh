@@ -11,33 +11,10 @@
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
-# shellcheck source=test/lib/tap.sh
-. "$lib/tap.sh"
-# shellcheck source=test/lib/host-users.sh
-. "$lib/host-users.sh"
-# shellcheck source=test/lib/engines.sh
-. "$lib/engines.sh"
-# shellcheck source=test/lib/test-image.sh
-. "$lib/test-image.sh"
+# shellcheck source=test/lib/engine-test.sh
+. "$lib/engine-test.sh"
 
-: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
-: "${LOOP_SOURCE_DIR:=$(dirname "$(readlink -f "$0")")/../..}"
-export LOOP_BUILD_DIR LOOP_SOURCE_DIR
-LOOP=$LOOP_BUILD_DIR/src/loop
-IMAGE=localhost/loop-test:latest
-TEST_USER=looptest
-
-[ "$(id -u)" -eq 0 ] || bail_out "test-agent-env needs root (it starts engines)"
-[ -x "$LOOP" ] || bail_out "$LOOP is not built"
-
-T=$(mktemp -d /var/tmp/loop-test-agent-env.XXXXXX) || bail_out "mktemp failed"
-atexit "rm -rf '$T'"
-chmod 0755 "$T"
-export LOOP_STATE_DIR=$T/state LOOP_LOG_TARGET=console LOOP_CONFIG_DIR=$T/etc
-
-test_user_ensure "$TEST_USER" || bail_out "cannot create the test user $TEST_USER"
-UID_T=$(id -u "$TEST_USER")
-GID_T=$(id -g "$TEST_USER")
+engine_test_begin test-agent-env agent-env
 build_test_rootfs "$T/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
 
 W=$T/work

@@ -12,43 +12,20 @@
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
-# shellcheck source=test/lib/tap.sh
-. "$lib/tap.sh"
-# shellcheck source=test/lib/host-users.sh
-. "$lib/host-users.sh"
+# shellcheck source=test/lib/engine-test.sh
+. "$lib/engine-test.sh"
 # shellcheck source=test/lib/locks.sh
 . "$lib/locks.sh"
-# shellcheck source=test/lib/engines.sh
-. "$lib/engines.sh"
-# shellcheck source=test/lib/test-image.sh
-. "$lib/test-image.sh"
 
-: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
-: "${LOOP_SOURCE_DIR:=$(dirname "$(readlink -f "$0")")/../..}"
-export LOOP_BUILD_DIR LOOP_SOURCE_DIR
-LOOP=$LOOP_BUILD_DIR/src/loop
 PROBE=$LOOP_BUILD_DIR/test/security/escape-probe
-IMAGE=localhost/loop-test:latest
-TEST_USER=looptest
-
-[ "$(id -u)" -eq 0 ] || bail_out "test-escape needs root (it starts engines)"
-[ -x "$LOOP" ] && [ -x "$PROBE" ] || bail_out "$LOOP or $PROBE is not built"
+engine_test_begin test-escape escape "$PROBE"
 NR_SYSLOG=$(printf '#include <sys/syscall.h>\nSYS_syslog\n' | cpp -P - | tail -1)
 [[ $NR_SYSLOG =~ ^[0-9]+$ ]] || bail_out "cannot find syslog's system call number (cpp: $NR_SYSLOG)"
 NR_IO_URING_SETUP=$(printf '#include <sys/syscall.h>\nSYS_io_uring_setup\n' | cpp -P - | tail -1)
 [[ $NR_IO_URING_SETUP =~ ^[0-9]+$ ]] || bail_out "cannot find io_uring_setup's system call number (cpp: $NR_IO_URING_SETUP)"
-
-T=$(mktemp -d /var/tmp/loop-test-escape.XXXXXX) || bail_out "mktemp failed"
-atexit "rm -rf '$T'"
-chmod 0755 "$T"
-export LOOP_STATE_DIR=$T/state LOOP_LOG_TARGET=console LOOP_CONFIG_DIR=$T/etc
 # In the runner's environment, never in a container's: a container that could read a host process's
 # environment would find it.
 export LOOP_ESCAPE_HOST_MARKER=host-only
-
-test_user_ensure "$TEST_USER" || bail_out "cannot create the test user $TEST_USER"
-UID_T=$(id -u "$TEST_USER")
-GID_T=$(id -g "$TEST_USER")
 
 build_test_rootfs "$T/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
 

@@ -10,34 +10,12 @@
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
-# shellcheck source=test/lib/tap.sh
-. "$lib/tap.sh"
-# shellcheck source=test/lib/engines.sh
-. "$lib/engines.sh"
-# shellcheck source=test/lib/test-image.sh
-. "$lib/test-image.sh"
+# shellcheck source=test/lib/engine-test.sh
+. "$lib/engine-test.sh"
 
-: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
-: "${LOOP_SOURCE_DIR:=$(dirname "$(readlink -f "$0")")/../..}"
-export LOOP_BUILD_DIR LOOP_SOURCE_DIR
-LOOP=$LOOP_BUILD_DIR/src/loop
-IMAGE=localhost/loop-test:latest
-TEST_USER=looptest
 # a run the runner never starts would wait for ever: this is far beyond what one takes
 RUN_TIMEOUT_S=${RUN_TIMEOUT_S:-120}
-
-[ "$(id -u)" -eq 0 ] || bail_out "test-runner-workdir-files needs root (it starts engines)"
-[ -x "$LOOP" ] || bail_out "$LOOP is not built"
-
-T=$(mktemp -d /var/tmp/loop-test-runner-files.XXXXXX) || bail_out "mktemp failed"
-atexit "rm -rf '$T'"
-chmod 0755 "$T"
-export LOOP_STATE_DIR=$T/state LOOP_LOG_TARGET=console LOOP_CONFIG_DIR=$T/etc
-
-if ! getent passwd "$TEST_USER" >/dev/null; then
-        useradd --system --create-home --home-dir "/var/lib/loop-test/$TEST_USER" --shell /usr/sbin/nologin \
-                "$TEST_USER" || bail_out "cannot create the test user $TEST_USER"
-fi
+engine_test_begin test-runner-workdir-files runner-files
 build_test_rootfs "$T/rootfs" >/dev/null || bail_out "cannot build the test rootfs"
 
 W=$T/work
