@@ -20,19 +20,9 @@
 set -uo pipefail
 
 lib=$(dirname "$(readlink -f "$0")")/../lib
-# shellcheck source=test/lib/tap.sh
-. "$lib/tap.sh"
-# shellcheck source=test/lib/host-users.sh
-. "$lib/host-users.sh"
-# shellcheck source=test/lib/engines.sh
-. "$lib/engines.sh"
-# shellcheck source=test/lib/test-image.sh
-. "$lib/test-image.sh"
+# shellcheck source=test/lib/engine-test.sh
+. "$lib/engine-test.sh"
 
-: "${LOOP_BUILD_DIR:=$(dirname "$(readlink -f "$0")")/../../build}"
-: "${LOOP_SOURCE_DIR:=$(dirname "$(readlink -f "$0")")/../..}"
-export LOOP_BUILD_DIR LOOP_SOURCE_DIR
-LOOP=$LOOP_BUILD_DIR/src/loop
 PROXY=$LOOP_BUILD_DIR/services/loop-dockerproxy
 IMAGE=localhost/loop-test:latest
 NESTED=loop-test-busybox:latest
